@@ -1,0 +1,62 @@
+/* atomic_file.c — see atomic_file.h. */
+#include "src/core/atomic_file.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/core/check.h"
+
+void atomic_file_prepare(atomic_file *af, const char *path) {
+    if (strlen(path) >= sizeof af->path) die("output path too long: '%s'", path);
+    strcpy(af->path, path);
+    snprintf(af->tmp, sizeof af->tmp, "%s.tmp.%d", path, (int)getpid());
+    af->f = NULL;
+}
+
+FILE *atomic_file_open(atomic_file *af, const char *path) {
+    atomic_file_prepare(af, path);
+    af->f = fopen(af->tmp, "wb");
+    if (!af->f) die("cannot write '%s': %s", af->tmp, strerror(errno));
+    return af->f;
+}
+
+void atomic_file_commit(atomic_file *af) {
+    if (af->f) {
+        if (fflush(af->f) != 0 || ferror(af->f)) {
+            fclose(af->f);
+            remove(af->tmp);
+            die("write to '%s' failed: %s", af->path, strerror(errno));
+        }
+        fsync(fileno(af->f));
+        fclose(af->f);
+        af->f = NULL;
+    }
+    if (rename(af->tmp, af->path) != 0) {
+        int e = errno;
+        remove(af->tmp);
+        die("cannot rename '%s' to '%s': %s", af->tmp, af->path, strerror(e));
+    }
+}
+
+void atomic_file_abort(atomic_file *af) {
+    if (af->f) fclose(af->f);
+    af->f = NULL;
+    remove(af->tmp);
+}
+
+void make_dirs(const char *dir) {
+    char buf[4096];
+    if (strlen(dir) >= sizeof buf) die("directory path too long: '%s'", dir);
+    strcpy(buf, dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) die("cannot create directory '%s': %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) die("cannot create directory '%s': %s", buf, strerror(errno));
+    struct stat st;
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) die("'%s' exists and is not a directory", buf);
+}

@@ -1,0 +1,118 @@
+/* testing.c — see testing.h. */
+#include "tests/support/testing.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void expect_close(const float *got, const float *want, size_t n, double atol, double rtol,
+                  const char *what) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        double tol = atol + rtol * fabs(w);
+        if (!(fabs(g - w) <= tol)) {
+            if (bad < 5)
+                fprintf(stderr, "  %s[%zu]: got %.9g want %.9g (diff %.3g, tol %.3g)\n", what, i, g,
+                        w, fabs(g - w), tol);
+            bad++;
+        }
+    }
+    if (bad) fail_msg("%s: %zu of %zu elements differ beyond atol %.2g rtol %.2g", what, bad, n, atol, rtol);
+}
+
+double max_rel_diff(const float *got, const float *want, size_t n) {
+    double md = 0, mw = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        if (d > md || d != d) md = d;
+        if (fabs(want[i]) > mw) mw = fabs(want[i]);
+    }
+    return md / mw;
+}
+
+void mpi_test_launch(int argc, char **argv, int np) {
+    const char *inside = getenv("OMPI_COMM_WORLD_SIZE");
+    if (inside) {
+        const char *r = getenv("OMPI_COMM_WORLD_RANK");
+        if (r && atoi(r) != 0) {
+            /* Quiet ranks: cmocka's progress lines come from rank 0 only; errors still show. */
+            if (!freopen("/dev/null", "w", stdout)) perror("freopen");
+        }
+        return;
+    }
+    setenv("CMOCKA_TEST_ABORT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_btl", "self,vader", 0);
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+    setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
+    char npbuf[16];
+    snprintf(npbuf, sizeof npbuf, "%d", np);
+    char **args = calloc((size_t)argc + 12, sizeof *args);
+    int k = 0;
+    args[k++] = "mpirun";
+    args[k++] = "-np";
+    args[k++] = npbuf;
+    args[k++] = "--oversubscribe";
+    args[k++] = "--timeout";
+    args[k++] = "600";
+    for (int i = 0; i < argc; i++) args[k++] = argv[i];
+    args[k] = NULL;
+    fflush(stdout);
+    execvp("mpirun", args);
+    perror("execvp mpirun");
+    exit(127);
+}
+
+const char *test_trident_path(void) {
+    static char path[4096];
+    const char *srcdir = getenv("TEST_SRCDIR");
+    const char *ws = getenv("TEST_WORKSPACE");
+    if (srcdir && ws) {
+        snprintf(path, sizeof path, "%s/%s/trident", srcdir, ws);
+        if (access(path, X_OK) == 0) return path;
+    }
+    if (access("./trident", X_OK) == 0) return "./trident";
+    if (access("bazel-bin/trident", X_OK) == 0) return "bazel-bin/trident";
+    fail_msg("cannot find the trident binary (is //:trident a data dependency of this test?)");
+    return NULL;
+}
+
+int run_capture(const char *cmd, char *out, size_t cap) {
+    char full[8192];
+    snprintf(full, sizeof full, "( %s ) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t len = 0;
+    if (cap) out[0] = 0;
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, p)) > 0) {
+        if (cap && len + 1 < cap) {
+            size_t take = got < cap - 1 - len ? got : cap - 1 - len;
+            memcpy(out + len, buf, take);
+            len += take;
+            out[len] = 0;
+        }
+    }
+    int st = pclose(p);
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return -1;
+}
+
+const char *test_tmpdir(const char *name) {
+    static char dir[4096];
+    const char *base = getenv("TEST_TMPDIR");
+    if (!base) base = "/tmp";
+    snprintf(dir, sizeof dir, "%s/%s.%d", base, name, (int)getpid());
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    if (system(cmd) != 0) fail_msg("cannot make %s", dir);
+    return dir;
+}

@@ -1,0 +1,41 @@
+/* testing.h — what every Trident test shares.
+ *
+ * - expect_close(): the one numeric comparison (absolute + relative tolerance); on a
+ *   mismatch it prints the first few differing elements, then fails the cmocka test.
+ * - mpi_test_launch(): makes a cmocka test binary an MPI program. Run by Bazel (no
+ *   mpirun around it), it re-executes itself under `mpirun -np N --oversubscribe`;
+ *   already under mpirun, it returns and the tests run on every rank. Only rank 0
+ *   prints cmocka's progress; failures print on every rank, and a failure aborts the
+ *   whole job (CMOCKA_TEST_ABORT) so no rank waits forever in a collective.
+ * - test_trident_path(): the built `trident` binary, for tests that run the CLI.
+ */
+#ifndef TRIDENT_TESTS_TESTING_H
+#define TRIDENT_TESTS_TESTING_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* cmocka must come after the headers above. */
+#include <cmocka.h>
+
+/* |got - want| <= atol + rtol * |want| for every element, else fail with the first mismatches. */
+void expect_close(const float *got, const float *want, size_t n, double atol, double rtol,
+                  const char *what);
+/* Largest relative difference max|got-want| / max(max|want|, tiny) over the arrays. */
+double max_rel_diff(const float *got, const float *want, size_t n);
+
+/* Re-executes argv under mpirun with `np` ranks unless already inside an MPI job. */
+void mpi_test_launch(int argc, char **argv, int np);
+
+/* Path of the trident binary (a data dependency of the test), or dies. */
+const char *test_trident_path(void);
+
+/* Runs a shell command, captures stdout+stderr into out (NUL-terminated, truncated to cap),
+ * and returns the exit status (or 128+signal). */
+int run_capture(const char *cmd, char *out, size_t cap);
+
+/* A fresh empty directory under $TEST_TMPDIR (or /tmp); returns a static buffer. */
+const char *test_tmpdir(const char *name);
+
+#endif /* TRIDENT_TESTS_TESTING_H */
