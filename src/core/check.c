@@ -10,8 +10,6 @@ static void (*g_abort_hook)(int code) = NULL;
 
 void check_set_rank(int rank) { g_rank = rank; }
 
-/* The runtime installs MPI_Abort here once MPI is initialised (src/runtime/dist.c). */
-void check_set_abort_hook(void (*hook)(int code));
 void check_set_abort_hook(void (*hook)(int code)) { g_abort_hook = hook; }
 
 void fatal_exit(int code) {

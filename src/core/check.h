@@ -27,6 +27,10 @@ void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* The rank printed in front of messages; -1 (the default) prints no rank. */
 void check_set_rank(int rank);
 
+/* Called by fatal_exit() before exit(): the runtime installs MPI_Abort here once MPI is
+ * up (src/runtime/dist.c), so one failing rank ends the whole job. */
+void check_set_abort_hook(void (*hook)(int code));
+
 void check_fail_(const char *file, int line, const char *what, const char *hint)
     __attribute__((noreturn));
 
