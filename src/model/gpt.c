@@ -1,0 +1,482 @@
+/* gpt.c — parameters, initialisation, forward and backward of a GPT chunk. See gpt.h.
+ *
+ * Reading guide: gpt_chunk_init lays out the parameter table; gpt_forward walks
+ * embedding -> blocks -> head; gpt_backward walks the same steps in reverse. The
+ * tensor-parallel operators f and g (src/tp/mappings.h) appear exactly where the Megatron
+ * paper puts them, and the vocab-parallel embedding and loss are written out in place.
+ */
+#include "src/model/gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "src/core/check.h"
+#include "src/core/rng.h"
+#include "src/tp/mappings.h"
+
+#define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
+
+int gpt_padded_vocab(int real_vocab, int divisible_by, int tp_size) {
+    int m = divisible_by * tp_size;
+    return ((real_vocab + m - 1) / m) * m;
+}
+
+bool gpt_config_check(const gpt_config *cfg, int tp, char *err, size_t errlen) {
+    if (cfg->num_layers < 1) {
+        snprintf(err, errlen, "--num-layers %d must be at least 1", cfg->num_layers);
+        return false;
+    }
+    if (cfg->hidden < 1 || cfg->num_heads < 1 || cfg->seq_len < 1) {
+        snprintf(err, errlen, "--hidden-size %d, --num-attention-heads %d and --seq-length %d must all be at least 1",
+                 cfg->hidden, cfg->num_heads, cfg->seq_len);
+        return false;
+    }
+    if (cfg->hidden % cfg->num_heads != 0) {
+        snprintf(err, errlen, "--hidden-size %d is not divisible by --num-attention-heads %d",
+                 cfg->hidden, cfg->num_heads);
+        return false;
+    }
+    if (cfg->num_heads % tp != 0) {
+        snprintf(err, errlen,
+                 "--num-attention-heads %d is not divisible by --tensor-model-parallel-size %d (each rank holds whole heads)",
+                 cfg->num_heads, tp);
+        return false;
+    }
+    if (cfg->vocab_size % tp != 0 || cfg->vocab_size < cfg->real_vocab) {
+        snprintf(err, errlen, "padded vocabulary %d is not a multiple of --tensor-model-parallel-size %d covering %d tokens",
+                 cfg->vocab_size, tp, cfg->real_vocab);
+        return false;
+    }
+    return true;
+}
+
+static void add_param(gpt_chunk *c, size_t *off, const char *name, int kind, int layer,
+                      size_t full_rows, size_t full_cols, gpt_split split, bool decay) {
+    CHECK(c->nparams < GPT_MAX_PARAMS, "too many parameter tensors: raise GPT_MAX_PARAMS");
+    gpt_param *p = &c->params[c->nparams++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    p->kind = kind;
+    p->layer = layer;
+    p->full_rows = full_rows;
+    p->full_cols = full_cols;
+    p->split = split;
+    size_t tp = (size_t)c->shard.tp_size;
+    p->rows = (split == SPLIT_ROWS || split == SPLIT_QKV) ? full_rows / tp : full_rows;
+    p->cols = split == SPLIT_COLS ? full_cols / tp : full_cols;
+    p->numel = p->rows * p->cols;
+    p->offset = *off;
+    p->decay = decay;
+    *off += p->numel;
+}
+
+void gpt_chunk_init(gpt_chunk *c, const gpt_config *cfg, const gpt_shard *shard,
+                    size_t param_offset) {
+    memset(c, 0, sizeof *c);
+    c->cfg = *cfg;
+    c->shard = *shard;
+    c->param_offset = param_offset;
+    const size_t C = (size_t)cfg->hidden, V = (size_t)cfg->vocab_size, T = (size_t)cfg->seq_len;
+    const size_t tp = (size_t)shard->tp_size;
+    c->Cl = C / tp;
+    c->NHl = (size_t)cfg->num_heads / tp;
+    c->Vl = V / tp;
+    c->v_start = (int64_t)(c->Vl * (size_t)shard->tp_rank);
+    size_t off = param_offset;
+    char name[40];
+    if (shard->has_embedding || shard->has_head)
+        add_param(c, &off, "wte", GPT_WTE, -1, V, C, SPLIT_ROWS, true);
+    if (shard->has_embedding) add_param(c, &off, "wpe", GPT_WPE, -1, T, C, SPLIT_NONE, true);
+    static const char *k_block_names[BLOCK_KINDS] = {
+        "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w", "proj_b",
+        "ln2_w", "ln2_b", "fc_w",  "fc_b",  "fcproj_w", "fcproj_b"};
+    for (int l = shard->layer_begin; l < shard->layer_end; l++) {
+        for (int k = 0; k < BLOCK_KINDS; k++) {
+            int kind = GPT_LN1_W + k;
+            snprintf(name, sizeof name, "blocks.%d.%s", l, k_block_names[k]);
+            switch (kind) {
+            case GPT_QKV_W: add_param(c, &off, name, kind, l, 3 * C, C, SPLIT_QKV, true); break;
+            case GPT_QKV_B: add_param(c, &off, name, kind, l, 3 * C, 1, SPLIT_QKV, false); break;
+            case GPT_PROJ_W: add_param(c, &off, name, kind, l, C, C, SPLIT_COLS, true); break;
+            case GPT_FC_W: add_param(c, &off, name, kind, l, 4 * C, C, SPLIT_ROWS, true); break;
+            case GPT_FC_B: add_param(c, &off, name, kind, l, 4 * C, 1, SPLIT_ROWS, false); break;
+            case GPT_FCPROJ_W: add_param(c, &off, name, kind, l, C, 4 * C, SPLIT_COLS, true); break;
+            default: add_param(c, &off, name, kind, l, C, 1, SPLIT_NONE, false); break;
+            }
+        }
+    }
+    if (shard->has_head) {
+        add_param(c, &off, "lnf_w", GPT_LNF_W, -1, C, 1, SPLIT_NONE, false);
+        add_param(c, &off, "lnf_b", GPT_LNF_B, -1, C, 1, SPLIT_NONE, false);
+    }
+    c->num_elements = off - param_offset;
+}
+
+const gpt_param *gpt_chunk_find(const gpt_chunk *c, int kind, int layer) {
+    for (int i = 0; i < c->nparams; i++)
+        if (c->params[i].kind == kind && c->params[i].layer == layer) return &c->params[i];
+    return NULL;
+}
+
+size_t gpt_param_serial_index(const gpt_param *p, const gpt_shard *shard, size_t i) {
+    size_t r = i / p->cols, col = i % p->cols;
+    size_t tr = (size_t)shard->tp_rank;
+    switch (p->split) {
+    case SPLIT_NONE: return i;
+    case SPLIT_ROWS: return (tr * p->rows + r) * p->full_cols + col;
+    case SPLIT_COLS: return r * p->full_cols + tr * p->cols + col;
+    case SPLIT_QKV: {
+        /* local rows are [Q_local; K_local; V_local], each rows/3 long */
+        size_t part = p->rows / 3, which = r / part, within = r % part;
+        size_t full_part = p->full_rows / 3;
+        return (which * full_part + tr * part + within) * p->full_cols + col;
+    }
+    }
+    return i;
+}
+
+float gpt_init_value(const gpt_config *cfg, uint64_t seed, int kind, int layer,
+                     size_t serial_index) {
+    uint64_t stream = (uint64_t)kind * 100003u + (uint64_t)(layer + 1);
+    switch (kind) {
+    case GPT_LN1_W: case GPT_LN2_W: case GPT_LNF_W: return 1.0f;
+    case GPT_LN1_B: case GPT_LN2_B: case GPT_LNF_B: case GPT_QKV_B: case GPT_PROJ_B:
+    case GPT_FC_B: case GPT_FCPROJ_B: return 0.0f;
+    case GPT_PROJ_W: case GPT_FCPROJ_W: /* residual projections scaled as in GPT-2 */
+        return 0.02f / sqrtf(2.0f * (float)cfg->num_layers) * rng_normal(seed, stream, serial_index);
+    default: return 0.02f * rng_normal(seed, stream, serial_index);
+    }
+}
+
+void gpt_chunk_init_params(const gpt_chunk *c, float *params, uint64_t seed) {
+    for (int i = 0; i < c->nparams; i++) {
+        const gpt_param *p = &c->params[i];
+        float *w = params + p->offset;
+        for (size_t k = 0; k < p->numel; k++)
+            w[k] = gpt_init_value(&c->cfg, seed, p->kind, p->layer,
+                                  gpt_param_serial_index(p, &c->shard, k));
+    }
+}
+
+/* ---------------------------------------------------------------- activations */
+
+/* Per block: what its backward needs. Shapes with N = B*T. */
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd; /* (N,C) (N) (N) */
+    float *qkv;                       /* (N,3Cl) */
+    float *att;                       /* (B,NHl,T,T) */
+    float *atty;                      /* (N,Cl) */
+    float *x_mid;                     /* (N,C) residual after attention */
+    float *ln2, *ln2_mean, *ln2_rstd; /* (N,C) (N) (N) */
+    float *fch, *fch_gelu;            /* (N,4Cl) (N,4Cl) */
+} block_acts;
+
+struct gpt_acts {
+    int B, T, nblocks;
+    size_t bytes;
+    float *mem;        /* one allocation; everything below is a view into it */
+    int32_t *tokens;   /* (N) copy, for the embedding backward */
+    int32_t *targets;  /* (N) copy, for the loss backward */
+    float **x;         /* nblocks+1 views (N,C): residual stream at block boundaries */
+    block_acts *blocks;
+    float *tmp;        /* (N,C) forward work space */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (N,C) (N) (N) */
+    float *logits;     /* (N,Vl) */
+    float *rowmax, *sumexp, *target_logit, *losses; /* (N) each */
+};
+
+struct gpt_scratch {
+    float *mem;
+    float *dres;      /* (N,C) gradient of the residual stream */
+    float *dln;       /* (N,C) */
+    float *dqkv;      /* (N,3Cl) */
+    float *datty;     /* (N,Cl) */
+    float *dfch, *dfch_gelu; /* (N,4Cl) */
+    float *datt;      /* (T,T) */
+    float *dlogits;   /* (N,Vl) */
+    float *dloss;     /* (N) */
+};
+
+/* Lays out (or, with base == NULL, only counts) consecutive views. */
+static float *take(float **cursor, size_t n) {
+    float *p = *cursor;
+    *cursor += (n + 15) & ~(size_t)15; /* 64-byte aligned views */
+    return p;
+}
+
+static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
+    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
+    const size_t Cl = c->Cl, NHl = c->NHl;
+    float *cur = base;
+    for (int i = 0; i <= a->nblocks; i++) a->x[i] = take(&cur, N * C);
+    for (int i = 0; i < a->nblocks; i++) {
+        block_acts *b = &a->blocks[i];
+        b->ln1 = take(&cur, N * C);
+        b->ln1_mean = take(&cur, N);
+        b->ln1_rstd = take(&cur, N);
+        b->qkv = take(&cur, N * 3 * Cl);
+        b->att = take(&cur, B * NHl * T * T);
+        b->atty = take(&cur, N * Cl);
+        b->x_mid = take(&cur, N * C);
+        b->ln2 = take(&cur, N * C);
+        b->ln2_mean = take(&cur, N);
+        b->ln2_rstd = take(&cur, N);
+        b->fch = take(&cur, N * 4 * Cl);
+        b->fch_gelu = take(&cur, N * 4 * Cl);
+    }
+    a->tmp = take(&cur, N * C);
+    if (c->shard.has_head) {
+        a->lnf = take(&cur, N * C);
+        a->lnf_mean = take(&cur, N);
+        a->lnf_rstd = take(&cur, N);
+        a->logits = take(&cur, N * c->Vl);
+        a->rowmax = take(&cur, N);
+        a->sumexp = take(&cur, N);
+        a->target_logit = take(&cur, N);
+        a->losses = take(&cur, N);
+    }
+    a->tokens = (int32_t *)take(&cur, N);
+    a->targets = (int32_t *)take(&cur, N);
+    return (size_t)(cur - base);
+}
+
+gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
+    CHECK(T <= c->cfg.seq_len, "sequence longer than the position embedding");
+    gpt_acts *a = callocCheck(1, sizeof *a);
+    a->B = B;
+    a->T = T;
+    a->nblocks = c->shard.layer_end - c->shard.layer_begin;
+    a->x = callocCheck((size_t)a->nblocks + 1, sizeof *a->x);
+    a->blocks = callocCheck((size_t)a->nblocks + 1, sizeof *a->blocks);
+    /* First pass counts with a fake base (no dereference), second lays out for real. */
+    float fake[1];
+    size_t n = acts_layout(a, c, fake);
+    a->mem = mallocCheck(n * sizeof(float));
+    acts_layout(a, c, a->mem);
+    a->bytes = n * sizeof(float);
+    return a;
+}
+
+void gpt_acts_destroy(gpt_acts *a) {
+    if (!a) return;
+    free(a->mem);
+    free(a->x);
+    free(a->blocks);
+    free(a);
+}
+
+size_t gpt_acts_bytes(const gpt_acts *a) { return a->bytes; }
+const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
+
+gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
+    const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
+    gpt_scratch *s = callocCheck(1, sizeof *s);
+    size_t n = 0;
+    float fake[1], *cur = fake;
+    for (int pass = 0; pass < 2; pass++) {
+        cur = pass ? s->mem : fake;
+        s->dres = take(&cur, N * C);
+        s->dln = take(&cur, N * C);
+        s->dqkv = take(&cur, N * 3 * Cl);
+        s->datty = take(&cur, N * Cl);
+        s->dfch = take(&cur, N * 4 * Cl);
+        s->dfch_gelu = take(&cur, N * 4 * Cl);
+        s->datt = take(&cur, (size_t)T * (size_t)T);
+        s->dlogits = take(&cur, N * c->Vl);
+        s->dloss = take(&cur, N);
+        if (!pass) {
+            n = (size_t)(cur - fake);
+            s->mem = mallocCheck(n * sizeof(float));
+        }
+    }
+    return s;
+}
+
+void gpt_scratch_destroy(gpt_scratch *s) {
+    if (!s) return;
+    free(s->mem);
+    free(s);
+}
+
+/* ---------------------------------------------------------------- forward */
+
+/* Parameter views of one block (local index i). */
+typedef struct {
+    const float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
+    const float *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
+} block_params;
+
+static const gpt_param *block_param(const gpt_chunk *c, int i, int kind) {
+    int first = (c->shard.has_embedding || c->shard.has_head ? 1 : 0) + (c->shard.has_embedding ? 1 : 0);
+    return &c->params[first + i * BLOCK_KINDS + (kind - GPT_LN1_W)];
+}
+
+static block_params block_views(const gpt_chunk *c, const float *base, int i) {
+    block_params v;
+    const float **dst[BLOCK_KINDS] = {&v.ln1_w, &v.ln1_b, &v.qkv_w, &v.qkv_b, &v.proj_w, &v.proj_b,
+                                      &v.ln2_w, &v.ln2_b, &v.fc_w,  &v.fc_b,  &v.fcproj_w, &v.fcproj_b};
+    for (int k = 0; k < BLOCK_KINDS; k++) *dst[k] = base + block_param(c, i, GPT_LN1_W + k)->offset;
+    return v;
+}
+
+static void add_bias_rows(float *x, const float *bias, size_t N, size_t C) {
+    for (size_t n = 0; n < N; n++) add_inplace(x + n * C, bias, C);
+}
+
+float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const int32_t *tokens,
+                  const int32_t *targets, const float *x_in, float *x_out, comm_group *tp) {
+    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
+    const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads, Vl = c->Vl;
+    const gpt_shard *sh = &c->shard;
+
+    /* Embedding (first stage): vocab-parallel lookup, summed over TP (g), + positions. */
+    if (sh->has_embedding) {
+        memcpy(a->tokens, tokens, N * sizeof(int32_t));
+        const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
+        const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
+        embedding_forward(a->x[0], tokens, wte, N, C, c->v_start, Vl); /* rows outside: 0 */
+        tp_reduce_from_region_forward(tp, a->x[0], N * C);
+        position_forward(a->x[0], wpe, B, T, C);
+    } else {
+        memcpy(a->x[0], x_in, N * C * sizeof(float));
+    }
+
+    for (int i = 0; i < a->nblocks; i++) {
+        block_params w = block_views(c, params, i);
+        block_acts *b = &a->blocks[i];
+        /* attention: x -> LN -> f -> QKV (column-parallel) -> heads -> proj (row-parallel) -> g */
+        layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, a->x[i], w.ln1_w, w.ln1_b, N, C);
+        tp_copy_to_region_forward(tp, b->ln1, N * C);
+        matmul_forward(b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl);
+        attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
+        matmul_forward(a->tmp, b->atty, w.proj_w, NULL, N, Cl, C); /* partial sum over heads */
+        tp_reduce_from_region_forward(tp, a->tmp, N * C);
+        add_bias_rows(a->tmp, w.proj_b, N, C);                     /* bias once, after g */
+        residual_forward(b->x_mid, a->x[i], a->tmp, N * C);
+        /* MLP: x -> LN -> f -> fc (column-parallel) -> GELU -> fcproj (row-parallel) -> g */
+        layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
+        tp_copy_to_region_forward(tp, b->ln2, N * C);
+        matmul_forward(b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl);
+        gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
+        matmul_forward(a->tmp, b->fch_gelu, w.fcproj_w, NULL, N, 4 * Cl, C);
+        tp_reduce_from_region_forward(tp, a->tmp, N * C);
+        add_bias_rows(a->tmp, w.fcproj_b, N, C);
+        residual_forward(a->x[i + 1], b->x_mid, a->tmp, N * C);
+    }
+
+    float *x_last = a->x[a->nblocks];
+    if (!sh->has_head) {
+        if (x_out) memcpy(x_out, x_last, N * C * sizeof(float));
+        return 0.0f;
+    }
+    /* Head (last stage): LN -> f -> logits over this rank's vocabulary rows (tied wte) ->
+     * vocab-parallel cross-entropy; the full logits are never gathered. */
+    memcpy(a->targets, targets, N * sizeof(int32_t));
+    const float *lnf_w = params + gpt_chunk_find(c, GPT_LNF_W, -1)->offset;
+    const float *lnf_b = params + gpt_chunk_find(c, GPT_LNF_B, -1)->offset;
+    const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x_last, lnf_w, lnf_b, N, C);
+    tp_copy_to_region_forward(tp, a->lnf, N * C);
+    matmul_forward(a->logits, a->lnf, wte, NULL, N, C, Vl);
+    crossentropy_local_max(a->rowmax, a->logits, N, Vl, c->v_start, c->cfg.real_vocab);
+    tp_all_reduce_max(tp, a->rowmax, N);
+    crossentropy_local_sums(a->sumexp, a->target_logit, a->logits, a->rowmax, targets, N, Vl,
+                            c->v_start, c->cfg.real_vocab);
+    tp_all_reduce_sum(tp, a->target_logit, N);
+    tp_all_reduce_sum(tp, a->sumexp, N);
+    crossentropy_loss(a->losses, a->sumexp, a->rowmax, a->target_logit, N);
+    double sum = 0.0;
+    for (size_t n = 0; n < N; n++) sum += a->losses[n];
+    return (float)(sum / (double)N);
+}
+
+/* ---------------------------------------------------------------- backward */
+
+static float *grad_of(float *grads, const gpt_param *p) { return grads + p->offset; }
+
+void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
+                  gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
+    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
+    const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads, Vl = c->Vl;
+    const gpt_shard *sh = &c->shard;
+    float *dres = s->dres; /* gradient of the residual stream, walked backwards in place */
+
+    if (sh->has_head) {
+        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
+        const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
+        for (size_t n = 0; n < N; n++) s->dloss[n] = dloss;
+        crossentropy_backward(s->dlogits, a->logits, a->rowmax, a->sumexp, a->targets, s->dloss, N,
+                              Vl, c->v_start, c->cfg.real_vocab);
+        memset(s->dln, 0, N * C * sizeof(float));
+        matmul_backward(s->dln, grad_of(grads, pe), NULL, s->dlogits, a->lnf, params + pe->offset, N,
+                        C, Vl);
+        tp_copy_to_region_backward(tp, s->dln, N * C); /* f: all-reduce */
+        memset(dres, 0, N * C * sizeof(float));
+        layernorm_backward(dres, grad_of(grads, pw), grad_of(grads, pb), s->dln, a->x[a->nblocks],
+                           params + pw->offset, a->lnf_mean, a->lnf_rstd, N, C);
+    } else {
+        memcpy(dres, dx_out, N * C * sizeof(float));
+    }
+
+    for (int i = a->nblocks - 1; i >= 0; i--) {
+        block_params w = block_views(c, params, i);
+        block_acts *b = &a->blocks[i];
+        float *d_ln1_w = grad_of(grads, block_param(c, i, GPT_LN1_W));
+        float *d_ln1_b = grad_of(grads, block_param(c, i, GPT_LN1_B));
+        float *d_qkv_w = grad_of(grads, block_param(c, i, GPT_QKV_W));
+        float *d_qkv_b = grad_of(grads, block_param(c, i, GPT_QKV_B));
+        float *d_proj_w = grad_of(grads, block_param(c, i, GPT_PROJ_W));
+        float *d_proj_b = grad_of(grads, block_param(c, i, GPT_PROJ_B));
+        float *d_ln2_w = grad_of(grads, block_param(c, i, GPT_LN2_W));
+        float *d_ln2_b = grad_of(grads, block_param(c, i, GPT_LN2_B));
+        float *d_fc_w = grad_of(grads, block_param(c, i, GPT_FC_W));
+        float *d_fc_b = grad_of(grads, block_param(c, i, GPT_FC_B));
+        float *d_fcproj_w = grad_of(grads, block_param(c, i, GPT_FCPROJ_W));
+        float *d_fcproj_b = grad_of(grads, block_param(c, i, GPT_FCPROJ_B));
+
+        /* MLP backward. g backward is the identity: dres flows into fcproj as is. */
+        tp_reduce_from_region_backward(tp, dres, N * C);
+        memset(s->dfch_gelu, 0, N * 4 * Cl * sizeof(float));
+        matmul_backward(s->dfch_gelu, d_fcproj_w, d_fcproj_b, dres, b->fch_gelu, w.fcproj_w, N,
+                        4 * Cl, C);
+        memset(s->dfch, 0, N * 4 * Cl * sizeof(float));
+        gelu_backward(s->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
+        memset(s->dln, 0, N * C * sizeof(float));
+        matmul_backward(s->dln, d_fc_w, d_fc_b, s->dfch, b->ln2, w.fc_w, N, C, 4 * Cl);
+        tp_copy_to_region_backward(tp, s->dln, N * C); /* f: all-reduce */
+        /* dres += LN2 backward: now the gradient of x_mid */
+        layernorm_backward(dres, d_ln2_w, d_ln2_b, s->dln, b->x_mid, w.ln2_w, b->ln2_mean,
+                           b->ln2_rstd, N, C);
+
+        /* Attention backward. */
+        tp_reduce_from_region_backward(tp, dres, N * C);
+        memset(s->datty, 0, N * Cl * sizeof(float));
+        matmul_backward(s->datty, d_proj_w, d_proj_b, dres, b->atty, w.proj_w, N, Cl, C);
+        memset(s->dqkv, 0, N * 3 * Cl * sizeof(float));
+        attention_backward(s->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
+        memset(s->dln, 0, N * C * sizeof(float));
+        matmul_backward(s->dln, d_qkv_w, d_qkv_b, s->dqkv, b->ln1, w.qkv_w, N, C, 3 * Cl);
+        tp_copy_to_region_backward(tp, s->dln, N * C); /* f: all-reduce */
+        /* dres += LN1 backward: now the gradient of the block input */
+        layernorm_backward(dres, d_ln1_w, d_ln1_b, s->dln, a->x[i], w.ln1_w, b->ln1_mean,
+                           b->ln1_rstd, N, C);
+    }
+
+    if (sh->has_embedding) {
+        /* The embedding's all-reduce (g) has the identity as backward: every TP rank adds
+         * the full gradient into the rows it holds. */
+        const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1), *pp = gpt_chunk_find(c, GPT_WPE, -1);
+        position_backward(grad_of(grads, pp), dres, B, T, C);
+        embedding_backward(grad_of(grads, pe), dres, a->tokens, N, C, c->v_start, Vl);
+    } else if (dx_in) {
+        memcpy(dx_in, dres, N * C * sizeof(float));
+    }
+}
+
+double gpt_flops_per_token(const gpt_config *cfg, int T) {
+    double C = cfg->hidden, L = cfg->num_layers, V = cfg->vocab_size;
+    double matmul_params = L * 12.0 * C * C + V * C;
+    return 6.0 * matmul_params + 12.0 * L * (double)T * C;
+}

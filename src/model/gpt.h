@@ -1,0 +1,152 @@
+/* gpt.h — the GPT model: parameters, activations, forward and backward of one model chunk.
+ *
+ * The model is GPT-2 shaped: token + learned position embedding, pre-LayerNorm blocks of
+ * causal multi-head attention and a GELU MLP (4C wide), a final LayerNorm, and an LM head
+ * tied to the token embedding.
+ *
+ * A *chunk* is the part of the model one process runs: a contiguous range of blocks, plus
+ * the embedding when it is the first pipeline stage and the final norm + head when it is the
+ * last, each weight cut for tensor parallelism as its gpt_shard says. The serial reference
+ * model is simply the chunk with everything and tp_size = 1; pipeline and tensor parallel
+ * runs use the same code on smaller chunks. The model knows nothing of ranks beyond the
+ * shard it is given and the tensor-parallel group it calls (src/tp/).
+ *
+ * Memory: all parameters of a process live in ONE flat buffer, gradients in a second buffer
+ * with the same layout; gpt_param records where each tensor sits (offset) so the optimizer
+ * is one flat loop and ZeRO shards are offset ranges. Layout of one chunk's parameters:
+ *
+ *   [wte (V/tp, C)] [wpe (T, C)]                      first stage only (wte also on the last)
+ *   per block l:  ln1_w (C) ln1_b (C) qkv_w (3C/tp, C) qkv_b (3C/tp) proj_w (C, C/tp) proj_b (C)
+ *                 ln2_w (C) ln2_b (C) fc_w (4C/tp, C)  fc_b (4C/tp)  fcproj_w (C, 4C/tp) fcproj_b (C)
+ *   [lnf_w (C) lnf_b (C)]                             last stage only
+ *
+ * Not here: the optimizer, data, scheduling across micro-batches, and communication other
+ * than the tensor-parallel operators inside the layers.
+ */
+#ifndef TRIDENT_MODEL_GPT_H
+#define TRIDENT_MODEL_GPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct comm_group comm_group;
+
+typedef struct {
+    int vocab_size;  /* V: padded vocabulary, a multiple of make_vocab_size_divisible_by * tp */
+    int real_vocab;  /* tokens that exist (256 for bytes); padded rows never get probability */
+    int seq_len;     /* T: maximum sequence length (rows of wpe) */
+    int num_layers;  /* L */
+    int hidden;      /* C */
+    int num_heads;   /* NH */
+} gpt_config;
+
+/* The part of the model a chunk holds. */
+typedef struct {
+    int tp_size, tp_rank;
+    int layer_begin, layer_end; /* blocks [layer_begin, layer_end) */
+    bool has_embedding;         /* first stage: wte + wpe, token lookup */
+    bool has_head;              /* last stage: lnf + tied head (a copy of wte) + loss */
+} gpt_shard;
+
+/* How a tensor is cut across tensor-parallel ranks (the serial tensor is (full_rows, full_cols)). */
+typedef enum {
+    SPLIT_NONE,    /* replicated: LayerNorms, wpe, biases of row-parallel layers */
+    SPLIT_ROWS,    /* column-parallel: output rows split (fc_w, fc_b, wte by vocabulary) */
+    SPLIT_QKV,     /* column-parallel over heads: rows of Q, K and V each split */
+    SPLIT_COLS,    /* row-parallel: input columns split (proj_w, fcproj_w) */
+} gpt_split;
+
+enum {
+    GPT_WTE, GPT_WPE, GPT_LN1_W, GPT_LN1_B, GPT_QKV_W, GPT_QKV_B, GPT_PROJ_W, GPT_PROJ_B,
+    GPT_LN2_W, GPT_LN2_B, GPT_FC_W, GPT_FC_B, GPT_FCPROJ_W, GPT_FCPROJ_B, GPT_LNF_W, GPT_LNF_B,
+    GPT_NUM_KINDS
+};
+
+typedef struct {
+    char name[40];          /* "blocks.3.qkv_w" */
+    int kind;               /* GPT_* */
+    int layer;              /* block index, -1 for embeddings and the final norm */
+    size_t rows, cols;      /* local shape; vectors have cols = 1 */
+    size_t full_rows, full_cols; /* shape in the serial model */
+    gpt_split split;
+    size_t offset;          /* element offset in the process's parameter buffer */
+    size_t numel;           /* rows * cols */
+    bool decay;             /* weight decay applies (matrices and embeddings) */
+} gpt_param;
+
+#define GPT_MAX_PARAMS 1024
+
+/* One chunk: its shard, its parameter table and views, its activation sizes. */
+typedef struct {
+    gpt_config cfg;
+    gpt_shard shard;
+    int nparams;
+    gpt_param params[GPT_MAX_PARAMS];
+    size_t param_offset;    /* where this chunk's parameters start in the process buffer */
+    size_t num_elements;    /* parameters in this chunk */
+    /* local sizes */
+    size_t Cl;              /* C / tp: attention width held (heads * head size) */
+    size_t NHl;             /* heads held */
+    size_t Vl;              /* vocabulary rows held */
+    int64_t v_start;        /* first vocabulary row held */
+} gpt_chunk;
+
+/* Checks the configuration for a given tp; writes a message naming the values and the rule. */
+bool gpt_config_check(const gpt_config *cfg, int tp_size, char *err, size_t errlen);
+
+/* Vocabulary padded up to a multiple of divisible_by * tp_size. */
+int gpt_padded_vocab(int real_vocab, int divisible_by, int tp_size);
+
+/* Fills the chunk's parameter table; its parameters start at `param_offset`. */
+void gpt_chunk_init(gpt_chunk *c, const gpt_config *cfg, const gpt_shard *shard,
+                    size_t param_offset);
+
+/* Index in the serial (unsharded) tensor of local element `i` of parameter p. */
+size_t gpt_param_serial_index(const gpt_param *p, const gpt_shard *shard, size_t i);
+
+/* Initial value of element `serial_index` of parameter kind/layer: a pure function of the
+ * seed, so every shard starts with exactly its slice of the serial model. */
+float gpt_init_value(const gpt_config *cfg, uint64_t seed, int kind, int layer,
+                     size_t serial_index);
+/* Writes this chunk's initial parameters into params (the process buffer). */
+void gpt_chunk_init_params(const gpt_chunk *c, float *params, uint64_t seed);
+
+/* Finds a parameter by kind and layer in the chunk, or NULL. */
+const gpt_param *gpt_chunk_find(const gpt_chunk *c, int kind, int layer);
+
+/* Activations of one micro-batch through one chunk (B, T fixed at allocation). */
+typedef struct gpt_acts gpt_acts;
+gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T);
+void gpt_acts_destroy(gpt_acts *a);
+size_t gpt_acts_bytes(const gpt_acts *a);
+/* Per-position losses (B*T) of the last forward, when the chunk has the head. */
+const float *gpt_acts_losses(const gpt_acts *a);
+
+/* Work space shared by the backward passes of one chunk (reused across micro-batches). */
+typedef struct gpt_scratch gpt_scratch;
+gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T);
+void gpt_scratch_destroy(gpt_scratch *s);
+
+/* Forward of one micro-batch.
+ *   tokens, targets (B,T): tokens are read by the first stage, targets by the last.
+ *   x_in (B,T,C): the previous stage's output (ignored by the first stage).
+ *   x_out (B,T,C): this chunk's output, for the next stage (NULL on the last stage).
+ *   tp: the tensor-parallel group (NULL or size 1 = serial).
+ * Returns the mean loss over the B*T positions on the last stage, 0 elsewhere. */
+float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const int32_t *tokens,
+                  const int32_t *targets, const float *x_in, float *x_out, comm_group *tp);
+
+/* Backward of the micro-batch whose forward filled `a`. Accumulates into grads (the process
+ * gradient buffer, same layout as params).
+ *   dx_out (B,T,C): gradient of this chunk's output (ignored on the last stage).
+ *   dx_in (B,T,C): written with the gradient of this chunk's input (NULL on the first stage).
+ *   dloss: d(objective)/d(loss at each position), e.g. 1/(B*T*num_microbatches). */
+void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
+                  gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp);
+
+/* Model FLOPs of forward+backward for one token through the whole (serial) model:
+ * 6 * (matmul parameters) + attention, the usual accounting. */
+double gpt_flops_per_token(const gpt_config *cfg, int T);
+
+#endif /* TRIDENT_MODEL_GPT_H */

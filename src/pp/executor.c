@@ -1,0 +1,142 @@
+/* executor.c — see executor.h. */
+#include "src/pp/executor.h"
+
+#include <string.h>
+
+#include "src/core/check.h"
+#include "src/runtime/comm.h"
+#include "src/trace/trace.h"
+
+struct pp_executor {
+    local_model *model;
+    comm_group *tp, *pp;
+    pp_config cfg;
+    pp_rank_plan plan;
+    int pp_rank, B, T;
+    size_t act_elems;          /* B*T*C: one activation message */
+    gpt_acts **live;           /* (m*v) activations of (mb, chunk) between its F and B */
+    gpt_acts ***pool;          /* (v) stacks of free activation sets, per chunk */
+    int *pool_n;               /* (v) */
+    gpt_scratch **scratch;     /* (v) */
+    float *xin, *xout;         /* (B,T,C) message buffers */
+    size_t live_bytes, peak_bytes;
+    int live_sets, peak_sets;
+    trace_recorder *trace;
+};
+
+pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *pp,
+                                const pp_config *cfg, int pp_rank, int B, int T) {
+    CHECK(cfg->v == model->nchunks, "schedule chunks per rank must equal the model's chunks");
+    CHECK(!pp || comm_size(pp) == cfg->p, "pipeline group size must equal the schedule's p");
+    pp_executor *ex = callocCheck(1, sizeof *ex);
+    ex->model = model;
+    ex->tp = tp;
+    ex->pp = pp;
+    ex->cfg = *cfg;
+    ex->pp_rank = pp_rank;
+    ex->B = B;
+    ex->T = T;
+    pp_rank_plan_build(cfg, pp_rank, &ex->plan);
+    ex->act_elems = (size_t)B * (size_t)T * (size_t)model->cfg.hidden;
+    ex->live = callocCheck((size_t)cfg->m * (size_t)cfg->v, sizeof *ex->live);
+    ex->pool = callocCheck((size_t)cfg->v, sizeof *ex->pool);
+    ex->pool_n = callocCheck((size_t)cfg->v, sizeof *ex->pool_n);
+    ex->scratch = callocCheck((size_t)cfg->v, sizeof *ex->scratch);
+    for (int c = 0; c < cfg->v; c++) {
+        ex->pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->pool);
+        ex->scratch[c] = gpt_scratch_create(&model->chunks[c], B, T);
+    }
+    ex->xin = mallocCheck(ex->act_elems * sizeof(float));
+    ex->xout = mallocCheck(ex->act_elems * sizeof(float));
+    return ex;
+}
+
+void pp_executor_destroy(pp_executor *ex) {
+    if (!ex) return;
+    for (int c = 0; c < ex->cfg.v; c++) {
+        for (int i = 0; i < ex->pool_n[c]; i++) gpt_acts_destroy(ex->pool[c][i]);
+        free(ex->pool[c]);
+        gpt_scratch_destroy(ex->scratch[c]);
+    }
+    for (int i = 0; i < ex->cfg.m * ex->cfg.v; i++) gpt_acts_destroy(ex->live[i]);
+    free(ex->live);
+    free(ex->pool);
+    free(ex->pool_n);
+    free(ex->scratch);
+    free(ex->xin);
+    free(ex->xout);
+    pp_rank_plan_free(&ex->plan);
+    free(ex);
+}
+
+void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr) { ex->trace = tr; }
+
+/* Takes an activation set for chunk c from its pool (allocating the first time). */
+static gpt_acts *acts_take(pp_executor *ex, int c) {
+    gpt_acts *a = ex->pool_n[c] ? ex->pool[c][--ex->pool_n[c]]
+                                : gpt_acts_create(&ex->model->chunks[c], ex->B, ex->T);
+    ex->live_bytes += gpt_acts_bytes(a);
+    ex->live_sets++;
+    if (ex->live_bytes > ex->peak_bytes) ex->peak_bytes = ex->live_bytes;
+    if (ex->live_sets > ex->peak_sets) ex->peak_sets = ex->live_sets;
+    if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
+    return a;
+}
+
+static void acts_give_back(pp_executor *ex, int c, gpt_acts *a) {
+    ex->live_bytes -= gpt_acts_bytes(a);
+    ex->live_sets--;
+    ex->pool[c][ex->pool_n[c]++] = a;
+    if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
+}
+
+double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *targets, float dloss,
+                       int step) {
+    const size_t BT = (size_t)ex->B * (size_t)ex->T;
+    const int v = ex->cfg.v;
+    double loss_sum = 0.0;
+    ex->peak_bytes = ex->live_bytes;
+    ex->peak_sets = ex->live_sets;
+    for (int i = 0; i < ex->plan.n; i++) {
+        const pp_action *a = &ex->plan.actions[i];
+        const gpt_chunk *ch = &ex->model->chunks[a->chunk];
+        gpt_acts **slot = &ex->live[a->mb * v + a->chunk];
+        if (a->recv_peer >= 0)
+            comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
+        if (a->op == PP_FORWARD) {
+            CHECK(*slot == NULL, "forward of a micro-batch whose activations are still held");
+            *slot = acts_take(ex, a->chunk);
+            int h = ex->trace ? trace_begin(ex->trace, TRACE_FORWARD, step, a->mb, a->chunk) : -1;
+            float loss = gpt_forward(ch, ex->model->params, *slot, inputs + (size_t)a->mb * BT,
+                                     targets + (size_t)a->mb * BT, ex->xin,
+                                     a->send_peer >= 0 ? ex->xout : NULL, ex->tp);
+            if (ex->trace) trace_end(ex->trace, h);
+            if (ch->shard.has_head) loss_sum += loss;
+        } else {
+            CHECK(*slot != NULL, "backward of a micro-batch that had no forward");
+            int h = ex->trace ? trace_begin(ex->trace, TRACE_BACKWARD, step, a->mb, a->chunk) : -1;
+            gpt_backward(ch, ex->model->params, ex->model->grads, *slot, ex->scratch[a->chunk],
+                         ex->xin, a->send_peer >= 0 ? ex->xout : NULL, dloss, ex->tp);
+            if (ex->trace) trace_end(ex->trace, h);
+            acts_give_back(ex, a->chunk, *slot);
+            *slot = NULL;
+        }
+        if (a->send_peer >= 0)
+            comm_send(ex->pp, ex->xout, ex->act_elems, COMM_FLOAT32, a->send_peer, a->send_tag);
+    }
+    if (ex->pp) comm_wait_sends(ex->pp);
+    return loss_sum;
+}
+
+size_t pp_executor_peak_activation_bytes(const pp_executor *ex) { return ex->peak_bytes; }
+int pp_executor_peak_microbatches(const pp_executor *ex) { return ex->peak_sets; }
+
+size_t pp_executor_activation_bytes_per_microbatch(const pp_executor *ex) {
+    size_t total = 0;
+    for (int c = 0; c < ex->cfg.v; c++) {
+        gpt_acts *a = gpt_acts_create(&ex->model->chunks[c], ex->B, ex->T);
+        total += gpt_acts_bytes(a);
+        gpt_acts_destroy(a);
+    }
+    return total;
+}

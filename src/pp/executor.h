@@ -1,0 +1,54 @@
+/* executor.h — runs one rank's pipeline schedule for one training step.
+ *
+ * The schedule (src/pp/schedule.h) is data: an ordered list of F(mb, chunk) and
+ * B(mb, chunk) actions with the messages each needs. The executor walks it:
+ *
+ *   F: receive the activation (unless first stage) -> gpt_forward -> send the output
+ *      (unless last stage); the activations of (mb, chunk) are kept until its B.
+ *   B: receive the output gradient (unless last stage) -> gpt_backward -> send the input
+ *      gradient (unless first stage); the activations of (mb, chunk) are freed at once.
+ *
+ * Sends never block (the communication layer buffers them) and a receive waits for its
+ * tag, which is exactly the semantics under which schedule_sim proves the schedules
+ * deadlock-free. Gradients accumulate over micro-batches in the model's gradient buffer;
+ * each micro-batch's loss is weighted by `dloss` (1 / (B·T·m) for a mean over the step).
+ *
+ * Not here: gradient synchronisation across data-parallel ranks and the optimizer
+ * (src/zero/distributed_optimizer.h), and the tied-embedding all-reduce.
+ */
+#ifndef TRIDENT_PP_EXECUTOR_H
+#define TRIDENT_PP_EXECUTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/pp/schedule.h"
+#include "src/train/local_model.h"
+
+typedef struct comm_group comm_group;
+typedef struct trace_recorder trace_recorder;
+
+typedef struct pp_executor pp_executor;
+
+/* cfg.p must equal the pipeline group's size and cfg.v the model's chunks per rank. */
+pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *pp,
+                                const pp_config *cfg, int pp_rank, int B, int T);
+void pp_executor_destroy(pp_executor *ex);
+
+/* Optional: record each forward/backward (and memory in use) on this recorder. */
+void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr);
+
+/* Runs the step's actions. inputs, targets: (m, B, T) token ids of this rank's m
+ * micro-batches (only the first stage reads inputs, only the last reads targets).
+ * Returns the sum over micro-batches of the mean loss, on the last stage; 0 elsewhere. */
+double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *targets, float dloss,
+                       int step);
+
+/* Memory accounting of the last run: peak bytes of activations held, and the peak
+ * number of (micro-batch, chunk) activation sets alive at once. */
+size_t pp_executor_peak_activation_bytes(const pp_executor *ex);
+int pp_executor_peak_microbatches(const pp_executor *ex);
+/* Bytes of one micro-batch's activations for each chunk (summed over chunks). */
+size_t pp_executor_activation_bytes_per_microbatch(const pp_executor *ex);
+
+#endif /* TRIDENT_PP_EXECUTOR_H */

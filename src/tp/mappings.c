@@ -1,0 +1,75 @@
+/* mappings.c — f, g, scatter and gather over the tensor-parallel group. See mappings.h. */
+#include "src/tp/mappings.h"
+
+#include <string.h>
+
+#include "src/core/check.h"
+#include "src/runtime/comm.h"
+
+static int active(const comm_group *tp) { return tp && comm_size(tp) > 1; }
+
+void tp_copy_to_region_forward(comm_group *tp, float *x, size_t n) {
+    (void)tp; (void)x; (void)n; /* identity: every TP rank already holds the full input */
+}
+
+void tp_copy_to_region_backward(comm_group *tp, float *dx, size_t n) {
+    if (active(tp)) comm_all_reduce(tp, dx, n, COMM_FLOAT32, COMM_SUM);
+}
+
+void tp_reduce_from_region_forward(comm_group *tp, float *x, size_t n) {
+    if (active(tp)) comm_all_reduce(tp, x, n, COMM_FLOAT32, COMM_SUM);
+}
+
+void tp_reduce_from_region_backward(comm_group *tp, float *dx, size_t n) {
+    (void)tp; (void)dx; (void)n; /* identity: the sum's gradient reaches every term unchanged */
+}
+
+void tp_all_reduce_sum(comm_group *tp, float *x, size_t n) {
+    if (active(tp)) comm_all_reduce(tp, x, n, COMM_FLOAT32, COMM_SUM);
+}
+
+void tp_all_reduce_max(comm_group *tp, float *x, size_t n) {
+    if (active(tp)) comm_all_reduce(tp, x, n, COMM_FLOAT32, COMM_MAX);
+}
+
+/* Columns [r*K, (r+1)*K) of each of the N rows of x (N, K*tp). */
+static void take_columns(float *out, const float *x, size_t N, size_t K, size_t tp, size_t r) {
+    for (size_t n = 0; n < N; n++) memcpy(out + n * K, x + n * K * tp + r * K, K * sizeof(float));
+}
+
+/* x_all (N, K*tp) from per-rank blocks gathered as (tp, N, K). */
+static void interleave_columns(float *out, const float *blocks, size_t N, size_t K, size_t tp) {
+    for (size_t r = 0; r < tp; r++)
+        for (size_t n = 0; n < N; n++)
+            memcpy(out + n * K * tp + r * K, blocks + (r * N + n) * K, K * sizeof(float));
+}
+
+void tp_scatter_to_region_forward(comm_group *tp, float *out, const float *x, size_t N, size_t K) {
+    size_t p = tp ? (size_t)comm_size(tp) : 1, r = tp ? (size_t)comm_rank(tp) : 0;
+    take_columns(out, x, N, K, p, r);
+}
+
+static void gather_columns(comm_group *tp, float *out, const float *x, size_t N, size_t K) {
+    size_t p = tp ? (size_t)comm_size(tp) : 1;
+    if (p == 1) {
+        memcpy(out, x, N * K * sizeof(float));
+        return;
+    }
+    float *blocks = mallocCheck(p * N * K * sizeof(float));
+    comm_all_gather(tp, x, blocks, N * K, COMM_FLOAT32);
+    interleave_columns(out, blocks, N, K, p);
+    free(blocks);
+}
+
+void tp_scatter_to_region_backward(comm_group *tp, float *dx, const float *dout, size_t N, size_t K) {
+    gather_columns(tp, dx, dout, N, K);
+}
+
+void tp_gather_from_region_forward(comm_group *tp, float *out, const float *x, size_t N, size_t K) {
+    gather_columns(tp, out, x, N, K);
+}
+
+void tp_gather_from_region_backward(comm_group *tp, float *dx, const float *dout, size_t N, size_t K) {
+    size_t p = tp ? (size_t)comm_size(tp) : 1, r = tp ? (size_t)comm_rank(tp) : 0;
+    take_columns(dx, dout, N, K, p, r);
+}

@@ -1,0 +1,58 @@
+/* config.h — every setting of a training run, its flag (Megatron-LM's names), its default,
+ * and the rules that relate them.
+ *
+ * train_config_parse() fills a train_config from the command line; train_config_check()
+ * applies the rules that need the world size (divisibility of layers, heads, batch) and
+ * names the values and the rule when one is broken. train_config_json() writes the whole
+ * configuration as one JSON object (stored in metrics, traces and checkpoints).
+ */
+#ifndef TRIDENT_TRAIN_CONFIG_H
+#define TRIDENT_TRAIN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    /* model */
+    int num_layers, hidden_size, num_attention_heads, seq_length;
+    int make_vocab_size_divisible_by;
+    /* batch */
+    int micro_batch_size, global_batch_size;
+    /* optimizer */
+    float lr, min_lr, weight_decay, clip_grad, adam_beta1, adam_beta2, adam_eps;
+    int lr_warmup_iters, train_iters;
+    int seed;
+    /* parallelism */
+    int tensor_model_parallel_size, pipeline_model_parallel_size;
+    int num_layers_per_virtual_pipeline_stage; /* 0 = not interleaved */
+    const char *pipeline_schedule;             /* gpipe | 1f1b | interleaved */
+    const char *stage_layers;                  /* "2,3,3" explicit layers per virtual stage, or NULL */
+    const char *rank_order;                    /* tp-dp-pp | tp-pp-dp */
+    bool use_distributed_optimizer;
+    bool bf16, fp16;
+    /* data, output */
+    const char *data_path;  /* NULL = built-in synthetic data */
+    const char *run_dir;
+    const char *save, *load;
+    int save_interval, log_interval;
+    int eval_interval, eval_iters;
+    bool no_trace;          /* tracing is on unless --no-trace */
+    const char *draw_zero;  /* picture of the ZeRO buffer cut */
+    int threads;            /* BLAS threads per rank */
+    bool quiet;
+    float distributed_timeout_minutes;
+    /* derived by train_config_check */
+    int world_size, dp, vpp, num_microbatches, padded_vocab;
+} train_config;
+
+/* Defaults: a small GPT that learns the synthetic data in a few hundred steps on a laptop. */
+void train_config_defaults(train_config *c);
+/* Parses argv (the words after `trident train`); dies on unknown flags and bad values. */
+void train_config_parse(train_config *c, const char *cmd, int argc, char **argv);
+/* Checks the rules for a world of `world_size` ranks and fills the derived fields.
+ * Returns false with one line naming the values and the rule. */
+bool train_config_check(train_config *c, int world_size, char *err, size_t errlen);
+/* The configuration as a JSON object (malloc'd string). */
+char *train_config_json(const train_config *c);
+
+#endif /* TRIDENT_TRAIN_CONFIG_H */

@@ -1,0 +1,108 @@
+/* local_model.c — see local_model.h. */
+#include "src/train/local_model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "src/core/check.h"
+
+bool local_model_partition(int L, int S, const int *stage_layers, int *begin, char *err,
+                           size_t errlen) {
+    if (!stage_layers) {
+        if (L % S != 0) {
+            snprintf(err, errlen,
+                     "--num-layers %d is not divisible by the %d virtual pipeline stages "
+                     "(pipeline size × chunks per rank): every stage needs the same number of layers",
+                     L, S);
+            return false;
+        }
+        for (int s = 0; s <= S; s++) begin[s] = s * (L / S);
+        return true;
+    }
+    int sum = 0;
+    for (int s = 0; s < S; s++) {
+        if (stage_layers[s] < 1) {
+            snprintf(err, errlen, "stage %d is given %d layers: every pipeline stage needs at least 1", s,
+                     stage_layers[s]);
+            return false;
+        }
+        begin[s] = sum;
+        sum += stage_layers[s];
+    }
+    begin[S] = sum;
+    if (sum != L) {
+        snprintf(err, errlen, "the stage layer counts add up to %d but --num-layers is %d", sum, L);
+        return false;
+    }
+    return true;
+}
+
+local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
+                                int pp_rank, int vpp, const int *stage_layers, uint64_t seed) {
+    local_model *m = callocCheck(1, sizeof *m);
+    m->cfg = *cfg;
+    m->tp_size = tp_size;
+    m->tp_rank = tp_rank;
+    m->pp_size = pp_size;
+    m->pp_rank = pp_rank;
+    m->vpp = vpp;
+    m->nchunks = vpp;
+    const int S = pp_size * vpp;
+    int *begin = mallocCheck(sizeof(int) * (size_t)(S + 1));
+    char err[256];
+    if (!local_model_partition(cfg->num_layers, S, stage_layers, begin, err, sizeof err)) die("%s", err);
+    m->chunks = callocCheck((size_t)vpp, sizeof *m->chunks);
+    size_t off = 0;
+    int total = 0;
+    for (int c = 0; c < vpp; c++) {
+        int s = c * pp_size + pp_rank;
+        gpt_shard sh = {
+            .tp_size = tp_size, .tp_rank = tp_rank,
+            .layer_begin = begin[s], .layer_end = begin[s + 1],
+            .has_embedding = s == 0, .has_head = s == S - 1,
+        };
+        gpt_chunk_init(&m->chunks[c], cfg, &sh, off);
+        off += m->chunks[c].num_elements;
+        total += m->chunks[c].nparams;
+    }
+    free(begin);
+    m->numel = off;
+    m->params = mallocCheck(off * sizeof(float));
+    m->grads = callocCheck(off ? off : 1, sizeof(float));
+    m->nparams = total;
+    m->plist = mallocCheck(sizeof *m->plist * (size_t)total);
+    m->pshard = mallocCheck(sizeof *m->pshard * (size_t)total);
+    m->in_norm = mallocCheck(sizeof *m->in_norm * (size_t)total);
+    int k = 0;
+    for (int c = 0; c < vpp; c++) {
+        const gpt_chunk *ch = &m->chunks[c];
+        gpt_chunk_init_params(ch, m->params, seed);
+        for (int i = 0; i < ch->nparams; i++, k++) {
+            const gpt_param *p = &ch->params[i];
+            m->plist[k] = p;
+            m->pshard[k] = &ch->shard;
+            bool counted = p->split != SPLIT_NONE || tp_rank == 0;
+            if (p->kind == GPT_WTE) {
+                if (ch->shard.has_embedding) m->wte_embedding = p;
+                if (ch->shard.has_head) m->wte_head = p;
+                /* the head's copy duplicates the first stage's wte */
+                if (!ch->shard.has_embedding) counted = false;
+            }
+            m->in_norm[k] = counted;
+        }
+    }
+    return m;
+}
+
+void local_model_destroy(local_model *m) {
+    if (!m) return;
+    free(m->chunks);
+    free(m->params);
+    free(m->grads);
+    free(m->plist);
+    free(m->pshard);
+    free(m->in_norm);
+    free(m);
+}
+
+void local_model_zero_grads(local_model *m) { memset(m->grads, 0, m->numel * sizeof(float)); }

@@ -1,0 +1,51 @@
+/* local_model.h — the part of the GPT that this process holds, in one pair of buffers.
+ *
+ * With pipeline size p, v model chunks per rank and L layers, the model is cut into
+ * S = p·v virtual stages of L/S blocks (or explicit sizes); chunk c of pipeline rank r is
+ * virtual stage c·p + r. Stage 0 holds the embeddings, stage S−1 the final norm and the
+ * tied head (its own copy of wte when S > 1, kept equal by the embedding group).
+ *
+ *   params: [ chunk 0 params | chunk 1 params | ... ]   (one fp32 buffer)
+ *   grads:  same layout
+ *
+ * Each parameter also says whether it counts in the global gradient norm on this rank:
+ * a replicated tensor (LayerNorm, row-parallel bias, wpe) only on TP rank 0, and the
+ * head's copy of wte not at all when the first stage holds the original.
+ */
+#ifndef TRIDENT_TRAIN_LOCAL_MODEL_H
+#define TRIDENT_TRAIN_LOCAL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/model/gpt.h"
+
+typedef struct {
+    gpt_config cfg;
+    int tp_size, tp_rank, pp_size, pp_rank, vpp;
+    int nchunks;          /* vpp */
+    gpt_chunk *chunks;    /* (nchunks) chunk c is virtual stage c·pp_size + pp_rank */
+    size_t numel;         /* parameters in the buffers */
+    float *params;        /* (numel) */
+    float *grads;         /* (numel) */
+    int nparams;          /* tensors over all chunks, in buffer order */
+    const gpt_param **plist; /* (nparams) */
+    const gpt_shard **pshard; /* (nparams) the shard each tensor belongs to */
+    bool *in_norm;        /* (nparams) */
+    const gpt_param *wte_embedding; /* wte on the first stage (NULL elsewhere) */
+    const gpt_param *wte_head;      /* wte on the last stage (NULL elsewhere; == embedding if both) */
+} local_model;
+
+/* Blocks of each virtual stage: an even split of L over S stages when stage_layers is NULL
+ * (L must be divisible by S), else stage_layers[s] for s in 0..S-1 (each >= 1, sum L).
+ * Returns false with a message naming the values and the rule. */
+bool local_model_partition(int num_layers, int nstages, const int *stage_layers, int *begin_out,
+                           char *err, size_t errlen);
+
+local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
+                                int pp_rank, int vpp, const int *stage_layers, uint64_t seed);
+void local_model_destroy(local_model *m);
+void local_model_zero_grads(local_model *m);
+
+#endif /* TRIDENT_TRAIN_LOCAL_MODEL_H */

@@ -1,0 +1,321 @@
+/* trainer.c — see trainer.h. */
+#include "src/train/trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/ops.h"
+#include "src/core/atomic_file.h"
+#include "src/core/check.h"
+#include "src/core/clock.h"
+#include "src/data/dataset.h"
+#include "src/pp/executor.h"
+#include "src/pp/schedule.h"
+#include "src/runtime/dist.h"
+#include "src/trace/trace.h"
+#include "src/zero/distributed_optimizer.h"
+
+struct trainer {
+    train_config cfg;
+    parallel_state *ps;    /* NULL: serial */
+    gpt_config gcfg;
+    local_model *model;
+    pp_executor *exec;
+    dist_optimizer *opt;
+    dataset *data;
+    int tp_rank, pp_rank, dp_rank;
+    bool is_last_stage;
+    int32_t *inputs, *targets; /* (m, B, T) */
+    int32_t *sample;           /* (T+1) */
+    trace_recorder *trace;
+};
+
+static int *parse_stage_layers(const char *s, int nstages) {
+    if (!s) return NULL;
+    int *out = callocCheck((size_t)nstages, sizeof(int));
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) die("--stage-layers '%s': expected comma-separated layer counts", s);
+        if (n >= nstages)
+            die("--stage-layers '%s' names more than the %d virtual pipeline stages", s, nstages);
+        out[n++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') die("--stage-layers '%s': expected comma-separated layer counts", s);
+    }
+    if (n != nstages) die("--stage-layers '%s' names %d stages, the layout has %d", s, n, nstages);
+    return out;
+}
+
+trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
+    trainer *t = callocCheck(1, sizeof *t);
+    t->cfg = *cfg;
+    t->ps = ps;
+    const int tp = cfg->tensor_model_parallel_size, pp = cfg->pipeline_model_parallel_size;
+    t->tp_rank = ps ? ps->tp_rank : 0;
+    t->pp_rank = ps ? ps->pp_rank : 0;
+    t->dp_rank = ps ? ps->dp_rank : 0;
+    t->is_last_stage = ps ? ps->is_last_stage : true;
+    if (!ps) CHECK(tp == 1 && pp == 1 && cfg->dp == 1, "a serial trainer needs tp = pp = dp = 1");
+    gpt_config g = {cfg->padded_vocab, 256, cfg->seq_length, cfg->num_layers, cfg->hidden_size,
+                    cfg->num_attention_heads};
+    t->gcfg = g;
+    int *stage_layers = parse_stage_layers(cfg->stage_layers, pp * cfg->vpp);
+    t->model = local_model_create(&g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp, stage_layers,
+                                  (uint64_t)cfg->seed);
+    free(stage_layers);
+    pp_kind kind;
+    CHECK(pp_kind_parse(cfg->pipeline_schedule, &kind), "schedule name checked by the flag parser");
+    pp_config pc = {kind, pp, cfg->num_microbatches, cfg->vpp};
+    pp_config_check(&pc, "trident train");
+    t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
+                                 cfg->micro_batch_size, cfg->seq_length);
+    adamw_config ac = {
+        .lr = cfg->lr, .min_lr = cfg->min_lr, .warmup_iters = cfg->lr_warmup_iters,
+        .decay_iters = cfg->train_iters, .beta1 = cfg->adam_beta1, .beta2 = cfg->adam_beta2,
+        .eps = cfg->adam_eps, .weight_decay = cfg->weight_decay, .clip_grad = cfg->clip_grad,
+    };
+    distopt_groups dg = {
+        .dp = ps ? ps->dp : NULL,
+        .norm = ps ? (cfg->use_distributed_optimizer ? ps->world : ps->mp) : NULL,
+        .embedding = ps ? ps->embedding : NULL,
+        .zero = cfg->use_distributed_optimizer,
+        .bucket_numel = 1u << 20,
+    };
+    t->opt = distopt_create(t->model, &ac, &dg);
+    t->data = dataset_open(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed);
+    size_t n = (size_t)cfg->num_microbatches * (size_t)cfg->micro_batch_size * (size_t)cfg->seq_length;
+    t->inputs = mallocCheck(n * sizeof(int32_t));
+    t->targets = mallocCheck(n * sizeof(int32_t));
+    t->sample = mallocCheck(((size_t)cfg->seq_length + 1) * sizeof(int32_t));
+    return t;
+}
+
+void trainer_destroy(trainer *t) {
+    if (!t) return;
+    pp_executor_destroy(t->exec);
+    distopt_destroy(t->opt);
+    local_model_destroy(t->model);
+    dataset_close(t->data);
+    free(t->inputs);
+    free(t->targets);
+    free(t->sample);
+    free(t);
+}
+
+local_model *trainer_model(trainer *t) { return t->model; }
+
+/* This DP rank's micro-batches of iteration `it`, as (m, B, T) inputs and targets. */
+static void load_batch(trainer *t, int it) {
+    const train_config *c = &t->cfg;
+    const size_t T = (size_t)c->seq_length, B = (size_t)c->micro_batch_size;
+    const uint64_t per_dp = (uint64_t)(c->global_batch_size / c->dp);
+    const uint64_t base = (uint64_t)(it - 1) * (uint64_t)c->global_batch_size + (uint64_t)t->dp_rank * per_dp;
+    for (int j = 0; j < c->num_microbatches; j++) {
+        for (size_t i = 0; i < B; i++) {
+            dataset_sample(t->data, base + (uint64_t)j * B + i, t->sample);
+            size_t at = ((size_t)j * B + i) * T;
+            memcpy(t->inputs + at, t->sample, T * sizeof(int32_t));
+            memcpy(t->targets + at, t->sample + 1, T * sizeof(int32_t));
+        }
+    }
+}
+
+step_result trainer_step(trainer *t, int it) {
+    const train_config *c = &t->cfg;
+    step_result r = {0};
+    int hs = t->trace ? trace_begin(t->trace, TRACE_STEP, it, -1, -1) : -1;
+    int hd = t->trace ? trace_begin(t->trace, TRACE_DATA, it, -1, -1) : -1;
+    load_batch(t, it);
+    if (t->trace) trace_end(t->trace, hd);
+    local_model_zero_grads(t->model);
+    const float dloss = 1.0f / ((float)c->micro_batch_size * (float)c->seq_length * (float)c->num_microbatches);
+    double loss_sum = pp_executor_run(t->exec, t->inputs, t->targets, dloss, it);
+    int ho = t->trace ? trace_begin(t->trace, TRACE_OPTIMIZER, it, -1, -1) : -1;
+    distopt_stats st = distopt_step(t->opt, it);
+    if (t->trace) trace_end(t->trace, ho);
+    /* The loss lives on the last pipeline stage; every TP rank there has it. Average over DP
+     * and make it known everywhere: one all-reduce over the world. */
+    float loss = 0.0f;
+    if (t->is_last_stage && t->tp_rank == 0)
+        loss = (float)(loss_sum / (double)c->num_microbatches / (double)c->dp);
+    if (t->ps && comm_size(t->ps->world) > 1) comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
+    if (t->trace) trace_end(t->trace, hs);
+    r.loss = loss;
+    r.grad_norm = st.grad_norm;
+    r.lr = st.lr;
+    return r;
+}
+
+double trainer_eval(trainer *t, const char *data_path, int max_windows) {
+    CHECK(!t->ps || comm_size(t->ps->world) == 1, "evaluation runs serially");
+    const gpt_chunk *ch = &t->model->chunks[0];
+    dataset *d = data_path ? dataset_open(data_path, t->cfg.seq_length, (uint64_t)t->cfg.seed) : t->data;
+    size_t nw = dataset_eval_windows(d);
+    if (max_windows > 0 && (size_t)max_windows < nw) nw = (size_t)max_windows;
+    if (nw == 0) die("no evaluation window: the data is shorter than --seq-length %d + 1 tokens", t->cfg.seq_length);
+    const int T = t->cfg.seq_length;
+    gpt_acts *a = gpt_acts_create(ch, 1, T);
+    double sum = 0.0;
+    for (size_t k = 0; k < nw; k++) {
+        dataset_eval_window(d, k, t->sample);
+        sum += gpt_forward(ch, t->model->params, a, t->sample, t->sample + 1, NULL, NULL, NULL);
+    }
+    gpt_acts_destroy(a);
+    if (d != t->data) dataset_close(d);
+    return sum / (double)nw;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+static void print_layout(const train_config *c, const parallel_state *ps, const local_model *m,
+                         const dist_optimizer *opt) {
+    printf("trident train: %d rank%s = tensor %d × pipeline %d × data %d, schedule %s",
+           c->world_size, c->world_size == 1 ? "" : "s", c->tensor_model_parallel_size,
+           c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule);
+    if (c->vpp > 1) printf(" (%d chunks per rank)", c->vpp);
+    printf(", ZeRO %s, %s\n", c->use_distributed_optimizer ? "on" : "off",
+           c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
+    printf("model: %d layers, hidden %d, %d heads, seq %d, vocab 256 (padded %d)\n", c->num_layers,
+           c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab);
+    printf("batch: global %d = micro-batch %d × %d micro-batches × data-parallel %d\n",
+           c->global_batch_size, c->micro_batch_size, c->num_microbatches, c->dp);
+    if (ps) {
+        printf("groups (rank order %s):\n", c->rank_order);
+        const pg_kind kinds[] = {PG_TP, PG_PP, PG_DP};
+        for (int k = 0; k < 3; k++) {
+            int ng = pg_num_groups(&ps->layout, kinds[k]), gs = pg_group_size(&ps->layout, kinds[k]);
+            int members[4096];
+            printf("  %-3s", pg_kind_name(kinds[k]));
+            for (int g = 0; g < ng && g < 16; g++) {
+                pg_group_members(&ps->layout, kinds[k], g, members);
+                printf(" [");
+                for (int i = 0; i < gs; i++) printf("%s%d", i ? "," : "", members[i]);
+                printf("]");
+            }
+            if (ng > 16) printf(" …");
+            printf("\n");
+        }
+    }
+    printf("memory (rank 0): parameters %.2f MB, gradients %.2f MB, optimizer state %.2f MB\n",
+           (double)m->numel * 4 / 1e6, (double)m->numel * 4 / 1e6, (double)distopt_state_bytes(opt) / 1e6);
+}
+
+static void trace_comm_hook(const comm_event *e, void *ctx) {
+    trace_recorder *tr = ctx;
+    trace_kind kind = TRACE_COLLECTIVE;
+    if (e->peer >= 0) kind = strncmp(e->op, "recv", 4) == 0 ? TRACE_RECV : TRACE_SEND;
+    trace_comm(tr, kind, e->op, e->group, e->peer, e->bytes, e->tag, e->t_start, e->t_ready, e->t_end);
+}
+
+int trainer_run(train_config *c) {
+    int world = dist_world_size(), rank = dist_rank();
+    char err[512];
+    if (!train_config_check(c, world, err, sizeof err)) dist_fail_all("trident train: %s", err);
+    pg_layout layout;
+    if (!pg_layout_make(&layout, world, c->tensor_model_parallel_size, c->pipeline_model_parallel_size,
+                        c->vpp, c->rank_order, err, sizeof err))
+        dist_fail_all("trident train: %s", err);
+    ops_set_threads(c->threads);
+    parallel_state *ps = ps_create(&layout, rank);
+    trainer *t = trainer_create(c, ps);
+    const bool lead = rank == 0;
+    char path[4200];
+    if (lead) make_dirs(c->run_dir);
+    if (world > 1) comm_barrier(ps->world);
+
+    char *cfg_json = train_config_json(c);
+    if (!c->no_trace) {
+        /* Align clocks to rank 0: after a barrier, rank 0's clock reading is broadcast. */
+        double offset = 0.0;
+        if (world > 1) {
+            comm_barrier(ps->world);
+            double mine = time_now(), r0 = mine;
+            comm_broadcast(ps->world, &r0, sizeof r0, COMM_BYTE, 0);
+            offset = r0 - mine;
+        }
+        trace_header h = {0};
+        h.rank = rank;
+        h.world_size = world;
+        h.tp = c->tensor_model_parallel_size;
+        h.pp = c->pipeline_model_parallel_size;
+        h.dp = c->dp;
+        h.vpp = c->vpp;
+        h.tp_rank = ps->tp_rank;
+        h.pp_rank = ps->pp_rank;
+        h.dp_rank = ps->dp_rank;
+        h.num_microbatches = c->num_microbatches;
+        snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
+        h.clock_offset = offset;
+        h.config_json = cfg_json;
+        size_t per_step = (size_t)(8 * c->num_microbatches * c->vpp + 64);
+        t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
+        pp_executor_set_trace(t->exec, t->trace);
+        comm_set_trace_hook(trace_comm_hook, t->trace);
+    }
+    if (lead && !c->quiet) print_layout(c, ps, t->model, t->opt);
+
+    atomic_file metrics;
+    FILE *mf = NULL;
+    if (lead) {
+        snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
+        mf = atomic_file_open(&metrics, path);
+    }
+    const double tokens_per_step = (double)c->global_batch_size * c->seq_length;
+    double t_start = time_now(), t_last = t_start;
+    float first_loss = NAN, last_loss = NAN;
+    int last_logged = 0;
+    for (int it = 1; it <= c->train_iters; it++) {
+        step_result r = trainer_step(t, it);
+        if (it == 1) first_loss = r.loss;
+        last_loss = r.loss;
+        if (!isfinite(r.loss))
+            dist_fail_all("trident train: the loss became %g at iteration %d (rank %d saw it); "
+                          "lower --lr or check the data", (double)r.loss, it, rank);
+        if (it % c->log_interval == 0 || it == c->train_iters) {
+            double now = time_now();
+            double tps = tokens_per_step * (it - last_logged) / (now - t_last);
+            t_last = now;
+            last_logged = it;
+            if (lead) {
+                fprintf(mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f}\n",
+                        it, (double)r.loss, (double)r.lr, r.grad_norm, tps);
+                fflush(mf);
+                if (!c->quiet)
+                    printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s\n", it,
+                           c->train_iters, (double)r.loss, (double)r.lr, r.grad_norm, tps);
+                fflush(stdout);
+            }
+        }
+    }
+    double elapsed = time_now() - t_start;
+    if (lead) atomic_file_commit(&metrics);
+    if (t->trace) {
+        comm_set_trace_hook(NULL, NULL);
+        snprintf(path, sizeof path, "%s/trace", c->run_dir);
+        if (lead) make_dirs(path);
+        if (world > 1) comm_barrier(ps->world);
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", c->run_dir, rank);
+        trace_write(t->trace, path);
+        trace_destroy(t->trace);
+        t->trace = NULL;
+    }
+    if (world > 1) comm_barrier(ps->world);
+    if (lead) {
+        printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters, elapsed,
+               (double)first_loss, (double)last_loss);
+        double floor = dataset_loss_floor(t->data);
+        if (!isnan(floor)) printf(" (the data's floor is %.3f)", floor);
+        printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
+        fflush(stdout);
+    }
+    free(cfg_json);
+    trainer_destroy(t);
+    ps_destroy(ps);
+    return 0;
+}

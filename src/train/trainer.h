@@ -1,0 +1,48 @@
+/* trainer.h — one training run: the model pieces of this rank, the pipeline executor, the
+ * (distributed) optimizer and the data, stepped together.
+ *
+ * A step, on every rank, for every layout:
+ *   1. take this DP rank's m micro-batches of the global batch (samples
+ *      (it−1)·G + dp_rank·G/dp + j·B + i, the same tokens whatever the layout);
+ *   2. run the pipeline schedule (src/pp/executor.h): forwards and backwards of each
+ *      (micro-batch, chunk), p2p between stages, TP collectives inside the layers;
+ *   3. the optimizer step (src/zero/distributed_optimizer.h): tied embedding, DP sync
+ *      (all-reduce or ZeRO reduce-scatter), clipping, AdamW, all-gather;
+ *   4. the step's loss, averaged over the global batch, known on every rank.
+ * With one process this is the serial reference trainer.
+ *
+ * trainer_run() wraps steps with what a user sees: the layout and memory plan at start,
+ * progress lines, RUN_DIR/metrics.jsonl, checkpoints, traces and the summary.
+ */
+#ifndef TRIDENT_TRAIN_TRAINER_H
+#define TRIDENT_TRAIN_TRAINER_H
+
+#include "src/runtime/parallel_state.h"
+#include "src/train/config.h"
+#include "src/train/local_model.h"
+
+typedef struct trainer trainer;
+
+/* Builds a trainer. ps == NULL: serial (no communication at all, even inside an MPI job,
+ * which lets a test compute the serial reference on every rank). cfg must be checked. */
+trainer *trainer_create(const train_config *cfg, parallel_state *ps);
+void trainer_destroy(trainer *t);
+
+typedef struct {
+    float loss;       /* mean over the global batch */
+    double grad_norm; /* before clipping */
+    float lr;
+} step_result;
+
+/* Runs iteration `it` (1-based). */
+step_result trainer_step(trainer *t, int it);
+
+local_model *trainer_model(trainer *t);
+
+/* The whole run with logging, checkpoints and traces; returns the process exit status. */
+int trainer_run(train_config *cfg);
+
+/* Mean loss of the model over the evaluation windows of the data (serial). */
+double trainer_eval(trainer *t, const char *data_path, int max_windows);
+
+#endif /* TRIDENT_TRAIN_TRAINER_H */

@@ -1,0 +1,174 @@
+/* distributed_optimizer.c — see distributed_optimizer.h. */
+#include "src/zero/distributed_optimizer.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "src/core/check.h"
+#include "src/runtime/comm.h"
+
+struct dist_optimizer {
+    local_model *model;
+    adamw_config cfg;
+    distopt_groups g;
+    int dp_size, dp_rank;
+    zero_ranges *ranges;
+    float *m, *v;        /* Adam moments: (numel) without ZeRO, (shard) with ZeRO */
+    size_t nstate;
+    float *gbuf;         /* ZeRO: padded gradient buffer (padded_numel) for reduce-scatter */
+    float *gshard;       /* ZeRO: this rank's reduced gradient shard (shard_numel) */
+    float *pbuf;         /* ZeRO: padded parameter buffer for the all-gather */
+    int t;               /* steps taken (Adam bias correction) */
+};
+
+static int gsize(comm_group *g) { return g ? comm_size(g) : 1; }
+
+dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg, const distopt_groups *g) {
+    dist_optimizer *o = callocCheck(1, sizeof *o);
+    o->model = model;
+    o->cfg = *cfg;
+    o->g = *g;
+    o->dp_size = gsize(g->dp);
+    o->dp_rank = g->dp ? comm_rank(g->dp) : 0;
+    zero_param *zp = mallocCheck(sizeof *zp * (size_t)(model->nparams ? model->nparams : 1));
+    for (int i = 0; i < model->nparams; i++) {
+        zp[i].name = model->plist[i]->name;
+        zp[i].numel = model->plist[i]->numel;
+        zp[i].weight_decay = model->plist[i]->decay;
+        zp[i].in_grad_norm = model->in_norm[i];
+    }
+    int shards = g->zero ? o->dp_size : 1;
+    o->ranges = zero_ranges_build(zp, model->nparams, shards, 64, g->bucket_numel);
+    free(zp);
+    if (g->zero) {
+        o->nstate = o->ranges->shard_numel;
+        o->gbuf = callocCheck(o->ranges->padded_numel, sizeof(float));
+        o->pbuf = callocCheck(o->ranges->padded_numel, sizeof(float));
+        o->gshard = callocCheck(o->nstate, sizeof(float));
+    } else {
+        o->nstate = model->numel;
+    }
+    o->m = callocCheck(o->nstate ? o->nstate : 1, sizeof(float));
+    o->v = callocCheck(o->nstate ? o->nstate : 1, sizeof(float));
+    return o;
+}
+
+void distopt_destroy(dist_optimizer *o) {
+    if (!o) return;
+    zero_ranges_free(o->ranges);
+    free(o->m);
+    free(o->v);
+    free(o->gbuf);
+    free(o->gshard);
+    free(o->pbuf);
+    free(o);
+}
+
+const zero_ranges *distopt_ranges(const dist_optimizer *o) { return o->ranges; }
+size_t distopt_state_bytes(const dist_optimizer *o) { return 2 * o->nstate * sizeof(float); }
+int distopt_step_count(const dist_optimizer *o) { return o->t; }
+void distopt_set_step_count(dist_optimizer *o, int t) { o->t = t; }
+
+float *distopt_moment(dist_optimizer *o, int which, size_t *n) {
+    *n = o->nstate;
+    return which ? o->v : o->m;
+}
+
+static void scale(float *x, size_t n, float s) {
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+static double sumsq(const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
+    return s;
+}
+
+/* Sum of one double per rank, added in rank order (the same on every rank). */
+static double sum_over_group(comm_group *g, double x) {
+    int n = gsize(g);
+    if (n <= 1) return x;
+    double *all = mallocCheck(sizeof(double) * (size_t)n);
+    comm_all_gather(g, &x, all, sizeof(double), COMM_BYTE);
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += all[i];
+    free(all);
+    return s;
+}
+
+/* Step 1: the tied embedding's two copies get the sum of both gradients. */
+static void sync_tied_embedding(dist_optimizer *o) {
+    local_model *m = o->model;
+    if (gsize(o->g.embedding) <= 1) return;
+    const gpt_param *p = m->wte_embedding ? m->wte_embedding : m->wte_head;
+    if (!p) return;
+    comm_all_reduce(o->g.embedding, m->grads + p->offset, p->numel, COMM_FLOAT32, COMM_SUM);
+}
+
+distopt_stats distopt_step(dist_optimizer *o, int it) {
+    local_model *m = o->model;
+    const zero_ranges *r = o->ranges;
+    distopt_stats st = {0};
+    o->t++;
+    sync_tied_embedding(o);
+    const float inv_dp = 1.0f / (float)o->dp_size;
+    double ss = 0.0;
+
+    if (!o->g.zero) {
+        /* Step 2: all-reduce the whole gradient buffer, bucket by bucket. */
+        if (o->dp_size > 1) {
+            for (int b = 0; b < r->n_buckets; b++) {
+                const zero_bucket *bk = &r->buckets[b];
+                comm_all_reduce(o->g.dp, m->grads + bk->world_start, bk->world_end - bk->world_start,
+                                COMM_FLOAT32, COMM_SUM);
+            }
+            scale(m->grads, m->numel, inv_dp);
+        }
+        /* Step 3: norm over the tensors this rank counts. */
+        for (int i = 0; i < m->nparams; i++)
+            if (m->in_norm[i]) ss += sumsq(m->grads + m->plist[i]->offset, m->plist[i]->numel);
+    } else {
+        /* Step 2: reduce-scatter the padded buffer: rank d receives shard d, summed. */
+        memcpy(o->gbuf, m->grads, m->numel * sizeof(float));
+        comm_reduce_scatter(o->g.dp, o->gbuf, o->gshard, r->shard_numel, COMM_FLOAT32, COMM_SUM);
+        scale(o->gshard, r->shard_numel, inv_dp);
+        const zero_shard *sh = &r->shards[o->dp_rank];
+        for (int k = 0; k < sh->n_pieces; k++) {
+            const zero_piece *pc = &sh->pieces[k];
+            if (r->params[pc->param].in_grad_norm)
+                ss += sumsq(o->gshard + pc->local_start, pc->local_end - pc->local_start);
+        }
+    }
+    ss = sum_over_group(o->g.norm, ss);
+    st.grad_norm = sqrt(ss);
+    float clip = adamw_clip_factor(&o->cfg, st.grad_norm);
+    st.lr = adamw_lr_at(&o->cfg, it);
+
+    /* Step 4: AdamW. */
+    if (!o->g.zero) {
+        for (int i = 0; i < m->nparams; i++) {
+            const gpt_param *p = m->plist[i];
+            adamw_update(m->params + p->offset, m->grads + p->offset, o->m + p->offset,
+                         o->v + p->offset, p->numel, &o->cfg, st.lr,
+                         p->decay ? o->cfg.weight_decay : 0.0f, o->t, clip);
+        }
+    } else {
+        const zero_shard *sh = &r->shards[o->dp_rank];
+        float *mine = o->pbuf + sh->world_start; /* this rank's shard of the parameters */
+        memcpy(o->pbuf, m->params, m->numel * sizeof(float));
+        for (int k = 0; k < sh->n_pieces; k++) {
+            const zero_piece *pc = &sh->pieces[k];
+            size_t n = pc->local_end - pc->local_start;
+            adamw_update(mine + pc->local_start, o->gshard + pc->local_start, o->m + pc->local_start,
+                         o->v + pc->local_start, n, &o->cfg, st.lr,
+                         r->params[pc->param].weight_decay ? o->cfg.weight_decay : 0.0f, o->t, clip);
+        }
+        /* Every rank gets every shard's updated parameters. */
+        float *send = mallocCheck(r->shard_numel * sizeof(float) + 1);
+        memcpy(send, mine, r->shard_numel * sizeof(float));
+        comm_all_gather(o->g.dp, send, o->pbuf, r->shard_numel, COMM_FLOAT32);
+        free(send);
+        memcpy(m->params, o->pbuf, m->numel * sizeof(float));
+    }
+    return st;
+}

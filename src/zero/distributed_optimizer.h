@@ -1,0 +1,62 @@
+/* distributed_optimizer.h — one optimizer step for any layout: gradient synchronisation
+ * across data-parallel ranks, gradient clipping, and AdamW, with or without ZeRO-1.
+ *
+ * The order inside a step (it matters, see the tied embedding):
+ *   1. tied embedding: the first and last pipeline stage each hold wte; their gradients are
+ *      summed over the embedding group, so both copies see the full gradient;
+ *   2. data parallel: without ZeRO, the gradient buffer is all-reduced (in buckets) and
+ *      divided by dp; with ZeRO-1 it is reduce-scattered so DP rank d gets the summed
+ *      gradient of its shard only (src/zero/shard_ranges.h), divided by dp;
+ *   3. the global gradient norm over every parameter counted once (TP replicas and the
+ *      head's wte copy excluded), summed over the ranks that hold different parts;
+ *   4. AdamW: without ZeRO on the whole buffer; with ZeRO on the shard's pieces only — the
+ *      fp32 master weights and Adam moments exist for the shard alone — then the updated
+ *      parameters are all-gathered from their owners.
+ * With one process all of this is the serial AdamW step.
+ */
+#ifndef TRIDENT_ZERO_DISTRIBUTED_OPTIMIZER_H
+#define TRIDENT_ZERO_DISTRIBUTED_OPTIMIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/optim/adamw.h"
+#include "src/train/local_model.h"
+#include "src/zero/shard_ranges.h"
+
+typedef struct comm_group comm_group;
+
+typedef struct {
+    comm_group *dp;        /* data-parallel group (NULL = 1) */
+    comm_group *norm;      /* ranks whose norm pieces differ: model-parallel (TP×PP), or the
+                              whole world with ZeRO (NULL = 1) */
+    comm_group *embedding; /* first + last pipeline stage (NULL or size 1 = no tie to sync) */
+    bool zero;             /* --use-distributed-optimizer */
+    size_t bucket_numel;   /* all-reduce bucket size without ZeRO (0 = one bucket) */
+} distopt_groups;
+
+typedef struct dist_optimizer dist_optimizer;
+
+dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg, const distopt_groups *g);
+void distopt_destroy(dist_optimizer *o);
+
+typedef struct {
+    double grad_norm; /* before clipping */
+    float lr;
+} distopt_stats;
+
+/* Synchronises the gradients in model->grads and updates model->params for iteration `it`
+ * (1-based: learning rate schedule and Adam bias correction). */
+distopt_stats distopt_step(dist_optimizer *o, int it);
+
+/* The ranges (world/local/param) used with ZeRO; the dp = 1 layout without it. */
+const zero_ranges *distopt_ranges(const dist_optimizer *o);
+/* Optimizer-state bytes this rank holds (Adam m and v, plus fp32 master shard with ZeRO). */
+size_t distopt_state_bytes(const dist_optimizer *o);
+
+/* The Adam moments for checkpoints: this rank's m and v (shard-sized with ZeRO). */
+float *distopt_moment(dist_optimizer *o, int which /* 0 = m, 1 = v */, size_t *n);
+int distopt_step_count(const dist_optimizer *o);
+void distopt_set_step_count(dist_optimizer *o, int t);
+
+#endif /* TRIDENT_ZERO_DISTRIBUTED_OPTIMIZER_H */
