@@ -1,0 +1,106 @@
+/* equivalence.c — see equivalence.h. */
+#include "tests/train/equivalence.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/runtime/dist.h"
+#include "src/runtime/parallel_state.h"
+#include "src/train/trainer.h"
+#include "tests/support/testing.h"
+
+void equivalence_base_config(train_config *c) {
+    train_config_defaults(c);
+    c->num_layers = 4;
+    c->hidden_size = 32;
+    c->num_attention_heads = 4;
+    c->seq_length = 16;
+    c->micro_batch_size = 2;
+    c->global_batch_size = 16;
+    c->lr = 2e-3f;
+    c->lr_warmup_iters = 2;
+    c->train_iters = 4;
+    c->make_vocab_size_divisible_by = 64;
+}
+
+/* The serial model's tensor with the same kind and layer as p. */
+static const gpt_param *serial_twin(const local_model *s, const gpt_param *p) {
+    for (int i = 0; i < s->nparams; i++)
+        if (s->plist[i]->kind == p->kind && s->plist[i]->layer == p->layer) return s->plist[i];
+    return NULL;
+}
+
+void equivalence_check(const train_config *base, const layout_case *lc, int steps, double loss_rtol,
+                       double param_atol, double param_rtol) {
+    const int world = dist_world_size(), rank = dist_rank();
+    char err[512];
+
+    train_config sc = *base;
+    sc.train_iters = steps;
+    assert_true(train_config_check(&sc, 1, err, sizeof err));
+    trainer *serial = trainer_create(&sc, NULL);
+    float *serial_loss = calloc((size_t)steps, sizeof(float));
+    for (int it = 1; it <= steps; it++) serial_loss[it - 1] = trainer_step(serial, it).loss;
+
+    train_config pc = *base;
+    pc.train_iters = steps;
+    pc.tensor_model_parallel_size = lc->tp;
+    pc.pipeline_model_parallel_size = lc->pp;
+    pc.num_layers_per_virtual_pipeline_stage = lc->vpp_layers;
+    pc.pipeline_schedule = lc->schedule;
+    pc.use_distributed_optimizer = lc->zero;
+    if (!train_config_check(&pc, world, err, sizeof err)) fail_msg("layout rejected: %s", err);
+    pg_layout l;
+    assert_true(pg_layout_make(&l, world, pc.tensor_model_parallel_size, pc.pipeline_model_parallel_size,
+                               pc.vpp, pc.rank_order, err, sizeof err));
+    parallel_state *ps = ps_create(&l, rank);
+    trainer *par = trainer_create(&pc, ps);
+    double worst_loss = 0.0;
+    for (int it = 1; it <= steps; it++) {
+        float lp = trainer_step(par, it).loss, ls = serial_loss[it - 1];
+        double rel = fabs((double)lp - ls) / fabs((double)ls);
+        if (rel > worst_loss) worst_loss = rel;
+        if (!(rel <= loss_rtol))
+            fail_msg("tp%d pp%d dp%d %s%s: loss at step %d is %.9g, serial %.9g (rel %.3g > %.3g)", lc->tp,
+                     lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "", it, (double)lp, (double)ls, rel,
+                     loss_rtol);
+    }
+    /* Every local parameter element against its serial counterpart. */
+    const local_model *pm = trainer_model(par), *sm = trainer_model(serial);
+    double worst_param = 0.0;
+    size_t bad = 0, compared = 0;
+    for (int i = 0; i < pm->nparams; i++) {
+        const gpt_param *p = pm->plist[i];
+        const gpt_param *q = serial_twin(sm, p);
+        assert_non_null(q);
+        for (size_t k = 0; k < p->numel; k++) {
+            size_t si = gpt_param_serial_index(p, pm->pshard[i], k);
+            if (p->kind == GPT_WTE && si / p->full_cols >= 256) continue; /* padding rows */
+            if (si >= q->numel) fail_msg("%s: serial index %zu out of range", p->name, si);
+            double a = pm->params[p->offset + k], b = sm->params[q->offset + si];
+            double d = fabs(a - b);
+            if (d / (fabs(b) + 1e-3) > worst_param) worst_param = d / (fabs(b) + 1e-3);
+            compared++;
+            if (!(d <= param_atol + param_rtol * fabs(b))) {
+                if (bad < 5)
+                    fprintf(stderr, "  rank %d %s[%zu] (serial %zu): %.9g vs serial %.9g\n", rank, p->name, k,
+                            si, a, b);
+                bad++;
+            }
+        }
+    }
+    if (rank == 0)
+        printf("  tp%d pp%d dp%d %-11s%s: %d steps, worst loss rel diff %.2e, worst param diff %.2e (%zu compared)\n",
+               lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "     ", steps, worst_loss,
+               worst_param, compared);
+    trainer_destroy(par);
+    ps_destroy(ps);
+    trainer_destroy(serial);
+    free(serial_loss);
+    int local_bad = bad > 0, any_bad = 0;
+    MPI_Allreduce(&local_bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any_bad) fail_msg("parameters differ from the serial run (%zu elements on rank %d)", bad, rank);
+}

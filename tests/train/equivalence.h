@@ -1,0 +1,27 @@
+/* equivalence.h — the rule that makes Trident a reference, as a test helper:
+ * a parallel layout trains N steps and its losses and final parameters are compared with
+ * the serial run computed in the same process (on every rank, with no communication).
+ */
+#ifndef TRIDENT_TESTS_TRAIN_EQUIVALENCE_H
+#define TRIDENT_TESTS_TRAIN_EQUIVALENCE_H
+
+#include <stdbool.h>
+
+#include "src/train/config.h"
+
+typedef struct {
+    int tp, pp, vpp_layers;   /* vpp_layers: --num-layers-per-virtual-pipeline-stage (0 = off) */
+    const char *schedule;     /* gpipe | 1f1b | interleaved */
+    bool zero;
+} layout_case;
+
+/* A small model and batch that every layout below divides. */
+void equivalence_base_config(train_config *c);
+
+/* Trains `steps` steps serially and at the layout (world = MPI world), and fails the test
+ * if a loss differs by more than loss_rtol relative or a parameter by more than
+ * atol + rtol·|serial|. Prints the largest differences seen. */
+void equivalence_check(const train_config *base, const layout_case *lc, int steps, double loss_rtol,
+                       double param_atol, double param_rtol);
+
+#endif

@@ -1,0 +1,59 @@
+/* equivalence_test.c — every parallel layout computes what one process computes.
+ *
+ * Run under mpirun with WORLD ranks (a build-time constant, one binary per world size).
+ * Each case trains a few steps serially (on every rank, no communication) and at the
+ * layout, and compares every step's loss (rtol 1e-5) and every final parameter element
+ * (|diff| <= 1e-5 + 1e-4·|serial|: fp32 reductions in another order, through Adam).
+ */
+#include <mpi.h>
+#include <stdio.h>
+
+#include "src/runtime/dist.h"
+#include "tests/support/testing.h"
+#include "tests/train/equivalence.h"
+
+#ifndef WORLD
+#define WORLD 2
+#endif
+
+static const layout_case k_cases[] = {
+#if WORLD == 2
+    {2, 1, 0, "1f1b", false},        /* TP2 */
+    {1, 2, 0, "1f1b", false},        /* PP2 1F1B */
+    {1, 2, 0, "gpipe", false},       /* PP2 GPipe */
+    {1, 2, 1, "interleaved", false}, /* PP2 interleaved, 2 chunks per rank */
+    {1, 1, 0, "1f1b", false},        /* DP2 */
+    {1, 1, 0, "1f1b", true},         /* DP2 + ZeRO */
+#elif WORLD == 4
+    {4, 1, 0, "1f1b", false},        /* TP4 */
+    {1, 4, 0, "1f1b", false},        /* PP4 1F1B */
+    {1, 4, 0, "gpipe", false},       /* PP4 GPipe */
+    {1, 1, 0, "1f1b", true},         /* DP4 + ZeRO */
+    {1, 1, 0, "1f1b", false},        /* DP4 */
+    {2, 2, 0, "1f1b", false},        /* TP2 × PP2 */
+#elif WORLD == 8
+    {2, 2, 1, "interleaved", true},  /* TP2 × PP2 × DP2, interleaved, ZeRO (the demo layout) */
+    {2, 2, 0, "1f1b", false},        /* TP2 × PP2 × DP2, 1F1B */
+    {2, 2, 0, "gpipe", true},        /* TP2 × PP2 × DP2, GPipe, ZeRO */
+    {1, 2, 0, "1f1b", true},         /* PP2 × DP4, ZeRO */
+    {4, 2, 0, "1f1b", false},        /* TP4 × PP2 */
+    {2, 1, 0, "1f1b", true},         /* TP2 × DP4, ZeRO */
+#endif
+};
+
+static void every_layout_matches_the_serial_run(void **state) {
+    (void)state;
+    train_config base;
+    equivalence_base_config(&base);
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        equivalence_check(&base, &k_cases[i], 4, 1e-5, 1e-5, 1e-4);
+}
+
+int main(int argc, char **argv) {
+    mpi_test_launch(argc, argv, WORLD);
+    dist_init(&argc, &argv);
+    const struct CMUnitTest tests[] = {cmocka_unit_test(every_layout_matches_the_serial_run)};
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    dist_finalize();
+    return rc;
+}

@@ -1,0 +1,521 @@
+/* zero_draw.c — the ZeRO-1 buffer picture (see zero_draw.h).
+ *
+ * Two halves: zero_draw_layout_make turns the ranges into numbers (segment positions,
+ * boundary marks, label rows, canvas size) using an estimate of text widths, so that it
+ * needs no Cairo; zero_draw paints those numbers. Positions along the buffer are first
+ * computed on one long unwrapped bar (u, in pixels), then folded into lines of line_w:
+ *
+ *   u:  0 ........ line_w ........ 2*line_w ........ n_lines*line_w
+ *       [ line 0             ][ line 1              ][ line 2 ... ]
+ */
+#include "viz/zero_draw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "src/core/check.h"
+#include "viz/canvas.h"
+
+enum { MAX_LINES = 8, SEGMENTS_PER_LINE = 12, LABEL_ROWS_MAX = 3, TABLE_ROWS_MAX = 32 };
+
+static const double DEFAULT_WIDTH = 1400, MIN_SEGMENT_W = 5;
+static const double BAR_H = 40, BAND_H = 20, BUCKET_H = 14, GAP = 4;
+static const double LABEL_FS = 8.5, LABEL_LINE = 11, LABEL_ROW_H = 37;
+static const double TITLE_H = 104; /* title + three lines of facts above the first bar */
+
+/* Text width estimate for layout (DejaVu Sans averages about 0.6 em per character);
+ * the drawing measures for real before placing names inside segments. */
+static double est_width(const char *s, double size) { return (double)strlen(s) * 0.62 * size; }
+
+/* ------------------------------------------------------------------ layout */
+
+/* n with thousands separators ("38,597,376") into buf; returns buf. */
+static const char *count_str(size_t n, char *buf, size_t cap) {
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%zu", n);
+    size_t k = 0;
+    for (int i = 0; i < len && k + 2 < cap; i++) {
+        if (i > 0 && (len - i) % 3 == 0) buf[k++] = ',';
+        buf[k++] = digits[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+static size_t shard_start(const zero_ranges *r, int d) { return (size_t)d * r->shard_numel; }
+
+/* The three lines under shard boundary d: world index, local index on each side, and the
+ * parameter index at that point. */
+static void boundary_label(const zero_ranges *r, int d, char out[3][80]) {
+    size_t w = shard_start(r, d);
+    char a[32], b[32];
+    snprintf(out[0], 80, "world %s", count_str(w, a, sizeof a));
+    count_str(r->shard_numel, b, sizeof b);
+    if (d == 0) snprintf(out[1], 80, "local 0");
+    else if (d == r->dp) snprintf(out[1], 80, "local %s (end)", b);
+    else snprintf(out[1], 80, "local %s | 0", b);
+    if (w >= r->numel) {
+        snprintf(out[2], 80, w == r->numel && w == r->padded_numel ? "end" : "padding");
+        return;
+    }
+    for (int p = 0; p < r->n_params; p++) {
+        size_t o = r->offsets[p], n = r->params[p].numel;
+        if (w >= o && w < o + n) {
+            snprintf(out[2], 80, "%s[%s]", r->params[p].name, count_str(w - o, a, sizeof a));
+            return;
+        }
+    }
+    snprintf(out[2], 80, "?");
+}
+
+static double label_block_width(char text[3][80]) {
+    double w = 0;
+    for (int i = 0; i < 3; i++) w = fmax(w, est_width(text[i], LABEL_FS));
+    return w;
+}
+
+double zero_draw_u_of(const zero_draw_layout *L, size_t w) {
+    if (L->n_segments == 0) return 0;
+    int lo = 0, hi = L->n_segments - 1; /* first segment with world_end > w */
+    if (w >= L->segments[hi].world_end) return L->segments[hi].u1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (L->segments[mid].world_end > w) hi = mid;
+        else lo = mid + 1;
+    }
+    const zero_draw_segment *s = &L->segments[lo];
+    double t = (double)(w - s->world_start) / (double)(s->world_end - s->world_start);
+    return s->u0 + t * (s->u1 - s->u0);
+}
+
+void zero_draw_place(const zero_draw_layout *L, double u, int *line, double *x) {
+    int k = (int)floor(u / L->line_w + 1e-9);
+    if (k < 0) k = 0;
+    if (k > L->n_lines - 1) k = L->n_lines - 1;
+    *line = k;
+    *x = L->bar_x + (u - k * L->line_w);
+}
+
+static zero_draw_mark make_mark(const zero_draw_layout *L, size_t w) {
+    zero_draw_mark m = {w, zero_draw_u_of(L, w), 0, 0, -1};
+    zero_draw_place(L, m.u, &m.line, &m.x);
+    return m;
+}
+
+/* Finds the scale s with sum_i max(min_w, n_i * s) = U by bisection (the sum grows with s). */
+static double solve_scale(const zero_draw_layout *L, double U) {
+    double total = 0;
+    for (int i = 0; i < L->n_segments; i++)
+        total += (double)(L->segments[i].world_end - L->segments[i].world_start);
+    double lo = 0, hi = U / total;
+    for (int it = 0; it < 200; it++) {
+        double mid = (lo + hi) / 2, sum = 0;
+        for (int i = 0; i < L->n_segments; i++)
+            sum += fmax(L->min_w,
+                        (double)(L->segments[i].world_end - L->segments[i].world_start) * mid);
+        if (sum < U) lo = mid;
+        else hi = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+/* Greedy rows for the shard boundary labels of each line: a label goes into the first
+ * row where it does not touch the previous label; beyond LABEL_ROWS_MAX it is dropped
+ * (the table under the picture still gives every number). */
+static void assign_label_rows(const zero_ranges *r, zero_draw_layout *L) {
+    L->label_rows = 0;
+    for (int line = 0; line < L->n_lines; line++) {
+        double right[LABEL_ROWS_MAX];
+        for (int k = 0; k < LABEL_ROWS_MAX; k++) right[k] = -1e9;
+        for (int d = 0; d < L->n_marks; d++) {
+            zero_draw_mark *m = &L->marks[d];
+            if (m->line != line) continue;
+            char text[3][80];
+            boundary_label(r, d, text);
+            double w = label_block_width(text);
+            double x0 = fmax(L->bar_x - 40, fmin(m->x - w / 2, L->width - 6 - w));
+            for (int k = 0; k < LABEL_ROWS_MAX; k++) {
+                if (x0 > right[k] + 8) {
+                    m->label_row = k;
+                    right[k] = x0 + w;
+                    if (k + 1 > L->label_rows) L->label_rows = k + 1;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout *L) {
+    memset(L, 0, sizeof *L);
+    L->width = width > 0 ? width : DEFAULT_WIDTH;
+    L->bar_x = 78;
+    L->line_w = L->width - L->bar_x - 28;
+    CHECK(L->line_w > 100, "the ZeRO picture needs a canvas at least ~210 px wide");
+
+    /* Segments: each non-empty parameter, then the padding. */
+    bool padded = r->padded_numel > r->numel;
+    int n = padded ? 1 : 0;
+    for (int p = 0; p < r->n_params; p++) n += r->params[p].numel > 0;
+    L->n_segments = n;
+    L->segments = mallocCheck((size_t)(n ? n : 1) * sizeof(zero_draw_segment));
+    int k = 0;
+    for (int p = 0; p < r->n_params; p++) {
+        if (r->params[p].numel == 0) continue;
+        L->segments[k++] = (zero_draw_segment){p, r->offsets[p], r->offsets[p] + r->params[p].numel,
+                                               0, 0, zero_ranges_param_is_cut(r, p), false};
+    }
+    if (padded) L->segments[k++] = (zero_draw_segment){-1, r->numel, r->padded_numel, 0, 0, false, false};
+
+    /* Lines, minimum width and scale; then positions along the unwrapped bar. */
+    L->n_lines = (n + SEGMENTS_PER_LINE - 1) / SEGMENTS_PER_LINE;
+    if (L->n_lines < 1) L->n_lines = 1;
+    if (L->n_lines > MAX_LINES) L->n_lines = MAX_LINES;
+    double U = L->n_lines * L->line_w;
+    L->min_w = MIN_SEGMENT_W;
+    if (n * L->min_w > 0.5 * U) L->min_w = 0.5 * U / n;
+    L->px_per_elem = n ? solve_scale(L, U) : 0;
+    double u = 0;
+    for (int i = 0; i < n; i++) {
+        zero_draw_segment *s = &L->segments[i];
+        double prop = (double)(s->world_end - s->world_start) * L->px_per_elem;
+        s->widened = prop < L->min_w;
+        s->u0 = u;
+        u += s->widened ? L->min_w : prop;
+        s->u1 = u;
+        L->n_widened += s->widened;
+    }
+    if (n) L->segments[n - 1].u1 = U; /* absorb the bisection's last rounding */
+
+    /* Marks at the dp + 1 shard boundaries and at the bucket boundaries. */
+    L->n_marks = r->dp + 1;
+    L->marks = mallocCheck((size_t)L->n_marks * sizeof(zero_draw_mark));
+    for (int d = 0; d <= r->dp; d++) L->marks[d] = make_mark(L, shard_start(r, d));
+    L->n_bucket_marks = r->n_buckets ? r->n_buckets + 1 : 0;
+    L->bucket_marks = mallocCheck((size_t)(L->n_bucket_marks ? L->n_bucket_marks : 1) *
+                                  sizeof(zero_draw_mark));
+    for (int b = 0; b < r->n_buckets; b++)
+        L->bucket_marks[b] = make_mark(L, r->buckets[b].world_start);
+    if (r->n_buckets)
+        L->bucket_marks[r->n_buckets] = make_mark(L, r->buckets[r->n_buckets - 1].world_end);
+    assign_label_rows(r, L);
+
+    /* Vertical layout: per line, bar / band / buckets / label rows. */
+    L->bar_h = BAR_H;
+    L->band_y = BAR_H + GAP;
+    L->band_h = BAND_H;
+    L->bucket_y = L->band_y + BAND_H + GAP;
+    L->bucket_h = BUCKET_H;
+    L->label_y = L->bucket_y + BUCKET_H + 12;
+    L->first_line_y = TITLE_H;
+    L->line_pitch = L->label_y + L->label_rows * LABEL_ROW_H + 18;
+    L->legend_y = L->first_line_y + L->n_lines * L->line_pitch + 8;
+    L->table_y = L->legend_y + 52; /* two legend rows, then the table's heading */
+    int rows = r->dp < TABLE_ROWS_MAX ? r->dp : TABLE_ROWS_MAX + 1;
+    L->height = ceil(L->table_y + rows * 15 + 16);
+}
+
+void zero_draw_layout_free(zero_draw_layout *L) {
+    free(L->segments);
+    free(L->marks);
+    free(L->bucket_marks);
+    memset(L, 0, sizeof *L);
+}
+
+/* ------------------------------------------------------------------ drawing */
+
+typedef struct {
+    int line;
+    double x0, x1;
+} span;
+
+/* Cuts [u0, u1) into its pieces on each line; returns how many (<= n_lines). */
+static int split_span(const zero_draw_layout *L, double u0, double u1, span *out) {
+    int n = 0;
+    if (u1 <= u0) return 0;
+    int first = (int)floor(u0 / L->line_w + 1e-9);
+    int last = (int)ceil(u1 / L->line_w - 1e-9) - 1;
+    if (last > L->n_lines - 1) last = L->n_lines - 1;
+    for (int k = first; k <= last; k++) {
+        double a = fmax(u0, k * L->line_w), b = fmin(u1, (k + 1) * L->line_w);
+        if (b - a <= 1e-9) continue;
+        out[n++] = (span){k, L->bar_x + a - k * L->line_w, L->bar_x + b - k * L->line_w};
+    }
+    return n;
+}
+
+static double line_top(const zero_draw_layout *L, int line) {
+    return L->first_line_y + line * L->line_pitch;
+}
+
+static viz_rgb param_color(int p) { return viz_shade(viz_categorical(p), 0.45); }
+static viz_rgb rank_color(int d) { return viz_shade(VIZ_OPTIMIZER, d % 2 ? 0.55 : 0.25); }
+static viz_rgb bucket_color(int b) { return viz_shade(VIZ_COLLECTIVE, b % 2 ? 0.65 : 0.4); }
+static const viz_rgb PAD_FILL = {0.93, 0.93, 0.93};
+static const viz_rgb CUT_INK = {0.85, 0.10, 0.10};
+
+/* Text centred in [x0, x1] at baseline y if it fits (measured); returns whether drawn. */
+static bool text_if_fits(cairo_t *cr, double x0, double x1, double y, double size, bool bold,
+                         const char *s) {
+    if (viz_text_width(cr, size, bold, s) + 4 > x1 - x0) return false;
+    viz_text(cr, (x0 + x1) / 2, y, size, bold, VIZ_CENTER, VIZ_TEXT, s);
+    return true;
+}
+
+static void draw_title(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r,
+                       const zero_memory_plan *plan) {
+    char s[512], c1[32], c2[32], c3[32], c4[32];
+    snprintf(s, sizeof s, "ZeRO-1 distributed optimizer: one flat gradient buffer, DP rank d owns shard d (dp = %d)",
+             r->dp);
+    viz_text(cr, 16, 26, 15, true, VIZ_LEFT, VIZ_TEXT, s);
+    snprintf(s, sizeof s,
+             "Ψ = %s elements in %d parameter%s, padded by %s to %s (a multiple of dp × align = %d × %zu); "
+             "shard S = %s elements per rank",
+             count_str(r->numel, c1, sizeof c1), r->n_params, r->n_params == 1 ? "" : "s",
+             count_str(r->padded_numel - r->numel, c2, sizeof c2),
+             count_str(r->padded_numel, c3, sizeof c3), r->dp, r->align,
+             count_str(r->shard_numel, c4, sizeof c4));
+    viz_text(cr, 16, 48, 10.5, false, VIZ_LEFT, VIZ_TEXT, s);
+    if (plan) {
+        char m[256];
+        zero_memory_plan_summary(plan, m, sizeof m);
+        snprintf(s, sizeof s, "Memory at start: %s", m);
+    } else {
+        snprintf(s, sizeof s, "reduce-scatter the gradients, AdamW on the rank's shard, all-gather the parameters");
+    }
+    viz_text(cr, 16, 66, 10.5, false, VIZ_LEFT, VIZ_TEXT, s);
+    if (L->n_widened)
+        snprintf(s, sizeof s,
+                 "Widths are proportional to numel, except that %d small parameter%s (biases, LayerNorm, padding) "
+                 "%s drawn at a minimum of %.0f px so they stay visible.",
+                 L->n_widened, L->n_widened == 1 ? "" : "s", L->n_widened == 1 ? "is" : "are", L->min_w);
+    else
+        snprintf(s, sizeof s, "Widths are proportional to numel.");
+    viz_text(cr, 16, 84, 9.5, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35), s);
+}
+
+static void draw_segments(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r) {
+    span sp[MAX_LINES];
+    for (int i = 0; i < L->n_segments; i++) {
+        const zero_draw_segment *s = &L->segments[i];
+        int n = split_span(L, s->u0, s->u1, sp);
+        int widest = 0;
+        for (int k = 0; k < n; k++) {
+            double y = line_top(L, sp[k].line);
+            double w = sp[k].x1 - sp[k].x0;
+            if (s->param < 0) {
+                viz_box(cr, sp[k].x0, y, w, L->bar_h, PAD_FILL);
+                viz_hatch(cr, sp[k].x0, y, w, L->bar_h, VIZ_GRID, 6);
+            } else {
+                viz_box(cr, sp[k].x0, y, w, L->bar_h, param_color(s->param));
+            }
+            if (w > sp[widest].x1 - sp[widest].x0) widest = k;
+        }
+        /* Name and size on the first piece (the widest if the first is too narrow) when
+         * they fit; "(cont.)" on the other pieces of a segment wrapped over lines. */
+        if (n == 0) continue;
+        const char *name = s->param < 0 ? "padding" : r->params[s->param].name;
+        char num[48], cont[96];
+        count_str(s->world_end - s->world_start, num, sizeof num);
+        snprintf(cont, sizeof cont, "%s (cont.)", name);
+        int named = viz_text_width(cr, 9.5, false, name) + 4 <= sp[0].x1 - sp[0].x0 ? 0 : widest;
+        for (int k = 0; k < n; k++) {
+            double y = line_top(L, sp[k].line);
+            if (k != named) {
+                text_if_fits(cr, sp[k].x0, sp[k].x1, y + 24, 9.5, false, cont);
+                continue;
+            }
+            if (text_if_fits(cr, sp[k].x0, sp[k].x1, y + 17, 9.5, false, name))
+                text_if_fits(cr, sp[k].x0, sp[k].x1, y + 31, 8, false, num);
+        }
+    }
+    /* Red outlines on the parameters split between ranks, on top of everything else. */
+    for (int i = 0; i < L->n_segments; i++) {
+        const zero_draw_segment *s = &L->segments[i];
+        if (!s->cut) continue;
+        int n = split_span(L, s->u0, s->u1, sp);
+        for (int k = 0; k < n; k++) {
+            cairo_rectangle(cr, sp[k].x0 + 1, line_top(L, sp[k].line) + 1, sp[k].x1 - sp[k].x0 - 2,
+                            L->bar_h - 2);
+            viz_set_rgb(cr, CUT_INK);
+            cairo_set_line_width(cr, 2.0);
+            cairo_stroke(cr);
+        }
+    }
+}
+
+static void draw_shards(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r) {
+    span sp[2 * MAX_LINES]; /* the real part's pieces, then the padding's */
+    for (int d = 0; d < r->dp; d++) {
+        const zero_shard *sh = &r->shards[d];
+        double u0 = zero_draw_u_of(L, sh->world_start);
+        double ur = zero_draw_u_of(L, sh->world_start + sh->real_numel);
+        double u1 = zero_draw_u_of(L, sh->world_end);
+        int n = split_span(L, u0, ur, sp);
+        for (int k = 0; k < n; k++)
+            viz_box(cr, sp[k].x0, line_top(L, sp[k].line) + L->band_y, sp[k].x1 - sp[k].x0,
+                    L->band_h, rank_color(d));
+        int np = split_span(L, ur, u1, sp + n);
+        for (int k = n; k < n + np; k++) {
+            double y = line_top(L, sp[k].line) + L->band_y;
+            viz_box(cr, sp[k].x0, y, sp[k].x1 - sp[k].x0, L->band_h, viz_shade(rank_color(d), 0.6));
+            viz_hatch(cr, sp[k].x0, y, sp[k].x1 - sp[k].x0, L->band_h, VIZ_GRID, 6);
+        }
+        /* Label on the widest piece of the shard. */
+        int all = split_span(L, u0, u1, sp);
+        int widest = 0;
+        for (int k = 1; k < all; k++)
+            if (sp[k].x1 - sp[k].x0 > sp[widest].x1 - sp[widest].x0) widest = k;
+        if (all == 0) continue;
+        double y = line_top(L, sp[widest].line) + L->band_y + 14;
+        /* The longest label that fits: "DP rank 3 (only padding)", "DP rank 3", "3". */
+        char s[3][64];
+        snprintf(s[0], sizeof s[0], sh->real_numel ? "DP rank %d" : "DP rank %d (only padding)", d);
+        snprintf(s[1], sizeof s[1], "DP rank %d", d);
+        snprintf(s[2], sizeof s[2], "%d", d);
+        for (int k = 0; k < 3; k++)
+            if (text_if_fits(cr, sp[widest].x0, sp[widest].x1, y, 9.5, true, s[k])) break;
+    }
+}
+
+static void draw_buckets(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r) {
+    span sp[MAX_LINES];
+    for (int b = 0; b < r->n_buckets; b++) {
+        double u0 = L->bucket_marks[b].u, u1 = L->bucket_marks[b + 1].u;
+        int n = split_span(L, u0, u1, sp);
+        int widest = 0;
+        for (int k = 0; k < n; k++) {
+            viz_box(cr, sp[k].x0, line_top(L, sp[k].line) + L->bucket_y, sp[k].x1 - sp[k].x0,
+                    L->bucket_h, bucket_color(b));
+            if (sp[k].x1 - sp[k].x0 > sp[widest].x1 - sp[widest].x0) widest = k;
+        }
+        if (n == 0) continue;
+        char s[48];
+        snprintf(s, sizeof s, "bucket %d", b);
+        double y = line_top(L, sp[widest].line) + L->bucket_y + 10.5;
+        if (!text_if_fits(cr, sp[widest].x0, sp[widest].x1, y, 8, false, s)) {
+            snprintf(s, sizeof s, "%d", b);
+            text_if_fits(cr, sp[widest].x0, sp[widest].x1, y, 8, false, s);
+        }
+    }
+}
+
+static void draw_marks(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r) {
+    static const double dash[] = {4, 3};
+    for (int d = 0; d < L->n_marks; d++) {
+        const zero_draw_mark *m = &L->marks[d];
+        double top = line_top(L, m->line);
+        double bottom = top + L->label_y - 8 + (m->label_row >= 0 ? m->label_row * LABEL_ROW_H : 0);
+        cairo_save(cr);
+        cairo_set_dash(cr, dash, 2, 0);
+        cairo_set_line_width(cr, 1.3);
+        viz_set_rgb(cr, VIZ_TEXT);
+        cairo_move_to(cr, m->x, top - 5);
+        cairo_line_to(cr, m->x, bottom);
+        cairo_stroke(cr);
+        cairo_restore(cr);
+        if (m->label_row < 0) continue;
+        char text[3][80];
+        boundary_label(r, d, text);
+        double w = label_block_width(text);
+        double cx = fmax(L->bar_x - 40 + w / 2, fmin(m->x, L->width - 6 - w / 2));
+        double y = top + L->label_y + m->label_row * LABEL_ROW_H;
+        viz_text(cr, cx, y, LABEL_FS, true, VIZ_CENTER, VIZ_TEXT, text[0]);
+        viz_text(cr, cx, y + LABEL_LINE, LABEL_FS, false, VIZ_CENTER, VIZ_TEXT, text[1]);
+        viz_text(cr, cx, y + 2 * LABEL_LINE, LABEL_FS, false, VIZ_CENTER, VIZ_MEMORY, text[2]);
+    }
+}
+
+static void draw_row_names(cairo_t *cr, const zero_draw_layout *L) {
+    viz_rgb ink = viz_shade(VIZ_TEXT, 0.4);
+    for (int i = 0; i < L->n_lines; i++) {
+        double t = line_top(L, i), x = L->bar_x - 8;
+        viz_text(cr, x, t + L->bar_h / 2 + 4, 9, false, VIZ_RIGHT, ink, "params");
+        viz_text(cr, x, t + L->band_y + 14, 9, false, VIZ_RIGHT, ink, "shards");
+        viz_text(cr, x, t + L->bucket_y + 10.5, 9, false, VIZ_RIGHT, ink, "buckets");
+    }
+}
+
+static void draw_legend(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r) {
+    char bucket_label[96], c[32];
+    if (r->bucket_numel)
+        snprintf(bucket_label, sizeof bucket_label, "gradient bucket (at most %s elements)",
+                 count_str(r->bucket_numel, c, sizeof c));
+    else
+        snprintf(bucket_label, sizeof bucket_label, "gradient bucket (one for the whole buffer)");
+    const viz_rgb row1c[] = {param_color(0), CUT_INK, PAD_FILL};
+    const char *row1[] = {"parameter (width ∝ numel)", "parameter cut by a shard boundary (red outline)",
+                          "padding (hatched)"};
+    const viz_rgb row2c[] = {rank_color(0), bucket_color(0)};
+    const char *row2[] = {"DP rank's shard (its fp32 master, Adam m and v)", bucket_label};
+    double y2 = L->legend_y + 18;
+    viz_legend(cr, 16, L->legend_y, 11, 3, row1c, row1);
+    double x = 16 + viz_legend(cr, 16, y2, 11, 2, row2c, row2);
+    static const double dash[] = {4, 3};
+    cairo_save(cr);
+    cairo_set_dash(cr, dash, 2, 0);
+    viz_set_rgb(cr, VIZ_TEXT);
+    cairo_move_to(cr, x + 5, y2 - 12);
+    cairo_line_to(cr, x + 5, y2 + 2);
+    cairo_stroke(cr);
+    cairo_restore(cr);
+    viz_text(cr, x + 14, y2 - 1, 11, false, VIZ_LEFT, VIZ_TEXT,
+             "shard boundary, labelled: world index | local index | parameter[index]");
+}
+
+/* One row per DP rank: its world and local range, then its pieces. */
+static void draw_table(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r) {
+    viz_text(cr, 16, L->table_y - 14, 9.5, true, VIZ_LEFT, VIZ_TEXT,
+             "Each rank's pieces — name [param start, end) → local [start, end):");
+    double limit = L->width - 20;
+    for (int d = 0; d < r->dp && d <= TABLE_ROWS_MAX; d++) {
+        double y = L->table_y + 4 + d * 15;
+        if (d == TABLE_ROWS_MAX) {
+            viz_text(cr, 16, y, 9, false, VIZ_LEFT, VIZ_TEXT, "… (more ranks: see trident train --verbose)");
+            break;
+        }
+        const zero_shard *sh = &r->shards[d];
+        char s[160];
+        snprintf(s, sizeof s, "DP rank %d   world [%zu, %zu)", d, sh->world_start, sh->world_end);
+        viz_text(cr, 16, y, 9, true, VIZ_LEFT, VIZ_TEXT, s);
+        double x = 16 + 250;
+        for (int k = 0; k <= sh->n_pieces; k++) {
+            if (k == sh->n_pieces) {
+                if (sh->real_numel == r->shard_numel) break;
+                snprintf(s, sizeof s, "padding → local [%zu, %zu)", sh->real_numel, r->shard_numel);
+            } else {
+                const zero_piece *pc = &sh->pieces[k];
+                snprintf(s, sizeof s, "%s [%zu, %zu) → [%zu, %zu)", r->params[pc->param].name,
+                         pc->param_start, pc->param_end, pc->local_start, pc->local_end);
+            }
+            double w = viz_text_width(cr, 9, false, s);
+            if (x + w > limit - 60) {
+                int left = sh->n_pieces - k + (sh->real_numel < r->shard_numel ? 1 : 0);
+                snprintf(s, sizeof s, "… +%d more", left);
+                viz_text(cr, x, y, 9, false, VIZ_LEFT, VIZ_TEXT, s);
+                break;
+            }
+            viz_text(cr, x, y, 9, false, VIZ_LEFT, k == sh->n_pieces ? viz_shade(VIZ_TEXT, 0.45) : VIZ_TEXT, s);
+            x += w + 18;
+        }
+    }
+}
+
+void zero_draw(const char *path, const zero_ranges *r, const zero_memory_plan *plan) {
+    zero_draw_layout L;
+    zero_draw_layout_make(r, 0, &L);
+    viz_canvas c;
+    viz_canvas_open(&c, path, L.width, L.height);
+    cairo_t *cr = c.cr;
+    draw_title(cr, &L, r, plan);
+    draw_row_names(cr, &L);
+    draw_segments(cr, &L, r);
+    draw_shards(cr, &L, r);
+    draw_buckets(cr, &L, r);
+    draw_marks(cr, &L, r);
+    draw_legend(cr, &L, r);
+    draw_table(cr, &L, r);
+    viz_canvas_close(&c);
+    zero_draw_layout_free(&L);
+}
