@@ -1,11 +1,147 @@
-/* Placeholder until its issue lands: the subcommand exists and says so. */
+/* groups_cmd.c — `trident groups`: the process groups of a layout as text, JSON or a picture.
+ *
+ *   trident groups --world-size 16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4
+ *   trident groups ... --format json
+ *   trident groups ... -o groups.png        (.png .svg .pdf: picture; .json; .txt)
+ *
+ * Pure computation (groups.h) plus output; it never starts MPI, so it answers "which ranks
+ * will talk to which" before a job is launched. Files are written atomically.
+ */
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "src/cli/commands.h"
+#include "src/core/atomic_file.h"
+#include "src/core/check.h"
+#include "src/core/flags.h"
+#include "src/runtime/groups.h"
+#include "viz/groups_draw.h"
+
+static const pg_kind k_kinds[PG_NKINDS] = {PG_TP, PG_DP, PG_PP, PG_MP, PG_EMBEDDING};
+
+static const char *kind_title(pg_kind k) {
+    switch (k) {
+    case PG_TP: return "tensor parallel";
+    case PG_DP: return "data parallel";
+    case PG_PP: return "pipeline parallel";
+    case PG_MP: return "model parallel = tp × pp";
+    case PG_EMBEDDING: return "first and last pipeline stage";
+    default: return "?";
+    }
+}
+
+/* "[0,1,4,5]" style list; json and text share it. */
+static void print_members(FILE *f, const int *m, int n) {
+    fputc('[', f);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", m[i]);
+    fputc(']', f);
+}
+
+static void write_text(FILE *f, const pg_layout *l, int ranks_per_node) {
+    fprintf(f, "layout: world %d = tp %d × pp %d × dp %d, vpp %d, rank order %s, %d ranks per node\n",
+            l->world, l->tp, l->pp, l->dp, l->vpp, pg_order_name(l->order), ranks_per_node);
+    int *m = mallocCheck(sizeof(int) * (size_t)l->world);
+    for (int k = 0; k < PG_NKINDS; k++) {
+        pg_kind kind = k_kinds[k];
+        int n = pg_num_groups(l, kind), size = pg_group_size(l, kind);
+        fprintf(f, "\n%s (%s): %d group%s of %d\n", pg_kind_name(kind), kind_title(kind), n,
+                n == 1 ? "" : "s", size);
+        /* Groups side by side, wrapped at about 100 columns. */
+        int col = 0;
+        for (int g = 0; g < n; g++) {
+            pg_group_members(l, kind, g, m);
+            int width = 2 + size * 3;
+            if (col > 0 && col + width > 100) {
+                fputc('\n', f);
+                col = 0;
+            }
+            fputs(col ? " " : "  ", f);
+            print_members(f, m, size);
+            col += width;
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "\nrank  node  tp  pp  dp  prev  next\n");
+    for (int r = 0; r < l->world; r++) {
+        pg_coord c = pg_coord_of(l, r);
+        fprintf(f, "%4d  %4d  %2d  %2d  %2d  %4d  %4d\n", r, r / ranks_per_node, c.tp, c.pp, c.dp,
+                pg_prev_pp_rank(l, r), pg_next_pp_rank(l, r));
+    }
+    free(m);
+}
+
+static void write_json(FILE *f, const pg_layout *l, int ranks_per_node) {
+    fprintf(f,
+            "{\n  \"layout\": {\"world_size\": %d, \"tensor_model_parallel_size\": %d, "
+            "\"pipeline_model_parallel_size\": %d, \"data_parallel_size\": %d, "
+            "\"virtual_pipeline_model_parallel_size\": %d, \"rank_order\": \"%s\", "
+            "\"ranks_per_node\": %d},\n",
+            l->world, l->tp, l->pp, l->dp, l->vpp, pg_order_name(l->order), ranks_per_node);
+    int *m = mallocCheck(sizeof(int) * (size_t)l->world);
+    for (int k = 0; k < PG_NKINDS; k++) {
+        pg_kind kind = k_kinds[k];
+        int n = pg_num_groups(l, kind), size = pg_group_size(l, kind);
+        fprintf(f, "  \"%s\": [", pg_kind_name(kind));
+        for (int g = 0; g < n; g++) {
+            pg_group_members(l, kind, g, m);
+            if (g) fputs(", ", f);
+            print_members(f, m, size);
+        }
+        fputs("],\n", f);
+    }
+    fputs("  \"ranks\": [", f);
+    for (int r = 0; r < l->world; r++) {
+        pg_coord c = pg_coord_of(l, r);
+        fprintf(f, "%s\n    {\"rank\": %d, \"node\": %d, \"tp\": %d, \"pp\": %d, \"dp\": %d}",
+                r ? "," : "", r, r / ranks_per_node, c.tp, c.pp, c.dp);
+    }
+    fputs("\n  ]\n}\n", f);
+    free(m);
+}
 
 int cmd_groups(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "trident: this subcommand is not built yet\n");
-    return 1;
+    int world = 0, tp = 1, pp = 1, vpp = 1, per_node = 8;
+    const char *order = "tp-dp-pp", *format = "text", *output = NULL;
+    flag_spec specs[] = {
+        {"--world-size", FLAG_INT, &world, "number of ranks (required)", NULL},
+        {"--tensor-model-parallel-size", FLAG_INT, &tp, "ranks per tensor-parallel group", NULL},
+        {"--pipeline-model-parallel-size", FLAG_INT, &pp, "pipeline stages", NULL},
+        {"--virtual-pipeline-model-parallel-size", FLAG_INT, &vpp, "model chunks per stage (interleaved)", NULL},
+        {"--rank-order", FLAG_CHOICE, &order, "how coordinates map to ranks", "tp-dp-pp|tp-pp-dp"},
+        {"--ranks-per-node", FLAG_INT, &per_node, "ranks per node, for the picture and the node column", NULL},
+        {"--format", FLAG_CHOICE, &format, "what to print when there is no --output", "text|json"},
+        {"--output", FLAG_STRING, &output, "file: .png .svg .pdf (picture), .json or .txt; -o for short", NULL},
+    };
+    const char *usage =
+        "Usage: trident groups --world-size N --tensor-model-parallel-size T "
+        "--pipeline-model-parallel-size P [-o FILE]\n"
+        "Lists (or draws) the tensor, data, pipeline, model-parallel and embedding groups of a layout.";
+    flags_parse("groups", usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv, NULL, 0);
+
+    if (world == 0) die("trident groups: --world-size is required (the number of ranks, e.g. 8)");
+    if (per_node < 1) die("trident groups: --ranks-per-node %d must be at least 1", per_node);
+    pg_layout l;
+    char err[512];
+    if (!pg_layout_make(&l, world, tp, pp, vpp, order, err, sizeof err)) die("trident groups: %s", err);
+
+    if (!output) {
+        if (strcmp(format, "json") == 0) write_json(stdout, &l, per_node);
+        else write_text(stdout, &l, per_node);
+        return 0;
+    }
+    if (viz_format_of(output)) {
+        viz_groups_draw(output, &l, per_node);
+    } else if (path_has_ext(output, ".json") || path_has_ext(output, ".txt")) {
+        atomic_file af;
+        FILE *f = atomic_file_open(&af, output);
+        if (path_has_ext(output, ".json")) write_json(f, &l, per_node);
+        else write_text(f, &l, per_node);
+        atomic_file_commit(&af);
+    } else {
+        die("trident groups: --output '%s' must end in .png, .svg, .pdf, .json or .txt", output);
+    }
+    printf("wrote %s\n", output);
+    return 0;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kernels/ops.h"
+#include "src/ckpt/checkpoint.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/clock.h"
@@ -86,6 +87,8 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         .embedding = ps ? ps->embedding : NULL,
         .zero = cfg->use_distributed_optimizer,
         .bucket_numel = 1u << 20,
+        .world = ps ? ps->world : NULL,
+        .dtype = cfg->bf16 ? PREC_BF16 : cfg->fp16 ? PREC_FP16 : PREC_FP32,
     };
     t->opt = distopt_create(t->model, &ac, &dg);
     t->data = dataset_open(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed);
@@ -109,6 +112,7 @@ void trainer_destroy(trainer *t) {
 }
 
 local_model *trainer_model(trainer *t) { return t->model; }
+dist_optimizer *trainer_optimizer(trainer *t) { return t->opt; }
 
 /* This DP rank's micro-batches of iteration `it`, as (m, B, T) inputs and targets. */
 static void load_batch(trainer *t, int it) {
@@ -134,7 +138,9 @@ step_result trainer_step(trainer *t, int it) {
     load_batch(t, it);
     if (t->trace) trace_end(t->trace, hd);
     local_model_zero_grads(t->model);
-    const float dloss = 1.0f / ((float)c->micro_batch_size * (float)c->seq_length * (float)c->num_microbatches);
+    /* Each position's loss weighs 1/(B·T·m) of the step's objective (times the fp16 loss scale). */
+    const float dloss = distopt_loss_scale(t->opt) /
+                        ((float)c->micro_batch_size * (float)c->seq_length * (float)c->num_microbatches);
     double loss_sum = pp_executor_run(t->exec, t->inputs, t->targets, dloss, it);
     int ho = t->trace ? trace_begin(t->trace, TRACE_OPTIMIZER, it, -1, -1) : -1;
     distopt_stats st = distopt_step(t->opt, it);
@@ -149,6 +155,8 @@ step_result trainer_step(trainer *t, int it) {
     r.loss = loss;
     r.grad_norm = st.grad_norm;
     r.lr = st.lr;
+    r.skipped = st.skipped;
+    r.loss_scale = st.loss_scale;
     return r;
 }
 
@@ -259,6 +267,13 @@ int trainer_run(train_config *c) {
         comm_set_trace_hook(trace_comm_hook, t->trace);
     }
     if (lead && !c->quiet) print_layout(c, ps, t->model, t->opt);
+    int start = 0;
+    if (c->load) {
+        start = checkpoint_load(c->load, c, t->model, t->opt, rank);
+        if (lead && !c->quiet) printf("resumed from %s at iteration %d\n", c->load, start);
+        if (start >= c->train_iters && lead)
+            printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", start, c->train_iters);
+    }
 
     atomic_file metrics;
     FILE *mf = NULL;
@@ -269,10 +284,10 @@ int trainer_run(train_config *c) {
     const double tokens_per_step = (double)c->global_batch_size * c->seq_length;
     double t_start = time_now(), t_last = t_start;
     float first_loss = NAN, last_loss = NAN;
-    int last_logged = 0;
-    for (int it = 1; it <= c->train_iters; it++) {
+    int last_logged = start, last_saved = start;
+    for (int it = start + 1; it <= c->train_iters; it++) {
         step_result r = trainer_step(t, it);
-        if (it == 1) first_loss = r.loss;
+        if (it == start + 1) first_loss = r.loss;
         last_loss = r.loss;
         if (!isfinite(r.loss))
             dist_fail_all("trident train: the loss became %g at iteration %d (rank %d saw it); "
@@ -283,8 +298,10 @@ int trainer_run(train_config *c) {
             t_last = now;
             last_logged = it;
             if (lead) {
-                fprintf(mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f}\n",
-                        it, (double)r.loss, (double)r.lr, r.grad_norm, tps);
+                fprintf(mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f",
+                        it, (double)r.loss, (double)r.lr, isfinite(r.grad_norm) ? r.grad_norm : -1.0, tps);
+                if (c->fp16) fprintf(mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)r.loss_scale, r.skipped ? "true" : "false");
+                fprintf(mf, "}\n");
                 fflush(mf);
                 if (!c->quiet)
                     printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s\n", it,
@@ -292,7 +309,13 @@ int trainer_run(train_config *c) {
                 fflush(stdout);
             }
         }
+        if (c->save && c->save_interval > 0 && it % c->save_interval == 0) {
+            checkpoint_save(c->save, it, c, t->model, t->opt, world > 1 ? ps->world : NULL, rank);
+            last_saved = it;
+        }
     }
+    if (c->save && last_saved != c->train_iters && c->train_iters > start)
+        checkpoint_save(c->save, c->train_iters, c, t->model, t->opt, world > 1 ? ps->world : NULL, rank);
     double elapsed = time_now() - t_start;
     if (lead) atomic_file_commit(&metrics);
     if (t->trace) {
@@ -307,11 +330,12 @@ int trainer_run(train_config *c) {
     }
     if (world > 1) comm_barrier(ps->world);
     if (lead) {
-        printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters, elapsed,
+        printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - start, elapsed,
                (double)first_loss, (double)last_loss);
         double floor = dataset_loss_floor(t->data);
         if (!isnan(floor)) printf(" (the data's floor is %.3f)", floor);
         printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
+        if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
         fflush(stdout);
     }
     free(cfg_json);

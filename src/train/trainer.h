@@ -32,12 +32,16 @@ typedef struct {
     float loss;       /* mean over the global batch */
     double grad_norm; /* before clipping */
     float lr;
+    bool skipped;     /* fp16 overflow: the update was skipped */
+    float loss_scale; /* fp16 loss scale after this step (1 otherwise) */
 } step_result;
 
 /* Runs iteration `it` (1-based). */
 step_result trainer_step(trainer *t, int it);
 
 local_model *trainer_model(trainer *t);
+typedef struct dist_optimizer dist_optimizer;
+dist_optimizer *trainer_optimizer(trainer *t);
 
 /* The whole run with logging, checkpoints and traces; returns the process exit status. */
 int trainer_run(train_config *cfg);

@@ -19,9 +19,21 @@ struct dist_optimizer {
     float *gshard;       /* ZeRO: this rank's reduced gradient shard (shard_numel) */
     float *pbuf;         /* ZeRO: padded parameter buffer for the all-gather */
     int t;               /* steps taken (Adam bias correction) */
+    float *master;       /* mixed precision: fp32 master weights (numel, or the shard) */
+    prec_scaler scaler;  /* fp16 loss scaling */
+    bool inject_overflow;
 };
 
 static int gsize(comm_group *g) { return g ? comm_size(g) : 1; }
+
+/* Where this rank's master weights start in the parameter buffer: all of it without ZeRO,
+ * its shard with ZeRO (the shard may run past the real parameters into padding). */
+static const float *m_params_for_master(dist_optimizer *o) {
+    if (!o->g.zero) return o->model->params;
+    const zero_ranges *r = o->ranges;
+    memcpy(o->pbuf, o->model->params, o->model->numel * sizeof(float));
+    return o->pbuf + r->shards[o->dp_rank].world_start;
+}
 
 dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg, const distopt_groups *g) {
     dist_optimizer *o = callocCheck(1, sizeof *o);
@@ -50,11 +62,20 @@ dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg, cons
     }
     o->m = callocCheck(o->nstate ? o->nstate : 1, sizeof(float));
     o->v = callocCheck(o->nstate ? o->nstate : 1, sizeof(float));
+    prec_scaler_init(&o->scaler, 0);
+    if (g->dtype != PREC_FP32) {
+        /* fp32 master weights start as the fp32 initialisation; the model sees them rounded. */
+        o->master = mallocCheck((o->nstate ? o->nstate : 1) * sizeof(float));
+        const float *src = m_params_for_master(o);
+        memcpy(o->master, src, o->nstate * sizeof(float));
+        prec_round_array(g->dtype, model->params, model->numel);
+    }
     return o;
 }
 
 void distopt_destroy(dist_optimizer *o) {
     if (!o) return;
+    free(o->master);
     zero_ranges_free(o->ranges);
     free(o->m);
     free(o->v);
@@ -68,6 +89,16 @@ const zero_ranges *distopt_ranges(const dist_optimizer *o) { return o->ranges; }
 size_t distopt_state_bytes(const dist_optimizer *o) { return 2 * o->nstate * sizeof(float); }
 int distopt_step_count(const dist_optimizer *o) { return o->t; }
 void distopt_set_step_count(dist_optimizer *o, int t) { o->t = t; }
+
+float distopt_loss_scale(const dist_optimizer *o) {
+    return o->g.dtype == PREC_FP16 ? o->scaler.scale : 1.0f;
+}
+void distopt_inject_overflow(dist_optimizer *o) { o->inject_overflow = true; }
+float *distopt_master(dist_optimizer *o, size_t *n) {
+    *n = o->master ? o->nstate : 0;
+    return o->master;
+}
+prec_scaler *distopt_scaler(dist_optimizer *o) { return &o->scaler; }
 
 float *distopt_moment(dist_optimizer *o, int which, size_t *n) {
     *n = o->nstate;
@@ -109,9 +140,26 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
     local_model *m = o->model;
     const zero_ranges *r = o->ranges;
     distopt_stats st = {0};
+    const prec_dtype dt = o->g.dtype;
+    const float scale_used = distopt_loss_scale(o);
+    if (dt != PREC_FP32) prec_round_array(dt, m->grads, m->numel); /* 16-bit gradients */
+    if (dt == PREC_FP16) {
+        /* Any inf/NaN on any rank skips the step everywhere. */
+        float bad = (o->inject_overflow || prec_has_inf_or_nan(m->grads, m->numel)) ? 1.0f : 0.0f;
+        o->inject_overflow = false;
+        if (gsize(o->g.world) > 1) comm_all_reduce(o->g.world, &bad, 1, COMM_FLOAT32, COMM_MAX);
+        bool apply = prec_scaler_update(&o->scaler, bad > 0.0f);
+        if (!apply) {
+            st.skipped = true;
+            st.grad_norm = NAN;
+            st.lr = adamw_lr_at(&o->cfg, it);
+            st.loss_scale = o->scaler.scale;
+            return st;
+        }
+    }
     o->t++;
     sync_tied_embedding(o);
-    const float inv_dp = 1.0f / (float)o->dp_size;
+    const float inv_dp = 1.0f / ((float)o->dp_size * scale_used); /* average, and unscale */
     double ss = 0.0;
 
     if (!o->g.zero) {
@@ -122,8 +170,8 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
                 comm_all_reduce(o->g.dp, m->grads + bk->world_start, bk->world_end - bk->world_start,
                                 COMM_FLOAT32, COMM_SUM);
             }
-            scale(m->grads, m->numel, inv_dp);
         }
+        if (inv_dp != 1.0f) scale(m->grads, m->numel, inv_dp);
         /* Step 3: norm over the tensors this rank counts. */
         for (int i = 0; i < m->nparams; i++)
             if (m->in_norm[i]) ss += sumsq(m->grads + m->plist[i]->offset, m->plist[i]->numel);
@@ -146,22 +194,32 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
 
     /* Step 4: AdamW. */
     if (!o->g.zero) {
+        float *w = o->master ? o->master : m->params; /* fp32 weights the update applies to */
         for (int i = 0; i < m->nparams; i++) {
             const gpt_param *p = m->plist[i];
-            adamw_update(m->params + p->offset, m->grads + p->offset, o->m + p->offset,
+            adamw_update(w + p->offset, m->grads + p->offset, o->m + p->offset,
                          o->v + p->offset, p->numel, &o->cfg, st.lr,
                          p->decay ? o->cfg.weight_decay : 0.0f, o->t, clip);
+        }
+        if (o->master) {
+            memcpy(m->params, o->master, m->numel * sizeof(float));
+            prec_round_array(dt, m->params, m->numel);
         }
     } else {
         const zero_shard *sh = &r->shards[o->dp_rank];
         float *mine = o->pbuf + sh->world_start; /* this rank's shard of the parameters */
         memcpy(o->pbuf, m->params, m->numel * sizeof(float));
+        float *w = o->master ? o->master : mine; /* fp32 weights of the shard */
         for (int k = 0; k < sh->n_pieces; k++) {
             const zero_piece *pc = &sh->pieces[k];
             size_t n = pc->local_end - pc->local_start;
-            adamw_update(mine + pc->local_start, o->gshard + pc->local_start, o->m + pc->local_start,
+            adamw_update(w + pc->local_start, o->gshard + pc->local_start, o->m + pc->local_start,
                          o->v + pc->local_start, n, &o->cfg, st.lr,
                          r->params[pc->param].weight_decay ? o->cfg.weight_decay : 0.0f, o->t, clip);
+        }
+        if (o->master) {
+            memcpy(mine, o->master, r->shard_numel * sizeof(float));
+            prec_round_array(dt, mine, r->shard_numel);
         }
         /* Every rank gets every shard's updated parameters. */
         float *send = mallocCheck(r->shard_numel * sizeof(float) + 1);
@@ -170,5 +228,6 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
         free(send);
         memcpy(m->params, o->pbuf, m->numel * sizeof(float));
     }
+    st.loss_scale = distopt_loss_scale(o);
     return st;
 }

@@ -13,6 +13,14 @@
  *      fp32 master weights and Adam moments exist for the shard alone — then the updated
  *      parameters are all-gathered from their owners.
  * With one process all of this is the serial AdamW step.
+ *
+ * Mixed precision (--bf16, --fp16): the model's parameters and gradients hold values
+ * representable in 16 bits (rounded with round-to-nearest-even; the CPU kernels compute in
+ * fp32, like tensor cores accumulate in fp32). The optimizer keeps fp32 master weights — for
+ * the whole buffer without ZeRO, for its shard only with ZeRO — updates them, and writes
+ * them back rounded. fp16 also scales the loss (src/precision/loss_scaler.h): gradients
+ * arrive multiplied by the scale, are checked for inf/NaN on every rank, and the step is
+ * skipped (and the scale lowered) on overflow.
  */
 #ifndef TRIDENT_ZERO_DISTRIBUTED_OPTIMIZER_H
 #define TRIDENT_ZERO_DISTRIBUTED_OPTIMIZER_H
@@ -21,6 +29,8 @@
 #include <stddef.h>
 
 #include "src/optim/adamw.h"
+#include "src/precision/convert.h"
+#include "src/precision/loss_scaler.h"
 #include "src/train/local_model.h"
 #include "src/zero/shard_ranges.h"
 
@@ -33,6 +43,8 @@ typedef struct {
     comm_group *embedding; /* first + last pipeline stage (NULL or size 1 = no tie to sync) */
     bool zero;             /* --use-distributed-optimizer */
     size_t bucket_numel;   /* all-reduce bucket size without ZeRO (0 = one bucket) */
+    comm_group *world;     /* every rank: agrees on fp16 overflow (NULL = 1) */
+    prec_dtype dtype;      /* PREC_FP32, PREC_BF16 or PREC_FP16 */
 } distopt_groups;
 
 typedef struct dist_optimizer dist_optimizer;
@@ -43,11 +55,21 @@ void distopt_destroy(dist_optimizer *o);
 typedef struct {
     double grad_norm; /* before clipping */
     float lr;
+    bool skipped;     /* fp16 overflow: no update this step */
+    float loss_scale; /* the scale the NEXT backward must use (1 unless fp16) */
 } distopt_stats;
 
 /* Synchronises the gradients in model->grads and updates model->params for iteration `it`
  * (1-based: learning rate schedule and Adam bias correction). */
 distopt_stats distopt_step(dist_optimizer *o, int it);
+
+/* The loss scale the backward pass must multiply the loss by (1 unless fp16). */
+float distopt_loss_scale(const dist_optimizer *o);
+/* Test hook: the next step sees an inf in its gradients (fp16 recovery test). */
+void distopt_inject_overflow(dist_optimizer *o);
+/* fp32 master weights (numel without ZeRO, shard with ZeRO), NULL in fp32 runs. */
+float *distopt_master(dist_optimizer *o, size_t *n);
+prec_scaler *distopt_scaler(dist_optimizer *o);
 
 /* The ranges (world/local/param) used with ZeRO; the dp = 1 layout without it. */
 const zero_ranges *distopt_ranges(const dist_optimizer *o);

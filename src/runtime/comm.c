@@ -1,0 +1,476 @@
+/* comm.c — the communication API (comm.h): bookkeeping and tracing for every backend, the
+ * MPI backend on host memory, and the local path for groups without a communicator.
+ *
+ * Each public call has the same shape:
+ *
+ *   t0 = time_now()
+ *   size 1 / no MPI  -> local copy or nothing           (never an MPI call)
+ *   NCCL             -> comm_nccl_*()                    (comm_nccl.c)
+ *   MPI              -> one MPI call on g->mpi
+ *   comm_report_(...)  -> trace hook + counters
+ *
+ * Not here: NCCL itself (comm_nccl.c), which ranks form a group (parallel_state.c).
+ */
+#include "src/runtime/comm_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/check.h"
+#include "src/core/clock.h"
+#include "src/runtime/dist.h"
+
+/* ---------------------------------------------------------------- bf16 / fp16 rounding */
+
+uint16_t comm_f32_to_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7FFFu + ((u >> 16) & 1u); /* round to nearest, ties to even */
+    return (uint16_t)(u >> 16);
+}
+
+float comm_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+uint16_t comm_f32_to_fp16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u);  /* NaN */
+    if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u); /* >= 65520 rounds to inf */
+    if (a < 0x38800000u) {                                   /* below 2^-14: subnormal */
+        float f;
+        memcpy(&f, &a, 4);
+        return (uint16_t)(sign | (uint32_t)rintf(f * 16777216.0f)); /* units of 2^-24 */
+    }
+    uint32_t h = ((((a >> 23) - 127 + 15) << 10) | ((a & 0x7FFFFFu) >> 13));
+    uint32_t rem = a & 0x1FFFu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry moves into the exponent */
+    return (uint16_t)(sign | h);
+}
+
+float comm_fp16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
+    if (e == 0) {
+        float x = (float)m * (1.0f / 16777216.0f);
+        return sign ? -x : x;
+    }
+    if (e == 31) u = sign | 0x7F800000u | (m << 13);
+    else u = sign | ((e - 15 + 127) << 23) | (m << 13);
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* ---------------------------------------------------------------- types and MPI ops */
+
+size_t comm_dtype_size(comm_dtype dt) {
+    switch (dt) {
+    case COMM_FLOAT32: return 4;
+    case COMM_BF16: return 2;
+    case COMM_FP16: return 2;
+    case COMM_INT32: return 4;
+    case COMM_INT64: return 8;
+    case COMM_BYTE: return 1;
+    }
+    CHECK(0, "unknown comm_dtype");
+    return 0;
+}
+
+static MPI_Datatype mpi_type(comm_dtype dt) {
+    switch (dt) {
+    case COMM_FLOAT32: return MPI_FLOAT;
+    case COMM_BF16: return MPI_UINT16_T;
+    case COMM_FP16: return MPI_UINT16_T;
+    case COMM_INT32: return MPI_INT32_T;
+    case COMM_INT64: return MPI_INT64_T;
+    case COMM_BYTE: return MPI_UINT8_T;
+    }
+    CHECK(0, "unknown comm_dtype");
+    return MPI_DATATYPE_NULL;
+}
+
+/* User-defined reductions for 16-bit floats: widen, combine in fp32, round back. */
+#define HALF_OP(fn, to32, to16, combine)                                                      \
+    static void fn(void *in, void *inout, int *len, MPI_Datatype *type) {                      \
+        (void)type;                                                                            \
+        const uint16_t *a = in;                                                                \
+        uint16_t *b = inout;                                                                   \
+        for (int i = 0; i < *len; i++) {                                                       \
+            float x = to32(a[i]), y = to32(b[i]);                                              \
+            b[i] = to16(combine);                                                              \
+        }                                                                                      \
+    }
+HALF_OP(bf16_sum, comm_bf16_to_f32, comm_f32_to_bf16, x + y)
+HALF_OP(bf16_max, comm_bf16_to_f32, comm_f32_to_bf16, (x > y || y != y) ? x : y)
+HALF_OP(fp16_sum, comm_fp16_to_f32, comm_f32_to_fp16, x + y)
+HALF_OP(fp16_max, comm_fp16_to_f32, comm_f32_to_fp16, (x > y || y != y) ? x : y)
+
+static MPI_Op mpi_op(comm_dtype dt, comm_op op) {
+    static MPI_Op half_ops[2][2]; /* [bf16, fp16][sum, max], created on first use */
+    static bool made = false;
+    if (dt != COMM_BF16 && dt != COMM_FP16) return op == COMM_SUM ? MPI_SUM : MPI_MAX;
+    if (!made) {
+        MPI_Op_create(bf16_sum, 1, &half_ops[0][0]);
+        MPI_Op_create(bf16_max, 1, &half_ops[0][1]);
+        MPI_Op_create(fp16_sum, 1, &half_ops[1][0]);
+        MPI_Op_create(fp16_max, 1, &half_ops[1][1]);
+        made = true;
+    }
+    return half_ops[dt == COMM_FP16][op == COMM_MAX];
+}
+
+static int mpi_count(size_t count) {
+    CHECK(count <= (size_t)INT_MAX, "a single MPI message is limited to INT_MAX elements; split it");
+    return (int)count;
+}
+
+/* ---------------------------------------------------------------- tracing and counters */
+
+static void (*g_hook)(const comm_event *e, void *ctx) = NULL;
+static void *g_hook_ctx = NULL;
+
+void comm_set_trace_hook(void (*fn)(const comm_event *e, void *ctx), void *ctx) {
+    g_hook = fn;
+    g_hook_ctx = ctx;
+}
+
+void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t bytes, int tag,
+                  double t_start, double t_ready, double t_end) {
+    g->calls++;
+    if (strcmp(op, "send") == 0) g->bytes_sent += bytes;
+    else if (strcmp(op, "recv") == 0) g->bytes_received += bytes;
+    else if (strcmp(op, "sendrecv") != 0) g->bytes_collective += bytes;
+    if (!g_hook) return;
+    comm_event e = {op,  g->name, peer_group_rank >= 0 ? g->members[peer_group_rank] : -1,
+                    bytes, tag, t_start, t_ready, t_end};
+    g_hook(&e, g_hook_ctx);
+}
+
+size_t comm_bytes_sent(const comm_group *g) { return g->bytes_sent; }
+size_t comm_bytes_received(const comm_group *g) { return g->bytes_received; }
+size_t comm_bytes_collective(const comm_group *g) { return g->bytes_collective; }
+size_t comm_calls(const comm_group *g) { return g->calls; }
+
+void comm_reset_counters(comm_group *g) {
+    g->bytes_sent = g->bytes_received = g->bytes_collective = g->calls = 0;
+}
+
+/* ---------------------------------------------------------------- building groups */
+
+static comm_group *group_new(const char *name, const int *members, int size, int rank,
+                             comm_backend backend) {
+#ifndef TRIDENT_CUDA
+    if (backend == COMM_NCCL)
+        die("the NCCL backend needs a CUDA build (nvcc was not found when trident was built)");
+#endif
+    comm_group *g = callocCheck(1, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    g->size = size;
+    g->rank = rank;
+    g->members = mallocCheck(sizeof(int) * (size_t)size);
+    memcpy(g->members, members, sizeof(int) * (size_t)size);
+    g->backend = backend;
+    g->mpi = MPI_COMM_NULL;
+    return g;
+}
+
+comm_group *comm_group_world(comm_backend backend) {
+    int n = dist_world_size();
+    int *members = mallocCheck(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) members[i] = i;
+    comm_group *g = group_new("world", members, n, dist_rank(), backend);
+    free(members);
+    if (dist_is_mpi() && n > 1) g->mpi = MPI_COMM_WORLD; /* not ours to free */
+#ifdef TRIDENT_CUDA
+    if (backend == COMM_NCCL) comm_nccl_create(g);
+#endif
+    return g;
+}
+
+comm_group *comm_group_split(const char *name, int color, const int *members, int size,
+                             comm_backend backend) {
+    int me = dist_rank(), rank = -1;
+    for (int i = 0; i < size; i++) {
+        if (members[i] == me) rank = i;
+        CHECK(i == 0 || members[i] > members[i - 1], "group members must be sorted ascending");
+    }
+    CHECK(size == 0 || rank >= 0, "a rank must be a member of the group it asks for");
+    CHECK(color >= 0, "colors are group numbers, >= 0");
+    MPI_Comm comm = MPI_COMM_NULL;
+    if (dist_is_mpi() && dist_world_size() > 1) {
+        /* Every rank takes part; size-1 groups and non-members opt out with MPI_UNDEFINED. */
+        MPI_Comm_split(MPI_COMM_WORLD, size > 1 ? color : MPI_UNDEFINED, rank, &comm);
+    }
+    if (size == 0) return NULL;
+    comm_group *g = group_new(name, members, size, rank, backend);
+    g->mpi = comm;
+    g->owns_mpi = comm != MPI_COMM_NULL;
+    if (comm != MPI_COMM_NULL) {
+        int n = 0, r = -1;
+        MPI_Comm_size(comm, &n);
+        MPI_Comm_rank(comm, &r);
+        CHECK(n == size && r == rank, "ranks disagree on the members of a group (same color, "
+                                      "different member lists?)");
+    }
+    CHECK(size == 1 || comm != MPI_COMM_NULL,
+          "a group of several ranks needs MPI: launch with mpirun -np <world size>");
+#ifdef TRIDENT_CUDA
+    if (backend == COMM_NCCL) comm_nccl_create(g);
+#endif
+    return g;
+}
+
+void comm_group_destroy(comm_group *g) {
+    if (!g) return;
+    comm_wait_sends(g);
+#ifdef TRIDENT_CUDA
+    if (g->nccl) comm_nccl_destroy(g);
+#endif
+    if (g->owns_mpi) MPI_Comm_free(&g->mpi);
+    while (g->loop) {
+        comm_loop_msg *next = g->loop->next;
+        free(g->loop);
+        g->loop = next;
+    }
+    free(g->sends);
+    free(g->members);
+    free(g);
+}
+
+int comm_size(const comm_group *g) { return g->size; }
+int comm_rank(const comm_group *g) { return g->rank; }
+const char *comm_name(const comm_group *g) { return g->name; }
+comm_backend comm_backend_of(const comm_group *g) { return g->backend; }
+
+int comm_global_rank(const comm_group *g, int group_rank) {
+    CHECK(group_rank >= 0 && group_rank < g->size, "group rank outside the group");
+    return g->members[group_rank];
+}
+
+/* True when this call runs locally: MPI backend without a communicator (size 1 / serial). */
+static bool local(const comm_group *g) { return g->backend == COMM_MPI && g->mpi == MPI_COMM_NULL; }
+
+static bool nccl(const comm_group *g) { return g->backend == COMM_NCCL; }
+
+/* ---------------------------------------------------------------- collectives */
+
+void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm_op op) {
+    double t0 = time_now();
+    if (local(g)) {
+        /* one rank: the sum of one value is itself */
+    } else if (nccl(g)) {
+#ifdef TRIDENT_CUDA
+        comm_nccl_all_reduce(g, buf, count, dt, op);
+#endif
+    } else {
+        MPI_Allreduce(MPI_IN_PLACE, buf, mpi_count(count), mpi_type(dt), mpi_op(dt, op), g->mpi);
+    }
+    comm_report_(g, "all_reduce", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
+}
+
+void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_per_rank,
+                     comm_dtype dt) {
+    double t0 = time_now();
+    size_t part = count_per_rank * comm_dtype_size(dt);
+    if (local(g)) {
+        if (part && send != recv) memmove(recv, send, part);
+    } else if (nccl(g)) {
+#ifdef TRIDENT_CUDA
+        comm_nccl_all_gather(g, send, recv, count_per_rank, dt);
+#endif
+    } else {
+        /* Sending from our own slot of recv is MPI_IN_PLACE. */
+        const void *src = send == (const char *)recv + (size_t)g->rank * part ? MPI_IN_PLACE : send;
+        int n = mpi_count(count_per_rank);
+        MPI_Allgather(src, n, mpi_type(dt), recv, n, mpi_type(dt), g->mpi);
+    }
+    comm_report_(g, "all_gather", -1, part * (size_t)g->size, -1, t0, t0, time_now());
+}
+
+void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t count_per_rank,
+                         comm_dtype dt, comm_op op) {
+    double t0 = time_now();
+    size_t part = count_per_rank * comm_dtype_size(dt);
+    if (local(g)) {
+        if (part && send != recv) memmove(recv, send, part);
+    } else if (nccl(g)) {
+#ifdef TRIDENT_CUDA
+        comm_nccl_reduce_scatter(g, send, recv, count_per_rank, dt, op);
+#endif
+    } else {
+        const void *src = send == recv ? MPI_IN_PLACE : send;
+        MPI_Reduce_scatter_block(src, recv, mpi_count(count_per_rank), mpi_type(dt),
+                                 mpi_op(dt, op), g->mpi);
+    }
+    comm_report_(g, "reduce_scatter", -1, part * (size_t)g->size, -1, t0, t0, time_now());
+}
+
+void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int root_group_rank) {
+    CHECK(root_group_rank >= 0 && root_group_rank < g->size, "broadcast root outside the group");
+    double t0 = time_now();
+    if (local(g)) {
+        /* the root already holds the data */
+    } else if (nccl(g)) {
+#ifdef TRIDENT_CUDA
+        comm_nccl_broadcast(g, buf, count, dt, root_group_rank);
+#endif
+    } else {
+        MPI_Bcast(buf, mpi_count(count), mpi_type(dt), root_group_rank, g->mpi);
+    }
+    comm_report_(g, "broadcast", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
+}
+
+void comm_barrier(comm_group *g) {
+    double t0 = time_now();
+#ifdef TRIDENT_CUDA
+    if (nccl(g)) comm_nccl_flush(g);
+#endif
+    if (g->mpi != MPI_COMM_NULL) MPI_Barrier(g->mpi);
+    comm_report_(g, "barrier", -1, 0, -1, t0, t0, time_now());
+}
+
+/* ---------------------------------------------------------------- point to point */
+
+static void check_p2p(const comm_group *g, int peer, int tag) {
+    CHECK(peer >= 0 && peer < g->size, "p2p peer is a group rank: 0 .. comm_size(g)-1");
+    CHECK(tag >= 0 && tag <= 32767, "p2p tags must be in 0 .. 32767 (MPI's guaranteed range)");
+}
+
+/* Frees the copies of sends that have completed (MPI_Test), keeping the rest in order. */
+static void reap_sends(comm_group *g, bool wait) {
+    int kept = 0;
+    for (int i = 0; i < g->nsends; i++) {
+        int done = 0;
+        if (wait) {
+            MPI_Wait(&g->sends[i].req, MPI_STATUS_IGNORE);
+            done = 1;
+        } else {
+            MPI_Test(&g->sends[i].req, &done, MPI_STATUS_IGNORE);
+        }
+        if (done) free(g->sends[i].copy);
+        else g->sends[kept++] = g->sends[i];
+    }
+    g->nsends = kept;
+}
+
+void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int peer_group_rank,
+               int tag) {
+    check_p2p(g, peer_group_rank, tag);
+    double t0 = time_now();
+    size_t bytes = count * comm_dtype_size(dt);
+    if (local(g)) {
+        /* Only peer 0 = ourselves exists: keep the message for our own recv. */
+        comm_loop_msg *m = mallocCheck(sizeof *m + bytes);
+        m->next = NULL;
+        m->tag = tag;
+        m->bytes = bytes;
+        if (bytes) memcpy(m->data, buf, bytes);
+        comm_loop_msg **tail = &g->loop;
+        while (*tail) tail = &(*tail)->next;
+        *tail = m;
+    } else if (nccl(g)) {
+#ifdef TRIDENT_CUDA
+        comm_nccl_send(g, buf, bytes, peer_group_rank);
+#endif
+    } else {
+        reap_sends(g, false);
+        if (g->nsends == g->cap_sends) {
+            g->cap_sends = g->cap_sends ? 2 * g->cap_sends : 8;
+            comm_pending_send *grown = mallocCheck(sizeof *grown * (size_t)g->cap_sends);
+            if (g->nsends) memcpy(grown, g->sends, sizeof *grown * (size_t)g->nsends);
+            free(g->sends);
+            g->sends = grown;
+        }
+        comm_pending_send *s = &g->sends[g->nsends++];
+        s->copy = mallocCheck(bytes);
+        if (bytes) memcpy(s->copy, buf, bytes);
+        MPI_Isend(s->copy, mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi, &s->req);
+    }
+    double t1 = time_now();
+    comm_report_(g, "send", peer_group_rank, bytes, tag, t0, t0, t1);
+}
+
+/* Waits for a message from `peer` with `tag` (returns when it is there) and checks its size. */
+static void probe_message(comm_group *g, int peer, int tag, size_t count, comm_dtype dt) {
+    MPI_Status st;
+    MPI_Probe(peer, tag, g->mpi, &st);
+    int got = 0;
+    MPI_Get_count(&st, mpi_type(dt), &got);
+    if ((size_t)got != count) {
+        fprintf(stderr, "comm_recv on group %s: peer %d sent %d elements with tag %d, expected %zu\n",
+                g->name, g->members[peer], got, tag, count);
+        CHECK(0, "sender and receiver disagree on the message size");
+    }
+}
+
+void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_group_rank,
+               int tag) {
+    check_p2p(g, peer_group_rank, tag);
+    double t0 = time_now(), t_ready = t0;
+    size_t bytes = count * comm_dtype_size(dt);
+    if (local(g)) {
+        comm_loop_msg **p = &g->loop;
+        while (*p && (*p)->tag != tag) p = &(*p)->next;
+        if (!*p)
+            die("comm_recv on group %s (size 1) waits for a message with tag %d that this rank never "
+                "sent to itself",
+                g->name, tag);
+        comm_loop_msg *m = *p;
+        CHECK(m->bytes == bytes, "sender and receiver disagree on the message size");
+        if (bytes) memcpy(buf, m->data, bytes);
+        *p = m->next;
+        free(m);
+    } else if (nccl(g)) {
+#ifdef TRIDENT_CUDA
+        comm_nccl_recv(g, buf, bytes, peer_group_rank);
+#endif
+    } else {
+        probe_message(g, peer_group_rank, tag, count, dt); /* waiting for the peer ... */
+        t_ready = time_now();                               /* ... then the transfer */
+        MPI_Recv(buf, mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi,
+                 MPI_STATUS_IGNORE);
+    }
+    comm_report_(g, "recv", peer_group_rank, bytes, tag, t0, t_ready, time_now());
+}
+
+void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, void *recvbuf,
+                   size_t rcount, int src, comm_dtype dt, int tag) {
+    check_p2p(g, dest, tag);
+    check_p2p(g, src, tag);
+    double t0 = time_now(), t_ready = t0;
+    size_t sbytes = scount * comm_dtype_size(dt), rbytes = rcount * comm_dtype_size(dt);
+    if (local(g)) {
+        CHECK(sbytes == rbytes, "sender and receiver disagree on the message size");
+        if (sbytes && sendbuf != recvbuf) memmove(recvbuf, sendbuf, sbytes);
+    } else if (nccl(g)) {
+#ifdef TRIDENT_CUDA
+        comm_nccl_sendrecv(g, sendbuf, sbytes, dest, recvbuf, rbytes, src);
+#endif
+    } else {
+        MPI_Request req;
+        MPI_Isend(sendbuf, mpi_count(scount), mpi_type(dt), dest, tag, g->mpi, &req);
+        probe_message(g, src, tag, rcount, dt);
+        t_ready = time_now();
+        MPI_Recv(recvbuf, mpi_count(rcount), mpi_type(dt), src, tag, g->mpi, MPI_STATUS_IGNORE);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    g->bytes_sent += sbytes;
+    g->bytes_received += rbytes;
+    comm_report_(g, "sendrecv", dest, sbytes, tag, t0, t_ready, time_now());
+}
+
+void comm_wait_sends(comm_group *g) {
+#ifdef TRIDENT_CUDA
+    if (nccl(g)) comm_nccl_flush(g);
+#endif
+    if (g->nsends) reap_sends(g, true);
+}

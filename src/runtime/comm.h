@@ -1,0 +1,150 @@
+/* comm.h — every byte that moves between ranks goes through here.
+ *
+ * A comm_group is a set of ranks that talk together: the tensor-, pipeline-, data- or
+ * model-parallel group of this rank, the embedding group, or the whole world. Layers call
+ * the operations of the Megatron paper by name (all-reduce, all-gather, reduce-scatter,
+ * broadcast, point-to-point send/recv) on a group, and never see MPI or NCCL:
+ *
+ *   comm_all_reduce(ps->tp, out, B * T * C, COMM_FLOAT32, COMM_SUM);  // "g" of the MLP
+ *
+ * Ranks are ranks *in the group* (0 .. comm_size-1) everywhere in this API;
+ * comm_global_rank() translates.
+ *
+ * Buffers and counts:
+ *   all_reduce      buf[count], in place
+ *   all_gather      send[count] -> recv[size * count], rank i's part at recv + i * count
+ *   reduce_scatter  send[size * count] -> recv[count], rank i keeps part i of the reduction
+ *   broadcast       buf[count] from root to all, in place
+ *   send / recv     buf[count] to / from one peer, matched by tag (0 .. 32767)
+ * Zero counts are fine. bf16 and fp16 travel as uint16_t bit patterns. In place: all_gather
+ * with send == recv + rank * count, reduce_scatter with send == recv (MPI_IN_PLACE; recv then
+ * holds size * count on entry). sendrecv's two buffers must not overlap.
+ *
+ * Backends:
+ *   COMM_MPI   host memory, MPI; always built, used by every CI test.
+ *   COMM_NCCL  device memory, NCCL (src/runtime/comm_nccl.c); only in CUDA builds
+ *              (TRIDENT_CUDA). Each call waits for its stream, so on return the data is
+ *              there, just as with MPI.
+ * A group of size 1, and any group of a run without mpirun, never calls MPI: collectives are
+ * copies (or nothing), and a send to oneself is kept in a local queue for the matching recv.
+ *
+ * Semantics that pipeline schedules rely on:
+ *   - comm_send never waits for the receiver. MPI: a private copy of the data goes out with
+ *     MPI_Isend and is freed once complete (checked lazily on every send, or forced by
+ *     comm_wait_sends). NCCL: the copy is queued and posted together with this rank's next
+ *     operation on the group (recv, sendrecv, a collective or comm_wait_sends), in one
+ *     ncclGroupStart/End. So "send, send, then recv, recv" between two ranks cannot
+ *     deadlock.
+ *   - comm_recv first waits for the message to be there (MPI_Probe), then copies it: the
+ *     trace event separates the time spent waiting for the peer (t_start..t_ready) from the
+ *     transfer (t_ready..t_end).
+ *   - comm_sendrecv is a paired exchange (send to dest, receive from src) and never
+ *     deadlocks, e.g. in a ring.
+ *
+ * bf16/fp16 reductions (MPI): a user-defined MPI_Op widens both operands to fp32, adds (or
+ * takes the max), and rounds back to nearest-even. Each pairwise combine rounds, so a sum of
+ * many ranks can differ from "sum in fp32, round once" in the last bit; sums of values whose
+ * partial sums are exactly representable (small integers) are exact. NCCL does the same
+ * natively (ncclBfloat16 / ncclFloat16).
+ *
+ * Tracing and counters: when a hook is set, every call reports one comm_event. `bytes` is
+ * the size of the caller's payload: buf for all_reduce/broadcast/send/recv, the full recv
+ * buffer (size * count) for all_gather, the full send buffer (size * count) for
+ * reduce_scatter, what was sent for sendrecv. Per group, counters add up the same bytes.
+ *
+ * Not here: which ranks form a group (groups.h computes it, parallel_state.h builds the
+ * groups), and anything about what the bytes mean.
+ */
+#ifndef TRIDENT_RUNTIME_COMM_H
+#define TRIDENT_RUNTIME_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { COMM_FLOAT32, COMM_BF16, COMM_FP16, COMM_INT32, COMM_INT64, COMM_BYTE } comm_dtype;
+typedef enum { COMM_SUM, COMM_MAX } comm_op;
+typedef enum { COMM_MPI, COMM_NCCL } comm_backend;
+
+/* Opaque: name, size, rank in group, global ranks of the members, backend, the MPI
+ * communicator (MPI_COMM_NULL when size 1 or no MPI), the NCCL communicator (NCCL only). */
+typedef struct comm_group comm_group;
+
+/* --- building groups ------------------------------------------------------------------- */
+
+/* The group of all ranks ("world"). Cheap; no communicator split. */
+comm_group *comm_group_world(comm_backend backend);
+
+/* Collective over the world: EVERY rank calls it, even ranks that will get no group.
+ * A rank passes the sorted global ranks of its own group (members[size], itself among
+ * them) and gets that group back; a rank with members == NULL / size 0 takes part in the
+ * split and gets NULL. `color` must be the same on all members of a group and different
+ * between groups (the group's number from groups.h does). Groups of size 1 get no MPI
+ * communicator. name is copied ("tp", "dp", ...). */
+comm_group *comm_group_split(const char *name, int color, const int *members, int size,
+                             comm_backend backend);
+
+/* Completes outstanding sends, frees the communicators. NULL is fine. Every member calls
+ * it (MPI_Comm_free is formally collective over the group). */
+void comm_group_destroy(comm_group *g);
+
+/* --- who is in the group --------------------------------------------------------------- */
+
+int comm_size(const comm_group *g);
+int comm_rank(const comm_group *g);                   /* this rank's rank in the group */
+const char *comm_name(const comm_group *g);
+int comm_global_rank(const comm_group *g, int group_rank);
+comm_backend comm_backend_of(const comm_group *g);
+size_t comm_dtype_size(comm_dtype dt);                /* 4 2 2 4 8 1 */
+
+/* --- collectives (every member calls, same counts) ------------------------------------- */
+
+void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm_op op);
+void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_per_rank,
+                     comm_dtype dt);
+void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t count_per_rank,
+                         comm_dtype dt, comm_op op);
+void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int root_group_rank);
+void comm_barrier(comm_group *g);
+
+/* --- point to point (peers are group ranks) ------------------------------------------- */
+
+void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int peer_group_rank,
+               int tag);
+void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_group_rank,
+               int tag);
+void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, void *recvbuf,
+                   size_t rcount, int src, comm_dtype dt, int tag);
+void comm_wait_sends(comm_group *g); /* completes outstanding sends and frees their copies */
+
+/* --- tracing and counters --------------------------------------------------------------- */
+
+typedef struct {
+    const char *op;    /* "all_reduce" "all_gather" "reduce_scatter" "broadcast" "barrier"
+                          "send" "recv" "sendrecv" */
+    const char *group; /* comm_name() */
+    int peer;          /* global rank of the peer; -1 for collectives */
+    size_t bytes;      /* payload, see the manual above */
+    int tag;           /* p2p tag; -1 for collectives */
+    double t_start;    /* time_now() when the call began */
+    double t_ready;    /* when the peer's data was there (recv/sendrecv); = t_start otherwise */
+    double t_end;      /* when the call returned */
+} comm_event;
+
+/* One hook for the whole process; NULL turns tracing off. The event and its strings are
+ * valid only during the call. */
+void comm_set_trace_hook(void (*fn)(const comm_event *e, void *ctx), void *ctx);
+
+size_t comm_bytes_sent(const comm_group *g);       /* p2p bytes sent (send, sendrecv) */
+size_t comm_bytes_received(const comm_group *g);   /* p2p bytes received (recv, sendrecv) */
+size_t comm_bytes_collective(const comm_group *g); /* sum of the collectives' event bytes */
+size_t comm_calls(const comm_group *g);            /* number of calls (events) on the group */
+void comm_reset_counters(comm_group *g);
+
+/* bf16 / fp16 <-> fp32, round to nearest even (NaN stays NaN). Used by the reductions;
+ * public because tests and mixed-precision code want the same rounding. */
+uint16_t comm_f32_to_bf16(float x);
+float comm_bf16_to_f32(uint16_t h);
+uint16_t comm_f32_to_fp16(float x);
+float comm_fp16_to_f32(uint16_t h);
+
+#endif /* TRIDENT_RUNTIME_COMM_H */

@@ -1,0 +1,40 @@
+/* dist.h — the process's place in the job: start-up, rank, world size, device, shutdown.
+ *
+ *   dist_init(&argc, &argv);     // first thing in a subcommand that may run under mpirun
+ *   int r = dist_rank(), n = dist_world_size();
+ *   int dev = dist_bind_device(); // CUDA device of this rank, -1 on a CPU build
+ *   ...
+ *   dist_finalize();
+ *
+ * Launched by mpirun (the environment has OMPI_COMM_WORLD_SIZE), dist_init() starts MPI,
+ * finds the rank and the local rank (rank among the processes of the same node, from
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)), and — with more than one rank — makes every
+ * fatal error end the whole job (check_set_abort_hook → MPI_Abort) and prefixes messages with
+ * the rank. Started plainly (`trident train`), it makes no MPI call at all: world 1, rank 0.
+ * Before dist_init() the accessors already answer as for a plain start.
+ *
+ * Not here: process groups (parallel_state.h) and communication (comm.h).
+ */
+#ifndef TRIDENT_RUNTIME_DIST_H
+#define TRIDENT_RUNTIME_DIST_H
+
+#include <stdbool.h>
+
+void dist_init(int *argc, char ***argv);
+void dist_finalize(void);
+
+int dist_rank(void);       /* global rank, 0 .. world-1 */
+int dist_world_size(void); /* 1 without mpirun */
+int dist_local_rank(void); /* rank among the processes on this node */
+bool dist_is_mpi(void);    /* MPI was started by dist_init() and not yet finalized */
+
+/* Binds this process to CUDA device local_rank % device_count and returns it. Returns -1
+ * when built without CUDA (no TRIDENT_CUDA) or when no device is visible. */
+int dist_bind_device(void);
+
+/* For a user error that every rank finds identically (a bad flag, an impossible layout):
+ * rank 0 prints "trident: <message>" once, then every rank leaves with exit status 1 —
+ * no hang, no N copies of the message, no MPI_Abort banner. Without MPI it is die(). */
+void dist_fail_all(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+#endif /* TRIDENT_RUNTIME_DIST_H */

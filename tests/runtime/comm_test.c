@@ -1,0 +1,354 @@
+/* comm_test.c — every operation of comm.h under mpirun, at the world size given as argv[1]
+ * (one Bazel target per size: 1, 2, 4, 8, oversubscribed). "0" runs without mpirun: the
+ * plain serial case, where no MPI call may happen. Every rank runs every test.
+ *
+ * Values are chosen so that the expected result is exact (small integers), whatever order
+ * the reduction adds them in. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/runtime/comm.h"
+#include "src/runtime/dist.h"
+#include "src/runtime/parallel_state.h"
+#include "tests/support/testing.h"
+
+static comm_group *g_world;
+
+static int R(void) { return comm_rank(g_world); }
+static int N(void) { return comm_size(g_world); }
+
+static void all_reduce_sums_and_maxes_every_type(void **state) {
+    (void)state;
+    enum { n = 37 }; /* odd on purpose */
+    int r = R(), size = N();
+    float f[n], want[n];
+    int32_t i32[n];
+    int64_t i64[n];
+    for (int i = 0; i < n; i++) {
+        f[i] = (float)(r + i);
+        want[i] = (float)(size * i + size * (size - 1) / 2);
+        i32[i] = r * 1000 + i;
+        i64[i] = (int64_t)r * 4000000000LL + i;
+    }
+    comm_all_reduce(g_world, f, n, COMM_FLOAT32, COMM_SUM);
+    expect_close(f, want, n, 0, 0, "float sum");
+    comm_all_reduce(g_world, i32, n, COMM_INT32, COMM_MAX);
+    comm_all_reduce(g_world, i64, n, COMM_INT64, COMM_SUM);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(i32[i], (size - 1) * 1000 + i);
+        assert_true(i64[i] == 4000000000LL * (size * (size - 1) / 2) + (int64_t)size * i);
+    }
+    uint8_t b[3] = {1, 2, (uint8_t)r};
+    comm_all_reduce(g_world, b, 3, COMM_BYTE, COMM_MAX);
+    assert_int_equal(b[2], size - 1);
+}
+
+static void half_precision_sums_round_like_fp32_then_nearest_even(void **state) {
+    (void)state;
+    /* The conversions themselves. */
+    assert_int_equal(comm_f32_to_bf16(1.0f), 0x3F80);
+    assert_int_equal(comm_f32_to_bf16(1.0f + 1.0f / 256), 0x3F80);      /* tie -> even (down) */
+    assert_int_equal(comm_f32_to_bf16(1.0f + 3.0f / 256), 0x3F82);      /* tie -> even (up) */
+    assert_true(comm_bf16_to_f32(comm_f32_to_bf16(-2.5f)) == -2.5f);
+    assert_int_equal(comm_f32_to_fp16(1.0f), 0x3C00);
+    assert_int_equal(comm_f32_to_fp16(65504.0f), 0x7BFF);
+    assert_int_equal(comm_f32_to_fp16(65520.0f), 0x7C00);               /* rounds to inf */
+    assert_int_equal(comm_f32_to_fp16(1.0f + 1.0f / 2048), 0x3C00);     /* tie -> even */
+    assert_true(comm_fp16_to_f32(comm_f32_to_fp16(5.9604645e-8f)) == 5.9604645e-8f); /* subnormal */
+    assert_true(comm_fp16_to_f32(0xC500) == -5.0f);
+
+    enum { n = 11 };
+    int r = R(), size = N();
+    uint16_t bf[n], hf[n], mx[n];
+    for (int i = 0; i < n; i++) {
+        bf[i] = comm_f32_to_bf16((float)(r + i));
+        hf[i] = comm_f32_to_fp16(0.5f * (float)(r - i));
+        mx[i] = comm_f32_to_bf16((float)(r == i % size ? 100 + i : -i));
+    }
+    comm_all_reduce(g_world, bf, n, COMM_BF16, COMM_SUM);
+    comm_all_reduce(g_world, hf, n, COMM_FP16, COMM_SUM);
+    comm_all_reduce(g_world, mx, n, COMM_BF16, COMM_MAX);
+    for (int i = 0; i < n; i++) {
+        float s = (float)(size * i + size * (size - 1) / 2);
+        assert_true(comm_bf16_to_f32(bf[i]) == s);
+        float h = 0.5f * (float)(size * (size - 1) / 2 - size * i);
+        assert_true(comm_fp16_to_f32(hf[i]) == h);
+        assert_true(comm_bf16_to_f32(mx[i]) == (float)(100 + i));
+    }
+}
+
+static void all_gather_places_parts_in_rank_order(void **state) {
+    (void)state;
+    enum { count = 5 };
+    int r = R(), size = N();
+    int32_t send[count], *recv = malloc(sizeof(int32_t) * count * (size_t)size);
+    for (int i = 0; i < count; i++) send[i] = 100 * r + i;
+    comm_all_gather(g_world, send, recv, count, COMM_INT32);
+    for (int p = 0; p < size; p++)
+        for (int i = 0; i < count; i++) assert_int_equal(recv[p * count + i], 100 * p + i);
+    /* in place: our part already sits in our slot */
+    memset(recv, 0xff, sizeof(int32_t) * count * (size_t)size);
+    memcpy(recv + r * count, send, sizeof send);
+    comm_all_gather(g_world, recv + r * count, recv, count, COMM_INT32);
+    for (int p = 0; p < size; p++)
+        for (int i = 0; i < count; i++) assert_int_equal(recv[p * count + i], 100 * p + i);
+    free(recv);
+}
+
+static void reduce_scatter_gives_each_rank_its_part_of_the_sum(void **state) {
+    (void)state;
+    enum { count = 3 };
+    int r = R(), size = N();
+    float *send = malloc(sizeof(float) * count * (size_t)size), recv[count], want[count];
+    for (int j = 0; j < count * size; j++) send[j] = (float)((r + 1) * (j + 1));
+    comm_reduce_scatter(g_world, send, recv, count, COMM_FLOAT32, COMM_SUM);
+    for (int k = 0; k < count; k++) want[k] = (float)(size * (size + 1) / 2 * (r * count + k + 1));
+    expect_close(recv, want, count, 0, 0, "reduce_scatter");
+    free(send);
+}
+
+static void broadcast_copies_the_roots_buffer(void **state) {
+    (void)state;
+    enum { n = 9 };
+    int r = R(), root = N() - 1;
+    int64_t buf[n];
+    for (int i = 0; i < n; i++) buf[i] = r == root ? 7 * i + 1 : -1;
+    comm_broadcast(g_world, buf, n, COMM_INT64, root);
+    for (int i = 0; i < n; i++) assert_true(buf[i] == 7 * i + 1);
+    comm_barrier(g_world);
+}
+
+static void zero_length_buffers_are_fine_everywhere(void **state) {
+    (void)state;
+    float a[1] = {42}, b[1] = {43};
+    int peer = R() ^ 1;
+    if (peer >= N()) peer = R();
+    comm_all_reduce(g_world, a, 0, COMM_FLOAT32, COMM_SUM);
+    comm_all_reduce(g_world, a, 0, COMM_BF16, COMM_SUM);
+    comm_all_gather(g_world, a, b, 0, COMM_FLOAT32);
+    comm_reduce_scatter(g_world, a, b, 0, COMM_FLOAT32, COMM_SUM);
+    comm_broadcast(g_world, a, 0, COMM_FLOAT32, 0);
+    comm_send(g_world, a, 0, COMM_FLOAT32, peer, 3);
+    comm_recv(g_world, b, 0, COMM_FLOAT32, peer, 3);
+    comm_sendrecv(g_world, a, 0, peer, b, 0, peer, COMM_FLOAT32, 4);
+    comm_wait_sends(g_world);
+    assert_true(a[0] == 42 && b[0] == 43);
+}
+
+static void send_send_then_recv_recv_does_not_deadlock(void **state) {
+    (void)state;
+    /* Pairs (0,1), (2,3), ...; a lone rank talks to itself. Messages bigger than any eager
+     * limit so that a blocking send would hang. */
+    enum { n = 300000 };
+    int r = R(), peer = r ^ 1;
+    if (peer >= N()) peer = r;
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    float *ra = malloc(sizeof(float) * n), *rb = malloc(sizeof(float) * n);
+    for (int i = 0; i < n; i++) {
+        a[i] = (float)(r * 10 + 1);
+        b[i] = (float)(r * 10 + 2);
+    }
+    comm_send(g_world, a, n, COMM_FLOAT32, peer, 1);
+    comm_send(g_world, b, n, COMM_FLOAT32, peer, 2);
+    a[0] = b[0] = -1; /* the copies went out, not these buffers */
+    comm_recv(g_world, rb, n, COMM_FLOAT32, peer, 2); /* tags match out of order */
+    comm_recv(g_world, ra, n, COMM_FLOAT32, peer, 1);
+    comm_wait_sends(g_world);
+    assert_true(ra[0] == (float)(peer * 10 + 1) && ra[n - 1] == (float)(peer * 10 + 1));
+    assert_true(rb[0] == (float)(peer * 10 + 2) && rb[n - 1] == (float)(peer * 10 + 2));
+    free(a);
+    free(b);
+    free(ra);
+    free(rb);
+}
+
+static void sendrecv_in_a_ring_passes_to_the_next_rank(void **state) {
+    (void)state;
+    enum { n = 13 };
+    int r = R(), size = N();
+    int32_t out[n], in[n];
+    for (int i = 0; i < n; i++) out[i] = r * 100 + i;
+    comm_sendrecv(g_world, out, n, (r + 1) % size, in, n, (r + size - 1) % size, COMM_INT32, 9);
+    for (int i = 0; i < n; i++) assert_int_equal(in[i], ((r + size - 1) % size) * 100 + i);
+}
+
+/* For every layout of this world size: an all-reduce in each group adds up exactly its
+ * members' global ranks, and activations flow stage to stage over the pp group. */
+static void subgroups_of_parallel_state_reduce_over_their_members(void **state) {
+    (void)state;
+    static const int sizes[] = {1, 2, 4, 8};
+    int size = N(), me = dist_rank();
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            for (int o = 0; o < 2; o++) {
+                int tp = sizes[a], pp = sizes[b];
+                if (size % (tp * pp)) continue;
+                pg_layout l;
+                char err[256];
+                assert_true(pg_layout_make(&l, size, tp, pp, 1, o ? "tp-pp-dp" : "tp-dp-pp", err, sizeof err));
+                parallel_state *ps = ps_create(&l, me);
+                assert_int_equal(comm_size(ps->tp), tp);
+                assert_int_equal(comm_size(ps->pp), pp);
+                assert_int_equal(comm_size(ps->dp), l.dp);
+                assert_int_equal(comm_size(ps->mp), tp * pp);
+                comm_group *gs[5] = {ps->tp, ps->dp, ps->pp, ps->mp, ps->embedding};
+                for (int k = 0; k < PG_NKINDS; k++) {
+                    int m[64], idx;
+                    int number = pg_group_of(&l, (pg_kind)k, me, m, &idx);
+                    if (number < 0) {
+                        assert_null(gs[k]);
+                        continue;
+                    }
+                    assert_non_null(gs[k]);
+                    assert_string_equal(comm_name(gs[k]), pg_kind_name((pg_kind)k));
+                    assert_int_equal(comm_rank(gs[k]), idx);
+                    int64_t want = 0;
+                    for (int i = 0; i < comm_size(gs[k]); i++) {
+                        assert_int_equal(comm_global_rank(gs[k], i), m[i]);
+                        want += m[i];
+                    }
+                    int64_t v = me;
+                    comm_all_reduce(gs[k], &v, 1, COMM_INT64, COMM_SUM);
+                    assert_true(v == want);
+                }
+                /* pipeline: forward activations from the first stage to the last */
+                float act[6];
+                if (!ps->is_first_stage) {
+                    comm_recv(ps->pp, act, 6, COMM_FLOAT32, ps->pp_rank - 1, 0);
+                    assert_true(act[5] == (float)(ps->prev_pp_rank + 5));
+                }
+                for (int i = 0; i < 6; i++) act[i] = (float)(me + i);
+                if (!ps->is_last_stage) comm_send(ps->pp, act, 6, COMM_FLOAT32, ps->pp_rank + 1, 0);
+                assert_int_equal(comm_global_rank(ps->pp, (ps->pp_rank + 1) % pp), ps->next_pp_rank);
+                comm_barrier(ps->world);
+                ps_destroy(ps);
+            }
+}
+
+typedef struct {
+    int n;
+    comm_event ev[16];
+    char ops[16][16];
+} trace_log;
+
+static void record(const comm_event *e, void *ctx) {
+    trace_log *t = ctx;
+    if (t->n >= 16) return;
+    t->ev[t->n] = *e;
+    snprintf(t->ops[t->n], sizeof t->ops[t->n], "%s", e->op);
+    t->ev[t->n].op = t->ops[t->n];
+    t->ev[t->n].group = NULL;
+    t->n++;
+}
+
+static void trace_hook_reports_every_call_with_its_bytes(void **state) {
+    (void)state;
+    trace_log t = {0};
+    int r = R(), size = N(), next = (r + 1) % size, prev = (r + size - 1) % size;
+    float x[10] = {0}, y[10 * 8];
+    comm_reset_counters(g_world);
+    comm_set_trace_hook(record, &t);
+    comm_all_reduce(g_world, x, 10, COMM_FLOAT32, COMM_SUM);
+    comm_all_gather(g_world, x, y, 10, COMM_FLOAT32);
+    comm_send(g_world, x, 7, COMM_FLOAT32, next, 5);
+    comm_recv(g_world, y, 7, COMM_FLOAT32, prev, 5);
+    comm_sendrecv(g_world, x, 3, next, y, 3, prev, COMM_BF16, 6);
+    comm_wait_sends(g_world);
+    comm_set_trace_hook(NULL, NULL);
+    comm_barrier(g_world); /* not traced */
+    assert_int_equal(t.n, 5);
+    assert_string_equal(t.ops[0], "all_reduce");
+    assert_int_equal(t.ev[0].bytes, 40);
+    assert_int_equal(t.ev[0].peer, -1);
+    assert_string_equal(t.ops[1], "all_gather");
+    assert_int_equal(t.ev[1].bytes, 40 * size);
+    assert_string_equal(t.ops[2], "send");
+    assert_int_equal(t.ev[2].bytes, 28);
+    assert_int_equal(t.ev[2].peer, comm_global_rank(g_world, next));
+    assert_int_equal(t.ev[2].tag, 5);
+    assert_string_equal(t.ops[3], "recv");
+    assert_int_equal(t.ev[3].peer, comm_global_rank(g_world, prev));
+    assert_int_equal(t.ev[3].bytes, 28);
+    assert_true(t.ev[3].t_start <= t.ev[3].t_ready && t.ev[3].t_ready <= t.ev[3].t_end);
+    assert_string_equal(t.ops[4], "sendrecv");
+    assert_int_equal(t.ev[4].bytes, 6);
+    for (int i = 0; i < 5; i++) assert_true(t.ev[i].t_start <= t.ev[i].t_end);
+    assert_int_equal(comm_bytes_sent(g_world), 28 + 6);
+    assert_int_equal(comm_bytes_received(g_world), 28 + 6);
+    assert_int_equal(comm_bytes_collective(g_world), 40 + 40 * size);
+    assert_int_equal(comm_calls(g_world), 6);
+}
+
+static void recv_waits_for_a_late_sender_and_says_so(void **state) {
+    (void)state;
+    if (N() < 2) skip();
+    trace_log t = {0};
+    float x[4] = {1, 2, 3, 4};
+    if (R() == 1) {
+        comm_set_trace_hook(record, &t);
+        comm_recv(g_world, x, 4, COMM_FLOAT32, 0, 11);
+        comm_set_trace_hook(NULL, NULL);
+        assert_int_equal(t.n, 1);
+        /* rank 0 sleeps 0.3 s before sending: that is waiting, not transfer */
+        double waiting = t.ev[0].t_ready - t.ev[0].t_start, transfer = t.ev[0].t_end - t.ev[0].t_ready;
+        assert_true(waiting > 0.15);
+        assert_true(transfer < waiting);
+    } else if (R() == 0) {
+        struct timespec ts = {0, 300000000};
+        nanosleep(&ts, NULL);
+        comm_send(g_world, x, 4, COMM_FLOAT32, 1, 11);
+        comm_wait_sends(g_world);
+    }
+    comm_barrier(g_world);
+}
+
+static void serial_run_never_starts_mpi(void **state) {
+    (void)state;
+    if (getenv("OMPI_COMM_WORLD_SIZE")) skip();
+    assert_false(dist_is_mpi());
+    assert_int_equal(dist_world_size(), 1);
+    assert_int_equal(dist_rank(), 0);
+    assert_int_equal(dist_local_rank(), 0);
+    pg_layout l;
+    char err[64];
+    assert_true(pg_layout_make(&l, 1, 1, 1, 1, NULL, err, sizeof err));
+    parallel_state *ps = ps_create(&l, 0);
+    assert_true(ps->is_first_stage && ps->is_last_stage);
+    assert_int_equal(ps->next_pp_rank, 0);
+    assert_non_null(ps->embedding);
+    assert_int_equal(comm_size(ps->embedding), 1);
+    ps_destroy(ps);
+}
+
+int main(int argc, char **argv) {
+    int np = argc > 1 ? atoi(argv[1]) : 0;
+    if (np > 0) mpi_test_launch(argc, argv, np);
+    dist_init(&argc, &argv);
+    if (np > 0) {
+        assert_true(dist_is_mpi());
+        if (dist_world_size() != np) fail_msg("launched with %d ranks, expected %d", dist_world_size(), np);
+    }
+    g_world = comm_group_world(COMM_MPI);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_reduce_sums_and_maxes_every_type),
+        cmocka_unit_test(half_precision_sums_round_like_fp32_then_nearest_even),
+        cmocka_unit_test(all_gather_places_parts_in_rank_order),
+        cmocka_unit_test(reduce_scatter_gives_each_rank_its_part_of_the_sum),
+        cmocka_unit_test(broadcast_copies_the_roots_buffer),
+        cmocka_unit_test(zero_length_buffers_are_fine_everywhere),
+        cmocka_unit_test(send_send_then_recv_recv_does_not_deadlock),
+        cmocka_unit_test(sendrecv_in_a_ring_passes_to_the_next_rank),
+        cmocka_unit_test(subgroups_of_parallel_state_reduce_over_their_members),
+        cmocka_unit_test(trace_hook_reports_every_call_with_its_bytes),
+        cmocka_unit_test(recv_waits_for_a_late_sender_and_says_so),
+        cmocka_unit_test(serial_run_never_starts_mpi),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    comm_group_destroy(g_world);
+    dist_finalize();
+    return failed;
+}

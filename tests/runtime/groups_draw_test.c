@@ -1,0 +1,106 @@
+/* groups_draw_test.c — the groups picture through its numbers (box positions, node bands,
+ * colours) and a rendered PNG sampled where boxes must be. */
+#include <cairo.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/testing.h"
+#include "viz/groups_draw.h"
+
+static pg_layout make(int world, int tp, int pp, const char *order) {
+    pg_layout l;
+    char err[256];
+    if (!pg_layout_make(&l, world, tp, pp, 1, order, err, sizeof err)) fail_msg("%s", err);
+    return l;
+}
+
+static bool inside(viz_rect in, viz_rect out) {
+    return in.x >= out.x && in.y >= out.y && in.x + in.w <= out.x + out.w && in.y + in.h <= out.y + out.h;
+}
+
+static bool overlap(viz_rect a, viz_rect b) {
+    return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+}
+
+static void boxes_sit_in_their_node_without_overlapping(void **state) {
+    (void)state;
+    int worlds[] = {1, 6, 16, 64}, per_node[] = {8, 4, 8, 16};
+    for (int t = 0; t < 4; t++) {
+        pg_layout l = make(worlds[t], worlds[t] % 2 ? 1 : 2, 1, NULL);
+        viz_groups_layout gl;
+        viz_groups_layout_make(&gl, &l, per_node[t]);
+        assert_int_equal(gl.nodes, (worlds[t] + per_node[t] - 1) / per_node[t]);
+        viz_rect page = {0, 0, gl.width, gl.height};
+        for (int r = 0; r < l.world; r++) {
+            assert_true(inside(gl.box[r], gl.node[r / per_node[t]]));
+            assert_true(inside(gl.box[r], page));
+            for (int q = 0; q < r; q++) assert_false(overlap(gl.box[r], gl.box[q]));
+        }
+        for (int n = 1; n < gl.nodes; n++) assert_true(gl.node[n].y >= gl.node[n - 1].y + gl.node[n - 1].h);
+        viz_groups_layout_free(&gl);
+    }
+}
+
+static void ranks_of_a_node_read_left_to_right(void **state) {
+    (void)state;
+    pg_layout l = make(16, 2, 4, NULL);
+    viz_groups_layout gl;
+    viz_groups_layout_make(&gl, &l, 8);
+    assert_int_equal(gl.nodes, 2);
+    assert_int_equal(gl.cols, 8);
+    for (int r = 1; r < 8; r++) {
+        assert_true(gl.box[r].x > gl.box[r - 1].x);
+        assert_true(gl.box[r].y == gl.box[0].y);
+    }
+    assert_true(gl.box[8].x == gl.box[0].x && gl.box[8].y > gl.box[7].y);
+    /* DP groups colour the boxes: [0,2] share a colour, [1,3] another */
+    assert_int_equal(gl.dp_group[0], gl.dp_group[2]);
+    assert_int_equal(gl.dp_group[1], gl.dp_group[3]);
+    assert_int_not_equal(gl.dp_group[0], gl.dp_group[1]);
+    assert_int_equal(gl.dp_group[13], 7);
+    viz_groups_layout_free(&gl);
+}
+
+static void rendered_png_has_the_fill_colour_inside_each_box(void **state) {
+    (void)state;
+    pg_layout l = make(16, 2, 4, NULL);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/groups.png", test_tmpdir("groups_draw"));
+    viz_groups_draw(path, &l, 8);
+    viz_groups_layout gl;
+    viz_groups_layout_make(&gl, &l, 8);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
+    assert_int_equal(cairo_image_surface_get_width(s), (int)(gl.width + 0.5));
+    assert_int_equal(cairo_image_surface_get_height(s), (int)(gl.height + 0.5));
+    const unsigned char *px = cairo_image_surface_get_data(s);
+    int stride = cairo_image_surface_get_stride(s);
+    for (int r = 0; r < l.world; r++) {
+        int x = (int)(gl.box[r].x + 6), y = (int)(gl.box[r].y + 5); /* top-left, clear of text */
+        uint32_t p;
+        memcpy(&p, px + y * stride + x * 4, 4);
+        viz_rgb want = viz_groups_fill(gl.dp_group[r]);
+        int red = (p >> 16) & 255, green = (p >> 8) & 255, blue = p & 255;
+        if (abs(red - (int)(want.r * 255)) > 3 || abs(green - (int)(want.g * 255)) > 3 ||
+            abs(blue - (int)(want.b * 255)) > 3)
+            fail_msg("rank %d at (%d,%d): pixel %d,%d,%d, want the DP fill %.0f,%.0f,%.0f", r, x, y, red,
+                     green, blue, want.r * 255, want.g * 255, want.b * 255);
+    }
+    /* the page margin is white */
+    uint32_t corner;
+    memcpy(&corner, px + 2 * stride + 2 * 4, 4);
+    assert_int_equal(corner & 0xffffff, 0xffffff);
+    cairo_surface_destroy(s);
+    viz_groups_layout_free(&gl);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(boxes_sit_in_their_node_without_overlapping),
+        cmocka_unit_test(ranks_of_a_node_read_left_to_right),
+        cmocka_unit_test(rendered_png_has_the_fill_colour_inside_each_box),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

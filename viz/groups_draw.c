@@ -1,0 +1,223 @@
+/* groups_draw.c — geometry and drawing of the process-group picture (see groups_draw.h).
+ *
+ * Page, top to bottom:
+ *
+ *   title      "Process groups: world 16 = TP 2 × PP 4 × DP 2"
+ *   subtitle   rank order, ranks per node, vpp
+ *   legend     TP outline, PP line; DP fill colours
+ *   node bands one per node: label column, then rows of `cols` boxes; under every row a
+ *              ROW_GAP-high channel where the PP arcs between boxes of that row run
+ */
+#include "viz/groups_draw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/check.h"
+
+enum { MAX_COLS = 8 };
+static const double MARGIN = 24, BOX_W = 124, BOX_H = 54, GAP = 16, ROW_GAP = 64,
+                    PAD_TOP = 14, LABEL_W = 78, BAND_GAP = 14, PAD = 10, MIN_WIDTH = 820;
+
+viz_rgb viz_groups_fill(int dp_group) { return viz_shade(viz_categorical(dp_group), 0.55); }
+viz_rgb viz_groups_tp_color(void) { return VIZ_COLLECTIVE; }
+viz_rgb viz_groups_pp_color(void) { return VIZ_P2P; }
+
+void viz_groups_layout_make(viz_groups_layout *gl, const pg_layout *l, int ranks_per_node) {
+    CHECK(ranks_per_node >= 1, "ranks per node must be at least 1");
+    memset(gl, 0, sizeof *gl);
+    gl->world = l->world;
+    gl->ranks_per_node = ranks_per_node;
+    gl->nodes = (l->world + ranks_per_node - 1) / ranks_per_node;
+    gl->cols = ranks_per_node < MAX_COLS ? ranks_per_node : MAX_COLS;
+    if (gl->cols > l->world) gl->cols = l->world;
+    int in_band = ranks_per_node < l->world ? ranks_per_node : l->world;
+    int rows = (in_band + gl->cols - 1) / gl->cols; /* rows of boxes inside one band */
+    double row_gap = l->pp > 1 ? ROW_GAP : 16;      /* room for PP arcs only when there are any */
+    gl->title_y = MARGIN + 18;
+    gl->legend_y = MARGIN + 64;
+    double top = gl->legend_y + 22 + 30;
+    double band_w = LABEL_W + PAD + gl->cols * (BOX_W + GAP) - GAP + PAD;
+    double band_h = PAD_TOP + rows * (BOX_H + row_gap);
+    gl->node = mallocCheck(sizeof(viz_rect) * (size_t)gl->nodes);
+    gl->box = mallocCheck(sizeof(viz_rect) * (size_t)l->world);
+    gl->dp_group = mallocCheck(sizeof(int) * (size_t)l->world);
+    for (int n = 0; n < gl->nodes; n++)
+        gl->node[n] = (viz_rect){MARGIN, top + n * (band_h + BAND_GAP), band_w, band_h};
+    for (int r = 0; r < l->world; r++) {
+        int n = r / ranks_per_node, k = r % ranks_per_node;
+        int row = k / gl->cols, col = k % gl->cols;
+        gl->box[r] = (viz_rect){gl->node[n].x + LABEL_W + PAD + col * (BOX_W + GAP),
+                                gl->node[n].y + PAD_TOP + row * (BOX_H + row_gap), BOX_W, BOX_H};
+        gl->dp_group[r] = pg_group_of(l, PG_DP, r, NULL, NULL);
+    }
+    gl->width = fmax(MIN_WIDTH, 2 * MARGIN + band_w);
+    gl->height = top + gl->nodes * (band_h + BAND_GAP) - BAND_GAP + MARGIN;
+}
+
+void viz_groups_layout_free(viz_groups_layout *gl) {
+    free(gl->node);
+    free(gl->box);
+    free(gl->dp_group);
+    memset(gl, 0, sizeof *gl);
+}
+
+/* A rectangle with rounded corners as the current path. */
+static void rounded_rect(cairo_t *cr, double x, double y, double w, double h, double r) {
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, x + w - r, y + r, r, -M_PI / 2, 0);
+    cairo_arc(cr, x + w - r, y + h - r, r, 0, M_PI / 2);
+    cairo_arc(cr, x + r, y + h - r, r, M_PI / 2, M_PI);
+    cairo_arc(cr, x + r, y + r, r, M_PI, 3 * M_PI / 2);
+    cairo_close_path(cr);
+}
+
+/* A small filled triangle at (x, y) pointing up (dir = -1) or down (dir = +1). */
+static void arrow_head(cairo_t *cr, double x, double y, double dir) {
+    cairo_move_to(cr, x, y);
+    cairo_line_to(cr, x - 4.5, y - dir * 8);
+    cairo_line_to(cr, x + 4.5, y - dir * 8);
+    cairo_close_path(cr);
+    cairo_fill(cr);
+}
+
+static void draw_legend(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
+    viz_rgb keys[2] = {viz_groups_tp_color(), viz_groups_pp_color()};
+    const char *key_labels[2] = {"TP group: red outline (tensor-parallel all-reduce)",
+                                 "PP group: orange line, stage → next stage (activations)"};
+    viz_legend(cr, MARGIN, gl->legend_y, 11, 2, keys, key_labels);
+
+    int ndp = pg_num_groups(l, PG_DP), shown = ndp < 8 ? ndp : 8;
+    viz_text(cr, MARGIN, gl->legend_y + 22, 11, true, VIZ_LEFT, VIZ_TEXT, "DP groups (fill):");
+    double x = MARGIN + viz_text_width(cr, 11, true, "DP groups (fill):") + 10;
+    int *m = mallocCheck(sizeof(int) * (size_t)l->dp);
+    char labels[8][64];
+    const char *lp[8];
+    viz_rgb colors[8];
+    for (int i = 0; i < shown; i++) {
+        pg_group_members(l, PG_DP, i, m);
+        if (l->dp <= 4) {
+            int len = snprintf(labels[i], sizeof labels[i], "[");
+            for (int j = 0; j < l->dp; j++)
+                len += snprintf(labels[i] + len, sizeof labels[i] - (size_t)len, "%s%d", j ? "," : "", m[j]);
+            snprintf(labels[i] + len, sizeof labels[i] - (size_t)len, "]");
+        } else {
+            snprintf(labels[i], sizeof labels[i], "dp group %d", i);
+        }
+        lp[i] = labels[i];
+        colors[i] = viz_groups_fill(i);
+    }
+    double w = viz_legend(cr, x, gl->legend_y + 22, 11, shown, colors, lp);
+    if (ndp > shown) {
+        char more[64];
+        snprintf(more, sizeof more, "… colours repeat every 8 (%d groups)", ndp);
+        viz_text(cr, x + w + 8, gl->legend_y + 22, 11, false, VIZ_LEFT, VIZ_TEXT, more);
+    }
+    free(m);
+}
+
+static void draw_boxes(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
+    char s[96];
+    for (int n = 0; n < gl->nodes; n++) {
+        viz_rect b = gl->node[n];
+        viz_set_rgb(cr, viz_shade(VIZ_IDLE, 0.4));
+        rounded_rect(cr, b.x, b.y, b.w, b.h, 8);
+        cairo_fill_preserve(cr);
+        viz_set_rgb(cr, VIZ_GRID);
+        cairo_set_line_width(cr, 1);
+        cairo_stroke(cr);
+        snprintf(s, sizeof s, "node %d", n);
+        viz_text(cr, b.x + 12, b.y + PAD_TOP + 20, 13, true, VIZ_LEFT, VIZ_TEXT, s);
+        int lo = n * gl->ranks_per_node, hi = lo + gl->ranks_per_node - 1;
+        if (hi >= gl->world) hi = gl->world - 1;
+        snprintf(s, sizeof s, "ranks %d–%d", lo, hi);
+        viz_text(cr, b.x + 12, b.y + PAD_TOP + 36, 9.5, false, VIZ_LEFT, VIZ_TEXT, s);
+    }
+    for (int r = 0; r < gl->world; r++) {
+        viz_rect b = gl->box[r];
+        pg_coord c = pg_coord_of(l, r);
+        viz_box(cr, b.x, b.y, b.w, b.h, viz_groups_fill(gl->dp_group[r]));
+        snprintf(s, sizeof s, "rank %d", r);
+        viz_text(cr, b.x + b.w / 2, b.y + 22, 13, true, VIZ_CENTER, VIZ_TEXT, s);
+        snprintf(s, sizeof s, "tp %d · pp %d · dp %d", c.tp, c.pp, c.dp);
+        viz_text(cr, b.x + b.w / 2, b.y + 40, 10, false, VIZ_CENTER, VIZ_TEXT, s);
+    }
+}
+
+/* One outline per run of a TP group's boxes that share a row. */
+static void draw_tp_outlines(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
+    int *m = mallocCheck(sizeof(int) * (size_t)l->tp);
+    viz_set_rgb(cr, viz_groups_tp_color());
+    cairo_set_line_width(cr, 2.2);
+    for (int g = 0; g < pg_num_groups(l, PG_TP); g++) {
+        pg_group_members(l, PG_TP, g, m);
+        int start = 0;
+        for (int i = 1; i <= l->tp; i++) {
+            if (i < l->tp && gl->box[m[i]].y == gl->box[m[start]].y) continue;
+            viz_rect a = gl->box[m[start]], b = gl->box[m[i - 1]];
+            rounded_rect(cr, a.x - 5, a.y - 5, b.x + b.w - a.x + 10, a.h + 10, 6);
+            cairo_stroke(cr);
+            start = i;
+        }
+    }
+    free(m);
+}
+
+/* PP links: stage s -> s+1. Within a row the link dips into the channel under the row;
+ * to a later row it runs from the bottom of one box to the top of the next. */
+static void draw_pp_links(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
+    if (l->pp < 2) return;
+    int *m = mallocCheck(sizeof(int) * (size_t)l->pp);
+    cairo_set_line_width(cr, 1.8);
+    for (int g = 0; g < pg_num_groups(l, PG_PP); g++) {
+        pg_group_members(l, PG_PP, g, m);
+        /* Neighbouring groups get different depths and shades so each line can be followed. */
+        static const double shade[4] = {-0.35, 0.0, -0.15, 0.2};
+        viz_set_rgb(cr, viz_shade(viz_groups_pp_color(), shade[g % 4]));
+        double depth = 18 + 13 * (g % 4);
+        for (int s = 0; s + 1 < l->pp; s++) {
+            viz_rect a = gl->box[m[s]], b = gl->box[m[s + 1]];
+            double sx = a.x + a.w / 2 + 10, sy = a.y + a.h + 5, ex = b.x + b.w / 2 - 10;
+            cairo_arc(cr, sx, sy, 2.5, 0, 2 * M_PI); /* the sending end */
+            cairo_fill(cr);
+            if (a.y == b.y) {
+                double ey = b.y + b.h;
+                cairo_move_to(cr, sx, sy);
+                cairo_curve_to(cr, sx, sy + depth, ex, ey + depth, ex, ey + 6);
+                cairo_stroke(cr);
+                arrow_head(cr, ex, ey + 5, -1);
+            } else {
+                double ey = b.y;
+                cairo_move_to(cr, sx, sy);
+                cairo_curve_to(cr, sx, sy + 40, ex, ey - 40, ex, ey - 6);
+                cairo_stroke(cr);
+                arrow_head(cr, ex, ey - 5, +1);
+            }
+        }
+    }
+    free(m);
+}
+
+void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node) {
+    viz_groups_layout gl;
+    viz_groups_layout_make(&gl, l, ranks_per_node);
+    viz_canvas c;
+    viz_canvas_open(&c, path, gl.width, gl.height);
+    cairo_t *cr = c.cr;
+    char s[256];
+    snprintf(s, sizeof s, "Process groups: world %d = TP %d × PP %d × DP %d", l->world, l->tp, l->pp,
+             l->dp);
+    viz_text(cr, MARGIN, gl.title_y, 17, true, VIZ_LEFT, VIZ_TEXT, s);
+    snprintf(s, sizeof s, "rank order %s (rank = tp + TP·(%s)), %d ranks per node, virtual pipeline size %d",
+             pg_order_name(l->order), l->order == PG_ORDER_TP_DP_PP ? "dp + DP·pp" : "pp + PP·dp",
+             ranks_per_node, l->vpp);
+    viz_text(cr, MARGIN, gl.title_y + 20, 11, false, VIZ_LEFT, VIZ_TEXT, s);
+    draw_legend(cr, &gl, l);
+    draw_boxes(cr, &gl, l);
+    draw_tp_outlines(cr, &gl, l);
+    draw_pp_links(cr, &gl, l);
+    viz_canvas_close(&c);
+    viz_groups_layout_free(&gl);
+}

@@ -1,0 +1,52 @@
+/* groups_draw.h — the picture of a layout's process groups (`trident groups -o x.png`).
+ *
+ * Every rank is a box, laid out node by node (one band per node, up to 8 boxes per row),
+ * labelled with its global rank and its (tp, pp, dp) coordinates. The three kinds of group
+ * are told apart by three visual channels:
+ *
+ *   DP group   fill colour   ranks holding the same model shard share a colour
+ *   TP group   red outline   around the contiguous boxes of one tensor-parallel group
+ *   PP group   orange lines  stage 0 -> 1 -> ... -> pp-1, with an arrow at each stage
+ *
+ *   +- node 0 ---------------------------------------------+
+ *   | [r0 ][r1 ]  [r2 ][r3 ]  [r4 ][r5 ]  [r6 ][r7 ]        |   [..] = one TP outline
+ *   |   \___________________/^                             |   arcs = PP links
+ *   +------------------------------------------------------+
+ *
+ * The geometry is computed first (viz_groups_layout) and drawn second, so tests check
+ * positions and colours as numbers and only sample a few pixels of the image.
+ *
+ * Not here: MPI (this takes a pg_layout, plain numbers) or file formats other than the
+ * canvas's .png/.svg/.pdf.
+ */
+#ifndef TRIDENT_VIZ_GROUPS_DRAW_H
+#define TRIDENT_VIZ_GROUPS_DRAW_H
+
+#include "src/runtime/groups.h"
+#include "viz/canvas.h"
+
+typedef struct { double x, y, w, h; } viz_rect;
+
+typedef struct {
+    double width, height;   /* canvas size in points */
+    int world, ranks_per_node, nodes, cols;  /* cols: boxes per row inside a node band */
+    viz_rect *node;         /* (nodes) the band of each node */
+    viz_rect *box;          /* (world) the box of each rank */
+    int *dp_group;          /* (world) number of the rank's DP group = its colour index */
+    double title_y, legend_y; /* baselines of the title and the first legend row */
+} viz_groups_layout;
+
+/* Computes the geometry; ranks_per_node >= 1. Free with viz_groups_layout_free. */
+void viz_groups_layout_make(viz_groups_layout *gl, const pg_layout *l, int ranks_per_node);
+void viz_groups_layout_free(viz_groups_layout *gl);
+
+/* Fill colour of a DP group's boxes (light tints of the categorical palette). */
+viz_rgb viz_groups_fill(int dp_group);
+/* Colours of TP outlines and PP lines (the palette's collective and p2p colours). */
+viz_rgb viz_groups_tp_color(void);
+viz_rgb viz_groups_pp_color(void);
+
+/* Draws the picture to path (.png .svg .pdf, written atomically); dies on a bad path. */
+void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node);
+
+#endif /* TRIDENT_VIZ_GROUPS_DRAW_H */
