@@ -292,7 +292,7 @@ int trainer_run(train_config *c) {
         if (!isfinite(r.loss))
             dist_fail_all("trident train: the loss became %g at iteration %d (rank %d saw it); "
                           "lower --lr or check the data", (double)r.loss, it, rank);
-        if (it % c->log_interval == 0 || it == c->train_iters) {
+        if (it % c->log_interval == 0 || it == c->train_iters || it == start + 1) {
             double now = time_now();
             double tps = tokens_per_step * (it - last_logged) / (now - t_last);
             t_last = now;

@@ -1,0 +1,107 @@
+/* dataset.h — where the training tokens come from: a byte file or a built-in synthetic task.
+ *
+ * A sample is seq_len + 1 tokens: the model reads tokens[0..T) and is scored on predicting
+ * tokens[1..T] (T = seq_len). Sample i is a pure function of (seed, i): there is no loader
+ * state, no shuffling buffer and no file cursor, so every rank of every parallel layout that
+ * asks for sample i gets the same tokens, and a resumed run continues the same batches. The
+ * trainer uses global sample index `step * global_batch + j` for the j-th sequence of a step.
+ *
+ * Not here: batching, sharding samples over data-parallel ranks, and anything that knows about
+ * the model. Those belong to the trainer; this module only answers "what is sample i".
+ *
+ * Tokenizer. Byte level: token id = byte value, vocabulary 256 (dataset_vocab_size()).
+ *
+ * File data (path != NULL). The whole file is read into memory at open. With n the file size,
+ * training sample i is the window of T + 1 bytes starting at
+ *
+ *     start(i) = rng_below(seed, DATASET_STREAM_TRAIN, i, n - T)      (src/core/rng.h)
+ *
+ * so start(i) + T + 1 <= n. Evaluation (dataset_eval_window) uses the file in order instead:
+ * window k starts at byte k * T and holds T + 1 bytes, windows overlap by one byte (the last
+ * target of window k is the first input of window k + 1), and there are (n - 1) / T of them.
+ * Together their targets are exactly bytes [1, 1 + windows * T) of the file; the at most
+ * T - 1 trailing bytes that do not fill a window are not evaluated.
+ *
+ * Synthetic data (path == NULL), the default, so `trident train` needs no download.
+ * The text is a run of records over the 16-letter alphabet a..p:
+ *
+ *     record := key form value ';'
+ *     key    := 4 to 8 letters, length uniform, each letter uniform and independent
+ *     form   := '=' (value is the key copied)  |  '|' (value is the key reversed), each 1/2
+ *
+ *     sample 0 of seed 42:  "fdiecofn=fdiecofn;epii|iipe;elkbpoa=elkbpoa;jikme|emkij;dabof=..."
+ *
+ * Every sample starts at the beginning of a record, and the text simply stops after T + 1
+ * tokens (the last record is usually cut). The first half of each record is irreducible noise
+ * (ln 16 nats per letter, plus the key length and the form), the value can only be predicted
+ * by attending back to the key, and ';' is predictable from the key length. A model therefore
+ * has to learn to look back — copy (an induction-like lookup) and reversal (a relative
+ * position lookup) — to get below the unigram loss.
+ *
+ * Randomness of synthetic sample i: its draws are rng_bits(s_i, DATASET_STREAM_TRAIN, k)
+ * with s_i = rng_bits(seed, DATASET_STREAM_TRAIN, i) and k = 0, 1, 2, ... counting the
+ * decisions in text order: for each record first the length (draw % 5, + 4), then the form
+ * (draw % 2, 0 = '='), then one draw % 16 per key letter. Evaluation sample k is built the
+ * same way from the held-out stream DATASET_STREAM_EVAL; there are DATASET_SYNTH_EVAL_SAMPLES.
+ *
+ * Loss floor (dataset_loss_floor). The cross-entropy of a perfect model — one that knows the
+ * grammar and sees the whole prefix — averaged over the T target positions. The predictive
+ * distribution depends only on where the prefix stands in its record:
+ *
+ *     after k key letters, k < 4        next is a uniform letter              H = ln 16
+ *     after k key letters, 4 <= k < 8   ends with p = 1 / (9 - k), then       H = -p ln(p/2)
+ *                                       either form with p/2; else a letter      - (1-p) ln((1-p)/16)
+ *     after 8 key letters               a form, '=' or '|'                    H = ln 2
+ *     inside the value, or at its ';'   fully determined                      H = 0
+ *
+ * dataset_loss_floor() propagates the exact distribution over these states through positions
+ * 1..T (the first target follows k = 1 key letter) and averages the expected H. For long
+ * sequences it tends to the per-record rate ln(16^6 * 5 * 2) / 14 = 1.3528 nats per token
+ * (a record carries 6 ln 16 for its letters on average, ln 5 for its length and ln 2 for its
+ * form, over 2 * 6 + 2 = 14 tokens on average);
+ * shorter samples sit higher, since a cut last record keeps its noise but loses its free value:
+ *
+ *     T       16      32      64      128     256     1024
+ *     floor   1.546   1.472   1.412   1.382   1.367   1.356
+ *
+ * Compare ln 256 = 5.545 for a uniform guess over bytes.
+ */
+#ifndef TRIDENT_DATA_DATASET_H
+#define TRIDENT_DATA_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The rng streams of src/core/rng.h that this module owns ("DATA", "EVAL" in ASCII). */
+#define DATASET_STREAM_TRAIN 0x44415441ull
+#define DATASET_STREAM_EVAL 0x4556414Cull
+/* Number of held-out samples `trident eval` scores on the synthetic data. */
+#define DATASET_SYNTH_EVAL_SAMPLES 64
+
+typedef struct dataset dataset;
+
+/* Opens the byte file at `path`, or the synthetic data when path is NULL. Dies with one line
+ * when the file cannot be read or holds fewer than seq_len + 1 bytes, or seq_len < 1. */
+dataset *dataset_open(const char *path, int seq_len, uint64_t seed);
+void dataset_close(dataset *d);
+
+/* Vocabulary size of the byte-level tokenizer: 256. */
+int dataset_vocab_size(void);
+int dataset_seq_len(const dataset *d);
+
+/* Writes training sample `sample_index` into tokens[0..seq_len] (seq_len + 1 tokens). */
+void dataset_sample(const dataset *d, uint64_t sample_index, int32_t *tokens);
+
+/* Number of evaluation windows, and window k (k < that number) into tokens[0..seq_len]. */
+size_t dataset_eval_windows(const dataset *d);
+void dataset_eval_window(const dataset *d, size_t k, int32_t *tokens);
+
+/* Expected loss per target token of a perfect model on the synthetic data (nats, see above);
+ * NAN for file data, whose floor is unknown. */
+double dataset_loss_floor(const dataset *d);
+
+/* One line for logs: "synthetic key/value records (seed 42, seq_len 64)" or
+ * "file 'data/tiny.txt' (1115394 bytes, seq_len 64)". Owned by the dataset. */
+const char *dataset_describe(const dataset *d);
+
+#endif /* TRIDENT_DATA_DATASET_H */
