@@ -18,6 +18,12 @@
 #include "src/runtime/dist.h"
 #include "src/trace/trace.h"
 #include "src/zero/distributed_optimizer.h"
+#include "src/zero/memory_plan.h"
+#include "viz/chrome_trace.h"
+#include "viz/groups_draw.h"
+#include "viz/timeline_draw.h"
+#include "viz/timeline_load.h"
+#include "viz/zero_draw.h"
 
 struct trainer {
     train_config cfg;
@@ -214,6 +220,54 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
            (double)m->numel * 4 / 1e6, (double)m->numel * 4 / 1e6, (double)distopt_state_bytes(opt) / 1e6);
 }
 
+static prec_dtype run_dtype(const train_config *c) {
+    return c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
+}
+
+/* The pictures of a finished run (rank 0, after every rank wrote its trace): the timeline of
+ * the last step (PNG) and the whole run as a Chrome trace (Perfetto), the process groups and,
+ * with ZeRO, how the optimizer buffer is cut. Prints the measured vs theoretical bubble. */
+static void render_run(const train_config *c, const pg_layout *layout, const dist_optimizer *opt) {
+    char path[4200], err[512];
+    printf("pictures:\n");
+    snprintf(path, sizeof path, "%s/groups.png", c->run_dir);
+    viz_groups_draw(path, layout, 8);
+    printf("  %s\n", path);
+    if (c->use_distributed_optimizer) {
+        snprintf(path, sizeof path, "%s/zero.png", c->run_dir);
+        zero_memory_plan plan = zero_memory_plan_of(distopt_ranges(opt), run_dtype(c), 1);
+        zero_draw(path, distopt_ranges(opt), &plan);
+        printf("  %s   (rank 0's buffer and its dp shards)\n", path);
+    }
+    if (c->no_trace) return;
+    trace_run *run = trace_run_read(c->run_dir, err, sizeof err);
+    if (!run) die("cannot read back the traces: %s", err);
+    viz_timeline *tl = viz_timeline_from_run(run, c->run_dir, -1, err, sizeof err);
+    if (tl) {
+        snprintf(path, sizeof path, "%s/timeline.png", c->run_dir);
+        viz_tl_draw_options o = {0, c->pipeline_model_parallel_size > 1};
+        const viz_timeline *one[1] = {tl};
+        viz_timeline_draw(path, one, 1, &o);
+        printf("  %s   (the last step, every rank)\n", path);
+        if (c->pipeline_model_parallel_size > 1) {
+            viz_tl_bubble b = viz_timeline_bubble(tl);
+            printf("bubble (last step): measured %.1f%% of total time vs theory (p-1)/(v·m+p-1) = %.1f%%; "
+                   "%.1f%% of ideal time vs (p-1)/(v·m) = %.1f%%\n",
+                   100 * b.measured_total, 100 * b.theory_total, 100 * b.measured_ideal, 100 * b.theory_ideal);
+        }
+        viz_timeline_free(tl);
+    }
+    snprintf(path, sizeof path, "%s/trace.json", c->run_dir);
+    atomic_file af;
+    FILE *f = atomic_file_open(&af, path);
+    const trace_run *runs[1] = {run};
+    const char *names[1] = {c->run_dir};
+    viz_chrome_trace_write(f, runs, names, 1);
+    atomic_file_commit(&af);
+    printf("  %s   (open in https://ui.perfetto.dev or chrome://tracing)\n", path);
+    trace_run_free(run);
+}
+
 static void trace_comm_hook(const comm_event *e, void *ctx) {
     trace_recorder *tr = ctx;
     trace_kind kind = TRACE_COLLECTIVE;
@@ -329,6 +383,10 @@ int trainer_run(train_config *c) {
         t->trace = NULL;
     }
     if (world > 1) comm_barrier(ps->world);
+    if (lead && c->draw_zero) {
+        zero_memory_plan plan = zero_memory_plan_of(distopt_ranges(t->opt), run_dtype(c), c->use_distributed_optimizer ? 1 : 0);
+        zero_draw(c->draw_zero, distopt_ranges(t->opt), &plan);
+    }
     if (lead) {
         printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - start, elapsed,
                (double)first_loss, (double)last_loss);
@@ -336,6 +394,7 @@ int trainer_run(train_config *c) {
         if (!isnan(floor)) printf(" (the data's floor is %.3f)", floor);
         printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
         if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
+        if (!c->quiet) render_run(c, &layout, t->opt);
         fflush(stdout);
     }
     free(cfg_json);
