@@ -1,11 +1,107 @@
-/* Placeholder until its issue lands: the subcommand exists and says so. */
+/* render_cmd.c — `trident render RUN_DIR [RUN_DIR …] -o FILE`: run timelines as pictures,
+ * Chrome trace JSON or text.
+ *
+ *   trident render run/ -o timeline.png              the last complete step of one run
+ *   trident render gpipe/ 1f1b/ inter/ -o cmp.pdf    three runs stacked on one time scale
+ *   trident render run/ -o trace.json                every event, for ui.perfetto.dev
+ *   trident render run/ -o t.txt --step 3            step 3 as text
+ *
+ * The output format follows the extension (.png .svg .pdf .json .txt). Every input is read
+ * and checked before anything is written; the output is written atomically.
+ *
+ * Not here: the drawing (timeline_draw.h), the model (timeline.h), the file format (src/trace).
+ */
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "src/cli/commands.h"
+#include "src/core/atomic_file.h"
+#include "src/core/check.h"
+#include "src/core/flags.h"
+#include "src/trace/trace.h"
+#include "viz/chrome_trace.h"
+#include "viz/text_timeline.h"
+#include "viz/timeline_draw.h"
+#include "viz/timeline_load.h"
+
+enum { MAX_RUNS = 16 };
+
+static const char *k_usage =
+    "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--arrows]\n"
+    "Turns the per-rank traces of training runs (RUN_DIR/trace/rank<k>.trace) into a timeline:\n"
+    "  .png .svg .pdf  one row per rank grouped by pipeline stage, idle %, bubble, phases, memory\n"
+    "  .json           Chrome trace for ui.perfetto.dev or chrome://tracing (every step)\n"
+    "  .txt            one line of characters per rank, for terminals\n"
+    "Several RUN_DIRs are stacked on one time scale (e.g. gpipe vs 1f1b vs interleaved).";
 
 int cmd_render(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "trident: this subcommand is not built yet\n");
-    return 1;
+    const char *output = NULL;
+    int step = -1, width = 1400, columns = 100;
+    bool arrows = false;
+    flag_spec specs[] = {
+        {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)", NULL},
+        {"--step", FLAG_INT, &step, "training step to show (-1: the last complete step)", NULL},
+        {"--arrows", FLAG_BOOL, &arrows, "draw an arrow from every send to its receive", NULL},
+        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG)", NULL},
+        {"--columns", FLAG_INT, &columns, "time buckets per row in .txt output", NULL},
+    };
+    const char *dirs[MAX_RUNS + 1];
+    int ndirs = flags_parse("render", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
+                            argv, dirs, MAX_RUNS + 1);
+
+    if (ndirs == 0) die("trident render: no RUN_DIR given (see trident render --help)");
+    if (ndirs > MAX_RUNS) die("trident render: %d run directories given, at most %d fit in one picture", ndirs, MAX_RUNS);
+    if (!output) die("trident render: -o FILE is required (.png, .svg, .pdf, .json or .txt)");
+    bool json = path_has_ext(output, ".json"), text = path_has_ext(output, ".txt");
+    if (!json && !text && !viz_format_of(output))
+        die("trident render: cannot write '%s': the extension must be .png, .svg, .pdf, .json or .txt", output);
+    if (step < -1) die("trident render: --step %d is not a step (steps count from 0; -1 means the last)", step);
+    if (width < 400 || width > 20000) die("trident render: --width %d is out of range (400 to 20000)", width);
+    if (columns < 10 || columns > 2000) die("trident render: --columns %d is out of range (10 to 2000)", columns);
+
+    /* Read and check every input before writing anything. */
+    trace_run *runs[MAX_RUNS];
+    char names[MAX_RUNS][256];
+    const char *name_ptrs[MAX_RUNS];
+    char err[1024];
+    for (int i = 0; i < ndirs; i++) {
+        runs[i] = trace_run_read(dirs[i], err, sizeof err);
+        if (!runs[i]) die("trident render: %s", err);
+        snprintf(names[i], sizeof names[i], "%s", dirs[i]);
+        size_t len = strlen(names[i]);
+        while (len > 1 && names[i][len - 1] == '/') names[i][--len] = 0;
+        name_ptrs[i] = names[i];
+    }
+
+    if (json) {
+        atomic_file af;
+        FILE *f = atomic_file_open(&af, output);
+        viz_chrome_trace_write(f, (const trace_run *const *)runs, name_ptrs, ndirs);
+        atomic_file_commit(&af);
+    } else {
+        viz_timeline *tls[MAX_RUNS];
+        for (int i = 0; i < ndirs; i++) {
+            tls[i] = viz_timeline_from_run(runs[i], names[i], step, err, sizeof err);
+            if (!tls[i]) die("trident render: %s", err);
+        }
+        if (text) {
+            atomic_file af;
+            FILE *f = atomic_file_open(&af, output);
+            viz_text_timeline_write(f, (const viz_timeline *const *)tls, ndirs, columns);
+            atomic_file_commit(&af);
+        } else {
+            viz_tl_draw_options opt = {.width = width, .arrows = arrows};
+            viz_timeline_draw(output, (const viz_timeline *const *)tls, ndirs, &opt);
+        }
+        for (int i = 0; i < ndirs; i++) viz_timeline_free(tls[i]);
+    }
+    int total_ranks = 0;
+    for (int i = 0; i < ndirs; i++) {
+        total_ranks += runs[i]->nranks;
+        trace_run_free(runs[i]);
+    }
+    printf("trident render: wrote %s (%d run%s, %d ranks)\n", output, ndirs, ndirs == 1 ? "" : "s",
+           total_ranks);
+    return 0;
 }

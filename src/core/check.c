@@ -25,7 +25,8 @@ static void print_prefix(void) {
 }
 
 void die(const char *fmt, ...) {
-    print_prefix();
+    /* Messages that already start with "trident <subcommand>:" need no second prefix. */
+    if (g_rank >= 0 || strncmp(fmt, "trident ", 8) != 0) print_prefix();
     va_list ap;
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);

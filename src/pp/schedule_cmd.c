@@ -1,11 +1,197 @@
-/* Placeholder until its issue lands: the subcommand exists and says so. */
+/* schedule_cmd.c — `trident schedule`: list, check and draw a pipeline schedule, no MPI.
+ *
+ *   trident schedule --pipeline-model-parallel-size 4 --num-microbatches 8
+ *                    [--pipeline-schedule gpipe|1f1b|interleaved] [--virtual-stages 2]
+ *                    [--forward-cost 1 --backward-cost 2 --p2p-latency 0]
+ *                    [--format text|json] [-o FILE.png|.svg|.pdf|.json|.txt]
+ *
+ * It builds every rank's plan (schedule.h), validates it and simulates it (schedule_sim.h),
+ * then prints one of:
+ *   text     a ranks × time grid from the simulation (one cell per time unit, '.' = idle),
+ *            each rank's idle % and peak in-flight micro-batches, and the bubble fraction
+ *            measured by the simulation next to the two textbook formulas;
+ *   json     {"0": ["F0", "F1", ...], "1": [...], ...}: the action list of each rank;
+ *   picture  the predicted timeline (viz/schedule_draw.h), by the extension of -o.
+ * Every file is written atomically; bad input ends with one line naming the value and rule.
+ *
+ * Not here: running a schedule (the executor) or drawing measured timelines (trident render).
+ */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "src/cli/commands.h"
+#include "src/core/atomic_file.h"
+#include "src/core/check.h"
+#include "src/core/flags.h"
+#include "src/pp/schedule.h"
+#include "src/pp/schedule_sim.h"
+#include "viz/canvas.h"
+#include "viz/schedule_draw.h"
+
+#define WHO "trident schedule"
+
+enum { OUT_TEXT, OUT_JSON, OUT_PICTURE };
+
+/* ---- text ----------------------------------------------------------------------------- */
+
+static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, double fcost, double bcost,
+                       double latency) {
+    const pp_config *c = &s->cfg;
+    char name[32];
+    fprintf(f, "%s schedule: p = %d pipeline ranks, m = %d micro-batches, v = %d model chunk%s per rank\n",
+            pp_kind_name(c->kind), c->p, c->m, c->v, c->v > 1 ? "s" : "");
+    fprintf(f, "costs: forward %g, backward %g, p2p latency %g; makespan %g\n\n", fcost, bcost, latency,
+            sim->makespan);
+
+    /* The grid: one cell per dt of time, showing the action that covers the cell's middle. */
+    double dt = fcost < bcost ? fcost : bcost;
+    int ncell = (int)ceil(sim->makespan / dt - 1e-9);
+    int cw = 2; /* cell width: the longest action name */
+    for (int r = 0; r < c->p; r++)
+        for (int i = 0; i < s->ranks[r].n; i++) {
+            int k = (int)strlen(pp_action_name(&s->ranks[r].actions[i], c->v, name, sizeof name));
+            if (k > cw) cw = k;
+        }
+    fprintf(f, "time   ");
+    for (int k = 0; k < ncell; k += 5) {
+        char num[32];
+        snprintf(num, sizeof num, "%g", k * dt);
+        if (k + 5 < ncell) fprintf(f, "%-*s", 5 * (cw + 1), num);
+        else fprintf(f, "%s", num);
+    }
+    fprintf(f, "\n");
+    for (int r = 0; r < c->p; r++) {
+        const pp_rank_plan *pl = &s->ranks[r];
+        const pp_rank_timeline *tl = &sim->ranks[r];
+        fprintf(f, "rank %-2d", r);
+        int i = 0;
+        for (int k = 0; k < ncell; k++) {
+            double mid = (k + 0.5) * dt;
+            while (i < pl->n && tl->spans[i].end <= mid) i++;
+            const char *cell = ".";
+            if (i < pl->n && tl->spans[i].start <= mid) cell = pp_action_name(&pl->actions[i], c->v, name, sizeof name);
+            if (k + 1 < ncell) fprintf(f, "%-*s ", cw, cell);
+            else fprintf(f, "%s", cell); /* no trailing blanks */
+        }
+        fprintf(f, "\n");
+    }
+
+    fprintf(f, "\nrank  idle    peak in-flight micro-batches  warmup\n");
+    for (int r = 0; r < c->p; r++)
+        fprintf(f, "%4d  %5.1f%%  %-28d  %d\n", r, 100.0 * sim->ranks[r].idle_fraction,
+                sim->ranks[r].peak_inflight, s->ranks[r].warmup);
+    const double ot = pp_bubble_of_total(c->p, c->m, c->v), oi = pp_bubble_of_ideal(c->p, c->m, c->v);
+    fprintf(f, "\nbubble (simulated): %.1f%% of the total time\n", 100.0 * sim->bubble_fraction);
+    if (c->v > 1)
+        fprintf(f, "bubble (textbook):  (p-1)/(v*m+p-1) = %.1f%% of the total time, (p-1)/(v*m) = %.1f%% of the ideal time\n",
+                100.0 * ot, 100.0 * oi);
+    else
+        fprintf(f, "bubble (textbook):  (p-1)/(m+p-1) = %.1f%% of the total time, (p-1)/m = %.1f%% of the ideal time\n",
+                100.0 * ot, 100.0 * oi);
+}
+
+/* ---- json ----------------------------------------------------------------------------- */
+
+static void write_json(FILE *f, const pp_schedule *s) {
+    char name[32];
+    fprintf(f, "{\n");
+    for (int r = 0; r < s->cfg.p; r++) {
+        fprintf(f, "  \"%d\": [", r);
+        for (int i = 0; i < s->ranks[r].n; i++)
+            fprintf(f, "%s\"%s\"", i ? ", " : "", pp_action_name(&s->ranks[r].actions[i], s->cfg.v, name, sizeof name));
+        fprintf(f, "]%s\n", r + 1 < s->cfg.p ? "," : "");
+    }
+    fprintf(f, "}\n");
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+/* What to write, from -o's extension and --format (which must agree when both are given). */
+static int output_kind(const char *output, const char *format) {
+    int by_format = format && strcmp(format, "json") == 0 ? OUT_JSON : OUT_TEXT;
+    if (!output) return by_format;
+    int by_ext;
+    if (viz_format_of(output)) by_ext = OUT_PICTURE;
+    else if (path_has_ext(output, ".json")) by_ext = OUT_JSON;
+    else if (path_has_ext(output, ".txt")) by_ext = OUT_TEXT;
+    else
+        die(WHO ": cannot tell what to write to '%s': the output must end in .png, .svg, .pdf, .json or .txt",
+            output);
+    if (format && by_ext != by_format)
+        die(WHO ": --format %s does not match the output '%s' (its extension decides: .png/.svg/.pdf draw, "
+            ".json lists, .txt prints the grid)", format, output);
+    return by_ext;
+}
 
 int cmd_schedule(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "trident: this subcommand is not built yet\n");
-    return 1;
+    int p = 0, m = 0, v = 0;
+    float fcost = 1.0f, bcost = 1.0f, latency = 0.0f;
+    const char *kind_name = "1f1b", *format = NULL, *output = NULL;
+    const flag_spec specs[] = {
+        {"--pipeline-model-parallel-size", FLAG_INT, &p, "pipeline ranks P (required)", NULL},
+        {"--num-microbatches", FLAG_INT, &m, "micro-batches M per step (required)", NULL},
+        {"--pipeline-schedule", FLAG_CHOICE, &kind_name, "the schedule", "gpipe|1f1b|interleaved"},
+        {"--virtual-stages", FLAG_INT, &v, "model chunks per rank (0: 2 for interleaved, else 1)", NULL},
+        {"--forward-cost", FLAG_FLOAT, &fcost, "time of one forward of one chunk", NULL},
+        {"--backward-cost", FLAG_FLOAT, &bcost, "time of one backward of one chunk", NULL},
+        {"--p2p-latency", FLAG_FLOAT, &latency, "time from a send to its receive", NULL},
+        {"--format", FLAG_CHOICE, &format, "what to print without -o (-o's extension decides otherwise)",
+         "text|json"},
+        {"--output", FLAG_STRING, &output, "FILE.png|.svg|.pdf (picture), .json or .txt; -o for short", NULL},
+    };
+    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
+    flags_parse("schedule",
+                "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
+                "         [--pipeline-schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
+                "         [--forward-cost X --backward-cost Y] [--format text|json] [-o FILE]\n\n"
+                "Lists, validates, simulates and draws the pipeline schedule of every rank.",
+                specs, nspecs, argc, argv, NULL, 0);
+
+    if (p < 1)
+        die(WHO ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
+            "pipeline ranks)", p);
+    if (m < 1)
+        die(WHO ": --num-microbatches %d must be at least 1 (it is required: micro-batches per step)", m);
+    if (v < 0) die(WHO ": --virtual-stages %d must be at least 1 (or 0 for the default)", v);
+    pp_config cfg = {PP_1F1B, p, m, v};
+    if (!pp_kind_parse(kind_name, &cfg.kind)) die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
+    if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED ? 2 : 1;
+    char msg[512];
+    if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
+    if (!(fcost > 0)) die(WHO ": --forward-cost %g must be positive", (double)fcost);
+    if (!(bcost > 0)) die(WHO ": --backward-cost %g must be positive", (double)bcost);
+    if (!(latency >= 0)) die(WHO ": --p2p-latency %g must not be negative", (double)latency);
+    const int kind = output_kind(output, format);
+
+    pp_schedule s;
+    pp_schedule_build(&cfg, &s);
+    CHECK(pp_validate(&s, msg, sizeof msg), msg);
+    pp_costs costs = pp_costs_unit();
+    costs.forward = fcost;
+    costs.backward = bcost;
+    costs.p2p_latency = latency;
+    pp_sim sim;
+    CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);
+
+    if (kind == OUT_PICTURE) {
+        viz_schedule_draw(&s, &sim, output);
+        printf("wrote %s (%s, p = %d, m = %d, v = %d: bubble %.1f%%)\n", output, pp_kind_name(cfg.kind), cfg.p,
+               cfg.m, cfg.v, 100.0 * sim.bubble_fraction);
+    } else if (output) {
+        atomic_file af;
+        FILE *f = atomic_file_open(&af, output);
+        if (kind == OUT_JSON) write_json(f, &s);
+        else write_text(f, &s, &sim, fcost, bcost, latency);
+        atomic_file_commit(&af);
+        printf("wrote %s\n", output);
+    } else if (kind == OUT_JSON) {
+        write_json(stdout, &s);
+    } else {
+        write_text(stdout, &s, &sim, fcost, bcost, latency);
+    }
+    pp_sim_free(&sim);
+    pp_schedule_free(&s);
+    return 0;
 }

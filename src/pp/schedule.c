@@ -1,0 +1,213 @@
+/* schedule.c — the three pipeline schedules as action lists. See schedule.h for the manual.
+ *
+ * All three schedules are built by one function from three ingredients:
+ *   - the order in which the rank's forwards run    (fwd[k] = (mb, chunk), k < N = m·v),
+ *   - the order in which its backwards run           (bwd[k]),
+ *   - the number W of warmup forwards.
+ * The plan is then always
+ *     F fwd[0] .. F fwd[W-1] | F fwd[W] B bwd[0]  F fwd[W+1] B bwd[1] .. | B bwd[N-W] .. B bwd[N-1]
+ *          warmup (W)          steady: N-W (forward, backward) pairs      cooldown (W)
+ * GPipe is the case W = N; 1F1B and interleaved differ only in W and the two orders.
+ *
+ * Not here: checking that a schedule can run (schedule_sim.c) or running it (the executor).
+ */
+#include "src/pp/schedule.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "src/core/check.h"
+
+bool pp_kind_parse(const char *name, pp_kind *out) {
+    static const struct { const char *name; pp_kind kind; } k[] = {
+        {"gpipe", PP_GPIPE}, {"1f1b", PP_1F1B}, {"interleaved", PP_INTERLEAVED}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (name && strcmp(name, k[i].name) == 0) {
+            *out = k[i].kind;
+            return true;
+        }
+    return false;
+}
+
+const char *pp_kind_name(pp_kind kind) {
+    switch (kind) {
+    case PP_GPIPE: return "gpipe";
+    case PP_1F1B: return "1f1b";
+    case PP_INTERLEAVED: return "interleaved";
+    }
+    return "?";
+}
+
+bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
+    const int p = cfg->p, m = cfg->m, v = cfg->v;
+    if (cfg->kind != PP_GPIPE && cfg->kind != PP_1F1B && cfg->kind != PP_INTERLEAVED)
+        snprintf(msg, cap, "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved)", (int)cfg->kind);
+    else if (p < 1)
+        snprintf(msg, cap, "pipeline size p = %d must be at least 1", p);
+    else if (m < 1)
+        snprintf(msg, cap, "number of micro-batches m = %d must be at least 1", m);
+    else if (v < 1)
+        snprintf(msg, cap, "v = %d model chunks per rank must be at least 1", v);
+    else if (cfg->kind == PP_INTERLEAVED && v < 2)
+        snprintf(msg, cap,
+                 "the interleaved schedule needs at least 2 model chunks per rank, got v = %d "
+                 "(use 1f1b for one chunk)", v);
+    else if (cfg->kind != PP_INTERLEAVED && v != 1)
+        snprintf(msg, cap,
+                 "v = %d model chunks per rank needs the interleaved schedule; %s runs one chunk per rank",
+                 v, pp_kind_name(cfg->kind));
+    else if (cfg->kind == PP_INTERLEAVED && m % p != 0)
+        snprintf(msg, cap,
+                 "m = %d micro-batches is not a multiple of the pipeline size p = %d: the "
+                 "interleaved schedule walks micro-batches in groups of p", m, p);
+    else if ((long long)2 * m * p * v > 1LL << 30)
+        snprintf(msg, cap, "m·p·v = %lld is too large for message tags (at most 2^29)",
+                 (long long)m * p * v);
+    else
+        return true;
+    return false;
+}
+
+void pp_config_check(const pp_config *cfg, const char *who) {
+    char msg[256];
+    if (!pp_config_valid(cfg, msg, sizeof msg)) die("%s: %s", who, msg);
+}
+
+int pp_stage(const pp_config *cfg, int rank, int chunk) { return chunk * cfg->p + rank; }
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+int pp_warmup(const pp_config *cfg, int rank) {
+    const int p = cfg->p, m = cfg->m, v = cfg->v;
+    switch (cfg->kind) {
+    case PP_GPIPE: return m;
+    case PP_1F1B: return min_int(p - rank - 1, m);
+    case PP_INTERLEAVED: return min_int(m * v, 2 * (p - rank - 1) + (v - 1) * p);
+    }
+    return 0;
+}
+
+int pp_tag(pp_dir dir, int mb, int dst_stage, int nstages) {
+    return (mb * nstages + dst_stage) * 2 + (int)dir;
+}
+
+int pp_tag_count(const pp_config *cfg) { return 2 * cfg->m * cfg->p * cfg->v; }
+
+pp_action pp_action_make(const pp_config *cfg, int rank, pp_op op, int mb, int chunk) {
+    const int p = cfg->p, S = cfg->p * cfg->v;
+    const int prev = (rank - 1 + p) % p, next = (rank + 1) % p;
+    pp_action a;
+    memset(&a, 0, sizeof a);
+    a.op = op;
+    a.mb = mb;
+    a.chunk = chunk;
+    a.stage = pp_stage(cfg, rank, chunk);
+    a.phase = PP_STEADY;
+    a.recv_peer = a.recv_stage = a.recv_tag = -1;
+    a.send_peer = a.send_stage = a.send_tag = -1;
+    const int s = a.stage;
+    if (op == PP_FORWARD) {
+        /* activation in from s-1, activation out to s+1 */
+        if (s > 0) {
+            a.recv_peer = prev;
+            a.recv_stage = s - 1;
+            a.recv_tag = pp_tag(PP_ACTIVATION, mb, s, S);
+        }
+        if (s < S - 1) {
+            a.send_peer = next;
+            a.send_stage = s + 1;
+            a.send_tag = pp_tag(PP_ACTIVATION, mb, s + 1, S);
+        }
+    } else {
+        /* output-gradient in from s+1, input-gradient out to s-1 */
+        if (s < S - 1) {
+            a.recv_peer = next;
+            a.recv_stage = s + 1;
+            a.recv_tag = pp_tag(PP_GRADIENT, mb, s, S);
+        }
+        if (s > 0) {
+            a.send_peer = prev;
+            a.send_stage = s - 1;
+            a.send_tag = pp_tag(PP_GRADIENT, mb, s - 1, S);
+        }
+    }
+    return a;
+}
+
+/* The (mb, chunk) of the k-th forward and k-th backward of a rank, k < m·v.
+ * v = 1: micro-batch order. Interleaved: groups of p micro-batches, chunk by chunk:
+ *     k:      0    1    2    3    4    5    6    7    8  ...      (p = 4, v = 2)
+ *     fwd:  0c0  1c0  2c0  3c0  0c1  1c1  2c1  3c1  4c0 ...
+ *     bwd:  0c1  1c1  2c1  3c1  0c0  1c0  2c0  3c0  4c1 ...       (chunk v-1-c) */
+static void kth_forward(const pp_config *cfg, int k, int *mb, int *chunk) {
+    const int p = cfg->p, v = cfg->v;
+    const int group = k / (p * v), in_group = k % (p * v);
+    *chunk = in_group / p;
+    *mb = group * p + in_group % p;
+}
+
+static void kth_backward(const pp_config *cfg, int k, int *mb, int *chunk) {
+    kth_forward(cfg, k, mb, chunk);
+    *chunk = cfg->v - 1 - *chunk;
+}
+
+void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
+    char msg[256];
+    CHECK(pp_config_valid(cfg, msg, sizeof msg), "check the configuration with pp_config_check first");
+    CHECK(rank >= 0 && rank < cfg->p, "the pipeline rank must be in [0, p)");
+    const int N = cfg->m * cfg->v; /* forwards (and backwards) on this rank */
+    const int W = pp_warmup(cfg, rank);
+    memset(out, 0, sizeof *out);
+    out->rank = rank;
+    out->n = 2 * N;
+    out->warmup = W;
+    out->cooldown = W;
+    out->actions = mallocCheck((size_t)out->n * sizeof *out->actions);
+    int n = 0, nf = 0, nb = 0, mb, chunk;
+#define PUSH(op, next_fn, counter, ph)                                          \
+    do {                                                                        \
+        next_fn(cfg, counter++, &mb, &chunk);                                   \
+        out->actions[n] = pp_action_make(cfg, rank, op, mb, chunk);             \
+        out->actions[n++].phase = ph;                                           \
+    } while (0)
+    for (int i = 0; i < W; i++) PUSH(PP_FORWARD, kth_forward, nf, PP_WARMUP);
+    for (int i = 0; i < N - W; i++) {
+        PUSH(PP_FORWARD, kth_forward, nf, PP_STEADY);
+        PUSH(PP_BACKWARD, kth_backward, nb, PP_STEADY);
+    }
+    for (int i = 0; i < W; i++) PUSH(PP_BACKWARD, kth_backward, nb, PP_COOLDOWN);
+#undef PUSH
+    CHECK(n == out->n && nf == N && nb == N, "the plan must hold every forward and backward once");
+}
+
+void pp_rank_plan_free(pp_rank_plan *plan) {
+    free(plan->actions);
+    plan->actions = NULL;
+    plan->n = 0;
+}
+
+void pp_schedule_build(const pp_config *cfg, pp_schedule *out) {
+    pp_config_check(cfg, "pp_schedule_build");
+    out->cfg = *cfg;
+    out->ranks = callocCheck((size_t)cfg->p, sizeof *out->ranks);
+    for (int r = 0; r < cfg->p; r++) pp_rank_plan_build(cfg, r, &out->ranks[r]);
+}
+
+void pp_schedule_free(pp_schedule *s) {
+    if (!s->ranks) return;
+    for (int r = 0; r < s->cfg.p; r++) pp_rank_plan_free(&s->ranks[r]);
+    free(s->ranks);
+    s->ranks = NULL;
+}
+
+const char *pp_action_name(const pp_action *a, int v, char *buf, size_t cap) {
+    if (v > 1) snprintf(buf, cap, "%c%dc%d", a->op == PP_FORWARD ? 'F' : 'B', a->mb, a->chunk);
+    else snprintf(buf, cap, "%c%d", a->op == PP_FORWARD ? 'F' : 'B', a->mb);
+    return buf;
+}
+
+double pp_bubble_of_ideal(int p, int m, int v) { return (double)(p - 1) / ((double)v * m); }
+
+double pp_bubble_of_total(int p, int m, int v) {
+    return (double)(p - 1) / ((double)v * m + p - 1);
+}

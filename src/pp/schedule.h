@@ -1,0 +1,143 @@
+/* schedule.h — pipeline schedules as plain data: which forward and backward each pipeline
+ * rank runs, in which order, and which messages each one receives before and sends after.
+ *
+ * This is the generator only. It knows nothing of MPI, of the model or of time: the
+ * executor (another module) walks a rank's action list and does what each action says;
+ * schedule_sim.h checks a schedule and predicts its timeline; viz/schedule_draw.h draws it.
+ *
+ * Vocabulary. p pipeline ranks, m micro-batches, v model chunks per rank (v = 1 except for
+ * the interleaved schedule). The model is cut into S = p·v virtual stages; chunk c of rank r
+ * is virtual stage s = c·p + r, so the stages go round the ranks v times:
+ *
+ *     p = 4, v = 2:   rank 0: s0 s4    rank 1: s1 s5    rank 2: s2 s6    rank 3: s3 s7
+ *                     activations  s0 -> s1 -> s2 -> s3 -> s4 -> ... -> s7 (loss)
+ *                     gradients    s7 -> s6 -> ...                -> s0
+ *
+ * One action = forward or backward of one (micro-batch, chunk). Its messages:
+ *   F of stage s: receives the activation      from s-1 before (unless s = 0),
+ *                 sends its output activation  to   s+1 after  (unless s = S-1);
+ *   B of stage s: receives the output-gradient from s+1 before (unless s = S-1),
+ *                 sends the input-gradient     to   s-1 after  (unless s = 0).
+ * The peer of s±1 is pipeline rank (r±1) mod p. A message is named by its tag, unique in
+ * one step over (direction, micro-batch, destination virtual stage):
+ *     tag = (mb·S + dst_stage)·2 + dir        dir 0 = activation, 1 = gradient
+ * so the largest tag is 2·m·S − 1 (the executor checks it against MPI_TAG_UB).
+ *
+ * The three schedules, every rank running actions strictly in order:
+ *   gpipe        all m forwards (micro-batch order), then all m backwards (same order).
+ *   1f1b         PipeDream-flush: warmup of min(p−r−1, m) forwards, then one forward /
+ *                one backward alternating, then the remaining backwards (cooldown).
+ *   interleaved  1F1B over v chunks (Megatron). Forwards visit micro-batches in groups
+ *                of p, chunk by chunk: F0c0..F(p-1)c0, F0c1..F(p-1)c1, …, then the next
+ *                group. The k-th backward is for the k-th forward's micro-batch on chunk
+ *                v−1−(its chunk). Warmup min(m·v, 2(p−r−1) + (v−1)·p). Needs m % p == 0.
+ * All three are the same shape — warmup forwards, steady F/B pairs, cooldown backwards —
+ * with GPipe's warmup being all m forwards:
+ *
+ *     1f1b p=4 m=8 rank 0:  F0 F1 F2 | F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 | B5 B6 B7
+ *                           warmup      steady (1F1B)                  cooldown
+ *
+ * Typical use (the executor):
+ *     pp_config cfg = {PP_1F1B, p, m, 1};
+ *     pp_config_check(&cfg, "trident train");        // dies with a clear message if bad
+ *     pp_rank_plan plan;
+ *     pp_rank_plan_build(&cfg, my_pipeline_rank, &plan);
+ *     for (int i = 0; i < plan.n; i++) { const pp_action *a = &plan.actions[i]; ... }
+ *     pp_rank_plan_free(&plan);
+ */
+#ifndef TRIDENT_PP_SCHEDULE_H
+#define TRIDENT_PP_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum { PP_GPIPE = 0, PP_1F1B = 1, PP_INTERLEAVED = 2 } pp_kind;
+typedef enum { PP_FORWARD = 0, PP_BACKWARD = 1 } pp_op;
+/* Direction of a message, the low bit of its tag. */
+typedef enum { PP_ACTIVATION = 0, PP_GRADIENT = 1 } pp_dir;
+/* The phase an action belongs to on its rank. */
+typedef enum { PP_WARMUP = 0, PP_STEADY = 1, PP_COOLDOWN = 2 } pp_phase;
+
+typedef struct {
+    pp_kind kind;
+    int p; /* pipeline ranks (pipeline-model-parallel size) */
+    int m; /* micro-batches per step */
+    int v; /* model chunks per rank: 1, or >= 2 for interleaved */
+} pp_config;
+
+/* One step of one rank. recv_* happen before the compute, send_* after; -1 = no message. */
+typedef struct {
+    pp_op op;
+    int mb;         /* micro-batch, 0..m-1 */
+    int chunk;      /* model chunk on this rank, 0..v-1 */
+    int stage;      /* virtual stage chunk·p + rank, 0..p·v-1 */
+    pp_phase phase; /* warmup / steady / cooldown */
+    int recv_peer;  /* pipeline rank to receive from, or -1 */
+    int recv_stage; /* virtual stage that sends it, or -1 */
+    int recv_tag;   /* tag of the message (pp_tag), or -1 */
+    int send_peer;  /* pipeline rank to send to, or -1 */
+    int send_stage; /* virtual stage that receives it, or -1 */
+    int send_tag;   /* tag of the message, or -1 */
+} pp_action;
+
+/* The ordered actions of one rank. */
+typedef struct {
+    int rank;
+    int n;              /* number of actions: 2·m·v for a generated plan */
+    int warmup;         /* actions [0, warmup) are the warmup forwards */
+    int cooldown;       /* the last `cooldown` actions are the cooldown backwards */
+    pp_action *actions; /* (n) */
+} pp_rank_plan;
+
+/* Every rank's plan: what the simulator, validator and pictures take. */
+typedef struct {
+    pp_config cfg;
+    pp_rank_plan *ranks; /* (p) */
+} pp_schedule;
+
+/* "gpipe" | "1f1b" | "interleaved" -> kind; false for anything else. */
+bool pp_kind_parse(const char *name, pp_kind *out);
+/* The name pp_kind_parse accepts. */
+const char *pp_kind_name(pp_kind kind);
+
+/* True when the configuration is usable; otherwise false and one line in msg naming the
+ * value and the rule, e.g. "m = 6 micro-batches is not a multiple of the pipeline
+ * size p = 4: the interleaved schedule walks micro-batches in groups of p". Rules: p >= 1, m >= 1, v >= 2 for interleaved, v == 1 otherwise,
+ * m % p == 0 for interleaved. */
+bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap);
+/* pp_config_valid, dying with "<who>: <message>" when it is not. */
+void pp_config_check(const pp_config *cfg, const char *who);
+
+/* Virtual stage of (rank, chunk): chunk·p + rank. */
+int pp_stage(const pp_config *cfg, int rank, int chunk);
+/* Number of warmup forwards on `rank`: m (gpipe), min(p−r−1, m) (1f1b),
+ * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved). */
+int pp_warmup(const pp_config *cfg, int rank);
+/* Tag of the message of direction dir for micro-batch mb arriving at virtual stage
+ * dst_stage, with S = nstages virtual stages: (mb·S + dst_stage)·2 + dir. */
+int pp_tag(pp_dir dir, int mb, int dst_stage, int nstages);
+/* Number of distinct tags of a configuration, 2·m·p·v (all tags are below it). */
+int pp_tag_count(const pp_config *cfg);
+
+/* The action (op, mb, chunk) of `rank` with its messages filled in; phase = PP_STEADY. */
+pp_action pp_action_make(const pp_config *cfg, int rank, pp_op op, int mb, int chunk);
+
+/* The ordered actions of `rank` (0 <= rank < p). cfg must be valid (CHECKed). */
+void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out);
+void pp_rank_plan_free(pp_rank_plan *plan);
+
+/* Every rank's plan. */
+void pp_schedule_build(const pp_config *cfg, pp_schedule *out);
+void pp_schedule_free(pp_schedule *s);
+
+/* "F3", "B0", or with v > 1 "F3c1"; returns buf. */
+const char *pp_action_name(const pp_action *a, int v, char *buf, size_t cap);
+
+/* Textbook bubble fractions with uniform costs and free communication (v = 1 for gpipe
+ * and 1f1b): the idle time is (p−1)/v micro-batch slots per rank, so
+ *   of the ideal (bubble-free) time:  (p−1) / (v·m)          — (p−1)/m for v = 1
+ *   of the total time:                (p−1) / (v·m + p − 1)   — (p−1)/(m+p−1) for v = 1 */
+double pp_bubble_of_ideal(int p, int m, int v);
+double pp_bubble_of_total(int p, int m, int v);
+
+#endif /* TRIDENT_PP_SCHEDULE_H */

@@ -1,0 +1,71 @@
+/* format.h — the byte layout of a trace file, shared by the writer (trace.c) and the reader
+ * (trace_read.c). Internal to src/trace; the layout is documented in FORMAT.md.
+ *
+ *   magic "TRDTRACE" | version u32 | header | config | strings | counts | events | crc32
+ *
+ * Every integer is little-endian and written byte by byte, so files are the same on every host.
+ */
+#ifndef TRIDENT_TRACE_FORMAT_H
+#define TRIDENT_TRACE_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define TRACE_MAGIC "TRDTRACE" /* 8 bytes, no NUL */
+enum {
+    TRACE_VERSION = 1,
+    TRACE_HEADER_BYTES = 10 * 4 + 16 + 8, /* ten i32, schedule[16], clock_offset f64 */
+    TRACE_EVENT_BYTES = 64,               /* one fixed-size event record */
+    TRACE_NO_STRING = 0xFFFF,             /* string id meaning "none" */
+};
+
+/* Offsets inside one 64-byte event record. */
+enum {
+    EV_KIND = 0,   /* u8  */
+    EV_FLAGS = 1,  /* u8  */
+    EV_OP = 2,     /* u16 string id */
+    EV_GROUP = 4,  /* u16 string id */
+    EV_PAD0 = 6,   /* u16 zero */
+    EV_STEP = 8,   /* i32 */
+    EV_MB = 12,    /* i32 */
+    EV_CHUNK = 16, /* i32 */
+    EV_PEER = 20,  /* i32 */
+    EV_TAG = 24,   /* i32 */
+    EV_PAD1 = 28,  /* u32 zero */
+    EV_BYTES = 32, /* u64 */
+    EV_START = 40, /* f64 */
+    EV_READY = 48, /* f64 */
+    EV_END = 56,   /* f64 */
+};
+
+static inline void le_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void le_put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void le_put64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void le_putf64(uint8_t *p, double d) {
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    le_put64(p, v);
+}
+static inline uint16_t le_get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t le_get32(const uint8_t *p) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t le_get64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static inline double le_getf64(const uint8_t *p) {
+    uint64_t v = le_get64(p);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+#endif /* TRIDENT_TRACE_FORMAT_H */

@@ -1,0 +1,220 @@
+/* trace.c — the recorder and the writer (see trace.h; byte layout in FORMAT.md).
+ *
+ * The recorder is one preallocated array of events filled front to back, plus a small
+ * intern table for strings. Nothing here allocates or touches a file after trace_create(),
+ * until trace_write() serialises everything into one buffer and writes it atomically.
+ */
+#include "src/trace/trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/atomic_file.h"
+#include "src/core/check.h"
+#include "src/core/clock.h"
+#include "src/core/crc32.h"
+#include "src/trace/format.h"
+
+struct trace_recorder {
+    trace_header h;   /* h.config_json points at `config` */
+    char *config;     /* owned copy */
+    trace_event *ev;  /* (cap) events, the first n used */
+    size_t cap, n;
+    uint64_t dropped;
+    char strings[TRACE_MAX_STRINGS][TRACE_MAX_STRING]; /* id 0 is "(other)" */
+    int nstrings;
+};
+
+const char *trace_kind_name(int kind) {
+    static const char *const names[TRACE_NUM_KINDS] = {
+        "forward", "backward", "send", "recv", "collective",
+        "optimizer", "step", "memory", "data", "eval",
+    };
+    return kind >= 0 && kind < TRACE_NUM_KINDS ? names[kind] : "?";
+}
+
+trace_recorder *trace_create(const trace_header *h, size_t capacity_events) {
+    CHECK(h != NULL, "trace_create needs a header");
+    trace_recorder *t = callocCheck(1, sizeof *t);
+    t->h = *h;
+    const char *cfg = h->config_json ? h->config_json : "";
+    t->config = mallocCheck(strlen(cfg) + 1);
+    strcpy(t->config, cfg);
+    t->h.config_json = t->config;
+    t->h.schedule[sizeof t->h.schedule - 1] = 0;
+    t->cap = capacity_events;
+    t->ev = mallocCheck(capacity_events * sizeof *t->ev);
+    strcpy(t->strings[0], "(other)");
+    t->nstrings = 1;
+    return t;
+}
+
+void trace_destroy(trace_recorder *t) {
+    if (!t) return;
+    free(t->ev);
+    free(t->config);
+    free(t);
+}
+
+/* The id of `s` in the intern table: a short linear scan (the table holds a few names). */
+static int intern(trace_recorder *t, const char *s) {
+    if (!s) return -1;
+    for (int i = 1; i < t->nstrings; i++)
+        if (strncmp(t->strings[i], s, TRACE_MAX_STRING - 1) == 0) return i;
+    if (t->nstrings == TRACE_MAX_STRINGS) return 0;
+    snprintf(t->strings[t->nstrings], TRACE_MAX_STRING, "%s", s);
+    return t->nstrings++;
+}
+
+/* The next free slot, or NULL (and one more dropped event) when the buffer is full. */
+static trace_event *next_slot(trace_recorder *t, trace_kind kind, int step, int mb, int chunk) {
+    if (t->n == t->cap) {
+        t->dropped++;
+        return NULL;
+    }
+    trace_event *e = &t->ev[t->n++];
+    e->kind = kind;
+    e->flags = 0;
+    e->step = step;
+    e->microbatch = mb;
+    e->chunk = chunk;
+    e->peer = -1;
+    e->tag = -1;
+    e->op = -1;
+    e->group = -1;
+    e->bytes = 0;
+    return e;
+}
+
+int trace_begin(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk) {
+    double now = time_now();
+    trace_event *e = next_slot(t, kind, step, microbatch, chunk);
+    if (!e) return -1;
+    e->flags = TRACE_OPEN;
+    e->t_start = e->t_ready = e->t_end = now;
+    return (int)(e - t->ev);
+}
+
+void trace_end(trace_recorder *t, int handle) {
+    if (handle < 0) return; /* the begin was dropped */
+    CHECK((size_t)handle < t->n, "trace_end got a handle that trace_begin did not return");
+    trace_event *e = &t->ev[handle];
+    e->t_end = time_now();
+    e->flags &= ~(uint32_t)TRACE_OPEN;
+}
+
+void trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
+                  double t_start, double t_end) {
+    trace_event *e = next_slot(t, kind, step, microbatch, chunk);
+    if (!e) return;
+    e->t_start = e->t_ready = t_start;
+    e->t_end = t_end;
+}
+
+void trace_comm(trace_recorder *t, trace_kind kind, const char *op, const char *group, int peer,
+                size_t bytes, int tag, double t_start, double t_ready, double t_end) {
+    CHECK(kind == TRACE_SEND || kind == TRACE_RECV || kind == TRACE_COLLECTIVE,
+          "trace_comm records only TRACE_SEND, TRACE_RECV or TRACE_COLLECTIVE");
+    trace_event *e = next_slot(t, kind, -1, -1, -1);
+    if (!e) return;
+    e->op = intern(t, op);
+    e->group = intern(t, group);
+    e->peer = peer;
+    e->tag = tag;
+    e->bytes = bytes;
+    e->t_start = t_start;
+    e->t_ready = t_ready;
+    e->t_end = t_end;
+}
+
+void trace_memory_at(trace_recorder *t, size_t bytes_in_use, double when) {
+    trace_event *e = next_slot(t, TRACE_MEMORY, -1, -1, -1);
+    if (!e) return;
+    e->bytes = bytes_in_use;
+    e->t_start = e->t_ready = e->t_end = when;
+}
+
+void trace_memory(trace_recorder *t, size_t bytes_in_use) { trace_memory_at(t, bytes_in_use, time_now()); }
+
+size_t trace_num_events(const trace_recorder *t) { return t->n; }
+uint64_t trace_num_dropped(const trace_recorder *t) { return t->dropped; }
+const trace_event *trace_event_at(const trace_recorder *t, size_t i) {
+    CHECK(i < t->n, "event index out of range");
+    return &t->ev[i];
+}
+const char *trace_string(const trace_recorder *t, int id) {
+    return id >= 0 && id < t->nstrings ? t->strings[id] : "";
+}
+
+/* ---- writer ------------------------------------------------------------------------------ */
+
+static uint16_t string_id16(int id) { return id < 0 ? (uint16_t)TRACE_NO_STRING : (uint16_t)id; }
+
+void trace_write(trace_recorder *t, const char *path) {
+    size_t cfg_len = strlen(t->config);
+    size_t str_bytes = 4;
+    for (int i = 0; i < t->nstrings; i++) str_bytes += 2 + strlen(t->strings[i]);
+    size_t total = 8 + 4 + TRACE_HEADER_BYTES + 4 + cfg_len + str_bytes + 8 + 8 + 4 +
+                   t->n * TRACE_EVENT_BYTES + 4;
+    uint8_t *buf = callocCheck(total, 1);
+    uint8_t *p = buf;
+
+    memcpy(p, TRACE_MAGIC, 8), p += 8;
+    le_put32(p, TRACE_VERSION), p += 4;
+    const trace_header *h = &t->h;
+    const int ints[10] = {h->rank,    h->world_size, h->tp,      h->pp,      h->dp,
+                          h->vpp,     h->tp_rank,    h->pp_rank, h->dp_rank, h->num_microbatches};
+    for (int i = 0; i < 10; i++) le_put32(p, (uint32_t)ints[i]), p += 4;
+    memcpy(p, h->schedule, strnlen(h->schedule, 15)), p += 16; /* NUL-padded */
+    le_putf64(p, h->clock_offset), p += 8;
+    le_put32(p, (uint32_t)cfg_len), p += 4;
+    memcpy(p, t->config, cfg_len), p += cfg_len;
+
+    le_put32(p, (uint32_t)t->nstrings), p += 4;
+    for (int i = 0; i < t->nstrings; i++) {
+        size_t len = strlen(t->strings[i]);
+        le_put16(p, (uint16_t)len), p += 2;
+        memcpy(p, t->strings[i], len), p += len;
+    }
+
+    le_put64(p, (uint64_t)t->n), p += 8;
+    le_put64(p, t->dropped), p += 8;
+    le_put32(p, TRACE_EVENT_BYTES), p += 4;
+    for (size_t i = 0; i < t->n; i++, p += TRACE_EVENT_BYTES) {
+        const trace_event *e = &t->ev[i];
+        p[EV_KIND] = (uint8_t)e->kind;
+        p[EV_FLAGS] = (uint8_t)e->flags;
+        le_put16(p + EV_OP, string_id16(e->op));
+        le_put16(p + EV_GROUP, string_id16(e->group));
+        le_put32(p + EV_STEP, (uint32_t)e->step);
+        le_put32(p + EV_MB, (uint32_t)e->microbatch);
+        le_put32(p + EV_CHUNK, (uint32_t)e->chunk);
+        le_put32(p + EV_PEER, (uint32_t)e->peer);
+        le_put32(p + EV_TAG, (uint32_t)e->tag);
+        le_put64(p + EV_BYTES, e->bytes);
+        le_putf64(p + EV_START, e->t_start);
+        le_putf64(p + EV_READY, e->t_ready);
+        le_putf64(p + EV_END, e->t_end);
+    }
+    le_put32(p, crc32_update(0, buf, (size_t)(p - buf))), p += 4;
+    CHECK((size_t)(p - buf) == total, "trace_write's size arithmetic is off");
+
+    /* The directory part of path, created if missing (run/trace/ on the first write). */
+    const char *slash = strrchr(path, '/');
+    if (slash && slash != path) {
+        char dir[4096];
+        size_t len = (size_t)(slash - path);
+        if (len >= sizeof dir) die("trace path too long: '%s'", path);
+        memcpy(dir, path, len);
+        dir[len] = 0;
+        make_dirs(dir);
+    }
+    atomic_file af;
+    FILE *f = atomic_file_open(&af, path);
+    if (fwrite(buf, 1, total, f) != total) {
+        atomic_file_abort(&af);
+        die("cannot write trace '%s' (%zu bytes): disk full?", path, total);
+    }
+    atomic_file_commit(&af);
+    free(buf);
+}

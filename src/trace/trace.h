@@ -1,0 +1,146 @@
+/* trace.h — per-rank timelines: record what a rank did and when, write it to a file, read it back.
+ *
+ * Recording. The trainer creates one recorder per rank with a header (who am I, which layout,
+ * which schedule) and a fixed capacity. While training it brackets work with begin/end, and
+ * the communication layer reports each message after the fact:
+ *
+ *   trace_recorder *t = trace_create(&hdr, 1 << 16);
+ *   int s = trace_begin(t, TRACE_STEP, step, -1, -1);
+ *     int f = trace_begin(t, TRACE_FORWARD, step, mb, chunk);  ... trace_end(t, f);
+ *     trace_comm(t, TRACE_SEND, "send", "pp", next_rank, nbytes, tag, t0, t_ready, t1);
+ *     trace_memory(t, bytes_in_use);
+ *   trace_end(t, s);
+ *   trace_write(t, "run/trace/rank3.trace");   // atomic
+ *
+ * Recording is cheap: the event buffer is allocated once by trace_create(); begin/end/comm
+ * only fill the next slot (no allocation, no I/O). When the buffer is full, further events
+ * are counted as dropped (the count is stored in the file) and begin returns -1, which
+ * trace_end() accepts and ignores. Times are local time_now() seconds (src/core/clock.h);
+ * the header's clock_offset turns them into rank-0 time.
+ *
+ * A p2p event keeps three times: t_start (posted) -> t_ready (the peer's data arrived, i.e.
+ * the wait is over) -> t_end (transfer done). Pass t_ready = t_start when the split is unknown.
+ * Strings (op names like "all-reduce", group names like "dp") are interned in a small table
+ * (TRACE_MAX_STRINGS of at most TRACE_MAX_STRING-1 bytes); beyond it they become "(other)".
+ *
+ * Reading. trace_file_read() loads one rank's file and validates everything (magic, version,
+ * sizes, checksum, kinds, string ids). On failure it returns NULL and puts ONE line in err
+ * naming the file and the byte offset. trace_run_read() loads RUN_DIR/trace/rank<k>.trace for
+ * every rank of the run and pairs every send with its receive.
+ * The byte layout is documented in src/trace/FORMAT.md.
+ *
+ * Not here: MPI (the trainer passes rank, layout and clock offset in), drawing (viz/).
+ */
+#ifndef TRIDENT_TRACE_TRACE_H
+#define TRIDENT_TRACE_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    TRACE_FORWARD,    /* forward pass of one micro-batch through one model chunk */
+    TRACE_BACKWARD,   /* backward pass of one micro-batch through one model chunk */
+    TRACE_SEND,       /* p2p send (pipeline activations / gradients) */
+    TRACE_RECV,       /* p2p receive */
+    TRACE_COLLECTIVE, /* all-reduce, all-gather, reduce-scatter, broadcast … */
+    TRACE_OPTIMIZER,  /* the optimizer step */
+    TRACE_STEP,       /* one whole training step: bounds the other events */
+    TRACE_MEMORY,     /* a counter sample: bytes in use (bytes field) */
+    TRACE_DATA,       /* loading a batch */
+    TRACE_EVAL,       /* evaluation */
+    TRACE_NUM_KINDS
+} trace_kind;
+
+/* "forward", "backward", "send", "recv", "collective", "optimizer", "step", "memory", "data",
+ * "eval"; "?" for anything else. */
+const char *trace_kind_name(int kind);
+
+typedef struct { /* who recorded and under which configuration */
+    int rank, world_size, tp, pp, dp, vpp; /* layout; vpp = model chunks per pipeline rank (>= 1) */
+    int tp_rank, pp_rank, dp_rank;         /* this rank's coordinates */
+    int num_microbatches;                  /* per step, per DP rank */
+    char schedule[16];                     /* "gpipe" | "1f1b" | "interleaved" */
+    double clock_offset;                   /* add to local times to get rank-0 time */
+    const char *config_json;               /* the full run configuration, stored verbatim */
+} trace_header;
+
+enum { TRACE_OPEN = 1 }; /* trace_event.flags: begun but never ended (e.g. a crash mid-step) */
+
+typedef struct {
+    trace_kind kind;
+    uint32_t flags;           /* TRACE_OPEN */
+    int step, microbatch;     /* -1 when not applicable */
+    int chunk;                /* model chunk (virtual pipeline stage on this rank), -1 n/a */
+    int peer;                 /* p2p: the other side's global rank; -1 otherwise */
+    int tag;                  /* p2p tag; -1 otherwise */
+    int op, group;            /* string ids (trace_string / trace_file_string), -1 none */
+    uint64_t bytes;           /* message size, or bytes in use for TRACE_MEMORY */
+    double t_start, t_ready, t_end; /* local seconds; t_ready = t_start unless p2p wait known */
+} trace_event;
+
+enum { TRACE_MAX_STRINGS = 64, TRACE_MAX_STRING = 32 };
+
+/* ---- recording ------------------------------------------------------------------------ */
+
+typedef struct trace_recorder trace_recorder;
+
+/* Copies the header (and config_json) and allocates room for capacity_events events. */
+trace_recorder *trace_create(const trace_header *h, size_t capacity_events);
+/* Starts an event now; returns its handle for trace_end(), or -1 if the buffer is full. */
+int trace_begin(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk);
+void trace_end(trace_recorder *t, int handle);
+/* A whole compute event with explicit times (tests, and producers that time things themselves). */
+void trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
+                  double t_start, double t_end);
+/* p2p and collectives, reported after the fact. kind is TRACE_SEND, TRACE_RECV or
+ * TRACE_COLLECTIVE; peer is a global rank (-1 for collectives). */
+void trace_comm(trace_recorder *t, trace_kind kind, const char *op, const char *group, int peer,
+                size_t bytes, int tag, double t_start, double t_ready, double t_end);
+/* A memory counter sample at now / at an explicit time. */
+void trace_memory(trace_recorder *t, size_t bytes_in_use);
+void trace_memory_at(trace_recorder *t, size_t bytes_in_use, double when);
+/* Writes the file atomically, creating its directory if needed; dies on I/O errors. */
+void trace_write(trace_recorder *t, const char *path);
+void trace_destroy(trace_recorder *t);
+
+size_t trace_num_events(const trace_recorder *t);
+uint64_t trace_num_dropped(const trace_recorder *t);
+const trace_event *trace_event_at(const trace_recorder *t, size_t i);
+const char *trace_string(const trace_recorder *t, int id); /* "" for -1 */
+
+/* ---- reading one file ------------------------------------------------------------------- */
+
+typedef struct trace_file trace_file;
+
+/* NULL and one line in err (naming path and byte offset) if the file is missing or bad. */
+trace_file *trace_file_read(const char *path, char *err, size_t errlen);
+void trace_file_free(trace_file *f);
+
+const trace_header *trace_file_header(const trace_file *f); /* config_json lives in f */
+const char *trace_file_path(const trace_file *f);
+size_t trace_file_num_events(const trace_file *f);
+const trace_event *trace_file_event(const trace_file *f, size_t i);
+uint64_t trace_file_dropped(const trace_file *f);
+const char *trace_file_string(const trace_file *f, int id); /* "" for -1 */
+
+/* ---- reading a run: every rank, sends paired with receives ------------------------------ */
+
+typedef struct {
+    char dir[4096];       /* as given */
+    int nranks;
+    trace_file **ranks;   /* ranks[k] is rank k's file */
+    int **flow;           /* flow[k][i]: pair id of rank k's event i if it is a matched
+                           * send or receive (the same id on both sides), else -1 */
+    int nflows;           /* number of matched send/receive pairs */
+    int unmatched;        /* sends or receives that found no partner */
+} trace_run;
+
+/* Loads RUN_DIR/trace/rank<k>.trace for k = 0 .. world_size-1 (RUN_DIR may also be the trace
+ * directory itself). Every file must agree on the layout, and each file's rank must match its
+ * name. Sends are paired with receives by (sender, receiver, tag), in order of t_start.
+ * NULL and one line in err on any problem (missing directory, missing rank file, bad file). */
+trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen);
+void trace_run_free(trace_run *r);
+
+#endif /* TRIDENT_TRACE_TRACE_H */

@@ -1,0 +1,424 @@
+/* trace_read.c — reading trace files back, and a whole run directory (see trace.h).
+ *
+ * The reader never trusts the file: the whole file is read into memory and a cursor walks
+ * it, checking before every read that the bytes are there. Sizes are compared with what is
+ * left before any allocation, so a corrupt count cannot make it allocate or read wildly.
+ * The first problem found becomes the one error line, naming the file and the byte offset.
+ *
+ * Order of checks: structure (magic, version, lengths) -> checksum -> meaning (kinds,
+ * string ids, layout). A flipped byte is therefore reported either where it breaks the
+ * structure or as a checksum mismatch.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "src/core/check.h"
+#include "src/core/crc32.h"
+#include "src/trace/format.h"
+#include "src/trace/trace.h"
+
+struct trace_file {
+    char path[4096];
+    trace_header h;     /* h.config_json points at config */
+    char *config;
+    char **strings;     /* nstrings NUL-terminated copies */
+    int nstrings;
+    trace_event *ev;
+    size_t n;
+    uint64_t dropped;
+};
+
+/* A bounds-checked walk over the file's bytes. */
+typedef struct {
+    const uint8_t *b;
+    size_t size, off;
+    const char *path;
+    char *err;
+    size_t errlen;
+    bool failed;
+} cursor;
+
+static void fail(cursor *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(cursor *c, const char *fmt, ...) {
+    if (c->failed) return;
+    c->failed = true;
+    if (!c->err || !c->errlen) return;
+    int k = snprintf(c->err, c->errlen, "trace '%s': ", c->path);
+    if (k < 0 || (size_t)k >= c->errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err + k, c->errlen - (size_t)k, fmt, ap);
+    va_end(ap);
+}
+
+/* True if `n` more bytes are there; otherwise fails with "truncated at byte …". */
+static bool need(cursor *c, size_t n, const char *what) {
+    if (c->failed) return false;
+    if (c->size - c->off >= n) return true;
+    fail(c, "truncated at byte %zu (%s at byte %zu need %zu bytes)", c->size, what, c->off, n);
+    return false;
+}
+
+static uint32_t take32(cursor *c) {
+    uint32_t v = le_get32(c->b + c->off);
+    c->off += 4;
+    return v;
+}
+
+static void file_free_parts(trace_file *f) {
+    if (!f) return;
+    for (int i = 0; i < f->nstrings; i++) free(f->strings[i]);
+    free(f->strings);
+    free(f->config);
+    free(f->ev);
+    free(f);
+}
+
+/* Parses a whole file image; NULL on failure (the cursor holds the message). */
+static trace_file *parse(cursor *c) {
+    trace_file *f = callocCheck(1, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", c->path);
+
+    if (!need(c, 8, "the magic number")) goto bad;
+    if (memcmp(c->b, TRACE_MAGIC, 8) != 0) {
+        fail(c, "bad magic at byte 0 (not a Trident trace file)");
+        goto bad;
+    }
+    c->off = 8;
+    if (!need(c, 4, "the version")) goto bad;
+    uint32_t version = take32(c);
+    if (version != TRACE_VERSION) {
+        fail(c, "unsupported version %u at byte 8 (this build reads version %d)", version,
+             TRACE_VERSION);
+        goto bad;
+    }
+
+    if (!need(c, TRACE_HEADER_BYTES, "the header")) goto bad;
+    int v[10];
+    for (int i = 0; i < 10; i++) v[i] = (int)take32(c);
+    trace_header *h = &f->h;
+    h->rank = v[0], h->world_size = v[1], h->tp = v[2], h->pp = v[3], h->dp = v[4];
+    h->vpp = v[5], h->tp_rank = v[6], h->pp_rank = v[7], h->dp_rank = v[8];
+    h->num_microbatches = v[9];
+    size_t sched_off = c->off;
+    memcpy(h->schedule, c->b + c->off, 16);
+    c->off += 16;
+    h->clock_offset = le_getf64(c->b + c->off);
+    c->off += 8;
+
+    if (!need(c, 4, "the config length")) goto bad;
+    uint32_t cfg_len = take32(c);
+    if (!need(c, cfg_len, "the config JSON")) goto bad;
+    f->config = mallocCheck((size_t)cfg_len + 1);
+    memcpy(f->config, c->b + c->off, cfg_len);
+    f->config[cfg_len] = 0;
+    h->config_json = f->config;
+    c->off += cfg_len;
+
+    if (!need(c, 4, "the string count")) goto bad;
+    size_t nstr_off = c->off;
+    uint32_t nstr = take32(c);
+    if (nstr > TRACE_NO_STRING || nstr > (c->size - c->off) / 2) {
+        fail(c, "string count %u at byte %zu is impossible (the rest of the file is %zu bytes)",
+             nstr, nstr_off, c->size - c->off);
+        goto bad;
+    }
+    f->strings = callocCheck(nstr, sizeof *f->strings);
+    for (uint32_t i = 0; i < nstr; i++) {
+        if (!need(c, 2, "a string length")) goto bad;
+        size_t len = le_get16(c->b + c->off);
+        c->off += 2;
+        if (!need(c, len, "a string")) goto bad;
+        f->strings[i] = mallocCheck(len + 1);
+        memcpy(f->strings[i], c->b + c->off, len);
+        f->strings[i][len] = 0;
+        f->nstrings++;
+        c->off += len;
+    }
+
+    if (!need(c, 20, "the event counts")) goto bad;
+    size_t count_off = c->off;
+    uint64_t n = le_get64(c->b + c->off);
+    f->dropped = le_get64(c->b + c->off + 8);
+    c->off += 16;
+    uint32_t ev_bytes = take32(c);
+    if (ev_bytes != TRACE_EVENT_BYTES) {
+        fail(c, "event size %u at byte %zu (version %d events are %d bytes)", ev_bytes,
+             c->off - 4, TRACE_VERSION, TRACE_EVENT_BYTES);
+        goto bad;
+    }
+    size_t left = c->size - c->off;
+    if (n > left / TRACE_EVENT_BYTES) {
+        /* Reported like any truncation: where the data ends and how much the events need. */
+        if (n > (uint64_t)SIZE_MAX / TRACE_EVENT_BYTES)
+            fail(c, "event count %llu at byte %zu is impossible", (unsigned long long)n, count_off);
+        else
+            need(c, (size_t)n * TRACE_EVENT_BYTES, "the events");
+        goto bad;
+    }
+    size_t ev_off = c->off;
+    c->off += (size_t)n * TRACE_EVENT_BYTES;
+
+    if (!need(c, 4, "the checksum")) goto bad;
+    size_t crc_off = c->off;
+    uint32_t crc_file = take32(c);
+    if (c->off != c->size) {
+        fail(c, "%zu unexpected bytes after the checksum at byte %zu", c->size - c->off, c->off);
+        goto bad;
+    }
+    uint32_t crc = crc32_update(0, c->b, crc_off);
+    if (crc != crc_file) {
+        fail(c, "checksum mismatch at byte %zu (stored 0x%08x, contents give 0x%08x): the file is corrupt",
+             crc_off, crc_file, crc);
+        goto bad;
+    }
+
+    /* Meaning: the layout must be sane. */
+    if (memchr(h->schedule, 0, 16) == NULL) {
+        fail(c, "schedule name at byte %zu is not NUL-terminated", sched_off);
+        goto bad;
+    }
+    if (h->world_size < 1 || h->rank < 0 || h->rank >= h->world_size || h->tp < 1 || h->pp < 1 ||
+        h->dp < 1 || h->vpp < 1 || (long long)h->tp * h->pp * h->dp != h->world_size) {
+        fail(c, "header at byte 12 has an impossible layout (rank %d, world %d, tp %d, pp %d, dp %d, vpp %d)",
+             h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp);
+        goto bad;
+    }
+
+    f->n = (size_t)n;
+    f->ev = mallocCheck(f->n * sizeof *f->ev);
+    for (size_t i = 0; i < f->n; i++) {
+        const uint8_t *p = c->b + ev_off + i * TRACE_EVENT_BYTES;
+        size_t at = ev_off + i * TRACE_EVENT_BYTES;
+        trace_event *e = &f->ev[i];
+        if (p[EV_KIND] >= TRACE_NUM_KINDS) {
+            fail(c, "event %zu at byte %zu has unknown kind %u", i, at, p[EV_KIND]);
+            goto bad;
+        }
+        e->kind = (trace_kind)p[EV_KIND];
+        e->flags = p[EV_FLAGS];
+        uint16_t op = le_get16(p + EV_OP), group = le_get16(p + EV_GROUP);
+        if ((op != TRACE_NO_STRING && op >= nstr) || (group != TRACE_NO_STRING && group >= nstr)) {
+            fail(c, "event %zu at byte %zu names string %u but the table has %u", i, at,
+                 op != TRACE_NO_STRING && op >= nstr ? op : group, nstr);
+            goto bad;
+        }
+        e->op = op == TRACE_NO_STRING ? -1 : op;
+        e->group = group == TRACE_NO_STRING ? -1 : group;
+        e->step = (int)le_get32(p + EV_STEP);
+        e->microbatch = (int)le_get32(p + EV_MB);
+        e->chunk = (int)le_get32(p + EV_CHUNK);
+        e->peer = (int)le_get32(p + EV_PEER);
+        e->tag = (int)le_get32(p + EV_TAG);
+        e->bytes = le_get64(p + EV_BYTES);
+        e->t_start = le_getf64(p + EV_START);
+        e->t_ready = le_getf64(p + EV_READY);
+        e->t_end = le_getf64(p + EV_END);
+        if (!(e->t_start <= e->t_ready && e->t_ready <= e->t_end)) {
+            fail(c, "event %zu at byte %zu has times out of order (start %.9g, ready %.9g, end %.9g)",
+                 i, at, e->t_start, e->t_ready, e->t_end);
+            goto bad;
+        }
+    }
+    return f;
+bad:
+    file_free_parts(f);
+    return NULL;
+}
+
+trace_file *trace_file_read(const char *path, char *err, size_t errlen) {
+    cursor c = {.path = path, .err = err, .errlen = errlen};
+    if (err && errlen) err[0] = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        fail(&c, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    uint8_t *buf = NULL;
+    size_t size = 0, cap = 0;
+    for (;;) { /* read to the end without trusting a size from stat (pipes, growing files) */
+        if (size == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            uint8_t *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(fp);
+                fail(&c, "out of memory reading %zu bytes", cap);
+                return NULL;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + size, 1, cap - size, fp);
+        size += got;
+        if (got == 0) break;
+    }
+    bool io_error = ferror(fp);
+    fclose(fp);
+    if (io_error) {
+        free(buf);
+        fail(&c, "read error after byte %zu", size);
+        return NULL;
+    }
+    c.b = buf;
+    c.size = size;
+    trace_file *f = parse(&c);
+    free(buf);
+    return f;
+}
+
+void trace_file_free(trace_file *f) { file_free_parts(f); }
+
+const trace_header *trace_file_header(const trace_file *f) { return &f->h; }
+const char *trace_file_path(const trace_file *f) { return f->path; }
+size_t trace_file_num_events(const trace_file *f) { return f->n; }
+const trace_event *trace_file_event(const trace_file *f, size_t i) {
+    CHECK(i < f->n, "event index out of range");
+    return &f->ev[i];
+}
+uint64_t trace_file_dropped(const trace_file *f) { return f->dropped; }
+const char *trace_file_string(const trace_file *f, int id) {
+    return id >= 0 && id < f->nstrings ? f->strings[id] : "";
+}
+
+/* ---- a whole run -------------------------------------------------------------------------- */
+
+static bool is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* One p2p endpoint, for pairing: (sender, receiver, tag) then t_start order. */
+typedef struct {
+    int src, dst, tag;
+    double t;
+    int rank;
+    size_t idx;
+} endpoint;
+
+static int endpoint_cmp(const void *a, const void *b) {
+    const endpoint *x = a, *y = b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst) return x->dst < y->dst ? -1 : 1;
+    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The k-th send from A to B with tag T pairs with the k-th receive on B from A with tag T
+ * (MPI's non-overtaking rule), both counted in order of t_start. */
+static void match_p2p(trace_run *r) {
+    size_t ns = 0, nr = 0;
+    for (int k = 0; k < r->nranks; k++)
+        for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
+            trace_kind kind = trace_file_event(r->ranks[k], i)->kind;
+            ns += kind == TRACE_SEND;
+            nr += kind == TRACE_RECV;
+        }
+    endpoint *s = mallocCheck(ns * sizeof *s), *v = mallocCheck(nr * sizeof *v);
+    ns = nr = 0;
+    for (int k = 0; k < r->nranks; k++) {
+        r->flow[k] = mallocCheck((trace_file_num_events(r->ranks[k]) + 1) * sizeof(int));
+        for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
+            const trace_event *e = trace_file_event(r->ranks[k], i);
+            r->flow[k][i] = -1;
+            if (e->kind == TRACE_SEND) s[ns++] = (endpoint){k, e->peer, e->tag, e->t_start, k, i};
+            if (e->kind == TRACE_RECV) v[nr++] = (endpoint){e->peer, k, e->tag, e->t_start, k, i};
+        }
+    }
+    qsort(s, ns, sizeof *s, endpoint_cmp);
+    qsort(v, nr, sizeof *v, endpoint_cmp);
+    size_t i = 0, j = 0;
+    int matched = 0;
+    while (i < ns && j < nr) {
+        endpoint a = s[i], b = v[j];
+        int key = a.src != b.src ? (a.src < b.src ? -1 : 1)
+                  : a.dst != b.dst ? (a.dst < b.dst ? -1 : 1)
+                  : a.tag != b.tag ? (a.tag < b.tag ? -1 : 1)
+                                   : 0;
+        if (key < 0) i++;
+        else if (key > 0) j++;
+        else {
+            r->flow[a.rank][a.idx] = r->flow[b.rank][b.idx] = r->nflows++;
+            matched += 2;
+            i++, j++;
+        }
+    }
+    r->unmatched = (int)(ns + nr) - matched;
+    free(s);
+    free(v);
+}
+
+trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (!is_dir(run_dir)) {
+        snprintf(err, errlen, "run directory '%s' does not exist", run_dir);
+        return NULL;
+    }
+    /* RUN_DIR/trace/rank<k>.trace, or RUN_DIR itself when it is the trace directory. */
+    char tdir[4096 + 8], path[4096 + 64];
+    snprintf(tdir, sizeof tdir, "%s/trace", run_dir);
+    if (!is_dir(tdir)) snprintf(tdir, sizeof tdir, "%s", run_dir);
+    snprintf(path, sizeof path, "%s/rank0.trace", tdir);
+    if (!is_file(path)) {
+        snprintf(err, errlen, "run directory '%s' has no trace/rank0.trace (was it trained with tracing on?)",
+                 run_dir);
+        return NULL;
+    }
+    trace_file *first = trace_file_read(path, err, errlen);
+    if (!first) return NULL;
+    const trace_header h0 = *trace_file_header(first);
+
+    trace_run *r = callocCheck(1, sizeof *r);
+    snprintf(r->dir, sizeof r->dir, "%s", run_dir);
+    r->nranks = h0.world_size;
+    r->ranks = callocCheck((size_t)r->nranks, sizeof *r->ranks);
+    r->flow = callocCheck((size_t)r->nranks, sizeof *r->flow);
+    r->ranks[0] = first;
+    for (int k = 1; k < r->nranks; k++) {
+        snprintf(path, sizeof path, "%s/rank%d.trace", tdir, k);
+        if (!is_file(path)) {
+            snprintf(err, errlen, "trace '%s' is missing (rank 0's header says world size %d)", path,
+                     r->nranks);
+            trace_run_free(r);
+            return NULL;
+        }
+        r->ranks[k] = trace_file_read(path, err, errlen);
+        if (!r->ranks[k]) {
+            trace_run_free(r);
+            return NULL;
+        }
+        const trace_header *h = trace_file_header(r->ranks[k]);
+        if (h->rank != k || h->world_size != h0.world_size || h->tp != h0.tp || h->pp != h0.pp ||
+            h->dp != h0.dp || h->vpp != h0.vpp || strcmp(h->schedule, h0.schedule) != 0) {
+            snprintf(err, errlen,
+                     "trace '%s' does not belong with rank0.trace (it says rank %d of %d, tp %d pp %d dp %d vpp %d '%s'; "
+                     "rank 0 says world %d, tp %d pp %d dp %d vpp %d '%s')",
+                     path, h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->schedule,
+                     h0.world_size, h0.tp, h0.pp, h0.dp, h0.vpp, h0.schedule);
+            trace_run_free(r);
+            return NULL;
+        }
+    }
+    match_p2p(r);
+    return r;
+}
+
+void trace_run_free(trace_run *r) {
+    if (!r) return;
+    for (int k = 0; k < r->nranks; k++) {
+        if (r->ranks) trace_file_free(r->ranks[k]);
+        if (r->flow) free(r->flow[k]);
+    }
+    free(r->ranks);
+    free(r->flow);
+    free(r);
+}

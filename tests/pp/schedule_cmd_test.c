@@ -1,0 +1,141 @@
+/* schedule_cmd_test.c — `trident schedule` end to end: the text grid, the exact JSON shape,
+ * pictures in three formats, and one clear line (non-zero exit, no file) for bad input. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/support/testing.h"
+
+static char g_out[1 << 16];
+
+/* Runs `trident schedule <args>`; returns the exit status, output in g_out. */
+static int schedule(const char *args) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' schedule %s", test_trident_path(), args);
+    return run_capture(cmd, g_out, sizeof g_out);
+}
+
+static void expect_output(const char *needle) {
+    if (!strstr(g_out, needle)) fail_msg("output does not contain '%s':\n%s", needle, g_out);
+}
+
+static void squeeze(char *s) { /* drop all whitespace */
+    char *w = s;
+    for (char *r = s; *r; r++)
+        if (*r != ' ' && *r != '\n' && *r != '\t' && *r != '\r') *w++ = *r;
+    *w = 0;
+}
+
+static void text_prints_the_grid_idle_and_bubbles(void **state) {
+    (void)state;
+    assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule 1f1b"), 0);
+    expect_output("rank 0 F0 F1 F2 F3 .  .  .  B0 F4 B1");
+    expect_output("rank 3 .  .  .  F0 B0 F1 B1");
+    expect_output("27.3%");                /* simulated = (p-1)/(m+p-1) = 3/11 */
+    expect_output("(p-1)/(m+p-1) = 27.3%");
+    expect_output("(p-1)/m = 37.5%");
+    assert_int_equal(schedule("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule gpipe "
+                              "--forward-cost 1 --backward-cost 2"),
+                     0);
+    /* a backward takes two cells; rank 0 waits for rank 1's backward of 0 */
+    expect_output("rank 0 F0 F1 .  .  .  B0 B0 B1 B1\n");
+    expect_output("rank 1 .  F0 F1 B0 B0 B1 B1 .  .\n");
+}
+
+static void json_is_exactly_the_action_lists(void **state) {
+    (void)state;
+    assert_int_equal(schedule("--pipeline-model-parallel-size 2 --num-microbatches 2 --format json"), 0);
+    squeeze(g_out);
+    assert_string_equal(g_out, "{\"0\":[\"F0\",\"F1\",\"B0\",\"B1\"],\"1\":[\"F0\",\"B0\",\"F1\",\"B1\"]}");
+    assert_int_equal(schedule("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule interleaved "
+                              "--format=json"),
+                     0);
+    squeeze(g_out);
+    assert_string_equal(g_out, "{\"0\":[\"F0c0\",\"F1c0\",\"F0c1\",\"F1c1\",\"B0c1\",\"B1c1\",\"B0c0\",\"B1c0\"],"
+                               "\"1\":[\"F0c0\",\"F1c0\",\"F0c1\",\"B0c1\",\"F1c1\",\"B1c1\",\"B0c0\",\"B1c0\"]}");
+    /* -o x.json writes the same document to the file */
+    const char *dir = test_tmpdir("schedule_cmd_json");
+    char args[4400], path[4200];
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    snprintf(args, sizeof args, "--pipeline-model-parallel-size 2 --num-microbatches 2 -o '%s'", path);
+    assert_int_equal(schedule(args), 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(g_out, 1, sizeof g_out - 1, f);
+    g_out[n] = 0;
+    fclose(f);
+    squeeze(g_out);
+    assert_string_equal(g_out, "{\"0\":[\"F0\",\"F1\",\"B0\",\"B1\"],\"1\":[\"F0\",\"B0\",\"F1\",\"B1\"]}");
+}
+
+static void pictures_are_written_in_three_formats(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("schedule_cmd_pictures");
+    const char *ext[3] = {"png", "svg", "pdf"};
+    const char *magic[3] = {"\x89PNG", "<?xml", "%PDF"};
+    for (int i = 0; i < 3; i++) {
+        char path[4200], args[4400];
+        snprintf(path, sizeof path, "%s/sched.%s", dir, ext[i]);
+        snprintf(args, sizeof args,
+                 "--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved "
+                 "--virtual-stages 2 --backward-cost 2 -o '%s'", path);
+        assert_int_equal(schedule(args), 0);
+        FILE *f = fopen(path, "rb");
+        if (!f) fail_msg("%s was not written: %s", path, g_out);
+        char head[8] = {0};
+        assert_true(fread(head, 1, 5, f) >= 4);
+        fseek(f, 0, SEEK_END);
+        assert_true(ftell(f) > 1000);
+        fclose(f);
+        assert_memory_equal(head, magic[i], strlen(magic[i]));
+    }
+    char ls[4400];
+    snprintf(ls, sizeof ls, "ls '%s' | grep -c tmp", dir);
+    run_capture(ls, g_out, sizeof g_out);
+    assert_int_equal(atoi(g_out), 0); /* no temporaries left behind */
+}
+
+static void expect_failure(const char *args, const char *needle) {
+    int st = schedule(args);
+    if (st == 0) fail_msg("'%s' succeeded but should fail", args);
+    expect_output(needle);
+}
+
+static void bad_input_fails_with_one_clear_line(void **state) {
+    (void)state;
+    expect_failure("--pipeline-model-parallel-size 4 --num-microbatches 6 --pipeline-schedule interleaved",
+                   "trident schedule: m = 6 micro-batches is not a multiple of the pipeline size p = 4");
+    expect_failure("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved "
+                   "--virtual-stages 1",
+                   "v = 1");
+    expect_failure("--pipeline-model-parallel-size 4 --num-microbatches 8 --virtual-stages 2",
+                   "needs the interleaved schedule");
+    expect_failure("--num-microbatches 8", "--pipeline-model-parallel-size 0 must be at least 1");
+    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 0",
+                   "--num-microbatches 0 must be at least 1");
+    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule zigzag",
+                   "--pipeline-schedule must be one of gpipe|1f1b|interleaved, got 'zigzag'");
+    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --backward-cost 0",
+                   "--backward-cost 0 must be positive");
+    const char *dir = test_tmpdir("schedule_cmd_bad");
+    char args[4400], path[4200];
+    snprintf(path, sizeof path, "%s/x.bmp", dir);
+    snprintf(args, sizeof args, "--pipeline-model-parallel-size 2 --num-microbatches 2 -o '%s'", path);
+    expect_failure(args, "must end in .png, .svg, .pdf, .json or .txt");
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/x.png", dir);
+    snprintf(args, sizeof args, "--pipeline-model-parallel-size 2 --num-microbatches 2 --format json -o '%s'", path);
+    expect_failure(args, "--format json does not match the output");
+    assert_int_equal(access(path, F_OK), -1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(text_prints_the_grid_idle_and_bubbles),
+        cmocka_unit_test(json_is_exactly_the_action_lists),
+        cmocka_unit_test(pictures_are_written_in_three_formats),
+        cmocka_unit_test(bad_input_fails_with_one_clear_line),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

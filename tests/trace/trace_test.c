@@ -1,0 +1,372 @@
+/* trace_test.c — the recorder, the file format and the reader: events in order, handles,
+ * dropped counting, a byte-exact round trip of every field, one clear error for every
+ * truncated or corrupted file, and loading a run directory with send/receive pairing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "src/trace/trace.h"
+#include "tests/support/testing.h"
+
+static trace_header header(int rank, int world) {
+    trace_header h = {0};
+    h.rank = rank, h.world_size = world, h.tp = 1, h.pp = world, h.dp = 1, h.vpp = 1;
+    h.pp_rank = rank;
+    h.num_microbatches = 4;
+    strcpy(h.schedule, "1f1b");
+    h.clock_offset = 0.125 * rank;
+    h.config_json = "{\"pp\": 2, \"note\": \"quote \\\" inside\"}";
+    return h;
+}
+
+static void events_are_kept_in_order_with_handles(void **state) {
+    (void)state;
+    trace_header h = header(0, 1);
+    trace_recorder *t = trace_create(&h, 16);
+    int s = trace_begin(t, TRACE_STEP, 3, -1, -1);
+    int f = trace_begin(t, TRACE_FORWARD, 3, 1, 0);
+    trace_end(t, f);
+    int b = trace_begin(t, TRACE_BACKWARD, 3, 1, 0);
+    trace_end(t, b);
+    trace_end(t, s);
+    assert_int_equal(s, 0);
+    assert_int_equal(f, 1);
+    assert_int_equal(b, 2);
+    assert_int_equal(trace_num_events(t), 3);
+    const trace_event *es = trace_event_at(t, 0), *ef = trace_event_at(t, 1), *eb = trace_event_at(t, 2);
+    assert_int_equal(es->kind, TRACE_STEP);
+    assert_int_equal(ef->kind, TRACE_FORWARD);
+    assert_int_equal(ef->microbatch, 1);
+    assert_int_equal(eb->kind, TRACE_BACKWARD);
+    assert_true(es->t_start <= ef->t_start && ef->t_end <= eb->t_start && eb->t_end <= es->t_end);
+    for (int i = 0; i < 3; i++) assert_int_equal(trace_event_at(t, (size_t)i)->flags & TRACE_OPEN, 0);
+    trace_destroy(t);
+}
+
+static void full_buffer_counts_dropped_events_instead_of_crashing(void **state) {
+    (void)state;
+    trace_header h = header(0, 1);
+    trace_recorder *t = trace_create(&h, 2);
+    trace_record(t, TRACE_FORWARD, 0, 0, 0, 1.0, 2.0);
+    int k = trace_begin(t, TRACE_BACKWARD, 0, 0, 0);
+    int dropped = trace_begin(t, TRACE_FORWARD, 0, 1, 0);
+    assert_int_equal(dropped, -1);
+    trace_end(t, dropped); /* accepted and ignored */
+    trace_end(t, k);
+    trace_comm(t, TRACE_SEND, "send", "pp", 1, 10, 0, 1, 1, 2);
+    trace_memory(t, 100);
+    assert_int_equal(trace_num_events(t), 2);
+    assert_int_equal(trace_num_dropped(t), 3);
+
+    const char *dir = test_tmpdir("dropped");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/x/rank0.trace", dir); /* trace_write makes x/ */
+    trace_write(t, path);
+    char err[512];
+    trace_file *f = trace_file_read(path, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(trace_file_dropped(f), 3);
+    assert_int_equal(trace_file_num_events(f), 2);
+    trace_file_free(f);
+    trace_destroy(t);
+}
+
+static void strings_beyond_the_table_become_other(void **state) {
+    (void)state;
+    trace_header h = header(0, 1);
+    trace_recorder *t = trace_create(&h, 200);
+    char name[32];
+    for (int i = 0; i < TRACE_MAX_STRINGS + 10; i++) {
+        snprintf(name, sizeof name, "op%d", i);
+        trace_comm(t, TRACE_COLLECTIVE, name, "dp", -1, 1, -1, 0, 0, 1);
+    }
+    assert_string_equal(trace_string(t, trace_event_at(t, 0)->op), "op0");
+    assert_string_equal(trace_string(t, trace_event_at(t, TRACE_MAX_STRINGS + 5)->op), "(other)");
+    assert_string_equal(trace_string(t, -1), "");
+    trace_destroy(t);
+}
+
+/* A small file with one event of every kind and explicit times. */
+static void write_small(const char *path, int rank, int world) {
+    trace_header h = header(rank, world);
+    trace_recorder *t = trace_create(&h, 64);
+    trace_record(t, TRACE_STEP, 7, -1, -1, 10.0, 20.0);
+    trace_record(t, TRACE_FORWARD, 7, 2, 1, 10.5, 11.5);
+    trace_record(t, TRACE_BACKWARD, 7, 2, 1, 12.0, 14.0);
+    trace_comm(t, TRACE_SEND, "send", "pp", (rank + 1) % world, 4096, 5, 11.5, 11.75, 12.0);
+    trace_comm(t, TRACE_RECV, "recv", "pp", (rank + world - 1) % world, 4096, 5, 10.0, 10.25, 10.5);
+    trace_comm(t, TRACE_COLLECTIVE, "all-reduce", "dp", -1, 1 << 20, -1, 14.0, 14.0, 15.0);
+    trace_record(t, TRACE_OPTIMIZER, 7, -1, -1, 15.0, 16.0);
+    trace_record(t, TRACE_DATA, 7, -1, -1, 9.0, 9.5);
+    trace_record(t, TRACE_EVAL, 7, -1, -1, 16.0, 17.0);
+    trace_memory_at(t, 123456789012ULL, 11.0);
+    trace_write(t, path);
+    trace_destroy(t);
+}
+
+static void write_then_read_keeps_every_field(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("roundtrip");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rank1.trace", dir);
+    write_small(path, 1, 2);
+    char err[512] = "";
+    trace_file *f = trace_file_read(path, err, sizeof err);
+    assert_non_null(f);
+    assert_string_equal(err, "");
+    const trace_header *h = trace_file_header(f);
+    trace_header w = header(1, 2);
+    assert_int_equal(h->rank, 1);
+    assert_int_equal(h->world_size, 2);
+    assert_int_equal(h->tp, 1);
+    assert_int_equal(h->pp, 2);
+    assert_int_equal(h->dp, 1);
+    assert_int_equal(h->vpp, 1);
+    assert_int_equal(h->tp_rank, 0);
+    assert_int_equal(h->pp_rank, 1);
+    assert_int_equal(h->dp_rank, 0);
+    assert_int_equal(h->num_microbatches, 4);
+    assert_string_equal(h->schedule, "1f1b");
+    assert_true(h->clock_offset == 0.125);
+    assert_string_equal(h->config_json, w.config_json);
+    assert_string_equal(trace_file_path(f), path);
+    assert_int_equal(trace_file_num_events(f), 10);
+    assert_int_equal(trace_file_dropped(f), 0);
+
+    const trace_event *e = trace_file_event(f, 1);
+    assert_int_equal(e->kind, TRACE_FORWARD);
+    assert_int_equal(e->step, 7);
+    assert_int_equal(e->microbatch, 2);
+    assert_int_equal(e->chunk, 1);
+    assert_int_equal(e->peer, -1);
+    assert_int_equal(e->tag, -1);
+    assert_int_equal(e->op, -1);
+    assert_true(e->t_start == 10.5 && e->t_ready == 10.5 && e->t_end == 11.5);
+    e = trace_file_event(f, 3);
+    assert_int_equal(e->kind, TRACE_SEND);
+    assert_int_equal(e->peer, 0);
+    assert_int_equal(e->tag, 5);
+    assert_int_equal(e->bytes, 4096);
+    assert_string_equal(trace_file_string(f, e->op), "send");
+    assert_string_equal(trace_file_string(f, e->group), "pp");
+    assert_true(e->t_start == 11.5 && e->t_ready == 11.75 && e->t_end == 12.0);
+    e = trace_file_event(f, 5);
+    assert_int_equal(e->kind, TRACE_COLLECTIVE);
+    assert_string_equal(trace_file_string(f, e->op), "all-reduce");
+    assert_string_equal(trace_file_string(f, e->group), "dp");
+    assert_int_equal(e->bytes, 1 << 20);
+    e = trace_file_event(f, 9);
+    assert_int_equal(e->kind, TRACE_MEMORY);
+    assert_true(e->bytes == 123456789012ULL);
+    assert_true(e->t_start == 11.0);
+    for (int k = 0; k < 10; k++) assert_int_equal(trace_file_event(f, (size_t)k)->flags, 0);
+    trace_file_free(f);
+}
+
+static void unfinished_events_are_marked_open(void **state) {
+    (void)state;
+    trace_header h = header(0, 1);
+    trace_recorder *t = trace_create(&h, 4);
+    trace_begin(t, TRACE_STEP, 0, -1, -1);
+    const char *dir = test_tmpdir("open");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rank0.trace", dir);
+    trace_write(t, path);
+    trace_destroy(t);
+    char err[512];
+    trace_file *f = trace_file_read(path, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(trace_file_event(f, 0)->flags & TRACE_OPEN, TRACE_OPEN);
+    trace_file_free(f);
+}
+
+static unsigned char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(*n);
+    assert_int_equal(fread(b, 1, *n, f), *n);
+    fclose(f);
+    return b;
+}
+
+static void spill(const char *path, const unsigned char *b, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+static void every_truncation_gives_one_error_naming_file_and_offset(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("truncated");
+    char good[4200], bad[4200];
+    snprintf(good, sizeof good, "%s/good.trace", dir);
+    snprintf(bad, sizeof bad, "%s/rank3.trace", dir);
+    write_small(good, 0, 1);
+    size_t n;
+    unsigned char *b = slurp(good, &n);
+    char want_prefix[4400];
+    snprintf(want_prefix, sizeof want_prefix, "trace '%s': ", bad);
+    for (size_t len = 0; len < n; len++) {
+        spill(bad, b, len);
+        char err[1024] = "";
+        trace_file *f = trace_file_read(bad, err, sizeof err);
+        if (f) fail_msg("a %zu-byte prefix of a %zu-byte file was accepted", len, n);
+        if (strncmp(err, want_prefix, strlen(want_prefix)) != 0 || !strstr(err, "byte") ||
+            strchr(err, '\n'))
+            fail_msg("prefix %zu: unclear error '%s'", len, err);
+    }
+    /* A cut inside the events reads like the documented example. */
+    spill(bad, b, n - 20);
+    char err[1024];
+    assert_null(trace_file_read(bad, err, sizeof err));
+    char want[4600];
+    size_t ev_bytes = 10 * 64;
+    snprintf(want, sizeof want, "trace '%s': truncated at byte %zu (the events at byte %zu need %zu bytes)",
+             bad, n - 20, n - 4 - ev_bytes, ev_bytes);
+    assert_string_equal(err, want);
+    free(b);
+}
+
+static void every_flipped_byte_is_detected(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("flipped");
+    char good[4200], bad[4200];
+    snprintf(good, sizeof good, "%s/good.trace", dir);
+    snprintf(bad, sizeof bad, "%s/bad.trace", dir);
+    write_small(good, 0, 1);
+    size_t n;
+    unsigned char *b = slurp(good, &n);
+    for (size_t i = 0; i < n; i++)
+        for (int bit = 0; bit < 8; bit += 7) {
+            b[i] ^= (unsigned char)(1u << bit);
+            spill(bad, b, n);
+            b[i] ^= (unsigned char)(1u << bit);
+            char err[1024] = "";
+            trace_file *f = trace_file_read(bad, err, sizeof err);
+            if (f) fail_msg("flipping bit %d of byte %zu went unnoticed", bit, i);
+            if (!strstr(err, bad) || !strstr(err, "byte")) fail_msg("byte %zu: unclear error '%s'", i, err);
+        }
+    /* Garbage appended after the checksum. */
+    unsigned char *longer = malloc(n + 3);
+    memcpy(longer, b, n);
+    memset(longer + n, 0xAB, 3);
+    spill(bad, longer, n + 3);
+    char err[1024];
+    assert_null(trace_file_read(bad, err, sizeof err));
+    assert_non_null(strstr(err, "3 unexpected bytes after the checksum"));
+    /* Not a trace at all. */
+    spill(bad, (const unsigned char *)"hello, world, this is text", 26);
+    assert_null(trace_file_read(bad, err, sizeof err));
+    assert_non_null(strstr(err, "bad magic at byte 0"));
+    free(longer);
+    free(b);
+}
+
+static void missing_file_is_one_clear_error(void **state) {
+    (void)state;
+    char err[512];
+    assert_null(trace_file_read("/nonexistent/rank0.trace", err, sizeof err));
+    assert_non_null(strstr(err, "trace '/nonexistent/rank0.trace': cannot open"));
+}
+
+static void run_directory_loads_all_ranks_and_pairs_sends_with_receives(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("run");
+    char path[4200];
+    for (int r = 0; r < 3; r++) {
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
+        write_small(path, r, 3);
+    }
+    char err[1024] = "";
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    assert_int_equal(run->nranks, 3);
+    for (int r = 0; r < 3; r++) assert_int_equal(trace_file_header(run->ranks[r])->rank, r);
+    /* Each rank sends to rank+1 with tag 5 and receives from rank-1: a ring of 3 pairs. */
+    assert_int_equal(run->nflows, 3);
+    assert_int_equal(run->unmatched, 0);
+    for (int r = 0; r < 3; r++) {
+        int send_flow = run->flow[r][3], recv_flow = run->flow[(r + 1) % 3][4];
+        assert_true(send_flow >= 0);
+        assert_int_equal(send_flow, recv_flow);
+        assert_int_equal(run->flow[r][1], -1); /* a forward is no p2p */
+    }
+    trace_run_free(run);
+
+    /* The trace directory itself works too. */
+    snprintf(path, sizeof path, "%s/trace", dir);
+    run = trace_run_read(path, err, sizeof err);
+    assert_non_null(run);
+    trace_run_free(run);
+
+    /* A missing rank is named. */
+    snprintf(path, sizeof path, "%s/trace/rank1.trace", dir);
+    remove(path);
+    assert_null(trace_run_read(dir, err, sizeof err));
+    assert_non_null(strstr(err, "rank1.trace' is missing (rank 0's header says world size 3)"));
+
+    /* A file of another run is refused. */
+    write_small(path, 1, 4);
+    assert_null(trace_run_read(dir, err, sizeof err));
+    assert_non_null(strstr(err, "does not belong with rank0.trace"));
+
+    assert_null(trace_run_read("/nonexistent/run", err, sizeof err));
+    assert_string_equal(err, "run directory '/nonexistent/run' does not exist");
+    const char *empty = test_tmpdir("empty");
+    assert_null(trace_run_read(empty, err, sizeof err));
+    assert_non_null(strstr(err, "has no trace/rank0.trace"));
+}
+
+static void pairs_follow_sender_receiver_and_tag_in_order(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("pairs");
+    char path[4200];
+    trace_header h0 = header(0, 2), h1 = header(1, 2);
+    trace_recorder *a = trace_create(&h0, 16), *b = trace_create(&h1, 16);
+    /* rank 0 sends tag 1 twice and tag 2 once; reported out of order (after the fact). */
+    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 1, 3.0, 3.0, 3.5);   /* second tag-1 send */
+    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 1, 1.0, 1.0, 1.5);   /* first tag-1 send */
+    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 2, 2.0, 2.0, 2.5);
+    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 2, 1.9, 2.0, 2.5);
+    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 1, 0.5, 1.0, 1.5);
+    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 1, 2.9, 3.0, 3.5);
+    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 3, 4.0, 4.0, 4.5);   /* nobody sent it */
+    snprintf(path, sizeof path, "%s/trace/rank0.trace", dir);
+    trace_write(a, path);
+    snprintf(path, sizeof path, "%s/trace/rank1.trace", dir);
+    trace_write(b, path);
+    trace_destroy(a);
+    trace_destroy(b);
+    char err[512];
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    assert_non_null(run);
+    assert_int_equal(run->nflows, 3);
+    assert_int_equal(run->unmatched, 1);
+    assert_int_equal(run->flow[0][1], run->flow[1][1]); /* first tag-1 pair */
+    assert_int_equal(run->flow[0][0], run->flow[1][2]); /* second tag-1 pair */
+    assert_int_equal(run->flow[0][2], run->flow[1][0]); /* tag 2 */
+    assert_int_equal(run->flow[1][3], -1);
+    trace_run_free(run);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(events_are_kept_in_order_with_handles),
+        cmocka_unit_test(full_buffer_counts_dropped_events_instead_of_crashing),
+        cmocka_unit_test(strings_beyond_the_table_become_other),
+        cmocka_unit_test(write_then_read_keeps_every_field),
+        cmocka_unit_test(unfinished_events_are_marked_open),
+        cmocka_unit_test(every_truncation_gives_one_error_naming_file_and_offset),
+        cmocka_unit_test(every_flipped_byte_is_detected),
+        cmocka_unit_test(missing_file_is_one_clear_error),
+        cmocka_unit_test(run_directory_loads_all_ranks_and_pairs_sends_with_receives),
+        cmocka_unit_test(pairs_follow_sender_receiver_and_tag_in_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

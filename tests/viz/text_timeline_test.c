@@ -1,0 +1,43 @@
+/* text_timeline_test.c — the .txt rendering: one character per bucket, idle % per rank,
+ * both bubble definitions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/support/testing.h"
+#include "viz/text_timeline.h"
+
+static viz_tl_box box(viz_tl_kind k, int mb, int chunk, double a, double b) {
+    return (viz_tl_box){.kind = k, .microbatch = mb, .chunk = chunk, .start = a, .ready = a,
+                        .end = b, .peer = -1, .flow = -1};
+}
+
+static void buckets_show_the_dominant_kind_and_idle_dots(void **state) {
+    (void)state;
+    viz_timeline *tl = viz_timeline_new("t", "gpipe", 1, 2, 1, 1, 1);
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_FORWARD, 0, 0, 0, 1));
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_BACKWARD, 0, 0, 2, 4));
+    viz_tl_box recv = box(VIZ_TL_RECV, -1, -1, 0, 2); /* waits 0..1.5, transfers 1.5..2 */
+    recv.ready = 1.5;
+    viz_timeline_add_box(tl, 1, recv);
+    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 0, 1, 2, 3));
+    viz_timeline_add_box(tl, 1, box(VIZ_TL_OPTIMIZER, -1, -1, 3, 3.5));
+    viz_timeline_finish(tl);
+    char buf[4096];
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    const viz_timeline *one[1] = {tl};
+    viz_text_timeline_write(f, one, 1, 8);
+    fclose(f);
+    assert_non_null(strstr(buf, "stage 0  rank 0   |FF..BBBB| idle  25.0%"));
+    assert_non_null(strstr(buf, "stage 1  rank 1   |...<ffO.| idle  50.0%"));
+    assert_non_null(strstr(buf, "(p-1)/(m+p-1) = 50.0% of total, (p-1)/m = 100.0% of ideal"));
+    assert_non_null(strstr(buf, "legend: F forward"));
+    viz_timeline_free(tl);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(buckets_show_the_dominant_kind_and_idle_dots),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

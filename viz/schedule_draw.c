@@ -1,0 +1,287 @@
+/* schedule_draw.c — a pipeline schedule's predicted timeline as a picture. See schedule_draw.h.
+ *
+ * Page layout (points):
+ *
+ *     +--------------------------------------------------------------------------+
+ *     | title                                                          (TOP)     |
+ *     | rank 0 | boxes .......................................... | idle %  peak |
+ *     |        | phase strip                                     |              |
+ *     | rank 1 | ...                                             |              |
+ *     |        | time axis with ticks                            |              |
+ *     | legend                                                                    |
+ *     +--------------------------------------------------------------------------+
+ *      LEFT     plot_x                               plot_x+plot_w   RIGHT
+ *
+ * Not here: the simulation (src/pp/schedule_sim.c) or measured timelines.
+ */
+#include "viz/schedule_draw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/check.h"
+
+enum { LEFT = 78, RIGHT = 200, TOP = 58, BOX_H = 28, STRIP_H = 6, ROW_GAP = 14, AXIS_H = 40, LEGEND_H = 40 };
+
+static viz_rgb phase_color(pp_phase ph) {
+    switch (ph) {
+    case PP_WARMUP: return viz_shade(VIZ_P2P, 0.25);
+    case PP_STEADY: return viz_shade(VIZ_OPTIMIZER, 0.25);
+    case PP_COOLDOWN: return viz_shade(VIZ_COLLECTIVE, 0.35);
+    }
+    return VIZ_GRID;
+}
+
+/* GPipe's "warmup" is its whole forward pass and its "cooldown" the backward flush. */
+static const char *phase_word(pp_kind kind, pp_phase ph) {
+    switch (ph) {
+    case PP_WARMUP: return kind == PP_GPIPE ? "all forwards" : "warmup";
+    case PP_STEADY: return "steady 1F1B";
+    case PP_COOLDOWN: return kind == PP_GPIPE ? "all backwards (flush)" : "cooldown";
+    }
+    return "";
+}
+
+/* Chunk 0 is the plain colour; later chunks are lighter and hatched, more densely per chunk. */
+static viz_rgb action_fill(const pp_action *a) {
+    viz_rgb base = a->op == PP_FORWARD ? VIZ_FORWARD : VIZ_BACKWARD;
+    if (a->chunk == 0) return base;
+    double t = 0.45 + 0.12 * (a->chunk - 1);
+    return viz_shade(base, t > 0.8 ? 0.8 : t);
+}
+
+/* 1, 2, 5, 10, 20, 50 … : the smallest step that keeps ticks at least min_px apart. */
+static double nice_step(double px_per_unit, double min_px) {
+    double step = 1;
+    for (;;) {
+        if (step * px_per_unit >= min_px) return step;
+        if (step * 2 * px_per_unit >= min_px) return step * 2;
+        if (step * 5 * px_per_unit >= min_px) return step * 5;
+        step *= 10;
+    }
+}
+
+void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim, viz_schedule_layout *out) {
+    const pp_config *c = &s->cfg;
+    const int p = c->p;
+    CHECK(sim->p == p, "simulate the same schedule you draw");
+    memset(out, 0, sizeof *out);
+
+    /* Aim at ~1000 points of plot; keep a unit between 8 and 48 points. */
+    double T = sim->makespan > 0 ? sim->makespan : 1;
+    double ppu = 1000.0 / T;
+    if (ppu > 48) ppu = 48;
+    if (ppu < 8) ppu = 8;
+    out->px_per_unit = ppu;
+    out->plot_x = LEFT;
+    out->plot_w = T * ppu;
+    out->box_h = BOX_H;
+    out->strip_h = STRIP_H;
+    out->row_y0 = TOP;
+    out->row_pitch = BOX_H + 2 + STRIP_H + ROW_GAP;
+    out->axis_y = TOP + p * out->row_pitch + 4;
+    out->tick_step = nice_step(ppu, 36);
+    out->width = ceil(LEFT + out->plot_w + RIGHT);
+    out->height = ceil(out->axis_y + AXIS_H + LEGEND_H);
+
+    int total = 0;
+    for (int r = 0; r < p; r++) total += s->ranks[r].n;
+    out->boxes = callocCheck((size_t)total, sizeof *out->boxes);
+    out->gaps = callocCheck((size_t)total + (size_t)p, sizeof *out->gaps);
+    out->strips = callocCheck((size_t)3 * p, sizeof *out->strips);
+    out->right = callocCheck((size_t)p, sizeof *out->right);
+
+    for (int r = 0; r < p; r++) {
+        const pp_rank_plan *pl = &s->ranks[r];
+        const pp_rank_timeline *tl = &sim->ranks[r];
+        const double y = out->row_y0 + r * out->row_pitch;
+        double prev_end = 0;
+        /* Phase extents on this rank: [first start, last end] of each phase. */
+        double ph_lo[3] = {-1, -1, -1}, ph_hi[3] = {0, 0, 0};
+        for (int i = 0; i < pl->n; i++) {
+            const pp_action *a = &pl->actions[i];
+            const pp_span sp = tl->spans[i];
+            if (sp.start > prev_end + 1e-9) {
+                viz_sched_rect *g = &out->gaps[out->ngap++];
+                g->x = LEFT + prev_end * ppu;
+                g->w = (sp.start - prev_end) * ppu;
+                g->y = y;
+                g->h = BOX_H;
+                g->rank = r;
+                g->action = -1;
+                g->fill = VIZ_IDLE;
+            }
+            if (sp.end > prev_end) prev_end = sp.end;
+            viz_sched_rect *b = &out->boxes[out->nbox++];
+            b->x = LEFT + sp.start * ppu;
+            b->w = (sp.end - sp.start) * ppu;
+            b->y = y;
+            b->h = BOX_H;
+            b->rank = r;
+            b->action = i;
+            b->fill = action_fill(a);
+            b->hatched = a->chunk > 0;
+            b->hatch_gap = a->chunk > 0 ? 7.0 / a->chunk : 0;
+            b->phase = a->phase;
+            if (b->w >= 10) snprintf(b->label, sizeof b->label, "%d", a->mb);
+            int ph = (int)a->phase;
+            if (ph_lo[ph] < 0 || sp.start < ph_lo[ph]) ph_lo[ph] = sp.start;
+            if (sp.end > ph_hi[ph]) ph_hi[ph] = sp.end;
+        }
+        if (sim->makespan > prev_end + 1e-9) { /* idle at the end of the step */
+            viz_sched_rect *g = &out->gaps[out->ngap++];
+            g->x = LEFT + prev_end * ppu;
+            g->w = (sim->makespan - prev_end) * ppu;
+            g->y = y;
+            g->h = BOX_H;
+            g->rank = r;
+            g->action = -1;
+            g->fill = VIZ_IDLE;
+        }
+        for (int ph = 0; ph < 3; ph++) {
+            if (ph_lo[ph] < 0) continue;
+            viz_sched_rect *st = &out->strips[out->nstrip++];
+            st->x = LEFT + ph_lo[ph] * ppu;
+            st->w = (ph_hi[ph] - ph_lo[ph]) * ppu;
+            st->y = y + BOX_H + 2;
+            st->h = STRIP_H;
+            st->rank = r;
+            st->action = -1;
+            st->phase = (pp_phase)ph;
+            st->fill = phase_color((pp_phase)ph);
+        }
+        snprintf(out->right[r], sizeof out->right[r], "idle %.1f%%   peak %d in flight", 100.0 * tl->idle_fraction,
+                 tl->peak_inflight);
+    }
+
+    if (c->v > 1)
+        snprintf(out->title, sizeof out->title,
+                 "%s   p = %d   m = %d   v = %d  —  bubble %.1f%% of the time (textbook (p−1)/(v·m+p−1) = %.1f%%)",
+                 pp_kind_name(c->kind), c->p, c->m, c->v, 100.0 * sim->bubble_fraction,
+                 100.0 * pp_bubble_of_total(c->p, c->m, c->v));
+    else
+        snprintf(out->title, sizeof out->title,
+                 "%s   p = %d   m = %d  —  bubble %.1f%% of the time (textbook (p−1)/(m+p−1) = %.1f%%)",
+                 pp_kind_name(c->kind), c->p, c->m, 100.0 * sim->bubble_fraction,
+                 100.0 * pp_bubble_of_total(c->p, c->m, 1));
+}
+
+void viz_schedule_layout_free(viz_schedule_layout *l) {
+    free(l->boxes);
+    free(l->gaps);
+    free(l->strips);
+    free(l->right);
+    memset(l, 0, sizeof *l);
+}
+
+static void draw_axis(cairo_t *cr, const viz_schedule_layout *l, double makespan) {
+    const double y = l->axis_y;
+    viz_set_rgb(cr, VIZ_GRID);
+    cairo_set_line_width(cr, 1.0);
+    cairo_move_to(cr, l->plot_x, y);
+    cairo_line_to(cr, l->plot_x + l->plot_w, y);
+    cairo_stroke(cr);
+    char buf[32];
+    for (double t = 0; t <= makespan + 1e-9; t += l->tick_step) {
+        double x = l->plot_x + t * l->px_per_unit;
+        /* a faint vertical guide through the rows, a tick and its number */
+        viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.6));
+        cairo_set_line_width(cr, 0.5);
+        cairo_move_to(cr, x, l->row_y0 - 4);
+        cairo_line_to(cr, x, y);
+        cairo_stroke(cr);
+        viz_set_rgb(cr, VIZ_GRID);
+        cairo_set_line_width(cr, 1.0);
+        cairo_move_to(cr, x, y);
+        cairo_line_to(cr, x, y + 5);
+        cairo_stroke(cr);
+        snprintf(buf, sizeof buf, "%g", t);
+        viz_text(cr, x, y + 17, 10, false, VIZ_CENTER, VIZ_TEXT, buf);
+    }
+    viz_text(cr, l->plot_x + l->plot_w, y + 31, 10, false, VIZ_RIGHT, VIZ_TEXT,
+             "time (units of the forward / backward costs)");
+}
+
+static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind, int v) {
+    const double y = l->axis_y + AXIS_H + 16, size = 11;
+    double x = l->plot_x;
+    viz_rgb colors[3] = {VIZ_FORWARD, VIZ_BACKWARD, VIZ_IDLE};
+    const char *labels[3] = {"forward (micro-batch inside)", "backward", "idle (bubble)"};
+    x += viz_legend(cr, x, y, size, 3, colors, labels);
+    if (v > 1) { /* the chunk marker, drawn like the boxes */
+        viz_box(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, 0.45));
+        viz_hatch(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, -0.3), 4);
+        x += size * 1.4;
+        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, "chunk ≥ 1 (lighter, hatched)");
+        x += viz_text_width(cr, size, false, "chunk ≥ 1 (lighter, hatched)") + size * 1.6;
+    }
+    /* GPipe has no steady phase: leave it out of its legend */
+    const pp_phase order[3] = {PP_WARMUP, PP_STEADY, PP_COOLDOWN};
+    viz_rgb pc[3];
+    const char *pl[3];
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        if (kind == PP_GPIPE && order[i] == PP_STEADY) continue;
+        pc[n] = phase_color(order[i]);
+        pl[n++] = phase_word(kind, order[i]);
+    }
+    viz_legend(cr, x, y, size, n, pc, pl);
+}
+
+void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path) {
+    viz_schedule_layout l;
+    viz_schedule_layout_compute(s, sim, &l);
+    viz_canvas cv;
+    viz_canvas_open(&cv, path, l.width, l.height);
+    cairo_t *cr = cv.cr;
+
+    viz_text(cr, LEFT, 26, 14, true, VIZ_LEFT, VIZ_TEXT, l.title);
+    draw_axis(cr, &l, sim->makespan);
+
+    char buf[32];
+    for (int r = 0; r < s->cfg.p; r++) {
+        double y = l.row_y0 + r * l.row_pitch;
+        snprintf(buf, sizeof buf, "rank %d", r);
+        viz_text(cr, LEFT - 10, y + BOX_H * 0.65, 12, true, VIZ_RIGHT, VIZ_TEXT, buf);
+        viz_text(cr, l.plot_x + l.plot_w + 12, y + BOX_H * 0.65, 11, false, VIZ_LEFT, VIZ_TEXT, l.right[r]);
+    }
+    for (int i = 0; i < l.ngap; i++) {
+        const viz_sched_rect *g = &l.gaps[i];
+        cairo_rectangle(cr, g->x, g->y, g->w, g->h);
+        viz_set_rgb(cr, g->fill);
+        cairo_fill(cr);
+    }
+    for (int i = 0; i < l.nbox; i++) {
+        const viz_sched_rect *b = &l.boxes[i];
+        viz_box(cr, b->x, b->y, b->w, b->h, b->fill);
+        const pp_action *a = &s->ranks[b->rank].actions[b->action];
+        viz_rgb base = a->op == PP_FORWARD ? VIZ_FORWARD : VIZ_BACKWARD;
+        if (b->hatched) viz_hatch(cr, b->x + 0.5, b->y + 0.5, b->w - 1, b->h - 1, viz_shade(base, -0.1), b->hatch_gap);
+        if (b->label[0]) {
+            double fs = b->w >= 22 ? 12 : 9;
+            viz_rgb ink = b->hatched ? VIZ_TEXT : (viz_rgb){1, 1, 1};
+            if (b->hatched) { /* a white patch under the number keeps it readable on hatching */
+                double tw = viz_text_width(cr, fs, true, b->label);
+                cairo_rectangle(cr, b->x + b->w / 2 - tw / 2 - 2, b->y + b->h / 2 - fs * 0.5 - 1, tw + 4, fs + 1);
+                cairo_set_source_rgb(cr, 1, 1, 1);
+                cairo_fill(cr);
+            }
+            viz_text(cr, b->x + b->w / 2, b->y + b->h / 2 + fs * 0.36, fs, true, VIZ_CENTER, ink, b->label);
+        }
+    }
+    for (int i = 0; i < l.nstrip; i++) {
+        const viz_sched_rect *st = &l.strips[i];
+        cairo_rectangle(cr, st->x, st->y, st->w, st->h);
+        viz_set_rgb(cr, st->fill);
+        cairo_fill(cr);
+        /* Name the phase under the strip when it is wide enough. */
+        const char *word = phase_word(s->cfg.kind, st->phase);
+        if (viz_text_width(cr, 8, false, word) + 6 < st->w)
+            viz_text(cr, st->x + st->w / 2, st->y + st->h + 8, 8, false, VIZ_CENTER, viz_shade(VIZ_TEXT, 0.35), word);
+    }
+    draw_legend(cr, &l, s->cfg.kind, s->cfg.v);
+    viz_canvas_close(&cv);
+    viz_schedule_layout_free(&l);
+}

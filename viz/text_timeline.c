@@ -1,0 +1,124 @@
+/* text_timeline.c — see text_timeline.h. */
+#include "viz/text_timeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/check.h"
+
+char viz_text_timeline_char(viz_tl_kind kind, int chunk) {
+    bool odd = chunk >= 0 && chunk % 2 == 1;
+    switch (kind) {
+    case VIZ_TL_FORWARD: return odd ? 'f' : 'F';
+    case VIZ_TL_BACKWARD: return odd ? 'b' : 'B';
+    case VIZ_TL_OPTIMIZER: return 'O';
+    case VIZ_TL_SEND: return '>';
+    case VIZ_TL_RECV: return '<';
+    case VIZ_TL_COLLECTIVE: return 'C';
+    case VIZ_TL_DATA: return 'D';
+    case VIZ_TL_EVAL: return 'E';
+    default: return '?';
+    }
+}
+
+/* Characters one row shows, each with the time it covers in the current bucket. */
+enum { NCHARS = 128 };
+
+static void write_row(FILE *f, const viz_timeline *tl, int rank, int columns, double dt) {
+    const viz_tl_row *row = &tl->rows[rank];
+    double cover[NCHARS];
+    double *sa, *se;
+    int n = viz_timeline_busy_intervals(tl, rank, &sa, &se);
+    for (int c = 0; c < columns; c++) {
+        double a = c * dt, b = a + dt;
+        if (a >= tl->duration) { /* past this panel's end: blank */
+            fputc(' ', f);
+            continue;
+        }
+        if (b > tl->duration) b = tl->duration;
+        memset(cover, 0, sizeof cover);
+        /* Busy time per character; a p2p only counts from ready (before it waits = idle). */
+        for (int i = 0; i < row->nboxes; i++) {
+            const viz_tl_box *x = &row->boxes[i];
+            if (x->start >= b) break; /* boxes are sorted by start */
+            double s = (x->kind == VIZ_TL_SEND || x->kind == VIZ_TL_RECV) ? x->ready : x->start;
+            double lo = s > a ? s : a, hi = x->end < b ? x->end : b;
+            if (hi > lo) cover[(unsigned char)viz_text_timeline_char(x->kind, x->chunk)] += hi - lo;
+        }
+        /* Idle = what the union of busy intervals leaves (boxes may nest). */
+        double busy = viz_union_length(sa, se, n, a, b);
+        cover['.'] = (b - a) - busy;
+        /* Compute kinds win ties over communication: they are what the picture is about. */
+        static const char pref[] = "FBfbODEC><.";
+        char best = '.';
+        double best_t = -1;
+        for (const char *p = pref; *p; p++)
+            if (cover[(unsigned char)*p] > best_t) best_t = cover[(unsigned char)*p], best = *p;
+        fputc(best, f);
+    }
+    free(sa);
+    free(se);
+}
+
+static void pct(char *buf, size_t cap, double x) { snprintf(buf, cap, "%.1f%%", 100 * x); }
+
+void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int columns) {
+    CHECK(columns >= 1, "a text timeline needs at least one column");
+    double longest = 0;
+    for (int p = 0; p < n; p++)
+        if (tls[p]->duration > longest) longest = tls[p]->duration;
+    double dt = longest > 0 ? longest / columns : 1;
+    for (int p = 0; p < n; p++) {
+        const viz_timeline *tl = tls[p];
+        if (p > 0) fputc('\n', f);
+        fprintf(f, "%s: %s, TP %d x PP %d x DP %d (%d ranks), %d micro-batches", tl->name,
+                tl->schedule, tl->tp, tl->pp, tl->dp, tl->world_size, tl->num_microbatches);
+        if (tl->vpp > 1) fprintf(f, ", %d chunks per rank", tl->vpp);
+        if (tl->step >= 0) fprintf(f, ", step %d", tl->step);
+        fprintf(f, ", %.3f ms (one column = %.3f ms)\n", tl->duration * 1e3, dt * 1e3);
+        if (tl->dropped)
+            fprintf(f, "WARNING: %llu events were dropped (trace buffer full)\n",
+                    (unsigned long long)tl->dropped);
+
+        /* Rows by pipeline stage, then dp, then tp (as in the pictures). */
+        int *order = mallocCheck((size_t)tl->nrows * sizeof *order);
+        for (int r = 0; r < tl->nrows; r++) order[r] = r;
+        for (int i = 1; i < tl->nrows; i++) {
+            int v = order[i], j = i;
+            const viz_tl_row *x = &tl->rows[v];
+            for (; j > 0; j--) {
+                const viz_tl_row *y = &tl->rows[order[j - 1]];
+                long kx = ((long)x->pp_rank * 4096 + x->dp_rank) * 4096 + x->tp_rank;
+                long ky = ((long)y->pp_rank * 4096 + y->dp_rank) * 4096 + y->tp_rank;
+                if (kx >= ky) break;
+                order[j] = order[j - 1];
+            }
+            order[j] = v;
+        }
+        for (int d = 0; d < tl->nrows; d++) {
+            int r = order[d];
+            viz_tl_row_stats st = viz_timeline_row_stats(tl, r);
+            fprintf(f, "stage %-2d rank %-3d |", tl->rows[r].pp_rank, r);
+            write_row(f, tl, r, columns, dt);
+            fprintf(f, "| idle %5.1f%%\n", 100 * st.idle_frac);
+        }
+        free(order);
+
+        viz_tl_bubble bb = viz_timeline_bubble(tl);
+        char mt[16], mi[16], tt[16], ti[16];
+        pct(mt, sizeof mt, bb.measured_total);
+        pct(mi, sizeof mi, bb.measured_ideal);
+        pct(tt, sizeof tt, bb.theory_total);
+        pct(ti, sizeof ti, bb.theory_ideal);
+        if (tl->vpp > 1)
+            fprintf(f, "bubble measured: %s of total time, %s of ideal time | theory (p=%d, m=%d, v=%d): "
+                       "(p-1)/(v*m+p-1) = %s of total, (p-1)/(v*m) = %s of ideal\n",
+                    mt, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
+        else
+            fprintf(f, "bubble measured: %s of total time, %s of ideal time | theory (p=%d, m=%d): "
+                       "(p-1)/(m+p-1) = %s of total, (p-1)/m = %s of ideal\n",
+                    mt, mi, tl->pp, tl->num_microbatches, tt, ti);
+    }
+    fprintf(f, "legend: F forward  B backward  (f, b: odd model chunk)  O optimizer  > send  < recv  "
+               "C collective  D data  E eval  . idle or waiting\n");
+}

@@ -1,0 +1,256 @@
+/* timeline_draw.c — Cairo painting of a computed timeline layout (see timeline_draw.h). */
+#include "viz/timeline_draw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "viz/timeline_layout.h"
+
+static const viz_rgb DATA_RGB = {0.55, 0.36, 0.30}, EVAL_RGB = {0.50, 0.50, 0.50};
+static const viz_rgb MUTED = {0.40, 0.40, 0.44};
+
+viz_rgb viz_tl_box_color(viz_tl_kind kind, int chunk) {
+    viz_rgb c;
+    switch (kind) {
+    case VIZ_TL_FORWARD: c = VIZ_FORWARD; break;
+    case VIZ_TL_BACKWARD: c = VIZ_BACKWARD; break;
+    case VIZ_TL_OPTIMIZER: c = VIZ_OPTIMIZER; break;
+    case VIZ_TL_SEND:
+    case VIZ_TL_RECV: c = VIZ_P2P; break;
+    case VIZ_TL_COLLECTIVE: c = VIZ_COLLECTIVE; break;
+    case VIZ_TL_DATA: c = DATA_RGB; break;
+    default: c = EVAL_RGB; break;
+    }
+    if (chunk >= 2) c = viz_shade(c, -0.22 * (chunk / 2 > 2 ? 2 : chunk / 2));
+    return c;
+}
+
+bool viz_tl_chunk_hatched(int chunk) { return chunk >= 0 && chunk % 2 == 1; }
+
+static void draw_phases(cairo_t *cr, const viz_tl_row_layout *R) {
+    if (!R->has_phases) return;
+    const struct { double x0, x1; viz_rgb c; const char *name; } ph[3] = {
+        {R->warmup_x0, R->warmup_x1, viz_shade(VIZ_FORWARD, 0.72), "warmup"},
+        {R->steady_x0, R->steady_x1, viz_shade(VIZ_GRID, 0.45), "steady"},
+        {R->cooldown_x0, R->cooldown_x1, viz_shade(VIZ_BACKWARD, 0.70), "cooldown"},
+    };
+    for (int i = 0; i < 3; i++) {
+        double w = ph[i].x1 - ph[i].x0;
+        if (w <= 0.5) continue;
+        cairo_rectangle(cr, ph[i].x0, R->phase_y + 1, w, VIZ_TL_PHASE_H - 2);
+        viz_set_rgb(cr, ph[i].c);
+        cairo_fill(cr);
+        if (viz_text_width(cr, 6.5, false, ph[i].name) + 4 <= w)
+            viz_text(cr, ph[i].x0 + w / 2, R->phase_y + VIZ_TL_PHASE_H - 2, 6.5, false, VIZ_CENTER,
+                     MUTED, ph[i].name);
+    }
+}
+
+static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
+                     const viz_tl_row_layout *R) {
+    const viz_tl_row *row = &P->tl->rows[R->rank];
+    char buf[64];
+
+    /* Labels on the left, numbers on the right. */
+    snprintf(buf, sizeof buf, "rank %d", row->rank);
+    viz_text(cr, L->plot_x - 8, R->lane_y + 14, 10.5, true, VIZ_RIGHT, VIZ_TEXT, buf);
+    snprintf(buf, sizeof buf, "tp %d · dp %d", row->tp_rank, row->dp_rank);
+    viz_text(cr, L->plot_x - 8, R->comm_y + 7, 7.5, false, VIZ_RIGHT, MUTED, buf);
+    double xr = L->plot_x + L->plot_w + 10;
+    viz_text(cr, xr, R->lane_y + 15, 10, false, VIZ_LEFT, VIZ_TEXT, R->idle_text);
+
+    draw_phases(cr, R);
+
+    /* Idle gaps: grey with hatching, so they read as "nothing happens" in black and white. */
+    for (int i = 0; i < R->nidle; i++) {
+        cairo_rectangle(cr, R->idle_x[i], R->lane_y, R->idle_w[i], VIZ_TL_LANE_H);
+        viz_set_rgb(cr, VIZ_IDLE);
+        cairo_fill(cr);
+        viz_hatch(cr, R->idle_x[i], R->lane_y, R->idle_w[i], VIZ_TL_LANE_H, viz_shade(VIZ_GRID, 0.25), 6);
+    }
+
+    for (int i = 0; i < row->nboxes; i++) {
+        const viz_tl_box *b = &row->boxes[i];
+        const viz_tl_box_layout *B = &R->boxes[i];
+        viz_rgb fill = viz_tl_box_color(b->kind, b->chunk);
+        double w = B->w < 1 ? 1 : B->w;
+        if (!viz_tl_is_comm(b->kind)) {
+            viz_box(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, fill);
+            if (viz_tl_chunk_hatched(b->chunk))
+                viz_hatch(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, viz_shade(fill, -0.45), 4);
+            if (B->label_shown)
+                viz_text(cr, B->x + B->w / 2, R->lane_y + 15, VIZ_TL_LABEL_SIZE, true, VIZ_CENTER,
+                         (viz_rgb){1, 1, 1}, B->label);
+        } else {
+            double wait = B->x_ready - B->x;
+            if (wait > 0.2) { /* waiting for the peer: a thin light bar */
+                cairo_rectangle(cr, B->x, R->comm_y + 3, wait, VIZ_TL_COMM_H - 6);
+                viz_set_rgb(cr, viz_shade(fill, 0.55));
+                cairo_fill(cr);
+            }
+            double tw = B->x + B->w - B->x_ready;
+            viz_box(cr, B->x_ready, R->comm_y + 1, tw < 1 ? 1 : tw, VIZ_TL_COMM_H - 2, fill);
+        }
+    }
+
+    /* Memory: a step curve scaled to the panel's peak, with this rank's peak at the right. */
+    if (R->mem_h > 0 && row->nmem > 0 && P->mem_max > 0) {
+        double base = R->mem_y + R->mem_h - 3, top = R->mem_y + 2, span = base - top;
+        double x_end = viz_tl_x(L, P->tl->duration);
+        cairo_move_to(cr, viz_tl_x(L, row->mem[0].t), base);
+        double prev_y = base;
+        for (int i = 0; i < row->nmem; i++) {
+            double x = viz_tl_x(L, row->mem[i].t);
+            double y = base - span * row->mem[i].bytes / P->mem_max;
+            cairo_line_to(cr, x, prev_y);
+            cairo_line_to(cr, x, y);
+            prev_y = y;
+        }
+        cairo_line_to(cr, x_end, prev_y);
+        cairo_line_to(cr, x_end, base);
+        cairo_close_path(cr);
+        viz_set_rgb(cr, viz_shade(VIZ_MEMORY, 0.78));
+        cairo_fill_preserve(cr);
+        viz_set_rgb(cr, VIZ_MEMORY);
+        cairo_set_line_width(cr, 0.9);
+        cairo_stroke(cr);
+        viz_text(cr, xr, R->mem_y + R->mem_h - 5, 8.5, false, VIZ_LEFT, VIZ_MEMORY, R->mem_text);
+    }
+}
+
+static void draw_arrow(cairo_t *cr, const viz_tl_arrow *a) {
+    double dx = a->x2 - a->x1, dy = a->y2 - a->y1, len = sqrt(dx * dx + dy * dy);
+    if (len < 1) return;
+    cairo_set_source_rgba(cr, 0.15, 0.15, 0.2, 0.55);
+    cairo_set_line_width(cr, 0.8);
+    cairo_move_to(cr, a->x1, a->y1);
+    cairo_line_to(cr, a->x2, a->y2);
+    cairo_stroke(cr);
+    double ux = dx / len, uy = dy / len, s = 5;
+    cairo_move_to(cr, a->x2, a->y2);
+    cairo_line_to(cr, a->x2 - s * ux - 0.5 * s * uy, a->y2 - s * uy + 0.5 * s * ux);
+    cairo_line_to(cr, a->x2 - s * ux + 0.5 * s * uy, a->y2 - s * uy - 0.5 * s * ux);
+    cairo_close_path(cr);
+    cairo_fill(cr);
+}
+
+static void draw_axis(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P) {
+    double x_end = viz_tl_x(L, P->tl->duration);
+    viz_set_rgb(cr, VIZ_TEXT);
+    cairo_set_line_width(cr, 1);
+    cairo_move_to(cr, L->plot_x, P->axis_y + 0.5);
+    cairo_line_to(cr, x_end, P->axis_y + 0.5);
+    cairo_stroke(cr);
+    char buf[32];
+    int nt = (int)floor(P->tl->duration / L->tick_s + 1e-9);
+    for (int i = 0; i <= nt; i++) {
+        double x = floor(viz_tl_x(L, i * L->tick_s)) + 0.5;
+        viz_set_rgb(cr, VIZ_TEXT);
+        cairo_move_to(cr, x, P->axis_y);
+        cairo_line_to(cr, x, P->axis_y + 4);
+        cairo_stroke(cr);
+        snprintf(buf, sizeof buf, "%g", i * L->tick_s * 1e3);
+        viz_text(cr, x, P->axis_y + 14, 8.5, false, VIZ_CENTER, VIZ_TEXT, buf);
+    }
+    viz_text(cr, x_end, P->axis_y + 24, 8.5, false, VIZ_RIGHT, MUTED, "time (ms)");
+}
+
+static void draw_grid(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P) {
+    int nt = (int)floor(P->tl->duration / L->tick_s + 1e-9);
+    cairo_set_line_width(cr, 0.5);
+    viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.5));
+    for (int i = 0; i <= nt; i++) {
+        double x = floor(viz_tl_x(L, i * L->tick_s)) + 0.5;
+        cairo_move_to(cr, x, P->rows_top);
+        cairo_line_to(cr, x, P->axis_y);
+    }
+    cairo_stroke(cr);
+}
+
+static void draw_stages(cairo_t *cr, const viz_tl_panel_layout *P) {
+    char buf[32];
+    for (int s = 0; s < P->nstages; s++) {
+        if (P->stage_y1[s] <= P->stage_y0[s]) continue;
+        snprintf(buf, sizeof buf, "stage %d", s);
+        viz_text(cr, 12, (P->stage_y0[s] + P->stage_y1[s]) / 2 + 4, 10, true, VIZ_LEFT, MUTED, buf);
+        viz_set_rgb(cr, VIZ_GRID);
+        cairo_set_line_width(cr, 1.5);
+        cairo_move_to(cr, 66, P->stage_y0[s] + 2);
+        cairo_line_to(cr, 66, P->stage_y1[s] - 2);
+        cairo_stroke(cr);
+    }
+}
+
+static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
+    static const struct { viz_tl_kind k; const char *label; } order[] = {
+        {VIZ_TL_FORWARD, "forward"},     {VIZ_TL_BACKWARD, "backward"},
+        {VIZ_TL_OPTIMIZER, "optimizer"}, {VIZ_TL_SEND, "p2p transfer"},
+        {VIZ_TL_COLLECTIVE, "collective"}, {VIZ_TL_DATA, "data"}, {VIZ_TL_EVAL, "eval"},
+    };
+    viz_rgb colors[10];
+    const char *labels[10];
+    int n = 0;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        bool present = L->kinds_present[order[i].k] ||
+                       (order[i].k == VIZ_TL_SEND && L->kinds_present[VIZ_TL_RECV]);
+        if (!present) continue;
+        colors[n] = viz_tl_box_color(order[i].k, 0);
+        labels[n++] = order[i].label;
+    }
+    double x = L->plot_x, y = L->legend_y + 10, size = 10;
+    x += viz_legend(cr, x, y, size, n, colors, labels);
+    if (L->any_wait) {
+        cairo_rectangle(cr, x, y - size * 0.7, size, size * 0.4);
+        viz_set_rgb(cr, viz_shade(VIZ_P2P, 0.55));
+        cairo_fill(cr);
+        x += size * 1.4;
+        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, "p2p wait");
+        x += viz_text_width(cr, size, false, "p2p wait") + size * 1.6;
+    }
+    if (L->any_chunks) {
+        viz_box(cr, x, y - size, size, size, VIZ_IDLE);
+        viz_hatch(cr, x, y - size, size, size, VIZ_TEXT, 3);
+        x += size * 1.4;
+        const char *t = "odd model chunk (hatched; darker = later chunk pair)";
+        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, t);
+        x += viz_text_width(cr, size, false, t) + size * 1.6;
+    }
+    viz_box(cr, x, y - size, size, size, VIZ_IDLE);
+    viz_hatch(cr, x, y - size, size, size, viz_shade(VIZ_GRID, 0.25), 4);
+    x += size * 1.4;
+    viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, "idle");
+    x += viz_text_width(cr, size, false, "idle") + size * 1.6;
+    bool mem = false;
+    for (int p = 0; p < L->npanels; p++) mem |= L->panels[p].mem_max > 0;
+    if (mem) {
+        viz_box(cr, x, y - size, size, size, viz_shade(VIZ_MEMORY, 0.6));
+        x += size * 1.4;
+        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, "memory in use");
+    }
+}
+
+void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,
+                       const viz_tl_draw_options *opt) {
+    double width = opt && opt->width > 0 ? opt->width : 1400;
+    viz_tl_layout L;
+    viz_tl_layout_compute(&L, tls, n, width);
+    viz_canvas c;
+    viz_canvas_open(&c, path, L.width, L.height);
+    cairo_t *cr = c.cr;
+    for (int p = 0; p < L.npanels; p++) {
+        const viz_tl_panel_layout *P = &L.panels[p];
+        viz_text(cr, 14, P->title_y, 13.5, true, VIZ_LEFT, VIZ_TEXT, P->title);
+        viz_text(cr, 14, P->info_y, 10.5, false, VIZ_LEFT, VIZ_TEXT, P->info);
+        viz_text(cr, 14, P->note_y, 8.5, false, VIZ_LEFT, MUTED, P->note);
+        draw_grid(cr, &L, P);
+        draw_stages(cr, P);
+        for (int d = 0; d < P->nrows; d++) draw_row(cr, &L, P, &P->rows[d]);
+        if (opt && opt->arrows)
+            for (int a = 0; a < P->narrows; a++) draw_arrow(cr, &P->arrows[a]);
+        draw_axis(cr, &L, P);
+    }
+    draw_legend(cr, &L);
+    viz_canvas_close(&c);
+    viz_tl_layout_free(&L);
+}

@@ -1,0 +1,269 @@
+/* timeline_layout.c — positions of everything in a timeline picture (see timeline_layout.h). */
+#include "viz/timeline_layout.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/check.h"
+
+enum { LEFT_GUTTER = 150, RIGHT_GUTTER = 128, TOP_MARGIN = 14, PANEL_GAP = 18 };
+
+double viz_tl_x(const viz_tl_layout *L, double t) { return L->plot_x + t * L->px_per_s; }
+
+double viz_tl_nice_tick(double duration, int max_ticks) {
+    if (!(duration > 0) || max_ticks < 1) return 1e-3;
+    double raw = duration / max_ticks;
+    double mag = pow(10, floor(log10(raw)));
+    static const double steps[] = {1, 2, 5, 10};
+    for (int i = 0; i < 4; i++)
+        if (steps[i] * mag >= raw) return steps[i] * mag;
+    return 10 * mag;
+}
+
+void viz_tl_format_bytes(double bytes, char *buf, int cap) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) bytes /= 1024, u++;
+    snprintf(buf, (size_t)cap, u == 0 ? "%.0f %s" : "%.1f %s", bytes, unit[u]);
+}
+
+/* Display order: by pipeline stage, then data-parallel rank, then tensor rank, then rank. */
+static bool row_before(const viz_timeline *tl, int a, int b) {
+    const viz_tl_row *x = &tl->rows[a], *y = &tl->rows[b];
+    if (x->pp_rank != y->pp_rank) return x->pp_rank < y->pp_rank;
+    if (x->dp_rank != y->dp_rank) return x->dp_rank < y->dp_rank;
+    if (x->tp_rank != y->tp_rank) return x->tp_rank < y->tp_rank;
+    return x->rank < y->rank;
+}
+
+/* Insertion sort of rank indices (a few dozen rows at most). */
+static void sort_rows(const viz_timeline *tl, int *order, int n) {
+    for (int i = 1; i < n; i++) {
+        int v = order[i], j = i;
+        for (; j > 0 && row_before(tl, v, order[j - 1]); j--) order[j] = order[j - 1];
+        order[j] = v;
+    }
+}
+
+static void pct(char *buf, size_t cap, double f) { snprintf(buf, cap, "%.1f%%", 100 * f); }
+
+static void panel_texts(viz_tl_panel_layout *P) {
+    const viz_timeline *tl = P->tl;
+    char step[48] = "";
+    if (tl->step >= 0) snprintf(step, sizeof step, " · step %d", tl->step);
+    char vpart[32] = "";
+    if (tl->vpp > 1) snprintf(vpart, sizeof vpart, " · %d chunks per rank", tl->vpp);
+    snprintf(P->title, sizeof P->title,
+             "%s — %s · TP %d × PP %d × DP %d (%d ranks) · %d micro-batches%s%s · %.2f ms",
+             tl->name, tl->schedule[0] ? tl->schedule : "schedule ?", tl->tp, tl->pp, tl->dp,
+             tl->world_size, tl->num_microbatches, vpart, step, tl->duration * 1e3);
+
+    viz_tl_bubble bb = viz_timeline_bubble(tl);
+    char mt[16], mi[16], tt[16], ti[16];
+    pct(mt, sizeof mt, bb.measured_total);
+    pct(mi, sizeof mi, bb.measured_ideal);
+    pct(tt, sizeof tt, bb.theory_total);
+    pct(ti, sizeof ti, bb.theory_ideal);
+    if (tl->vpp > 1)
+        snprintf(P->info, sizeof P->info,
+                 "Bubble measured: %s of total time, %s of ideal time   |   theory (p=%d, m=%d, v=%d): "
+                 "(p−1)/(v·m+p−1) = %s of total, (p−1)/(v·m) = %s of ideal",
+                 mt, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
+    else
+        snprintf(P->info, sizeof P->info,
+                 "Bubble measured: %s of total time, %s of ideal time   |   theory (p=%d, m=%d): "
+                 "(p−1)/(m+p−1) = %s of total, (p−1)/m = %s of ideal",
+                 mt, mi, tl->pp, tl->num_microbatches, tt, ti);
+    char dropped[96] = "";
+    if (tl->dropped)
+        snprintf(dropped, sizeof dropped, "   WARNING: %llu events were dropped (trace buffer full)",
+                 (unsigned long long)tl->dropped);
+    snprintf(P->note, sizeof P->note,
+             "bubble = time without forward/backward inside the pipeline's forward→backward span, "
+             "mean over ranks; idle = neither computing nor transferring%s",
+             dropped);
+}
+
+static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layout *R, double y,
+                       bool has_mem) {
+    const viz_timeline *tl = P->tl;
+    const viz_tl_row *row = &tl->rows[R->rank];
+    R->stage = row->pp_rank;
+    R->y = R->phase_y = y;
+    R->lane_y = y + VIZ_TL_PHASE_H;
+    R->comm_y = R->lane_y + VIZ_TL_LANE_H;
+    R->mem_y = R->comm_y + VIZ_TL_COMM_H;
+    R->mem_h = has_mem ? VIZ_TL_MEM_H : 0;
+    R->bottom = R->mem_y + R->mem_h;
+
+    R->boxes = callocCheck((size_t)row->nboxes + 1, sizeof *R->boxes);
+    for (int i = 0; i < row->nboxes; i++) {
+        const viz_tl_box *b = &row->boxes[i];
+        viz_tl_box_layout *B = &R->boxes[i];
+        B->x = viz_tl_x(L, b->start);
+        B->w = (b->end - b->start) * L->px_per_s;
+        B->x_ready = viz_tl_x(L, b->ready);
+        if (b->microbatch >= 0 && !viz_tl_is_comm(b->kind))
+            snprintf(B->label, sizeof B->label, "%d", b->microbatch);
+        B->label_shown = B->label[0] && strlen(B->label) * VIZ_TL_CHAR_W + 4 <= B->w;
+        if (b->kind < VIZ_TL_NUM_KINDS) L->kinds_present[b->kind] = true;
+        if (b->chunk >= 1) L->any_chunks = true;
+        if ((b->kind == VIZ_TL_SEND || b->kind == VIZ_TL_RECV) && b->ready > b->start) L->any_wait = true;
+    }
+
+    /* Idle gaps: the complement of the busy intervals within [0, duration]. */
+    double *a, *e;
+    int n = viz_timeline_busy_intervals(tl, R->rank, &a, &e);
+    R->idle_x = mallocCheck(((size_t)n + 1) * sizeof *R->idle_x);
+    R->idle_w = mallocCheck(((size_t)n + 1) * sizeof *R->idle_w);
+    double t = 0;
+    for (int i = 0; i <= n; i++) {
+        double next = i < n ? a[i] : tl->duration;
+        if (next > t) {
+            R->idle_x[R->nidle] = viz_tl_x(L, t);
+            R->idle_w[R->nidle] = (next - t) * L->px_per_s;
+            R->nidle++;
+        }
+        if (i < n && e[i] > t) t = e[i];
+    }
+    free(a);
+    free(e);
+
+    viz_tl_row_stats st = viz_timeline_row_stats(tl, R->rank);
+    snprintf(R->idle_text, sizeof R->idle_text, "idle %.1f%%", 100 * st.idle_frac);
+    if (st.mem_peak > 0) {
+        char b[24];
+        viz_tl_format_bytes(st.mem_peak, b, sizeof b);
+        snprintf(R->mem_text, sizeof R->mem_text, "peak %s", b);
+    }
+    if (st.first_fwd >= 0) {
+        R->has_phases = true;
+        double end = st.last_bwd_end >= 0 ? st.last_bwd_end : st.last_fwd_end;
+        double w1 = st.warmup_end >= 0 ? st.warmup_end : st.first_fwd;
+        double c0 = st.cooldown_start >= 0 ? st.cooldown_start : end;
+        if (c0 < w1) c0 = w1;
+        R->warmup_x0 = viz_tl_x(L, st.first_fwd);
+        R->warmup_x1 = R->steady_x0 = viz_tl_x(L, w1);
+        R->steady_x1 = R->cooldown_x0 = viz_tl_x(L, c0);
+        R->cooldown_x1 = viz_tl_x(L, end);
+        if (st.warmup_forwards == st.forwards) R->steady_x1 = R->steady_x0; /* no steady phase */
+        if (st.cooldown_backwards == 0) R->cooldown_x0 = R->cooldown_x1;
+    }
+}
+
+/* The centre of a row's comm lane, for arrows. */
+static double comm_mid(const viz_tl_row_layout *R) { return R->comm_y + VIZ_TL_COMM_H / 2.0; }
+
+static void layout_arrows(viz_tl_panel_layout *P) {
+    const viz_timeline *tl = P->tl;
+    int nsend = 0;
+    for (int r = 0; r < tl->nrows; r++)
+        for (int i = 0; i < tl->rows[r].nboxes; i++) nsend += tl->rows[r].boxes[i].kind == VIZ_TL_SEND;
+    P->arrows = callocCheck((size_t)nsend + 1, sizeof *P->arrows);
+    /* Row layout by rank, to find a receiver's row. */
+    int *display_of = mallocCheck((size_t)tl->nrows * sizeof *display_of);
+    for (int d = 0; d < P->nrows; d++) display_of[P->rows[d].rank] = d;
+    for (int d = 0; d < P->nrows; d++) {
+        const viz_tl_row_layout *S = &P->rows[d];
+        const viz_tl_row *srow = &tl->rows[S->rank];
+        for (int i = 0; i < srow->nboxes; i++) {
+            const viz_tl_box *b = &srow->boxes[i];
+            if (b->kind != VIZ_TL_SEND || b->flow < 0 || b->peer < 0 || b->peer >= tl->nrows) continue;
+            const viz_tl_row_layout *D = &P->rows[display_of[b->peer]];
+            const viz_tl_row *drow = &tl->rows[b->peer];
+            for (int j = 0; j < drow->nboxes; j++) {
+                if (drow->boxes[j].kind != VIZ_TL_RECV || drow->boxes[j].flow != b->flow) continue;
+                P->arrows[P->narrows++] = (viz_tl_arrow){S->boxes[i].x_ready, comm_mid(S),
+                                                         D->boxes[j].x + D->boxes[j].w, comm_mid(D)};
+                break;
+            }
+        }
+    }
+    free(display_of);
+}
+
+void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int n, double width) {
+    CHECK(n >= 1, "a timeline picture needs at least one timeline");
+    memset(L, 0, sizeof *L);
+    L->width = width;
+    L->plot_x = LEFT_GUTTER;
+    L->plot_w = width - LEFT_GUTTER - RIGHT_GUTTER;
+    CHECK(L->plot_w > 50, "the page is too narrow for a timeline");
+    for (int p = 0; p < n; p++)
+        if (tls[p]->duration > L->duration) L->duration = tls[p]->duration;
+    double dur = L->duration > 0 ? L->duration : 1e-3;
+    L->px_per_s = L->plot_w / dur;
+    L->tick_s = viz_tl_nice_tick(dur, 12);
+
+    L->npanels = n;
+    L->panels = callocCheck((size_t)n, sizeof *L->panels);
+    double y = TOP_MARGIN;
+    for (int p = 0; p < n; p++) {
+        viz_tl_panel_layout *P = &L->panels[p];
+        const viz_timeline *tl = P->tl = tls[p];
+        P->top = y;
+        P->title_y = y + 14;
+        P->info_y = y + 32;
+        P->note_y = y + 46;
+        panel_texts(P);
+        P->rows_top = y + 56;
+
+        bool has_mem = false;
+        for (int r = 0; r < tl->nrows; r++) {
+            for (int i = 0; i < tl->rows[r].nmem; i++)
+                if (tl->rows[r].mem[i].bytes > P->mem_max) P->mem_max = tl->rows[r].mem[i].bytes;
+            has_mem |= tl->rows[r].nmem > 0;
+        }
+
+        int *order = mallocCheck((size_t)tl->nrows * sizeof *order);
+        for (int r = 0; r < tl->nrows; r++) order[r] = r;
+        sort_rows(tl, order, tl->nrows);
+        P->nrows = tl->nrows;
+        P->rows = callocCheck((size_t)tl->nrows, sizeof *P->rows);
+        P->stage_y0 = callocCheck((size_t)tl->pp + 1, sizeof *P->stage_y0);
+        P->stage_y1 = callocCheck((size_t)tl->pp + 1, sizeof *P->stage_y1);
+        double ry = P->rows_top;
+        int prev_stage = -1;
+        for (int d = 0; d < tl->nrows; d++) {
+            viz_tl_row_layout *R = &P->rows[d];
+            R->rank = order[d];
+            int stage = tl->rows[R->rank].pp_rank;
+            if (d > 0 && stage != prev_stage) ry += VIZ_TL_STAGE_GAP;
+            layout_row(L, P, R, ry, has_mem);
+            if (stage >= 0 && stage < tl->pp) {
+                if (stage != prev_stage) P->stage_y0[stage] = R->y;
+                P->stage_y1[stage] = R->bottom;
+                if (stage + 1 > P->nstages) P->nstages = stage + 1;
+            }
+            prev_stage = stage;
+            ry = R->bottom + VIZ_TL_ROW_GAP;
+        }
+        free(order);
+        P->rows_bottom = ry - VIZ_TL_ROW_GAP;
+        layout_arrows(P);
+        P->axis_y = P->rows_bottom + 6;
+        P->bottom = P->axis_y + 26;
+        y = P->bottom + PANEL_GAP;
+    }
+    L->legend_y = y + 4;
+    L->height = L->legend_y + 26;
+}
+
+void viz_tl_layout_free(viz_tl_layout *L) {
+    for (int p = 0; p < L->npanels; p++) {
+        viz_tl_panel_layout *P = &L->panels[p];
+        for (int d = 0; d < P->nrows; d++) {
+            free(P->rows[d].boxes);
+            free(P->rows[d].idle_x);
+            free(P->rows[d].idle_w);
+        }
+        free(P->rows);
+        free(P->stage_y0);
+        free(P->stage_y1);
+        free(P->arrows);
+    }
+    free(L->panels);
+    memset(L, 0, sizeof *L);
+}

@@ -1,0 +1,106 @@
+/* timeline_layout.h — where everything of a timeline picture goes, computed without drawing.
+ *
+ * One or more timelines (panels) are stacked top to bottom on ONE time scale, so a GPipe,
+ * a 1F1B and an interleaved run can be compared by eye. Inside a panel the rows are grouped
+ * by pipeline stage (then data-parallel rank, then tensor rank). Every row is, top to bottom:
+ *
+ *   phase strip   | warmup | steady | cooldown |             (PHASE_H)
+ *   compute lane  [F0][F1]..[B0]//idle//[B1]                 (LANE_H)  labels = micro-batch
+ *   comm lane     ~~wait~~[send]   [all-reduce]              (COMM_H)
+ *   memory strip  ___/‾‾‾\___                    peak 12 MiB (MEM_H, only if sampled)
+ *
+ *   page x:  0 .. plot_x (stage and rank labels) | plot (time) | right gutter (idle %, peak)
+ *
+ * x = plot_x + t * px_per_s for every time t (seconds from the panel's start). Labels are
+ * shown when their estimated width (a fixed advance per character, so the numbers do not
+ * depend on Cairo) fits inside the box. The drawing code (timeline_draw.h) only paints what
+ * this computes; the tests check these numbers directly.
+ *
+ * Not here: Cairo, files.
+ */
+#ifndef TRIDENT_VIZ_TIMELINE_LAYOUT_H
+#define TRIDENT_VIZ_TIMELINE_LAYOUT_H
+
+#include <stdbool.h>
+
+#include "viz/timeline.h"
+
+enum {
+    VIZ_TL_PHASE_H = 9,
+    VIZ_TL_LANE_H = 22,
+    VIZ_TL_COMM_H = 9,
+    VIZ_TL_MEM_H = 18,
+    VIZ_TL_ROW_GAP = 5,
+    VIZ_TL_STAGE_GAP = 9,
+};
+#define VIZ_TL_LABEL_SIZE 10.0     /* micro-batch numbers, points */
+#define VIZ_TL_CHAR_W 6.4          /* estimated advance of one character at that size */
+
+typedef struct {
+    double x, w;          /* the whole box */
+    double x_ready;       /* p2p: where waiting ends and the transfer starts (= x otherwise) */
+    bool label_shown;
+    char label[16];       /* micro-batch number ("" when there is none) */
+} viz_tl_box_layout;
+
+typedef struct {
+    int rank;             /* which row of the timeline this is */
+    int stage;            /* its pipeline stage */
+    double y;             /* top of the row (the phase strip) */
+    double phase_y, lane_y, comm_y, mem_y; /* tops of the four parts */
+    double mem_h;         /* 0 when the panel has no memory samples */
+    double bottom;        /* y just below the row */
+    viz_tl_box_layout *boxes; /* parallel to the timeline row's boxes */
+    int nidle;            /* idle gaps within [0, duration], as x and width */
+    double *idle_x, *idle_w;
+    bool has_phases;      /* phase boundaries below are meaningful; a phase with x1 <= x0
+                           * is absent (GPipe has no steady phase: no forward follows a backward) */
+    double warmup_x0, warmup_x1, steady_x0, steady_x1, cooldown_x0, cooldown_x1;
+    char idle_text[32];   /* "idle 23.4%" */
+    char mem_text[32];    /* "peak 1.2 GiB" or "" */
+} viz_tl_row_layout;
+
+typedef struct {
+    double x1, y1, x2, y2; /* from the send (transfer start) to the receive (transfer end) */
+} viz_tl_arrow;
+
+typedef struct {
+    const viz_timeline *tl;
+    double top, title_y, info_y, note_y; /* baselines of the title and the two text lines */
+    char title[512], info[512], note[512];
+    double rows_top, rows_bottom, axis_y, bottom;
+    int nrows;
+    viz_tl_row_layout *rows; /* in display order (by stage, then dp, then tp) */
+    int nstages;
+    double *stage_y0, *stage_y1; /* vertical extent of each stage group */
+    double mem_max;           /* bytes at the top of every memory strip of this panel */
+    int narrows;
+    viz_tl_arrow *arrows;
+} viz_tl_panel_layout;
+
+typedef struct {
+    double width, height;
+    double plot_x, plot_w, px_per_s, duration; /* duration: longest panel, seconds */
+    double tick_s;                              /* spacing of axis ticks, seconds */
+    double legend_y;
+    bool kinds_present[VIZ_TL_NUM_KINDS];
+    bool any_chunks;          /* some box has chunk >= 1: the legend explains hatching */
+    bool any_wait;            /* some p2p waited: the legend explains the wait bar */
+    int npanels;
+    viz_tl_panel_layout *panels;
+} viz_tl_layout;
+
+/* Lays out n timelines on a page `width` points wide (height follows from the rows). */
+void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int n, double width);
+void viz_tl_layout_free(viz_tl_layout *L);
+
+/* The page x of time t (seconds from the panel start). */
+double viz_tl_x(const viz_tl_layout *L, double t);
+
+/* A 1-2-5 tick spacing (seconds) giving at most about max_ticks ticks over duration. */
+double viz_tl_nice_tick(double duration, int max_ticks);
+
+/* "12.3 MiB"-style byte count into buf. */
+void viz_tl_format_bytes(double bytes, char *buf, int cap);
+
+#endif /* TRIDENT_VIZ_TIMELINE_LAYOUT_H */

@@ -1,0 +1,153 @@
+/* timeline_load.c — trace files -> timeline model (see timeline_load.h). */
+#include "viz/timeline_load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/check.h"
+
+int viz_run_has_steps(const trace_run *r) {
+    for (int k = 0; k < r->nranks; k++)
+        for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++)
+            if (trace_file_event(r->ranks[k], i)->kind == TRACE_STEP) return 1;
+    return 0;
+}
+
+/* Rank k's closed TRACE_STEP event for `step`, or NULL. */
+static const trace_event *find_step(const trace_file *f, int step) {
+    for (size_t i = 0; i < trace_file_num_events(f); i++) {
+        const trace_event *e = trace_file_event(f, i);
+        if (e->kind == TRACE_STEP && e->step == step && !(e->flags & TRACE_OPEN)) return e;
+    }
+    return NULL;
+}
+
+static int int_cmp(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int viz_run_complete_steps(const trace_run *r, int *out, int cap) {
+    /* Candidates: rank 0's closed steps; complete if every other rank closed it too. */
+    const trace_file *f0 = r->ranks[0];
+    size_t n0 = trace_file_num_events(f0);
+    int *cand = mallocCheck((n0 + 1) * sizeof *cand);
+    int nc = 0;
+    for (size_t i = 0; i < n0; i++) {
+        const trace_event *e = trace_file_event(f0, i);
+        if (e->kind == TRACE_STEP && !(e->flags & TRACE_OPEN)) cand[nc++] = e->step;
+    }
+    qsort(cand, (size_t)nc, sizeof *cand, int_cmp);
+    int count = 0;
+    for (int c = 0; c < nc; c++) {
+        if (c > 0 && cand[c] == cand[c - 1]) continue;
+        bool all = true;
+        for (int k = 1; k < r->nranks && all; k++) all = find_step(r->ranks[k], cand[c]) != NULL;
+        if (!all) continue;
+        if (out && count < cap) out[count] = cand[c];
+        count++;
+    }
+    free(cand);
+    return count;
+}
+
+static viz_tl_kind tl_kind(trace_kind k) {
+    switch (k) {
+    case TRACE_FORWARD: return VIZ_TL_FORWARD;
+    case TRACE_BACKWARD: return VIZ_TL_BACKWARD;
+    case TRACE_SEND: return VIZ_TL_SEND;
+    case TRACE_RECV: return VIZ_TL_RECV;
+    case TRACE_COLLECTIVE: return VIZ_TL_COLLECTIVE;
+    case TRACE_OPTIMIZER: return VIZ_TL_OPTIMIZER;
+    case TRACE_DATA: return VIZ_TL_DATA;
+    case TRACE_EVAL: return VIZ_TL_EVAL;
+    default: return VIZ_TL_NUM_KINDS; /* steps and memory are not boxes */
+    }
+}
+
+static double clampd(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int step, char *err,
+                                    size_t errlen) {
+    const trace_header *h0 = trace_file_header(r->ranks[0]);
+    double t0 = 0, t1 = 0;
+    bool have = false;
+    if (viz_run_has_steps(r)) {
+        int nsteps = viz_run_complete_steps(r, NULL, 0);
+        int *steps = mallocCheck(((size_t)nsteps + 1) * sizeof *steps);
+        viz_run_complete_steps(r, steps, nsteps);
+        if (nsteps == 0) {
+            snprintf(err, errlen, "'%s' has no step that every rank completed (did the run stop early?)", r->dir);
+            free(steps);
+            return NULL;
+        }
+        if (step < 0) step = steps[nsteps - 1];
+        bool found = false;
+        for (int i = 0; i < nsteps; i++) found |= steps[i] == step;
+        if (!found) {
+            snprintf(err, errlen, "step %d is not a complete step of '%s' (complete steps: %d..%d, %d in all)",
+                     step, r->dir, steps[0], steps[nsteps - 1], nsteps);
+            free(steps);
+            return NULL;
+        }
+        free(steps);
+        for (int k = 0; k < r->nranks; k++) {
+            const trace_event *e = find_step(r->ranks[k], step);
+            double off = trace_file_header(r->ranks[k])->clock_offset;
+            if (!have || e->t_start + off < t0) t0 = e->t_start + off;
+            if (!have || e->t_end + off > t1) t1 = e->t_end + off;
+            have = true;
+        }
+    } else {
+        step = -1;
+        for (int k = 0; k < r->nranks; k++) {
+            double off = trace_file_header(r->ranks[k])->clock_offset;
+            for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
+                const trace_event *e = trace_file_event(r->ranks[k], i);
+                if (e->flags & TRACE_OPEN) continue;
+                if (!have || e->t_start + off < t0) t0 = e->t_start + off;
+                if (!have || e->t_end + off > t1) t1 = e->t_end + off;
+                have = true;
+            }
+        }
+    }
+
+    viz_timeline *tl = viz_timeline_new(name, h0->schedule, h0->tp, h0->pp, h0->dp, h0->vpp,
+                                        h0->num_microbatches);
+    tl->step = step;
+    tl->duration = t1 - t0;
+    for (int k = 0; k < r->nranks; k++) {
+        const trace_file *f = r->ranks[k];
+        const trace_header *h = trace_file_header(f);
+        viz_timeline_set_coords(tl, k, h->tp_rank, h->pp_rank, h->dp_rank);
+        tl->dropped += trace_file_dropped(f);
+        double off = h->clock_offset;
+        double last_mem = -1; /* the sample in force when the window opens */
+        for (size_t i = 0; i < trace_file_num_events(f); i++) {
+            const trace_event *e = trace_file_event(f, i);
+            if (e->flags & TRACE_OPEN) continue;
+            double a = e->t_start + off, m = e->t_ready + off, b = e->t_end + off;
+            if (e->kind == TRACE_MEMORY) {
+                if (a < t0) last_mem = (double)e->bytes; /* samples are in time order per rank */
+                else if (a <= t1) viz_timeline_add_sample(tl, k, a - t0, (double)e->bytes);
+                continue;
+            }
+            viz_tl_kind kind = tl_kind(e->kind);
+            if (kind == VIZ_TL_NUM_KINDS) continue;
+            bool inside = b > t0 && a < t1;
+            bool instant = a == b && a >= t0 && a <= t1;
+            if (!inside && !instant) continue;
+            viz_tl_box box = {
+                .kind = kind, .microbatch = e->microbatch, .chunk = e->chunk,
+                .start = clampd(a, t0, t1) - t0, .ready = clampd(m, t0, t1) - t0,
+                .end = clampd(b, t0, t1) - t0, .peer = e->peer, .flow = r->flow[k][i],
+            };
+            snprintf(box.op, sizeof box.op, "%s", trace_file_string(f, e->op));
+            viz_timeline_add_box(tl, k, box);
+        }
+        if (last_mem >= 0) viz_timeline_add_sample(tl, k, 0, last_mem);
+    }
+    viz_timeline_finish(tl);
+    return tl;
+}

@@ -1,0 +1,30 @@
+/* timeline_load.h — a measured timeline from a run's trace files.
+ *
+ * Picks one training step (TRACE_STEP events bound steps; a step is complete when every rank
+ * has closed it), puts every rank on rank 0's clock (the header's clock_offset), keeps the
+ * events that overlap the step, clipped to it, and shifts time so the step starts at 0.
+ * Sends and receives carry the pairing computed by trace_run_read().
+ *
+ * Not here: drawing; MPI.
+ */
+#ifndef TRIDENT_VIZ_TIMELINE_LOAD_H
+#define TRIDENT_VIZ_TIMELINE_LOAD_H
+
+#include <stddef.h>
+
+#include "src/trace/trace.h"
+#include "viz/timeline.h"
+
+/* The complete steps of a run, ascending: returns their number and (if out is not NULL)
+ * fills up to cap of them. A trace without any TRACE_STEP event has none. */
+int viz_run_complete_steps(const trace_run *r, int *out, int cap);
+/* True if any rank recorded a TRACE_STEP event. */
+int viz_run_has_steps(const trace_run *r);
+
+/* The timeline of step `step` (-1: the last complete step; the whole trace when the run
+ * has no TRACE_STEP events at all). NULL and one line in err when that step is not complete
+ * on every rank. `name` names the panel (usually the run directory). */
+viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int step, char *err,
+                                    size_t errlen);
+
+#endif /* TRIDENT_VIZ_TIMELINE_LOAD_H */
