@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #ifdef TRIDENT_CUDA
@@ -78,7 +79,7 @@ int dist_bind_device(void) {
 
 void dist_fail_all(const char *fmt, ...) {
     if (g_dist.rank == 0) {
-        fprintf(stderr, "trident: ");
+        if (strncmp(fmt, "trident ", 8) != 0) fprintf(stderr, "trident: ");
         va_list ap;
         va_start(ap, fmt);
         vfprintf(stderr, fmt, ap);

@@ -119,6 +119,7 @@ void trainer_destroy(trainer *t) {
 
 local_model *trainer_model(trainer *t) { return t->model; }
 dist_optimizer *trainer_optimizer(trainer *t) { return t->opt; }
+pp_executor *trainer_executor(trainer *t) { return t->exec; }
 
 /* This DP rank's micro-batches of iteration `it`, as (m, B, T) inputs and targets. */
 static void load_batch(trainer *t, int it) {

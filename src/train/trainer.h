@@ -42,6 +42,8 @@ step_result trainer_step(trainer *t, int it);
 local_model *trainer_model(trainer *t);
 typedef struct dist_optimizer dist_optimizer;
 dist_optimizer *trainer_optimizer(trainer *t);
+typedef struct pp_executor pp_executor;
+pp_executor *trainer_executor(trainer *t);
 
 /* The whole run with logging, checkpoints and traces; returns the process exit status. */
 int trainer_run(train_config *cfg);

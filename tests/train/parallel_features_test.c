@@ -1,0 +1,165 @@
+/* parallel_features_test.c — what the pipeline executor and the optimizer promise beyond
+ * "the same numbers as serial" (that is tests/train/equivalence_test.c):
+ *   - activations held: GPipe keeps all m micro-batches on every rank, 1F1B keeps min(p−r, m)
+ *     on rank r (measured by the executor while it runs);
+ *   - ZeRO on and off give the same parameters to 1e-6 relative;
+ *   - ZeRO-1 optimizer state per rank is the unsharded amount / dp, apart from padding;
+ *   - bf16 and fp16 train, staying within a stated tolerance of fp32;
+ *   - fp16 loss scaling skips the step and lowers the scale on an (injected) overflow, and
+ *     training goes on.
+ * Runs under mpirun with 4 ranks.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/pp/executor.h"
+#include "src/runtime/dist.h"
+#include "src/runtime/parallel_state.h"
+#include "src/train/trainer.h"
+#include "src/zero/distributed_optimizer.h"
+#include "tests/support/testing.h"
+#include "tests/train/equivalence.h"
+
+static trainer *make(train_config *c, parallel_state **ps_out) {
+    char err[512];
+    if (!train_config_check(c, dist_world_size(), err, sizeof err)) fail_msg("%s", err);
+    pg_layout l;
+    assert_true(pg_layout_make(&l, dist_world_size(), c->tensor_model_parallel_size,
+                               c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err));
+    *ps_out = ps_create(&l, dist_rank());
+    return trainer_create(c, *ps_out);
+}
+
+static void pipeline_holds_the_expected_number_of_microbatches(void **state) {
+    (void)state;
+    const char *kinds[2] = {"gpipe", "1f1b"};
+    for (int k = 0; k < 2; k++) {
+        train_config c;
+        equivalence_base_config(&c);
+        c.pipeline_model_parallel_size = 4;
+        c.pipeline_schedule = kinds[k];
+        c.global_batch_size = 16; /* m = 8 micro-batches of 2 */
+        parallel_state *ps;
+        trainer *t = make(&c, &ps);
+        trainer_step(t, 1);
+        int got = pp_executor_peak_microbatches(trainer_executor(t));
+        int m = c.num_microbatches, p = 4, r = ps->pp_rank;
+        int want = k == 0 ? m : (p - r < m ? p - r : m);
+        if (got != want) fail_msg("%s rank %d: held %d micro-batches at the peak, expected %d", kinds[k], r, got, want);
+        size_t per = pp_executor_activation_bytes_per_microbatch(trainer_executor(t));
+        assert_int_equal(pp_executor_peak_activation_bytes(trainer_executor(t)), per * (size_t)want);
+        trainer_destroy(t);
+        ps_destroy(ps);
+    }
+}
+
+static void zero_on_and_off_agree_and_shard_the_state(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c); /* dp = 4 */
+    parallel_state *ps_a, *ps_b;
+    trainer *a = make(&c, &ps_a);
+    train_config cz = c;
+    cz.use_distributed_optimizer = true;
+    trainer *b = make(&cz, &ps_b);
+    for (int it = 1; it <= 4; it++) {
+        trainer_step(a, it);
+        trainer_step(b, it);
+    }
+    const local_model *ma = trainer_model(a), *mb = trainer_model(b);
+    assert_int_equal(ma->numel, mb->numel);
+    double worst = max_rel_diff(mb->params, ma->params, ma->numel);
+    if (dist_rank() == 0) printf("  ZeRO on vs off after 4 steps: max relative difference %.2e\n", worst);
+    assert_true(worst <= 1e-6);
+    /* state bytes: m and v of the shard = unsharded / dp, up to the padding */
+    const zero_ranges *r = distopt_ranges(trainer_optimizer(b));
+    size_t unsharded = distopt_state_bytes(trainer_optimizer(a));
+    size_t sharded = distopt_state_bytes(trainer_optimizer(b));
+    assert_int_equal(sharded, 2 * r->shard_numel * sizeof(float));
+    assert_true(sharded * 4 >= unsharded);
+    assert_true(sharded * 4 - unsharded <= 2 * (r->padded_numel - r->numel) * sizeof(float));
+    trainer_destroy(a);
+    trainer_destroy(b);
+    ps_destroy(ps_a);
+    ps_destroy(ps_b);
+}
+
+/* Serial losses over `steps` with a precision flag. */
+static void losses(int prec, int steps, float *out) {
+    train_config c;
+    equivalence_base_config(&c);
+    c.hidden_size = 64;
+    c.seq_length = 32;
+    c.lr = 3e-3f;
+    c.lr_warmup_iters = 10;
+    c.train_iters = steps;
+    c.bf16 = prec == 1;
+    c.fp16 = prec == 2;
+    char err[512];
+    assert_true(train_config_check(&c, 1, err, sizeof err));
+    trainer *t = trainer_create(&c, NULL);
+    for (int it = 1; it <= steps; it++) out[it - 1] = trainer_step(t, it).loss;
+    trainer_destroy(t);
+}
+
+static void bf16_and_fp16_train_close_to_fp32(void **state) {
+    (void)state;
+    enum { N = 60 };
+    float l32[N], lbf[N], lfp[N];
+    losses(0, N, l32);
+    losses(1, N, lbf);
+    losses(2, N, lfp);
+    if (dist_rank() == 0)
+        printf("  loss after %d steps: fp32 %.4f, bf16 %.4f, fp16 %.4f (start %.4f)\n", N, l32[N - 1], lbf[N - 1],
+               lfp[N - 1], l32[0]);
+    /* all three learn, and 16-bit stays within 3% of fp32 (the tolerance we state) */
+    assert_true(lbf[N - 1] < lbf[0] - 1.5f);
+    assert_true(lfp[N - 1] < lfp[0] - 1.5f);
+    assert_true(fabsf(lbf[N - 1] - l32[N - 1]) <= 0.03f * l32[N - 1]);
+    assert_true(fabsf(lfp[N - 1] - l32[N - 1]) <= 0.03f * l32[N - 1]);
+}
+
+static void fp16_loss_scaling_recovers_from_an_overflow(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c);
+    c.fp16 = true;
+    c.train_iters = 12;
+    parallel_state *ps;
+    trainer *t = make(&c, &ps); /* dp = 4: every rank must agree to skip */
+    dist_optimizer *o = trainer_optimizer(t);
+    float scale0 = distopt_loss_scale(o);
+    float first = 0, last = 0;
+    int skipped = 0;
+    for (int it = 1; it <= 12; it++) {
+        if ((it == 4 || it == 6) && dist_rank() == 1) distopt_inject_overflow(o); /* one rank sees inf */
+        step_result r = trainer_step(t, it);
+        if (it == 1) first = r.loss;
+        last = r.loss;
+        skipped += r.skipped;
+        if (it == 4 || it == 6) assert_true(r.skipped);
+    }
+    assert_int_equal(skipped, 2);
+    /* hysteresis 2: the second overflow halves the scale */
+    assert_true(distopt_loss_scale(o) == scale0 * 0.5f);
+    assert_true(last < first);
+    trainer_destroy(t);
+    ps_destroy(ps);
+}
+
+int main(int argc, char **argv) {
+    mpi_test_launch(argc, argv, 4);
+    dist_init(&argc, &argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pipeline_holds_the_expected_number_of_microbatches),
+        cmocka_unit_test(zero_on_and_off_agree_and_shard_the_state),
+        cmocka_unit_test(fp16_loss_scaling_recovers_from_an_overflow),
+        cmocka_unit_test(bf16_and_fp16_train_close_to_fp32),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    dist_finalize();
+    return rc;
+}
