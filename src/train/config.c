@@ -159,7 +159,26 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     return true;
 }
 
+/* s as the body of a JSON string: quotes, backslashes and control characters escaped. */
+static void json_escape(char *out, size_t cap, const char *s) {
+    size_t k = 0;
+    for (; *s && k + 7 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            out[k++] = '\\';
+            out[k++] = (char)ch;
+        } else if (ch < 0x20) {
+            k += (size_t)snprintf(out + k, cap - k, "\\u%04x", ch);
+        } else {
+            out[k++] = (char)ch;
+        }
+    }
+    out[k] = 0;
+}
+
 char *train_config_json(const train_config *c) {
+    char data[2048];
+    json_escape(data, sizeof data, c->data_path ? c->data_path : "synthetic");
     char *s = mallocCheck(4096);
     snprintf(s, 4096,
              "{\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"seq_length\":%d,"
@@ -177,6 +196,6 @@ char *train_config_json(const train_config *c) {
              c->tensor_model_parallel_size, c->pipeline_model_parallel_size, c->dp, c->vpp,
              c->num_microbatches, c->pipeline_schedule, c->rank_order,
              c->use_distributed_optimizer ? "true" : "false",
-             c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32", c->data_path ? c->data_path : "synthetic");
+             c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32", data);
     return s;
 }

@@ -188,6 +188,10 @@ double trainer_eval(trainer *t, const char *data_path, int max_windows) {
 
 /* ------------------------------------------------------------------ the run */
 
+static prec_dtype run_dtype(const train_config *c) {
+    return c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
+}
+
 static void print_layout(const train_config *c, const parallel_state *ps, const local_model *m,
                          const dist_optimizer *opt) {
     printf("trident train: %d rank%s = tensor %d × pipeline %d × data %d, schedule %s",
@@ -217,12 +221,13 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
             printf("\n");
         }
     }
-    printf("memory (rank 0): parameters %.2f MB, gradients %.2f MB, optimizer state %.2f MB\n",
-           (double)m->numel * 4 / 1e6, (double)m->numel * 4 / 1e6, (double)distopt_state_bytes(opt) / 1e6);
-}
-
-static prec_dtype run_dtype(const train_config *c) {
-    return c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
+    /* The ZeRO paper's accounting for this rank's Ψ parameters (src/zero/memory_plan.h). */
+    const zero_ranges *r = distopt_ranges(opt);
+    size_t shard = c->use_distributed_optimizer ? r->shard_numel : (m->numel + (size_t)c->dp - 1) / (size_t)c->dp;
+    zero_memory_plan plan = zero_memory_plan_make(m->numel, c->dp, shard, run_dtype(c),
+                                                  c->use_distributed_optimizer ? 1 : 0);
+    char buf[256];
+    printf("memory plan (rank 0, %zu parameters): %s\n", m->numel, zero_memory_plan_summary(&plan, buf, sizeof buf));
 }
 
 /* The pictures of a finished run (rank 0, after every rank wrote its trace): the timeline of

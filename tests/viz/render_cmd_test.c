@@ -62,7 +62,7 @@ static void expect_refusal(const char *args, const char *needle, const char *out
     if (rc == 0) fail_msg("'%s' succeeded", args);
     if (!strstr(g_out, needle) || lines(g_out) != 1)
         fail_msg("'%s': want one line with '%s', got: %s", args, needle, g_out);
-    if (strncmp(g_out, "trident: trident render: ", 25) != 0 && strncmp(g_out, "trident: ", 9) != 0)
+    if (strncmp(g_out, "trident render: ", 16) != 0 && strncmp(g_out, "trident: ", 9) != 0)
         fail_msg("unexpected prefix: %s", g_out);
     assert_int_equal(size_of(out), -1);
 }

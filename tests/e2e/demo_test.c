@@ -1,0 +1,59 @@
+/* demo_test.c — README command (1), the demo, as CI runs it: 8 ranks on 2 cores
+ * (oversubscribed), TP2 × PP2 × DP2, interleaved 1F1B, ZeRO. It must train (the loss clearly
+ * falls) and leave the timeline (PNG + Chrome JSON), the groups and the ZeRO pictures. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/support/testing.h"
+
+static char g_out[1 << 18];
+
+static void expect_picture(const char *dir, const char *name, long min_bytes) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    if (stat(path, &st) != 0) fail_msg("the demo did not write %s", path);
+    if (st.st_size < min_bytes) fail_msg("%s has only %ld bytes", path, (long)st.st_size);
+    if (strstr(name, ".png")) {
+        FILE *f = fopen(path, "rb");
+        unsigned char sig[8] = {0};
+        assert_int_equal(fread(sig, 1, 8, f), 8);
+        fclose(f);
+        assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+    }
+    if (!strstr(g_out, path)) fail_msg("the demo did not print the path %s", path);
+}
+
+static void the_demo_trains_and_draws_its_pictures(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("demo");
+    char cmd[8192], run[4400];
+    snprintf(run, sizeof run, "%s/run", dir);
+    const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
+    char script[4400];
+    snprintf(script, sizeof script, "%s/%s/tools/demo.sh", srcdir ? srcdir : ".", ws ? ws : ".");
+    snprintf(cmd, sizeof cmd, "TRIDENT_BIN=%s RUN_DIR=%s bash %s", test_trident_path(), run, script);
+    int rc = run_capture(cmd, g_out, sizeof g_out);
+    if (rc != 0) fail_msg("demo exited %d:\n%s", rc, g_out);
+    assert_non_null(strstr(g_out, "8 ranks = tensor 2 × pipeline 2 × data 2, schedule interleaved (2 chunks per rank), ZeRO on"));
+    const char *done = strstr(g_out, "done: ");
+    assert_non_null(done);
+    double first = 0, last = 0;
+    const char *arrow = strstr(done, "loss ");
+    assert_non_null(arrow);
+    assert_int_equal(sscanf(arrow, "loss %lf -> %lf", &first, &last), 2);
+    printf("  demo loss %.4f -> %.4f\n", first, last);
+    assert_true(last < first - 2.0);
+    expect_picture(run, "timeline.png", 10000);
+    expect_picture(run, "trace.json", 10000);
+    expect_picture(run, "groups.png", 5000);
+    expect_picture(run, "zero.png", 5000);
+    assert_non_null(strstr(g_out, "bubble (last step): measured"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(the_demo_trains_and_draws_its_pictures)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
