@@ -157,7 +157,13 @@ step_result trainer_step(trainer *t, int it) {
     float loss = 0.0f;
     if (t->is_last_stage && t->tp_rank == 0)
         loss = (float)(loss_sum / (double)c->num_microbatches / (double)c->dp);
-    if (t->ps && comm_size(t->ps->world) > 1) comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
+    /* Memory accounting: the largest activation peak of any rank this step. */
+    int64_t peak = (int64_t)pp_executor_peak_activation_bytes(t->exec);
+    if (t->ps && comm_size(t->ps->world) > 1) {
+        comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
+        comm_all_reduce(t->ps->world, &peak, 1, COMM_INT64, COMM_MAX);
+    }
+    r.peak_activation_bytes = (size_t)peak;
     if (t->trace) trace_end(t->trace, hs);
     r.loss = loss;
     r.grad_norm = st.grad_norm;
@@ -358,8 +364,10 @@ int trainer_run(train_config *c) {
             t_last = now;
             last_logged = it;
             if (lead) {
-                fprintf(mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f",
-                        it, (double)r.loss, (double)r.lr, isfinite(r.grad_norm) ? r.grad_norm : -1.0, tps);
+                fprintf(mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
+                            "\"peak_activation_bytes\":%zu",
+                        it, (double)r.loss, (double)r.lr, isfinite(r.grad_norm) ? r.grad_norm : -1.0, tps,
+                        r.peak_activation_bytes);
                 if (c->fp16) fprintf(mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)r.loss_scale, r.skipped ? "true" : "false");
                 fprintf(mf, "}\n");
                 fflush(mf);

@@ -34,6 +34,7 @@ typedef struct {
     float lr;
     bool skipped;     /* fp16 overflow: the update was skipped */
     float loss_scale; /* fp16 loss scale after this step (1 otherwise) */
+    size_t peak_activation_bytes; /* the largest peak of activations held, over all ranks */
 } step_result;
 
 /* Runs iteration `it` (1-based). */
