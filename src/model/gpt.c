@@ -199,47 +199,53 @@ struct gpt_scratch {
     float *dloss;     /* (N) */
 };
 
-/* Lays out (or, with base == NULL, only counts) consecutive views. */
-static float *take(float **cursor, size_t n) {
-    float *p = *cursor;
-    *cursor += (n + 15) & ~(size_t)15; /* 64-byte aligned views */
+/* A cursor over one allocation: take() hands out consecutive 64-byte aligned views. With
+ * base == NULL it only counts (the first pass sizes the allocation, the second lays it out). */
+typedef struct {
+    float *base;
+    size_t used; /* floats */
+} cursor;
+
+static float *take(cursor *cur, size_t n) {
+    float *p = cur->base ? cur->base + cur->used : NULL;
+    cur->used += (n + 15) & ~(size_t)15;
     return p;
 }
 
 static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Cl = c->Cl, NHl = c->NHl;
-    float *cur = base;
-    for (int i = 0; i <= a->nblocks; i++) a->x[i] = take(&cur, N * C);
+    cursor cc = {base, 0}, *cur = &cc;
+    for (int i = 0; i <= a->nblocks; i++) a->x[i] = take(cur, N * C);
     for (int i = 0; i < a->nblocks; i++) {
         block_acts *b = &a->blocks[i];
-        b->ln1 = take(&cur, N * C);
-        b->ln1_mean = take(&cur, N);
-        b->ln1_rstd = take(&cur, N);
-        b->qkv = take(&cur, N * 3 * Cl);
-        b->att = take(&cur, B * NHl * T * T);
-        b->atty = take(&cur, N * Cl);
-        b->x_mid = take(&cur, N * C);
-        b->ln2 = take(&cur, N * C);
-        b->ln2_mean = take(&cur, N);
-        b->ln2_rstd = take(&cur, N);
-        b->fch = take(&cur, N * 4 * Cl);
-        b->fch_gelu = take(&cur, N * 4 * Cl);
+        b->ln1 = take(cur, N * C);
+        b->ln1_mean = take(cur, N);
+        b->ln1_rstd = take(cur, N);
+        b->qkv = take(cur, N * 3 * Cl);
+        b->att = take(cur, B * NHl * T * T);
+        b->atty = take(cur, N * Cl);
+        b->x_mid = take(cur, N * C);
+        b->ln2 = take(cur, N * C);
+        b->ln2_mean = take(cur, N);
+        b->ln2_rstd = take(cur, N);
+        b->fch = take(cur, N * 4 * Cl);
+        b->fch_gelu = take(cur, N * 4 * Cl);
     }
-    a->tmp = take(&cur, N * C);
+    a->tmp = take(cur, N * C);
     if (c->shard.has_head) {
-        a->lnf = take(&cur, N * C);
-        a->lnf_mean = take(&cur, N);
-        a->lnf_rstd = take(&cur, N);
-        a->logits = take(&cur, N * c->Vl);
-        a->rowmax = take(&cur, N);
-        a->sumexp = take(&cur, N);
-        a->target_logit = take(&cur, N);
-        a->losses = take(&cur, N);
+        a->lnf = take(cur, N * C);
+        a->lnf_mean = take(cur, N);
+        a->lnf_rstd = take(cur, N);
+        a->logits = take(cur, N * c->Vl);
+        a->rowmax = take(cur, N);
+        a->sumexp = take(cur, N);
+        a->target_logit = take(cur, N);
+        a->losses = take(cur, N);
     }
-    a->tokens = (int32_t *)take(&cur, N);
-    a->targets = (int32_t *)take(&cur, N);
-    return (size_t)(cur - base);
+    a->tokens = (int32_t *)take(cur, N);
+    a->targets = (int32_t *)take(cur, N);
+    return cc.used;
 }
 
 gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
@@ -250,9 +256,8 @@ gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
     a->nblocks = c->shard.layer_end - c->shard.layer_begin;
     a->x = callocCheck((size_t)a->nblocks + 1, sizeof *a->x);
     a->blocks = callocCheck((size_t)a->nblocks + 1, sizeof *a->blocks);
-    /* First pass counts with a fake base (no dereference), second lays out for real. */
-    float fake[1];
-    size_t n = acts_layout(a, c, fake);
+    /* First pass counts, second lays out the views for real. */
+    size_t n = acts_layout(a, c, NULL);
     a->mem = mallocCheck(n * sizeof(float));
     acts_layout(a, c, a->mem);
     a->bytes = n * sizeof(float);
@@ -273,23 +278,18 @@ const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
 gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
     gpt_scratch *s = callocCheck(1, sizeof *s);
-    size_t n = 0;
-    float fake[1], *cur = fake;
     for (int pass = 0; pass < 2; pass++) {
-        cur = pass ? s->mem : fake;
-        s->dres = take(&cur, N * C);
-        s->dln = take(&cur, N * C);
-        s->dqkv = take(&cur, N * 3 * Cl);
-        s->datty = take(&cur, N * Cl);
-        s->dfch = take(&cur, N * 4 * Cl);
-        s->dfch_gelu = take(&cur, N * 4 * Cl);
-        s->datt = take(&cur, (size_t)T * (size_t)T);
-        s->dlogits = take(&cur, N * c->Vl);
-        s->dloss = take(&cur, N);
-        if (!pass) {
-            n = (size_t)(cur - fake);
-            s->mem = mallocCheck(n * sizeof(float));
-        }
+        cursor cc = {pass ? s->mem : NULL, 0}, *cur = &cc;
+        s->dres = take(cur, N * C);
+        s->dln = take(cur, N * C);
+        s->dqkv = take(cur, N * 3 * Cl);
+        s->datty = take(cur, N * Cl);
+        s->dfch = take(cur, N * 4 * Cl);
+        s->dfch_gelu = take(cur, N * 4 * Cl);
+        s->datt = take(cur, (size_t)T * (size_t)T);
+        s->dlogits = take(cur, N * c->Vl);
+        s->dloss = take(cur, N);
+        if (!pass) s->mem = mallocCheck(cc.used * sizeof(float));
     }
     return s;
 }
