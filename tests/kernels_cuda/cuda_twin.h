@@ -1,0 +1,85 @@
+/* cuda_twin.h — the CUDA kernels behind a plain host-memory C API, for the tests.
+ *
+ * Each twin_<op> has the signature of the CPU <op> in kernels/ops.h (or of its oracle in
+ * src/precision/ and src/optim/), on HOST arrays: it copies every input — and the current
+ * contents of every output that the op accumulates into — to the GPU, runs cuda_<op> from
+ * kernels/ops_cuda.h, waits, and copies the outputs back. A test can thus call the CPU op and
+ * its twin with the same arguments and compare the arrays.
+ *
+ * Why a separate library: this header needs no CUDA header, so the cmocka test translation
+ * unit never meets the CUDA includes (cuda_twin.c is the only file that does).
+ *
+ * Not here: performance (every call allocates and copies; see tools/gpu/gemm_bench.c).
+ */
+#ifndef TRIDENT_TESTS_KERNELS_CUDA_CUDA_TWIN_H
+#define TRIDENT_TESTS_KERNELS_CUDA_CUDA_TWIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* GPUs visible to this process (0 without a GPU or driver; never dies). */
+int twin_gpu_count(void);
+/* The one context all twins use (device 0); twin_shutdown() releases it. */
+void twin_init(void);
+void twin_shutdown(void);
+
+/* Arena check: builds an arena sized by cuda_arena_footprint over views of counts[i] floats,
+ * takes the views, and writes view i's offset from the base into offsets[i]; then writes
+ * value i+1 through every view and reads it back. Returns the arena's capacity in bytes, or
+ * 0 when a read-back value was wrong. */
+size_t twin_arena_layout(const size_t *counts, size_t n, size_t *offsets);
+
+void twin_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                         size_t N, size_t C, size_t OC);
+void twin_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                          const float *inp, const float *weight, size_t N, size_t C, size_t OC);
+void twin_matmul_forward_bf16(float *out, const uint16_t *inp, const uint16_t *weight,
+                              const float *bias, size_t N, size_t C, size_t OC);
+void twin_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const uint16_t *dout,
+                               const uint16_t *inp, const uint16_t *weight, size_t N, size_t C,
+                               size_t OC);
+
+void twin_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                            const float *w, const float *b, size_t N, size_t C);
+void twin_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                             const float *inp, const float *w, const float *mean,
+                             const float *rstd, size_t N, size_t C);
+
+void twin_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T,
+                            size_t NH, size_t HS);
+/* The (NH,T,T) device scratch is allocated inside. */
+void twin_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                             size_t B, size_t T, size_t NH, size_t HS);
+
+void twin_gelu_forward(float *out, const float *inp, size_t n);
+void twin_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+void twin_residual_forward(float *out, const float *a, const float *b, size_t n);
+void twin_add_inplace(float *y, const float *x, size_t n);
+
+void twin_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N,
+                            size_t C, int64_t v_start, size_t V);
+void twin_embedding_backward(float *dwte, const float *dout, const int32_t *tokens, size_t N,
+                             size_t C, int64_t v_start, size_t V);
+void twin_position_forward(float *out, const float *wpe, size_t B, size_t T, size_t C);
+void twin_position_backward(float *dwpe, const float *dout, size_t B, size_t T, size_t C);
+
+void twin_crossentropy_local_max(float *rowmax, const float *logits, size_t N, size_t V,
+                                 int64_t v_start, int64_t real_vocab);
+void twin_crossentropy_local_sums(float *sumexp, float *target_logit, const float *logits,
+                                  const float *rowmax, const int32_t *targets, size_t N, size_t V,
+                                  int64_t v_start, int64_t real_vocab);
+void twin_crossentropy_loss(float *loss, const float *sumexp, const float *rowmax,
+                            const float *target_logit, size_t N);
+void twin_crossentropy_backward(float *dlogits, const float *logits, const float *rowmax,
+                                const float *sumexp, const int32_t *targets, const float *dloss,
+                                size_t N, size_t V, int64_t v_start, int64_t real_vocab);
+
+void twin_adamw_update(float *p, const float *g, float *m, float *v, size_t n, float beta1,
+                       float beta2, float eps, float lr, float wd, int t, float grad_scale);
+
+void twin_fp32_to_bf16(uint16_t *out, const float *in, size_t n);
+void twin_bf16_to_fp32(float *out, const uint16_t *in, size_t n);
+void twin_fp32_to_fp16(uint16_t *out, const float *in, size_t n);
+void twin_fp16_to_fp32(float *out, const uint16_t *in, size_t n);
+
+#endif /* TRIDENT_TESTS_KERNELS_CUDA_CUDA_TWIN_H */
