@@ -56,6 +56,15 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
     c->format = viz_format_of(path);
     if (!c->format) die("cannot draw '%s': the picture format follows the extension, which must be .png, .svg or .pdf", path);
     if (strlen(path) >= sizeof c->path) die("output path too long: '%s'", path);
+    /* Name a missing directory plainly (Cairo would only say "error while writing"). */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = 0;
+        if (access(dir, W_OK) != 0)
+            die("cannot write '%s': directory '%s' does not exist or is not writable", path, dir);
+    }
     strcpy(c->path, path);
     snprintf(c->tmp, sizeof c->tmp, "%s.tmp.%d", path, (int)getpid());
     c->width = width;

@@ -400,6 +400,7 @@ int trainer_run(train_config *c) {
     if (lead && c->draw_zero) {
         zero_memory_plan plan = zero_memory_plan_of(distopt_ranges(t->opt), run_dtype(c), c->use_distributed_optimizer ? 1 : 0);
         zero_draw(c->draw_zero, distopt_ranges(t->opt), &plan);
+        printf("ZeRO buffer picture: %s\n", c->draw_zero);
     }
     if (lead) {
         printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - start, elapsed,
@@ -408,7 +409,7 @@ int trainer_run(train_config *c) {
         if (!isnan(floor)) printf(" (the data's floor is %.3f)", floor);
         printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
         if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
-        if (!c->quiet) render_run(c, &layout, t->opt);
+        render_run(c, &layout, t->opt);
         fflush(stdout);
     }
     free(cfg_json);
