@@ -1,17 +1,39 @@
-/* checkpoint.c — see checkpoint.h. */
+/* checkpoint.c — see checkpoint.h; src/ckpt/CHECKPOINTS.md explains the files and resharding.
+ *
+ * Saving writes what the rank holds, named so that any other layout can find it again:
+ * parameters whole (local shape), optimizer state as param-space pieces "adam_m/NAME@a-b".
+ * Loading walks the rank files of the iteration in rank order and fills every element the
+ * loading rank needs, each exactly once, through the serial index:
+ *
+ *   my local element i of NAME --gpt_param_serial_index--> serial s --checkpoint_locate-->
+ *   (saved tp rank, saved local index)  -->  value in any file of that tp rank holding NAME
+ *
+ * It stops opening files as soon as everything is filled. Not here: the container format
+ * (tensorfile.c) and the optimizer's arithmetic (src/zero/).
+ */
 #include "src/ckpt/checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "src/ckpt/tensorfile.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
+#include "src/precision/convert.h"
 #include "src/runtime/comm.h"
+#include "src/runtime/groups.h"
 #include "src/zero/distributed_optimizer.h"
+
+#define CKPT_FORMAT "trident-checkpoint"
+#define CKPT_VERSION 2
+#define MAX_SAVED_WORLD (1 << 20) /* sanity bound on a file's world_size */
+
+/* ---- paths ------------------------------------------------------------------------------ */
 
 static void iter_dir(char *out, size_t cap, const char *dir, int it, bool tmp) {
     snprintf(out, cap, "%s/iter_%07d%s", dir, it, tmp ? ".tmp" : "");
@@ -21,21 +43,106 @@ static void rank_file(char *out, size_t cap, const char *idir, int rank) {
     snprintf(out, cap, "%s/rank_%05d.tck", idir, rank);
 }
 
+/* Removes a directory of plain files (an iteration directory); no-op if it does not exist. */
+static void remove_iteration_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char path[4600];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0) die("cannot remove '%s': %s", path, strerror(errno));
+    }
+    closedir(d);
+    if (rmdir(dir) != 0) die("cannot remove '%s': %s", dir, strerror(errno));
+}
+
+/* ---- who holds what --------------------------------------------------------------------- */
+
+static prec_dtype run_dtype(const train_config *c) {
+    return c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
+}
+
+/* The data-parallel rank of `rank` in the run's layout (0 for a serial run). */
+static int dp_rank_of(const train_config *c, int rank) {
+    if (c->world_size <= 1) return 0;
+    pg_layout l;
+    char err[256];
+    CHECK(pg_layout_make(&l, c->world_size, c->tensor_model_parallel_size, c->pipeline_model_parallel_size,
+                         c->vpp, c->rank_order, err, sizeof err),
+          "the trainer checked the layout before saving or loading");
+    return pg_coord_of(&l, rank).dp;
+}
+
+/* This rank's optimizer state as pieces of parameters (src/zero/shard_ranges.h): with ZeRO
+ * the pieces of its shard (local_start indexes the shard-sized arrays); without it the one
+ * shard of the dp = 1 ranges, whose pieces are whole parameters at their buffer offsets. */
+static const zero_shard *state_pieces(const train_config *c, dist_optimizer *opt, int rank) {
+    const zero_ranges *r = distopt_ranges(opt);
+    int d = c->use_distributed_optimizer ? dp_rank_of(c, rank) : 0;
+    CHECK(d >= 0 && d < r->dp, "the data-parallel rank is inside the optimizer's shards");
+    return &r->shards[d];
+}
+
+bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_size, size_t serial,
+                       int *tp_rank, size_t *local) {
+    if (full_cols == 0 || serial / full_cols >= full_rows) return false;
+    const size_t tp = (size_t)tp_size, row = serial / full_cols, col = serial % full_cols;
+    switch ((gpt_split)split) {
+    case SPLIT_NONE:
+        *tp_rank = -1;
+        *local = serial;
+        return true;
+    case SPLIT_ROWS: { /* W = [W_0; W_1; ...]: rank r holds rows [r*rows, (r+1)*rows) */
+        size_t rows = full_rows / tp;
+        *tp_rank = (int)(row / rows);
+        *local = (row % rows) * full_cols + col;
+        return true;
+    }
+    case SPLIT_COLS: { /* W = [W_0 | W_1 | ...]: rank r holds columns [r*cols, (r+1)*cols) */
+        size_t cols = full_cols / tp;
+        *tp_rank = (int)(col / cols);
+        *local = row * cols + col % cols;
+        return true;
+    }
+    case SPLIT_QKV: { /* [Q; K; V], each cut by rows: rank r holds [Q_r; K_r; V_r] */
+        size_t part_full = full_rows / 3, part = part_full / tp;
+        size_t which = row / part_full, within = row % part_full;
+        *tp_rank = (int)(within / part);
+        *local = (which * part + within % part) * full_cols + col;
+        return true;
+    }
+    }
+    return false;
+}
+
+/* ---- saving ----------------------------------------------------------------------------- */
+
 static char *meta_json(int it, const train_config *c, const local_model *m, dist_optimizer *opt,
                        int rank) {
     char *s = mallocCheck(2048);
     snprintf(s, 2048,
-             "{\"format\":\"trident-checkpoint\",\"iteration\":%d,\"adam_step\":%d,\"loss_scale\":%.9g,"
-             "\"rank\":%d,\"world_size\":%d,\"tp\":%d,\"pp\":%d,\"dp\":%d,\"vpp\":%d,"
-             "\"tp_rank\":%d,\"pp_rank\":%d,\"zero\":%d,\"precision\":\"%s\","
+             "{\"format\":\"" CKPT_FORMAT "\",\"version\":%d,\"iteration\":%d,\"adam_step\":%d,"
+             "\"loss_scale\":%.9g,\"precision\":\"%s\",\"rank\":%d,\"world_size\":%d,\"tp\":%d,\"pp\":%d,"
+             "\"dp\":%d,\"vpp\":%d,\"zero\":%d,\"tp_rank\":%d,\"pp_rank\":%d,\"dp_rank\":%d,"
              "\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"seq_length\":%d,"
              "\"padded_vocab\":%d,\"make_vocab_size_divisible_by\":%d,\"seed\":%d,\"numel\":%zu}",
-             it, distopt_step_count(opt), (double)distopt_loss_scale(opt), rank, c->world_size,
-             c->tensor_model_parallel_size, c->pipeline_model_parallel_size, c->dp, c->vpp, m->tp_rank,
-             m->pp_rank, c->use_distributed_optimizer ? 1 : 0, c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32",
-             c->num_layers, c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab,
-             c->make_vocab_size_divisible_by, c->seed, m->numel);
+             CKPT_VERSION, it, distopt_step_count(opt), (double)distopt_loss_scale(opt),
+             prec_dtype_name(run_dtype(c)), rank, c->world_size, c->tensor_model_parallel_size,
+             c->pipeline_model_parallel_size, c->dp, c->vpp, c->use_distributed_optimizer ? 1 : 0,
+             m->tp_rank, m->pp_rank, dp_rank_of(c, rank), c->num_layers, c->hidden_size,
+             c->num_attention_heads, c->seq_length, c->padded_vocab, c->make_vocab_size_divisible_by,
+             c->seed, m->numel);
     return s;
+}
+
+/* The test hook of checkpoint.h: true when this save is the one TRIDENT_TEST_CRASH_IN_SAVE names. */
+static bool crash_requested(int rank) {
+    static int saves = 0;
+    saves++;
+    const char *e = getenv("TRIDENT_TEST_CRASH_IN_SAVE");
+    return rank == 0 && e && atoi(e) == saves;
 }
 
 void checkpoint_save(const char *dir, int it, const train_config *c, const local_model *m,
@@ -43,28 +150,42 @@ void checkpoint_save(const char *dir, int it, const train_config *c, const local
     char tmpdir[4200], findir[4200], path[4400];
     iter_dir(tmpdir, sizeof tmpdir, dir, it, true);
     iter_dir(findir, sizeof findir, dir, it, false);
-    if (rank == 0) make_dirs(tmpdir);
+    const bool crash = crash_requested(rank);
+    if (rank == 0) {
+        remove_iteration_dir(tmpdir); /* left over from a crashed save: may hold stale ranks */
+        make_dirs(tmpdir);
+    }
     if (world) comm_barrier(world);
     rank_file(path, sizeof path, tmpdir, rank);
     char *meta = meta_json(it, c, m, opt, rank);
     tf_writer *w = tf_writer_open(path, meta);
     free(meta);
-    char name[64];
+    char name[TF_MAX_NAME + 1];
     for (int i = 0; i < m->nparams; i++) {
         const gpt_param *p = m->plist[i];
         int64_t shape[2] = {(int64_t)p->rows, (int64_t)p->cols};
         snprintf(name, sizeof name, "param/%s", p->name);
         tf_writer_add(w, name, TF_F32, p->cols == 1 ? 1 : 2, shape, m->params + p->offset);
     }
+    if (crash) {
+        fprintf(stderr, "trident: TRIDENT_TEST_CRASH_IN_SAVE: rank 0 stops halfway through '%s'\n", path);
+        _exit(9);
+    }
+    /* Optimizer state, piece by piece, each named by its range of the local parameter. */
     size_t n;
-    float *mm = distopt_moment(opt, 0, &n);
-    int64_t len = (int64_t)n;
-    tf_writer_add(w, "adam_m", TF_F32, 1, &len, mm);
-    tf_writer_add(w, "adam_v", TF_F32, 1, &len, distopt_moment(opt, 1, &n));
+    float *mom[2] = {distopt_moment(opt, 0, &n), distopt_moment(opt, 1, &n)};
     float *master = distopt_master(opt, &n);
-    if (master) {
-        len = (int64_t)n;
-        tf_writer_add(w, "master", TF_F32, 1, &len, master);
+    static const char *k_state[3] = {"adam_m", "adam_v", "master"};
+    const zero_shard *sh = state_pieces(c, opt, rank);
+    for (int k = 0; k < sh->n_pieces; k++) {
+        const zero_piece *pc = &sh->pieces[k];
+        int64_t len = (int64_t)(pc->param_end - pc->param_start);
+        for (int which = 0; which < (master ? 3 : 2); which++) {
+            const float *src = which < 2 ? mom[which] : master;
+            snprintf(name, sizeof name, "%s/%s@%zu-%zu", k_state[which], m->plist[pc->param]->name,
+                     pc->param_start, pc->param_end);
+            tf_writer_add(w, name, TF_F32, 1, &len, src + pc->local_start);
+        }
     }
     prec_scaler *s = distopt_scaler(opt);
     int64_t four = 4;
@@ -74,13 +195,11 @@ void checkpoint_save(const char *dir, int it, const train_config *c, const local
     /* Everyone has written: the iteration becomes visible at once. */
     if (world) comm_barrier(world);
     if (rank == 0) {
-        char old[4300];
         struct stat st;
         if (stat(findir, &st) == 0) { /* an earlier save of the same iteration: move it aside */
+            char old[4300];
             snprintf(old, sizeof old, "%s.old", findir);
-            char cmd[9000];
-            snprintf(cmd, sizeof cmd, "rm -rf '%s'", old);
-            if (system(cmd) != 0) die("cannot remove '%s'", old);
+            remove_iteration_dir(old);
             if (rename(findir, old) != 0) die("cannot move aside '%s': %s", findir, strerror(errno));
         }
         if (rename(tmpdir, findir) != 0) die("cannot rename '%s' to '%s': %s", tmpdir, findir, strerror(errno));
@@ -93,91 +212,315 @@ void checkpoint_save(const char *dir, int it, const train_config *c, const local
     if (world) comm_barrier(world);
 }
 
+/* ---- reading the files ------------------------------------------------------------------ */
+
 int checkpoint_latest(const char *dir) {
     char path[4200];
     snprintf(path, sizeof path, "%s/latest", dir);
     FILE *f = fopen(path, "r");
     if (!f) die("--load %s: no checkpoint there ('%s' is missing: %s)", dir, path, strerror(errno));
-    int it = -1;
-    int ok = fscanf(f, "%d", &it);
+    char text[64] = {0};
+    size_t got = fread(text, 1, sizeof text - 1, f);
     fclose(f);
-    if (ok != 1 || it < 0) die("--load %s: '%s' does not hold an iteration number", dir, path);
-    return it;
+    char *end;
+    errno = 0;
+    long it = got ? strtol(text, &end, 10) : -1;
+    if (!got || errno || end == text || (*end && *end != '\n') || it < 0 || it > 99999999)
+        die("--load %s: '%s' does not hold an iteration number (expected a line like \"100\")", dir, path);
+    return (int)it;
 }
 
-static tf_reader *open_rank(const char *dir, int it, int rank) {
-    char idir[4200], path[4400], err[1024];
-    iter_dir(idir, sizeof idir, dir, it, false);
-    rank_file(path, sizeof path, idir, rank);
-    tf_reader *r = tf_reader_open(path, err, sizeof err);
-    if (!r) die("%s", err);
-    return r;
-}
+/* What a rank file says about itself, checked. */
+typedef struct {
+    tf_reader *r;
+    const char *path;
+    long long iteration, world, tp, tp_rank, padded_vocab, adam_step;
+    char precision[16];
+} saved_rank;
 
-static long long meta_int(const tf_reader *r, const char *key) {
+static long long meta_int(const saved_rank *f, const char *key) {
     long long v;
-    if (!tf_meta_get_int(tf_reader_meta(r), key, &v)) die("checkpoint: metadata lacks '%s'", key);
+    if (!tf_meta_get_int(tf_reader_meta(f->r), key, &v))
+        die("checkpoint '%s': the metadata has no integer '%s' (not a Trident checkpoint file?)", f->path, key);
     return v;
 }
 
-void checkpoint_read_config(const char *dir, train_config *c) {
-    int it = checkpoint_latest(dir);
-    tf_reader *r = open_rank(dir, it, 0);
-    c->num_layers = (int)meta_int(r, "num_layers");
-    c->hidden_size = (int)meta_int(r, "hidden_size");
-    c->num_attention_heads = (int)meta_int(r, "num_attention_heads");
-    c->seq_length = (int)meta_int(r, "seq_length");
-    c->make_vocab_size_divisible_by = (int)meta_int(r, "make_vocab_size_divisible_by");
-    c->seed = (int)meta_int(r, "seed");
-    tf_reader_close(r);
+static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, int it, int rank) {
+    char idir[4200], err[1024];
+    iter_dir(idir, sizeof idir, dir, it, false);
+    rank_file(path, cap, idir, rank);
+    memset(f, 0, sizeof *f);
+    f->path = path;
+    f->r = tf_reader_open(path, err, sizeof err);
+    if (!f->r) die("%s", err);
+    char format[64];
+    if (!tf_meta_get_string(tf_reader_meta(f->r), "format", format, sizeof format) ||
+        strcmp(format, CKPT_FORMAT) != 0)
+        die("checkpoint '%s': a tensor file, but its metadata does not say \"format\":\"" CKPT_FORMAT "\"",
+            path);
+    long long version = meta_int(f, "version");
+    if (version != CKPT_VERSION)
+        die("checkpoint '%s': checkpoint version %lld, this program reads version %d", path, version,
+            CKPT_VERSION);
+    if (!tf_meta_get_string(tf_reader_meta(f->r), "precision", f->precision, sizeof f->precision))
+        die("checkpoint '%s': the metadata has no \"precision\"", path);
+    f->iteration = meta_int(f, "iteration");
+    f->world = meta_int(f, "world_size");
+    f->tp = meta_int(f, "tp");
+    f->tp_rank = meta_int(f, "tp_rank");
+    f->padded_vocab = meta_int(f, "padded_vocab");
+    f->adam_step = meta_int(f, "adam_step");
+    if (f->iteration != it)
+        die("checkpoint '%s': the file says iteration %lld, its directory %d", path, f->iteration, it);
+    if (meta_int(f, "rank") != rank)
+        die("checkpoint '%s': the file says rank %lld, its name %d", path, meta_int(f, "rank"), rank);
+    if (f->world < 1 || f->world > MAX_SAVED_WORLD)
+        die("checkpoint '%s': world_size %lld is not between 1 and %d", path, f->world, MAX_SAVED_WORLD);
+    if (f->tp < 1 || f->tp > f->world || f->tp_rank < 0 || f->tp_rank >= f->tp)
+        die("checkpoint '%s': tp_rank %lld of tp %lld is not a tensor-parallel coordinate in a world of %lld",
+            path, f->tp_rank, f->tp, f->world);
+    if (f->padded_vocab < 1 || f->padded_vocab % f->tp != 0)
+        die("checkpoint '%s': padded_vocab %lld is not a positive multiple of tp %lld", path,
+            f->padded_vocab, f->tp);
+}
+
+/* The model must be the same; the layout may differ. */
+static void check_same_model(const saved_rank *f, const char *dir, const train_config *c) {
+    struct { const char *key; long long want; } checks[] = {
+        {"num_layers", c->num_layers}, {"hidden_size", c->hidden_size},
+        {"num_attention_heads", c->num_attention_heads}, {"seq_length", c->seq_length},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        long long got = meta_int(f, checks[i].key);
+        if (got != checks[i].want)
+            die("--load %s: the checkpoint has %s = %lld but this run has %lld (the model must match; "
+                "the parallel layout may differ)", dir, checks[i].key, got, checks[i].want);
+    }
+}
+
+/* ---- loading ---------------------------------------------------------------------------- */
+
+/* The loading rank's buffers, and which of their elements are filled. */
+typedef struct {
+    local_model *m;
+    prec_dtype dtype;
+    float *mom[2], *master;       /* optimizer state, indexed by the pieces' local_start */
+    const zero_shard *pieces;     /* what of the state this rank holds */
+    bool *param_done, *state_done;
+    size_t params_left, state_left;
+} load_target;
+
+/* The geometry parameter p had in the saved layout: its rows/cols there, and its serial rows
+ * (the vocabulary padding, and so wte's serial rows, depends on the saved tp). Checks that
+ * the file's "param/NAME" has that shape; returns its data. */
+static const float *saved_param(const saved_rank *f, const gpt_param *p, size_t *full_rows) {
+    *full_rows = p->kind == GPT_WTE ? (size_t)f->padded_vocab : p->full_rows;
+    const size_t tp = (size_t)f->tp;
+    const bool by_rows = p->split == SPLIT_ROWS || p->split == SPLIT_QKV;
+    if ((by_rows && *full_rows % (tp * (p->split == SPLIT_QKV ? 3 : 1)) != 0) ||
+        (p->split == SPLIT_COLS && p->full_cols % tp != 0))
+        die("checkpoint '%s': tp %lld does not divide the shape of '%s' (%zu, %zu)", f->path, f->tp,
+            p->name, *full_rows, p->full_cols);
+    int64_t shape[2] = {(int64_t)(by_rows ? *full_rows / tp : *full_rows),
+                        (int64_t)(p->split == SPLIT_COLS ? p->full_cols / tp : p->full_cols)};
+    char name[TF_MAX_NAME + 1];
+    snprintf(name, sizeof name, "param/%s", p->name);
+    return tf_reader_require(f->r, name, TF_F32, p->cols == 1 ? 1 : 2, shape);
+}
+
+/* Where my local element i of parameter j sits in the saved file f: false if f's tp rank does
+ * not hold it. */
+static bool find_in_file(const saved_rank *f, const load_target *t, int j, size_t full_rows, size_t i,
+                         size_t *saved_local) {
+    const gpt_param *p = t->m->plist[j];
+    size_t s = gpt_param_serial_index(p, t->m->pshard[j], i);
+    int holder;
+    if (!checkpoint_locate(p->split, full_rows, p->full_cols, (int)f->tp, s, &holder, saved_local))
+        return false;
+    return holder < 0 || holder == f->tp_rank;
+}
+
+static void copy_params(const saved_rank *f, load_target *t) {
+    local_model *m = t->m;
+    char name[TF_MAX_NAME + 1];
+    for (int j = 0; j < m->nparams && t->params_left; j++) {
+        const gpt_param *p = m->plist[j];
+        snprintf(name, sizeof name, "param/%s", p->name);
+        if (!tf_reader_find(f->r, name)) continue;
+        size_t full_rows, li;
+        const float *src = saved_param(f, p, &full_rows);
+        for (size_t i = 0; i < p->numel; i++) {
+            if (t->param_done[p->offset + i] || !find_in_file(f, t, j, full_rows, i, &li)) continue;
+            m->params[p->offset + i] = prec_round(t->dtype, src[li]);
+            t->param_done[p->offset + i] = true;
+            t->params_left--;
+        }
+    }
+}
+
+/* Parses "adam_m/NAME@a-b" into NAME and [a, b); false for any other tensor. */
+static bool parse_piece(const char *tensor, char *pname, size_t cap, size_t *a, size_t *b) {
+    if (strncmp(tensor, "adam_m/", 7) != 0) return false;
+    const char *at = strrchr(tensor, '@');
+    if (!at || (size_t)(at - tensor - 7) >= cap || at == tensor + 7) return false;
+    unsigned long long x, y;
+    int used = 0;
+    if (sscanf(at + 1, "%llu-%llu%n", &x, &y, &used) != 2 || at[1 + used] != 0 || x >= y) return false;
+    memcpy(pname, tensor + 7, (size_t)(at - tensor - 7));
+    pname[at - tensor - 7] = 0;
+    *a = (size_t)x;
+    *b = (size_t)y;
+    return true;
+}
+
+static int param_index(const local_model *m, const char *name) {
+    for (int j = 0; j < m->nparams; j++)
+        if (strcmp(m->plist[j]->name, name) == 0) return j;
+    return -1;
+}
+
+static void copy_state(const saved_rank *f, load_target *t) {
+    local_model *m = t->m;
+    const bool saved_master = strcmp(f->precision, "fp32") != 0;
+    char pname[TF_MAX_NAME + 1], name[TF_MAX_NAME + 1];
+    for (size_t k = 0; k < tf_reader_count(f->r) && t->state_left; k++) {
+        const tf_tensor *tm = tf_reader_tensor(f->r, k);
+        size_t a, b;
+        if (!parse_piece(tm->name, pname, sizeof pname, &a, &b)) {
+            if (strncmp(tm->name, "adam_m/", 7) == 0)
+                die("checkpoint '%s': tensor '%s' is not named adam_m/PARAM@START-END", f->path, tm->name);
+            continue;
+        }
+        int j = param_index(m, pname);
+        if (j < 0) continue; /* a parameter this rank does not hold */
+        const gpt_param *p = m->plist[j];
+        size_t full_rows;
+        const float *params = saved_param(f, p, &full_rows);
+        const tf_tensor *pt = tf_reader_find(f->r, strcat(strcpy(name, "param/"), p->name));
+        if (b > pt->numel)
+            die("checkpoint '%s': piece '%s' runs past the %zu elements of '%s'", f->path, tm->name,
+                pt->numel, p->name);
+        int64_t len = (int64_t)(b - a);
+        const float *src[3];
+        static const char *k_state[3] = {"adam_m", "adam_v", "master"};
+        for (int w = 0; w < (saved_master ? 3 : 2); w++) {
+            snprintf(name, sizeof name, "%s/%s@%zu-%zu", k_state[w], pname, a, b);
+            src[w] = tf_reader_require(f->r, name, TF_F32, 1, &len);
+        }
+        for (int q = 0; q < t->pieces->n_pieces; q++) {
+            const zero_piece *pc = &t->pieces->pieces[q];
+            if (pc->param != j) continue;
+            for (size_t i = pc->param_start; i < pc->param_end; i++) {
+                size_t at = pc->local_start + (i - pc->param_start), li;
+                if (t->state_done[at] || !find_in_file(f, t, j, full_rows, i, &li) || li < a || li >= b)
+                    continue;
+                t->mom[0][at] = src[0][li - a];
+                t->mom[1][at] = src[1][li - a];
+                if (t->master) t->master[at] = saved_master ? src[2][li - a] : params[li];
+                t->state_done[at] = true;
+                t->state_left--;
+            }
+        }
+    }
+}
+
+/* Elements no file held: padded vocabulary rows of a layout with more padding than the saved
+ * one get their initial value (they never receive a gradient); anything else is an error. */
+static void fill_padding_or_die(load_target *t, const char *dir, int it, const train_config *c) {
+    local_model *m = t->m;
+    for (int j = 0; j < m->nparams; j++) {
+        const gpt_param *p = m->plist[j];
+        for (size_t i = 0; i < p->numel; i++) {
+            if (t->param_done[p->offset + i]) continue;
+            size_t s = gpt_param_serial_index(p, m->pshard[j], i);
+            if (p->kind != GPT_WTE || s / p->full_cols < (size_t)m->cfg.real_vocab)
+                die("--load %s: iteration %d has no value for element %zu of '%s' (is a rank file missing?)",
+                    dir, it, s, p->name);
+            m->params[p->offset + i] =
+                prec_round(t->dtype, gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer, s));
+            t->param_done[p->offset + i] = true;
+        }
+    }
+    for (int q = 0; q < t->pieces->n_pieces; q++) {
+        const zero_piece *pc = &t->pieces->pieces[q];
+        const gpt_param *p = m->plist[pc->param];
+        for (size_t i = pc->param_start; i < pc->param_end; i++) {
+            size_t at = pc->local_start + (i - pc->param_start);
+            if (t->state_done[at]) continue;
+            size_t s = gpt_param_serial_index(p, m->pshard[pc->param], i);
+            if (p->kind != GPT_WTE || s / p->full_cols < (size_t)m->cfg.real_vocab)
+                die("--load %s: iteration %d has no optimizer state for element %zu of '%s' (is a rank "
+                    "file missing?)", dir, it, s, p->name);
+            t->mom[0][at] = t->mom[1][at] = 0.0f;
+            if (t->master) t->master[at] = gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer, s);
+        }
+    }
 }
 
 int checkpoint_load(const char *dir, const train_config *c, local_model *m, dist_optimizer *opt,
                     int rank) {
-    int it = checkpoint_latest(dir);
-    tf_reader *r = open_rank(dir, it, rank);
-    struct { const char *key; long long want; } checks[] = {
-        {"world_size", c->world_size}, {"tp", c->tensor_model_parallel_size},
-        {"pp", c->pipeline_model_parallel_size}, {"vpp", c->vpp},
-        {"zero", c->use_distributed_optimizer ? 1 : 0}, {"num_layers", c->num_layers},
-        {"hidden_size", c->hidden_size}, {"num_attention_heads", c->num_attention_heads},
-        {"seq_length", c->seq_length}, {"padded_vocab", c->padded_vocab},
-    };
-    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
-        long long got = meta_int(r, checks[i].key);
-        if (got != checks[i].want)
-            die("--load %s: the checkpoint has %s = %lld but this run has %lld (load with the layout and "
-                "model it was saved with)", dir, checks[i].key, got, checks[i].want);
+    const int it = checkpoint_latest(dir);
+    load_target t = {.m = m, .dtype = run_dtype(c)};
+    size_t nstate, nmaster;
+    t.mom[0] = distopt_moment(opt, 0, &nstate);
+    t.mom[1] = distopt_moment(opt, 1, &nstate);
+    t.master = distopt_master(opt, &nmaster);
+    t.pieces = state_pieces(c, opt, rank);
+    t.param_done = callocCheck(m->numel ? m->numel : 1, sizeof(bool));
+    t.state_done = callocCheck(nstate ? nstate : 1, sizeof(bool));
+    t.params_left = m->numel;
+    for (int q = 0; q < t.pieces->n_pieces; q++)
+        t.state_left += t.pieces->pieces[q].param_end - t.pieces->pieces[q].param_start;
+
+    /* Rank 0's file names the saved world and carries the step count and loss scaler. */
+    char path[4400];
+    saved_rank f;
+    open_rank(&f, path, sizeof path, dir, it, 0);
+    check_same_model(&f, dir, c);
+    const long long world = f.world, adam_step = f.adam_step;
+    const bool scaler_too = c->fp16 && strcmp(f.precision, "fp16") == 0;
+    if (scaler_too) {
+        int64_t four = 4;
+        const int32_t *sc = tf_reader_require(f.r, "loss_scaler", TF_I32, 1, &four);
+        prec_scaler *s = distopt_scaler(opt);
+        double scale;
+        if (!tf_meta_get_double(tf_reader_meta(f.r), "loss_scale", &scale) || !(scale > 0))
+            die("checkpoint '%s': the metadata has no positive \"loss_scale\"", path);
+        s->scale = (float)scale;
+        s->growth_tracker = sc[0];
+        s->hysteresis_tracker = sc[1];
+        s->steps = sc[2];
+        s->skipped = sc[3];
     }
-    char name[64];
-    for (int i = 0; i < m->nparams; i++) {
-        const gpt_param *p = m->plist[i];
-        int64_t shape[2] = {(int64_t)p->rows, (int64_t)p->cols};
-        snprintf(name, sizeof name, "param/%s", p->name);
-        const float *src = tf_reader_require(r, name, TF_F32, p->cols == 1 ? 1 : 2, shape);
-        memcpy(m->params + p->offset, src, p->numel * sizeof(float));
+    for (int r = 0;; r++) {
+        if (r > 0) {
+            if (r >= world || (t.params_left == 0 && t.state_left == 0)) break;
+            open_rank(&f, path, sizeof path, dir, it, r);
+            check_same_model(&f, dir, c);
+            if (f.world != world)
+                die("checkpoint '%s': world_size %lld, but rank 0's file says %lld", path, f.world, world);
+        }
+        copy_params(&f, &t);
+        copy_state(&f, &t);
+        tf_reader_close(f.r);
     }
-    size_t n;
-    for (int which = 0; which < 2; which++) {
-        float *dst = distopt_moment(opt, which, &n);
-        int64_t len = (int64_t)n;
-        memcpy(dst, tf_reader_require(r, which ? "adam_v" : "adam_m", TF_F32, 1, &len), n * sizeof(float));
-    }
-    float *master = distopt_master(opt, &n);
-    if (master) {
-        int64_t len = (int64_t)n;
-        memcpy(master, tf_reader_require(r, "master", TF_F32, 1, &len), n * sizeof(float));
-    }
-    int64_t four = 4;
-    const int32_t *sc = tf_reader_require(r, "loss_scaler", TF_I32, 1, &four);
-    prec_scaler *s = distopt_scaler(opt);
-    s->growth_tracker = sc[0];
-    s->hysteresis_tracker = sc[1];
-    s->steps = sc[2];
-    s->skipped = sc[3];
-    double scale;
-    if (tf_meta_get_double(tf_reader_meta(r), "loss_scale", &scale)) s->scale = (float)scale;
-    distopt_set_step_count(opt, (int)meta_int(r, "adam_step"));
-    tf_reader_close(r);
+    fill_padding_or_die(&t, dir, it, c);
+    distopt_set_step_count(opt, (int)adam_step);
+    free(t.param_done);
+    free(t.state_done);
     return it;
+}
+
+void checkpoint_read_config(const char *dir, train_config *c) {
+    const int it = checkpoint_latest(dir);
+    char path[4400];
+    saved_rank f;
+    open_rank(&f, path, sizeof path, dir, it, 0);
+    c->num_layers = (int)meta_int(&f, "num_layers");
+    c->hidden_size = (int)meta_int(&f, "hidden_size");
+    c->num_attention_heads = (int)meta_int(&f, "num_attention_heads");
+    c->seq_length = (int)meta_int(&f, "seq_length");
+    c->make_vocab_size_divisible_by = (int)meta_int(&f, "make_vocab_size_divisible_by");
+    c->seed = (int)meta_int(&f, "seed");
+    tf_reader_close(f.r);
 }

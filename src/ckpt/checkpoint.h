@@ -1,21 +1,41 @@
-/* checkpoint.h — saving and resuming a training run, one file per rank.
+/* checkpoint.h — saving a training run, and resuming it at the same or ANOTHER layout.
  *
  *   SAVE/latest                        the last complete iteration, as text ("100\n")
- *   SAVE/iter_0000100/rank_00000.tck   rank 0's shard (src/ckpt/FORMAT.md: a tensor file)
+ *   SAVE/iter_0000100/rank_00000.tck   rank 0's file (src/ckpt/FORMAT.md: a tensor file)
  *   SAVE/iter_0000100/rank_00001.tck   ...
  *
- * Each rank file holds the rank's parameters ("param/<name>", local shapes), its optimizer
- * state ("adam_m", "adam_v": the whole buffer, or the ZeRO shard), the fp32 master weights
- * of mixed precision ("master"), and metadata: iteration, Adam step count, loss scale, the
- * layout and this rank's coordinates, and the model configuration.
+ * Each rank file holds what the rank holds, in its local (tensor-parallel sliced) shapes:
+ *
+ *   param/blocks.3.qkv_w               (3C/tp, C)   the rank's slice of every parameter it has
+ *   adam_m/blocks.3.qkv_w@0-3072       (3072)       Adam m of local elements [0, 3072) of it
+ *   adam_v/blocks.3.qkv_w@0-3072       (3072)       Adam v, same range
+ *   master/blocks.3.qkv_w@0-3072       (3072)       fp32 master weights (--bf16 / --fp16 only)
+ *   loss_scaler                        i32 (4)      growth, hysteresis, steps, skipped
+ *
+ * Without ZeRO the moment ranges cover each parameter whole; with ZeRO a rank holds only the
+ * pieces of its shard (src/zero/shard_ranges.h), so a parameter cut by a shard boundary has
+ * pieces in two files. The metadata (JSON) names the iteration, Adam step count, loss scale,
+ * precision, the layout (world, tp, pp, dp, vpp, zero), the rank's coordinates and the model.
+ * src/ckpt/CHECKPOINTS.md describes the layout, the files and resharding in full.
+ *
+ * Loading reshards: any layout (tp, pp, dp, vpp, ZeRO on or off, or serial) loads any saved
+ * layout of the same model. A rank reads the rank files of the iteration in rank order and,
+ * for each element it needs, finds it through its serial index (gpt_param_serial_index and
+ * the saved file's tp coordinates); copies saved by TP, DP or pipeline (tied wte) replicas are
+ * equal and the first one found is used. Loading at the saving layout is bit-identical.
+ * Padded vocabulary rows that the saved layout did not have (padding depends on tp) get their
+ * initial value and zero moments: they never receive a gradient.
  *
  * Atomic as a whole: every rank writes into SAVE/iter_N.tmp/, all ranks meet, then rank 0
  * renames the directory and rewrites `latest` (temp + rename). A crash mid-save leaves the
  * previous iteration's directory and `latest` as they were. Data needs no state: sample i
  * is a pure function of (seed, i), so the iteration number is the data position.
  *
- * Resuming continues bit-identically: the same parameters, moments, step count and batches.
- * Loading needs the layout it was saved with (resharding to another layout is not here).
+ * Test hook: TRIDENT_TEST_CRASH_IN_SAVE=k makes rank 0 end with _exit(9) in the middle of
+ * writing its file during the k-th save of the process (k = 1: the first save). Used by
+ * tests/ckpt to show that a crash mid-save leaves the previous checkpoint loadable.
+ *
+ * Not here: the file container (tensorfile.h) and deciding when to save (the trainer).
  */
 #ifndef TRIDENT_CKPT_CHECKPOINT_H
 #define TRIDENT_CKPT_CHECKPOINT_H
@@ -37,13 +57,24 @@ void checkpoint_save(const char *dir, int it, const train_config *cfg, const loc
 /* The iteration named by DIR/latest; dies with a clear message if there is none. */
 int checkpoint_latest(const char *dir);
 
-/* Loads this rank's file of the latest iteration into the model and optimizer; checks that
- * the file was saved with the same model and layout. Returns the iteration. */
+/* Loads the latest iteration into this rank's model and optimizer, whatever layout it was
+ * saved with; the model (layers, hidden size, heads, sequence length) must match. Dies with
+ * one line naming the file and the problem for a damaged or inconsistent checkpoint.
+ * Returns the iteration. Not collective: every rank reads the files it needs by itself. */
 int checkpoint_load(const char *dir, const train_config *cfg, local_model *m, dist_optimizer *opt,
                     int rank);
 
 /* Reads the model configuration stored in a checkpoint (for `trident eval`): fills the
- * model fields of cfg (layers, hidden, heads, seq length, vocab padding, seed). */
+ * model fields of cfg (layers, hidden, heads, seq length, vocab padding, seed). The
+ * precision stays as cfg has it: evaluation computes with the saved (rounded) parameters. */
 void checkpoint_read_config(const char *dir, train_config *cfg);
+
+/* Where element `serial` of a parameter's serial tensor lives when the tensor, of serial
+ * shape (full_rows, full_cols), is cut by `split` over tp_size ranks: sets *tp_rank (-1 when
+ * every TP rank holds it: SPLIT_NONE) and *local (index in that rank's slice). Returns false
+ * when the element is outside the tensor (a padded vocabulary row the saved layout lacked).
+ * The inverse of gpt_param_serial_index. */
+bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_size, size_t serial,
+                       int *tp_rank, size_t *local);
 
 #endif /* TRIDENT_CKPT_CHECKPOINT_H */

@@ -60,7 +60,7 @@ dataset *dataset_open(const char *path, int seq_len, uint64_t seed) {
     if (path) {
         d->bytes = read_file(path, &d->n);
         if (d->n < (size_t)seq_len + 1)
-            die("data file '%s' has %zu bytes, but --seq-len %d needs at least %d", path, d->n,
+            die("data file '%s' has %zu bytes, but --seq-length %d needs at least %d", path, d->n,
                 seq_len, seq_len + 1);
         snprintf(d->describe, sizeof d->describe, "file '%s' (%zu bytes, seq_len %d)", path,
                  d->n, seq_len);

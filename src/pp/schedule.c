@@ -48,6 +48,10 @@ bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
         snprintf(msg, cap, "number of micro-batches m = %d must be at least 1", m);
     else if (v < 1)
         snprintf(msg, cap, "v = %d model chunks per rank must be at least 1", v);
+    else if (cfg->kind == PP_INTERLEAVED && p < 2)
+        snprintf(msg, cap,
+                 "the interleaved schedule needs a pipeline of at least 2 ranks, got p = %d "
+                 "(--pipeline-model-parallel-size > 1)", p);
     else if (cfg->kind == PP_INTERLEAVED && v < 2)
         snprintf(msg, cap,
                  "the interleaved schedule needs at least 2 model chunks per rank, got v = %d "

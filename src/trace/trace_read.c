@@ -183,7 +183,8 @@ static trace_file *parse(cursor *c) {
         goto bad;
     }
     if (h->world_size < 1 || h->rank < 0 || h->rank >= h->world_size || h->tp < 1 || h->pp < 1 ||
-        h->dp < 1 || h->vpp < 1 || (long long)h->tp * h->pp * h->dp != h->world_size) {
+        h->dp < 1 || h->vpp < 1 || (long long)h->tp * h->pp > h->world_size ||
+        (long long)h->tp * h->pp * h->dp != h->world_size) {
         fail(c, "header at byte 12 has an impossible layout (rank %d, world %d, tp %d, pp %d, dp %d, vpp %d)",
              h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp);
         goto bad;

@@ -117,6 +117,9 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
         FAIL("--make-vocab-size-divisible-by %d must be at least 1", c->make_vocab_size_divisible_by);
     if (c->lr < 0 || c->min_lr < 0) FAIL("--lr %g and --min-lr %g must not be negative", (double)c->lr, (double)c->min_lr);
     if (c->threads < 1) FAIL("--threads %d must be at least 1", c->threads);
+    if (c->save_interval < 0) FAIL("--save-interval %d must not be negative", c->save_interval);
+    if (c->eval_interval < 0) FAIL("--eval-interval %d must not be negative", c->eval_interval);
+    if (c->eval_iters < 0) FAIL("--eval-iters %d must not be negative", c->eval_iters);
     if (c->bf16 && c->fp16) FAIL("--bf16 and --fp16 exclude each other");
     c->world_size = world;
     c->dp = world / (tp * pp);
@@ -149,6 +152,9 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
         FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-schedule interleaved (got %s)",
              c->pipeline_schedule);
     }
+    if (!c->stage_layers && c->num_layers % (pp * c->vpp) != 0)
+        FAIL("--num-layers %d is not divisible by the %d virtual pipeline stages (pipeline size %d × %d chunks per rank)",
+             c->num_layers, pp * c->vpp, pp, c->vpp);
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
     gpt_config g = {c->padded_vocab, 256, c->seq_length, c->num_layers, c->hidden_size,
                     c->num_attention_heads};

@@ -50,7 +50,8 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
     const int S = pp_size * vpp;
     int *begin = mallocCheck(sizeof(int) * (size_t)(S + 1));
     char err[256];
-    if (!local_model_partition(cfg->num_layers, S, stage_layers, begin, err, sizeof err)) die("%s", err);
+    if (!local_model_partition(cfg->num_layers, S, stage_layers, begin, err, sizeof err))
+        die("trident train: %s", err);
     m->chunks = callocCheck((size_t)vpp, sizeof *m->chunks);
     size_t off = 0;
     int total = 0;

@@ -48,14 +48,14 @@ static int *parse_stage_layers(const char *s, int nstages) {
     while (*p) {
         char *end;
         long v = strtol(p, &end, 10);
-        if (end == p) die("--stage-layers '%s': expected comma-separated layer counts", s);
+        if (end == p) die("trident train: --stage-layers '%s': expected comma-separated layer counts", s);
         if (n >= nstages)
-            die("--stage-layers '%s' names more than the %d virtual pipeline stages", s, nstages);
+            die("trident train: --stage-layers '%s' names more than the %d virtual pipeline stages", s, nstages);
         out[n++] = (int)v;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') die("--stage-layers '%s': expected comma-separated layer counts", s);
+        if (*end && *end != ',') die("trident train: --stage-layers '%s': expected comma-separated layer counts", s);
     }
-    if (n != nstages) die("--stage-layers '%s' names %d stages, the layout has %d", s, n, nstages);
+    if (n != nstages) die("trident train: --stage-layers '%s' names %d stages, the layout has %d", s, n, nstages);
     return out;
 }
 

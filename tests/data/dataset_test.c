@@ -292,7 +292,7 @@ static void missing_or_short_files_die_with_one_line(void **state) {
     open_args too_short = {path, 16};
     assert_int_equal(run_in_child(open_dataset, &too_short, out, sizeof out), 1);
     char want[4400];
-    snprintf(want, sizeof want, "trident: data file '%s' has 10 bytes, but --seq-len 16 needs at least 17\n", path);
+    snprintf(want, sizeof want, "trident: data file '%s' has 10 bytes, but --seq-length 16 needs at least 17\n", path);
     assert_string_equal(out, want);
 
     open_args just_enough = {path, 9}; /* 10 bytes = seq_len + 1 is enough */

@@ -26,6 +26,9 @@ TARGETS=("$@")
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 WORK="${FUZZ_WORK:-/tmp/trident-fuzz}"
 mkdir -p "$WORK/bin" "$WORK/crashes" "$WORK/scratch"
+SCRATCH="$WORK/scratch" # each input is written to a file here: memory-backed if possible
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then SCRATCH="$(mktemp -d /dev/shm/trident-fuzz.XXXXXX)"; fi
+trap 'case "$SCRATCH" in /dev/shm/*) rm -rf "$SCRATCH" ;; esac' EXIT
 
 # ---- a clang that links libFuzzer --------------------------------------------------------
 probe() { # probe CC: can CC build a fuzzer with both sanitizers?
@@ -89,7 +92,7 @@ for t in "${TARGETS[@]}"; do
     leaks=1
     [ "$t" = dataset ] && leaks=0 # a die() caught by longjmp leaves the half-opened dataset behind
     set +e
-    FUZZ_SCRATCH_DIR="$WORK/scratch" ASAN_OPTIONS="detect_leaks=$leaks:abort_on_error=0" \
+    FUZZ_SCRATCH_DIR="$SCRATCH" ASAN_OPTIONS="detect_leaks=$leaks:abort_on_error=0" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
         "$WORK/bin/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 \
         -max_len=65536 -print_final_stats=1 -artifact_prefix="$WORK/crashes/$t-" "${seeds[@]}" \
