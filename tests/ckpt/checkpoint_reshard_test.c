@@ -60,21 +60,6 @@ static void save_at(const char *dir, const char *ck, int np, const char *layout)
     assert_int_equal(system(a), 0);
 }
 
-/* Losses of RUN/metrics.jsonl in order; returns how many. */
-static int read_losses(const char *run, double *loss, int cap) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof line, f) && n < cap) {
-        const char *p = strstr(line, "\"loss\":");
-        if (p) loss[n++] = atof(p + 7);
-    }
-    fclose(f);
-    return n;
-}
 
 /* Uninterrupted N_TOTAL steps vs. N_TOTAL - N_SAVED steps loaded from CK, at one layout. */
 static void expect_continuation(const char *dir, const char *name, int np, const char *layout,
@@ -87,9 +72,9 @@ static void expect_continuation(const char *dir, const char *name, int np, const
     must_run(np, "", a);
     double full[16], loaded[16];
     snprintf(run, sizeof run, "%s/%s_full", dir, name);
-    assert_int_equal(read_losses(run, full, 16), N_TOTAL);
+    assert_int_equal(read_metric_losses(run, full, 16), N_TOTAL);
     snprintf(run, sizeof run, "%s/%s_loaded", dir, name);
-    assert_int_equal(read_losses(run, loaded, 16), N_TOTAL - N_SAVED);
+    assert_int_equal(read_metric_losses(run, loaded, 16), N_TOTAL - N_SAVED);
     for (int i = 0; i < N_TOTAL - N_SAVED; i++) {
         double want = full[N_SAVED + i], got = loaded[i];
         if (!(fabs(got - want) <= rtol * fabs(want)))

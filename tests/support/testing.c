@@ -116,3 +116,18 @@ const char *test_tmpdir(const char *name) {
     if (system(cmd) != 0) fail_msg("cannot make %s", dir);
     return dir;
 }
+
+int read_metric_losses(const char *run_dir, double *loss, int cap) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f) && n < cap) {
+        const char *p = strstr(line, "\"loss\":");
+        if (p) loss[n++] = atof(p + 7);
+    }
+    fclose(f);
+    return n;
+}

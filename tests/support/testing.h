@@ -35,6 +35,9 @@ const char *test_trident_path(void);
  * and returns the exit status (or 128+signal). */
 int run_capture(const char *cmd, char *out, size_t cap);
 
+/* The "loss" of every line of RUN_DIR/metrics.jsonl, in order; returns how many (0 if no file). */
+int read_metric_losses(const char *run_dir, double *loss, int cap);
+
 /* A fresh empty directory under $TEST_TMPDIR (or /tmp); returns a static buffer. */
 const char *test_tmpdir(const char *name);
 

@@ -15,21 +15,6 @@
 
 static char g_out[1 << 16];
 
-/* Loss of every logged step in RUN/metrics.jsonl, in order; returns how many. */
-static int read_losses(const char *run, double *loss, int cap) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char line[1024];
-    int n = 0;
-    while (fgets(line, sizeof line, f) && n < cap) {
-        const char *p = strstr(line, "\"loss\":");
-        if (p) loss[n++] = atof(p + 7);
-    }
-    fclose(f);
-    return n;
-}
 
 static int run(const char *args) {
     char cmd[8192];
@@ -45,7 +30,7 @@ static void the_default_model_learns(void **state) {
     snprintf(args, sizeof args, "train --run-dir %s/run --log-interval 25 --no-trace", dir);
     assert_int_equal(run(args), 0);
     double loss[64];
-    int n = read_losses(strcat(strcpy(args, dir), "/run"), loss, 64);
+    int n = read_metric_losses(strcat(strcpy(args, dir), "/run"), loss, 64);
     assert_true(n >= 10);
     /* ln 256 = 5.545 at the start; the synthetic data's letters alone are ln 16 = 2.77. */
     printf("  loss %.4f -> %.4f over %d logged steps\n", loss[0], loss[n - 1], n);
@@ -72,9 +57,9 @@ static void resume_is_bit_identical(void **state) {
     double full[32], second[32];
     char p[4400];
     snprintf(p, sizeof p, "%s/full", dir);
-    int nf = read_losses(p, full, 32);
+    int nf = read_metric_losses(p, full, 32);
     snprintf(p, sizeof p, "%s/second", dir);
-    int ns = read_losses(p, second, 32);
+    int ns = read_metric_losses(p, second, 32);
     assert_int_equal(nf, 16);
     assert_int_equal(ns, 8);
     for (int i = 0; i < 8; i++) {

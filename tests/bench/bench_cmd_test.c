@@ -1,0 +1,127 @@
+/* bench_cmd_test.c — `trident bench --quick` as a user runs it: the shape of the table, not
+ * the timings (the numbers depend on the machine; the columns, suites and files do not).
+ *
+ * - every suite contributes its rows, each row has five cells and a PASS/MISS/info verdict;
+ * - RUN_DIR/bench.md holds the same table plus the commands that measured it, and
+ *   RUN_DIR/bench.png is a PNG;
+ * - bad flags give one line naming the value, a non-zero exit and no files.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/support/testing.h"
+
+static char g_out[1 << 20];
+
+static int bench(const char *args) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s bench %s", test_trident_path(), args);
+    return run_capture(cmd, g_out, sizeof g_out);
+}
+
+/* Number of table rows of `suite` in text (lines "| suite | ..."), checking each row's shape. */
+static int count_rows(const char *text, const char *suite) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "| %s | ", suite);
+    int n = 0;
+    for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, prefix, strlen(prefix)) != 0) continue;
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        int pipes = 0;
+        for (size_t i = 0; i < len; i++) pipes += line[i] == '|';
+        assert_int_equal(pipes, 6);
+        char row[1024];
+        snprintf(row, sizeof row, "%.*s", (int)len, line);
+        assert_true(strstr(row, "| PASS |") || strstr(row, "| MISS |") || strstr(row, "| info |"));
+        n++;
+    }
+    return n;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void quick_run_prints_every_suites_rows(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("bench_quick");
+    char args[4400];
+    snprintf(args, sizeof args, "--quick --run-dir %s/run", dir);
+    int rc = bench(args);
+    if (rc != 0) printf("%s\n", g_out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(g_out, "| suite | ratio measured side by side | value | target | verdict |"));
+    /* serial: the FLOP/s ratio + attention; pipeline: 3 schedules × 4 (p, m) + 4 interleaved
+     * ratios; memory: 2 × 4 + ZeRO; comm: 2 timings + TP + 2 PP; scaling: 3; trace: 1. */
+    assert_int_equal(count_rows(g_out, "serial"), 2);
+    assert_int_equal(count_rows(g_out, "pipeline"), 16);
+    assert_int_equal(count_rows(g_out, "memory"), 9);
+    assert_int_equal(count_rows(g_out, "comm"), 5);
+    assert_int_equal(count_rows(g_out, "scaling"), 3);
+    assert_int_equal(count_rows(g_out, "trace"), 1);
+    assert_non_null(strstr(g_out, "model FLOP/s ÷ sgemm FLOP/s"));
+    /* Counted bytes are exact, whatever the machine. */
+    assert_non_null(strstr(g_out, "TP bytes per step (tp=2), counted ÷ formula | 1.000000 | 1 exactly | PASS |"));
+
+    char path[4400];
+    snprintf(path, sizeof path, "%s/run/bench.md", dir);
+    char *md = slurp(path);
+    assert_non_null(md);
+    assert_int_equal(count_rows(md, "pipeline"), 16);
+    assert_non_null(strstr(md, "### commands that measured it"));
+    assert_non_null(strstr(md, "mpirun -np 4 trident train --pipeline-model-parallel-size 4"));
+    snprintf(path, sizeof path, "%s/run/bench.png", dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char magic[8] = {0};
+    assert_int_equal(fread(magic, 1, 8, f), 8);
+    fclose(f);
+    assert_memory_equal(magic, "\x89PNG\r\n\x1a\n", 8);
+}
+
+static void one_suite_runs_alone(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("bench_comm");
+    char args[4400];
+    snprintf(args, sizeof args, "--suite comm --quick --run-dir %s/run", dir);
+    assert_int_equal(bench(args), 0);
+    assert_int_equal(count_rows(g_out, "comm"), 5);
+    assert_int_equal(count_rows(g_out, "serial"), 0);
+}
+
+static void bad_flags_name_the_value_and_write_nothing(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("bench_bad");
+    char args[4400];
+    snprintf(args, sizeof args, "--suite fast --run-dir %s/run", dir);
+    assert_int_not_equal(bench(args), 0);
+    assert_non_null(strstr(g_out, "fast"));
+    int lines = 0;
+    for (const char *c = g_out; *c; c++) lines += *c == '\n';
+    assert_true(lines <= 1); /* one line */
+    snprintf(args, sizeof args, "--worker nope --run-dir %s/run", dir);
+    assert_int_not_equal(bench(args), 0);
+    assert_non_null(strstr(g_out, "--worker nope"));
+    char path[4400];
+    snprintf(path, sizeof path, "%s/run", dir);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bad_flags_name_the_value_and_write_nothing),
+        cmocka_unit_test(one_suite_runs_alone),
+        cmocka_unit_test(quick_run_prints_every_suites_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
