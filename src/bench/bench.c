@@ -1,11 +1,100 @@
-/* Placeholder until its issue lands: the subcommand exists and says so. */
+/* bench.c — `trident bench`: performance as ratios measured side by side in one run.
+ *
+ *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|all] [--quick] [--run-dir DIR]
+ *
+ * Runs the chosen suites (bench_<suite>.c), prints one markdown table with a PASS/MISS
+ * column against each target, and writes it with its notes and the commands that measured
+ * it to RUN_DIR/bench.md, and a chart of the ratios to RUN_DIR/bench.png. The exit status is
+ * 0 even when a target is missed (a miss is a finding, not an error); bad flags exit 1.
+ *
+ * Hidden: `trident bench --worker comm --run-dir DIR` is what the comm suite runs under
+ * mpirun; it is not meant to be typed.
+ *
+ * Not here: the measurements (one file per suite) and the drawing (viz/bench_chart.h).
+ */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "src/bench/bench.h"
 #include "src/cli/commands.h"
+#include "src/core/atomic_file.h"
+#include "src/core/check.h"
+#include "src/core/clock.h"
+#include "src/core/flags.h"
+
+static const char k_usage[] =
+    "Usage: trident bench [--suite serial|pipeline|memory|comm|scaling|trace|all] [--quick] [--run-dir DIR]\n\n"
+    "Measures performance as ratios of things timed side by side in the same run (medians of\n"
+    "interleaved repeats), prints one table with a PASS/MISS column against each target, and\n"
+    "writes RUN_DIR/bench.md (table, details, the commands that measured it) and RUN_DIR/bench.png.\n"
+    "  serial    model FLOP/s of a GPT-2-small training step ÷ sgemm FLOP/s on its own shapes\n"
+    "  pipeline  measured vs simulated bubble of gpipe, 1f1b, interleaved at p = 2, 4 and m = 4, 8\n"
+    "  memory    peak activations 1f1b ÷ gpipe, interleaved ÷ 1f1b, ZeRO-1 optimizer state ÷ dp\n"
+    "  comm      gradient all-reduce vs plain MPI, reduce-scatter + all-gather vs all-reduce,\n"
+    "            counted tensor- and pipeline-parallel bytes vs their formulas\n"
+    "  scaling   tokens/s at 2 ranks (TP, PP, DP) ÷ serial\n"
+    "  trace     step time with tracing ÷ without\n"
+    "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
+
+static const char *const k_suites[] = {"serial", "pipeline", "memory", "comm", "scaling", "trace"};
+static void (*const k_suite_fns[])(bench_ctx *) = {bench_serial, bench_pipeline, bench_memory,
+                                                    bench_comm,   bench_scaling,  bench_trace};
+enum { NUM_SUITES = 6 };
+
+static void find_self(bench_ctx *ctx, const char *argv0) {
+    ssize_t n = readlink("/proc/self/exe", ctx->self, sizeof ctx->self - 1);
+    if (n > 0) {
+        ctx->self[n] = '\0';
+        return;
+    }
+    snprintf(ctx->self, sizeof ctx->self, "%s", argv0 ? argv0 : "trident");
+}
+
+static void write_outputs(const bench_ctx *ctx, const char *title) {
+    char path[4200];
+    atomic_file af;
+    FILE *f = atomic_file_open(&af, bench_path(ctx, path, sizeof path, "bench.md"));
+    fprintf(f, "# trident bench\n\n");
+    bench_report_write_markdown(ctx->report, title, f);
+    atomic_file_commit(&af);
+    bench_report_draw(ctx->report, title, bench_path(ctx, path, sizeof path, "bench.png"));
+}
 
 int cmd_bench(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "trident: this subcommand is not built yet\n");
-    return 1;
+    const char *suite = "all", *run_dir = "runs/bench", *worker = NULL;
+    bool quick = false;
+    flag_spec specs[] = {
+        {"--suite", FLAG_CHOICE, &suite, "which measurements", "serial|pipeline|memory|comm|scaling|trace|all"},
+        {"--quick", FLAG_BOOL, &quick, "small models and few repeats: the whole suite in under a minute", NULL},
+        {"--run-dir", FLAG_STRING, &run_dir, "where bench.md, bench.png and the measured runs go", NULL},
+        {"--worker", FLAG_STRING, &worker, "internal: the part that runs under mpirun (comm)", NULL},
+    };
+    const char *pos[1];
+    int npos = flags_parse("bench", k_usage, specs, 4, argc, argv, pos, 0);
+    (void)npos;
+    if (worker) {
+        if (strcmp(worker, "comm") == 0) return bench_worker_comm(run_dir, quick);
+        die("trident bench: --worker %s is not a worker (the only one is comm)", worker);
+    }
+    bench_ctx ctx = {.quick = quick, .run_dir = run_dir, .report = bench_report_new()};
+    find_self(&ctx, NULL);
+    make_dirs(run_dir);
+    char title[256];
+    snprintf(title, sizeof title, "suite %s%s", suite, quick ? " (--quick: small models, few repeats)" : "");
+    double t0 = time_now();
+    for (int i = 0; i < NUM_SUITES; i++) {
+        if (strcmp(suite, "all") != 0 && strcmp(suite, k_suites[i]) != 0) continue;
+        fprintf(stderr, "bench: %s ...\n", k_suites[i]);
+        double ts = time_now();
+        k_suite_fns[i](&ctx);
+        fprintf(stderr, "bench: %s done in %.1f s\n", k_suites[i], time_now() - ts);
+    }
+    bench_note(ctx.report, "run", "wall time of the whole benchmark: %.1f s", time_now() - t0);
+    bench_report_write_markdown(ctx.report, title, stdout);
+    write_outputs(&ctx, title);
+    printf("\nwrote %s/bench.md and %s/bench.png\n", run_dir, run_dir);
+    bench_report_free(ctx.report);
+    return 0;
 }
