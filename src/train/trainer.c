@@ -327,7 +327,11 @@ int trainer_run(train_config *c) {
         snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
         h.clock_offset = offset;
         h.config_json = cfg_json;
-        size_t per_step = (size_t)(8 * c->num_microbatches * c->vpp + 64);
+        /* Events per step: for each (micro-batch, chunk) a forward and a backward, their p2p,
+         * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the
+         * embedding and loss ones;
+         * then the optimizer's collectives and the step's own events. */
+        size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp * (12 + 4 * (size_t)c->num_layers) + 64;
         t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
         pp_executor_set_trace(t->exec, t->trace);
         comm_set_trace_hook(trace_comm_hook, t->trace);
