@@ -98,31 +98,6 @@ static const char *make_small_file(const char *dir, const char *name) {
  * b at 192 (12 B), step at 256 (8 B), table at 320 (3 x 192), trailer at 896, length 912. */
 enum { SMALL_A = 128, SMALL_B = 192, SMALL_TABLE = 320, SMALL_TRAILER = 896, SMALL_LEN = 912 };
 
-/* Runs fn(arg) in a forked child with stdout+stderr captured; returns its exit status. */
-static int run_in_child(void (*fn)(const void *), const void *arg, char *out, size_t cap) {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        fn(arg);
-        _exit(0);
-    }
-    close(fds[1]);
-    size_t len = 0;
-    ssize_t k;
-    while ((k = read(fds[0], out + len, cap - 1 - len)) > 0) len += (size_t)k;
-    out[len] = 0;
-    close(fds[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 /* ---- round trips ------------------------------------------------------------------------ */
 

@@ -31,31 +31,6 @@ static const char *make_random_file(const char *name, size_t n, unsigned char **
     return path;
 }
 
-/* Runs fn(arg) in a forked child with stdout+stderr captured; returns its exit status. */
-static int run_in_child(void (*fn)(const void *), const void *arg, char *out, size_t cap) {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        fn(arg);
-        _exit(0);
-    }
-    close(fds[1]);
-    size_t len = 0;
-    ssize_t k;
-    while ((k = read(fds[0], out + len, cap - 1 - len)) > 0) len += (size_t)k;
-    out[len] = 0;
-    close(fds[0]);
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 typedef struct {
     const char *path;

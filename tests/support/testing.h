@@ -35,6 +35,10 @@ const char *test_trident_path(void);
  * and returns the exit status (or 128+signal). */
 int run_capture(const char *cmd, char *out, size_t cap);
 
+/* Runs fn(arg) in a forked child with stdout+stderr captured into out (NUL-terminated);
+ * returns its exit status (or 128+signal). For code that ends the process (die()). */
+int run_in_child(void (*fn)(const void *), const void *arg, char *out, size_t cap);
+
 /* The "loss" of every line of RUN_DIR/metrics.jsonl, in order; returns how many (0 if no file). */
 int read_metric_losses(const char *run_dir, double *loss, int cap);
 
