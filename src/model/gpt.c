@@ -2,8 +2,9 @@
  *
  * Reading guide: gpt_chunk_init lays out the parameter table; gpt_forward walks
  * embedding -> blocks -> head; gpt_backward walks the same steps in reverse. The
- * tensor-parallel operators f and g (src/tp/mappings.h) appear exactly where the Megatron
- * paper puts them, and the vocab-parallel embedding and loss are written out in place.
+ * tensor-parallel layers (src/tp/layers.h: column- and row-parallel linear, vocab-parallel
+ * embedding and cross-entropy, each with the f and g operators of src/tp/mappings.h inside)
+ * appear exactly where the Megatron paper puts them.
  */
 #include "src/model/gpt.h"
 
@@ -14,6 +15,7 @@
 #include "kernels/ops.h"
 #include "src/core/check.h"
 #include "src/core/rng.h"
+#include "src/tp/layers.h"
 #include "src/tp/mappings.h"
 
 #define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
@@ -184,7 +186,8 @@ struct gpt_acts {
     float *tmp;        /* (N,C) forward work space */
     float *lnf, *lnf_mean, *lnf_rstd; /* (N,C) (N) (N) */
     float *logits;     /* (N,Vl) */
-    float *rowmax, *sumexp, *target_logit, *losses; /* (N) each */
+    float *ce_stats;   /* (3,N): row max, sum of exponentials, target logit (all-reduced) */
+    float *losses;     /* (N) */
 };
 
 struct gpt_scratch {
@@ -238,9 +241,7 @@ static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
         a->lnf_mean = take(cur, N);
         a->lnf_rstd = take(cur, N);
         a->logits = take(cur, N * c->Vl);
-        a->rowmax = take(cur, N);
-        a->sumexp = take(cur, N);
-        a->target_logit = take(cur, N);
+        a->ce_stats = take(cur, 3 * N);
         a->losses = take(cur, N);
     }
     a->tokens = (int32_t *)take(cur, N);
@@ -321,10 +322,6 @@ static block_params block_views(const gpt_chunk *c, const float *base, int i) {
     return v;
 }
 
-static void add_bias_rows(float *x, const float *bias, size_t N, size_t C) {
-    for (size_t n = 0; n < N; n++) add_inplace(x + n * C, bias, C);
-}
-
 float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const int32_t *tokens,
                   const int32_t *targets, const float *x_in, float *x_out, comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
@@ -336,8 +333,7 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
         memcpy(a->tokens, tokens, N * sizeof(int32_t));
         const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
         const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
-        embedding_forward(a->x[0], tokens, wte, N, C, c->v_start, Vl); /* rows outside: 0 */
-        tp_reduce_from_region_forward(tp, a->x[0], N * C);
+        tp_vocab_embedding_forward(tp, a->x[0], tokens, wte, N, C, c->v_start, Vl);
         position_forward(a->x[0], wpe, B, T, C);
     } else {
         memcpy(a->x[0], x_in, N * C * sizeof(float));
@@ -346,23 +342,18 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
     for (int i = 0; i < a->nblocks; i++) {
         block_params w = block_views(c, params, i);
         block_acts *b = &a->blocks[i];
-        /* attention: x -> LN -> f -> QKV (column-parallel) -> heads -> proj (row-parallel) -> g */
+        /* attention: x -> LN -> QKV (column-parallel: f) -> this rank's heads
+         *             -> proj (row-parallel: g, then the bias once) -> + x */
         layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, a->x[i], w.ln1_w, w.ln1_b, N, C);
-        tp_copy_to_region_forward(tp, b->ln1, N * C);
-        matmul_forward(b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl);
+        tp_column_linear_forward(tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl, false);
         attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
-        matmul_forward(a->tmp, b->atty, w.proj_w, NULL, N, Cl, C); /* partial sum over heads */
-        tp_reduce_from_region_forward(tp, a->tmp, N * C);
-        add_bias_rows(a->tmp, w.proj_b, N, C);                     /* bias once, after g */
+        tp_row_linear_forward(tp, a->tmp, b->atty, w.proj_w, w.proj_b, N, Cl, C);
         residual_forward(b->x_mid, a->x[i], a->tmp, N * C);
-        /* MLP: x -> LN -> f -> fc (column-parallel) -> GELU -> fcproj (row-parallel) -> g */
+        /* MLP: x -> LN -> fc (column-parallel: f) -> GELU -> fcproj (row-parallel: g) -> + x */
         layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
-        tp_copy_to_region_forward(tp, b->ln2, N * C);
-        matmul_forward(b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl);
+        tp_column_linear_forward(tp, b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl, false);
         gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
-        matmul_forward(a->tmp, b->fch_gelu, w.fcproj_w, NULL, N, 4 * Cl, C);
-        tp_reduce_from_region_forward(tp, a->tmp, N * C);
-        add_bias_rows(a->tmp, w.fcproj_b, N, C);
+        tp_row_linear_forward(tp, a->tmp, b->fch_gelu, w.fcproj_w, w.fcproj_b, N, 4 * Cl, C);
         residual_forward(a->x[i + 1], b->x_mid, a->tmp, N * C);
     }
 
@@ -371,22 +362,17 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
         if (x_out) memcpy(x_out, x_last, N * C * sizeof(float));
         return 0.0f;
     }
-    /* Head (last stage): LN -> f -> logits over this rank's vocabulary rows (tied wte) ->
-     * vocab-parallel cross-entropy; the full logits are never gathered. */
+    /* Head (last stage): LN -> logits over this rank's vocabulary rows, a column-parallel
+     * linear with the tied wte as weight -> vocab-parallel cross-entropy; the full logits
+     * are never gathered. */
     memcpy(a->targets, targets, N * sizeof(int32_t));
     const float *lnf_w = params + gpt_chunk_find(c, GPT_LNF_W, -1)->offset;
     const float *lnf_b = params + gpt_chunk_find(c, GPT_LNF_B, -1)->offset;
     const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x_last, lnf_w, lnf_b, N, C);
-    tp_copy_to_region_forward(tp, a->lnf, N * C);
-    matmul_forward(a->logits, a->lnf, wte, NULL, N, C, Vl);
-    crossentropy_local_max(a->rowmax, a->logits, N, Vl, c->v_start, c->cfg.real_vocab);
-    tp_all_reduce_max(tp, a->rowmax, N);
-    crossentropy_local_sums(a->sumexp, a->target_logit, a->logits, a->rowmax, targets, N, Vl,
-                            c->v_start, c->cfg.real_vocab);
-    tp_all_reduce_sum(tp, a->target_logit, N);
-    tp_all_reduce_sum(tp, a->sumexp, N);
-    crossentropy_loss(a->losses, a->sumexp, a->rowmax, a->target_logit, N);
+    tp_column_linear_forward(tp, a->logits, a->lnf, wte, NULL, N, C, Vl, false);
+    tp_vocab_cross_entropy_forward(tp, a->losses, a->ce_stats, a->logits, targets, N, Vl,
+                                   c->v_start, c->cfg.real_vocab);
     double sum = 0.0;
     for (size_t n = 0; n < N; n++) sum += a->losses[n];
     return (float)(sum / (double)N);
@@ -407,12 +393,11 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
         const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
         const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
         for (size_t n = 0; n < N; n++) s->dloss[n] = dloss;
-        crossentropy_backward(s->dlogits, a->logits, a->rowmax, a->sumexp, a->targets, s->dloss, N,
-                              Vl, c->v_start, c->cfg.real_vocab);
+        tp_vocab_cross_entropy_backward(tp, s->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
+                                        N, Vl, c->v_start, c->cfg.real_vocab);
         memset(s->dln, 0, N * C * sizeof(float));
-        matmul_backward(s->dln, grad_of(grads, pe), NULL, s->dlogits, a->lnf, params + pe->offset, N,
-                        C, Vl);
-        tp_copy_to_region_backward(tp, s->dln, N * C); /* f: all-reduce */
+        tp_column_linear_backward(tp, s->dln, grad_of(grads, pe), NULL, s->dlogits, a->lnf,
+                                  params + pe->offset, N, C, Vl, false);
         memset(dres, 0, N * C * sizeof(float));
         layernorm_backward(dres, grad_of(grads, pw), grad_of(grads, pb), s->dln, a->x[a->nblocks],
                            params + pw->offset, a->lnf_mean, a->lnf_rstd, N, C);
@@ -436,29 +421,28 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
         float *d_fcproj_w = grad_of(grads, block_param(c, i, GPT_FCPROJ_W));
         float *d_fcproj_b = grad_of(grads, block_param(c, i, GPT_FCPROJ_B));
 
-        /* MLP backward. g backward is the identity: dres flows into fcproj as is. */
-        tp_reduce_from_region_backward(tp, dres, N * C);
+        /* MLP backward. The row-parallel fcproj needs no communication (g's backward is the
+         * identity); the column-parallel fc all-reduces its input gradient (f's backward). */
         memset(s->dfch_gelu, 0, N * 4 * Cl * sizeof(float));
-        matmul_backward(s->dfch_gelu, d_fcproj_w, d_fcproj_b, dres, b->fch_gelu, w.fcproj_w, N,
-                        4 * Cl, C);
+        tp_row_linear_backward(tp, s->dfch_gelu, d_fcproj_w, d_fcproj_b, dres, b->fch_gelu,
+                               w.fcproj_w, N, 4 * Cl, C);
         memset(s->dfch, 0, N * 4 * Cl * sizeof(float));
         gelu_backward(s->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
         memset(s->dln, 0, N * C * sizeof(float));
-        matmul_backward(s->dln, d_fc_w, d_fc_b, s->dfch, b->ln2, w.fc_w, N, C, 4 * Cl);
-        tp_copy_to_region_backward(tp, s->dln, N * C); /* f: all-reduce */
+        tp_column_linear_backward(tp, s->dln, d_fc_w, d_fc_b, s->dfch, b->ln2, w.fc_w, N, C, 4 * Cl,
+                                  false);
         /* dres += LN2 backward: now the gradient of x_mid */
         layernorm_backward(dres, d_ln2_w, d_ln2_b, s->dln, b->x_mid, w.ln2_w, b->ln2_mean,
                            b->ln2_rstd, N, C);
 
-        /* Attention backward. */
-        tp_reduce_from_region_backward(tp, dres, N * C);
+        /* Attention backward: the same two layers around this rank's heads. */
         memset(s->datty, 0, N * Cl * sizeof(float));
-        matmul_backward(s->datty, d_proj_w, d_proj_b, dres, b->atty, w.proj_w, N, Cl, C);
+        tp_row_linear_backward(tp, s->datty, d_proj_w, d_proj_b, dres, b->atty, w.proj_w, N, Cl, C);
         memset(s->dqkv, 0, N * 3 * Cl * sizeof(float));
         attention_backward(s->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
         memset(s->dln, 0, N * C * sizeof(float));
-        matmul_backward(s->dln, d_qkv_w, d_qkv_b, s->dqkv, b->ln1, w.qkv_w, N, C, 3 * Cl);
-        tp_copy_to_region_backward(tp, s->dln, N * C); /* f: all-reduce */
+        tp_column_linear_backward(tp, s->dln, d_qkv_w, d_qkv_b, s->dqkv, b->ln1, w.qkv_w, N, C,
+                                  3 * Cl, false);
         /* dres += LN1 backward: now the gradient of the block input */
         layernorm_backward(dres, d_ln1_w, d_ln1_b, s->dln, a->x[i], w.ln1_w, b->ln1_mean,
                            b->ln1_rstd, N, C);
@@ -469,7 +453,7 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
          * the full gradient into the rows it holds. */
         const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1), *pp = gpt_chunk_find(c, GPT_WPE, -1);
         position_backward(grad_of(grads, pp), dres, B, T, C);
-        embedding_backward(grad_of(grads, pe), dres, a->tokens, N, C, c->v_start, Vl);
+        tp_vocab_embedding_backward(tp, grad_of(grads, pe), dres, a->tokens, N, C, c->v_start, Vl);
     } else if (dx_in) {
         memcpy(dx_in, dres, N * C * sizeof(float));
     }
