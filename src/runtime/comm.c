@@ -3,10 +3,12 @@
  *
  * Each public call has the same shape:
  *
+ *   fault_point(op)    -> test-only fault hook (one compare when unset)
  *   t0 = time_now()
  *   size 1 / no MPI  -> local copy or nothing           (never an MPI call)
  *   NCCL             -> comm_nccl_*()                    (comm_nccl.c)
- *   MPI              -> one MPI call on g->mpi
+ *   MPI              -> one blocking MPI call on g->mpi; with a timeout, the waiting part
+ *                       is polled against a deadline instead (see "waiting" below)
  *   comm_report_(...)  -> trace hook + counters
  *
  * Not here: NCCL itself (comm_nccl.c), which ranks form a group (parallel_state.c).
@@ -15,9 +17,13 @@
 
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "src/core/check.h"
 #include "src/core/clock.h"
@@ -164,6 +170,174 @@ void comm_reset_counters(comm_group *g) {
     g->bytes_sent = g->bytes_received = g->bytes_collective = g->calls = 0;
 }
 
+/* ---------------------------------------------------------------- waiting, with a deadline
+ *
+ * g_timeout == 0: every wait is MPI's blocking call (MPI_Wait, MPI_Probe, MPI_Allreduce...),
+ * exactly as without this section. g_timeout > 0: point-to-point waits post the nonblocking
+ * twin (MPI_Iprobe, MPI_Irecv, MPI_Test on the sends) and poll it; a collective first waits,
+ * polled, in an MPI_Ibarrier until every member has arrived (wait_for_members), then runs
+ * the blocking call. Polling:
+ *
+ *   MPI_Test / MPI_Iprobe ──done──> return
+ *        │ not yet
+ *        ├─ first 64 polls: poll again at once (data is usually microseconds away)
+ *        ├─ waited < 1 s:   sched_yield() (ranks may outnumber cores)
+ *        ├─ waited >= 1 s:  sleep 0.2 ms (a long wait: leave the core to the others)
+ *        └─ waited > g_timeout since the call began: timed_out() ends the job
+ */
+
+static double g_timeout = 0.0; /* seconds; 0 = wait forever */
+
+void comm_set_timeout(double seconds) {
+    if (!(seconds >= 0.0) || isinf(seconds))
+        die("a communication timeout of %g s is not allowed: it must be finite and >= 0 "
+            "(0 waits forever)",
+            seconds);
+    g_timeout = seconds;
+}
+
+double comm_timeout(void) { return g_timeout; }
+
+/* True when waits are polled against the deadline. */
+static bool timed(void) { return g_timeout > 0; }
+
+/* Where a rank waits: for the timeout message. */
+typedef struct {
+    const comm_group *g;
+    const char *op;  /* "recv", "all_reduce", ... */
+    const char *dir; /* "from" or "to" the peer; NULL for collectives */
+    int peer, tag;   /* group rank of the peer and the tag; -1 for collectives */
+    double t_start;  /* when the public call began */
+} wait_site;
+
+/* One line to stderr in one write(), so that lines of ranks failing together do not mix. */
+static void say(const char *line) {
+    fflush(stderr);
+    ssize_t n = write(STDERR_FILENO, line, strlen(line));
+    (void)n; /* if stderr is gone, there is no one left to tell */
+}
+
+static void timed_out(const wait_site *w) __attribute__((noreturn));
+static void timed_out(const wait_site *w) {
+    const comm_group *g = w->g;
+    char who[160];
+    if (w->peer >= 0) {
+        snprintf(who, sizeof who, " %s rank %d (group %s, tag %d)", w->dir, g->members[w->peer],
+                 g->name, w->tag);
+    } else {
+        /* A collective waits for every member; name them (the first 16). */
+        int n = snprintf(who, sizeof who, " (group %s, ranks ", g->name);
+        for (int i = 0; i < g->size && i < 16 && n < (int)sizeof who; i++)
+            n += snprintf(who + n, sizeof who - (size_t)n, "%s%d", i ? "," : "", g->members[i]);
+        if (n < (int)sizeof who)
+            snprintf(who + n, sizeof who - (size_t)n, "%s)", g->size > 16 ? ",..." : "");
+    }
+    char line[400];
+    snprintf(line, sizeof line,
+             "trident[rank %d]: timed out after %g s in %s%s: a rank is stuck or dead "
+             "(--distributed-timeout-minutes)\n",
+             dist_rank(), g_timeout, w->op, who);
+    say(line);
+    fatal_exit(1); /* MPI_Abort: the whole job */
+}
+
+/* One "not yet" of a polling loop: the pause that suits how long we have waited. */
+static void not_yet(const wait_site *w, unsigned *polls) {
+    if (++*polls < 64) return;
+    double waited = time_now() - w->t_start;
+    if (waited > g_timeout) timed_out(w);
+    if (waited < 1.0) {
+        sched_yield();
+    } else {
+        struct timespec nap = {0, 200000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* MPI_Wait, or with a timeout MPI_Test until done. */
+static void wait_request(MPI_Request *req, const wait_site *w) {
+    if (!timed()) {
+        MPI_Wait(req, MPI_STATUS_IGNORE);
+        return;
+    }
+    unsigned polls = 0;
+    for (;;) {
+        int done = 0;
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done) return;
+        not_yet(w, &polls);
+    }
+}
+
+/* MPI_Probe, or with a timeout MPI_Iprobe until the message is there. */
+static void wait_message(comm_group *g, int peer, int tag, MPI_Status *st, const wait_site *w) {
+    if (!timed()) {
+        MPI_Probe(peer, tag, g->mpi, st);
+        return;
+    }
+    unsigned polls = 0;
+    for (;;) {
+        int there = 0;
+        MPI_Iprobe(peer, tag, g->mpi, &there, st);
+        if (there) return;
+        not_yet(w, &polls);
+    }
+}
+
+/* With a timeout, the guard in front of a collective: a polled MPI_Ibarrier on the group.
+ * Once every member has arrived, the blocking collective itself runs, so its result has
+ * the same bits and nearly the same speed as without a timeout. (Open MPI's nonblocking
+ * collectives polled to the end cost 4-11x as much per all-reduce at 2 ranks, and its
+ * reduce-scatter adds floats in another order.) A member that dies inside the collective
+ * is mpirun's to notice. */
+static void wait_for_members(comm_group *g, const char *op, double t0) {
+    if (!timed()) return;
+    MPI_Request req;
+    MPI_Ibarrier(g->mpi, &req);
+    wait_site w = {g, op, NULL, -1, -1, t0};
+    wait_request(&req, &w);
+}
+
+/* ---------------------------------------------------------------- test-only fault hook
+ *
+ * TRIDENT_TEST_FAULT="kill:R:N" or "hang:R:N" (see comm.h): read on the first operation.
+ * Lets tests/robustness check that a dead or stuck rank ends the job, and quickly. */
+
+static struct {
+    int mode;   /* -1 not read yet, 0 none, 1 kill, 2 hang */
+    int rank;   /* global rank that misbehaves */
+    long at;    /* at its at-th operation */
+    long calls; /* operations so far on that rank */
+} g_fault = {-1, -1, 0, 0};
+
+static void fault_read(void) {
+    const char *s = getenv("TRIDENT_TEST_FAULT");
+    g_fault.mode = 0;
+    if (!s || !*s) return;
+    char what[8] = "";
+    if (sscanf(s, "%7[a-z]:%d:%ld", what, &g_fault.rank, &g_fault.at) != 3 || g_fault.at < 1 ||
+        (strcmp(what, "kill") != 0 && strcmp(what, "hang") != 0))
+        die("TRIDENT_TEST_FAULT='%s': expected kill:RANK:N or hang:RANK:N with N >= 1", s);
+    g_fault.mode = strcmp(what, "kill") == 0 ? 1 : 2;
+}
+
+/* Called first thing by every operation. */
+static void fault_point(const char *op) {
+    if (g_fault.mode == 0) return;
+    if (g_fault.mode < 0) {
+        fault_read();
+        if (g_fault.mode == 0) return;
+    }
+    if (dist_rank() != g_fault.rank || ++g_fault.calls != g_fault.at) return;
+    char line[160];
+    snprintf(line, sizeof line, "trident[rank %d]: TRIDENT_TEST_FAULT: %s in %s (operation %ld)\n",
+             g_fault.rank, g_fault.mode == 1 ? "killing this rank" : "this rank hangs", op,
+             g_fault.at);
+    say(line);
+    if (g_fault.mode == 1) raise(SIGKILL);
+    for (;;) pause(); /* until the job is torn down */
+}
+
 /* ---------------------------------------------------------------- building groups */
 
 static comm_group *group_new(const char *name, const int *members, int size, int rank,
@@ -264,6 +438,7 @@ static bool nccl(const comm_group *g) { return g->backend == COMM_NCCL; }
 /* ---------------------------------------------------------------- collectives */
 
 void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm_op op) {
+    fault_point("all_reduce");
     double t0 = time_now();
     if (local(g)) {
         /* one rank: the sum of one value is itself */
@@ -272,6 +447,7 @@ void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm
         comm_nccl_all_reduce(g, buf, count, dt, op);
 #endif
     } else {
+        wait_for_members(g, "all_reduce", t0);
         MPI_Allreduce(MPI_IN_PLACE, buf, mpi_count(count), mpi_type(dt), mpi_op(dt, op), g->mpi);
     }
     comm_report_(g, "all_reduce", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
@@ -279,6 +455,7 @@ void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm
 
 void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_per_rank,
                      comm_dtype dt) {
+    fault_point("all_gather");
     double t0 = time_now();
     size_t part = count_per_rank * comm_dtype_size(dt);
     if (local(g)) {
@@ -291,6 +468,7 @@ void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_p
         /* Sending from our own slot of recv is MPI_IN_PLACE. */
         const void *src = send == (const char *)recv + (size_t)g->rank * part ? MPI_IN_PLACE : send;
         int n = mpi_count(count_per_rank);
+        wait_for_members(g, "all_gather", t0);
         MPI_Allgather(src, n, mpi_type(dt), recv, n, mpi_type(dt), g->mpi);
     }
     comm_report_(g, "all_gather", -1, part * (size_t)g->size, -1, t0, t0, time_now());
@@ -298,6 +476,7 @@ void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_p
 
 void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t count_per_rank,
                          comm_dtype dt, comm_op op) {
+    fault_point("reduce_scatter");
     double t0 = time_now();
     size_t part = count_per_rank * comm_dtype_size(dt);
     if (local(g)) {
@@ -308,6 +487,7 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
 #endif
     } else {
         const void *src = send == recv ? MPI_IN_PLACE : send;
+        wait_for_members(g, "reduce_scatter", t0);
         MPI_Reduce_scatter_block(src, recv, mpi_count(count_per_rank), mpi_type(dt),
                                  mpi_op(dt, op), g->mpi);
     }
@@ -316,6 +496,7 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
 
 void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int root_group_rank) {
     CHECK(root_group_rank >= 0 && root_group_rank < g->size, "broadcast root outside the group");
+    fault_point("broadcast");
     double t0 = time_now();
     if (local(g)) {
         /* the root already holds the data */
@@ -324,17 +505,22 @@ void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int r
         comm_nccl_broadcast(g, buf, count, dt, root_group_rank);
 #endif
     } else {
+        wait_for_members(g, "broadcast", t0);
         MPI_Bcast(buf, mpi_count(count), mpi_type(dt), root_group_rank, g->mpi);
     }
     comm_report_(g, "broadcast", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
 }
 
 void comm_barrier(comm_group *g) {
+    fault_point("barrier");
     double t0 = time_now();
 #ifdef TRIDENT_CUDA
     if (nccl(g)) comm_nccl_flush(g);
 #endif
-    if (g->mpi != MPI_COMM_NULL) MPI_Barrier(g->mpi);
+    if (g->mpi != MPI_COMM_NULL) {
+        if (timed()) wait_for_members(g, "barrier", t0); /* the guard is a barrier itself */
+        else MPI_Barrier(g->mpi);
+    }
     comm_report_(g, "barrier", -1, 0, -1, t0, t0, time_now());
 }
 
@@ -345,13 +531,28 @@ static void check_p2p(const comm_group *g, int peer, int tag) {
     CHECK(tag >= 0 && tag <= 32767, "p2p tags must be in 0 .. 32767 (MPI's guaranteed range)");
 }
 
-/* Frees the copies of sends that have completed (MPI_Test), keeping the rest in order. */
+/* The private copy of a pending MPI send starts with where it goes, so that a wait that
+ * times out can name the peer:
+ *
+ *   copy: [ send_head: peer, tag | pad to 16 bytes | payload (bytes) ]   MPI_Isend reads
+ *                                                     ^ copy + SEND_HEAD    from here
+ */
+typedef struct {
+    int peer, tag;
+} send_head;
+enum { SEND_HEAD = 16 };
+
+/* Frees the copies of sends that have completed, keeping the rest in order. wait: completes
+ * them all (MPI_Wait, or polled against the timeout); otherwise only MPI_Test. */
 static void reap_sends(comm_group *g, bool wait) {
+    double t0 = wait ? time_now() : 0.0;
     int kept = 0;
     for (int i = 0; i < g->nsends; i++) {
         int done = 0;
         if (wait) {
-            MPI_Wait(&g->sends[i].req, MPI_STATUS_IGNORE);
+            const send_head *h = g->sends[i].copy;
+            wait_site w = {g, "send", "to", h->peer, h->tag, t0};
+            wait_request(&g->sends[i].req, &w);
             done = 1;
         } else {
             MPI_Test(&g->sends[i].req, &done, MPI_STATUS_IGNORE);
@@ -365,6 +566,7 @@ static void reap_sends(comm_group *g, bool wait) {
 void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int peer_group_rank,
                int tag) {
     check_p2p(g, peer_group_rank, tag);
+    fault_point("send");
     double t0 = time_now();
     size_t bytes = count * comm_dtype_size(dt);
     if (local(g)) {
@@ -391,30 +593,48 @@ void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int 
             g->sends = grown;
         }
         comm_pending_send *s = &g->sends[g->nsends++];
-        s->copy = mallocCheck(bytes);
-        if (bytes) memcpy(s->copy, buf, bytes);
-        MPI_Isend(s->copy, mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi, &s->req);
+        s->copy = mallocCheck(SEND_HEAD + bytes);
+        send_head head = {peer_group_rank, tag};
+        memcpy(s->copy, &head, sizeof head);
+        unsigned char *payload = (unsigned char *)s->copy + SEND_HEAD;
+        if (bytes) memcpy(payload, buf, bytes);
+        MPI_Isend(payload, mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi, &s->req);
     }
     double t1 = time_now();
     comm_report_(g, "send", peer_group_rank, bytes, tag, t0, t0, t1);
 }
 
-/* Waits for a message from `peer` with `tag` (returns when it is there) and checks its size. */
-static void probe_message(comm_group *g, int peer, int tag, size_t count, comm_dtype dt) {
+/* Waits for a message from w->peer with w->tag (returns when it is there) and checks its
+ * size. */
+static void probe_message(comm_group *g, size_t count, comm_dtype dt, const wait_site *w) {
     MPI_Status st;
-    MPI_Probe(peer, tag, g->mpi, &st);
+    wait_message(g, w->peer, w->tag, &st, w);
     int got = 0;
     MPI_Get_count(&st, mpi_type(dt), &got);
     if ((size_t)got != count) {
         fprintf(stderr, "comm_recv on group %s: peer %d sent %d elements with tag %d, expected %zu\n",
-                g->name, g->members[peer], got, tag, count);
+                g->name, g->members[w->peer], got, w->tag, count);
         CHECK(0, "sender and receiver disagree on the message size");
     }
+}
+
+/* Receives the message probe_message() found: MPI_Recv, or with a timeout MPI_Irecv polled
+ * (a large message still needs the sender's progress). */
+static void receive_message(comm_group *g, void *buf, size_t count, comm_dtype dt,
+                            const wait_site *w) {
+    if (!timed()) {
+        MPI_Recv(buf, mpi_count(count), mpi_type(dt), w->peer, w->tag, g->mpi, MPI_STATUS_IGNORE);
+        return;
+    }
+    MPI_Request req;
+    MPI_Irecv(buf, mpi_count(count), mpi_type(dt), w->peer, w->tag, g->mpi, &req);
+    wait_request(&req, w);
 }
 
 void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_group_rank,
                int tag) {
     check_p2p(g, peer_group_rank, tag);
+    fault_point("recv");
     double t0 = time_now(), t_ready = t0;
     size_t bytes = count * comm_dtype_size(dt);
     if (local(g)) {
@@ -434,10 +654,10 @@ void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_g
         comm_nccl_recv(g, buf, bytes, peer_group_rank);
 #endif
     } else {
-        probe_message(g, peer_group_rank, tag, count, dt); /* waiting for the peer ... */
-        t_ready = time_now();                               /* ... then the transfer */
-        MPI_Recv(buf, mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi,
-                 MPI_STATUS_IGNORE);
+        wait_site w = {g, "recv", "from", peer_group_rank, tag, t0};
+        probe_message(g, count, dt, &w); /* waiting for the peer ... */
+        t_ready = time_now();            /* ... then the transfer */
+        receive_message(g, buf, count, dt, &w);
     }
     comm_report_(g, "recv", peer_group_rank, bytes, tag, t0, t_ready, time_now());
 }
@@ -446,6 +666,7 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
                    size_t rcount, int src, comm_dtype dt, int tag) {
     check_p2p(g, dest, tag);
     check_p2p(g, src, tag);
+    fault_point("sendrecv");
     double t0 = time_now(), t_ready = t0;
     size_t sbytes = scount * comm_dtype_size(dt), rbytes = rcount * comm_dtype_size(dt);
     if (local(g)) {
@@ -458,10 +679,12 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
     } else {
         MPI_Request req;
         MPI_Isend(sendbuf, mpi_count(scount), mpi_type(dt), dest, tag, g->mpi, &req);
-        probe_message(g, src, tag, rcount, dt);
+        wait_site from = {g, "sendrecv", "from", src, tag, t0};
+        probe_message(g, rcount, dt, &from);
         t_ready = time_now();
-        MPI_Recv(recvbuf, mpi_count(rcount), mpi_type(dt), src, tag, g->mpi, MPI_STATUS_IGNORE);
-        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        receive_message(g, recvbuf, rcount, dt, &from);
+        wait_site to = {g, "sendrecv", "to", dest, tag, t0};
+        wait_request(&req, &to);
     }
     g->bytes_sent += sbytes;
     g->bytes_received += rbytes;

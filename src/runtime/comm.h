@@ -47,6 +47,27 @@
  * partial sums are exactly representable (small integers) are exact. NCCL does the same
  * natively (ncclBfloat16 / ncclFloat16).
  *
+ * Timeouts (comm_set_timeout): by default every wait is MPI's own blocking call and waits
+ * forever. With a timeout of S seconds, the MPI backend polls instead: a recv polls
+ * MPI_Iprobe, then its MPI_Irecv; sends still in flight are polled with MPI_Test; a
+ * collective first polls an MPI_Ibarrier on the group until every member has arrived, then
+ * runs the same blocking MPI call as without a timeout (same bits, same algorithm). If an
+ * operation is not through S seconds after the call began, this rank prints ONE line
+ * naming itself, the operation, the group and whom it waited for, and ends the whole job
+ * (MPI_Abort):
+ *
+ *   trident[rank 3]: timed out after 600 s in recv from rank 2 (group pp, tag 17): a rank
+ *   is stuck or dead (--distributed-timeout-minutes)
+ *
+ * A collective names the group's members instead of one peer. A rank that dies (rather
+ * than hangs) is noticed by mpirun, which ends the job and names it. NCCL groups are not
+ * covered (their waits are stream synchronisations in comm_nccl.c).
+ *
+ * Test-only fault hook (tests/robustness): TRIDENT_TEST_FAULT="kill:R:N" makes global rank R
+ * raise(SIGKILL) at its N-th comm operation (counted from 1 over all groups); "hang:R:N"
+ * makes it sleep there forever instead. Either prints one line first. Unset: one compare
+ * per call.
+ *
  * Tracing and counters: when a hook is set, every call reports one comm_event. `bytes` is
  * the size of the caller's payload: buf for all_reduce/broadcast/send/recv, the full recv
  * buffer (size * count) for all_gather, the full send buffer (size * count) for
@@ -115,6 +136,13 @@ void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_g
 void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, void *recvbuf,
                    size_t rcount, int src, comm_dtype dt, int tag);
 void comm_wait_sends(comm_group *g); /* completes outstanding sends and frees their copies */
+
+/* --- timeouts ---------------------------------------------------------------------------- */
+
+/* Seconds one operation may wait before the job is ended; 0 (the default) waits forever.
+ * Process-wide; set it once after dist_init(), e.g. from --distributed-timeout-minutes. */
+void comm_set_timeout(double seconds);
+double comm_timeout(void);
 
 /* --- tracing and counters --------------------------------------------------------------- */
 

@@ -5,8 +5,8 @@
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef TRIDENT_CUDA
 #include <cuda_runtime.h>

@@ -33,7 +33,8 @@ bool dist_is_mpi(void);    /* MPI was started by dist_init() and not yet finaliz
 int dist_bind_device(void);
 
 /* For a user error that every rank finds identically (a bad flag, an impossible layout):
- * rank 0 prints "trident: <message>" once, then every rank leaves with exit status 1 —
+ * rank 0 prints "trident: <message>" once (just "<message>" when it already starts with
+ * "trident ", as in "trident train: ..."), then every rank leaves with exit status 1 —
  * no hang, no N copies of the message, no MPI_Abort banner. Without MPI it is die(). */
 void dist_fail_all(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 

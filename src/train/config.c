@@ -117,6 +117,9 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
         FAIL("--make-vocab-size-divisible-by %d must be at least 1", c->make_vocab_size_divisible_by);
     if (c->lr < 0 || c->min_lr < 0) FAIL("--lr %g and --min-lr %g must not be negative", (double)c->lr, (double)c->min_lr);
     if (c->threads < 1) FAIL("--threads %d must be at least 1", c->threads);
+    if (!(c->distributed_timeout_minutes >= 0))
+        FAIL("--distributed-timeout-minutes %g must not be negative (0 waits forever)",
+             (double)c->distributed_timeout_minutes);
     if (c->save_interval < 0) FAIL("--save-interval %d must not be negative", c->save_interval);
     if (c->eval_interval < 0) FAIL("--eval-interval %d must not be negative", c->eval_interval);
     if (c->eval_iters < 0) FAIL("--eval-iters %d must not be negative", c->eval_iters);

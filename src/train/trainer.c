@@ -159,10 +159,14 @@ step_result trainer_step(trainer *t, int it) {
         loss = (float)(loss_sum / (double)c->num_microbatches / (double)c->dp);
     /* Memory accounting: the largest activation peak of any rank this step. */
     int64_t peak = (int64_t)pp_executor_peak_activation_bytes(t->exec);
+    /* A loss that is not finite: the lowest rank whose own share was not (max of -rank). */
+    int32_t bad = isfinite(loss) ? INT32_MIN : -dist_rank();
     if (t->ps && comm_size(t->ps->world) > 1) {
         comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
         comm_all_reduce(t->ps->world, &peak, 1, COMM_INT64, COMM_MAX);
+        if (!isfinite(loss)) comm_all_reduce(t->ps->world, &bad, 1, COMM_INT32, COMM_MAX); /* all see it */
     }
+    r.loss_rank = bad == INT32_MIN ? -1 : -bad;
     r.peak_activation_bytes = (size_t)peak;
     if (t->trace) trace_end(t->trace, hs);
     r.loss = loss;
@@ -295,6 +299,7 @@ int trainer_run(train_config *c) {
     if (!pg_layout_make(&layout, world, c->tensor_model_parallel_size, c->pipeline_model_parallel_size,
                         c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("trident train: %s", err);
+    comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes); /* 0 waits forever */
     ops_set_threads(c->threads);
     parallel_state *ps = ps_create(&layout, rank);
     trainer *t = trainer_create(c, ps);
@@ -360,8 +365,8 @@ int trainer_run(train_config *c) {
         if (it == start + 1) first_loss = r.loss;
         last_loss = r.loss;
         if (!isfinite(r.loss))
-            dist_fail_all("trident train: the loss became %g at iteration %d (rank %d saw it); "
-                          "lower --lr or check the data", (double)r.loss, it, rank);
+            dist_fail_all("trident train: the loss became %g at iteration %d, first on rank %d (last "
+                          "pipeline stage); lower --lr or check the data", (double)r.loss, it, r.loss_rank);
         if (it % c->log_interval == 0 || it == c->train_iters || it == start + 1) {
             double now = time_now();
             double tps = tokens_per_step * (it - last_logged) / (now - t_last);

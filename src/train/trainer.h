@@ -35,6 +35,7 @@ typedef struct {
     bool skipped;     /* fp16 overflow: the update was skipped */
     float loss_scale; /* fp16 loss scale after this step (1 otherwise) */
     size_t peak_activation_bytes; /* the largest peak of activations held, over all ranks */
+    int loss_rank;    /* loss not finite: the lowest rank whose own share was not; else -1 */
 } step_result;
 
 /* Runs iteration `it` (1-based). */

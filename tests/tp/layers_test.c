@@ -123,7 +123,7 @@ static void row_parallel_linear_matches_serial_and_adds_the_bias_once(void **sta
     expect_traffic(p > 1, p > 1 ? N * OC * sizeof(float) : 0, 0, 0, "row-parallel forward");
 
     float *dinp = calloc(N * Cl, sizeof(float)), *dw = calloc(OC * Cl, sizeof(float)), *db = calloc(OC, sizeof(float));
-    float *want = malloc(N * C * sizeof(float));
+    float *want = malloc((N > OC ? N : OC) * C * sizeof(float)); /* holds dX_r, then dA_r */
     tp_traffic_reset();
     tp_row_linear_backward(tp, dinp, dw, db, s.dY, Xr, Ar, N, Cl, OC);
     tp_fixture_columns(want, s.dX, N, C, r * Cl, Cl);
