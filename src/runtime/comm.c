@@ -7,8 +7,8 @@
  *   t0 = time_now()
  *   size 1 / no MPI  -> local copy or nothing           (never an MPI call)
  *   NCCL             -> comm_nccl_*()                    (comm_nccl.c)
- *   MPI              -> one blocking MPI call on g->mpi; with a timeout, the waiting part
- *                       is polled against a deadline instead (see "waiting" below)
+ *   MPI              -> one blocking MPI call on g->mpi, announced to the timeout
+ *                       watchdog (see "waiting" below)
  *   comm_report_(...)  -> trace hook + counters
  *
  * Not here: NCCL itself (comm_nccl.c), which ranks form a group (parallel_state.c).
@@ -17,7 +17,8 @@
 
 #include <limits.h>
 #include <math.h>
-#include <sched.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,34 +173,20 @@ void comm_reset_counters(comm_group *g) {
 
 /* ---------------------------------------------------------------- waiting, with a deadline
  *
- * g_timeout == 0: every wait is MPI's blocking call (MPI_Wait, MPI_Probe, MPI_Allreduce...),
- * exactly as without this section. g_timeout > 0: point-to-point waits post the nonblocking
- * twin (MPI_Iprobe, MPI_Irecv, MPI_Test on the sends) and poll it; a collective first waits,
- * polled, in an MPI_Ibarrier until every member has arrived (wait_for_members), then runs
- * the blocking call. Polling:
+ * Every blocking MPI call that waits for other ranks is bracketed by wait_begin(site) and
+ * wait_end(): two stores, so the fast path is MPI's own blocking call. With a timeout set
+ * (comm_set_timeout), a watchdog thread wakes a few times a second; when the wait in
+ * progress began more than g_timeout ago, it writes one line naming this rank, the
+ * operation, the group and the peer, and ends the process — mpirun then ends the job:
  *
- *   MPI_Test / MPI_Iprobe ──done──> return
- *        │ not yet
- *        ├─ first 64 polls: poll again at once (data is usually microseconds away)
- *        ├─ waited < 1 s:   sched_yield() (ranks may outnumber cores)
- *        ├─ waited >= 1 s:  sleep 0.2 ms (a long wait: leave the core to the others)
- *        └─ waited > g_timeout since the call began: timed_out() ends the job
+ *   main thread:  wait_begin(site) ── MPI_Recv / MPI_Allreduce / MPI_Wait ... ── wait_end()
+ *   watchdog:     every 0.25 s: since = g_wait.since; if since && now - since > timeout:
+ *                 "trident[rank 3]: timed out after 600 s in recv from rank 2 (group pp, ...)"
+ *
+ * The watchdog never calls MPI (MPI runs single-threaded here); it leaves with _exit(1).
  */
 
 static double g_timeout = 0.0; /* seconds; 0 = wait forever */
-
-void comm_set_timeout(double seconds) {
-    if (!(seconds >= 0.0) || isinf(seconds))
-        die("a communication timeout of %g s is not allowed: it must be finite and >= 0 "
-            "(0 waits forever)",
-            seconds);
-    g_timeout = seconds;
-}
-
-double comm_timeout(void) { return g_timeout; }
-
-/* True when waits are polled against the deadline. */
-static bool timed(void) { return g_timeout > 0; }
 
 /* Where a rank waits: for the timeout message. */
 typedef struct {
@@ -207,17 +194,41 @@ typedef struct {
     const char *op;  /* "recv", "all_reduce", ... */
     const char *dir; /* "from" or "to" the peer; NULL for collectives */
     int peer, tag;   /* group rank of the peer and the tag; -1 for collectives */
-    double t_start;  /* when the public call began */
 } wait_site;
+
+/* The wait in progress, published by the main thread for the watchdog. `since` is written
+ * last (release) and cleared at the end; the watchdog reads it first (acquire), then the
+ * site, then `since` again to make sure it read one wait and not the next. */
+static struct {
+    _Atomic long long since_ns; /* 0 = not waiting */
+    _Atomic(const comm_group *) g;
+    _Atomic(const char *) op, dir;
+    _Atomic int peer, tag;
+} g_wait;
+
+static long long now_ns(void) { return (long long)(time_now() * 1e9); }
+
+static void wait_begin(const wait_site *w) {
+    if (g_timeout <= 0) return;
+    atomic_store_explicit(&g_wait.g, w->g, memory_order_relaxed);
+    atomic_store_explicit(&g_wait.op, w->op, memory_order_relaxed);
+    atomic_store_explicit(&g_wait.dir, w->dir, memory_order_relaxed);
+    atomic_store_explicit(&g_wait.peer, w->peer, memory_order_relaxed);
+    atomic_store_explicit(&g_wait.tag, w->tag, memory_order_relaxed);
+    atomic_store_explicit(&g_wait.since_ns, now_ns(), memory_order_release);
+}
+
+static void wait_end(void) {
+    if (g_timeout <= 0) return;
+    atomic_store_explicit(&g_wait.since_ns, 0, memory_order_release);
+}
 
 /* One line to stderr in one write(), so that lines of ranks failing together do not mix. */
 static void say(const char *line) {
-    fflush(stderr);
     ssize_t n = write(STDERR_FILENO, line, strlen(line));
     (void)n; /* if stderr is gone, there is no one left to tell */
 }
 
-static void timed_out(const wait_site *w) __attribute__((noreturn));
 static void timed_out(const wait_site *w) {
     const comm_group *g = w->g;
     char who[160];
@@ -238,64 +249,52 @@ static void timed_out(const wait_site *w) {
              "(--distributed-timeout-minutes)\n",
              dist_rank(), g_timeout, w->op, who);
     say(line);
-    fatal_exit(1); /* MPI_Abort: the whole job */
+    _exit(1); /* mpirun sees a rank leave without finalizing and ends the whole job */
 }
 
-/* One "not yet" of a polling loop: the pause that suits how long we have waited. */
-static void not_yet(const wait_site *w, unsigned *polls) {
-    if (++*polls < 64) return;
-    double waited = time_now() - w->t_start;
-    if (waited > g_timeout) timed_out(w);
-    if (waited < 1.0) {
-        sched_yield();
-    } else {
-        struct timespec nap = {0, 200000};
-        nanosleep(&nap, NULL);
+static void *watchdog(void *arg) {
+    (void)arg;
+    for (;;) {
+        double nap = g_timeout / 4 < 0.25 ? g_timeout / 4 : 0.25;
+        struct timespec ts = {(time_t)nap, (long)((nap - (double)(time_t)nap) * 1e9)};
+        nanosleep(&ts, NULL);
+        long long since = atomic_load_explicit(&g_wait.since_ns, memory_order_acquire);
+        if (!since || (double)(now_ns() - since) * 1e-9 <= g_timeout) continue;
+        wait_site w = {
+            atomic_load_explicit(&g_wait.g, memory_order_relaxed),
+            atomic_load_explicit(&g_wait.op, memory_order_relaxed),
+            atomic_load_explicit(&g_wait.dir, memory_order_relaxed),
+            atomic_load_explicit(&g_wait.peer, memory_order_relaxed),
+            atomic_load_explicit(&g_wait.tag, memory_order_relaxed),
+        };
+        if (atomic_load_explicit(&g_wait.since_ns, memory_order_acquire) != since) continue;
+        timed_out(&w);
+    }
+    return NULL;
+}
+
+void comm_set_timeout(double seconds) {
+    if (!(seconds >= 0.0) || isinf(seconds))
+        die("a communication timeout of %g s is not allowed: it must be finite and >= 0 "
+            "(0 waits forever)",
+            seconds);
+    static bool started = false;
+    g_timeout = seconds;
+    if (seconds > 0 && !started) {
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, watchdog, NULL) == 0, "cannot start the timeout watchdog");
+        pthread_detach(th);
+        started = true;
     }
 }
 
-/* MPI_Wait, or with a timeout MPI_Test until done. */
+double comm_timeout(void) { return g_timeout; }
+
+/* The blocking waits, each announced to the watchdog. */
 static void wait_request(MPI_Request *req, const wait_site *w) {
-    if (!timed()) {
-        MPI_Wait(req, MPI_STATUS_IGNORE);
-        return;
-    }
-    unsigned polls = 0;
-    for (;;) {
-        int done = 0;
-        MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (done) return;
-        not_yet(w, &polls);
-    }
-}
-
-/* MPI_Probe, or with a timeout MPI_Iprobe until the message is there. */
-static void wait_message(comm_group *g, int peer, int tag, MPI_Status *st, const wait_site *w) {
-    if (!timed()) {
-        MPI_Probe(peer, tag, g->mpi, st);
-        return;
-    }
-    unsigned polls = 0;
-    for (;;) {
-        int there = 0;
-        MPI_Iprobe(peer, tag, g->mpi, &there, st);
-        if (there) return;
-        not_yet(w, &polls);
-    }
-}
-
-/* With a timeout, the guard in front of a collective: a polled MPI_Ibarrier on the group.
- * Once every member has arrived, the blocking collective itself runs, so its result has
- * the same bits and nearly the same speed as without a timeout. (Open MPI's nonblocking
- * collectives polled to the end cost 4-11x as much per all-reduce at 2 ranks, and its
- * reduce-scatter adds floats in another order.) A member that dies inside the collective
- * is mpirun's to notice. */
-static void wait_for_members(comm_group *g, const char *op, double t0) {
-    if (!timed()) return;
-    MPI_Request req;
-    MPI_Ibarrier(g->mpi, &req);
-    wait_site w = {g, op, NULL, -1, -1, t0};
-    wait_request(&req, &w);
+    wait_begin(w);
+    MPI_Wait(req, MPI_STATUS_IGNORE);
+    wait_end();
 }
 
 /* ---------------------------------------------------------------- test-only fault hook
@@ -447,8 +446,10 @@ void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm
         comm_nccl_all_reduce(g, buf, count, dt, op);
 #endif
     } else {
-        wait_for_members(g, "all_reduce", t0);
+        wait_site w = {g, "all_reduce", NULL, -1, -1};
+        wait_begin(&w);
         MPI_Allreduce(MPI_IN_PLACE, buf, mpi_count(count), mpi_type(dt), mpi_op(dt, op), g->mpi);
+        wait_end();
     }
     comm_report_(g, "all_reduce", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
 }
@@ -468,8 +469,10 @@ void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_p
         /* Sending from our own slot of recv is MPI_IN_PLACE. */
         const void *src = send == (const char *)recv + (size_t)g->rank * part ? MPI_IN_PLACE : send;
         int n = mpi_count(count_per_rank);
-        wait_for_members(g, "all_gather", t0);
+        wait_site w = {g, "all_gather", NULL, -1, -1};
+        wait_begin(&w);
         MPI_Allgather(src, n, mpi_type(dt), recv, n, mpi_type(dt), g->mpi);
+        wait_end();
     }
     comm_report_(g, "all_gather", -1, part * (size_t)g->size, -1, t0, t0, time_now());
 }
@@ -487,9 +490,11 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
 #endif
     } else {
         const void *src = send == recv ? MPI_IN_PLACE : send;
-        wait_for_members(g, "reduce_scatter", t0);
+        wait_site w = {g, "reduce_scatter", NULL, -1, -1};
+        wait_begin(&w);
         MPI_Reduce_scatter_block(src, recv, mpi_count(count_per_rank), mpi_type(dt),
                                  mpi_op(dt, op), g->mpi);
+        wait_end();
     }
     comm_report_(g, "reduce_scatter", -1, part * (size_t)g->size, -1, t0, t0, time_now());
 }
@@ -505,8 +510,10 @@ void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int r
         comm_nccl_broadcast(g, buf, count, dt, root_group_rank);
 #endif
     } else {
-        wait_for_members(g, "broadcast", t0);
+        wait_site w = {g, "broadcast", NULL, -1, -1};
+        wait_begin(&w);
         MPI_Bcast(buf, mpi_count(count), mpi_type(dt), root_group_rank, g->mpi);
+        wait_end();
     }
     comm_report_(g, "broadcast", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
 }
@@ -518,8 +525,10 @@ void comm_barrier(comm_group *g) {
     if (nccl(g)) comm_nccl_flush(g);
 #endif
     if (g->mpi != MPI_COMM_NULL) {
-        if (timed()) wait_for_members(g, "barrier", t0); /* the guard is a barrier itself */
-        else MPI_Barrier(g->mpi);
+        wait_site w = {g, "barrier", NULL, -1, -1};
+        wait_begin(&w);
+        MPI_Barrier(g->mpi);
+        wait_end();
     }
     comm_report_(g, "barrier", -1, 0, -1, t0, t0, time_now());
 }
@@ -543,15 +552,14 @@ typedef struct {
 enum { SEND_HEAD = 16 };
 
 /* Frees the copies of sends that have completed, keeping the rest in order. wait: completes
- * them all (MPI_Wait, or polled against the timeout); otherwise only MPI_Test. */
+ * them all (MPI_Wait, watched by the timeout); otherwise only MPI_Test. */
 static void reap_sends(comm_group *g, bool wait) {
-    double t0 = wait ? time_now() : 0.0;
     int kept = 0;
     for (int i = 0; i < g->nsends; i++) {
         int done = 0;
         if (wait) {
             const send_head *h = g->sends[i].copy;
-            wait_site w = {g, "send", "to", h->peer, h->tag, t0};
+            wait_site w = {g, "send", "to", h->peer, h->tag};
             wait_request(&g->sends[i].req, &w);
             done = 1;
         } else {
@@ -608,7 +616,9 @@ void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int 
  * size. */
 static void probe_message(comm_group *g, size_t count, comm_dtype dt, const wait_site *w) {
     MPI_Status st;
-    wait_message(g, w->peer, w->tag, &st, w);
+    wait_begin(w);
+    MPI_Probe(w->peer, w->tag, g->mpi, &st);
+    wait_end();
     int got = 0;
     MPI_Get_count(&st, mpi_type(dt), &got);
     if ((size_t)got != count) {
@@ -618,17 +628,12 @@ static void probe_message(comm_group *g, size_t count, comm_dtype dt, const wait
     }
 }
 
-/* Receives the message probe_message() found: MPI_Recv, or with a timeout MPI_Irecv polled
- * (a large message still needs the sender's progress). */
+/* Receives the message probe_message() found (a large one still needs the sender's progress). */
 static void receive_message(comm_group *g, void *buf, size_t count, comm_dtype dt,
                             const wait_site *w) {
-    if (!timed()) {
-        MPI_Recv(buf, mpi_count(count), mpi_type(dt), w->peer, w->tag, g->mpi, MPI_STATUS_IGNORE);
-        return;
-    }
-    MPI_Request req;
-    MPI_Irecv(buf, mpi_count(count), mpi_type(dt), w->peer, w->tag, g->mpi, &req);
-    wait_request(&req, w);
+    wait_begin(w);
+    MPI_Recv(buf, mpi_count(count), mpi_type(dt), w->peer, w->tag, g->mpi, MPI_STATUS_IGNORE);
+    wait_end();
 }
 
 void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_group_rank,
@@ -654,7 +659,7 @@ void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_g
         comm_nccl_recv(g, buf, bytes, peer_group_rank);
 #endif
     } else {
-        wait_site w = {g, "recv", "from", peer_group_rank, tag, t0};
+        wait_site w = {g, "recv", "from", peer_group_rank, tag};
         probe_message(g, count, dt, &w); /* waiting for the peer ... */
         t_ready = time_now();            /* ... then the transfer */
         receive_message(g, buf, count, dt, &w);
@@ -679,11 +684,11 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
     } else {
         MPI_Request req;
         MPI_Isend(sendbuf, mpi_count(scount), mpi_type(dt), dest, tag, g->mpi, &req);
-        wait_site from = {g, "sendrecv", "from", src, tag, t0};
+        wait_site from = {g, "sendrecv", "from", src, tag};
         probe_message(g, rcount, dt, &from);
         t_ready = time_now();
         receive_message(g, recvbuf, rcount, dt, &from);
-        wait_site to = {g, "sendrecv", "to", dest, tag, t0};
+        wait_site to = {g, "sendrecv", "to", dest, tag};
         wait_request(&req, &to);
     }
     g->bytes_sent += sbytes;

@@ -47,14 +47,11 @@
  * partial sums are exactly representable (small integers) are exact. NCCL does the same
  * natively (ncclBfloat16 / ncclFloat16).
  *
- * Timeouts (comm_set_timeout): by default every wait is MPI's own blocking call and waits
- * forever. With a timeout of S seconds, the MPI backend polls instead: a recv polls
- * MPI_Iprobe, then its MPI_Irecv; sends still in flight are polled with MPI_Test; a
- * collective first polls an MPI_Ibarrier on the group until every member has arrived, then
- * runs the same blocking MPI call as without a timeout (same bits, same algorithm). If an
- * operation is not through S seconds after the call began, this rank prints ONE line
- * naming itself, the operation, the group and whom it waited for, and ends the whole job
- * (MPI_Abort):
+ * Timeouts (comm_set_timeout): every wait is MPI's own blocking call; by default it waits
+ * forever. With a timeout of S seconds, each blocking call is announced to a watchdog
+ * thread (two stores: the fast path stays MPI's), and if one wait is not through S seconds
+ * after it began, the watchdog prints ONE line naming this rank, the operation, the group
+ * and whom it waited for, and leaves the process; mpirun then ends the whole job:
  *
  *   trident[rank 3]: timed out after 600 s in recv from rank 2 (group pp, tag 17): a rank
  *   is stuck or dead (--distributed-timeout-minutes)
