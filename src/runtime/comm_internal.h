@@ -41,6 +41,8 @@ struct comm_group {
     int nsends, cap_sends;
     comm_loop_msg *loop;
     size_t bytes_sent, bytes_received, bytes_collective, calls;
+    float *ring;      /* work space of the ring reduce-scatter (grown on demand) */
+    size_t ring_cap;  /* its size in floats */
 };
 
 /* Reports one event to the trace hook (if any) and updates the group's counters. */

@@ -158,6 +158,10 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     if (!c->stage_layers && c->num_layers % (pp * c->vpp) != 0)
         FAIL("--num-layers %d is not divisible by the %d virtual pipeline stages (pipeline size %d × %d chunks per rank)",
              c->num_layers, pp * c->vpp, pp, c->vpp);
+    if (2LL * c->num_microbatches * pp * c->vpp > 32766)
+        FAIL("%d micro-batches × %d virtual pipeline stages need %lld message tags; at most 32766 exist "
+             "(use fewer, larger micro-batches)", c->num_microbatches, pp * c->vpp,
+             2LL * c->num_microbatches * pp * c->vpp);
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
     gpt_config g = {c->padded_vocab, 256, c->seq_length, c->num_layers, c->hidden_size,
                     c->num_attention_heads};

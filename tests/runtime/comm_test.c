@@ -111,6 +111,28 @@ static void reduce_scatter_gives_each_rank_its_part_of_the_sum(void **state) {
     free(send);
 }
 
+/* Large fp32 buffers take the ring path (comm.c): segments, in-place all-gather, odd sizes. */
+static void large_reduce_scatter_and_all_gather_take_the_ring_and_stay_exact(void **state) {
+    (void)state;
+    const size_t count = 3 * 131072 + 17; /* several ring segments and a remainder */
+    int r = R(), size = N();
+    size_t total = count * (size_t)size;
+    float *send = malloc(sizeof(float) * total), *recv = malloc(sizeof(float) * count);
+    float *want = malloc(sizeof(float) * count), *all = malloc(sizeof(float) * total);
+    for (size_t j = 0; j < total; j++) send[j] = (float)((r + 1) * (int)(j % 1000));
+    comm_reduce_scatter(g_world, send, recv, count, COMM_FLOAT32, COMM_SUM);
+    for (size_t k = 0; k < count; k++)
+        want[k] = (float)(size * (size + 1) / 2 * (int)(((size_t)r * count + k) % 1000));
+    expect_close(recv, want, count, 0, 0, "ring reduce_scatter"); /* small integers: exact */
+    memcpy(all + (size_t)r * count, recv, sizeof(float) * count);
+    comm_all_gather(g_world, all + (size_t)r * count, all, count, COMM_FLOAT32);
+    for (int q = 0; q < size; q++)
+        for (size_t k = 0; k < count; k++)
+            if (all[(size_t)q * count + k] != (float)(size * (size + 1) / 2 * (int)(((size_t)q * count + k) % 1000)))
+                fail_msg("ring all_gather: part %d element %zu", q, k);
+    free(send); free(recv); free(want); free(all);
+}
+
 static void broadcast_copies_the_roots_buffer(void **state) {
     (void)state;
     enum { n = 9 };
@@ -338,6 +360,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(half_precision_sums_round_like_fp32_then_nearest_even),
         cmocka_unit_test(all_gather_places_parts_in_rank_order),
         cmocka_unit_test(reduce_scatter_gives_each_rank_its_part_of_the_sum),
+        cmocka_unit_test(large_reduce_scatter_and_all_gather_take_the_ring_and_stay_exact),
         cmocka_unit_test(broadcast_copies_the_roots_buffer),
         cmocka_unit_test(zero_length_buffers_are_fine_everywhere),
         cmocka_unit_test(send_send_then_recv_recv_does_not_deadlock),
