@@ -15,18 +15,7 @@
 
 static char g_out[1 << 16];
 
-static const char *helper(void) {
-    static char path[4096];
-    const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
-    if (srcdir && ws) {
-        snprintf(path, sizeof path, "%s/%s/tests/robustness/stuck_helper", srcdir, ws);
-        if (access(path, X_OK) == 0) return path;
-    }
-    if (access("bazel-bin/tests/robustness/stuck_helper", X_OK) == 0)
-        return "bazel-bin/tests/robustness/stuck_helper";
-    fail_msg("cannot find stuck_helper");
-    return NULL;
-}
+static const char *helper(void) { return test_runfile("tests/robustness/stuck_helper"); }
 
 /* Runs the helper with 3 ranks and a 1 s timeout; returns the exit status, *secs the time. */
 static int run_job(const char *mode, double *secs) {

@@ -12,18 +12,7 @@
 
 static char g_out[1 << 16];
 
-static const char *helper(void) {
-    static char path[4096];
-    const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
-    if (srcdir && ws) {
-        snprintf(path, sizeof path, "%s/%s/tests/runtime/dist_fail_helper", srcdir, ws);
-        if (access(path, X_OK) == 0) return path;
-    }
-    if (access("bazel-bin/tests/runtime/dist_fail_helper", X_OK) == 0)
-        return "bazel-bin/tests/runtime/dist_fail_helper";
-    fail_msg("cannot find dist_fail_helper");
-    return NULL;
-}
+static const char *helper(void) { return test_runfile("tests/runtime/dist_fail_helper"); }
 
 /* Runs the helper under mpirun with np ranks; returns the exit status, *secs the wall time. */
 static int run_job(int np, const char *mode, double *secs) {

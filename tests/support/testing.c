@@ -69,6 +69,19 @@ void mpi_test_launch(int argc, char **argv, int np) {
     exit(127);
 }
 
+const char *test_runfile(const char *relpath) {
+    static char path[4096];
+    const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
+    if (srcdir && ws) {
+        snprintf(path, sizeof path, "%s/%s/%s", srcdir, ws, relpath);
+        if (access(path, F_OK) == 0) return path;
+    }
+    snprintf(path, sizeof path, "bazel-bin/%s", relpath);
+    if (access(path, F_OK) == 0) return path;
+    fail_msg("cannot find %s (is it a data dependency of this test?)", relpath);
+    return NULL;
+}
+
 const char *test_trident_path(void) {
     static char path[4096];
     const char *srcdir = getenv("TEST_SRCDIR");

@@ -31,6 +31,10 @@ void mpi_test_launch(int argc, char **argv, int np);
 /* Path of the trident binary (a data dependency of the test), or dies. */
 const char *test_trident_path(void);
 
+/* Path of a runfile given by its path in the repository ("tests/runtime/dist_fail_helper"):
+ * under Bazel in the test's runfiles, else under bazel-bin/. Fails the test if absent. */
+const char *test_runfile(const char *relpath);
+
 /* Runs a shell command, captures stdout+stderr into out (NUL-terminated, truncated to cap),
  * and returns the exit status (or 128+signal). */
 int run_capture(const char *cmd, char *out, size_t cap);
