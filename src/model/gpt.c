@@ -183,7 +183,6 @@ struct gpt_acts {
     int32_t *targets;  /* (N) copy, for the loss backward */
     float **x;         /* nblocks+1 views (N,C): residual stream at block boundaries */
     block_acts *blocks;
-    float *tmp;        /* (N,C) forward work space */
     float *lnf, *lnf_mean, *lnf_rstd; /* (N,C) (N) (N) */
     float *logits;     /* (N,Vl) */
     float *ce_stats;   /* (3,N): row max, sum of exponentials, target logit (all-reduced) */
@@ -235,7 +234,6 @@ static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
         b->fch = take(cur, N * 4 * Cl);
         b->fch_gelu = take(cur, N * 4 * Cl);
     }
-    a->tmp = take(cur, N * C);
     if (c->shard.has_head) {
         a->lnf = take(cur, N * C);
         a->lnf_mean = take(cur, N);
@@ -347,14 +345,14 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
         layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, a->x[i], w.ln1_w, w.ln1_b, N, C);
         tp_column_linear_forward(tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl, false);
         attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
-        tp_row_linear_forward(tp, a->tmp, b->atty, w.proj_w, w.proj_b, N, Cl, C);
-        residual_forward(b->x_mid, a->x[i], a->tmp, N * C);
+        tp_row_linear_forward(tp, b->x_mid, b->atty, w.proj_w, w.proj_b, N, Cl, C);
+        add_inplace(b->x_mid, a->x[i], N * C); /* the residual, added in place */
         /* MLP: x -> LN -> fc (column-parallel: f) -> GELU -> fcproj (row-parallel: g) -> + x */
         layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
         tp_column_linear_forward(tp, b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl, false);
         gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
-        tp_row_linear_forward(tp, a->tmp, b->fch_gelu, w.fcproj_w, w.fcproj_b, N, 4 * Cl, C);
-        residual_forward(a->x[i + 1], b->x_mid, a->tmp, N * C);
+        tp_row_linear_forward(tp, a->x[i + 1], b->fch_gelu, w.fcproj_w, w.fcproj_b, N, 4 * Cl, C);
+        add_inplace(a->x[i + 1], b->x_mid, N * C);
     }
 
     float *x_last = a->x[a->nblocks];
