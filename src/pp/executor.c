@@ -128,6 +128,31 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
     return loss_sum;
 }
 
+double pp_executor_forward_only(pp_executor *ex, const int32_t *inputs, const int32_t *targets,
+                                int step) {
+    const size_t BT = (size_t)ex->B * (size_t)ex->T;
+    double loss_sum = 0.0;
+    for (int i = 0; i < ex->plan.n; i++) {
+        const pp_action *a = &ex->plan.actions[i];
+        if (a->op != PP_FORWARD) continue;
+        const gpt_chunk *ch = &ex->model->chunks[a->chunk];
+        if (a->recv_peer >= 0)
+            comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
+        gpt_acts *acts = acts_take(ex, a->chunk);
+        int h = ex->trace ? trace_begin(ex->trace, TRACE_EVAL, step, a->mb, a->chunk) : -1;
+        float loss = gpt_forward(ch, ex->model->params, acts, inputs + (size_t)a->mb * BT,
+                                 targets + (size_t)a->mb * BT, ex->xin,
+                                 a->send_peer >= 0 ? ex->xout : NULL, ex->tp);
+        if (ex->trace) trace_end(ex->trace, h);
+        acts_give_back(ex, a->chunk, acts);
+        if (ch->shard.has_head) loss_sum += loss;
+        if (a->send_peer >= 0)
+            comm_send(ex->pp, ex->xout, ex->act_elems, COMM_FLOAT32, a->send_peer, a->send_tag);
+    }
+    if (ex->pp) comm_wait_sends(ex->pp);
+    return loss_sum;
+}
+
 size_t pp_executor_peak_activation_bytes(const pp_executor *ex) { return ex->peak_bytes; }
 int pp_executor_peak_microbatches(const pp_executor *ex) { return ex->peak_sets; }
 

@@ -44,6 +44,13 @@ void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr);
 double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *targets, float dloss,
                        int step);
 
+/* Forward passes only (evaluation): the schedule's forwards in order with their messages,
+ * each activation set given back right after its forward. Skipping every backward keeps a
+ * valid schedule valid: a forward only ever waits for an earlier stage's forward. Returns the
+ * sum over micro-batches of the mean loss on the last stage, 0 elsewhere. */
+double pp_executor_forward_only(pp_executor *ex, const int32_t *inputs, const int32_t *targets,
+                                int step);
+
 /* Memory accounting of the last run: peak bytes of activations held, and the peak
  * number of (micro-batch, chunk) activation sets alive at once. */
 size_t pp_executor_peak_activation_bytes(const pp_executor *ex);

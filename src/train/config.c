@@ -36,7 +36,7 @@ void train_config_defaults(train_config *c) {
     c->save_interval = 0;
     c->log_interval = 10;
     c->eval_interval = 0;
-    c->eval_iters = 16;
+    c->eval_iters = 4;
     c->threads = 1;
     c->distributed_timeout_minutes = 10.0f;
 }
@@ -87,8 +87,9 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--load", FLAG_STRING, &c->load, "checkpoint directory to resume from", NULL},
         {"--save-interval", FLAG_INT, &c->save_interval, "save every N iterations (0 = only at the end)", NULL},
         {"--log-interval", FLAG_INT, &c->log_interval, "print and log every N iterations", NULL},
-        {"--eval-interval", FLAG_INT, &c->eval_interval, "evaluate every N iterations (0 = never)", NULL},
-        {"--eval-iters", FLAG_INT, &c->eval_iters, "evaluation windows per evaluation", NULL},
+        {"--eval-interval", FLAG_INT, &c->eval_interval,
+         "evaluate on held-out data every N iterations and at the end (0 = never)", NULL},
+        {"--eval-iters", FLAG_INT, &c->eval_iters, "global batches of held-out samples per evaluation", NULL},
         {"--no-trace", FLAG_BOOL, &c->no_trace, "do not record the per-rank timeline", NULL},
         {"--draw-zero", FLAG_STRING, &c->draw_zero, "draw how the optimizer buffer is cut (.png/.svg/.pdf)", NULL},
         {"--threads", FLAG_INT, &c->threads, "BLAS threads per rank", NULL},

@@ -177,6 +177,33 @@ step_result trainer_step(trainer *t, int it) {
     return r;
 }
 
+float trainer_evaluate(trainer *t, int batches, int step) {
+    const train_config *c = &t->cfg;
+    const size_t T = (size_t)c->seq_length, B = (size_t)c->micro_batch_size;
+    const size_t nwin = dataset_eval_windows(t->data);
+    if (nwin == 0) die("trident train: the data has no evaluation window of --seq-length %d + 1 tokens", c->seq_length);
+    const uint64_t per_dp = (uint64_t)(c->global_batch_size / c->dp);
+    double sum = 0.0;
+    for (int b = 0; b < batches; b++) {
+        const uint64_t base = (uint64_t)b * (uint64_t)c->global_batch_size + (uint64_t)t->dp_rank * per_dp;
+        for (int j = 0; j < c->num_microbatches; j++) {
+            for (size_t i = 0; i < B; i++) {
+                dataset_eval_window(t->data, (size_t)((base + (uint64_t)j * B + i) % nwin), t->sample);
+                size_t at = ((size_t)j * B + i) * T;
+                memcpy(t->inputs + at, t->sample, T * sizeof(int32_t));
+                memcpy(t->targets + at, t->sample + 1, T * sizeof(int32_t));
+            }
+        }
+        sum += pp_executor_forward_only(t->exec, t->inputs, t->targets, step);
+    }
+    /* Like the training loss: from the last stage's first TP rank, averaged over DP. */
+    float loss = 0.0f;
+    if (t->is_last_stage && t->tp_rank == 0)
+        loss = (float)(sum / ((double)batches * c->num_microbatches * c->dp));
+    if (t->ps && comm_size(t->ps->world) > 1) comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
+    return loss;
+}
+
 double trainer_eval(trainer *t, const char *data_path, int max_windows) {
     CHECK(!t->ps || comm_size(t->ps->world) == 1, "evaluation runs serially");
     const gpt_chunk *ch = &t->model->chunks[0];
@@ -384,6 +411,14 @@ int trainer_run(train_config *c) {
                     printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s\n", it,
                            c->train_iters, (double)r.loss, (double)r.lr, r.grad_norm, tps);
                 fflush(stdout);
+            }
+        }
+        if (c->eval_interval > 0 && c->eval_iters > 0 && (it % c->eval_interval == 0 || it == c->train_iters)) {
+            float el = trainer_evaluate(t, c->eval_iters, it);
+            if (lead) {
+                fprintf(mf, "{\"step\":%d,\"eval_loss\":%.7g}\n", it, (double)el);
+                fflush(mf);
+                if (!c->quiet) printf("eval  %5d/%d | loss %.4f on %d held-out batches\n", it, c->train_iters, (double)el, c->eval_iters);
             }
         }
         if (c->save && c->save_interval > 0 && it % c->save_interval == 0) {

@@ -50,6 +50,11 @@ pp_executor *trainer_executor(trainer *t);
 /* The whole run with logging, checkpoints and traces; returns the process exit status. */
 int trainer_run(train_config *cfg);
 
+/* Evaluation during training, on any layout: `batches` global batches of held-out samples
+ * (sample k of the data's evaluation windows, taken in order and wrapping around), forward
+ * passes only through the pipeline; the mean loss, known on every rank. */
+float trainer_evaluate(trainer *t, int batches, int step);
+
 /* Mean loss of the model over the evaluation windows of the data (serial). */
 double trainer_eval(trainer *t, const char *data_path, int max_windows);
 

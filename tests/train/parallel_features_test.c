@@ -6,7 +6,8 @@
  *   - ZeRO-1 optimizer state per rank is the unsharded amount / dp, apart from padding;
  *   - bf16 and fp16 train, staying within a stated tolerance of fp32;
  *   - fp16 loss scaling skips the step and lowers the scale on an (injected) overflow, and
- *     training goes on.
+ *     training goes on;
+ *   - evaluation (forward passes only through the pipeline) gives the serial loss.
  * Runs under mpirun with 4 ranks.
  */
 #include <math.h>
@@ -150,6 +151,33 @@ static void fp16_loss_scaling_recovers_from_an_overflow(void **state) {
     ps_destroy(ps);
 }
 
+static void evaluation_gives_the_serial_loss_on_any_layout(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c);
+    char err[512];
+    assert_true(train_config_check(&c, 1, err, sizeof err));
+    trainer *s = trainer_create(&c, NULL);
+    trainer_step(s, 1);
+    float want = trainer_evaluate(s, 2, 1);
+    const int layouts[3][3] = {{1, 4, 0}, {2, 2, 0}, {1, 2, 1}}; /* tp, pp, layers per chunk */
+    for (int k = 0; k < 3; k++) {
+        train_config p = c;
+        p.tensor_model_parallel_size = layouts[k][0];
+        p.pipeline_model_parallel_size = layouts[k][1];
+        p.num_layers_per_virtual_pipeline_stage = layouts[k][2];
+        parallel_state *ps;
+        trainer *t = make(&p, &ps);
+        trainer_step(t, 1);
+        float got = trainer_evaluate(t, 2, 1);
+        if (fabsf(got - want) > 1e-5f * want)
+            fail_msg("tp%d pp%d: evaluation loss %.9g, serial %.9g", layouts[k][0], layouts[k][1], got, want);
+        trainer_destroy(t);
+        ps_destroy(ps);
+    }
+    trainer_destroy(s);
+}
+
 int main(int argc, char **argv) {
     mpi_test_launch(argc, argv, 4);
     dist_init(&argc, &argv);
@@ -158,6 +186,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(zero_on_and_off_agree_and_shard_the_state),
         cmocka_unit_test(fp16_loss_scaling_recovers_from_an_overflow),
         cmocka_unit_test(bf16_and_fp16_train_close_to_fp32),
+        cmocka_unit_test(evaluation_gives_the_serial_loss_on_any_layout),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     dist_finalize();
