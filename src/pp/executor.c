@@ -90,9 +90,22 @@ static void acts_give_back(pp_executor *ex, int c, gpt_acts *a) {
     if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
 }
 
+/* The forward of action a into acts (its input already in xin, its output left in xout),
+ * recorded as `kind`; returns the micro-batch's mean loss on the last stage, 0 elsewhere. */
+static float forward(pp_executor *ex, const pp_action *a, gpt_acts *acts, const int32_t *inputs,
+                     const int32_t *targets, trace_kind kind, int step) {
+    const size_t BT = (size_t)ex->B * (size_t)ex->T;
+    const gpt_chunk *ch = &ex->model->chunks[a->chunk];
+    int h = ex->trace ? trace_begin(ex->trace, kind, step, a->mb, a->chunk) : -1;
+    float loss = gpt_forward(ch, ex->model->params, acts, inputs + (size_t)a->mb * BT,
+                             targets + (size_t)a->mb * BT, ex->xin, a->send_peer >= 0 ? ex->xout : NULL,
+                             ex->tp);
+    if (ex->trace) trace_end(ex->trace, h);
+    return ch->shard.has_head ? loss : 0.0f;
+}
+
 double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *targets, float dloss,
                        int step) {
-    const size_t BT = (size_t)ex->B * (size_t)ex->T;
     const int v = ex->cfg.v;
     double loss_sum = 0.0;
     ex->peak_bytes = ex->live_bytes;
@@ -106,12 +119,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
         if (a->op == PP_FORWARD) {
             CHECK(*slot == NULL, "forward of a micro-batch whose activations are still held");
             *slot = acts_take(ex, a->chunk);
-            int h = ex->trace ? trace_begin(ex->trace, TRACE_FORWARD, step, a->mb, a->chunk) : -1;
-            float loss = gpt_forward(ch, ex->model->params, *slot, inputs + (size_t)a->mb * BT,
-                                     targets + (size_t)a->mb * BT, ex->xin,
-                                     a->send_peer >= 0 ? ex->xout : NULL, ex->tp);
-            if (ex->trace) trace_end(ex->trace, h);
-            if (ch->shard.has_head) loss_sum += loss;
+            loss_sum += forward(ex, a, *slot, inputs, targets, TRACE_FORWARD, step);
         } else {
             CHECK(*slot != NULL, "backward of a micro-batch that had no forward");
             int h = ex->trace ? trace_begin(ex->trace, TRACE_BACKWARD, step, a->mb, a->chunk) : -1;
@@ -130,22 +138,15 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
 
 double pp_executor_forward_only(pp_executor *ex, const int32_t *inputs, const int32_t *targets,
                                 int step) {
-    const size_t BT = (size_t)ex->B * (size_t)ex->T;
     double loss_sum = 0.0;
     for (int i = 0; i < ex->plan.n; i++) {
         const pp_action *a = &ex->plan.actions[i];
         if (a->op != PP_FORWARD) continue;
-        const gpt_chunk *ch = &ex->model->chunks[a->chunk];
         if (a->recv_peer >= 0)
             comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
         gpt_acts *acts = acts_take(ex, a->chunk);
-        int h = ex->trace ? trace_begin(ex->trace, TRACE_EVAL, step, a->mb, a->chunk) : -1;
-        float loss = gpt_forward(ch, ex->model->params, acts, inputs + (size_t)a->mb * BT,
-                                 targets + (size_t)a->mb * BT, ex->xin,
-                                 a->send_peer >= 0 ? ex->xout : NULL, ex->tp);
-        if (ex->trace) trace_end(ex->trace, h);
+        loss_sum += forward(ex, a, acts, inputs, targets, TRACE_EVAL, step);
         acts_give_back(ex, a->chunk, acts);
-        if (ch->shard.has_head) loss_sum += loss;
         if (a->send_peer >= 0)
             comm_send(ex->pp, ex->xout, ex->act_elems, COMM_FLOAT32, a->send_peer, a->send_tag);
     }

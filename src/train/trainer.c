@@ -122,14 +122,19 @@ dist_optimizer *trainer_optimizer(trainer *t) { return t->opt; }
 pp_executor *trainer_executor(trainer *t) { return t->exec; }
 
 /* This DP rank's micro-batches of iteration `it`, as (m, B, T) inputs and targets. */
-static void load_batch(trainer *t, int it) {
+/* This DP rank's m micro-batches of a global batch, as (m, B, T) inputs and targets: the
+ * batch's sequences first..first+G−1, of which this rank takes its G/dp consecutive ones.
+ * Training reads samples of the data; evaluation reads its held-out windows (wrapping). */
+static void load_batch(trainer *t, uint64_t first, bool eval) {
     const train_config *c = &t->cfg;
     const size_t T = (size_t)c->seq_length, B = (size_t)c->micro_batch_size;
-    const uint64_t per_dp = (uint64_t)(c->global_batch_size / c->dp);
-    const uint64_t base = (uint64_t)(it - 1) * (uint64_t)c->global_batch_size + (uint64_t)t->dp_rank * per_dp;
+    const uint64_t base = first + (uint64_t)t->dp_rank * (uint64_t)(c->global_batch_size / c->dp);
+    const size_t nwin = eval ? dataset_eval_windows(t->data) : 0;
     for (int j = 0; j < c->num_microbatches; j++) {
         for (size_t i = 0; i < B; i++) {
-            dataset_sample(t->data, base + (uint64_t)j * B + i, t->sample);
+            uint64_t k = base + (uint64_t)j * B + i;
+            if (eval) dataset_eval_window(t->data, (size_t)(k % nwin), t->sample);
+            else dataset_sample(t->data, k, t->sample);
             size_t at = ((size_t)j * B + i) * T;
             memcpy(t->inputs + at, t->sample, T * sizeof(int32_t));
             memcpy(t->targets + at, t->sample + 1, T * sizeof(int32_t));
@@ -142,7 +147,7 @@ step_result trainer_step(trainer *t, int it) {
     step_result r = {0};
     int hs = t->trace ? trace_begin(t->trace, TRACE_STEP, it, -1, -1) : -1;
     int hd = t->trace ? trace_begin(t->trace, TRACE_DATA, it, -1, -1) : -1;
-    load_batch(t, it);
+    load_batch(t, (uint64_t)(it - 1) * (uint64_t)c->global_batch_size, false);
     if (t->trace) trace_end(t->trace, hd);
     local_model_zero_grads(t->model);
     /* Each position's loss weighs 1/(B·T·m) of the step's objective (times the fp16 loss scale). */
@@ -179,21 +184,11 @@ step_result trainer_step(trainer *t, int it) {
 
 float trainer_evaluate(trainer *t, int batches, int step) {
     const train_config *c = &t->cfg;
-    const size_t T = (size_t)c->seq_length, B = (size_t)c->micro_batch_size;
-    const size_t nwin = dataset_eval_windows(t->data);
-    if (nwin == 0) die("trident train: the data has no evaluation window of --seq-length %d + 1 tokens", c->seq_length);
-    const uint64_t per_dp = (uint64_t)(c->global_batch_size / c->dp);
+    if (dataset_eval_windows(t->data) == 0)
+        die("trident train: the data has no evaluation window of --seq-length %d + 1 tokens", c->seq_length);
     double sum = 0.0;
     for (int b = 0; b < batches; b++) {
-        const uint64_t base = (uint64_t)b * (uint64_t)c->global_batch_size + (uint64_t)t->dp_rank * per_dp;
-        for (int j = 0; j < c->num_microbatches; j++) {
-            for (size_t i = 0; i < B; i++) {
-                dataset_eval_window(t->data, (size_t)((base + (uint64_t)j * B + i) % nwin), t->sample);
-                size_t at = ((size_t)j * B + i) * T;
-                memcpy(t->inputs + at, t->sample, T * sizeof(int32_t));
-                memcpy(t->targets + at, t->sample + 1, T * sizeof(int32_t));
-            }
-        }
+        load_batch(t, (uint64_t)b * (uint64_t)c->global_batch_size, true);
         sum += pp_executor_forward_only(t->exec, t->inputs, t->targets, step);
     }
     /* Like the training loss: from the last stage's first TP rank, averaged over DP. */
