@@ -1,5 +1,5 @@
 /* context_cuda.cu — the plumbing of kernels/ops_cuda.h: error checks, the context (device,
- * stream, cuBLAS handle), host<->device copies and the arena allocator.
+ * stream, cuBLAS handle, reduction scratch), host<->device copies and the arena allocator.
  *
  * Not here: any numerical kernel.
  */
@@ -70,10 +70,15 @@ extern "C" void cuda_context_init(cuda_context *ctx, int device) {
     /* Plain fp32 for cublasSgemm (no TF32), so GEMMs match the CPU to ~1e-5; the bf16
      * products ask for tensor cores through their compute type, not through this mode. */
     cublasCheck(cublasSetMathMode(ctx->cublas, CUBLAS_DEFAULT_MATH));
+    /* Scratch of the reductions that answer on the host (reduce_cuda.cu). */
+    cudaCheck(cudaMalloc((void **)&ctx->partials, CUDA_REDUCE_BLOCKS * sizeof(double)));
+    cudaCheck(cudaMalloc((void **)&ctx->flag, sizeof(int)));
 }
 
 extern "C" void cuda_context_free(cuda_context *ctx) {
     cudaCheck(cudaStreamSynchronize(ctx->stream));
+    cudaCheck(cudaFree(ctx->flag));
+    cudaCheck(cudaFree(ctx->partials));
     cublasCheck(cublasDestroy(ctx->cublas));
     cudaCheck(cudaStreamDestroy(ctx->stream));
     memset(ctx, 0, sizeof *ctx);

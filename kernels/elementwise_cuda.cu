@@ -1,5 +1,6 @@
 /* elementwise_cuda.cu — the pointwise kernels on the GPU: GELU forward/backward, the
- * residual add and y += x (contracts in kernels/ops_cuda.h, CPU twins in kernels/ops_cpu.c).
+ * residual add, y += x, fill, scale and the bias added to every row (contracts in
+ * kernels/ops_cuda.h, CPU twins in kernels/ops_cpu.c).
  *
  * One thread per element in a grid-stride loop; the formulas are written exactly as in the
  * CPU twin (tanhf, not a faster approximation), so results agree to a few ulps (nvcc may
@@ -41,6 +42,20 @@ __global__ void add_inplace_kernel(float *y, const float *x, size_t n) {
     for (size_t i = global_index(); i < n; i += global_stride()) y[i] += x[i];
 }
 
+__global__ void fill_kernel(float *x, float value, size_t n) {
+    for (size_t i = global_index(); i < n; i += global_stride()) x[i] = value;
+}
+
+__global__ void scale_kernel(float *x, float s, size_t n) {
+    for (size_t i = global_index(); i < n; i += global_stride()) x[i] *= s;
+}
+
+/* x (N,OC) viewed as N*OC elements: element i is column i % OC. One add per element, as in
+ * the CPU's row loop, so the result is the same bit for bit. */
+__global__ void add_bias_rows_kernel(float *x, const float *bias, size_t N, size_t OC) {
+    for (size_t i = global_index(); i < N * OC; i += global_stride()) x[i] += bias[i % OC];
+}
+
 extern "C" void cuda_gelu_forward(const cuda_context *ctx, float *out, const float *inp,
                                   size_t n) {
     if (n == 0) return;
@@ -65,5 +80,24 @@ extern "C" void cuda_residual_forward(const cuda_context *ctx, float *out, const
 extern "C" void cuda_add_inplace(const cuda_context *ctx, float *y, const float *x, size_t n) {
     if (n == 0) return;
     add_inplace_kernel<<<grid_for(n), BLOCK, 0, ctx->stream>>>(y, x, n);
+    cudaCheckLast();
+}
+
+extern "C" void cuda_fill(const cuda_context *ctx, float *x, float value, size_t n) {
+    if (n == 0) return;
+    fill_kernel<<<grid_for(n), BLOCK, 0, ctx->stream>>>(x, value, n);
+    cudaCheckLast();
+}
+
+extern "C" void cuda_scale(const cuda_context *ctx, float *x, float s, size_t n) {
+    if (n == 0) return;
+    scale_kernel<<<grid_for(n), BLOCK, 0, ctx->stream>>>(x, s, n);
+    cudaCheckLast();
+}
+
+extern "C" void cuda_add_bias_rows(const cuda_context *ctx, float *x, const float *bias, size_t N,
+                                   size_t OC) {
+    if (N == 0 || OC == 0) return;
+    add_bias_rows_kernel<<<grid_for(N * OC), BLOCK, 0, ctx->stream>>>(x, bias, N, OC);
     cudaCheckLast();
 }

@@ -56,6 +56,15 @@ void residual_forward(float *out, const float *a, const float *b, size_t n);
 /* y (n) += x. */
 void add_inplace(float *y, const float *x, size_t n);
 
+/* x (n) = value. */
+void fill_value(float *x, float value, size_t n);
+/* x (n) *= s, element by element in index order. */
+void scale_inplace(float *x, float s, size_t n);
+/* Sum of x[i]^2 over x (n), each square and the running sum in double, in index order. */
+double sum_squares(const float *x, size_t n);
+/* x (N,OC) += bias (OC) on every row: add_inplace(x + n*OC, bias, OC) for n = 0..N-1. */
+void add_bias_rows(float *x, const float *bias, size_t N, size_t OC);
+
 /* Token embedding for the rows [v_start, v_start+V) this rank holds:
  * out (N,C) = wte[tok - v_start] when tok is in range, else 0 (masked). */
 void embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N, size_t C,

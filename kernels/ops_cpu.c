@@ -264,6 +264,25 @@ void add_inplace(float *y, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
+void fill_value(float *x, float value, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = value;
+}
+
+void scale_inplace(float *x, float s, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+/* Strictly in index order: without -ffast-math the compiler may not reorder the double adds. */
+double sum_squares(const float *x, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
+    return s;
+}
+
+void add_bias_rows(float *x, const float *bias, size_t N, size_t OC) {
+    for (size_t n = 0; n < N; n++) add_inplace(x + n * OC, bias, OC);
+}
+
 void embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N, size_t C,
                        int64_t v_start, size_t V) {
     for (size_t n = 0; n < N; n++) {

@@ -7,9 +7,11 @@
  * (tests/kernels_cuda/). Dimension names as in ops.h: B T C OC NH HS V, N = B*T.
  *
  * Execution model: every call is queued on ctx->stream and returns at once; the results
- * are there after cuda_context_sync(ctx) (or any later work on the same stream). Matrix
- * products are cuBLAS calls on the same stream; everything else is a small kernel.
- * Reductions have a fixed order, so a run is reproducible on the same GPU (no atomics).
+ * are there after cuda_context_sync(ctx) (or any later work on the same stream). The two
+ * exceptions return a host value and so wait for the stream: cuda_sumsq and
+ * cuda_has_inf_or_nan. Matrix products are cuBLAS calls on the same stream; everything else
+ * is a small kernel. Reductions have a fixed order, so a run is reproducible on the same GPU
+ * (no atomics).
  *
  *   cuda_context ctx;
  *   cuda_context_init(&ctx, 0);                       // device 0, one stream, one cuBLAS handle
@@ -29,13 +31,14 @@
  * Differences from ops.h, all in the signatures below: cuda_attention_backward's scratch is
  * (NH,T,T) floats (all heads of one batch row at once, not one (T,T) head); bf16 GEMMs and
  * the optimizer, casts and checks have no ops.h counterpart (their oracles are
- * src/precision/convert.c and src/optim/adamw.c).
+ * src/precision/convert.c, src/precision/loss_scaler.c and src/optim/adamw.c).
  *
  * Not here: communication (src/runtime/comm_nccl.c), ranks, the model's layout of tensors.
  */
 #ifndef TRIDENT_KERNELS_OPS_CUDA_H
 #define TRIDENT_KERNELS_OPS_CUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,12 +62,20 @@ void cublas_check_(cublasStatus_t st, const char *what, const char *file, int li
 /* ---- context ------------------------------------------------------------------------------ */
 
 /* What every call needs: the device, the stream all work is queued on, and a cuBLAS handle
- * bound to that stream (fp32 GEMMs in full fp32: CUBLAS_DEFAULT_MATH, no TF32). */
+ * bound to that stream (fp32 GEMMs in full fp32: CUBLAS_DEFAULT_MATH, no TF32). The two
+ * scratch buffers belong to the reductions that answer on the host (cuda_sumsq,
+ * cuda_has_inf_or_nan); they are allocated by cuda_context_init, so one context serves one
+ * such call at a time (calls on one stream are in order anyway). */
 typedef struct {
     int device;
     cudaStream_t stream;
     cublasHandle_t cublas;
+    double *partials; /* (CUDA_REDUCE_BLOCKS) device doubles: one partial sum per block */
+    int *flag;        /* one device int: "an inf or NaN was seen" */
 } cuda_context;
+
+/* Blocks of the fixed-order reductions, hence the length of ctx->partials. */
+#define CUDA_REDUCE_BLOCKS 1024
 
 /* Number of GPUs visible to this process; 0 when there is none or no driver (never dies). */
 int cuda_device_count(void);
@@ -160,6 +171,22 @@ void cuda_gelu_backward(const cuda_context *ctx, float *dinp, const float *inp,
 void cuda_residual_forward(const cuda_context *ctx, float *out, const float *a, const float *b,
                            size_t n);
 void cuda_add_inplace(const cuda_context *ctx, float *y, const float *x, size_t n);
+/* x (n) = value;  x (n) *= s. */
+void cuda_fill(const cuda_context *ctx, float *x, float value, size_t n);
+void cuda_scale(const cuda_context *ctx, float *x, float s, size_t n);
+/* x (N,OC) += bias (OC) on every row (ops.h add_bias_rows). */
+void cuda_add_bias_rows(const cuda_context *ctx, float *x, const float *bias, size_t N,
+                        size_t OC);
+
+/* ---- reductions to the host (these two wait for the stream) ------------------------------- */
+
+/* Sum of x[i]^2 over x (n), in double (ops.h sum_squares). Fixed order: a fixed grid of at
+ * most CUDA_REDUCE_BLOCKS blocks, each sums a grid-stride slice into one double with a tree
+ * in shared memory; the host adds the block partials in block order. Reproducible run to
+ * run on the same GPU; differs from the CPU's sequential sum by rounding only (~1e-15). */
+double cuda_sumsq(const cuda_context *ctx, const float *x, size_t n);
+/* Whether any of x (n) is inf or NaN (src/precision/loss_scaler.c prec_has_inf_or_nan). */
+bool cuda_has_inf_or_nan(const cuda_context *ctx, const float *x, size_t n);
 
 /* ---- embeddings (vocab-parallel: this rank holds rows [v_start, v_start+V)) --------------- */
 
@@ -208,6 +235,10 @@ void cuda_fp32_to_bf16(const cuda_context *ctx, uint16_t *out, const float *in, 
 void cuda_bf16_to_fp32(const cuda_context *ctx, float *out, const uint16_t *in, size_t n);
 void cuda_fp32_to_fp16(const cuda_context *ctx, uint16_t *out, const float *in, size_t n);
 void cuda_fp16_to_fp32(const cuda_context *ctx, float *out, const uint16_t *in, size_t n);
+/* x (n) = the nearest bf16 / fp16 value of x, kept as fp32, in place: the same bits as
+ * prec_round_array(PREC_BF16 / PREC_FP16, x, n), NaN payloads included. */
+void cuda_round_to_bf16(const cuda_context *ctx, float *x, size_t n);
+void cuda_round_to_fp16(const cuda_context *ctx, float *x, size_t n);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,7 @@
 #include "src/ckpt/tensorfile.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
+#include "src/device/device.h"
 #include "src/precision/convert.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/groups.h"
@@ -32,6 +33,23 @@
 #define CKPT_FORMAT "trident-checkpoint"
 #define CKPT_VERSION 2
 #define MAX_SAVED_WORLD (1 << 20) /* sanity bound on a file's world_size */
+
+
+/* Parameters and optimizer state live in device memory (src/device/device.h). Saving and
+ * loading work on a host view of them: the buffer itself on the cpu device, a downloaded copy
+ * elsewhere (uploaded again after a load). */
+static float *host_view(float *dev, size_t n) {
+    if (!dev || device_is_host()) return dev;
+    float *h = mallocCheck(n * sizeof(float) + 1);
+    device_download(h, dev, n * sizeof(float));
+    return h;
+}
+
+static void host_view_release(float *dev, float *h, size_t n, bool write_back) {
+    if (h == dev) return;
+    if (write_back) device_upload(dev, h, n * sizeof(float));
+    free(h);
+}
 
 /* ---- paths ------------------------------------------------------------------------------ */
 
@@ -161,20 +179,23 @@ void checkpoint_save(const char *dir, int it, const train_config *c, const local
     tf_writer *w = tf_writer_open(path, meta);
     free(meta);
     char name[TF_MAX_NAME + 1];
+    float *params = host_view(m->params, m->numel);
     for (int i = 0; i < m->nparams; i++) {
         const gpt_param *p = m->plist[i];
         int64_t shape[2] = {(int64_t)p->rows, (int64_t)p->cols};
         snprintf(name, sizeof name, "param/%s", p->name);
-        tf_writer_add(w, name, TF_F32, p->cols == 1 ? 1 : 2, shape, m->params + p->offset);
+        tf_writer_add(w, name, TF_F32, p->cols == 1 ? 1 : 2, shape, params + p->offset);
     }
     if (crash) {
         fprintf(stderr, "trident: TRIDENT_TEST_CRASH_IN_SAVE: rank 0 stops halfway through '%s'\n", path);
         _exit(9);
     }
     /* Optimizer state, piece by piece, each named by its range of the local parameter. */
-    size_t n;
-    float *mom[2] = {distopt_moment(opt, 0, &n), distopt_moment(opt, 1, &n)};
-    float *master = distopt_master(opt, &n);
+    size_t n, nmaster;
+    float *dmom[2] = {distopt_moment(opt, 0, &n), distopt_moment(opt, 1, &n)};
+    float *dmaster = distopt_master(opt, &nmaster);
+    float *mom[2] = {host_view(dmom[0], n), host_view(dmom[1], n)};
+    float *master = host_view(dmaster, nmaster);
     static const char *k_state[3] = {"adam_m", "adam_v", "master"};
     const zero_shard *sh = state_pieces(c, opt, rank);
     for (int k = 0; k < sh->n_pieces; k++) {
@@ -192,6 +213,9 @@ void checkpoint_save(const char *dir, int it, const train_config *c, const local
     int32_t sc[4] = {s->growth_tracker, s->hysteresis_tracker, (int32_t)s->steps, (int32_t)s->skipped};
     tf_writer_add(w, "loss_scaler", TF_I32, 1, &four, sc);
     tf_writer_commit(w);
+    host_view_release(m->params, params, m->numel, false);
+    for (int k = 0; k < 2; k++) host_view_release(dmom[k], mom[k], n, false);
+    host_view_release(dmaster, master, nmaster, false);
     /* Everyone has written: the iteration becomes visible at once. */
     if (world) comm_barrier(world);
     if (rank == 0) {
@@ -304,7 +328,8 @@ static void check_same_model(const saved_rank *f, const char *dir, const train_c
 typedef struct {
     local_model *m;
     prec_dtype dtype;
-    float *mom[2], *master;       /* optimizer state, indexed by the pieces' local_start */
+    float *params;                /* host view of m->params */
+    float *mom[2], *master;       /* host views of the optimizer state, indexed by the pieces' local_start */
     const zero_shard *pieces;     /* what of the state this rank holds */
     bool *param_done, *state_done;
     size_t params_left, state_left;
@@ -351,7 +376,7 @@ static void copy_params(const saved_rank *f, load_target *t) {
         const float *src = saved_param(f, p, &full_rows);
         for (size_t i = 0; i < p->numel; i++) {
             if (t->param_done[p->offset + i] || !find_in_file(f, t, j, full_rows, i, &li)) continue;
-            m->params[p->offset + i] = prec_round(t->dtype, src[li]);
+            t->params[p->offset + i] = prec_round(t->dtype, src[li]);
             t->param_done[p->offset + i] = true;
             t->params_left--;
         }
@@ -436,7 +461,7 @@ static void fill_padding_or_die(load_target *t, const char *dir, int it, const t
             if (p->kind != GPT_WTE || s / p->full_cols < (size_t)m->cfg.real_vocab)
                 die("--load %s: iteration %d has no value for element %zu of '%s' (is a rank file missing?)",
                     dir, it, s, p->name);
-            m->params[p->offset + i] =
+            t->params[p->offset + i] =
                 prec_round(t->dtype, gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer, s));
             t->param_done[p->offset + i] = true;
         }
@@ -462,9 +487,12 @@ int checkpoint_load(const char *dir, const train_config *c, local_model *m, dist
     const int it = checkpoint_latest(dir);
     load_target t = {.m = m, .dtype = run_dtype(c)};
     size_t nstate, nmaster;
-    t.mom[0] = distopt_moment(opt, 0, &nstate);
-    t.mom[1] = distopt_moment(opt, 1, &nstate);
-    t.master = distopt_master(opt, &nmaster);
+    float *dmom[2] = {distopt_moment(opt, 0, &nstate), distopt_moment(opt, 1, &nstate)};
+    float *dmaster = distopt_master(opt, &nmaster);
+    t.params = host_view(m->params, m->numel);
+    t.mom[0] = host_view(dmom[0], nstate);
+    t.mom[1] = host_view(dmom[1], nstate);
+    t.master = host_view(dmaster, nmaster);
     t.pieces = state_pieces(c, opt, rank);
     t.param_done = callocCheck(m->numel ? m->numel : 1, sizeof(bool));
     t.state_done = callocCheck(nstate ? nstate : 1, sizeof(bool));
@@ -505,6 +533,9 @@ int checkpoint_load(const char *dir, const train_config *c, local_model *m, dist
         tf_reader_close(f.r);
     }
     fill_padding_or_die(&t, dir, it, c);
+    host_view_release(m->params, t.params, m->numel, true);
+    for (int k = 0; k < 2; k++) host_view_release(dmom[k], t.mom[k], nstate, true);
+    host_view_release(dmaster, t.master, nmaster, true);
     distopt_set_step_count(opt, (int)adam_step);
     free(t.param_done);
     free(t.state_done);

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/ops.h"
 #include "src/core/check.h"
+#include "src/device/device.h"
 #include "src/core/rng.h"
 #include "src/tp/layers.h"
 #include "src/tp/mappings.h"
@@ -257,7 +257,7 @@ gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
     a->blocks = callocCheck((size_t)a->nblocks + 1, sizeof *a->blocks);
     /* First pass counts, second lays out the views for real. */
     size_t n = acts_layout(a, c, NULL);
-    a->mem = mallocCheck(n * sizeof(float));
+    a->mem = device_alloc(n * sizeof(float), "activations");
     acts_layout(a, c, a->mem);
     a->bytes = n * sizeof(float);
     return a;
@@ -265,7 +265,7 @@ gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
 
 void gpt_acts_destroy(gpt_acts *a) {
     if (!a) return;
-    free(a->mem);
+    device_free(a->mem);
     free(a->x);
     free(a->blocks);
     free(a);
@@ -285,17 +285,17 @@ gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
         s->datty = take(cur, N * Cl);
         s->dfch = take(cur, N * 4 * Cl);
         s->dfch_gelu = take(cur, N * 4 * Cl);
-        s->datt = take(cur, (size_t)T * (size_t)T);
+        s->datt = take(cur, dev_attention_scratch_floats((size_t)T, c->NHl));
         s->dlogits = take(cur, N * c->Vl);
         s->dloss = take(cur, N);
-        if (!pass) s->mem = mallocCheck(cc.used * sizeof(float));
+        if (!pass) s->mem = device_alloc(cc.used * sizeof(float), "backward work space");
     }
     return s;
 }
 
 void gpt_scratch_destroy(gpt_scratch *s) {
     if (!s) return;
-    free(s->mem);
+    device_free(s->mem);
     free(s);
 }
 
@@ -328,13 +328,13 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
 
     /* Embedding (first stage): vocab-parallel lookup, summed over TP (g), + positions. */
     if (sh->has_embedding) {
-        memcpy(a->tokens, tokens, N * sizeof(int32_t));
+        device_upload(a->tokens, tokens, N * sizeof(int32_t));
         const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
         const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
-        tp_vocab_embedding_forward(tp, a->x[0], tokens, wte, N, C, c->v_start, Vl);
-        position_forward(a->x[0], wpe, B, T, C);
+        tp_vocab_embedding_forward(tp, a->x[0], a->tokens, wte, N, C, c->v_start, Vl);
+        dev_position_forward(a->x[0], wpe, B, T, C);
     } else {
-        memcpy(a->x[0], x_in, N * C * sizeof(float));
+        device_copy(a->x[0], x_in, N * C * sizeof(float));
     }
 
     for (int i = 0; i < a->nblocks; i++) {
@@ -342,38 +342,36 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
         block_acts *b = &a->blocks[i];
         /* attention: x -> LN -> QKV (column-parallel: f) -> this rank's heads
          *             -> proj (row-parallel: g, then the bias once) -> + x */
-        layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, a->x[i], w.ln1_w, w.ln1_b, N, C);
+        dev_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, a->x[i], w.ln1_w, w.ln1_b, N, C);
         tp_column_linear_forward(tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl, false);
-        attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
+        dev_attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
         tp_row_linear_forward(tp, b->x_mid, b->atty, w.proj_w, w.proj_b, N, Cl, C);
-        add_inplace(b->x_mid, a->x[i], N * C); /* the residual, added in place */
+        dev_add_inplace(b->x_mid, a->x[i], N * C); /* the residual, added in place */
         /* MLP: x -> LN -> fc (column-parallel: f) -> GELU -> fcproj (row-parallel: g) -> + x */
-        layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
+        dev_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
         tp_column_linear_forward(tp, b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl, false);
-        gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
+        dev_gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
         tp_row_linear_forward(tp, a->x[i + 1], b->fch_gelu, w.fcproj_w, w.fcproj_b, N, 4 * Cl, C);
-        add_inplace(a->x[i + 1], b->x_mid, N * C);
+        dev_add_inplace(a->x[i + 1], b->x_mid, N * C);
     }
 
     float *x_last = a->x[a->nblocks];
     if (!sh->has_head) {
-        if (x_out) memcpy(x_out, x_last, N * C * sizeof(float));
+        if (x_out) device_copy(x_out, x_last, N * C * sizeof(float));
         return 0.0f;
     }
     /* Head (last stage): LN -> logits over this rank's vocabulary rows, a column-parallel
      * linear with the tied wte as weight -> vocab-parallel cross-entropy; the full logits
      * are never gathered. */
-    memcpy(a->targets, targets, N * sizeof(int32_t));
+    device_upload(a->targets, targets, N * sizeof(int32_t));
     const float *lnf_w = params + gpt_chunk_find(c, GPT_LNF_W, -1)->offset;
     const float *lnf_b = params + gpt_chunk_find(c, GPT_LNF_B, -1)->offset;
     const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x_last, lnf_w, lnf_b, N, C);
+    dev_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x_last, lnf_w, lnf_b, N, C);
     tp_column_linear_forward(tp, a->logits, a->lnf, wte, NULL, N, C, Vl, false);
-    tp_vocab_cross_entropy_forward(tp, a->losses, a->ce_stats, a->logits, targets, N, Vl,
+    tp_vocab_cross_entropy_forward(tp, a->losses, a->ce_stats, a->logits, a->targets, N, Vl,
                                    c->v_start, c->cfg.real_vocab);
-    double sum = 0.0;
-    for (size_t n = 0; n < N; n++) sum += a->losses[n];
-    return (float)(sum / (double)N);
+    return (float)(dev_sum(a->losses, N) / (double)N);
 }
 
 /* ---------------------------------------------------------------- backward */
@@ -390,17 +388,17 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
     if (sh->has_head) {
         const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
         const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
-        for (size_t n = 0; n < N; n++) s->dloss[n] = dloss;
+        dev_fill(s->dloss, dloss, N);
         tp_vocab_cross_entropy_backward(tp, s->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
                                         N, Vl, c->v_start, c->cfg.real_vocab);
-        memset(s->dln, 0, N * C * sizeof(float));
+        device_zero(s->dln, N * C * sizeof(float));
         tp_column_linear_backward(tp, s->dln, grad_of(grads, pe), NULL, s->dlogits, a->lnf,
                                   params + pe->offset, N, C, Vl, false);
-        memset(dres, 0, N * C * sizeof(float));
-        layernorm_backward(dres, grad_of(grads, pw), grad_of(grads, pb), s->dln, a->x[a->nblocks],
+        device_zero(dres, N * C * sizeof(float));
+        dev_layernorm_backward(dres, grad_of(grads, pw), grad_of(grads, pb), s->dln, a->x[a->nblocks],
                            params + pw->offset, a->lnf_mean, a->lnf_rstd, N, C);
     } else {
-        memcpy(dres, dx_out, N * C * sizeof(float));
+        device_copy(dres, dx_out, N * C * sizeof(float));
     }
 
     for (int i = a->nblocks - 1; i >= 0; i--) {
@@ -421,28 +419,28 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
 
         /* MLP backward. The row-parallel fcproj needs no communication (g's backward is the
          * identity); the column-parallel fc all-reduces its input gradient (f's backward). */
-        memset(s->dfch_gelu, 0, N * 4 * Cl * sizeof(float));
+        device_zero(s->dfch_gelu, N * 4 * Cl * sizeof(float));
         tp_row_linear_backward(tp, s->dfch_gelu, d_fcproj_w, d_fcproj_b, dres, b->fch_gelu,
                                w.fcproj_w, N, 4 * Cl, C);
-        memset(s->dfch, 0, N * 4 * Cl * sizeof(float));
-        gelu_backward(s->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
-        memset(s->dln, 0, N * C * sizeof(float));
+        device_zero(s->dfch, N * 4 * Cl * sizeof(float));
+        dev_gelu_backward(s->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
+        device_zero(s->dln, N * C * sizeof(float));
         tp_column_linear_backward(tp, s->dln, d_fc_w, d_fc_b, s->dfch, b->ln2, w.fc_w, N, C, 4 * Cl,
                                   false);
         /* dres += LN2 backward: now the gradient of x_mid */
-        layernorm_backward(dres, d_ln2_w, d_ln2_b, s->dln, b->x_mid, w.ln2_w, b->ln2_mean,
+        dev_layernorm_backward(dres, d_ln2_w, d_ln2_b, s->dln, b->x_mid, w.ln2_w, b->ln2_mean,
                            b->ln2_rstd, N, C);
 
         /* Attention backward: the same two layers around this rank's heads. */
-        memset(s->datty, 0, N * Cl * sizeof(float));
+        device_zero(s->datty, N * Cl * sizeof(float));
         tp_row_linear_backward(tp, s->datty, d_proj_w, d_proj_b, dres, b->atty, w.proj_w, N, Cl, C);
-        memset(s->dqkv, 0, N * 3 * Cl * sizeof(float));
-        attention_backward(s->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
-        memset(s->dln, 0, N * C * sizeof(float));
+        device_zero(s->dqkv, N * 3 * Cl * sizeof(float));
+        dev_attention_backward(s->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
+        device_zero(s->dln, N * C * sizeof(float));
         tp_column_linear_backward(tp, s->dln, d_qkv_w, d_qkv_b, s->dqkv, b->ln1, w.qkv_w, N, C,
                                   3 * Cl, false);
         /* dres += LN1 backward: now the gradient of the block input */
-        layernorm_backward(dres, d_ln1_w, d_ln1_b, s->dln, a->x[i], w.ln1_w, b->ln1_mean,
+        dev_layernorm_backward(dres, d_ln1_w, d_ln1_b, s->dln, a->x[i], w.ln1_w, b->ln1_mean,
                            b->ln1_rstd, N, C);
     }
 
@@ -450,10 +448,10 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
         /* The embedding's all-reduce (g) has the identity as backward: every TP rank adds
          * the full gradient into the rows it holds. */
         const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1), *pp = gpt_chunk_find(c, GPT_WPE, -1);
-        position_backward(grad_of(grads, pp), dres, B, T, C);
+        dev_position_backward(grad_of(grads, pp), dres, B, T, C);
         tp_vocab_embedding_backward(tp, grad_of(grads, pe), dres, a->tokens, N, C, c->v_start, Vl);
     } else if (dx_in) {
-        memcpy(dx_in, dres, N * C * sizeof(float));
+        device_copy(dx_in, dres, N * C * sizeof(float));
     }
 }
 

@@ -11,6 +11,10 @@
  * runs use the same code on smaller chunks. The model knows nothing of ranks beyond the
  * shard it is given and the tensor-parallel group it calls (src/tp/).
  *
+ * Every tensor the functions below take or return (params, grads, x_in/x_out, dx_*, the
+ * activations) is in the memory of the current device (src/device/device.h) and every kernel
+ * runs there; only tokens and targets are host arrays (uploaded by gpt_forward).
+ *
  * Memory: all parameters of a process live in ONE flat buffer, gradients in a second buffer
  * with the same layout; gpt_param records where each tensor sits (offset) so the optimizer
  * is one flat loop and ZeRO shards are offset ranges. Layout of one chunk's parameters:
@@ -120,7 +124,8 @@ typedef struct gpt_acts gpt_acts;
 gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T);
 void gpt_acts_destroy(gpt_acts *a);
 size_t gpt_acts_bytes(const gpt_acts *a);
-/* Per-position losses (B*T) of the last forward, when the chunk has the head. */
+/* Per-position losses (B*T) of the last forward, when the chunk has the head (device memory:
+ * read it with device_download unless the device is the cpu). */
 const float *gpt_acts_losses(const gpt_acts *a);
 
 /* Work space shared by the backward passes of one chunk (reused across micro-batches). */

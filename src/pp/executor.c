@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/device/device.h"
 #include "src/runtime/comm.h"
 #include "src/trace/trace.h"
 
@@ -18,7 +19,7 @@ struct pp_executor {
     gpt_acts ***pool;          /* (v) stacks of free activation sets, per chunk */
     int *pool_n;               /* (v) */
     gpt_scratch **scratch;     /* (v) */
-    float *xin, *xout;         /* (B,T,C) message buffers */
+    float *xin, *xout;         /* (B,T,C) message buffers, device memory */
     size_t live_bytes, peak_bytes;
     int live_sets, peak_sets;
     trace_recorder *trace;
@@ -46,8 +47,8 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
         ex->pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->pool);
         ex->scratch[c] = gpt_scratch_create(&model->chunks[c], B, T);
     }
-    ex->xin = mallocCheck(ex->act_elems * sizeof(float));
-    ex->xout = mallocCheck(ex->act_elems * sizeof(float));
+    ex->xin = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
+    ex->xout = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
     return ex;
 }
 
@@ -63,8 +64,8 @@ void pp_executor_destroy(pp_executor *ex) {
     free(ex->pool);
     free(ex->pool_n);
     free(ex->scratch);
-    free(ex->xin);
-    free(ex->xout);
+    device_free(ex->xin);
+    device_free(ex->xout);
     pp_rank_plan_free(&ex->plan);
     free(ex);
 }

@@ -5,10 +5,12 @@
  *
  *   fault_point(op)    -> test-only fault hook (one compare when unset)
  *   t0 = time_now()
+ *   stage_in(...)      -> buffers the backend cannot read are staged (see "device memory")
  *   size 1 / no MPI  -> local copy or nothing           (never an MPI call)
  *   NCCL             -> comm_nccl_*()                    (comm_nccl.c)
  *   MPI              -> one blocking MPI call on g->mpi, announced to the timeout
  *                       watchdog (see "waiting" below)
+ *   stage_out(...)     -> results copied back to the caller's device buffers
  *   comm_report_(...)  -> trace hook + counters
  *
  * Not here: NCCL itself (comm_nccl.c), which ranks form a group (parallel_state.c).
@@ -28,6 +30,7 @@
 
 #include "src/core/check.h"
 #include "src/core/clock.h"
+#include "src/device/device.h"
 #include "src/runtime/dist.h"
 
 /* ---------------------------------------------------------------- bf16 / fp16 rounding */
@@ -414,6 +417,10 @@ void comm_group_destroy(comm_group *g) {
         free(g->loop);
         g->loop = next;
     }
+    for (int i = 0; i < 2; i++) {
+        if (g->stage_on_device[i]) device_free(g->stage[i]);
+        else free(g->stage[i]);
+    }
     free(g->sends);
     free(g->ring);
     free(g->members);
@@ -492,11 +499,75 @@ static void ring_all_gather(comm_group *g, const void *send, void *recv, size_t 
                       all + (size_t)ring_block(r, s + 1, p) * bytes, bytes, "all_gather");
 }
 
+/* ---------------------------------------------------------------- device memory
+ *
+ * Callers pass whatever memory their tensors live in (src/device/device.h). MPI reads host
+ * memory only, NCCL device memory only, so a buffer on the wrong side goes through one of the
+ * group's two staging slots (0: what is sent, 1: what is received), grown on demand:
+ *
+ *   MPI group,  device buffer:  download -> MPI on the host slot -> upload the result
+ *   NCCL group, host buffer:    upload   -> NCCL on the device slot -> download the result
+ *
+ * So 8 ranks that share one GPU run the GPU path over MPI, with every collective and p2p
+ * message staged through host memory, and ranks with a GPU each use NCCL directly. On the
+ * cpu device nothing is ever staged (device_owns is false for every pointer). The staging
+ * copies count in the operation's time on the timeline: they are part of what it costs. */
+typedef struct {
+    void *user;   /* the caller's buffer */
+    void *backend; /* what the backend reads and writes: user, or a staging slot */
+    size_t bytes;
+    bool to_device; /* the slot is device memory (NCCL) */
+} staged;
+
+static bool needs_staging(const comm_group *g, const void *p) {
+    if (!p) return false;
+    return nccl(g) ? !device_owns(p) : device_owns(p);
+}
+
+static void *stage_slot(comm_group *g, int slot, size_t bytes, bool on_device) {
+    if (g->stage_cap[slot] < bytes) {
+        if (g->stage_on_device[slot]) device_free(g->stage[slot]);
+        else free(g->stage[slot]);
+        g->stage[slot] = on_device ? device_alloc(bytes, "NCCL staging") : mallocCheck(bytes);
+        g->stage_cap[slot] = bytes;
+        g->stage_on_device[slot] = on_device;
+    }
+    return g->stage[slot];
+}
+
+/* The pointer the backend should use for `user` (bytes long); `read`: the backend reads it,
+ * so its contents are copied to the slot first. NCCL: the device's queued work is waited for
+ * (NCCL runs on its own stream). */
+static void *stage_in(comm_group *g, staged *st, int slot, const void *user, size_t bytes, bool read) {
+    st->user = (void *)user;
+    st->backend = (void *)user;
+    st->bytes = 0;
+    if (nccl(g)) device_sync();
+    if (!bytes || !needs_staging(g, user)) return st->backend;
+    st->to_device = nccl(g);
+    st->backend = stage_slot(g, slot, bytes, st->to_device);
+    st->bytes = bytes;
+    if (read) {
+        if (st->to_device) device_upload(st->backend, user, bytes);
+        else device_download(st->backend, user, bytes);
+    }
+    return st->backend;
+}
+
+/* Copies the backend's result back into the caller's buffer (when it was staged). */
+static void stage_out(const staged *st) {
+    if (!st->bytes) return;
+    if (st->to_device) device_download(st->user, st->backend, st->bytes);
+    else device_upload(st->user, st->backend, st->bytes);
+}
+
 /* ---------------------------------------------------------------- collectives */
 
 void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm_op op) {
     fault_point("all_reduce");
     double t0 = time_now();
+    staged sb;
+    if (!local(g)) buf = stage_in(g, &sb, 0, buf, count * comm_dtype_size(dt), true);
     if (local(g)) {
         /* one rank: the sum of one value is itself */
     } else if (nccl(g)) {
@@ -509,6 +580,7 @@ void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm
         MPI_Allreduce(MPI_IN_PLACE, buf, mpi_count(count), mpi_type(dt), mpi_op(dt, op), g->mpi);
         wait_end();
     }
+    if (!local(g)) stage_out(&sb);
     comm_report_(g, "all_reduce", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
 }
 
@@ -517,6 +589,15 @@ void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_p
     fault_point("all_gather");
     double t0 = time_now();
     size_t part = count_per_rank * comm_dtype_size(dt);
+    staged ss, sr;
+    if (device_owns(send) && send == (const char *)recv + (size_t)g->rank * part) {
+        recv = stage_in(g, &sr, 1, recv, part * (size_t)g->size, true); /* in place, staged whole */
+        send = (const char *)recv + (size_t)g->rank * part;
+        ss.bytes = 0;
+    } else {
+        send = stage_in(g, &ss, 0, send, part, true);
+        recv = stage_in(g, &sr, 1, recv, part * (size_t)g->size, false);
+    }
     if (local(g)) {
         if (part && send != recv) memmove(recv, send, part);
     } else if (nccl(g)) {
@@ -536,6 +617,7 @@ void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_p
             wait_end();
         }
     }
+    stage_out(&sr);
     comm_report_(g, "all_gather", -1, part * (size_t)g->size, -1, t0, t0, time_now());
 }
 
@@ -544,6 +626,14 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
     fault_point("reduce_scatter");
     double t0 = time_now();
     size_t part = count_per_rank * comm_dtype_size(dt);
+    staged ss, sr;
+    if (send == recv && needs_staging(g, send)) { /* in place: recv holds size * count */
+        send = recv = stage_in(g, &sr, 1, recv, part * (size_t)g->size, true);
+        sr.bytes = part; /* only this rank's part comes back */
+    } else {
+        send = stage_in(g, &ss, 0, send, part * (size_t)g->size, true);
+        recv = stage_in(g, &sr, 1, recv, part, false);
+    }
     if (local(g)) {
         if (part && send != recv) memmove(recv, send, part);
     } else if (nccl(g)) {
@@ -552,7 +642,12 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
 #endif
     } else {
         if (dt == COMM_FLOAT32 && op == COMM_SUM && count_per_rank >= RING_MIN_FLOATS) {
-            ring_reduce_scatter(g, send, recv, count_per_rank);
+            /* the ring writes recv while it still reads the other blocks of send: in place,
+             * it works on a copy of the input */
+            void *copy = send == recv ? mallocCheck(part * (size_t)g->size) : NULL;
+            if (copy) memcpy(copy, send, part * (size_t)g->size);
+            ring_reduce_scatter(g, copy ? copy : send, recv, count_per_rank);
+            free(copy);
         } else {
             const void *src = send == recv ? MPI_IN_PLACE : send;
             wait_site w = {g, "reduce_scatter", NULL, -1, -1};
@@ -562,6 +657,7 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
             wait_end();
         }
     }
+    stage_out(&sr);
     comm_report_(g, "reduce_scatter", -1, part * (size_t)g->size, -1, t0, t0, time_now());
 }
 
@@ -569,6 +665,8 @@ void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int r
     CHECK(root_group_rank >= 0 && root_group_rank < g->size, "broadcast root outside the group");
     fault_point("broadcast");
     double t0 = time_now();
+    staged sb;
+    if (!local(g)) buf = stage_in(g, &sb, 0, buf, count * comm_dtype_size(dt), true);
     if (local(g)) {
         /* the root already holds the data */
     } else if (nccl(g)) {
@@ -581,6 +679,7 @@ void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int r
         MPI_Bcast(buf, mpi_count(count), mpi_type(dt), root_group_rank, g->mpi);
         wait_end();
     }
+    if (!local(g)) stage_out(&sb);
     comm_report_(g, "broadcast", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
 }
 
@@ -643,6 +742,8 @@ void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int 
     fault_point("send");
     double t0 = time_now();
     size_t bytes = count * comm_dtype_size(dt);
+    staged sb;
+    buf = stage_in(g, &sb, 0, buf, bytes, true); /* nothing comes back: no stage_out */
     if (local(g)) {
         /* Only peer 0 = ourselves exists: keep the message for our own recv. */
         comm_loop_msg *m = mallocCheck(sizeof *m + bytes);
@@ -708,6 +809,8 @@ void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_g
     fault_point("recv");
     double t0 = time_now(), t_ready = t0;
     size_t bytes = count * comm_dtype_size(dt);
+    staged sb;
+    buf = stage_in(g, &sb, 1, buf, bytes, false);
     if (local(g)) {
         comm_loop_msg **p = &g->loop;
         while (*p && (*p)->tag != tag) p = &(*p)->next;
@@ -730,6 +833,7 @@ void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_g
         t_ready = time_now();            /* ... then the transfer */
         receive_message(g, buf, count, dt, &w);
     }
+    stage_out(&sb);
     comm_report_(g, "recv", peer_group_rank, bytes, tag, t0, t_ready, time_now());
 }
 
@@ -740,6 +844,9 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
     fault_point("sendrecv");
     double t0 = time_now(), t_ready = t0;
     size_t sbytes = scount * comm_dtype_size(dt), rbytes = rcount * comm_dtype_size(dt);
+    staged ss, sr;
+    sendbuf = stage_in(g, &ss, 0, sendbuf, sbytes, true);
+    recvbuf = stage_in(g, &sr, 1, recvbuf, rbytes, false);
     if (local(g)) {
         CHECK(sbytes == rbytes, "sender and receiver disagree on the message size");
         if (sbytes && sendbuf != recvbuf) memmove(recvbuf, sendbuf, sbytes);
@@ -757,6 +864,7 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
         wait_site to = {g, "sendrecv", "to", dest, tag};
         wait_request(&req, &to);
     }
+    stage_out(&sr);
     g->bytes_sent += sbytes;
     g->bytes_received += rbytes;
     comm_report_(g, "sendrecv", dest, sbytes, tag, t0, t_ready, time_now());

@@ -43,6 +43,9 @@ struct comm_group {
     size_t bytes_sent, bytes_received, bytes_collective, calls;
     float *ring;      /* work space of the ring reduce-scatter (grown on demand) */
     size_t ring_cap;  /* its size in floats */
+    void *stage[2];   /* staging slots for buffers on the wrong side (comm.c, "device memory") */
+    size_t stage_cap[2];
+    bool stage_on_device[2];
 };
 
 /* Reports one event to the trace hook (if any) and updates the group's counters. */

@@ -16,8 +16,8 @@
 
 static struct {
     bool mpi; /* we called MPI_Init and not yet MPI_Finalize */
-    int rank, world, local_rank;
-} g_dist = {false, 0, 1, 0};
+    int rank, world, local_rank, local_size;
+} g_dist = {false, 0, 1, 0, 1};
 
 static void abort_job(int code) {
     /* Called by fatal_exit(): one failing rank takes the whole job down with it. */
@@ -30,6 +30,7 @@ void dist_init(int *argc, char ***argv) {
         g_dist.rank = 0;
         g_dist.world = 1;
         g_dist.local_rank = 0;
+        g_dist.local_size = 1;
         return;
     }
     int already = 0;
@@ -41,6 +42,7 @@ void dist_init(int *argc, char ***argv) {
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_dist.rank, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &g_dist.local_rank);
+    MPI_Comm_size(node, &g_dist.local_size);
     MPI_Comm_free(&node);
     if (g_dist.world > 1) {
         check_set_abort_hook(abort_job);
@@ -58,6 +60,7 @@ void dist_finalize(void) {
 int dist_rank(void) { return g_dist.rank; }
 int dist_world_size(void) { return g_dist.world; }
 int dist_local_rank(void) { return g_dist.local_rank; }
+int dist_local_size(void) { return g_dist.local_size; }
 bool dist_is_mpi(void) { return g_dist.mpi; }
 
 int dist_bind_device(void) {

@@ -26,6 +26,7 @@ void dist_finalize(void);
 int dist_rank(void);       /* global rank, 0 .. world-1 */
 int dist_world_size(void); /* 1 without mpirun */
 int dist_local_rank(void); /* rank among the processes on this node */
+int dist_local_size(void); /* processes on this node (1 without mpirun) */
 bool dist_is_mpi(void);    /* MPI was started by dist_init() and not yet finalized */
 
 /* Binds this process to CUDA device local_rank % device_count and returns it. Returns -1

@@ -5,8 +5,8 @@
 
 #include <stdlib.h>
 
-#include "kernels/ops.h"
 #include "src/core/check.h"
+#include "src/device/device.h"
 #include "src/runtime/comm.h"
 #include "src/tp/mappings.h"
 
@@ -17,13 +17,13 @@ void tp_column_linear_forward(comm_group *tp, float *out, const float *inp, cons
                               bool gather_output) {
     /* f forward is the identity: X is already whole on every rank. */
     if (!gather_output) {
-        matmul_forward(out, inp, weight, bias, N, C, OCl); /* Y_i (N,OCl) */
+        dev_matmul_forward(out, inp, weight, bias, N, C, OCl); /* Y_i (N,OCl) */
         return;
     }
-    float *local = mallocCheck(N * OCl * sizeof(float) + 1);
-    matmul_forward(local, inp, weight, bias, N, C, OCl);
+    float *local = device_alloc(N * OCl * sizeof(float), "tp work space");
+    dev_matmul_forward(local, inp, weight, bias, N, C, OCl);
     tp_gather_from_region_forward(tp, out, local, N, OCl); /* Y (N, OCl*p) */
-    free(local);
+    device_free(local);
 }
 
 void tp_column_linear_backward(comm_group *tp, float *dinp, float *dweight, float *dbias,
@@ -32,48 +32,44 @@ void tp_column_linear_backward(comm_group *tp, float *dinp, float *dweight, floa
     float *dlocal = NULL;
     const float *dy = dout;
     if (gather_output) { /* gather's backward: keep this rank's columns of dY */
-        dlocal = mallocCheck(N * OCl * sizeof(float) + 1);
+        dlocal = device_alloc(N * OCl * sizeof(float), "tp work space");
         tp_gather_from_region_backward(tp, dlocal, dout, N, OCl);
         dy = dlocal;
     }
-    matmul_backward(NULL, dweight, dbias, dy, inp, weight, N, C, OCl);
+    dev_matmul_backward(NULL, dweight, dbias, dy, inp, weight, N, C, OCl);
     if (dinp) {
         /* This layer's partial dX = dY_i A_i, summed over ranks by f's backward, then added
          * to whatever dinp already holds (so the all-reduce covers only this layer). */
-        float *dx = callocCheck(N * C + 1, sizeof(float));
-        matmul_backward(dx, NULL, NULL, dy, inp, weight, N, C, OCl);
+        float *dx = device_alloc(N * C * sizeof(float), "tp work space");
+        dev_matmul_backward(dx, NULL, NULL, dy, inp, weight, N, C, OCl);
         tp_copy_to_region_backward(tp, dx, N * C);
-        add_inplace(dinp, dx, N * C);
-        free(dx);
+        dev_add_inplace(dinp, dx, N * C);
+        device_free(dx);
     }
-    free(dlocal);
+    device_free(dlocal);
 }
 
 /* ---------------------------------------------------------------- row-parallel */
 
-static void add_bias_rows(float *x, const float *bias, size_t N, size_t OC) {
-    for (size_t n = 0; n < N; n++) add_inplace(x + n * OC, bias, OC);
-}
-
 void tp_row_linear_forward(comm_group *tp, float *out, const float *inp, const float *weight,
                            const float *bias, size_t N, size_t Cl, size_t OC) {
-    matmul_forward(out, inp, weight, NULL, N, Cl, OC); /* X_i A_i^T: a partial sum */
+    dev_matmul_forward(out, inp, weight, NULL, N, Cl, OC); /* X_i A_i^T: a partial sum */
     tp_reduce_from_region_forward(tp, out, N * OC);    /* g */
-    if (bias) add_bias_rows(out, bias, N, OC);         /* once, after the sum */
+    if (bias) dev_add_bias_rows(out, bias, N, OC);         /* once, after the sum */
 }
 
 void tp_row_linear_backward(comm_group *tp, float *dinp, float *dweight, float *dbias,
                             const float *dout, const float *inp, const float *weight, size_t N,
                             size_t Cl, size_t OC) {
     (void)tp; /* g backward is the identity: dout is already the whole dY on every rank */
-    matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, Cl, OC);
+    dev_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, Cl, OC);
 }
 
 /* ---------------------------------------------------------------- vocab-parallel embedding */
 
 void tp_vocab_embedding_forward(comm_group *tp, float *out, const int32_t *tokens,
                                 const float *wte, size_t N, size_t C, int64_t v_start, size_t Vl) {
-    embedding_forward(out, tokens, wte, N, C, v_start, Vl); /* zeros for tokens held elsewhere */
+    dev_embedding_forward(out, tokens, wte, N, C, v_start, Vl); /* zeros for tokens held elsewhere */
     tp_reduce_from_region_forward(tp, out, N * C);          /* g: exactly one rank adds a row */
 }
 
@@ -81,7 +77,7 @@ void tp_vocab_embedding_backward(comm_group *tp, float *dwte, const float *dout,
                                  const int32_t *tokens, size_t N, size_t C, int64_t v_start,
                                  size_t Vl) {
     (void)tp; /* g backward: identity */
-    embedding_backward(dwte, dout, tokens, N, C, v_start, Vl);
+    dev_embedding_backward(dwte, dout, tokens, N, C, v_start, Vl);
 }
 
 /* ---------------------------------------------------------------- vocab-parallel cross-entropy */
@@ -90,13 +86,13 @@ void tp_vocab_cross_entropy_forward(comm_group *tp, float *loss, float *stats,
                                     const float *logits, const int32_t *targets, size_t N,
                                     size_t Vl, int64_t v_start, int64_t real_vocab) {
     float *rowmax = stats, *sumexp = stats + N, *target_logit = stats + 2 * N;
-    crossentropy_local_max(rowmax, logits, N, Vl, v_start, real_vocab);
+    dev_crossentropy_local_max(rowmax, logits, N, Vl, v_start, real_vocab);
     tp_all_reduce_max(tp, rowmax, N);
-    crossentropy_local_sums(sumexp, target_logit, logits, rowmax, targets, N, Vl, v_start,
+    dev_crossentropy_local_sums(sumexp, target_logit, logits, rowmax, targets, N, Vl, v_start,
                             real_vocab);
     tp_all_reduce_sum(tp, target_logit, N); /* only the owner of the target adds non-zero */
     tp_all_reduce_sum(tp, sumexp, N);
-    crossentropy_loss(loss, sumexp, rowmax, target_logit, N);
+    dev_crossentropy_loss(loss, sumexp, rowmax, target_logit, N);
 }
 
 void tp_vocab_cross_entropy_backward(comm_group *tp, float *dlogits, const float *stats,
@@ -104,6 +100,6 @@ void tp_vocab_cross_entropy_backward(comm_group *tp, float *dlogits, const float
                                      const float *dloss, size_t N, size_t Vl, int64_t v_start,
                                      int64_t real_vocab) {
     (void)tp; /* the global max and sum are in stats: nothing to exchange */
-    crossentropy_backward(dlogits, logits, stats, stats + N, targets, dloss, N, Vl, v_start,
+    dev_crossentropy_backward(dlogits, logits, stats, stats + N, targets, dloss, N, Vl, v_start,
                           real_vocab);
 }

@@ -1,9 +1,8 @@
 /* mappings.c — f, g, scatter and gather over the tensor-parallel group. See mappings.h. */
 #include "src/tp/mappings.h"
 
-#include <string.h>
-
 #include "src/core/check.h"
+#include "src/device/device.h"
 #include "src/runtime/comm.h"
 
 static int active(const comm_group *tp) { return tp && comm_size(tp) > 1; }
@@ -34,14 +33,14 @@ void tp_all_reduce_max(comm_group *tp, float *x, size_t n) {
 
 /* Columns [r*K, (r+1)*K) of each of the N rows of x (N, K*tp). */
 static void take_columns(float *out, const float *x, size_t N, size_t K, size_t tp, size_t r) {
-    for (size_t n = 0; n < N; n++) memcpy(out + n * K, x + n * K * tp + r * K, K * sizeof(float));
+    for (size_t n = 0; n < N; n++) device_copy(out + n * K, x + n * K * tp + r * K, K * sizeof(float));
 }
 
 /* x_all (N, K*tp) from per-rank blocks gathered as (tp, N, K). */
 static void interleave_columns(float *out, const float *blocks, size_t N, size_t K, size_t tp) {
     for (size_t r = 0; r < tp; r++)
         for (size_t n = 0; n < N; n++)
-            memcpy(out + n * K * tp + r * K, blocks + (r * N + n) * K, K * sizeof(float));
+            device_copy(out + n * K * tp + r * K, blocks + (r * N + n) * K, K * sizeof(float));
 }
 
 void tp_scatter_to_region_forward(comm_group *tp, float *out, const float *x, size_t N, size_t K) {
@@ -52,13 +51,13 @@ void tp_scatter_to_region_forward(comm_group *tp, float *out, const float *x, si
 static void gather_columns(comm_group *tp, float *out, const float *x, size_t N, size_t K) {
     size_t p = tp ? (size_t)comm_size(tp) : 1;
     if (p == 1) {
-        memcpy(out, x, N * K * sizeof(float));
+        device_copy(out, x, N * K * sizeof(float));
         return;
     }
-    float *blocks = mallocCheck(p * N * K * sizeof(float));
+    float *blocks = device_alloc(p * N * K * sizeof(float), "gathered columns");
     comm_all_gather(tp, x, blocks, N * K, COMM_FLOAT32);
     interleave_columns(out, blocks, N, K, p);
-    free(blocks);
+    device_free(blocks);
 }
 
 void tp_scatter_to_region_backward(comm_group *tp, float *dx, const float *dout, size_t N, size_t K) {

@@ -23,7 +23,10 @@ struct trace_recorder {
     uint64_t dropped;
     char strings[TRACE_MAX_STRINGS][TRACE_MAX_STRING]; /* id 0 is "(other)" */
     int nstrings;
+    void (*sync)(void); /* called before the clock is read at a span's begin and end */
 };
+
+void trace_set_sync(trace_recorder *t, void (*sync)(void)) { t->sync = sync; }
 
 const char *trace_kind_name(int kind) {
     static const char *const names[TRACE_NUM_KINDS] = {
@@ -87,6 +90,7 @@ static trace_event *next_slot(trace_recorder *t, trace_kind kind, int step, int 
 }
 
 int trace_begin(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk) {
+    if (t->sync) t->sync();
     double now = time_now();
     trace_event *e = next_slot(t, kind, step, microbatch, chunk);
     if (!e) return -1;
@@ -99,6 +103,7 @@ void trace_end(trace_recorder *t, int handle) {
     if (handle < 0) return; /* the begin was dropped */
     CHECK((size_t)handle < t->n, "trace_end got a handle that trace_begin did not return");
     trace_event *e = &t->ev[handle];
+    if (t->sync) t->sync();
     e->t_end = time_now();
     e->flags &= ~(uint32_t)TRACE_OPEN;
 }

@@ -87,6 +87,12 @@ typedef struct trace_recorder trace_recorder;
 
 /* Copies the header (and config_json) and allocates room for capacity_events events. */
 trace_recorder *trace_create(const trace_header *h, size_t capacity_events);
+/* On a GPU, kernels run after their launch returns: with sync set (device_sync of
+ * src/device/device.h), begin and end first wait for the queued work, so a span measures the
+ * kernels it launched and not just their launches (stream-synchronised clocks; the cost is
+ * one synchronisation per span). NULL (the default, and the CPU) reads the clock at once. */
+void trace_set_sync(trace_recorder *t, void (*sync)(void));
+
 /* Starts an event now; returns its handle for trace_end(), or -1 if the buffer is full. */
 int trace_begin(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk);
 void trace_end(trace_recorder *t, int handle);

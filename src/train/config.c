@@ -38,6 +38,7 @@ void train_config_defaults(train_config *c) {
     c->eval_interval = 0;
     c->eval_iters = 4;
     c->threads = 1;
+    c->device = "cpu";
     c->distributed_timeout_minutes = 10.0f;
 }
 
@@ -93,6 +94,9 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--no-trace", FLAG_BOOL, &c->no_trace, "do not record the per-rank timeline", NULL},
         {"--draw-zero", FLAG_STRING, &c->draw_zero, "draw how the optimizer buffer is cut (.png/.svg/.pdf)", NULL},
         {"--threads", FLAG_INT, &c->threads, "BLAS threads per rank", NULL},
+        {"--device", FLAG_CHOICE, &c->device,
+         "where tensors live and kernels run (cpu-guarded: CPU kernels, host access to tensors trapped)",
+         "cpu|cuda|cpu-guarded"},
         {"--quiet", FLAG_BOOL, &c->quiet, "only the final summary", NULL},
         {"--distributed-timeout-minutes", FLAG_FLOAT, &c->distributed_timeout_minutes,
          "end the job if a rank waits longer than this", NULL},
@@ -202,7 +206,7 @@ char *train_config_json(const train_config *c) {
              "\"tensor_model_parallel_size\":%d,\"pipeline_model_parallel_size\":%d,"
              "\"data_parallel_size\":%d,\"virtual_pipeline_size\":%d,\"num_microbatches\":%d,"
              "\"pipeline_schedule\":\"%s\",\"rank_order\":\"%s\",\"use_distributed_optimizer\":%s,"
-             "\"precision\":\"%s\",\"data\":\"%s\"}",
+             "\"precision\":\"%s\",\"data\":\"%s\",\"device\":\"%s\"}",
              c->num_layers, c->hidden_size, c->num_attention_heads, c->seq_length,
              c->make_vocab_size_divisible_by, c->padded_vocab, c->micro_batch_size,
              c->global_batch_size, (double)c->lr, (double)c->min_lr, c->lr_warmup_iters,
@@ -210,6 +214,6 @@ char *train_config_json(const train_config *c) {
              c->tensor_model_parallel_size, c->pipeline_model_parallel_size, c->dp, c->vpp,
              c->num_microbatches, c->pipeline_schedule, c->rank_order,
              c->use_distributed_optimizer ? "true" : "false",
-             c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32", data);
+             c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32", data, c->device);
     return s;
 }

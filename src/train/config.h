@@ -39,6 +39,7 @@ typedef struct {
     bool no_trace;          /* tracing is on unless --no-trace */
     const char *draw_zero;  /* picture of the ZeRO buffer cut */
     int threads;            /* BLAS threads per rank */
+    const char *device;     /* cpu | cuda | cpu-guarded (src/device/device.h) */
     bool quiet;
     float distributed_timeout_minutes;
     /* derived by train_config_check */

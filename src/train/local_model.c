@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/device/device.h"
 
 bool local_model_partition(int L, int S, const int *stage_layers, int *begin, char *err,
                            size_t errlen) {
@@ -68,8 +69,9 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
     }
     free(begin);
     m->numel = off;
-    m->params = mallocCheck(off * sizeof(float));
-    m->grads = callocCheck(off ? off : 1, sizeof(float));
+    m->params = device_alloc(off * sizeof(float), "parameters");
+    m->grads = device_alloc(off * sizeof(float), "gradients");
+    float *init = mallocCheck(off * sizeof(float) + 1); /* initialised on the host, then uploaded */
     m->nparams = total;
     m->plist = mallocCheck(sizeof *m->plist * (size_t)total);
     m->pshard = mallocCheck(sizeof *m->pshard * (size_t)total);
@@ -77,7 +79,7 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
     int k = 0;
     for (int c = 0; c < vpp; c++) {
         const gpt_chunk *ch = &m->chunks[c];
-        gpt_chunk_init_params(ch, m->params, seed);
+        gpt_chunk_init_params(ch, init, seed);
         for (int i = 0; i < ch->nparams; i++, k++) {
             const gpt_param *p = &ch->params[i];
             m->plist[k] = p;
@@ -92,18 +94,20 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
             m->in_norm[k] = counted;
         }
     }
+    device_upload(m->params, init, off * sizeof(float));
+    free(init);
     return m;
 }
 
 void local_model_destroy(local_model *m) {
     if (!m) return;
     free(m->chunks);
-    free(m->params);
-    free(m->grads);
+    device_free(m->params);
+    device_free(m->grads);
     free(m->plist);
     free(m->pshard);
     free(m->in_norm);
     free(m);
 }
 
-void local_model_zero_grads(local_model *m) { memset(m->grads, 0, m->numel * sizeof(float)); }
+void local_model_zero_grads(local_model *m) { device_zero(m->grads, m->numel * sizeof(float)); }

@@ -27,8 +27,8 @@ typedef struct {
     int nchunks;          /* vpp */
     gpt_chunk *chunks;    /* (nchunks) chunk c is virtual stage c·pp_size + pp_rank */
     size_t numel;         /* parameters in the buffers */
-    float *params;        /* (numel) */
-    float *grads;         /* (numel) */
+    float *params;        /* (numel) device memory (src/device/device.h) */
+    float *grads;         /* (numel) device memory */
     int nparams;          /* tensors over all chunks, in buffer order */
     const gpt_param **plist; /* (nparams) */
     const gpt_shard **pshard; /* (nparams) the shard each tensor belongs to */

@@ -13,6 +13,7 @@
 #include "src/core/check.h"
 #include "src/core/clock.h"
 #include "src/data/dataset.h"
+#include "src/device/device.h"
 #include "src/pp/executor.h"
 #include "src/pp/schedule.h"
 #include "src/runtime/dist.h"
@@ -232,6 +233,13 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
     if (c->vpp > 1) printf(" (%d chunks per rank)", c->vpp);
     printf(", ZeRO %s, %s\n", c->use_distributed_optimizer ? "on" : "off",
            c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
+    if (device_current() != DEVICE_CPU) {
+        printf("device: %s", device_kind_name(device_current()));
+        if (device_gpu() >= 0) printf(" (GPU %d of %d on this node)", device_gpu(), device_cuda_count());
+        printf(", communication: %s\n",
+               ps && comm_backend_of(ps->world) == COMM_NCCL ? "NCCL on device memory"
+                                                              : "MPI, device buffers staged through host memory");
+    }
     printf("model: %d layers, hidden %d, %d heads, seq %d, vocab 256 (padded %d)\n", c->num_layers,
            c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab);
     printf("batch: global %d = micro-batch %d × %d micro-batches × data-parallel %d\n",
@@ -313,6 +321,19 @@ static void trace_comm_hook(const comm_event *e, void *ctx) {
     trace_comm(tr, kind, e->op, e->group, e->peer, e->bytes, e->tag, e->t_start, e->t_ready, e->t_end);
 }
 
+/* NCCL when every rank on a node has a GPU of its own (and the build has NCCL); otherwise MPI,
+ * with device buffers staged through host memory (src/runtime/comm.c), so any number of
+ * ranks can share one GPU. */
+static comm_backend comm_backend_for(device_kind dk, int world) {
+#ifdef TRIDENT_CUDA
+    if (dk == DEVICE_CUDA && world > 1 && dist_local_size() <= device_cuda_count()) return COMM_NCCL;
+#else
+    (void)dk;
+    (void)world;
+#endif
+    return COMM_MPI;
+}
+
 int trainer_run(train_config *c) {
     int world = dist_world_size(), rank = dist_rank();
     char err[512];
@@ -323,7 +344,10 @@ int trainer_run(train_config *c) {
         dist_fail_all("trident train: %s", err);
     comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes); /* 0 waits forever */
     ops_set_threads(c->threads);
-    parallel_state *ps = ps_create(&layout, rank);
+    device_kind dk;
+    CHECK(device_kind_parse(c->device, &dk), "device name checked by the flag parser");
+    if (!device_init(dk, dist_local_rank(), err, sizeof err)) dist_fail_all("trident train: %s", err);
+    parallel_state *ps = ps_create_with(&layout, rank, comm_backend_for(dk, world));
     trainer *t = trainer_create(c, ps);
     const bool lead = rank == 0;
     char path[4200];
@@ -361,6 +385,7 @@ int trainer_run(train_config *c) {
         size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp * (12 + 4 * (size_t)c->num_layers) + 64;
         t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
         pp_executor_set_trace(t->exec, t->trace);
+        if (dk == DEVICE_CUDA) trace_set_sync(t->trace, device_sync); /* kernel time, not launches */
         comm_set_trace_hook(trace_comm_hook, t->trace);
     }
     if (lead && !c->quiet) print_layout(c, ps, t->model, t->opt);
@@ -454,5 +479,6 @@ int trainer_run(train_config *c) {
     free(cfg_json);
     trainer_destroy(t);
     ps_destroy(ps);
+    device_shutdown();
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/device/device.h"
 #include "src/runtime/comm.h"
 
 struct dist_optimizer {
@@ -18,6 +19,7 @@ struct dist_optimizer {
     float *gbuf;         /* ZeRO: padded gradient buffer (padded_numel) for reduce-scatter */
     float *gshard;       /* ZeRO: this rank's reduced gradient shard (shard_numel) */
     float *pbuf;         /* ZeRO: padded parameter buffer for the all-gather */
+    float *sendbuf;      /* ZeRO: this rank's updated shard, what the all-gather sends */
     int t;               /* steps taken (Adam bias correction) */
     float *master;       /* mixed precision: fp32 master weights (numel, or the shard) */
     prec_scaler scaler;  /* fp16 loss scaling */
@@ -31,7 +33,7 @@ static int gsize(comm_group *g) { return g ? comm_size(g) : 1; }
 static const float *m_params_for_master(dist_optimizer *o) {
     if (!o->g.zero) return o->model->params;
     const zero_ranges *r = o->ranges;
-    memcpy(o->pbuf, o->model->params, o->model->numel * sizeof(float));
+    device_copy(o->pbuf, o->model->params, o->model->numel * sizeof(float));
     return o->pbuf + r->shards[o->dp_rank].world_start;
 }
 
@@ -54,34 +56,36 @@ dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg, cons
     free(zp);
     if (g->zero) {
         o->nstate = o->ranges->shard_numel;
-        o->gbuf = callocCheck(o->ranges->padded_numel, sizeof(float));
-        o->pbuf = callocCheck(o->ranges->padded_numel, sizeof(float));
-        o->gshard = callocCheck(o->nstate, sizeof(float));
+        o->gbuf = device_alloc(o->ranges->padded_numel * sizeof(float), "ZeRO gradient buffer");
+        o->pbuf = device_alloc(o->ranges->padded_numel * sizeof(float), "ZeRO parameter buffer");
+        o->gshard = device_alloc(o->nstate * sizeof(float), "ZeRO gradient shard");
+        o->sendbuf = device_alloc(o->nstate * sizeof(float), "ZeRO parameter shard");
     } else {
         o->nstate = model->numel;
     }
-    o->m = callocCheck(o->nstate ? o->nstate : 1, sizeof(float));
-    o->v = callocCheck(o->nstate ? o->nstate : 1, sizeof(float));
+    o->m = device_alloc(o->nstate * sizeof(float), "Adam first moments");
+    o->v = device_alloc(o->nstate * sizeof(float), "Adam second moments");
     prec_scaler_init(&o->scaler, 0);
     if (g->dtype != PREC_FP32) {
         /* fp32 master weights start as the fp32 initialisation; the model sees them rounded. */
-        o->master = mallocCheck((o->nstate ? o->nstate : 1) * sizeof(float));
+        o->master = device_alloc(o->nstate * sizeof(float), "fp32 master weights");
         const float *src = m_params_for_master(o);
-        memcpy(o->master, src, o->nstate * sizeof(float));
-        prec_round_array(g->dtype, model->params, model->numel);
+        device_copy(o->master, src, o->nstate * sizeof(float));
+        dev_round(g->dtype, model->params, model->numel);
     }
     return o;
 }
 
 void distopt_destroy(dist_optimizer *o) {
     if (!o) return;
-    free(o->master);
+    device_free(o->master);
     zero_ranges_free(o->ranges);
-    free(o->m);
-    free(o->v);
-    free(o->gbuf);
-    free(o->gshard);
-    free(o->pbuf);
+    device_free(o->m);
+    device_free(o->v);
+    device_free(o->gbuf);
+    device_free(o->gshard);
+    device_free(o->pbuf);
+    device_free(o->sendbuf);
     free(o);
 }
 
@@ -103,16 +107,6 @@ prec_scaler *distopt_scaler(dist_optimizer *o) { return &o->scaler; }
 float *distopt_moment(dist_optimizer *o, int which, size_t *n) {
     *n = o->nstate;
     return which ? o->v : o->m;
-}
-
-static void scale(float *x, size_t n, float s) {
-    for (size_t i = 0; i < n; i++) x[i] *= s;
-}
-
-static double sumsq(const float *x, size_t n) {
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
-    return s;
 }
 
 /* Sum of one double per rank, added in rank order (the same on every rank). */
@@ -142,10 +136,10 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
     distopt_stats st = {0};
     const prec_dtype dt = o->g.dtype;
     const float scale_used = distopt_loss_scale(o);
-    if (dt != PREC_FP32) prec_round_array(dt, m->grads, m->numel); /* 16-bit gradients */
+    if (dt != PREC_FP32) dev_round(dt, m->grads, m->numel); /* 16-bit gradients */
     if (dt == PREC_FP16) {
         /* Any inf/NaN on any rank skips the step everywhere. */
-        float bad = (o->inject_overflow || prec_has_inf_or_nan(m->grads, m->numel)) ? 1.0f : 0.0f;
+        float bad = (o->inject_overflow || dev_has_inf_or_nan(m->grads, m->numel)) ? 1.0f : 0.0f;
         o->inject_overflow = false;
         if (gsize(o->g.world) > 1) comm_all_reduce(o->g.world, &bad, 1, COMM_FLOAT32, COMM_MAX);
         bool apply = prec_scaler_update(&o->scaler, bad > 0.0f);
@@ -171,20 +165,20 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
                                 COMM_FLOAT32, COMM_SUM);
             }
         }
-        if (inv_dp != 1.0f) scale(m->grads, m->numel, inv_dp);
+        if (inv_dp != 1.0f) dev_scale(m->grads, inv_dp, m->numel);
         /* Step 3: norm over the tensors this rank counts. */
         for (int i = 0; i < m->nparams; i++)
-            if (m->in_norm[i]) ss += sumsq(m->grads + m->plist[i]->offset, m->plist[i]->numel);
+            if (m->in_norm[i]) ss += dev_sumsq(m->grads + m->plist[i]->offset, m->plist[i]->numel);
     } else {
         /* Step 2: reduce-scatter the padded buffer: rank d receives shard d, summed. */
-        memcpy(o->gbuf, m->grads, m->numel * sizeof(float));
+        device_copy(o->gbuf, m->grads, m->numel * sizeof(float));
         comm_reduce_scatter(o->g.dp, o->gbuf, o->gshard, r->shard_numel, COMM_FLOAT32, COMM_SUM);
-        scale(o->gshard, r->shard_numel, inv_dp);
+        dev_scale(o->gshard, inv_dp, r->shard_numel);
         const zero_shard *sh = &r->shards[o->dp_rank];
         for (int k = 0; k < sh->n_pieces; k++) {
             const zero_piece *pc = &sh->pieces[k];
             if (r->params[pc->param].in_grad_norm)
-                ss += sumsq(o->gshard + pc->local_start, pc->local_end - pc->local_start);
+                ss += dev_sumsq(o->gshard + pc->local_start, pc->local_end - pc->local_start);
         }
     }
     ss = sum_over_group(o->g.norm, ss);
@@ -197,36 +191,34 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
         float *w = o->master ? o->master : m->params; /* fp32 weights the update applies to */
         for (int i = 0; i < m->nparams; i++) {
             const gpt_param *p = m->plist[i];
-            adamw_update(w + p->offset, m->grads + p->offset, o->m + p->offset,
+            dev_adamw_update(w + p->offset, m->grads + p->offset, o->m + p->offset,
                          o->v + p->offset, p->numel, &o->cfg, st.lr,
                          p->decay ? o->cfg.weight_decay : 0.0f, o->t, clip);
         }
         if (o->master) {
-            memcpy(m->params, o->master, m->numel * sizeof(float));
-            prec_round_array(dt, m->params, m->numel);
+            device_copy(m->params, o->master, m->numel * sizeof(float));
+            dev_round(dt, m->params, m->numel);
         }
     } else {
         const zero_shard *sh = &r->shards[o->dp_rank];
         float *mine = o->pbuf + sh->world_start; /* this rank's shard of the parameters */
-        memcpy(o->pbuf, m->params, m->numel * sizeof(float));
+        device_copy(o->pbuf, m->params, m->numel * sizeof(float));
         float *w = o->master ? o->master : mine; /* fp32 weights of the shard */
         for (int k = 0; k < sh->n_pieces; k++) {
             const zero_piece *pc = &sh->pieces[k];
             size_t n = pc->local_end - pc->local_start;
-            adamw_update(w + pc->local_start, o->gshard + pc->local_start, o->m + pc->local_start,
+            dev_adamw_update(w + pc->local_start, o->gshard + pc->local_start, o->m + pc->local_start,
                          o->v + pc->local_start, n, &o->cfg, st.lr,
                          r->params[pc->param].weight_decay ? o->cfg.weight_decay : 0.0f, o->t, clip);
         }
         if (o->master) {
-            memcpy(mine, o->master, r->shard_numel * sizeof(float));
-            prec_round_array(dt, mine, r->shard_numel);
+            device_copy(mine, o->master, r->shard_numel * sizeof(float));
+            dev_round(dt, mine, r->shard_numel);
         }
         /* Every rank gets every shard's updated parameters. */
-        float *send = mallocCheck(r->shard_numel * sizeof(float) + 1);
-        memcpy(send, mine, r->shard_numel * sizeof(float));
-        comm_all_gather(o->g.dp, send, o->pbuf, r->shard_numel, COMM_FLOAT32);
-        free(send);
-        memcpy(m->params, o->pbuf, m->numel * sizeof(float));
+        device_copy(o->sendbuf, mine, r->shard_numel * sizeof(float));
+        comm_all_gather(o->g.dp, o->sendbuf, o->pbuf, r->shard_numel, COMM_FLOAT32);
+        device_copy(m->params, o->pbuf, m->numel * sizeof(float));
     }
     st.loss_scale = distopt_loss_scale(o);
     return st;

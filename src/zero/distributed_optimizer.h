@@ -67,7 +67,7 @@ distopt_stats distopt_step(dist_optimizer *o, int it);
 float distopt_loss_scale(const dist_optimizer *o);
 /* Test hook: the next step sees an inf in its gradients (fp16 recovery test). */
 void distopt_inject_overflow(dist_optimizer *o);
-/* fp32 master weights (numel without ZeRO, shard with ZeRO), NULL in fp32 runs. */
+/* fp32 master weights (numel without ZeRO, shard with ZeRO), NULL in fp32 runs; device memory. */
 float *distopt_master(dist_optimizer *o, size_t *n);
 prec_scaler *distopt_scaler(dist_optimizer *o);
 
@@ -76,7 +76,7 @@ const zero_ranges *distopt_ranges(const dist_optimizer *o);
 /* Optimizer-state bytes this rank holds (Adam m and v, plus fp32 master shard with ZeRO). */
 size_t distopt_state_bytes(const dist_optimizer *o);
 
-/* The Adam moments for checkpoints: this rank's m and v (shard-sized with ZeRO). */
+/* The Adam moments for checkpoints: this rank's m and v (shard-sized with ZeRO); device memory. */
 float *distopt_moment(dist_optimizer *o, int which /* 0 = m, 1 = v */, size_t *n);
 int distopt_step_count(const dist_optimizer *o);
 void distopt_set_step_count(dist_optimizer *o, int t);

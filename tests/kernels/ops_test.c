@@ -359,6 +359,36 @@ static void residual_and_add_inplace_add(void **state) {
     expect_close(a, want, 3, 0, 0, "add_inplace");
 }
 
+/* The small helpers replace plain loops elsewhere (optimizer, device layer): they must give
+ * the very bits those loops give. */
+static void fill_scale_sum_squares_and_bias_rows_equal_their_plain_loops(void **state) {
+    (void)state;
+    const size_t n = 1003, N = 7, OC = 129;
+    float *x = randn(n, 40, 3.0f), *want = malloc(n * sizeof(float));
+    memcpy(want, x, n * sizeof(float));
+    scale_inplace(x, 0.3f, n);
+    for (size_t i = 0; i < n; i++) want[i] *= 0.3f;
+    expect_close(x, want, n, 0, 0, "scale_inplace");
+
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * (double)x[i];
+    double got = sum_squares(x, n);
+    if (memcmp(&got, &s, sizeof s) != 0) fail_msg("sum_squares %.17g, loop %.17g", got, s);
+    assert_true(sum_squares(x, 0) == 0.0);
+
+    fill_value(x, -0.1f, n);
+    for (size_t i = 0; i < n; i++) want[i] = -0.1f;
+    expect_close(x, want, n, 0, 0, "fill_value");
+
+    float *y = randn(N * OC, 41, 1.0f), *bias = randn(OC, 42, 1.0f);
+    float *ywant = malloc(N * OC * sizeof(float));
+    memcpy(ywant, y, N * OC * sizeof(float));
+    add_bias_rows(y, bias, N, OC);
+    for (size_t r = 0; r < N; r++) add_inplace(ywant + r * OC, bias, OC);
+    expect_close(y, ywant, N * OC, 0, 0, "add_bias_rows");
+    free(x), free(want), free(y), free(bias), free(ywant);
+}
+
 /* ------------------------------------------------------------------ cross-entropy */
 
 /* The three local pieces with tp = 1: the whole (padded) vocabulary on one rank. */
@@ -491,6 +521,7 @@ int main(void) {
         cmocka_unit_test(embedding_backward_matches_finite_differences_and_masks_other_rows),
         cmocka_unit_test(position_backward_matches_finite_differences),
         cmocka_unit_test(residual_and_add_inplace_add),
+        cmocka_unit_test(fill_scale_sum_squares_and_bias_rows_equal_their_plain_loops),
         cmocka_unit_test(crossentropy_equals_direct_log_softmax_and_ignores_padding),
         cmocka_unit_test(crossentropy_backward_matches_finite_differences),
         cmocka_unit_test(crossentropy_pieces_combine_across_vocabulary_slices),

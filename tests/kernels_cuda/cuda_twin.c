@@ -190,6 +190,40 @@ void twin_add_inplace(float *y, const float *x, size_t n) {
     drop(d_x);
 }
 
+void twin_fill(float *x, float value, size_t n) {
+    float *d_x = up(x, F(n));
+    cuda_fill(&ctx, d_x, value, n);
+    down(x, d_x, F(n));
+}
+
+void twin_scale(float *x, float s, size_t n) {
+    float *d_x = up(x, F(n));
+    cuda_scale(&ctx, d_x, s, n);
+    down(x, d_x, F(n));
+}
+
+void twin_add_bias_rows(float *x, const float *bias, size_t N, size_t OC) {
+    float *d_x = up(x, F(N * OC));
+    const float *d_bias = up(bias, F(OC));
+    cuda_add_bias_rows(&ctx, d_x, d_bias, N, OC);
+    down(x, d_x, F(N * OC));
+    drop(d_bias);
+}
+
+double twin_sumsq(const float *x, size_t n) {
+    const float *d_x = up(x, F(n));
+    double s = cuda_sumsq(&ctx, d_x, n);
+    drop(d_x);
+    return s;
+}
+
+bool twin_has_inf_or_nan(const float *x, size_t n) {
+    const float *d_x = up(x, F(n));
+    bool bad = cuda_has_inf_or_nan(&ctx, d_x, n);
+    drop(d_x);
+    return bad;
+}
+
 void twin_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N,
                             size_t C, int64_t v_start, size_t V) {
     float *d_out = up(out, F(N * C));
@@ -309,4 +343,16 @@ void twin_fp16_to_fp32(float *out, const uint16_t *in, size_t n) {
     cuda_fp16_to_fp32(&ctx, d_out, d_in, n);
     down(out, d_out, F(n));
     drop(d_in);
+}
+
+void twin_round_to_bf16(float *x, size_t n) {
+    float *d_x = up(x, F(n));
+    cuda_round_to_bf16(&ctx, d_x, n);
+    down(x, d_x, F(n));
+}
+
+void twin_round_to_fp16(float *x, size_t n) {
+    float *d_x = up(x, F(n));
+    cuda_round_to_fp16(&ctx, d_x, n);
+    down(x, d_x, F(n));
 }

@@ -14,6 +14,7 @@
 #ifndef TRIDENT_TESTS_KERNELS_CUDA_CUDA_TWIN_H
 #define TRIDENT_TESTS_KERNELS_CUDA_CUDA_TWIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,13 @@ void twin_gelu_forward(float *out, const float *inp, size_t n);
 void twin_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 void twin_residual_forward(float *out, const float *a, const float *b, size_t n);
 void twin_add_inplace(float *y, const float *x, size_t n);
+void twin_fill(float *x, float value, size_t n);
+void twin_scale(float *x, float s, size_t n);
+void twin_add_bias_rows(float *x, const float *bias, size_t N, size_t OC);
+
+/* The reductions that answer on the host (oracles: sum_squares, prec_has_inf_or_nan). */
+double twin_sumsq(const float *x, size_t n);
+bool twin_has_inf_or_nan(const float *x, size_t n);
 
 void twin_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N,
                             size_t C, int64_t v_start, size_t V);
@@ -81,5 +89,8 @@ void twin_fp32_to_bf16(uint16_t *out, const float *in, size_t n);
 void twin_bf16_to_fp32(float *out, const uint16_t *in, size_t n);
 void twin_fp32_to_fp16(uint16_t *out, const float *in, size_t n);
 void twin_fp16_to_fp32(float *out, const uint16_t *in, size_t n);
+/* x (n) rounded in place (oracle: prec_round_array). */
+void twin_round_to_bf16(float *x, size_t n);
+void twin_round_to_fp16(float *x, size_t n);
 
 #endif /* TRIDENT_TESTS_KERNELS_CUDA_CUDA_TWIN_H */

@@ -10,7 +10,10 @@
  *   elementwise 1e-5; reductions (LayerNorm, cross-entropy sums) 1e-5 .. 1e-4; GEMM and
  *   attention 1e-4; bf16 GEMMs 1e-2 against the CPU on the same bf16-rounded inputs.
  *   Embedding and position backward are exact: the kernels add in the CPU's order.
- *   Casts are compared bit for bit, NaN only as "is a NaN".
+ *   Fill, scale and the bias rows are exact (one operation per element); the double sum of
+ *   squares to 1e-12 (only the order of the additions differs), and bit-identical run to run.
+ *   Casts are compared bit for bit, NaN only as "is a NaN"; the in-place roundings bit for
+ *   bit including NaN payloads.
  *
  * Needs a GPU: without one the binary prints why and exits 77 ("skipped"). The Bazel target
  * is tagged gpu + manual, so CI builds it only when asked and never runs it.
@@ -213,6 +216,71 @@ static void gelu_residual_and_add_match_cpu(void **state) {
     free(x), free(y), free(d), free(out), free(g_out), free(dinp), free(g_dinp);
 }
 
+static void fill_scale_and_bias_rows_match_cpu_bit_for_bit(void **state) {
+    (void)state;
+    const size_t n = 10007;
+    float *x = randn(n, 1, 3.0f), *g_x = copy_of(x, n);
+    scale_inplace(x, 0.3f, n); /* not a power of two: every product rounds */
+    twin_scale(g_x, 0.3f, n);
+    exact(g_x, x, n, "scale x");
+    fill_value(x, -0.1f, n);
+    twin_fill(g_x, -0.1f, n);
+    exact(g_x, x, n, "fill x");
+
+    const size_t shapes[][2] = {{37, 129}, {1, 5}, {300, 1}}; /* N OC */
+    for (size_t s = 0; s < 3; s++) {
+        size_t N = shapes[s][0], OC = shapes[s][1];
+        float *y = randn(N * OC, 2, 1.0f), *bias = randn(OC, 3, 1.0f), *g_y = copy_of(y, N * OC);
+        add_bias_rows(y, bias, N, OC);
+        twin_add_bias_rows(g_y, bias, N, OC);
+        exact(g_y, y, N * OC, "add_bias_rows x");
+        free(y), free(bias), free(g_y);
+    }
+    free(x), free(g_x);
+}
+
+/* ------------------------------------------------------------------ reductions */
+
+static void sumsq_matches_cpu_in_double_and_repeats_exactly(void **state) {
+    (void)state;
+    /* one element; fewer than one block; more than CUDA_REDUCE_BLOCKS blocks' worth */
+    const size_t sizes[] = {1, 1000, 100003, (1u << 20) + 7};
+    for (size_t k = 0; k < 4; k++) {
+        size_t n = sizes[k];
+        float *x = randn(n, 20 + k, 2.0f);
+        double want = sum_squares(x, n), got = twin_sumsq(x, n), again = twin_sumsq(x, n);
+        if (!(fabs(got - want) <= 1e-12 * want))
+            fail_msg("sumsq n=%zu: got %.17g want %.17g", n, got, want);
+        if (memcmp(&got, &again, sizeof got) != 0)
+            fail_msg("sumsq n=%zu: %.17g then %.17g (order not fixed)", n, got, again);
+        free(x);
+    }
+    float dummy = 1.0f;
+    assert_true(twin_sumsq(&dummy, 0) == 0.0);
+}
+
+static void has_inf_or_nan_finds_one_bad_element(void **state) {
+    (void)state;
+    const size_t n = 300007;
+    float *x = randn(n, 1, 1e30f); /* large but finite (squares would overflow: not asked) */
+    assert_false(twin_has_inf_or_nan(x, n));
+    const size_t where[] = {0, 4099, n - 1};
+    const float bad[] = {INFINITY, -INFINITY, NAN};
+    for (size_t w = 0; w < 3; w++) {
+        for (size_t b = 0; b < 3; b++) {
+            float keep = x[where[w]];
+            x[where[w]] = bad[b];
+            if (!twin_has_inf_or_nan(x, n))
+                fail_msg("%g at %zu of %zu not found", (double)bad[b], where[w], n);
+            x[where[w]] = keep;
+        }
+    }
+    assert_false(twin_has_inf_or_nan(x, n)); /* the flag is cleared between calls */
+    x[0] = NAN;
+    assert_false(twin_has_inf_or_nan(x, 0)); /* nothing to look at */
+    free(x);
+}
+
 /* ------------------------------------------------------------------ embeddings */
 
 static void embedding_masks_tokens_outside_the_shard(void **state) {
@@ -397,6 +465,35 @@ static void casts_round_to_nearest_even_like_cpu(void **state) {
     free(x), free(want), free(got);
 }
 
+/* Bit for bit against prec_round_array, NaN payloads included (the kernels keep them as
+ * convert.c does). */
+static void round_in_place_equals_prec_round_array_bit_for_bit(void **state) {
+    (void)state;
+    size_t n;
+    float *x = cast_inputs(&n);
+    for (int fmt = 0; fmt < 2; fmt++) {
+        float *want = copy_of(x, n), *got = copy_of(x, n);
+        prec_round_array(fmt ? PREC_FP16 : PREC_BF16, want, n);
+        if (fmt) twin_round_to_fp16(got, n);
+        else twin_round_to_bf16(got, n);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t g, w, in;
+            memcpy(&g, &got[i], sizeof g), memcpy(&w, &want[i], sizeof w);
+            memcpy(&in, &x[i], sizeof in);
+            if (g != w) {
+                if (bad < 5)
+                    fprintf(stderr, "  round_to_%s[%zu]: input 0x%08x: got 0x%08x want 0x%08x\n",
+                            fmt ? "fp16" : "bf16", i, in, g, w);
+                bad++;
+            }
+        }
+        if (bad) fail_msg("round_to_%s: %zu of %zu values differ", fmt ? "fp16" : "bf16", bad, n);
+        free(want), free(got);
+    }
+    free(x);
+}
+
 static void widening_is_exact_for_every_16_bit_pattern(void **state) {
     (void)state;
     const size_t n = 65536;
@@ -453,11 +550,15 @@ int main(void) {
         cmocka_unit_test(layernorm_forward_and_backward_match_cpu),
         cmocka_unit_test(attention_forward_and_backward_match_cpu),
         cmocka_unit_test(gelu_residual_and_add_match_cpu),
+        cmocka_unit_test(fill_scale_and_bias_rows_match_cpu_bit_for_bit),
+        cmocka_unit_test(sumsq_matches_cpu_in_double_and_repeats_exactly),
+        cmocka_unit_test(has_inf_or_nan_finds_one_bad_element),
         cmocka_unit_test(embedding_masks_tokens_outside_the_shard),
         cmocka_unit_test(position_embedding_matches_cpu),
         cmocka_unit_test(crossentropy_pieces_match_cpu_and_ignore_padding),
         cmocka_unit_test(adamw_step_matches_cpu),
         cmocka_unit_test(casts_round_to_nearest_even_like_cpu),
+        cmocka_unit_test(round_in_place_equals_prec_round_array_bit_for_bit),
         cmocka_unit_test(widening_is_exact_for_every_16_bit_pattern),
         cmocka_unit_test(arena_views_are_aligned_and_disjoint),
     };

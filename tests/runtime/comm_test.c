@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "src/device/device.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/dist.h"
 #include "src/runtime/parallel_state.h"
@@ -346,6 +347,87 @@ static void serial_run_never_starts_mpi(void **state) {
     ps_destroy(ps);
 }
 
+/* Buffers in device memory (here the cpu-guarded device, whose pages the host cannot touch
+ * outside a kernel) go through host staging on MPI groups: every operation, in place or not,
+ * small or ring-sized, gives what it gives on host buffers. */
+static float *to_device(const float *h, size_t n) {
+    float *d = device_alloc(n * sizeof(float), "comm test");
+    device_upload(d, h, n * sizeof(float));
+    return d;
+}
+
+static void expect_device_equals(const float *d, const float *want, size_t n, const char *what) {
+    float *h = malloc(n * sizeof(float) + 1);
+    device_download(h, d, n * sizeof(float));
+    expect_close(h, want, n, 0, 0, what);
+    free(h);
+}
+
+static void device_buffers_are_staged_through_host_memory(void **state) {
+    (void)state;
+    char err[256];
+    assert_true(device_init(DEVICE_CPU_GUARDED, 0, err, sizeof err));
+    const int r = R(), size = N();
+    const size_t sizes[2] = {37, 40000}; /* the MPI call and the ring path */
+    for (int k = 0; k < 2; k++) {
+        const size_t n = sizes[k], total = n * (size_t)size;
+        float *h = malloc(total * sizeof(float)), *want = malloc(total * sizeof(float));
+        for (size_t i = 0; i < total; i++) h[i] = (float)((r + 1) * (int)(i % 97));
+        /* all-reduce */
+        memcpy(want, h, n * sizeof(float));
+        comm_all_reduce(g_world, want, n, COMM_FLOAT32, COMM_SUM);
+        float *d = to_device(h, n);
+        comm_all_reduce(g_world, d, n, COMM_FLOAT32, COMM_SUM);
+        expect_device_equals(d, want, n, "all_reduce of a device buffer");
+        device_free(d);
+        /* reduce-scatter, separate buffers and in place */
+        comm_reduce_scatter(g_world, h, want, n, COMM_FLOAT32, COMM_SUM);
+        float *ds = to_device(h, total), *dr = device_alloc(n * sizeof(float), "comm test");
+        comm_reduce_scatter(g_world, ds, dr, n, COMM_FLOAT32, COMM_SUM);
+        expect_device_equals(dr, want, n, "reduce_scatter of device buffers");
+        comm_reduce_scatter(g_world, ds, ds, n, COMM_FLOAT32, COMM_SUM);
+        expect_device_equals(ds, want, n, "in-place reduce_scatter of a device buffer");
+        device_free(ds);
+        device_free(dr);
+        /* all-gather, separate buffers and in place */
+        comm_all_gather(g_world, h, want, n, COMM_FLOAT32);
+        float *dsend = to_device(h, n), *dall = device_alloc(total * sizeof(float), "comm test");
+        comm_all_gather(g_world, dsend, dall, n, COMM_FLOAT32);
+        expect_device_equals(dall, want, total, "all_gather of device buffers");
+        device_zero(dall, total * sizeof(float));
+        device_upload(dall + (size_t)r * n, h, n * sizeof(float));
+        comm_all_gather(g_world, dall + (size_t)r * n, dall, n, COMM_FLOAT32);
+        expect_device_equals(dall, want, total, "in-place all_gather of a device buffer");
+        /* broadcast from the last rank */
+        memcpy(want, h, n * sizeof(float));
+        comm_broadcast(g_world, want, n, COMM_FLOAT32, size - 1);
+        device_upload(dsend, h, n * sizeof(float));
+        comm_broadcast(g_world, dsend, n, COMM_FLOAT32, size - 1);
+        expect_device_equals(dsend, want, n, "broadcast of a device buffer");
+        /* a ring of send / recv and of sendrecv */
+        const int next = (r + 1) % size, prev = (r + size - 1) % size;
+        for (size_t i = 0; i < n; i++) want[i] = (float)((prev + 1) * (int)(i % 97));
+        device_upload(dsend, h, n * sizeof(float));
+        comm_send(g_world, dsend, n, COMM_FLOAT32, next, 7);
+        comm_recv(g_world, dall, n, COMM_FLOAT32, prev, 7);
+        comm_wait_sends(g_world);
+        expect_device_equals(dall, want, n, "send/recv of device buffers");
+        device_zero(dall, n * sizeof(float));
+        comm_sendrecv(g_world, dsend, n, next, dall, n, prev, COMM_FLOAT32, 8);
+        expect_device_equals(dall, want, n, "sendrecv of device buffers");
+        device_free(dsend);
+        device_free(dall);
+        free(h);
+        free(want);
+    }
+    /* host buffers are untouched by staging: a plain all-reduce still works */
+    float one = 1.0f;
+    comm_all_reduce(g_world, &one, 1, COMM_FLOAT32, COMM_SUM);
+    assert_true(one == (float)size);
+    assert_int_equal(device_bytes_in_use(), 0);
+    device_shutdown();
+}
+
 int main(int argc, char **argv) {
     int np = argc > 1 ? atoi(argv[1]) : 0;
     if (np > 0) mpi_test_launch(argc, argv, np);
@@ -369,6 +451,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(trace_hook_reports_every_call_with_its_bytes),
         cmocka_unit_test(recv_waits_for_a_late_sender_and_says_so),
         cmocka_unit_test(serial_run_never_starts_mpi),
+        cmocka_unit_test(device_buffers_are_staged_through_host_memory),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     comm_group_destroy(g_world);

@@ -1,0 +1,146 @@
+/* device.h — where this process keeps its tensors and runs its kernels.
+ *
+ * Three devices, chosen once per process with --device:
+ *
+ *   cpu          host memory, the CPU kernels of kernels/ops.h (the reference; the default)
+ *   cuda         GPU memory, the CUDA twins of kernels/ops_cuda.h (CUDA builds only)
+ *   cpu-guarded  the CPU kernels, but every tensor lives in memory the host may NOT touch
+ *                outside a kernel: the pages are mprotect()ed while host code runs, so any
+ *                host read or write of "device" memory faults at once and names the address.
+ *                It exists to check, without a GPU, that the GPU path moves every byte it
+ *                should (uploads, downloads, host staging for MPI) and no other: a run on
+ *                cpu-guarded computes exactly what a cpu run computes (the same kernels), so
+ *                the tests compare the two bit for bit.
+ *
+ * The model, the tensor-parallel layers, the pipeline executor and the optimizer never call a
+ * kernel or memcpy/memset on tensors directly; they call the dev_* functions below, which
+ * run the kernel of the current device (one branch per call), and device_* for memory:
+ *
+ *   device_init(DEVICE_CUDA, local_rank, err, sizeof err);     // once, after dist_init()
+ *   float *w = device_alloc(n * sizeof(float), "parameters");  // zeroed, device memory
+ *   device_upload(w, host_w, n * sizeof(float));
+ *   dev_matmul_forward(out, inp, w, NULL, N, C, OC);           // same contract as ops.h
+ *
+ * Communication needs nothing from the caller: comm.c asks device_owns(buf) and, for a
+ * buffer in device memory on an MPI group, stages it through host memory (download, MPI,
+ * upload); on an NCCL group device buffers go to NCCL directly.
+ *
+ * Contracts of the dev_* kernels: exactly those of kernels/ops.h (shapes, `+=` in backward),
+ * on pointers returned by device_alloc (host pointers on the cpu device). Calls are ordered
+ * (one CUDA stream); results that come back to the host (dev_sum, dev_sumsq,
+ * dev_has_inf_or_nan, device_download) wait for everything queued before them.
+ *
+ * Not here: which GPU a rank gets beyond "local rank modulo GPUs visible" (dist.c binds it
+ * the same way), kernels themselves (kernels/), communication (src/runtime/comm.c).
+ */
+#ifndef TRIDENT_DEVICE_DEVICE_H
+#define TRIDENT_DEVICE_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/optim/adamw.h"
+#include "src/precision/convert.h"
+
+typedef enum { DEVICE_CPU = 0, DEVICE_CUDA = 1, DEVICE_CPU_GUARDED = 2 } device_kind;
+
+/* "cpu", "cuda", "cpu-guarded". */
+const char *device_kind_name(device_kind k);
+/* Parses one of the names above; false for anything else. */
+bool device_kind_parse(const char *s, device_kind *out);
+/* Whether this build can run kind at all (cuda: built with nvcc). */
+bool device_kind_built(device_kind k);
+
+/* Makes `kind` this process's device. cuda: GPU (local_rank mod GPUs visible), one stream,
+ * one cuBLAS handle. Returns false with a message naming the problem (no CUDA build, no GPU)
+ * and changes nothing. Calling it again with the kind already current is a no-op. */
+bool device_init(device_kind kind, int local_rank, char *err, size_t errlen);
+/* Back to the cpu device; frees the CUDA context. Every device_alloc'ed buffer must be freed. */
+void device_shutdown(void);
+device_kind device_current(void);
+/* True on the cpu device: device pointers are ordinary host pointers. */
+bool device_is_host(void);
+/* GPU index in use (cuda), else -1. */
+int device_gpu(void);
+/* GPUs visible to this process; 0 without a CUDA build, a driver or a GPU (never dies). */
+int device_cuda_count(void);
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+/* `bytes` of zeroed device memory (never NULL; dies naming `what` when it cannot). */
+void *device_alloc(size_t bytes, const char *what);
+void device_free(void *p);
+/* True when p points into a live device_alloc buffer of a non-host device (cuda,
+ * cpu-guarded); always false on the cpu device, where everything is host memory. */
+bool device_owns(const void *p);
+/* Bytes currently allocated with device_alloc, and the most ever at once. */
+size_t device_bytes_in_use(void);
+size_t device_bytes_peak(void);
+
+void device_upload(void *dev_dst, const void *host_src, size_t bytes);
+void device_download(void *host_dst, const void *dev_src, size_t bytes);
+void device_copy(void *dev_dst, const void *dev_src, size_t bytes);
+void device_zero(void *dev, size_t bytes);
+/* Waits for everything queued (cuda); a no-op on the CPU devices. Trace spans call it so
+ * the timeline measures kernels, not their launches. */
+void device_sync(void);
+
+/* ---- kernels: the contracts of kernels/ops.h ------------------------------------------ */
+
+void dev_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                        size_t N, size_t C, size_t OC);
+void dev_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                         const float *inp, const float *weight, size_t N, size_t C, size_t OC);
+void dev_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                           const float *w, const float *b, size_t N, size_t C);
+void dev_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, const float *mean,
+                            const float *rstd, size_t N, size_t C);
+void dev_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T,
+                           size_t NH, size_t HS);
+/* scratch: dev_attention_scratch_floats(T, NH) floats of device memory. */
+void dev_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                            float *scratch, size_t B, size_t T, size_t NH, size_t HS);
+size_t dev_attention_scratch_floats(size_t T, size_t NH);
+void dev_gelu_forward(float *out, const float *inp, size_t n);
+void dev_gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+void dev_add_inplace(float *y, const float *x, size_t n);
+/* x (N,OC) += bias (OC) on every row. */
+void dev_add_bias_rows(float *x, const float *bias, size_t N, size_t OC);
+void dev_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N,
+                           size_t C, int64_t v_start, size_t V);
+void dev_embedding_backward(float *dwte, const float *dout, const int32_t *tokens, size_t N,
+                            size_t C, int64_t v_start, size_t V);
+void dev_position_forward(float *out, const float *wpe, size_t B, size_t T, size_t C);
+void dev_position_backward(float *dwpe, const float *dout, size_t B, size_t T, size_t C);
+void dev_crossentropy_local_max(float *rowmax, const float *logits, size_t N, size_t V,
+                                int64_t v_start, int64_t real_vocab);
+void dev_crossentropy_local_sums(float *sumexp, float *target_logit, const float *logits,
+                                 const float *rowmax, const int32_t *targets, size_t N, size_t V,
+                                 int64_t v_start, int64_t real_vocab);
+void dev_crossentropy_loss(float *loss, const float *sumexp, const float *rowmax,
+                           const float *target_logit, size_t N);
+void dev_crossentropy_backward(float *dlogits, const float *logits, const float *rowmax,
+                               const float *sumexp, const int32_t *targets, const float *dloss,
+                               size_t N, size_t V, int64_t v_start, int64_t real_vocab);
+
+/* ---- kernels of the optimizer and of mixed precision ---------------------------------- */
+
+/* x (n) = value. */
+void dev_fill(float *x, float value, size_t n);
+/* x (n) *= s. */
+void dev_scale(float *x, float s, size_t n);
+/* Sum of x (n), in double, in index order (the host adds: the same order on every device). */
+double dev_sum(const float *x, size_t n);
+/* Sum of squares of x (n) in double (fixed order on a given device; the CPU's is index order). */
+double dev_sumsq(const float *x, size_t n);
+/* Whether any of x (n) is inf or NaN (fp16 loss scaling). */
+bool dev_has_inf_or_nan(const float *x, size_t n);
+/* x (n) = the nearest value of format t, in place (prec_round_array on the device). */
+void dev_round(prec_dtype t, float *x, size_t n);
+/* adamw_update (src/optim/adamw.h) on device memory. */
+void dev_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
+                      const adamw_config *cfg, float lr, float wd, int t, float grad_scale);
+
+#endif /* TRIDENT_DEVICE_DEVICE_H */

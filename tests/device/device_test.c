@@ -1,0 +1,290 @@
+/* device_test.c — src/device/device.h: names, memory, the guard of the cpu-guarded device, and
+ * every dev_* kernel on cpu-guarded memory against the CPU kernel on host memory (bit for bit:
+ * the same code runs, only where the bytes live differs). The cuda device is checked on a GPU
+ * by tests/kernels_cuda and tests/train/gpu_train_test (tagged gpu). */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "src/device/device.h"
+#include "src/optim/adamw.h"
+#include "src/precision/convert.h"
+#include "src/precision/loss_scaler.h"
+#include "tests/support/testing.h"
+
+static void guarded_on(void) {
+    char err[256];
+    assert_true(device_init(DEVICE_CPU_GUARDED, 0, err, sizeof err));
+    assert_int_equal(device_current(), DEVICE_CPU_GUARDED);
+}
+
+static void guarded_off(void) {
+    assert_int_equal(device_bytes_in_use(), 0);
+    device_shutdown();
+    assert_int_equal(device_current(), DEVICE_CPU);
+}
+
+static void names_parse_both_ways(void **state) {
+    (void)state;
+    const device_kind kinds[3] = {DEVICE_CPU, DEVICE_CUDA, DEVICE_CPU_GUARDED};
+    for (int i = 0; i < 3; i++) {
+        device_kind k;
+        assert_true(device_kind_parse(device_kind_name(kinds[i]), &k));
+        assert_int_equal(k, kinds[i]);
+    }
+    device_kind k;
+    assert_false(device_kind_parse("gpu", &k));
+    assert_false(device_kind_parse("", &k));
+    assert_true(device_kind_built(DEVICE_CPU) && device_kind_built(DEVICE_CPU_GUARDED));
+}
+
+static void cpu_device_memory_is_plain_host_memory(void **state) {
+    (void)state;
+    assert_true(device_is_host());
+    float *p = device_alloc(100 * sizeof(float), "test");
+    for (int i = 0; i < 100; i++) assert_true(p[i] == 0.0f); /* zeroed, readable by the host */
+    assert_false(device_owns(p));
+    p[3] = 2.0f;
+    float back[100];
+    device_download(back, p, sizeof back);
+    assert_true(back[3] == 2.0f);
+    device_free(p);
+}
+
+static void guarded_memory_round_trips_and_is_owned(void **state) {
+    (void)state;
+    guarded_on();
+    assert_false(device_is_host());
+    enum { n = 3000 };
+    float h[n], back[n];
+    for (int i = 0; i < n; i++) h[i] = (float)i * 0.5f;
+    float *a = device_alloc(n * sizeof(float), "a"), *b = device_alloc(n * sizeof(float), "b");
+    assert_true(device_owns(a) && device_owns(a + n - 1) && device_owns(b));
+    assert_false(device_owns(h));
+    assert_int_equal(device_bytes_in_use(), 2 * n * sizeof(float));
+    device_upload(a, h, sizeof h);
+    device_copy(b, a, sizeof h);
+    device_download(back, b, sizeof back);
+    assert_memory_equal(back, h, sizeof h);
+    device_zero(b + 10, 5 * sizeof(float));
+    device_download(back, b, sizeof back);
+    for (int i = 0; i < n; i++) assert_true(back[i] == (i >= 10 && i < 15 ? 0.0f : h[i]));
+    /* a fresh allocation is zeroed even where a freed block is reused */
+    device_free(b);
+    assert_false(device_owns(b));
+    float *c = device_alloc(n * sizeof(float), "c");
+    device_download(back, c, sizeof back);
+    for (int i = 0; i < n; i++) assert_true(back[i] == 0.0f);
+    device_free(c);
+    device_free(a);
+    assert_true(device_bytes_peak() >= 2 * n * sizeof(float));
+    guarded_off();
+}
+
+static void touch_guarded_memory(const void *arg) {
+    (void)arg;
+    guarded_on();
+    float *p = device_alloc(64, "touched");
+    p[1] = 1.0f; /* host code writing device memory: the guard must stop it here */
+    exit(0);
+}
+
+static void host_access_to_guarded_memory_faults_and_says_why(void **state) {
+    (void)state;
+    char out[1024];
+    int rc = run_in_child(touch_guarded_memory, NULL, out, sizeof out);
+    assert_int_equal(rc, 128 + 11); /* SIGSEGV */
+    assert_non_null(strstr(out, "host code touched device memory"));
+}
+
+static void leak_then_shutdown(const void *arg) {
+    (void)arg;
+    guarded_on();
+    (void)device_alloc(64, "leaked");
+    device_shutdown();
+    exit(0);
+}
+
+static void shutting_down_with_live_device_memory_is_an_error(void **state) {
+    (void)state;
+    char out[1024];
+    assert_int_not_equal(run_in_child(leak_then_shutdown, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "still allocated"));
+}
+
+static void cuda_without_a_gpu_is_refused_with_a_reason(void **state) {
+    (void)state;
+    if (device_cuda_count() > 0) skip(); /* a GPU machine: tests/train/gpu_train_test covers it */
+    char err[256] = "";
+    assert_false(device_init(DEVICE_CUDA, 0, err, sizeof err));
+    assert_true(strstr(err, "--device cuda") != NULL);
+    assert_true(strstr(err, "no GPU") != NULL || strstr(err, "without CUDA") != NULL);
+    assert_int_equal(device_current(), DEVICE_CPU);
+}
+
+/* ---- every kernel: cpu-guarded vs the CPU kernel on host memory -------------------------- */
+
+static uint64_t g_seed = 1;
+static float rnd(void) {
+    g_seed = g_seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((g_seed >> 40) & 0xffffff) / (float)0x1000000 - 0.5f;
+}
+
+/* Host buffers and their device twins with the same contents. */
+typedef struct {
+    float *h, *d;
+    size_t n;
+} pair;
+
+static pair make(size_t n) {
+    pair p = {malloc(n * sizeof(float) + 4), device_alloc(n * sizeof(float), "test"), n};
+    for (size_t i = 0; i < n; i++) p.h[i] = rnd();
+    device_upload(p.d, p.h, n * sizeof(float));
+    return p;
+}
+
+static void same(const pair *p, const char *what) {
+    float *back = malloc(p->n * sizeof(float) + 4);
+    device_download(back, p->d, p->n * sizeof(float));
+    if (memcmp(back, p->h, p->n * sizeof(float)) != 0) fail_msg("%s: device result differs from the CPU", what);
+    free(back);
+}
+
+static void drop(pair *p) {
+    free(p->h);
+    device_free(p->d);
+}
+
+static void every_kernel_on_guarded_memory_equals_the_cpu_kernel(void **state) {
+    (void)state;
+    guarded_on();
+    const size_t B = 2, T = 5, NH = 2, HS = 3, C = NH * HS, N = B * T, OC = 7, V = 11;
+    pair inp = make(N * C), w = make(OC * C), bias = make(OC), out = make(N * OC);
+    pair dinp = make(N * C), dw = make(OC * C), db = make(OC), dout = make(N * OC);
+    dev_matmul_forward(out.d, inp.d, w.d, bias.d, N, C, OC);
+    matmul_forward(out.h, inp.h, w.h, bias.h, N, C, OC);
+    same(&out, "matmul_forward");
+    dev_matmul_backward(dinp.d, dw.d, db.d, dout.d, inp.d, w.d, N, C, OC);
+    matmul_backward(dinp.h, dw.h, db.h, dout.h, inp.h, w.h, N, C, OC);
+    same(&dinp, "matmul_backward dinp");
+    same(&dw, "matmul_backward dweight");
+    same(&db, "matmul_backward dbias");
+    dev_add_bias_rows(out.d, bias.d, N, OC);
+    add_bias_rows(out.h, bias.h, N, OC);
+    same(&out, "add_bias_rows");
+
+    pair lw = make(C), lb = make(C), lo = make(N * C), mean = make(N), rstd = make(N);
+    dev_layernorm_forward(lo.d, mean.d, rstd.d, inp.d, lw.d, lb.d, N, C);
+    layernorm_forward(lo.h, mean.h, rstd.h, inp.h, lw.h, lb.h, N, C);
+    same(&lo, "layernorm_forward");
+    same(&rstd, "layernorm_forward rstd");
+    dev_layernorm_backward(dinp.d, lw.d, lb.d, lo.d, inp.d, lw.d, mean.d, rstd.d, N, C);
+    layernorm_backward(dinp.h, lw.h, lb.h, lo.h, inp.h, lw.h, mean.h, rstd.h, N, C);
+    same(&dinp, "layernorm_backward");
+
+    pair qkv = make(N * 3 * C), att = make(B * NH * T * T), ay = make(N * C), dqkv = make(N * 3 * C);
+    pair scratch = make(dev_attention_scratch_floats(T, NH));
+    dev_attention_forward(ay.d, att.d, qkv.d, B, T, NH, HS);
+    attention_forward(ay.h, att.h, qkv.h, B, T, NH, HS);
+    same(&ay, "attention_forward");
+    same(&att, "attention_forward probabilities");
+    dev_attention_backward(dqkv.d, ay.d, qkv.d, att.d, scratch.d, B, T, NH, HS);
+    attention_backward(dqkv.h, ay.h, qkv.h, att.h, scratch.h, B, T, NH, HS);
+    same(&dqkv, "attention_backward");
+
+    dev_gelu_forward(lo.d, inp.d, N * C);
+    gelu_forward(lo.h, inp.h, N * C);
+    same(&lo, "gelu_forward");
+    dev_gelu_backward(dinp.d, inp.d, lo.d, N * C);
+    gelu_backward(dinp.h, inp.h, lo.h, N * C);
+    same(&dinp, "gelu_backward");
+    dev_add_inplace(dinp.d, lo.d, N * C);
+    add_inplace(dinp.h, lo.h, N * C);
+    same(&dinp, "add_inplace");
+
+    int32_t tok[10] = {0, 3, 10, 5, 4, 9, 1, 2, 8, 7};
+    int32_t *dtok = device_alloc(sizeof tok, "tokens");
+    device_upload(dtok, tok, sizeof tok);
+    pair wte = make(V * C), wpe = make(T * C), emb = make(N * C);
+    dev_embedding_forward(emb.d, dtok, wte.d, N, C, 4, 6);
+    embedding_forward(emb.h, tok, wte.h, N, C, 4, 6);
+    same(&emb, "embedding_forward");
+    dev_position_forward(emb.d, wpe.d, B, T, C);
+    position_forward(emb.h, wpe.h, B, T, C);
+    same(&emb, "position_forward");
+    dev_embedding_backward(wte.d, emb.d, dtok, N, C, 4, 6);
+    embedding_backward(wte.h, emb.h, tok, N, C, 4, 6);
+    same(&wte, "embedding_backward");
+    dev_position_backward(wpe.d, emb.d, B, T, C);
+    position_backward(wpe.h, emb.h, B, T, C);
+    same(&wpe, "position_backward");
+
+    pair logits = make(N * V), rowmax = make(N), sumexp = make(N), tl = make(N), loss = make(N),
+         dloss = make(N), dlogits = make(N * V);
+    dev_crossentropy_local_max(rowmax.d, logits.d, N, V, 0, 9);
+    crossentropy_local_max(rowmax.h, logits.h, N, V, 0, 9);
+    same(&rowmax, "crossentropy_local_max");
+    dev_crossentropy_local_sums(sumexp.d, tl.d, logits.d, rowmax.d, dtok, N, V, 0, 9);
+    crossentropy_local_sums(sumexp.h, tl.h, logits.h, rowmax.h, tok, N, V, 0, 9);
+    same(&sumexp, "crossentropy_local_sums");
+    same(&tl, "crossentropy target logits");
+    dev_crossentropy_loss(loss.d, sumexp.d, rowmax.d, tl.d, N);
+    crossentropy_loss(loss.h, sumexp.h, rowmax.h, tl.h, N);
+    same(&loss, "crossentropy_loss");
+    dev_crossentropy_backward(dlogits.d, logits.d, rowmax.d, sumexp.d, dtok, dloss.d, N, V, 0, 9);
+    crossentropy_backward(dlogits.h, logits.h, rowmax.h, sumexp.h, tok, dloss.h, N, V, 0, 9);
+    same(&dlogits, "crossentropy_backward");
+    double s = 0.0;
+    for (size_t i = 0; i < N; i++) s += loss.h[i];
+    assert_true(dev_sum(loss.d, N) == s);
+    device_free(dtok);
+
+    /* optimizer and precision */
+    dev_fill(dloss.d, 0.25f, N);
+    fill_value(dloss.h, 0.25f, N);
+    same(&dloss, "fill");
+    dev_scale(dw.d, 0.5f, dw.n);
+    scale_inplace(dw.h, 0.5f, dw.n);
+    same(&dw, "scale");
+    assert_true(dev_sumsq(dw.d, dw.n) == sum_squares(dw.h, dw.n));
+    adamw_config cfg = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
+    pair m = make(w.n), v = make(w.n);
+    for (size_t i = 0; i < v.n; i++) v.h[i] = fabsf(v.h[i]);
+    device_upload(v.d, v.h, v.n * sizeof(float));
+    dev_adamw_update(w.d, dw.d, m.d, v.d, w.n, &cfg, 1e-3f, 0.1f, 3, 0.7f);
+    adamw_update(w.h, dw.h, m.h, v.h, w.n, &cfg, 1e-3f, 0.1f, 3, 0.7f);
+    same(&w, "adamw parameters");
+    same(&v, "adamw second moments");
+    dev_round(PREC_BF16, w.d, w.n);
+    prec_round_array(PREC_BF16, w.h, w.n);
+    same(&w, "round to bf16");
+    dev_round(PREC_FP16, m.d, m.n);
+    prec_round_array(PREC_FP16, m.h, m.n);
+    same(&m, "round to fp16");
+    assert_false(dev_has_inf_or_nan(w.d, w.n));
+    float inf = INFINITY;
+    device_upload(w.d + 17, &inf, sizeof inf);
+    assert_true(dev_has_inf_or_nan(w.d, w.n));
+
+    pair *all[] = {&inp, &w, &bias, &out, &dinp, &dw, &db, &dout, &lw, &lb, &lo, &mean, &rstd,
+                   &qkv, &att, &ay, &dqkv, &scratch, &wte, &wpe, &emb, &logits, &rowmax, &sumexp,
+                   &tl, &loss, &dloss, &dlogits, &m, &v};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+    guarded_off();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(names_parse_both_ways),
+        cmocka_unit_test(cpu_device_memory_is_plain_host_memory),
+        cmocka_unit_test(guarded_memory_round_trips_and_is_owned),
+        cmocka_unit_test(host_access_to_guarded_memory_faults_and_says_why),
+        cmocka_unit_test(shutting_down_with_live_device_memory_is_an_error),
+        cmocka_unit_test(cuda_without_a_gpu_is_refused_with_a_reason),
+        cmocka_unit_test(every_kernel_on_guarded_memory_equals_the_cpu_kernel),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
