@@ -78,6 +78,7 @@ typedef struct {
     bool quick;           /* shrink everything (the smoke test) */
     const char *run_dir;  /* everything a suite writes goes under here */
     char self[4096];      /* this program's path, for mpirun (from /proc/self/exe) */
+    const char *device;   /* --device: where the device suite runs ("cpu", "cuda", "cpu-guarded") */
     bench_report *report;
 } bench_ctx;
 
@@ -88,6 +89,7 @@ void bench_memory(bench_ctx *ctx);
 void bench_comm(bench_ctx *ctx);
 void bench_scaling(bench_ctx *ctx);
 void bench_trace(bench_ctx *ctx);
+void bench_device(bench_ctx *ctx);
 
 /* The pipeline runs, shared by the pipeline and memory suites: the model they train and
  * `mpirun -np p trident train` of one (schedule, p, m) into RUN/pipeline/<schedule>_p<p>_m<m>

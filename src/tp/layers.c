@@ -37,7 +37,10 @@ void tp_column_linear_backward(comm_group *tp, float *dinp, float *dweight, floa
         dy = dlocal;
     }
     dev_matmul_backward(NULL, dweight, dbias, dy, inp, weight, N, C, OCl);
-    if (dinp) {
+    if (dinp && !(tp && comm_size(tp) > 1)) {
+        /* one rank: f's backward is the identity, dX goes straight into dinp (+=) */
+        dev_matmul_backward(dinp, NULL, NULL, dy, inp, weight, N, C, OCl);
+    } else if (dinp) {
         /* This layer's partial dX = dY_i A_i, summed over ranks by f's backward, then added
          * to whatever dinp already holds (so the all-reduce covers only this layer). */
         float *dx = device_alloc(N * C * sizeof(float), "tp work space");

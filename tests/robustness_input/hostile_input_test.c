@@ -55,6 +55,7 @@ static const hostile_case k_cases[] = {
     {1, "train --no-such-flag 3", "unknown flag '--no-such-flag'", NULL},
     {1, "train --bf16 --fp16", "--bf16 and --fp16 exclude each other", NULL},
     {1, "train --pipeline-schedule zigzag", "--pipeline-schedule must be one of gpipe|1f1b|interleaved, got 'zigzag'", NULL},
+    {1, "train --device gpu", "--device must be one of cpu|cuda|cpu-guarded, got 'gpu'", NULL},
     {1, "train --rank-order dp-tp-pp", "--rank-order must be one of tp-dp-pp|tp-pp-dp, got 'dp-tp-pp'", NULL},
     {1, "train --tensor-model-parallel-size 2", "world size 1 is not divisible by --tensor-model-parallel-size 2", NULL},
     {1, "train --num-layers-per-virtual-pipeline-stage 1", "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1", NULL},
@@ -122,7 +123,8 @@ static const hostile_case k_cases[] = {
     {1, "render {D}/emptyrun", "-o FILE is required", NULL},
     {1, "render {D}/emptyrun -o {D}/x.png --step -5", "--step -5 is not a step", NULL},
     /* ---- bench and the program ---- */
-    {1, "bench --suite nonsense", "--suite must be one of serial|pipeline|memory|comm|scaling|trace|all, got 'nonsense'", NULL},
+    {1, "bench --suite nonsense", "--suite must be one of serial|pipeline|memory|comm|scaling|trace|device|all, got 'nonsense'", NULL},
+    {1, "bench --suite device --device tpu", "--device must be one of cpu|cuda|cpu-guarded, got 'tpu'", NULL},
     {1, "bench --bogus", "unknown flag '--bogus'", NULL},
     {1, "frobnicate", "unknown subcommand 'frobnicate'", NULL},
 };

@@ -1,0 +1,138 @@
+/* bench_device.c — the device suite: a training step on the chosen device (--device; for the
+ * GPU, `trident bench --suite device --device cuda`) against the matrix products it is made of,
+ * on the same device, side by side in one process:
+ *
+ *   A. full training steps (trainer_step: data, forward, backward, AdamW) of a GPT-2-small
+ *      shaped model -> tokens/s and model FLOP/s (gpt_flops_per_token: linear products and
+ *      the T×T attention products);
+ *   B. the model's linear products alone through the same device's GEMM (dev_matmul_forward /
+ *      dev_matmul_backward: cuBLAS on cuda, OpenBLAS on the CPU devices): for every linear
+ *      layer of every block and the LM head, the forward, the input gradient and the weight
+ *      gradient, with the model's exact shapes -> GEMM FLOP/s.
+ *
+ * model FLOP/s ÷ GEMM FLOP/s says how much of the device's GEMM speed a whole step keeps
+ * (target ≥ 0.5). Every timed region ends with device_sync(), so GPU times are kernel times.
+ *
+ * Not here: multi-rank runs (the other suites), the kernel-by-kernel breakdown (serial suite).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/ops.h"
+#include "src/bench/bench.h"
+#include "src/core/check.h"
+#include "src/core/clock.h"
+#include "src/device/device.h"
+#include "src/model/gpt.h"
+#include "src/train/config.h"
+#include "src/train/trainer.h"
+
+typedef struct {
+    size_t in, out; /* a linear layer (N, in) -> (N, out) */
+    int per_step;   /* how many of it one step runs (layers, or 1 for the head) */
+} linear_shape;
+
+/* Runs forward + both backward products of every shape once; returns seconds (synchronised). */
+static double time_linears(const linear_shape *s, int n, size_t N, float *x, float *w, float *y,
+                           float *dx, float *dw) {
+    device_sync();
+    double t0 = time_now();
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < s[i].per_step; k++) {
+            dev_matmul_forward(y, x, w, NULL, N, s[i].in, s[i].out);
+            dev_matmul_backward(dx, dw, NULL, y, x, w, N, s[i].in, s[i].out);
+        }
+    device_sync();
+    return time_now() - t0;
+}
+
+void bench_device(bench_ctx *ctx) {
+    device_kind dk;
+    CHECK(device_kind_parse(ctx->device, &dk), "device name checked by the flag parser");
+    char err[512];
+    if (!device_init(dk, 0, err, sizeof err)) die("trident bench --suite device: %s", err);
+    const bool gpu = dk == DEVICE_CUDA;
+    /* GPT-2 small on a GPU; a small model on the CPU devices (and with --quick). */
+    int L = 12, C = 768, NH = 12, T = 1024, B = 8, repeats = 10;
+    if (!gpu || ctx->quick) L = 4, C = 256, NH = 4, T = 128, B = 4, repeats = 5;
+    if (ctx->quick) L = 2, C = 64, NH = 4, T = 32, B = 2, repeats = 3;
+
+    train_config tc;
+    train_config_defaults(&tc);
+    tc.num_layers = L;
+    tc.hidden_size = C;
+    tc.num_attention_heads = NH;
+    tc.seq_length = T;
+    tc.micro_batch_size = B;
+    tc.global_batch_size = B;
+    tc.train_iters = 1000;
+    tc.lr_warmup_iters = 10;
+    tc.no_trace = true;
+    tc.device = ctx->device;
+    if (!train_config_check(&tc, 1, err, sizeof err)) die("bench device: %s", err);
+    ops_set_threads(1);
+    trainer *t = trainer_create(&tc, NULL);
+    const gpt_config g = {tc.padded_vocab, 256, T, L, C, NH};
+    const size_t N = (size_t)B * (size_t)T;
+    const double tokens = (double)N, flops_per_step = gpt_flops_per_token(&g, T) * tokens;
+
+    const linear_shape shapes[5] = {
+        {(size_t)C, 3 * (size_t)C, L},    /* qkv */
+        {(size_t)C, (size_t)C, L},        /* attention projection */
+        {(size_t)C, 4 * (size_t)C, L},    /* fc */
+        {4 * (size_t)C, (size_t)C, L},    /* fc projection */
+        {(size_t)C, (size_t)tc.padded_vocab, 1}, /* LM head */
+    };
+    double gemm_flops = 0;
+    size_t max_in = 0, max_out = 0, max_w = 0;
+    for (int i = 0; i < 5; i++) {
+        gemm_flops += 6.0 * (double)N * (double)shapes[i].in * (double)shapes[i].out * shapes[i].per_step;
+        if (shapes[i].in > max_in) max_in = shapes[i].in;
+        if (shapes[i].out > max_out) max_out = shapes[i].out;
+        if (shapes[i].in * shapes[i].out > max_w) max_w = shapes[i].in * shapes[i].out;
+    }
+    float *x = device_alloc(N * max_in * sizeof(float), "bench inputs");
+    float *y = device_alloc(N * max_out * sizeof(float), "bench outputs");
+    float *dx = device_alloc(N * max_in * sizeof(float), "bench input gradients");
+    float *w = device_alloc(max_w * sizeof(float), "bench weights");
+    float *dw = device_alloc(max_w * sizeof(float), "bench weight gradients");
+    dev_fill(x, 0.01f, N * max_in);
+    dev_fill(w, 0.02f, max_w);
+
+    int it = 1;
+    trainer_step(t, it++); /* warm-up: first touches, cuBLAS handles and workspaces */
+    time_linears(shapes, 5, N, x, w, y, dx, dw);
+    double *step = mallocCheck((size_t)repeats * sizeof(double));
+    double *ref = mallocCheck((size_t)repeats * sizeof(double));
+    for (int r = 0; r < repeats; r++) {
+        device_sync();
+        double t0 = time_now();
+        trainer_step(t, it++);
+        device_sync();
+        step[r] = time_now() - t0;
+        ref[r] = time_linears(shapes, 5, N, x, w, y, dx, dw);
+    }
+    const double t_step = bench_median(step, repeats), t_ref = bench_median(ref, repeats);
+    const double model_rate = flops_per_step / t_step, gemm_rate = gemm_flops / t_ref;
+    char metric[160];
+    snprintf(metric, sizeof metric, "%s: model FLOP/s ÷ GEMM FLOP/s on its linear shapes (L=%d C=%d T=%d B=%d)",
+             device_kind_name(dk), L, C, T, B);
+    bench_row_min(ctx->report, "device", metric, model_rate / gemm_rate, "%.2f", 0.5);
+    bench_note(ctx->report, "device",
+               "device %s%s; training step (forward + backward + AdamW, fp32): %.4f s = %.0f tokens/s = %.2f "
+               "GFLOP/s of model FLOPs; the model's linear GEMMs alone (%.3g FLOP): %.4f s = %.2f GFLOP/s; "
+               "median of %d interleaved repeats",
+               device_kind_name(dk), gpu ? " (cuBLAS fp32, no TF32)" : " (OpenBLAS, one thread)", t_step,
+               tokens / t_step, model_rate / 1e9, gemm_flops, t_ref, gemm_rate / 1e9, repeats);
+    bench_command(ctx->report, "trident bench --suite device --device %s%s   (in process: trainer_step vs dev_matmul_*)",
+                  device_kind_name(dk), ctx->quick ? " --quick" : "");
+    free(step);
+    free(ref);
+    device_free(x);
+    device_free(y);
+    device_free(dx);
+    device_free(w);
+    device_free(dw);
+    trainer_destroy(t);
+    device_shutdown();
+}
