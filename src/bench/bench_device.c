@@ -24,6 +24,7 @@
 #include "src/core/clock.h"
 #include "src/device/device.h"
 #include "src/model/gpt.h"
+#include "src/runtime/dist.h"
 #include "src/train/config.h"
 #include "src/train/trainer.h"
 
@@ -50,7 +51,7 @@ void bench_device(bench_ctx *ctx) {
     device_kind dk;
     CHECK(device_kind_parse(ctx->device, &dk), "device name checked by the flag parser");
     char err[512];
-    if (!device_init(dk, 0, err, sizeof err)) die("trident bench --suite device: %s", err);
+    if (!device_init(dk, dk == DEVICE_CUDA ? dist_bind_device() : -1, err, sizeof err)) die("trident bench --suite device: %s", err);
     const bool gpu = dk == DEVICE_CUDA;
     /* GPT-2 small on a GPU; a small model on the CPU devices (and with --quick). */
     int L = 12, C = 768, NH = 12, T = 1024, B = 8, repeats = 10;

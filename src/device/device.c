@@ -212,7 +212,7 @@ bool device_owns(const void *p) { return g.kind != DEVICE_CPU && p && find_block
 
 /* ---------------------------------------------------------------- init */
 
-bool device_init(device_kind kind, int local_rank, char *err, size_t errlen) {
+bool device_init(device_kind kind, int gpu, char *err, size_t errlen) {
     if (kind == g.kind) return true;
     CHECK(g.nblocks == 0 || g.kind == DEVICE_CPU, "device_init: device memory still allocated");
     if (!device_kind_built(kind)) {
@@ -225,19 +225,18 @@ bool device_init(device_kind kind, int local_rank, char *err, size_t errlen) {
     if (g.kind != DEVICE_CPU) device_shutdown();
     if (kind == DEVICE_CUDA) {
 #ifdef TRIDENT_CUDA
-        int n = cuda_device_count();
-        if (n == 0) {
+        if (gpu < 0 || gpu >= cuda_device_count()) {
             snprintf(err, errlen, "--device cuda: no GPU is visible to this process (no driver, or "
                                   "CUDA_VISIBLE_DEVICES is empty); use --device cpu");
             return false;
         }
-        g.gpu = local_rank % n;
+        g.gpu = gpu;
         cuda_context_init(&g.ctx, g.gpu);
 #endif
     } else if (kind == DEVICE_CPU_GUARDED) {
         guard_reserve();
     }
-    (void)local_rank;
+    (void)gpu;
     g.kind = kind;
     return true;
 }

@@ -16,7 +16,7 @@
  * kernel or memcpy/memset on tensors directly; they call the dev_* functions below, which
  * run the kernel of the current device (one branch per call), and device_* for memory:
  *
- *   device_init(DEVICE_CUDA, local_rank, err, sizeof err);     // once, after dist_init()
+ *   device_init(DEVICE_CUDA, dist_bind_device(), err, sizeof err);  // once, after dist_init()
  *   float *w = device_alloc(n * sizeof(float), "parameters");  // zeroed, device memory
  *   device_upload(w, host_w, n * sizeof(float));
  *   dev_matmul_forward(out, inp, w, NULL, N, C, OC);           // same contract as ops.h
@@ -30,8 +30,8 @@
  * (one CUDA stream); results that come back to the host (dev_sum, dev_sumsq,
  * dev_has_inf_or_nan, device_download) wait for everything queued before them.
  *
- * Not here: which GPU a rank gets beyond "local rank modulo GPUs visible" (dist.c binds it
- * the same way), kernels themselves (kernels/), communication (src/runtime/comm.c).
+ * Not here: which GPU a rank gets (dist_bind_device in src/runtime/dist.c: local rank modulo
+ * the GPUs visible), kernels themselves (kernels/), communication (src/runtime/comm.c).
  */
 #ifndef TRIDENT_DEVICE_DEVICE_H
 #define TRIDENT_DEVICE_DEVICE_H
@@ -52,10 +52,11 @@ bool device_kind_parse(const char *s, device_kind *out);
 /* Whether this build can run kind at all (cuda: built with nvcc). */
 bool device_kind_built(device_kind k);
 
-/* Makes `kind` this process's device. cuda: GPU (local_rank mod GPUs visible), one stream,
+/* Makes `kind` this process's device. cuda: GPU number `gpu` (the rank's binding from
+ * dist_bind_device(); -1 = none), one stream,
  * one cuBLAS handle. Returns false with a message naming the problem (no CUDA build, no GPU)
  * and changes nothing. Calling it again with the kind already current is a no-op. */
-bool device_init(device_kind kind, int local_rank, char *err, size_t errlen);
+bool device_init(device_kind kind, int gpu, char *err, size_t errlen);
 /* Back to the cpu device; frees the CUDA context. Every device_alloc'ed buffer must be freed. */
 void device_shutdown(void);
 device_kind device_current(void);

@@ -346,7 +346,8 @@ int trainer_run(train_config *c) {
     ops_set_threads(c->threads);
     device_kind dk;
     CHECK(device_kind_parse(c->device, &dk), "device name checked by the flag parser");
-    if (!device_init(dk, dist_local_rank(), err, sizeof err)) dist_fail_all("trident train: %s", err);
+    int gpu = dk == DEVICE_CUDA ? dist_bind_device() : -1;
+    if (!device_init(dk, gpu, err, sizeof err)) dist_fail_all("trident train: %s", err);
     parallel_state *ps = ps_create_with(&layout, rank, comm_backend_for(dk, world));
     trainer *t = trainer_create(c, ps);
     const bool lead = rank == 0;

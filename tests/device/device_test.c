@@ -17,7 +17,7 @@
 
 static void guarded_on(void) {
     char err[256];
-    assert_true(device_init(DEVICE_CPU_GUARDED, 0, err, sizeof err));
+    assert_true(device_init(DEVICE_CPU_GUARDED, -1, err, sizeof err));
     assert_int_equal(device_current(), DEVICE_CPU_GUARDED);
 }
 

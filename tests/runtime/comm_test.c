@@ -366,7 +366,7 @@ static void expect_device_equals(const float *d, const float *want, size_t n, co
 static void device_buffers_are_staged_through_host_memory(void **state) {
     (void)state;
     char err[256];
-    assert_true(device_init(DEVICE_CPU_GUARDED, 0, err, sizeof err));
+    assert_true(device_init(DEVICE_CPU_GUARDED, -1, err, sizeof err));
     const int r = R(), size = N();
     const size_t sizes[2] = {37, 40000}; /* the MPI call and the ring path */
     for (int k = 0; k < 2; k++) {
