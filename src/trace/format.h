@@ -13,9 +13,10 @@
 
 #define TRACE_MAGIC "TRDTRACE" /* 8 bytes, no NUL */
 enum {
-    TRACE_VERSION = 1,
-    TRACE_HEADER_BYTES = 10 * 4 + 16 + 8, /* ten i32, schedule[16], clock_offset f64 */
-    TRACE_EVENT_BYTES = 64,               /* one fixed-size event record */
+    TRACE_VERSION = 2,
+    /* ten i32, schedule[16], clock_offset f64, clock_uncertainty f64, run_id[32] */
+    TRACE_HEADER_BYTES = 10 * 4 + 16 + 8 + 8 + 32,
+    TRACE_EVENT_BYTES = 80, /* one fixed-size event record */
     TRACE_NO_STRING = 0xFFFF,             /* string id meaning "none" */
 };
 
@@ -25,17 +26,20 @@ enum {
     EV_FLAGS = 1,  /* u8  */
     EV_OP = 2,     /* u16 string id */
     EV_GROUP = 4,  /* u16 string id */
-    EV_PAD0 = 6,   /* u16 zero */
+    EV_LABEL = 6,  /* u16 string id */
     EV_STEP = 8,   /* i32 */
     EV_MB = 12,    /* i32 */
     EV_CHUNK = 16, /* i32 */
     EV_PEER = 20,  /* i32 */
     EV_TAG = 24,   /* i32 */
-    EV_PAD1 = 28,  /* u32 zero */
+    EV_LAYER = 28, /* i32 */
     EV_BYTES = 32, /* u64 */
     EV_START = 40, /* f64 */
     EV_READY = 48, /* f64 */
     EV_END = 56,   /* f64 */
+    EV_CPU = 64,   /* f64 */
+    EV_GROUP_FIRST = 72, /* i32 */
+    EV_PAD = 76,   /* u32 zero */
 };
 
 static inline void le_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }

@@ -15,6 +15,12 @@
 #include "src/core/crc32.h"
 #include "src/trace/format.h"
 
+static double thread_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 struct trace_recorder {
     trace_header h;   /* h.config_json points at `config` */
     char *config;     /* owned copy */
@@ -45,6 +51,7 @@ trace_recorder *trace_create(const trace_header *h, size_t capacity_events) {
     strcpy(t->config, cfg);
     t->h.config_json = t->config;
     t->h.schedule[sizeof t->h.schedule - 1] = 0;
+    t->h.run_id[sizeof t->h.run_id - 1] = 0;
     t->cap = capacity_events;
     t->ev = mallocCheck(capacity_events * sizeof *t->ev);
     strcpy(t->strings[0], "(other)");
@@ -85,7 +92,11 @@ static trace_event *next_slot(trace_recorder *t, trace_kind kind, int step, int 
     e->tag = -1;
     e->op = -1;
     e->group = -1;
+    e->label = -1;
+    e->layer = -1;
+    e->group_first = -1;
     e->bytes = 0;
+    e->cpu = -1;
     return e;
 }
 
@@ -96,6 +107,7 @@ int trace_begin(trace_recorder *t, trace_kind kind, int step, int microbatch, in
     if (!e) return -1;
     e->flags = TRACE_OPEN;
     e->t_start = e->t_ready = e->t_end = now;
+    e->cpu = thread_cpu_now(); /* the CPU clock at begin until trace_end turns it into a span */
     return (int)(e - t->ev);
 }
 
@@ -105,6 +117,7 @@ void trace_end(trace_recorder *t, int handle) {
     trace_event *e = &t->ev[handle];
     if (t->sync) t->sync();
     e->t_end = time_now();
+    e->cpu = thread_cpu_now() - e->cpu;
     e->flags &= ~(uint32_t)TRACE_OPEN;
 }
 
@@ -116,20 +129,31 @@ void trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, 
     e->t_end = t_end;
 }
 
+void trace_comm_full(trace_recorder *t, const trace_comm_info *ci) {
+    CHECK(ci->kind == TRACE_SEND || ci->kind == TRACE_RECV || ci->kind == TRACE_COLLECTIVE,
+          "trace_comm records only TRACE_SEND, TRACE_RECV or TRACE_COLLECTIVE");
+    trace_event *e = next_slot(t, ci->kind, -1, -1, -1);
+    if (!e) return;
+    e->op = intern(t, ci->op);
+    e->group = intern(t, ci->group);
+    e->label = intern(t, ci->label);
+    e->peer = ci->peer;
+    e->tag = ci->tag;
+    e->layer = ci->layer;
+    e->group_first = ci->group_first;
+    e->bytes = ci->bytes;
+    e->t_start = ci->t_start;
+    e->t_ready = ci->t_ready;
+    e->t_end = ci->t_end;
+    e->cpu = ci->cpu;
+}
+
 void trace_comm(trace_recorder *t, trace_kind kind, const char *op, const char *group, int peer,
                 size_t bytes, int tag, double t_start, double t_ready, double t_end) {
-    CHECK(kind == TRACE_SEND || kind == TRACE_RECV || kind == TRACE_COLLECTIVE,
-          "trace_comm records only TRACE_SEND, TRACE_RECV or TRACE_COLLECTIVE");
-    trace_event *e = next_slot(t, kind, -1, -1, -1);
-    if (!e) return;
-    e->op = intern(t, op);
-    e->group = intern(t, group);
-    e->peer = peer;
-    e->tag = tag;
-    e->bytes = bytes;
-    e->t_start = t_start;
-    e->t_ready = t_ready;
-    e->t_end = t_end;
+    trace_comm_info ci = {.kind = kind, .op = op, .group = group, .peer = peer, .tag = tag,
+                          .layer = -1, .group_first = -1, .bytes = bytes, .t_start = t_start,
+                          .t_ready = t_ready, .t_end = t_end, .cpu = -1};
+    trace_comm_full(t, &ci);
 }
 
 void trace_memory_at(trace_recorder *t, size_t bytes_in_use, double when) {
@@ -172,6 +196,8 @@ void trace_write(trace_recorder *t, const char *path) {
     for (int i = 0; i < 10; i++) le_put32(p, (uint32_t)ints[i]), p += 4;
     memcpy(p, h->schedule, strnlen(h->schedule, 15)), p += 16; /* NUL-padded */
     le_putf64(p, h->clock_offset), p += 8;
+    le_putf64(p, h->clock_uncertainty), p += 8;
+    memcpy(p, h->run_id, strnlen(h->run_id, 31)), p += 32; /* NUL-padded */
     le_put32(p, (uint32_t)cfg_len), p += 4;
     memcpy(p, t->config, cfg_len), p += cfg_len;
 
@@ -191,6 +217,8 @@ void trace_write(trace_recorder *t, const char *path) {
         p[EV_FLAGS] = (uint8_t)e->flags;
         le_put16(p + EV_OP, string_id16(e->op));
         le_put16(p + EV_GROUP, string_id16(e->group));
+        le_put16(p + EV_LABEL, string_id16(e->label));
+        le_put32(p + EV_LAYER, (uint32_t)e->layer);
         le_put32(p + EV_STEP, (uint32_t)e->step);
         le_put32(p + EV_MB, (uint32_t)e->microbatch);
         le_put32(p + EV_CHUNK, (uint32_t)e->chunk);
@@ -200,6 +228,8 @@ void trace_write(trace_recorder *t, const char *path) {
         le_putf64(p + EV_START, e->t_start);
         le_putf64(p + EV_READY, e->t_ready);
         le_putf64(p + EV_END, e->t_end);
+        le_putf64(p + EV_CPU, e->cpu);
+        le_put32(p + EV_GROUP_FIRST, (uint32_t)e->group_first);
     }
     le_put32(p, crc32_update(0, buf, (size_t)(p - buf))), p += 4;
     CHECK((size_t)(p - buf) == total, "trace_write's size arithmetic is off");

@@ -12,6 +12,9 @@
  *   trace_end(t, s);
  *   trace_write(t, "run/trace/rank3.trace");   // atomic
  *
+ * Every begin/end pair also reads the thread's CPU clock, so an event knows how much CPU it
+ * really got (the replay view re-times runs of more ranks than cores from it).
+ *
  * Recording is cheap: the event buffer is allocated once by trace_create(); begin/end/comm
  * only fill the next slot (no allocation, no I/O). When the buffer is full, further events
  * are counted as dropped (the count is stored in the file) and begin returns -1, which
@@ -62,6 +65,10 @@ typedef struct { /* who recorded and under which configuration */
     int num_microbatches;                  /* per step, per DP rank */
     char schedule[16];                     /* "gpipe" | "1f1b" | "interleaved" */
     double clock_offset;                   /* add to local times to get rank-0 time */
+    double clock_uncertainty;              /* seconds: |true offset - clock_offset| is at most
+                                            * this (0 for ranks sharing rank 0's host clock) */
+    char run_id[32];                       /* the same on every rank of one run, unique across
+                                            * runs: traces of different runs never mix */
     const char *config_json;               /* the full run configuration, stored verbatim */
 } trace_header;
 
@@ -75,8 +82,14 @@ typedef struct {
     int peer;                 /* p2p: the other side's global rank; -1 otherwise */
     int tag;                  /* p2p tag; -1 otherwise */
     int op, group;            /* string ids (trace_string / trace_file_string), -1 none */
+    int label;                /* string id of what a message is for, e.g. "g fwd attn"; -1 none */
+    int layer;                /* transformer layer (global index) a message belongs to; -1 n/a */
+    int group_first;          /* collectives: lowest global rank of the group, which together
+                               * with the group name identifies the group instance; -1 n/a */
     uint64_t bytes;           /* message size, or bytes in use for TRACE_MEMORY */
     double t_start, t_ready, t_end; /* local seconds; t_ready = t_start unless p2p wait known */
+    double cpu;               /* CPU seconds the recording thread spent inside the event
+                               * (CLOCK_THREAD_CPUTIME_ID); -1 when unknown */
 } trace_event;
 
 enum { TRACE_MAX_STRINGS = 64, TRACE_MAX_STRING = 32 };
@@ -103,6 +116,16 @@ void trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, 
  * TRACE_COLLECTIVE; peer is a global rank (-1 for collectives). */
 void trace_comm(trace_recorder *t, trace_kind kind, const char *op, const char *group, int peer,
                 size_t bytes, int tag, double t_start, double t_ready, double t_end);
+/* The same with everything a message can carry: a label (what the message is for), the layer,
+ * the group instance (its lowest global rank) and the thread CPU seconds spent in the call. */
+typedef struct {
+    trace_kind kind;
+    const char *op, *group, *label; /* label may be NULL */
+    int peer, tag, layer, group_first;
+    size_t bytes;
+    double t_start, t_ready, t_end, cpu;
+} trace_comm_info;
+void trace_comm_full(trace_recorder *t, const trace_comm_info *ci);
 /* A memory counter sample at now / at an explicit time. */
 void trace_memory(trace_recorder *t, size_t bytes_in_use);
 void trace_memory_at(trace_recorder *t, size_t bytes_in_use, double when);

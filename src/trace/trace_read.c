@@ -11,6 +11,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,11 @@ static trace_file *parse(cursor *c) {
     c->off += 16;
     h->clock_offset = le_getf64(c->b + c->off);
     c->off += 8;
+    h->clock_uncertainty = le_getf64(c->b + c->off);
+    c->off += 8;
+    size_t run_id_off = c->off;
+    memcpy(h->run_id, c->b + c->off, 32);
+    c->off += 32;
 
     if (!need(c, 4, "the config length")) goto bad;
     uint32_t cfg_len = take32(c);
@@ -182,6 +188,15 @@ static trace_file *parse(cursor *c) {
         fail(c, "schedule name at byte %zu is not NUL-terminated", sched_off);
         goto bad;
     }
+    if (memchr(h->run_id, 0, 32) == NULL) {
+        fail(c, "run id at byte %zu is not NUL-terminated", run_id_off);
+        goto bad;
+    }
+    if (!isfinite(h->clock_offset) || !(h->clock_uncertainty >= 0) || !isfinite(h->clock_uncertainty)) {
+        fail(c, "clock offset %g / uncertainty %g at byte %zu are not finite, non-negative numbers",
+             h->clock_offset, h->clock_uncertainty, sched_off + 16);
+        goto bad;
+    }
     if (h->world_size < 1 || h->rank < 0 || h->rank >= h->world_size || h->tp < 1 || h->pp < 1 ||
         h->dp < 1 || h->vpp < 1 || (long long)h->tp * h->pp > h->world_size ||
         (long long)h->tp * h->pp * h->dp != h->world_size) {
@@ -202,14 +217,18 @@ static trace_file *parse(cursor *c) {
         }
         e->kind = (trace_kind)p[EV_KIND];
         e->flags = p[EV_FLAGS];
-        uint16_t op = le_get16(p + EV_OP), group = le_get16(p + EV_GROUP);
-        if ((op != TRACE_NO_STRING && op >= nstr) || (group != TRACE_NO_STRING && group >= nstr)) {
-            fail(c, "event %zu at byte %zu names string %u but the table has %u", i, at,
-                 op != TRACE_NO_STRING && op >= nstr ? op : group, nstr);
-            goto bad;
-        }
-        e->op = op == TRACE_NO_STRING ? -1 : op;
-        e->group = group == TRACE_NO_STRING ? -1 : group;
+        const uint16_t ids[3] = {le_get16(p + EV_OP), le_get16(p + EV_GROUP), le_get16(p + EV_LABEL)};
+        for (int s = 0; s < 3; s++)
+            if (ids[s] != TRACE_NO_STRING && ids[s] >= nstr) {
+                fail(c, "event %zu at byte %zu names string %u but the table has %u", i, at, ids[s], nstr);
+                goto bad;
+            }
+        e->op = ids[0] == TRACE_NO_STRING ? -1 : ids[0];
+        e->group = ids[1] == TRACE_NO_STRING ? -1 : ids[1];
+        e->label = ids[2] == TRACE_NO_STRING ? -1 : ids[2];
+        e->layer = (int)le_get32(p + EV_LAYER);
+        e->group_first = (int)le_get32(p + EV_GROUP_FIRST);
+        e->cpu = le_getf64(p + EV_CPU);
         e->step = (int)le_get32(p + EV_STEP);
         e->microbatch = (int)le_get32(p + EV_MB);
         e->chunk = (int)le_get32(p + EV_CHUNK);
@@ -219,6 +238,10 @@ static trace_file *parse(cursor *c) {
         e->t_start = le_getf64(p + EV_START);
         e->t_ready = le_getf64(p + EV_READY);
         e->t_end = le_getf64(p + EV_END);
+        if (!(isfinite(e->t_start) && isfinite(e->t_end) && isfinite(e->cpu))) {
+            fail(c, "event %zu at byte %zu has a time that is not a finite number", i, at);
+            goto bad;
+        }
         if (!(e->t_start <= e->t_ready && e->t_ready <= e->t_end)) {
             fail(c, "event %zu at byte %zu has times out of order (start %.9g, ready %.9g, end %.9g)",
                  i, at, e->t_start, e->t_ready, e->t_end);
@@ -399,12 +422,13 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
         }
         const trace_header *h = trace_file_header(r->ranks[k]);
         if (h->rank != k || h->world_size != h0.world_size || h->tp != h0.tp || h->pp != h0.pp ||
-            h->dp != h0.dp || h->vpp != h0.vpp || strcmp(h->schedule, h0.schedule) != 0) {
+            h->dp != h0.dp || h->vpp != h0.vpp || strcmp(h->schedule, h0.schedule) != 0 ||
+            strcmp(h->run_id, h0.run_id) != 0) {
             snprintf(err, errlen,
-                     "trace '%s' does not belong with rank0.trace (it says rank %d of %d, tp %d pp %d dp %d vpp %d '%s'; "
-                     "rank 0 says world %d, tp %d pp %d dp %d vpp %d '%s')",
-                     path, h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->schedule,
-                     h0.world_size, h0.tp, h0.pp, h0.dp, h0.vpp, h0.schedule);
+                     "trace '%s' does not belong with rank0.trace (it says rank %d of %d, tp %d pp %d dp %d vpp %d '%s', "
+                     "run '%s'; rank 0 says world %d, tp %d pp %d dp %d vpp %d '%s', run '%s')",
+                     path, h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->schedule, h->run_id,
+                     h0.world_size, h0.tp, h0.pp, h0.dp, h0.vpp, h0.schedule, h0.run_id);
             trace_run_free(r);
             return NULL;
         }

@@ -17,6 +17,8 @@ static trace_header header(int rank, int world) {
     h.num_microbatches = 4;
     strcpy(h.schedule, "1f1b");
     h.clock_offset = 0.125 * rank;
+    h.clock_uncertainty = 0.0625 * rank;
+    strcpy(h.run_id, "run-42");
     h.config_json = "{\"pp\": 2, \"note\": \"quote \\\" inside\"}";
     return h;
 }
@@ -41,7 +43,13 @@ static void events_are_kept_in_order_with_handles(void **state) {
     assert_int_equal(ef->microbatch, 1);
     assert_int_equal(eb->kind, TRACE_BACKWARD);
     assert_true(es->t_start <= ef->t_start && ef->t_end <= eb->t_start && eb->t_end <= es->t_end);
-    for (int i = 0; i < 3; i++) assert_int_equal(trace_event_at(t, (size_t)i)->flags & TRACE_OPEN, 0);
+    for (int i = 0; i < 3; i++) {
+        const trace_event *e = trace_event_at(t, (size_t)i);
+        assert_int_equal(e->flags & TRACE_OPEN, 0);
+        /* The thread's CPU time inside a span is known and never more than its wall time
+         * (plus the clocks' granularity). */
+        assert_true(e->cpu >= 0 && e->cpu <= e->t_end - e->t_start + 1e-3);
+    }
     trace_destroy(t);
 }
 
@@ -97,7 +105,11 @@ static void write_small(const char *path, int rank, int world) {
     trace_record(t, TRACE_BACKWARD, 7, 2, 1, 12.0, 14.0);
     trace_comm(t, TRACE_SEND, "send", "pp", (rank + 1) % world, 4096, 5, 11.5, 11.75, 12.0);
     trace_comm(t, TRACE_RECV, "recv", "pp", (rank + world - 1) % world, 4096, 5, 10.0, 10.25, 10.5);
-    trace_comm(t, TRACE_COLLECTIVE, "all-reduce", "dp", -1, 1 << 20, -1, 14.0, 14.0, 15.0);
+    trace_comm_info ci = {.kind = TRACE_COLLECTIVE, .op = "all-reduce", .group = "dp",
+                          .label = "grads", .peer = -1, .tag = -1, .layer = 3, .group_first = 0,
+                          .bytes = 1 << 20, .t_start = 14.0, .t_ready = 14.0, .t_end = 15.0,
+                          .cpu = 0.5};
+    trace_comm_full(t, &ci);
     trace_record(t, TRACE_OPTIMIZER, 7, -1, -1, 15.0, 16.0);
     trace_record(t, TRACE_DATA, 7, -1, -1, 9.0, 9.5);
     trace_record(t, TRACE_EVAL, 7, -1, -1, 16.0, 17.0);
@@ -130,6 +142,8 @@ static void write_then_read_keeps_every_field(void **state) {
     assert_int_equal(h->num_microbatches, 4);
     assert_string_equal(h->schedule, "1f1b");
     assert_true(h->clock_offset == 0.125);
+    assert_true(h->clock_uncertainty == 0.0625);
+    assert_string_equal(h->run_id, "run-42");
     assert_string_equal(h->config_json, w.config_json);
     assert_string_equal(trace_file_path(f), path);
     assert_int_equal(trace_file_num_events(f), 10);
@@ -143,6 +157,10 @@ static void write_then_read_keeps_every_field(void **state) {
     assert_int_equal(e->peer, -1);
     assert_int_equal(e->tag, -1);
     assert_int_equal(e->op, -1);
+    assert_int_equal(e->label, -1);
+    assert_int_equal(e->layer, -1);
+    assert_int_equal(e->group_first, -1);
+    assert_true(e->cpu == -1);
     assert_true(e->t_start == 10.5 && e->t_ready == 10.5 && e->t_end == 11.5);
     e = trace_file_event(f, 3);
     assert_int_equal(e->kind, TRACE_SEND);
@@ -156,6 +174,10 @@ static void write_then_read_keeps_every_field(void **state) {
     assert_int_equal(e->kind, TRACE_COLLECTIVE);
     assert_string_equal(trace_file_string(f, e->op), "all-reduce");
     assert_string_equal(trace_file_string(f, e->group), "dp");
+    assert_string_equal(trace_file_string(f, e->label), "grads");
+    assert_int_equal(e->layer, 3);
+    assert_int_equal(e->group_first, 0);
+    assert_true(e->cpu == 0.5);
     assert_int_equal(e->bytes, 1 << 20);
     e = trace_file_event(f, 9);
     assert_int_equal(e->kind, TRACE_MEMORY);
@@ -226,7 +248,7 @@ static void every_truncation_gives_one_error_naming_file_and_offset(void **state
     char err[1024];
     assert_null(trace_file_read(bad, err, sizeof err));
     char want[4600];
-    size_t ev_bytes = 10 * 64;
+    size_t ev_bytes = 10 * 80; /* ten 80-byte event records */
     snprintf(want, sizeof want, "trace '%s': truncated at byte %zu (the events at byte %zu need %zu bytes)",
              bad, n - 20, n - 4 - ev_bytes, ev_bytes);
     assert_string_equal(err, want);
@@ -311,10 +333,19 @@ static void run_directory_loads_all_ranks_and_pairs_sends_with_receives(void **s
     assert_null(trace_run_read(dir, err, sizeof err));
     assert_non_null(strstr(err, "rank1.trace' is missing (rank 0's header says world size 3)"));
 
-    /* A file of another run is refused. */
+    /* A file of another layout is refused. */
     write_small(path, 1, 4);
     assert_null(trace_run_read(dir, err, sizeof err));
     assert_non_null(strstr(err, "does not belong with rank0.trace"));
+
+    /* So is a file of the same layout written by another run: traces are never stitched. */
+    trace_header other = header(1, 3);
+    strcpy(other.run_id, "run-43");
+    trace_recorder *t = trace_create(&other, 4);
+    trace_write(t, path);
+    trace_destroy(t);
+    assert_null(trace_run_read(dir, err, sizeof err));
+    assert_non_null(strstr(err, "run 'run-43'; rank 0 says"));
 
     assert_null(trace_run_read("/nonexistent/run", err, sizeof err));
     assert_string_equal(err, "run directory '/nonexistent/run' does not exist");
