@@ -1,6 +1,7 @@
 /* chrome_trace.c — see chrome_trace.h. The JSON is written by hand: a flat list of events. */
 #include "viz/chrome_trace.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -27,6 +28,13 @@ static void json_esc(char *out, size_t cap, const char *s) {
     out[k] = 0;
 }
 
+/* A JSON number into buf: "%.3f" of x, or null when x is NaN or infinite (JSON has neither). */
+static const char *json_num(char *buf, size_t cap, double x) {
+    if (isfinite(x)) snprintf(buf, cap, "%.3f", x);
+    else snprintf(buf, cap, "null");
+    return buf;
+}
+
 typedef struct {
     FILE *f;
     bool first;
@@ -46,9 +54,11 @@ static void meta(writer *w, int pid, int tid, const char *what, const char *name
             pid, tid, what, sort);
 }
 
-/* A complete slice ("X") from a to b seconds; args is a JSON object body (may be empty). */
+/* A complete slice ("X") from a to b seconds; args is a JSON object body (may be empty).
+ * A slice whose times are not finite numbers is left out (it has no place on a time axis). */
 static void slice(writer *w, int pid, int tid, const char *name, const char *cat, double a, double b,
                   double t0, const char *args) {
+    if (!isfinite(a - t0) || !isfinite(b - a)) return;
     next(w);
     fprintf(w->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":", pid, tid);
     json_str(w->f, name);
@@ -71,7 +81,7 @@ static double run_start(const trace_run *r) {
 
 static void write_run(writer *w, const trace_run *r, const char *prefix, int run_index) {
     double t0 = run_start(r);
-    char name[512], args[512];
+    char name[512], args[640], num[40], num2[40];
     for (int k = 0; k < r->nranks; k++) {
         const trace_file *tf = r->ranks[k];
         const trace_header *h = trace_file_header(tf);
@@ -92,7 +102,7 @@ static void write_run(writer *w, const trace_run *r, const char *prefix, int run
             case TRACE_STEP:
                 snprintf(name, sizeof name, "step %d", e->step);
                 snprintf(args, sizeof args, "\"step\":%d", e->step);
-                slice(w, pid, VIZ_CT_TID_STEPS, name, kn, a, b, t0, args);
+                slice(w, pid, VIZ_CT_TID_STEPS, name, "step", a, b, t0, args);
                 break;
             case TRACE_FORWARD:
             case TRACE_BACKWARD:
@@ -105,24 +115,32 @@ static void write_run(writer *w, const trace_run *r, const char *prefix, int run
                     snprintf(name, sizeof name, "%s mb %d", kn, e->microbatch);
                 else
                     snprintf(name, sizeof name, "%s", kn);
-                snprintf(args, sizeof args, "\"step\":%d,\"microbatch\":%d,\"chunk\":%d", e->step,
-                         e->microbatch, e->chunk);
-                slice(w, pid, VIZ_CT_TID_COMPUTE, name, kn, a, b, t0, args);
+                snprintf(args, sizeof args,
+                         "\"class\":\"compute\",\"kind\":\"%s\",\"step\":%d,\"microbatch\":%d,"
+                         "\"chunk\":%d,\"cpu_s\":%s",
+                         kn, e->step, e->microbatch, e->chunk,
+                         e->cpu >= 0 ? json_num(num, sizeof num, e->cpu) : "null");
+                slice(w, pid, VIZ_CT_TID_COMPUTE, name, "compute", a, b, t0, args);
                 break;
             case TRACE_SEND:
             case TRACE_RECV: {
                 bool send = e->kind == TRACE_SEND;
                 int tid = send ? VIZ_CT_TID_SEND : VIZ_CT_TID_RECV;
-                snprintf(args, sizeof args, "\"peer\":%d,\"tag\":%d,\"bytes\":%llu", e->peer, e->tag,
-                         (unsigned long long)e->bytes);
-                if (m > a) slice(w, pid, tid, "wait", "p2p-wait", a, m, t0, args);
-                snprintf(name, sizeof name, send ? "send → rank %d" : "recv ← rank %d", e->peer);
                 char op[80], group[80];
                 json_esc(op, sizeof op, trace_file_string(tf, e->op));
                 json_esc(group, sizeof group, trace_file_string(tf, e->group));
-                size_t len = strlen(args);
-                snprintf(args + len, sizeof args - len, ",\"op\":\"%s\",\"group\":\"%s\"", op, group);
-                slice(w, pid, tid, name, "p2p", m, b, t0, args);
+                snprintf(args, sizeof args,
+                         "\"class\":\"wait\",\"kind\":\"%s\",\"peer\":%d,\"tag\":%d,\"bytes\":%llu", kn,
+                         e->peer, e->tag, (unsigned long long)e->bytes);
+                if (m > a) slice(w, pid, tid, "wait", "wait", a, m, t0, args);
+                snprintf(name, sizeof name, send ? "send → rank %d" : "recv ← rank %d", e->peer);
+                snprintf(args, sizeof args,
+                         "\"class\":\"transfer\",\"kind\":\"%s\",\"peer\":%d,\"tag\":%d,\"bytes\":%llu,"
+                         "\"op\":\"%s\",\"group\":\"%s\",\"wait_us\":%s,\"bandwidth_gbps\":%s",
+                         kn, e->peer, e->tag, (unsigned long long)e->bytes, op, group,
+                         json_num(num, sizeof num, (m - a) * 1e6),
+                         json_num(num2, sizeof num2, (double)e->bytes / (b - m) / 1e9));
+                slice(w, pid, tid, name, "transfer", m, b, t0, args);
                 int flow = r->flow[k][i];
                 if (flow >= 0) { /* the arrow starts in the send's transfer, ends in the receive's */
                     next(w);
@@ -137,10 +155,15 @@ static void write_run(writer *w, const trace_run *r, const char *prefix, int run
                 snprintf(name, sizeof name, "%s", e->op >= 0 ? trace_file_string(tf, e->op) : "collective");
                 char group[80];
                 json_esc(group, sizeof group, trace_file_string(tf, e->group));
-                snprintf(args, sizeof args, "\"group\":\"%s\",\"bytes\":%llu", group,
-                         (unsigned long long)e->bytes);
-                if (m > a) slice(w, pid, VIZ_CT_TID_COLL, "wait", "collective-wait", a, m, t0, "");
-                slice(w, pid, VIZ_CT_TID_COLL, name, kn, m, b, t0, args);
+                snprintf(args, sizeof args, "\"class\":\"wait\",\"kind\":\"collective\",\"group\":\"%s\"",
+                         group);
+                if (m > a) slice(w, pid, VIZ_CT_TID_COLL, "wait", "wait", a, m, t0, args);
+                snprintf(args, sizeof args,
+                         "\"class\":\"transfer\",\"kind\":\"collective\",\"group\":\"%s\",\"bytes\":%llu,"
+                         "\"wait_us\":%s,\"bandwidth_gbps\":%s",
+                         group, (unsigned long long)e->bytes, json_num(num, sizeof num, (m - a) * 1e6),
+                         json_num(num2, sizeof num2, (double)e->bytes / (b - m) / 1e9));
+                slice(w, pid, VIZ_CT_TID_COLL, name, "transfer", m, b, t0, args);
                 break;
             case TRACE_MEMORY:
                 next(w);

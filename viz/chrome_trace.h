@@ -7,7 +7,12 @@
  *   tid 1 "steps"        tid 2 "compute" (forward / backward / optimizer / data / eval)
  *   tid 3 "p2p send"     tid 4 "p2p recv"     tid 5 "collectives"
  *
- * A p2p becomes two slices: "wait" (posted -> the peer's data arrived) and the transfer.
+ * Every slice carries its time class (viz/timeline.h) as its category and in args.class:
+ * compute slices are "compute" (args.kind says forward / backward / …); a send, receive or
+ * collective becomes two slices, "wait" (start -> ready: blocked on a peer; category "wait")
+ * and the transfer (ready -> end: bytes moving; category "transfer", args wait_us and
+ * bandwidth_gbps). A number that is not finite (a bandwidth over zero seconds) is written as
+ * null; JSON has no NaN.
  * Each matched send -> receive pair becomes a flow arrow (ph "s" on the send, ph "f" on the
  * receive, the same id). Memory samples become a counter track "memory" (ph "C").
  * Times are µs relative to the earliest event of each run, on rank 0's clock. Every event of

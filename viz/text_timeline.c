@@ -21,14 +21,41 @@ char viz_text_timeline_char(viz_tl_kind kind, int chunk) {
     }
 }
 
-/* Characters one row shows, each with the time it covers in the current bucket. */
-enum { NCHARS = 128 };
+/* Seconds of [a, b) inside [x, y). */
+static double overlap(double a, double b, double x, double y) {
+    double lo = a > x ? a : x, hi = b < y ? b : y;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* One bucket's character: first its time class (the one covering most of [a, b)); then, for
+ * compute, the compute kind covering most of it, for a transfer the message kind moving bytes
+ * for longest. */
+static char bucket_char(const viz_tl_row *row, const viz_tc_segment *seg, int nseg, double a,
+                        double b) {
+    double cls[VIZ_TC_NUM] = {0};
+    for (int i = 0; i < nseg; i++) cls[seg[i].cls] += overlap(seg[i].a, seg[i].b, a, b);
+    int best = VIZ_TC_COMPUTE; /* ties: compute, transfer, wait, idle */
+    for (int c = 1; c < VIZ_TC_NUM; c++)
+        if (cls[c] > cls[best]) best = c;
+    if (best == VIZ_TC_WAIT) return '~';
+    if (best == VIZ_TC_IDLE || cls[best] <= 0) return '.';
+    char ch = '?';
+    double most = -1;
+    for (int i = 0; i < row->nboxes; i++) {
+        const viz_tl_box *x = &row->boxes[i];
+        if (x->start >= b) break; /* boxes are sorted by start */
+        bool comm = viz_tl_is_comm(x->kind);
+        if (comm != (best == VIZ_TC_TRANSFER)) continue;
+        double t = overlap(comm ? x->ready : x->start, x->end, a, b);
+        if (t > most) most = t, ch = viz_text_timeline_char(x->kind, x->chunk);
+    }
+    return ch;
+}
 
 static void write_row(FILE *f, const viz_timeline *tl, int rank, int columns, double dt) {
     const viz_tl_row *row = &tl->rows[rank];
-    double cover[NCHARS];
-    double *sa, *se;
-    int n = viz_timeline_busy_intervals(tl, rank, &sa, &se);
+    viz_tc_segment *seg;
+    int nseg = viz_timeline_class_segments(tl, rank, 0, tl->duration, &seg);
     for (int c = 0; c < columns; c++) {
         double a = c * dt, b = a + dt;
         if (a >= tl->duration) { /* past this panel's end: blank */
@@ -36,28 +63,9 @@ static void write_row(FILE *f, const viz_timeline *tl, int rank, int columns, do
             continue;
         }
         if (b > tl->duration) b = tl->duration;
-        memset(cover, 0, sizeof cover);
-        /* Busy time per character; a p2p only counts from ready (before it waits = idle). */
-        for (int i = 0; i < row->nboxes; i++) {
-            const viz_tl_box *x = &row->boxes[i];
-            if (x->start >= b) break; /* boxes are sorted by start */
-            double s = (x->kind == VIZ_TL_SEND || x->kind == VIZ_TL_RECV) ? x->ready : x->start;
-            double lo = s > a ? s : a, hi = x->end < b ? x->end : b;
-            if (hi > lo) cover[(unsigned char)viz_text_timeline_char(x->kind, x->chunk)] += hi - lo;
-        }
-        /* Idle = what the union of busy intervals leaves (boxes may nest). */
-        double busy = viz_union_length(sa, se, n, a, b);
-        cover['.'] = (b - a) - busy;
-        /* Compute kinds win ties over communication: they are what the picture is about. */
-        static const char pref[] = "FBfbODEC><.";
-        char best = '.';
-        double best_t = -1;
-        for (const char *p = pref; *p; p++)
-            if (cover[(unsigned char)*p] > best_t) best_t = cover[(unsigned char)*p], best = *p;
-        fputc(best, f);
+        fputc(bucket_char(row, seg, nseg, a, b), f);
     }
-    free(sa);
-    free(se);
+    free(seg);
 }
 
 static void pct(char *buf, size_t cap, double x) { snprintf(buf, cap, "%.1f%%", 100 * x); }
@@ -98,27 +106,35 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
         for (int d = 0; d < tl->nrows; d++) {
             int r = order[d];
             viz_tl_row_stats st = viz_timeline_row_stats(tl, r);
+            const double *sh = st.classes.share;
             fprintf(f, "stage %-2d rank %-3d |", tl->rows[r].pp_rank, r);
             write_row(f, tl, r, columns, dt);
-            fprintf(f, "| idle %5.1f%%\n", 100 * st.idle_frac);
+            fprintf(f, "| compute %5.1f%% transfer %5.1f%% wait %5.1f%% idle %5.1f%%\n",
+                    100 * sh[VIZ_TC_COMPUTE], 100 * sh[VIZ_TC_TRANSFER], 100 * sh[VIZ_TC_WAIT],
+                    100 * sh[VIZ_TC_IDLE]);
         }
         free(order);
 
         viz_tl_bubble bb = viz_timeline_bubble(tl);
-        char mt[16], mi[16], tt[16], ti[16];
+        char mt[16], mi[16], tt[16], ti[16], mw[16], md[16];
+        pct(mw, sizeof mw, bb.wait_total);
+        pct(md, sizeof md, bb.idle_total);
         pct(mt, sizeof mt, bb.measured_total);
         pct(mi, sizeof mi, bb.measured_ideal);
         pct(tt, sizeof tt, bb.theory_total);
         pct(ti, sizeof ti, bb.theory_ideal);
         if (tl->vpp > 1)
-            fprintf(f, "bubble measured: %s of total time, %s of ideal time | theory (p=%d, m=%d, v=%d): "
-                       "(p-1)/(v*m+p-1) = %s of total, (p-1)/(v*m) = %s of ideal\n",
-                    mt, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
+            fprintf(f, "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
+                       "theory (p=%d, m=%d, v=%d): (p-1)/(v*m+p-1) = %s of total, (p-1)/(v*m) = %s of ideal\n",
+                    mt, mw, md, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
         else
-            fprintf(f, "bubble measured: %s of total time, %s of ideal time | theory (p=%d, m=%d): "
-                       "(p-1)/(m+p-1) = %s of total, (p-1)/m = %s of ideal\n",
-                    mt, mi, tl->pp, tl->num_microbatches, tt, ti);
+            fprintf(f, "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
+                       "theory (p=%d, m=%d): (p-1)/(m+p-1) = %s of total, (p-1)/m = %s of ideal\n",
+                    mt, mw, md, mi, tl->pp, tl->num_microbatches, tt, ti);
     }
-    fprintf(f, "legend: F forward  B backward  (f, b: odd model chunk)  O optimizer  > send  < recv  "
-               "C collective  D data  E eval  . idle or waiting\n");
+    fprintf(f, "legend: F forward  B backward  (f, b: odd model chunk)  O optimizer  D data  E eval "
+               "(compute) | > send  < recv  C collective (transfer: bytes moving) | ~ wait (blocked "
+               "on a peer) | . idle (nothing scheduled)\n"
+               "bubble = wait + idle inside the pipeline's first-forward..last-backward span, mean "
+               "over ranks; the four shares of a row add up to the step\n");
 }

@@ -1,12 +1,17 @@
 /* text_timeline.h — timelines as text, for a terminal or a log.
  *
  * Per panel: the title, then one line per rank (grouped by pipeline stage) with one
- * character per time bucket — the kind that covers most of the bucket:
+ * character per time bucket. The bucket's time class (viz/timeline.h) is the one covering
+ * most of it; its character:
  *
- *   F forward   B backward   (lowercase f, b: an odd model chunk)   O optimizer
- *   > send      < receive    C collective   D data   E eval   . idle (nothing, or waiting)
+ *   compute   F forward  B backward  (lowercase f, b: an odd model chunk)  O optimizer
+ *             D data     E eval                     — the compute kind covering most of it
+ *   transfer  > send     < receive   C collective   — the message moving bytes longest
+ *   wait      ~          (blocked on a peer)
+ *   idle      .          (nothing scheduled)
  *
- * then the rank's idle %, and below the rows the measured and theoretical bubble.
+ * then the rank's four shares (compute, transfer, wait, idle: they add up to 100%), and below
+ * the rows the measured bubble (wait + idle in the pipeline span) and the theory.
  * Plain ASCII; the same time scale for every panel.
  *
  * Not here: files (the caller opens the stream), trace parsing.

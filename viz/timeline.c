@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/pp/schedule.h"
 
 const char *viz_tl_kind_name(viz_tl_kind k) {
     static const char *const names[VIZ_TL_NUM_KINDS] = {
@@ -144,34 +145,98 @@ double viz_union_length(const double *starts, const double *ends, int n, double 
     return total;
 }
 
-int viz_timeline_busy_intervals(const viz_timeline *tl, int rank, double **starts, double **ends) {
+/* ---- time classes ------------------------------------------------------------------------ */
+
+const char *viz_time_class_name(viz_time_class c) {
+    static const char *const names[VIZ_TC_NUM] = {"compute", "transfer", "wait", "idle"};
+    return (int)c >= 0 && c < VIZ_TC_NUM ? names[c] : "?";
+}
+
+/* A sweep over the row: every box adds +1/-1 to the count of its class at its edges;
+ * between two consecutive edges the class is the first of transfer > wait > compute with a
+ * positive count, else idle. */
+typedef struct { double t; int cls, delta; } edge;
+
+static int edge_cmp(const void *x, const void *y) {
+    const edge *p = x, *q = y;
+    return p->t < q->t ? -1 : p->t > q->t;
+}
+
+static viz_time_class class_of(const int count[VIZ_TC_NUM]) {
+    if (count[VIZ_TC_TRANSFER] > 0) return VIZ_TC_TRANSFER;
+    if (count[VIZ_TC_WAIT] > 0) return VIZ_TC_WAIT;
+    if (count[VIZ_TC_COMPUTE] > 0) return VIZ_TC_COMPUTE;
+    return VIZ_TC_IDLE;
+}
+
+static void push_seg(viz_tc_segment *out, int *n, double a, double b, viz_time_class c) {
+    if (b <= a) return;
+    if (*n > 0 && out[*n - 1].cls == c && out[*n - 1].b == a) out[*n - 1].b = b;
+    else out[(*n)++] = (viz_tc_segment){a, b, c};
+}
+
+int viz_timeline_class_segments(const viz_timeline *tl, int rank, double a, double b,
+                                viz_tc_segment **out) {
     CHECK(rank >= 0 && rank < tl->nrows, "rank out of range for this timeline");
     const viz_tl_row *row = &tl->rows[rank];
-    span *s = mallocCheck(((size_t)row->nboxes + 1) * sizeof *s);
-    int k = 0;
+    edge *e = mallocCheck((4 * (size_t)row->nboxes + 1) * sizeof *e);
+    int ne = 0;
     for (int i = 0; i < row->nboxes; i++) {
-        const viz_tl_box *b = &row->boxes[i];
-        /* A p2p only keeps the rank busy once the data is there; before that it waits. */
-        double a = (b->kind == VIZ_TL_SEND || b->kind == VIZ_TL_RECV) ? b->ready : b->start;
-        if (b->end > a) s[k++] = (span){a, b->end};
+        const viz_tl_box *x = &row->boxes[i];
+        if (viz_tl_is_comm(x->kind)) {
+            if (x->ready > x->start) e[ne++] = (edge){x->start, VIZ_TC_WAIT, 1}, e[ne++] = (edge){x->ready, VIZ_TC_WAIT, -1};
+            if (x->end > x->ready) e[ne++] = (edge){x->ready, VIZ_TC_TRANSFER, 1}, e[ne++] = (edge){x->end, VIZ_TC_TRANSFER, -1};
+        } else if (x->end > x->start) {
+            e[ne++] = (edge){x->start, VIZ_TC_COMPUTE, 1}, e[ne++] = (edge){x->end, VIZ_TC_COMPUTE, -1};
+        }
     }
-    k = merge_spans(s, k);
-    *starts = mallocCheck(((size_t)k + 1) * sizeof **starts);
-    *ends = mallocCheck(((size_t)k + 1) * sizeof **ends);
-    for (int i = 0; i < k; i++) (*starts)[i] = s[i].a, (*ends)[i] = s[i].b;
+    qsort(e, (size_t)ne, sizeof *e, edge_cmp);
+    viz_tc_segment *s = mallocCheck(((size_t)ne + 2) * sizeof *s);
+    int n = 0, count[VIZ_TC_NUM] = {0};
+    double t = a;
+    for (int i = 0; i <= ne && t < b; i++) {
+        double next = i < ne ? e[i].t : b;
+        if (next > b) next = b;
+        if (next > t) {
+            push_seg(s, &n, t, next, class_of(count));
+            t = next;
+        }
+        if (i < ne) count[e[i].cls] += e[i].delta;
+    }
+    free(e);
+    *out = s;
+    return n;
+}
+
+viz_tc_shares viz_timeline_class_shares(const viz_timeline *tl, int rank, double a, double b) {
+    viz_tc_shares sh = {{0}, {0}};
+    if (!(b > a)) return sh;
+    viz_tc_segment *s;
+    int n = viz_timeline_class_segments(tl, rank, a, b, &s);
+    for (int i = 0; i < n; i++) sh.seconds[s[i].cls] += s[i].b - s[i].a;
     free(s);
-    return k;
+    for (int c = 0; c < VIZ_TC_NUM; c++) sh.share[c] = sh.seconds[c] / (b - a);
+    return sh;
+}
+
+/* ---- phases and the bubble ---------------------------------------------------------------- */
+
+/* The schedule of the timeline as pp_config; false when it is none of the three or invalid. */
+static bool schedule_of(const viz_timeline *tl, pp_config *cfg) {
+    pp_kind kind;
+    if (!pp_kind_parse(tl->schedule, &kind)) return false;
+    *cfg = (pp_config){kind, tl->pp, tl->num_microbatches, kind == PP_INTERLEAVED ? tl->vpp : 1};
+    char msg[256];
+    return pp_config_valid(cfg, msg, sizeof msg);
 }
 
 viz_tl_row_stats viz_timeline_row_stats(const viz_timeline *tl, int rank) {
     viz_tl_row_stats st = {.first_fwd = -1, .first_bwd = -1, .last_fwd_end = -1, .last_bwd_end = -1,
-                           .warmup_end = -1, .cooldown_start = -1};
-    double *a, *b;
-    int n = viz_timeline_busy_intervals(tl, rank, &a, &b);
-    st.busy = viz_union_length(a, b, n, 0, tl->duration);
-    st.idle_frac = tl->duration > 0 ? 1 - st.busy / tl->duration : 0;
-    free(a);
-    free(b);
+                           .warmup_end = -1, .cooldown_start = -1, .warmup_forwards = -1,
+                           .cooldown_backwards = -1};
+    st.classes = viz_timeline_class_shares(tl, rank, 0, tl->duration);
+    st.busy = st.classes.seconds[VIZ_TC_COMPUTE] + st.classes.seconds[VIZ_TC_TRANSFER];
+    st.idle_frac = st.classes.share[VIZ_TC_IDLE];
 
     const viz_tl_row *row = &tl->rows[rank];
     for (int i = 0; i < row->nboxes; i++) {
@@ -186,15 +251,22 @@ viz_tl_row_stats viz_timeline_row_stats(const viz_timeline *tl, int rank) {
             if (x->end > st.last_bwd_end) st.last_bwd_end = x->end;
         }
     }
-    for (int i = 0; i < row->nboxes; i++) {
-        const viz_tl_box *x = &row->boxes[i];
-        if (x->kind == VIZ_TL_FORWARD && (st.first_bwd < 0 || x->start < st.first_bwd)) {
-            st.warmup_forwards++;
-            if (x->end > st.warmup_end) st.warmup_end = x->end;
-        }
-        if (x->kind == VIZ_TL_BACKWARD && st.last_fwd_end >= 0 && x->start >= st.last_fwd_end) {
-            st.cooldown_backwards++;
-            if (st.cooldown_start < 0 || x->start < st.cooldown_start) st.cooldown_start = x->start;
+    /* Phases: W warmup forwards and W cooldown backwards, counted in time order (the boxes
+     * are sorted by start). */
+    pp_config cfg;
+    int prank = row->pp_rank;
+    if (schedule_of(tl, &cfg) && prank >= 0 && prank < cfg.p && st.forwards > 0) {
+        int W = pp_warmup(&cfg, prank);
+        st.has_phases = true;
+        st.warmup_forwards = W < st.forwards ? W : st.forwards;
+        st.cooldown_backwards = W < st.backwards ? W : st.backwards;
+        int nf = 0, nb = 0;
+        for (int i = 0; i < row->nboxes; i++) {
+            const viz_tl_box *x = &row->boxes[i];
+            if (x->kind == VIZ_TL_FORWARD && nf++ < st.warmup_forwards && x->end > st.warmup_end)
+                st.warmup_end = x->end;
+            if (x->kind == VIZ_TL_BACKWARD && nb++ == st.backwards - st.cooldown_backwards)
+                st.cooldown_start = x->start;
         }
     }
     for (int i = 0; i < row->nmem; i++)
@@ -217,27 +289,22 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     if (!any || hi <= lo) return bb;
     bb.span_start = lo;
     bb.span_end = hi;
-    double idle = 0, busy = 0;
+    double wait = 0, idle = 0, busy = 0;
     for (int r = 0; r < tl->nrows; r++) {
-        const viz_tl_row *row = &tl->rows[r];
-        double *a = mallocCheck(((size_t)row->nboxes + 1) * sizeof *a);
-        double *b = mallocCheck(((size_t)row->nboxes + 1) * sizeof *b);
-        int n = 0;
-        for (int i = 0; i < row->nboxes; i++)
-            if (row->boxes[i].kind == VIZ_TL_FORWARD || row->boxes[i].kind == VIZ_TL_BACKWARD)
-                a[n] = row->boxes[i].start, b[n++] = row->boxes[i].end;
-        double u = viz_union_length(a, b, n, lo, hi);
-        busy += u;
-        idle += (hi - lo) - u;
-        free(a);
-        free(b);
+        viz_tc_shares sh = viz_timeline_class_shares(tl, r, lo, hi);
+        wait += sh.seconds[VIZ_TC_WAIT];
+        idle += sh.seconds[VIZ_TC_IDLE];
+        busy += sh.seconds[VIZ_TC_COMPUTE] + sh.seconds[VIZ_TC_TRANSFER];
     }
-    bb.measured_total = idle / (tl->nrows * (hi - lo));
-    bb.measured_ideal = busy > 0 ? idle / busy : 0;
-    double p = tl->pp, vm = (double)tl->vpp * tl->num_microbatches;
-    if (vm > 0) {
-        bb.theory_ideal = (p - 1) / vm;
-        bb.theory_total = (p - 1) / (vm + p - 1);
+    double denom = tl->nrows * (hi - lo);
+    bb.wait_total = wait / denom;
+    bb.idle_total = idle / denom;
+    bb.measured_total = (wait + idle) / denom;
+    bb.measured_ideal = busy > 0 ? (wait + idle) / busy : 0;
+    int v = tl->vpp >= 1 ? tl->vpp : 1;
+    if (tl->pp >= 1 && tl->num_microbatches >= 1) {
+        bb.theory_ideal = pp_bubble_of_ideal(tl->pp, tl->num_microbatches, v);
+        bb.theory_total = pp_bubble_of_total(tl->pp, tl->num_microbatches, v);
     }
     return bb;
 }

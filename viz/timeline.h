@@ -14,18 +14,41 @@
  *   viz_timeline_add_sample(tl, rank, t, bytes);
  *   viz_timeline_finish(tl);   // sorts boxes, sets duration if 0
  *
- * The statistics here are the numbers printed beside the pictures:
- *   - a row's idle fraction: time covered by no compute, no collective and no transfer
- *     (the waiting part of a p2p, start -> ready, counts as idle), over the duration;
- *   - the measured pipeline bubble: within the forward/backward span of the whole pipeline
- *     (first forward start to last backward end, over all ranks), the time each rank does
- *     no forward/backward work, averaged over ranks — as a fraction of the span ("of total",
- *     theory (p-1)/(m+p-1)) and of the busy time ("of ideal", theory (p-1)/m); for the
- *     interleaved schedule the theory divides the p-1 by v: (p-1)/(v m) and (p-1)/(v m+p-1);
- *   - a row's phases: warmup = forwards before its first backward, cooldown = backwards
- *     after its last forward, steady = in between.
+ * TIME CLASSES. Every instant of a row, inside [0, duration], is exactly one of
+ *
+ *   compute   a forward, backward, optimizer, data or eval box covers it, and no message does;
+ *   transfer  a send, receive or collective is moving bytes (its ready -> end);
+ *   wait      a send, receive or collective is blocked on a peer (its start -> ready):
+ *             the peer has not posted, or the slowest member of the group has not arrived;
+ *   idle      nothing is scheduled (no box of this step covers it).
+ *
+ * Messages happen INSIDE compute spans (TP all-reduces inside a forward, the DP
+ * reduce-scatter inside the optimizer), so the innermost event decides: where boxes overlap
+ * the class is the first of transfer > wait > compute > idle that covers the instant. Hence
+ * compute = compute spans minus the message time inside them, and the four seconds of a row
+ * add up to the duration:
+ *
+ *   time  0 ----------------------------------------------------------------- 10 ms
+ *   boxes [======== forward =========]        [recv: wait...|xfer]
+ *                 [all-reduce: wait|xfer]
+ *   class  compute  wait  transfer compute  idle     wait     transfer  idle
+ *
+ * THE BUBBLE (viz_timeline_bubble). The pipeline's span is first forward start to last
+ * backward end over all ranks. The measured bubble is the time each rank spends waiting or
+ * idle inside that span, averaged over ranks:
+ *     measured_total = mean(wait + idle in span) / span          (theory (p-1)/(v m + p-1))
+ *     measured_ideal = mean(wait + idle) / mean(compute + transfer in span)   ((p-1)/(v m))
+ * The theory numbers are the schedule's (src/pp/schedule.h: pp_bubble_of_total/of_ideal).
+ *
+ * PHASES come from the schedule's own counts (src/pp/schedule.h): a rank runs W warmup
+ * forwards (gpipe: all m·v; 1f1b: min(p-r-1, m); interleaved: Megatron's formula), then
+ * m·v - W steady forward/backward pairs, then W cooldown backwards. The phase boundaries in
+ * time are where the W-th forward ends and the (m·v - W + 1)-th backward starts, counting
+ * the row's boxes in time order. A timeline whose schedule is not one of the three has no
+ * phases.
  *
  * Not here: files (timeline_load.h), positions on a page (timeline_layout.h), Cairo.
+ * Depends on src/pp/schedule.h (pure data) for the phase counts and the theory numbers.
  */
 #ifndef TRIDENT_VIZ_TIMELINE_H
 #define TRIDENT_VIZ_TIMELINE_H
@@ -54,8 +77,8 @@ typedef struct {
     viz_tl_kind kind;
     int microbatch;            /* -1 when not applicable */
     int chunk;                 /* model chunk 0 .. vpp-1, -1 when not applicable */
-    double start, ready, end;  /* seconds; p2p: start -> ready is waiting, ready -> end transfer;
-                                * ready = start for everything else */
+    double start, ready, end;  /* seconds; send/recv/collective: start -> ready is waiting for
+                                * a peer, ready -> end the transfer; ready = start for compute */
     int peer;                  /* p2p: the other global rank, else -1 */
     int flow;                  /* p2p: id shared by a send and its matching receive, else -1 */
     char op[24];               /* collective / p2p op name ("all-reduce"), may be empty */
@@ -96,18 +119,52 @@ void viz_timeline_add_sample(viz_timeline *tl, int rank, double t, double bytes)
 void viz_timeline_finish(viz_timeline *tl);
 void viz_timeline_free(viz_timeline *tl);
 
+typedef enum {
+    VIZ_TC_COMPUTE,
+    VIZ_TC_TRANSFER,
+    VIZ_TC_WAIT,
+    VIZ_TC_IDLE,
+    VIZ_TC_NUM
+} viz_time_class;
+
+/* "compute", "transfer", "wait", "idle". */
+const char *viz_time_class_name(viz_time_class c);
+
+/* A stretch of one row's time that has a single class. */
 typedef struct {
-    double busy;               /* seconds covered by compute, collectives or p2p transfers */
-    double idle_frac;          /* 1 - busy / duration */
+    double a, b;               /* seconds, a < b */
+    viz_time_class cls;
+} viz_tc_segment;
+
+/* Row `rank`'s time in [a, b) cut into class segments: in time order, covering [a, b)
+ * exactly, neighbours of the same class merged. Returns their number; *out is malloc'd
+ * (free it). */
+int viz_timeline_class_segments(const viz_timeline *tl, int rank, double a, double b,
+                                viz_tc_segment **out);
+
+typedef struct {
+    double seconds[VIZ_TC_NUM];  /* per class; they add up to b - a */
+    double share[VIZ_TC_NUM];    /* seconds / (b - a); all 0 when b <= a */
+} viz_tc_shares;
+
+/* The seconds and shares of each class of row `rank` inside [a, b). */
+viz_tc_shares viz_timeline_class_shares(const viz_timeline *tl, int rank, double a, double b);
+
+typedef struct {
+    viz_tc_shares classes;     /* over the whole timeline [0, duration] */
+    double busy;               /* compute + transfer seconds (not waiting, not idle) */
+    double idle_frac;          /* idle share: nothing scheduled (waiting is NOT idle) */
     double first_fwd, first_bwd;        /* starts; -1 when the row has none */
     double last_fwd_end, last_bwd_end;  /* ends; -1 when the row has none */
-    double warmup_end;         /* warmup = [first_fwd, warmup_end]: end of the last forward
-                                * that started before the first backward; -1 none */
-    double cooldown_start;     /* cooldown = [cooldown_start, last_bwd_end]: start of the first
-                                * backward that started after the last forward ended; -1 none */
+    bool has_phases;           /* the schedule is known: the phase fields below are set */
+    double warmup_end;         /* warmup = [first_fwd, warmup_end]: end of the W-th forward
+                                * in time order; -1 none */
+    double cooldown_start;     /* cooldown = [cooldown_start, last_bwd_end]: start of the
+                                * (backwards - W + 1)-th backward; -1 none */
     int forwards, backwards;   /* how many of each the row ran */
-    int warmup_forwards;       /* forwards started before the first backward */
-    int cooldown_backwards;    /* backwards started after the last forward ended */
+    int warmup_forwards;       /* W, the schedule's warmup count for this pipeline rank
+                                * (clipped to the forwards present); -1 unknown schedule */
+    int cooldown_backwards;    /* W again (the schedule ends with W backwards), clipped */
     double mem_peak;           /* bytes, 0 without samples */
 } viz_tl_row_stats;
 
@@ -115,18 +172,17 @@ viz_tl_row_stats viz_timeline_row_stats(const viz_timeline *tl, int rank);
 
 typedef struct {
     double span_start, span_end; /* the pipeline's forward/backward span, seconds */
-    double measured_total;       /* mean idle / span           (compare theory_total) */
-    double measured_ideal;       /* mean idle / mean busy      (compare theory_ideal) */
+    double measured_total;       /* mean (wait + idle) / span      (compare theory_total) */
+    double measured_ideal;       /* mean (wait + idle) / mean (compute + transfer), in span
+                                  *                                (compare theory_ideal) */
+    double wait_total, idle_total; /* the two parts of measured_total: mean wait / span,
+                                    * mean idle / span */
     double theory_total;         /* (p-1) / (v m + p - 1) */
     double theory_ideal;         /* (p-1) / (v m) */
 } viz_tl_bubble;
 
 /* All zeros when the timeline has no forward/backward boxes. */
 viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl);
-
-/* The row's busy intervals (what idle_frac counts as busy), merged and sorted by time.
- * Returns their number; *starts and *ends are malloc'd (free them). */
-int viz_timeline_busy_intervals(const viz_timeline *tl, int rank, double **starts, double **ends);
 
 /* Seconds of [a, b) covered by the union of the given intervals (sorted or not); intervals
  * are clipped to [a, b). Exposed for the layout and the tests. */

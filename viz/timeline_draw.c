@@ -9,6 +9,19 @@
 
 static const viz_rgb DATA_RGB = {0.55, 0.36, 0.30}, EVAL_RGB = {0.50, 0.50, 0.50};
 static const viz_rgb MUTED = {0.40, 0.40, 0.44};
+/* The time classes in the compute lane (viz/timeline.h): a transfer is solid slate, a wait is
+ * pale and hatched, idle is left blank. */
+const viz_rgb VIZ_TL_TRANSFER_RGB = {0.33, 0.35, 0.42};
+const viz_rgb VIZ_TL_WAIT_RGB = {0.98, 0.91, 0.86};
+static const viz_rgb WAIT_INK = {0.84, 0.42, 0.30};
+
+/* The wait pattern: pale fill, sparse hatching. */
+static void wait_fill(cairo_t *cr, double x, double y, double w, double h) {
+    cairo_rectangle(cr, x, y, w, h);
+    viz_set_rgb(cr, VIZ_TL_WAIT_RGB);
+    cairo_fill(cr);
+    viz_hatch(cr, x, y, w, h, WAIT_INK, 5);
+}
 
 viz_rgb viz_tl_box_color(viz_tl_kind kind, int chunk) {
     viz_rgb c;
@@ -57,18 +70,18 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
     viz_text(cr, L->plot_x - 8, R->lane_y + 14, 10.5, true, VIZ_RIGHT, VIZ_TEXT, buf);
     snprintf(buf, sizeof buf, "tp %d · dp %d", row->tp_rank, row->dp_rank);
     viz_text(cr, L->plot_x - 8, R->comm_y + 7, 7.5, false, VIZ_RIGHT, MUTED, buf);
-    double xr = L->plot_x + L->plot_w + 10;
-    viz_text(cr, xr, R->lane_y + 15, 10, false, VIZ_LEFT, VIZ_TEXT, R->idle_text);
+    double xr = L->plot_x + L->plot_w + 8;
+    viz_text(cr, xr, R->lane_y + 9, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[0]);
+    viz_text(cr, xr, R->lane_y + 19, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[1]);
 
     draw_phases(cr, R);
 
-    /* Idle gaps: grey with hatching, so they read as "nothing happens" in black and white. */
-    for (int i = 0; i < R->nidle; i++) {
-        cairo_rectangle(cr, R->idle_x[i], R->lane_y, R->idle_w[i], VIZ_TL_LANE_H);
-        viz_set_rgb(cr, VIZ_IDLE);
-        cairo_fill(cr);
-        viz_hatch(cr, R->idle_x[i], R->lane_y, R->idle_w[i], VIZ_TL_LANE_H, viz_shade(VIZ_GRID, 0.25), 6);
-    }
+    /* Idle is blank: a thin baseline marks the lane so an empty row still reads as a row. */
+    cairo_set_line_width(cr, 0.5);
+    viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.2));
+    cairo_move_to(cr, L->plot_x, R->lane_y + VIZ_TL_LANE_H - 0.25);
+    cairo_line_to(cr, viz_tl_x(L, P->tl->duration), R->lane_y + VIZ_TL_LANE_H - 0.25);
+    cairo_stroke(cr);
 
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
@@ -79,19 +92,30 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
             viz_box(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, fill);
             if (viz_tl_chunk_hatched(b->chunk))
                 viz_hatch(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, viz_shade(fill, -0.45), 4);
-            if (B->label_shown)
-                viz_text(cr, B->x + B->w / 2, R->lane_y + 15, VIZ_TL_LABEL_SIZE, true, VIZ_CENTER,
-                         (viz_rgb){1, 1, 1}, B->label);
         } else {
             double wait = B->x_ready - B->x;
-            if (wait > 0.2) { /* waiting for the peer: a thin light bar */
-                cairo_rectangle(cr, B->x, R->comm_y + 3, wait, VIZ_TL_COMM_H - 6);
-                viz_set_rgb(cr, viz_shade(fill, 0.55));
-                cairo_fill(cr);
-            }
+            if (wait > 0.2) wait_fill(cr, B->x, R->comm_y + 1, wait, VIZ_TL_COMM_H - 2);
             double tw = B->x + B->w - B->x_ready;
             viz_box(cr, B->x_ready, R->comm_y + 1, tw < 1 ? 1 : tw, VIZ_TL_COMM_H - 2, fill);
         }
+    }
+    /* The lane shows the rank's time classes: where a message waits or transfers, even inside
+     * a compute box, that time is not compute and is painted over (wait hatched, transfer
+     * solid). Labels go on top. */
+    for (int i = 0; i < R->nseg; i++) {
+        double x = R->seg_x[i], sw = R->seg_w[i] < 0.6 ? 0.6 : R->seg_w[i];
+        if (R->seg_cls[i] == VIZ_TC_WAIT) wait_fill(cr, x, R->lane_y + 0.5, sw, VIZ_TL_LANE_H - 1);
+        else if (R->seg_cls[i] == VIZ_TC_TRANSFER) {
+            cairo_rectangle(cr, x, R->lane_y + 0.5, sw, VIZ_TL_LANE_H - 1);
+            viz_set_rgb(cr, VIZ_TL_TRANSFER_RGB);
+            cairo_fill(cr);
+        }
+    }
+    for (int i = 0; i < row->nboxes; i++) {
+        const viz_tl_box_layout *B = &R->boxes[i];
+        if (B->label_shown)
+            viz_text(cr, B->x + B->w / 2, R->lane_y + 15, VIZ_TL_LABEL_SIZE, true, VIZ_CENTER,
+                     (viz_rgb){1, 1, 1}, B->label);
     }
 
     /* Memory: a step curve scaled to the panel's peak, with this rank's peak at the right. */
@@ -182,11 +206,18 @@ static void draw_stages(cairo_t *cr, const viz_tl_panel_layout *P) {
     }
 }
 
+static double legend_item(cairo_t *cr, double x, double y, double size, const char *t) {
+    x += size * 1.4;
+    viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, t);
+    return x + viz_text_width(cr, size, false, t) + size * 1.6;
+}
+
+/* Two lines: what the boxes are (kinds), then what the time is (classes). */
 static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     static const struct { viz_tl_kind k; const char *label; } order[] = {
         {VIZ_TL_FORWARD, "forward"},     {VIZ_TL_BACKWARD, "backward"},
-        {VIZ_TL_OPTIMIZER, "optimizer"}, {VIZ_TL_SEND, "p2p transfer"},
-        {VIZ_TL_COLLECTIVE, "collective"}, {VIZ_TL_DATA, "data"}, {VIZ_TL_EVAL, "eval"},
+        {VIZ_TL_OPTIMIZER, "optimizer"}, {VIZ_TL_DATA, "data"}, {VIZ_TL_EVAL, "eval"},
+        {VIZ_TL_SEND, "p2p message"},    {VIZ_TL_COLLECTIVE, "collective"},
     };
     viz_rgb colors[10];
     const char *labels[10];
@@ -200,34 +231,34 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     }
     double x = L->plot_x, y = L->legend_y + 10, size = 10;
     x += viz_legend(cr, x, y, size, n, colors, labels);
-    if (L->any_wait) {
-        cairo_rectangle(cr, x, y - size * 0.7, size, size * 0.4);
-        viz_set_rgb(cr, viz_shade(VIZ_P2P, 0.55));
-        cairo_fill(cr);
-        x += size * 1.4;
-        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, "p2p wait");
-        x += viz_text_width(cr, size, false, "p2p wait") + size * 1.6;
-    }
     if (L->any_chunks) {
         viz_box(cr, x, y - size, size, size, VIZ_IDLE);
         viz_hatch(cr, x, y - size, size, size, VIZ_TEXT, 3);
-        x += size * 1.4;
-        const char *t = "odd model chunk (hatched; darker = later chunk pair)";
-        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, t);
-        x += viz_text_width(cr, size, false, t) + size * 1.6;
+        x = legend_item(cr, x, y, size, "odd model chunk (hatched; darker = later chunk pair)");
     }
-    viz_box(cr, x, y - size, size, size, VIZ_IDLE);
-    viz_hatch(cr, x, y - size, size, size, viz_shade(VIZ_GRID, 0.25), 4);
-    x += size * 1.4;
-    viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, "idle");
-    x += viz_text_width(cr, size, false, "idle") + size * 1.6;
     bool mem = false;
     for (int p = 0; p < L->npanels; p++) mem |= L->panels[p].mem_max > 0;
     if (mem) {
         viz_box(cr, x, y - size, size, size, viz_shade(VIZ_MEMORY, 0.6));
-        x += size * 1.4;
-        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, "memory in use");
+        legend_item(cr, x, y, size, "memory in use");
     }
+
+    x = L->plot_x, y += 16;
+    viz_text(cr, x, y - size * 0.12, size, true, VIZ_LEFT, VIZ_TEXT, "time:");
+    x += viz_text_width(cr, size, true, "time:") + size * 0.8;
+    viz_box(cr, x, y - size, size, size, VIZ_FORWARD);
+    x = legend_item(cr, x, y, size, "compute (its kind's colour)");
+    viz_box(cr, x, y - size, size, size, VIZ_TL_TRANSFER_RGB);
+    x = legend_item(cr, x, y, size, "transfer (bytes moving)");
+    wait_fill(cr, x, y - size, size, size);
+    x = legend_item(cr, x, y, size, "wait (blocked on a peer)");
+    cairo_rectangle(cr, x + 0.5, y - size + 0.5, size - 1, size - 1);
+    viz_set_rgb(cr, VIZ_GRID);
+    cairo_set_line_width(cr, 0.8);
+    cairo_stroke(cr);
+    x = legend_item(cr, x, y, size, "idle (blank: nothing scheduled)");
+    viz_text(cr, x, y - size * 0.12, 8.5, false, VIZ_LEFT, MUTED,
+             "bubble = wait + idle inside the pipeline's forward/backward span, mean over ranks");
 }
 
 void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,

@@ -1,12 +1,17 @@
 /* timeline_draw.h — paints timelines (PNG, SVG or PDF by extension) from their layout.
  *
- * One panel per timeline, stacked on one time scale: per rank a compute lane (boxes coloured
- * by kind from the shared palette, model chunks told apart by hatching and shade, micro-batch
- * numbers where they fit, idle gaps hatched grey), a phase strip (warmup / steady / cooldown),
- * a communication lane (p2p waits as thin light bars, transfers solid, collectives), and a
- * memory curve with its peak; idle % at the right; the measured and theoretical bubble above;
- * a time axis in ms below; a legend of the kinds present at the bottom. Optional arrows join
- * each send to its receive. Same timelines -> same PNG bytes.
+ * One panel per timeline, stacked on one time scale: per rank a compute lane that shows the
+ * rank's time classes (viz/timeline.h): compute boxes coloured by kind from the shared
+ * palette (model chunks told apart by hatching and shade, micro-batch numbers where they
+ * fit), transfers solid slate, waits pale and hatched, idle blank — messages inside a compute
+ * box are painted over it, so a box never shows waiting as computing. Below it the
+ * communication lane (each send / receive / collective: its wait hatched, its transfer solid
+ * in the kind's colour), above it the phase strip (warmup / steady / cooldown from the
+ * schedule's counts), then a memory curve with its peak. At the right of each row its shares
+ * "compute · transfer" and "wait · idle" (they add up to 100% of the step); above the rows
+ * the measured bubble (wait + idle in the pipeline span) beside the theory; a time axis in ms
+ * below; a two-line legend (kinds, then time classes). Optional arrows join each send to its
+ * receive. Same timelines -> same PNG bytes.
  *
  * Not here: where things go (timeline_layout.h), trace files (timeline_load.h).
  */
@@ -31,5 +36,8 @@ void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,
  * odd chunks are also hatched (viz_tl_chunk_hatched), so chunks read without colour. */
 viz_rgb viz_tl_box_color(viz_tl_kind kind, int chunk);
 bool viz_tl_chunk_hatched(int chunk);
+
+/* The compute lane's fill for transfer time and wait time (idle is left white). */
+extern const viz_rgb VIZ_TL_TRANSFER_RGB, VIZ_TL_WAIT_RGB;
 
 #endif /* TRIDENT_VIZ_TIMELINE_DRAW_H */

@@ -8,7 +8,7 @@
 
 #include "src/core/check.h"
 
-enum { LEFT_GUTTER = 150, RIGHT_GUTTER = 128, TOP_MARGIN = 14, PANEL_GAP = 18 };
+enum { LEFT_GUTTER = 150, RIGHT_GUTTER = 176, TOP_MARGIN = 14, PANEL_GAP = 18 };
 
 double viz_tl_x(const viz_tl_layout *L, double t) { return L->plot_x + t * L->px_per_s; }
 
@@ -61,28 +61,31 @@ static void panel_texts(viz_tl_panel_layout *P) {
              tl->world_size, tl->num_microbatches, vpart, step, tl->duration * 1e3);
 
     viz_tl_bubble bb = viz_timeline_bubble(tl);
-    char mt[16], mi[16], tt[16], ti[16];
+    char mt[16], mi[16], tt[16], ti[16], mw[16], mdl[16];
+    pct(mw, sizeof mw, bb.wait_total);
+    pct(mdl, sizeof mdl, bb.idle_total);
     pct(mt, sizeof mt, bb.measured_total);
     pct(mi, sizeof mi, bb.measured_ideal);
     pct(tt, sizeof tt, bb.theory_total);
     pct(ti, sizeof ti, bb.theory_ideal);
     if (tl->vpp > 1)
         snprintf(P->info, sizeof P->info,
-                 "Bubble measured: %s of total time, %s of ideal time   |   theory (p=%d, m=%d, v=%d): "
-                 "(p−1)/(v·m+p−1) = %s of total, (p−1)/(v·m) = %s of ideal",
-                 mt, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
+                 "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
+                 "theory (p=%d, m=%d, v=%d): (p−1)/(v·m+p−1) = %s of total, (p−1)/(v·m) = %s of ideal",
+                 mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
     else
         snprintf(P->info, sizeof P->info,
-                 "Bubble measured: %s of total time, %s of ideal time   |   theory (p=%d, m=%d): "
-                 "(p−1)/(m+p−1) = %s of total, (p−1)/m = %s of ideal",
-                 mt, mi, tl->pp, tl->num_microbatches, tt, ti);
+                 "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
+                 "theory (p=%d, m=%d): (p−1)/(m+p−1) = %s of total, (p−1)/m = %s of ideal",
+                 mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tt, ti);
     char dropped[96] = "";
     if (tl->dropped)
         snprintf(dropped, sizeof dropped, "   WARNING: %llu events were dropped (trace buffer full)",
                  (unsigned long long)tl->dropped);
     snprintf(P->note, sizeof P->note,
-             "bubble = time without forward/backward inside the pipeline's forward→backward span, "
-             "mean over ranks; idle = neither computing nor transferring%s",
+             "bubble = wait + idle inside the pipeline's first-forward→last-backward span, mean over "
+             "ranks · compute = boxes minus messages inside them · transfer = bytes moving · "
+             "wait = blocked on a peer · idle = nothing scheduled%s",
              dropped);
 }
 
@@ -110,35 +113,36 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
         B->label_shown = B->label[0] && strlen(B->label) * VIZ_TL_CHAR_W + 4 <= B->w;
         if (b->kind < VIZ_TL_NUM_KINDS) L->kinds_present[b->kind] = true;
         if (b->chunk >= 1) L->any_chunks = true;
-        if ((b->kind == VIZ_TL_SEND || b->kind == VIZ_TL_RECV) && b->ready > b->start) L->any_wait = true;
     }
 
-    /* Idle gaps: the complement of the busy intervals within [0, duration]. */
-    double *a, *e;
-    int n = viz_timeline_busy_intervals(tl, R->rank, &a, &e);
-    R->idle_x = mallocCheck(((size_t)n + 1) * sizeof *R->idle_x);
-    R->idle_w = mallocCheck(((size_t)n + 1) * sizeof *R->idle_w);
-    double t = 0;
-    for (int i = 0; i <= n; i++) {
-        double next = i < n ? a[i] : tl->duration;
-        if (next > t) {
-            R->idle_x[R->nidle] = viz_tl_x(L, t);
-            R->idle_w[R->nidle] = (next - t) * L->px_per_s;
-            R->nidle++;
-        }
-        if (i < n && e[i] > t) t = e[i];
+    /* Time classes: the segments drawn, and the shares printed at the right. */
+    viz_tc_segment *seg;
+    int n = viz_timeline_class_segments(tl, R->rank, 0, tl->duration, &seg);
+    R->seg_x = mallocCheck(((size_t)n + 1) * sizeof *R->seg_x);
+    R->seg_w = mallocCheck(((size_t)n + 1) * sizeof *R->seg_w);
+    R->seg_cls = mallocCheck(((size_t)n + 1) * sizeof *R->seg_cls);
+    for (int i = 0; i < n; i++) {
+        R->seg_x[i] = viz_tl_x(L, seg[i].a);
+        R->seg_w[i] = (seg[i].b - seg[i].a) * L->px_per_s;
+        R->seg_cls[i] = seg[i].cls;
+        if (seg[i].cls == VIZ_TC_WAIT) L->any_wait = true;
     }
-    free(a);
-    free(e);
+    R->nseg = n;
+    free(seg);
 
     viz_tl_row_stats st = viz_timeline_row_stats(tl, R->rank);
-    snprintf(R->idle_text, sizeof R->idle_text, "idle %.1f%%", 100 * st.idle_frac);
+    R->shares = st.classes;
+    const double *f = st.classes.share;
+    snprintf(R->share_text[0], sizeof R->share_text[0], "compute %.1f%% · transfer %.1f%%",
+             100 * f[VIZ_TC_COMPUTE], 100 * f[VIZ_TC_TRANSFER]);
+    snprintf(R->share_text[1], sizeof R->share_text[1], "wait %.1f%% · idle %.1f%%",
+             100 * f[VIZ_TC_WAIT], 100 * f[VIZ_TC_IDLE]);
     if (st.mem_peak > 0) {
         char b[24];
         viz_tl_format_bytes(st.mem_peak, b, sizeof b);
         snprintf(R->mem_text, sizeof R->mem_text, "peak %s", b);
     }
-    if (st.first_fwd >= 0) {
+    if (st.has_phases && st.first_fwd >= 0) {
         R->has_phases = true;
         double end = st.last_bwd_end >= 0 ? st.last_bwd_end : st.last_fwd_end;
         double w1 = st.warmup_end >= 0 ? st.warmup_end : st.first_fwd;
@@ -148,8 +152,9 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
         R->warmup_x1 = R->steady_x0 = viz_tl_x(L, w1);
         R->steady_x1 = R->cooldown_x0 = viz_tl_x(L, c0);
         R->cooldown_x1 = viz_tl_x(L, end);
-        if (st.warmup_forwards == st.forwards) R->steady_x1 = R->steady_x0; /* no steady phase */
-        if (st.cooldown_backwards == 0) R->cooldown_x0 = R->cooldown_x1;
+        if (st.warmup_forwards >= st.forwards) R->steady_x1 = R->steady_x0; /* no steady pairs */
+        if (st.cooldown_backwards <= 0) R->cooldown_x0 = R->cooldown_x1;
+        if (st.warmup_forwards <= 0) R->warmup_x1 = R->warmup_x0;
     }
 }
 
@@ -248,7 +253,7 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
         y = P->bottom + PANEL_GAP;
     }
     L->legend_y = y + 4;
-    L->height = L->legend_y + 26;
+    L->height = L->legend_y + 42; /* two legend lines */
 }
 
 void viz_tl_layout_free(viz_tl_layout *L) {
@@ -256,8 +261,9 @@ void viz_tl_layout_free(viz_tl_layout *L) {
         viz_tl_panel_layout *P = &L->panels[p];
         for (int d = 0; d < P->nrows; d++) {
             free(P->rows[d].boxes);
-            free(P->rows[d].idle_x);
-            free(P->rows[d].idle_w);
+            free(P->rows[d].seg_x);
+            free(P->rows[d].seg_w);
+            free(P->rows[d].seg_cls);
         }
         free(P->rows);
         free(P->stage_y0);

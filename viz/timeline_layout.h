@@ -5,11 +5,16 @@
  * by pipeline stage (then data-parallel rank, then tensor rank). Every row is, top to bottom:
  *
  *   phase strip   | warmup | steady | cooldown |             (PHASE_H)
- *   compute lane  [F0][F1]..[B0]//idle//[B1]                 (LANE_H)  labels = micro-batch
- *   comm lane     ~~wait~~[send]   [all-reduce]              (COMM_H)
+ *   compute lane  [F0][F1]..[B0]      [B1]                   (LANE_H)  labels = micro-batch;
+ *                          ///            blank = idle, wait/transfer inside a box painted over
+ *   comm lane     ////wait////[xfer]   [all-reduce]          (COMM_H)
  *   memory strip  ___/‾‾‾\___                    peak 12 MiB (MEM_H, only if sampled)
  *
- *   page x:  0 .. plot_x (stage and rank labels) | plot (time) | right gutter (idle %, peak)
+ *   page x:  0 .. plot_x (stage and rank labels) | plot (time) | right gutter (class shares,
+ *                                                                                 peak memory)
+ *
+ * Every row carries its time classes (viz/timeline.h: compute, transfer, wait, idle) as
+ * segments on the page and as the two share lines printed at its right.
  *
  * x = plot_x + t * px_per_s for every time t (seconds from the panel's start). Labels are
  * shown when their estimated width (a fixed advance per character, so the numbers do not
@@ -51,12 +56,14 @@ typedef struct {
     double mem_h;         /* 0 when the panel has no memory samples */
     double bottom;        /* y just below the row */
     viz_tl_box_layout *boxes; /* parallel to the timeline row's boxes */
-    int nidle;            /* idle gaps within [0, duration], as x and width */
-    double *idle_x, *idle_w;
-    bool has_phases;      /* phase boundaries below are meaningful; a phase with x1 <= x0
-                           * is absent (GPipe has no steady phase: no forward follows a backward) */
+    int nseg;             /* the row's time classes over [0, duration], as x and width */
+    double *seg_x, *seg_w;
+    viz_time_class *seg_cls;
+    viz_tc_shares shares; /* seconds and shares of each class over [0, duration] */
+    bool has_phases;      /* phase boundaries below are meaningful (the schedule is known); a
+                           * phase with x1 <= x0 is absent (GPipe has no steady phase) */
     double warmup_x0, warmup_x1, steady_x0, steady_x1, cooldown_x0, cooldown_x1;
-    char idle_text[32];   /* "idle 23.4%" */
+    char share_text[2][48]; /* "compute 61.2% · transfer 4.0%", "wait 20.1% · idle 14.7%" */
     char mem_text[32];    /* "peak 1.2 GiB" or "" */
 } viz_tl_row_layout;
 
@@ -85,7 +92,7 @@ typedef struct {
     double legend_y;
     bool kinds_present[VIZ_TL_NUM_KINDS];
     bool any_chunks;          /* some box has chunk >= 1: the legend explains hatching */
-    bool any_wait;            /* some p2p waited: the legend explains the wait bar */
+    bool any_wait;            /* some message waited: the legend shows the wait pattern */
     int npanels;
     viz_tl_panel_layout *panels;
 } viz_tl_layout;

@@ -66,14 +66,19 @@ static viz_tl_kind tl_kind(trace_kind k) {
     }
 }
 
-static double clampd(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+/* Does event e of a rank belong to the step shown? Events that carry a step belong to it;
+ * events without one (messages, memory samples: step -1) belong to the step whose
+ * TRACE_STEP span on the same rank they started in: [s0, s1). */
+static bool in_step(const trace_event *e, int step, double s0, double s1) {
+    if (e->step >= 0) return e->step == step;
+    return e->t_start >= s0 && e->t_start < s1;
+}
 
 viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int step, char *err,
                                     size_t errlen) {
     const trace_header *h0 = trace_file_header(r->ranks[0]);
-    double t0 = 0, t1 = 0;
-    bool have = false;
-    if (viz_run_has_steps(r)) {
+    bool whole = !viz_run_has_steps(r);
+    if (!whole) {
         int nsteps = viz_run_complete_steps(r, NULL, 0);
         int *steps = mallocCheck(((size_t)nsteps + 1) * sizeof *steps);
         viz_run_complete_steps(r, steps, nsteps);
@@ -92,24 +97,31 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
             return NULL;
         }
         free(steps);
-        for (int k = 0; k < r->nranks; k++) {
-            const trace_event *e = find_step(r->ranks[k], step);
-            double off = trace_file_header(r->ranks[k])->clock_offset;
+    } else {
+        step = -1;
+    }
+
+    /* Pass 1: the window = the earliest start and latest end of what belongs to the step
+     * (the ranks' step spans and every event kept), on rank 0's clock. Nothing that began
+     * inside the step is clipped; nothing that began outside is kept. */
+    double t0 = 0, t1 = 0;
+    bool have = false;
+    for (int k = 0; k < r->nranks; k++) {
+        const trace_file *f = r->ranks[k];
+        double off = trace_file_header(f)->clock_offset, s0 = 0, s1 = 0;
+        if (!whole) {
+            const trace_event *se = find_step(f, step);
+            s0 = se->t_start, s1 = se->t_end;
+        }
+        for (size_t i = 0; i < trace_file_num_events(f); i++) {
+            const trace_event *e = trace_file_event(f, i);
+            if (e->flags & TRACE_OPEN) continue;
+            if (e->kind == TRACE_MEMORY) continue;
+            if (!whole && !in_step(e, step, s0, s1)) continue;
+            if (!whole && e->kind == TRACE_STEP && e->step != step) continue;
             if (!have || e->t_start + off < t0) t0 = e->t_start + off;
             if (!have || e->t_end + off > t1) t1 = e->t_end + off;
             have = true;
-        }
-    } else {
-        step = -1;
-        for (int k = 0; k < r->nranks; k++) {
-            double off = trace_file_header(r->ranks[k])->clock_offset;
-            for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
-                const trace_event *e = trace_file_event(r->ranks[k], i);
-                if (e->flags & TRACE_OPEN) continue;
-                if (!have || e->t_start + off < t0) t0 = e->t_start + off;
-                if (!have || e->t_end + off > t1) t1 = e->t_end + off;
-                have = true;
-            }
         }
     }
 
@@ -122,31 +134,33 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
         const trace_header *h = trace_file_header(f);
         viz_timeline_set_coords(tl, k, h->tp_rank, h->pp_rank, h->dp_rank);
         tl->dropped += trace_file_dropped(f);
-        double off = h->clock_offset;
-        double last_mem = -1; /* the sample in force when the window opens */
+        double off = h->clock_offset, s0 = -1e300, s1 = 1e300;
+        if (!whole) {
+            const trace_event *se = find_step(f, step);
+            s0 = se->t_start, s1 = se->t_end;
+        }
+        double last_mem = -1; /* the sample in force when the rank's step begins */
         for (size_t i = 0; i < trace_file_num_events(f); i++) {
             const trace_event *e = trace_file_event(f, i);
             if (e->flags & TRACE_OPEN) continue;
             double a = e->t_start + off, m = e->t_ready + off, b = e->t_end + off;
-            if (e->kind == TRACE_MEMORY) {
-                if (a < t0) last_mem = (double)e->bytes; /* samples are in time order per rank */
-                else if (a <= t1) viz_timeline_add_sample(tl, k, a - t0, (double)e->bytes);
+            if (e->kind == TRACE_MEMORY) { /* samples are in time order per rank */
+                if (e->t_start < s0) last_mem = (double)e->bytes;
+                else if (e->t_start < s1) viz_timeline_add_sample(tl, k, a - t0, (double)e->bytes);
                 continue;
             }
             viz_tl_kind kind = tl_kind(e->kind);
             if (kind == VIZ_TL_NUM_KINDS) continue;
-            bool inside = b > t0 && a < t1;
-            bool instant = a == b && a >= t0 && a <= t1;
-            if (!inside && !instant) continue;
+            if (!whole && !in_step(e, step, s0, s1)) continue;
             viz_tl_box box = {
                 .kind = kind, .microbatch = e->microbatch, .chunk = e->chunk,
-                .start = clampd(a, t0, t1) - t0, .ready = clampd(m, t0, t1) - t0,
-                .end = clampd(b, t0, t1) - t0, .peer = e->peer, .flow = r->flow[k][i],
+                .start = a - t0, .ready = m - t0, .end = b - t0, .peer = e->peer,
+                .flow = r->flow[k][i],
             };
             snprintf(box.op, sizeof box.op, "%s", trace_file_string(f, e->op));
             viz_timeline_add_box(tl, k, box);
         }
-        if (last_mem >= 0) viz_timeline_add_sample(tl, k, 0, last_mem);
+        if (last_mem >= 0) viz_timeline_add_sample(tl, k, (whole ? t0 : s0 + off) - t0, last_mem);
     }
     viz_timeline_finish(tl);
     return tl;

@@ -1,9 +1,15 @@
 /* timeline_load.h — a measured timeline from a run's trace files.
  *
  * Picks one training step (TRACE_STEP events bound steps; a step is complete when every rank
- * has closed it), puts every rank on rank 0's clock (the header's clock_offset), keeps the
- * events that overlap the step, clipped to it, and shifts time so the step starts at 0.
- * Sends and receives carry the pairing computed by trace_run_read().
+ * has closed it), puts every rank on rank 0's clock (the header's clock_offset) and keeps
+ * that step's events only. An event belongs to step k when
+ *   - it carries step == k (forward, backward, optimizer, data: they know their step), or
+ *   - it carries no step (step -1: messages, memory samples) and started inside the same
+ *     rank's TRACE_STEP k span.
+ * So the previous step's optimizer and the next step's forwards are not in the picture even
+ * when they overlap it in time. Nothing is clipped: a slice begun in step k is drawn whole
+ * in step k, and the window (0 .. duration) grows to hold it. Time is shifted so the window
+ * starts at 0. Sends and receives carry the pairing computed by trace_run_read().
  *
  * Not here: drawing; MPI.
  */

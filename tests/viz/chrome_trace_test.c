@@ -220,11 +220,69 @@ static void several_runs_share_one_file(void **state) {
     trace_run_free(runs[1]);
 }
 
+/* Every slice says its time class; a message whose transfer took no time has no finite
+ * bandwidth, and JSON gets null, never nan or inf. */
+static void slices_carry_their_class_and_no_nan_reaches_json(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("chrome_null");
+    for (int r = 0; r < 2; r++) {
+        trace_header h = {0};
+        h.rank = r, h.world_size = 2, h.tp = 1, h.pp = 2, h.dp = 1, h.vpp = 1, h.pp_rank = r;
+        h.num_microbatches = 1;
+        strcpy(h.schedule, "1f1b");
+        h.config_json = "{}";
+        trace_recorder *t = trace_create(&h, 32);
+        trace_record(t, TRACE_STEP, 0, -1, -1, 0, 10e-3);
+        trace_record(t, TRACE_FORWARD, 0, 0, 0, 0, 5e-3);
+        /* a receive that waits 3 ms and transfers 1 ms; a send of 0 bytes in 0 s */
+        if (r == 1) trace_comm(t, TRACE_RECV, "recv", "pp", 0, 64, 0, 5e-3, 8e-3, 9e-3);
+        else trace_comm(t, TRACE_SEND, "send", "pp", 1, 0, 0, 8e-3, 8e-3, 8e-3);
+        trace_comm(t, TRACE_COLLECTIVE, "all-reduce", "tp", -1, 0, -1, 1e-3, 2e-3, 2e-3);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
+        trace_write(t, path);
+        trace_destroy(t);
+    }
+    char err[1024];
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    const char *names[1] = {"n"};
+    char *text = export_runs(&run, names, 1, dir);
+    if (!json_valid(text)) fail_msg("the export is not valid JSON");
+    assert_null(strstr(text, "nan"));
+    assert_null(strstr(text, "inf"));
+    assert_non_null(strstr(text, "\"bandwidth_gbps\":null"));
+    int waits = 0, transfers = 0, computes = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "\"ph\":\"X\"")) continue;
+        if (strstr(line, "\"cat\":\"wait\"")) {
+            waits++;
+            assert_non_null(strstr(line, "\"class\":\"wait\""));
+        }
+        if (strstr(line, "\"cat\":\"transfer\"")) {
+            transfers++;
+            assert_non_null(strstr(line, "\"class\":\"transfer\""));
+        }
+        if (strstr(line, "\"cat\":\"compute\"")) {
+            computes++;
+            assert_non_null(strstr(line, "\"kind\":\"forward\""));
+        }
+        if (strstr(line, "\"name\":\"recv ← rank 0\"")) /* 1 ms transfer, 3 ms wait before it */
+            assert_non_null(strstr(line, "\"dur\":1000.000"));
+    }
+    assert_int_equal(waits, 3);     /* the receive and both all-reduces waited */
+    assert_int_equal(transfers, 4); /* the receive, the send, both all-reduces */
+    assert_int_equal(computes, 2);
+    free(text);
+    trace_run_free(run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(checker_rejects_broken_json),
         cmocka_unit_test(every_send_flows_to_its_receive_and_every_rank_is_named),
         cmocka_unit_test(several_runs_share_one_file),
+        cmocka_unit_test(slices_carry_their_class_and_no_nan_reaches_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

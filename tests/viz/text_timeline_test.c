@@ -1,5 +1,5 @@
-/* text_timeline_test.c — the .txt rendering: one character per bucket, idle % per rank,
- * both bubble definitions. */
+/* text_timeline_test.c — the .txt rendering: one character per bucket (wait '~' apart from
+ * transfer '<' and idle '.'), the four class shares per rank, both bubble definitions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +12,7 @@ static viz_tl_box box(viz_tl_kind k, int mb, int chunk, double a, double b) {
                         .end = b, .peer = -1, .flow = -1};
 }
 
-static void buckets_show_the_dominant_kind_and_idle_dots(void **state) {
+static void buckets_tell_wait_from_transfer_and_idle(void **state) {
     (void)state;
     viz_timeline *tl = viz_timeline_new("t", "gpipe", 1, 2, 1, 1, 1);
     viz_timeline_add_box(tl, 0, box(VIZ_TL_FORWARD, 0, 0, 0, 1));
@@ -28,16 +28,18 @@ static void buckets_show_the_dominant_kind_and_idle_dots(void **state) {
     const viz_timeline *one[1] = {tl};
     viz_text_timeline_write(f, one, 1, 8);
     fclose(f);
-    assert_non_null(strstr(buf, "stage 0  rank 0   |FF..BBBB| idle  25.0%"));
-    assert_non_null(strstr(buf, "stage 1  rank 1   |...<ffO.| idle  50.0%"));
+    assert_non_null(strstr(buf, "stage 0  rank 0   |FF..BBBB| compute  75.0% transfer   0.0% wait   0.0% idle  25.0%"));
+    /* rank 1 waits 0 .. 1.5 ('~'), receives 1.5 .. 2 ('<'), computes 2 .. 3.5, idles 3.5 .. 4. */
+    assert_non_null(strstr(buf, "stage 1  rank 1   |~~~<ffO.| compute  37.5% transfer  12.5% wait  37.5% idle  12.5%"));
     assert_non_null(strstr(buf, "(p-1)/(m+p-1) = 50.0% of total, (p-1)/m = 100.0% of ideal"));
     assert_non_null(strstr(buf, "legend: F forward"));
+    assert_non_null(strstr(buf, "~ wait (blocked on a peer)"));
     viz_timeline_free(tl);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(buckets_show_the_dominant_kind_and_idle_dots),
+        cmocka_unit_test(buckets_tell_wait_from_transfer_and_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

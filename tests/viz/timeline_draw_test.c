@@ -1,7 +1,8 @@
 /* timeline_draw_test.c — a known small trace, recorded through the real API with chosen
  * times, rendered to PNG: the image has the layout's size, boxes have their kind's colour
- * where the layout puts them, odd chunks are hatched, idle gaps are grey; SVG and PDF come
- * out non-empty; the same input gives the same PNG bytes. */
+ * where the layout puts them, odd chunks are hatched, idle is blank, waiting is pale and
+ * hatched, a transfer is solid slate; SVG and PDF come out non-empty; the same input gives
+ * the same PNG bytes. */
 #include <cairo.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,10 +126,24 @@ static void png_has_boxes_where_the_layout_puts_them(void **state) {
     }
     assert_true(fill > 10 && ink > 5);
 
-    /* Rank 1 idles for its first 2 ms: grey, not white, not a kind's colour. */
-    assert_true(R1->nidle >= 1 && R1->idle_x[0] == L.plot_x);
-    px idle = pixel(s, R1->idle_x[0] + 2, R1->lane_y + VIZ_TL_LANE_H / 2.0);
-    assert_true(idle.r < 250 && idle.r > 200 && abs(idle.r - idle.g) < 8 && abs(idle.g - idle.b) < 8);
+    /* Rank 1: idle for 1 ms (blank), then its receive waits 1 ms (pale, hatched), then
+     * transfers 0.1 ms (solid slate, over the start of its forward). */
+    assert_true(R1->nseg >= 3 && R1->seg_x[0] == L.plot_x);
+    assert_int_equal(R1->seg_cls[0], VIZ_TC_IDLE);
+    assert_int_equal(R1->seg_cls[1], VIZ_TC_WAIT);
+    assert_int_equal(R1->seg_cls[2], VIZ_TC_TRANSFER);
+    double mid = R1->lane_y + VIZ_TL_LANE_H / 2.0;
+    px idle = pixel(s, R1->seg_x[0] + R1->seg_w[0] / 2, R1->lane_y + 4);
+    assert_true(idle.r == 255 && idle.g == 255 && idle.b == 255);
+    int pale = 0, hatch = 0;
+    for (double x = R1->seg_x[1] + 2; x < R1->seg_x[1] + R1->seg_w[1] - 2; x++) {
+        px p = pixel(s, x, mid);
+        assert_false(p.r == 255 && p.g == 255 && p.b == 255); /* waiting is never blank */
+        if (abs(p.r - (int)(VIZ_TL_WAIT_RGB.r * 255 + 0.5)) <= 2 && abs(p.b - (int)(VIZ_TL_WAIT_RGB.b * 255 + 0.5)) <= 2) pale++;
+        else hatch++;
+    }
+    assert_true(pale > 10 && hatch > 3);
+    expect_rgb(pixel(s, R1->seg_x[2] + R1->seg_w[2] / 2, mid), VIZ_TL_TRANSFER_RGB, "rank 1 transfer");
     /* The left margin stays white. */
     px margin = pixel(s, 5, R0->lane_y + 5);
     assert_true(margin.r == 255 && margin.g == 255 && margin.b == 255);

@@ -1,6 +1,9 @@
-/* timeline_test.c — the timeline model, its statistics and the layout numbers, on hand-made
- * timelines with times chosen so every number can be checked by hand. No drawing here. */
+/* timeline_test.c — the timeline model, its time classes (compute / transfer / wait / idle),
+ * the bubble, the schedule's phases, step windows and the layout numbers, on hand-made
+ * timelines and traces with times chosen so every number can be checked by hand. No drawing. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/support/testing.h"
@@ -41,15 +44,63 @@ static viz_timeline *gpipe_2x2(void) {
     return tl;
 }
 
-static void idle_counts_waiting_but_not_transfers(void **state) {
+static bool near(double a, double b) { return fabs(a - b) < 1e-12; }
+
+static void classes_split_wait_from_transfer_and_idle(void **state) {
     (void)state;
     viz_timeline *tl = gpipe_2x2();
     viz_tl_row_stats s0 = viz_timeline_row_stats(tl, 0), s1 = viz_timeline_row_stats(tl, 1);
-    /* stage 0 busy: 2 s forward + 4 s backward + 0.5 s transfer (its 1 s wait is idle). */
-    assert_true(fabs(s0.busy - 6.5) < 1e-12);
-    assert_true(fabs(s0.idle_frac - 0.35) < 1e-12);
-    assert_true(fabs(s1.idle_frac - 0.40) < 1e-12);
+    /* stage 0: 6 s compute, the send waits 2 -> 3 and transfers 3 -> 3.5, idle 2.5 s. */
+    const double *c = s0.classes.seconds;
+    assert_true(near(c[VIZ_TC_COMPUTE], 6) && near(c[VIZ_TC_TRANSFER], 0.5));
+    assert_true(near(c[VIZ_TC_WAIT], 1) && near(c[VIZ_TC_IDLE], 2.5));
+    assert_true(near(s0.busy, 6.5));
+    assert_true(near(s0.idle_frac, 0.25)); /* waiting is not idle */
+    assert_true(near(s1.idle_frac, 0.40));
     assert_true(s1.mem_peak == 300);
+    viz_timeline_free(tl);
+}
+
+/* One rank, one 10 ms step: a forward [0, 5] with an all-reduce inside it [1, 3] that waits
+ * 1 ms for the slowest member and then transfers 1 ms; a receive [5, 9] that waits 3 ms and
+ * transfers 1 ms; nothing in [9, 10]. The innermost event decides:
+ *   compute 3 (the forward minus its all-reduce), wait 1 + 3, transfer 1 + 1, idle 1. */
+static void nested_messages_take_their_time_out_of_compute(void **state) {
+    (void)state;
+    viz_timeline *tl = viz_timeline_new("nest", "1f1b", 1, 1, 1, 1, 1);
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_FORWARD, 0, 0, 0, 5e-3));
+    viz_tl_box ar = box(VIZ_TL_COLLECTIVE, -1, -1, 1e-3, 3e-3);
+    ar.ready = 2e-3;
+    viz_timeline_add_box(tl, 0, ar);
+    viz_tl_box rv = box(VIZ_TL_RECV, -1, -1, 5e-3, 9e-3);
+    rv.ready = 8e-3;
+    viz_timeline_add_box(tl, 0, rv);
+    tl->duration = 10e-3;
+    viz_timeline_finish(tl);
+    viz_tc_shares sh = viz_timeline_class_shares(tl, 0, 0, tl->duration);
+    assert_true(fabs(sh.seconds[VIZ_TC_COMPUTE] - 3e-3) < 1e-15);
+    assert_true(fabs(sh.seconds[VIZ_TC_WAIT] - 4e-3) < 1e-15);
+    assert_true(fabs(sh.seconds[VIZ_TC_TRANSFER] - 2e-3) < 1e-15);
+    assert_true(fabs(sh.seconds[VIZ_TC_IDLE] - 1e-3) < 1e-15);
+    double total = 0;
+    for (int k = 0; k < VIZ_TC_NUM; k++) total += sh.share[k];
+    assert_true(fabs(total - 1) < 1e-12);
+    /* Only the receive: it waits 3 ms and transfers 1 ms of [5, 10]. */
+    viz_tc_shares r = viz_timeline_class_shares(tl, 0, 5e-3, 10e-3);
+    assert_true(fabs(r.seconds[VIZ_TC_WAIT] - 3e-3) < 1e-15 && fabs(r.seconds[VIZ_TC_TRANSFER] - 1e-3) < 1e-15);
+    /* The segments, in order: compute, wait, transfer, compute, wait, transfer, idle. */
+    viz_tc_segment *seg;
+    int n = viz_timeline_class_segments(tl, 0, 0, tl->duration, &seg);
+    const viz_time_class want[7] = {VIZ_TC_COMPUTE, VIZ_TC_WAIT, VIZ_TC_TRANSFER, VIZ_TC_COMPUTE,
+                                    VIZ_TC_WAIT, VIZ_TC_TRANSFER, VIZ_TC_IDLE};
+    assert_int_equal(n, 7);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(seg[i].cls, want[i]);
+        if (i > 0) assert_true(seg[i].a == seg[i - 1].b);
+    }
+    assert_true(seg[0].a == 0 && seg[6].b == tl->duration);
+    assert_string_equal(viz_time_class_name(VIZ_TC_WAIT), "wait");
+    free(seg);
     viz_timeline_free(tl);
 }
 
@@ -57,16 +108,20 @@ static void bubble_matches_both_definitions_for_even_stages(void **state) {
     (void)state;
     viz_timeline *tl = gpipe_2x2();
     viz_tl_bubble b = viz_timeline_bubble(tl);
-    /* span 0..9; each stage computes 6 s of it and idles 3 s. */
+    /* span 0..9. stage 0: compute 6, transfer 0.5, wait 1, idle 1.5; stage 1: compute 6,
+     * idle 3. Bubble = mean (wait + idle) = (2.5 + 3) / 2 = 2.75 s of 9. */
     assert_true(b.span_start == 0 && b.span_end == 9);
-    assert_true(fabs(b.measured_total - 1.0 / 3) < 1e-12); /* idle / span */
-    assert_true(fabs(b.measured_ideal - 0.5) < 1e-12);     /* idle / busy */
-    assert_true(fabs(b.theory_total - 1.0 / 3) < 1e-12);   /* (p-1)/(m+p-1) */
-    assert_true(fabs(b.theory_ideal - 0.5) < 1e-12);       /* (p-1)/m */
+    assert_true(near(b.measured_total, 2.75 / 9));
+    assert_true(near(b.wait_total, 0.5 / 9) && near(b.idle_total, 2.25 / 9));
+    assert_true(near(b.measured_ideal, 5.5 / 12.5)); /* (wait + idle) / (compute + transfer) */
+    assert_true(near(b.theory_total, 1.0 / 3));     /* (p-1)/(m+p-1) */
+    assert_true(near(b.theory_ideal, 0.5));         /* (p-1)/m */
     viz_tl_layout L; /* the figures printed above the picture */
     const viz_timeline *one[1] = {tl};
     viz_tl_layout_compute(&L, one, 1, 1000);
-    assert_non_null(strstr(L.panels[0].info, "measured: 33.3% of total time, 50.0% of ideal time"));
+    assert_non_null(strstr(L.panels[0].info,
+                           "measured: 30.6% of total time (wait 5.6% + idle 25.0%), 44.0% of ideal time"));
+    assert_non_null(strstr(L.panels[0].note, "bubble = wait + idle"));
     viz_tl_layout_free(&L);
     tl->vpp = 2; /* interleaved: divide by v */
     b = viz_timeline_bubble(tl);
@@ -75,57 +130,75 @@ static void bubble_matches_both_definitions_for_even_stages(void **state) {
     viz_timeline_free(tl);
 }
 
-static void phases_follow_first_backward_and_last_forward(void **state) {
+static void phases_come_from_the_schedule_counts(void **state) {
     (void)state;
     viz_timeline *tl = gpipe_2x2();
     viz_tl_row_stats s = viz_timeline_row_stats(tl, 0);
-    assert_int_equal(s.warmup_forwards, 2); /* GPipe: every forward is warmup */
+    assert_true(s.has_phases);
+    assert_int_equal(s.warmup_forwards, 2); /* GPipe: W = m, every forward is warmup */
     assert_int_equal(s.cooldown_backwards, 2);
     assert_true(s.warmup_end == 2 && s.cooldown_start == 5 && s.last_bwd_end == 9);
     viz_timeline_free(tl);
 
-    /* 1F1B on the last stage: F0 B0 F1 B1 -> one warmup forward, one cooldown backward. */
-    tl = viz_timeline_new("1f1b", "1f1b", 1, 1, 1, 1, 2);
+    /* 1F1B, p = 2, m = 3, rank 0: F0 F1 B0 F2 B1 B2. By box positions two forwards come
+     * before the first backward, but the schedule's warmup is min(p - r - 1, m) = 1: warmup
+     * is F0, steady F1 B0 F2 B1, cooldown B2. */
+    tl = viz_timeline_new("1f1b", "1f1b", 1, 2, 1, 1, 3);
     viz_timeline_add_box(tl, 0, box(VIZ_TL_FORWARD, 0, 0, 0, 1));
-    viz_timeline_add_box(tl, 0, box(VIZ_TL_BACKWARD, 0, 0, 1, 3));
-    viz_timeline_add_box(tl, 0, box(VIZ_TL_FORWARD, 1, 0, 3, 4));
-    viz_timeline_add_box(tl, 0, box(VIZ_TL_BACKWARD, 1, 0, 4, 6));
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_FORWARD, 1, 0, 1, 2));
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_BACKWARD, 0, 0, 3, 5));
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_FORWARD, 2, 0, 5, 6));
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_BACKWARD, 1, 0, 6, 8));
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_BACKWARD, 2, 0, 9, 11));
     viz_timeline_finish(tl);
-    assert_true(tl->duration == 6);
+    assert_true(tl->duration == 11);
     s = viz_timeline_row_stats(tl, 0);
     assert_int_equal(s.warmup_forwards, 1);
     assert_int_equal(s.cooldown_backwards, 1);
-    assert_true(s.warmup_end == 1 && s.cooldown_start == 4);
+    assert_true(s.warmup_end == 1 && s.cooldown_start == 9);
     viz_tl_layout L;
     const viz_timeline *one[1] = {tl};
     viz_tl_layout_compute(&L, one, 1, 1000);
     const viz_tl_row_layout *R = &L.panels[0].rows[0];
     assert_true(R->has_phases);
-    assert_true(R->steady_x1 > R->steady_x0); /* F1 after B0: there is a steady phase */
+    assert_true(R->warmup_x1 == viz_tl_x(&L, 1) && R->cooldown_x0 == viz_tl_x(&L, 9));
+    assert_true(R->steady_x1 > R->steady_x0);
     viz_tl_layout_free(&L);
+    /* The last stage (r = 1) has no warmup: W = 0, everything is steady. */
+    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 0, 0, 1, 2));
+    viz_timeline_add_box(tl, 1, box(VIZ_TL_BACKWARD, 0, 0, 2, 3));
+    viz_timeline_finish(tl);
+    s = viz_timeline_row_stats(tl, 1);
+    assert_int_equal(s.warmup_forwards, 0);
+    assert_int_equal(s.cooldown_backwards, 0);
+    /* A schedule that is none of the three: no phases at all. */
+    snprintf(tl->schedule, sizeof tl->schedule, "zb-h1");
+    s = viz_timeline_row_stats(tl, 0);
+    assert_false(s.has_phases);
+    assert_int_equal(s.warmup_forwards, -1);
     viz_timeline_free(tl);
 }
 
 static void boxes_sit_at_their_times_and_labels_show_only_when_they_fit(void **state) {
     (void)state;
     viz_timeline *tl = gpipe_2x2();
-    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 12, 0, 9.0, 9.2));  /* 14.4 px: "12" does not fit */
-    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 3, 0, 9.5, 9.65)); /* 10.8 px: "3" fits */
+    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 12, 0, 9.0, 9.2)); /* 13.5 px: "12" does not fit */
+    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 3, 0, 9.5, 9.7));  /* 13.5 px: "3" fits */
     viz_timeline_finish(tl);
     viz_tl_layout L;
     const viz_timeline *one[1] = {tl};
     viz_tl_layout_compute(&L, one, 1, 1000);
-    /* plot from x = 150 to 1000 - 128 = 872: 722 px for 10 s. */
-    assert_true(L.plot_x == 150 && L.plot_w == 722);
-    assert_true(fabs(L.px_per_s - 72.2) < 1e-9);
-    assert_true(fabs(viz_tl_x(&L, 5) - 511) < 1e-9);
+    /* plot from x = 150 to 1000 - 176 = 824: 674 px for 10 s. */
+    assert_true(L.plot_x == 150 && L.plot_w == 674);
+    assert_true(fabs(L.px_per_s - 67.4) < 1e-9);
+    assert_true(fabs(viz_tl_x(&L, 5) - 487) < 1e-9);
     assert_true(L.tick_s == 1);
 
     const viz_tl_panel_layout *P = &L.panels[0];
     const viz_tl_row_layout *R0 = &P->rows[0], *R1 = &P->rows[1];
     assert_int_equal(R0->rank, 0);
     const viz_tl_box_layout *f1 = &R0->boxes[1]; /* F1 at 1..2 s */
-    assert_true(fabs(f1->x - 222.2) < 1e-9 && fabs(f1->w - 72.2) < 1e-9);
+    assert_true(fabs(f1->x - 217.4) < 1e-9 && fabs(f1->w - 67.4) < 1e-9);
     assert_true(f1->label_shown);
     assert_string_equal(f1->label, "1");
     /* The send (third box of row 0 by start: F0, F1, send, B0, B1) keeps its ready point. */
@@ -137,12 +210,18 @@ static void boxes_sit_at_their_times_and_labels_show_only_when_they_fit(void **s
     assert_false(R1->boxes[last - 1].label_shown);
     assert_true(R1->boxes[last].label_shown);
 
-    /* Idle gaps of stage 0: 2..3 (waiting), 3.5..5, 9..10. */
-    assert_int_equal(R0->nidle, 3);
-    assert_true(fabs(R0->idle_x[0] - viz_tl_x(&L, 2)) < 1e-9 && fabs(R0->idle_w[0] - 72.2) < 1e-9);
-    assert_true(fabs(R0->idle_x[1] - viz_tl_x(&L, 3.5)) < 1e-9);
-    assert_true(fabs(R0->idle_w[2] - 72.2) < 1e-9);
-    assert_string_equal(R0->idle_text, "idle 35.0%");
+    /* Stage 0's time classes: compute 0..2, wait 2..3, transfer 3..3.5, idle 3.5..5,
+     * compute 5..9, idle 9..10. */
+    const viz_time_class want[6] = {VIZ_TC_COMPUTE, VIZ_TC_WAIT, VIZ_TC_TRANSFER, VIZ_TC_IDLE,
+                                    VIZ_TC_COMPUTE, VIZ_TC_IDLE};
+    assert_int_equal(R0->nseg, 6);
+    for (int i = 0; i < 6; i++) assert_int_equal(R0->seg_cls[i], want[i]);
+    assert_true(fabs(R0->seg_x[1] - viz_tl_x(&L, 2)) < 1e-9 && fabs(R0->seg_w[1] - 67.4) < 1e-9);
+    assert_true(fabs(R0->seg_x[3] - viz_tl_x(&L, 3.5)) < 1e-9);
+    assert_true(fabs(R0->seg_w[5] - 67.4) < 1e-9);
+    assert_string_equal(R0->share_text[0], "compute 60.0% · transfer 5.0%");
+    assert_string_equal(R0->share_text[1], "wait 10.0% · idle 25.0%");
+    assert_true(L.any_wait);
 
     /* Rows stack downward; the panel title carries the bubble figures of both definitions. */
     assert_true(R1->y > R0->bottom);
@@ -197,7 +276,7 @@ static void several_panels_share_one_time_scale(void **state) {
     viz_tl_layout L;
     viz_tl_layout_compute(&L, two, 2, 1000);
     assert_true(L.duration == 10);
-    assert_true(fabs(L.panels[0].rows[0].boxes[0].w - 361) < 1e-9); /* 5 s of 10 */
+    assert_true(fabs(L.panels[0].rows[0].boxes[0].w - 337) < 1e-9); /* 5 s of 10 */
     assert_true(L.panels[1].top > L.panels[0].bottom);
     assert_true(L.height > L.panels[1].bottom);
     viz_tl_layout_free(&L);
@@ -266,16 +345,102 @@ static void loader_picks_a_complete_step_on_rank0_clock(void **state) {
     trace_run_free(run);
 }
 
+/* Two pipeline ranks whose steps overlap in time:
+ *
+ *   rank 0  step 0 [0, 10] ms: F [0, 4], optimizer [8, 10], a send posted at 9 that ends at 11
+ *           step 1 [10, 20]:   F [10, 14], B [14, 18]
+ *   rank 1  step 0 [0, 6]:     F [1, 3], optimizer [5, 6]
+ *           step 1 [6, 16]:    a receive [6.5, 11] (waits until 10), F [11, 13], B [13, 15]
+ *
+ * Step 1's picture starts at 6 ms (rank 1's step) and holds no step-0 event, although rank
+ * 0's step-0 optimizer and send overlap it; step 0's picture holds the send whole (to 11). */
+static const char *write_overlapping_steps(void) {
+    const char *dir = test_tmpdir("windows");
+    for (int r = 0; r < 2; r++) {
+        trace_header h = {0};
+        h.rank = r, h.world_size = 2, h.tp = 1, h.pp = 2, h.dp = 1, h.vpp = 1, h.pp_rank = r;
+        h.num_microbatches = 1;
+        strcpy(h.schedule, "1f1b");
+        h.config_json = "{}";
+        trace_recorder *t = trace_create(&h, 64);
+        double ms = 1e-3;
+        if (r == 0) {
+            trace_record(t, TRACE_STEP, 0, -1, -1, 0, 10 * ms);
+            trace_record(t, TRACE_FORWARD, 0, 0, 0, 0, 4 * ms);
+            trace_record(t, TRACE_OPTIMIZER, 0, -1, -1, 8 * ms, 10 * ms);
+            trace_comm(t, TRACE_SEND, "send", "pp", 1, 64, 7, 9 * ms, 10 * ms, 11 * ms);
+            trace_record(t, TRACE_STEP, 1, -1, -1, 10 * ms, 20 * ms);
+            trace_record(t, TRACE_FORWARD, 1, 0, 0, 10 * ms, 14 * ms);
+            trace_record(t, TRACE_BACKWARD, 1, 0, 0, 14 * ms, 18 * ms);
+        } else {
+            trace_record(t, TRACE_STEP, 0, -1, -1, 0, 6 * ms);
+            trace_record(t, TRACE_FORWARD, 0, 0, 0, 1 * ms, 3 * ms);
+            trace_record(t, TRACE_OPTIMIZER, 0, -1, -1, 5 * ms, 6 * ms);
+            trace_record(t, TRACE_STEP, 1, -1, -1, 6 * ms, 16 * ms);
+            trace_comm(t, TRACE_RECV, "recv", "pp", 0, 64, 7, 6.5 * ms, 10 * ms, 11 * ms);
+            trace_record(t, TRACE_FORWARD, 1, 0, 0, 11 * ms, 13 * ms);
+            trace_record(t, TRACE_BACKWARD, 1, 0, 0, 13 * ms, 15 * ms);
+        }
+        char path[4200];
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
+        trace_write(t, path);
+        trace_destroy(t);
+    }
+    return dir;
+}
+
+static void a_step_holds_its_own_events_only(void **state) {
+    (void)state;
+    const char *dir = write_overlapping_steps();
+    char err[1024] = "";
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    viz_timeline *tl = viz_timeline_from_run(run, "w", 1, err, sizeof err);
+    assert_non_null(tl);
+    assert_true(fabs(tl->duration - 14e-3) < 1e-12); /* 6 .. 20 ms */
+    const viz_tl_row *r0 = &tl->rows[0], *r1 = &tl->rows[1];
+    assert_int_equal(r0->nboxes, 2); /* F, B of step 1: not step 0's optimizer, not its send */
+    for (int i = 0; i < r0->nboxes; i++) assert_int_not_equal(r0->boxes[i].kind, VIZ_TL_OPTIMIZER);
+    assert_true(fabs(r0->boxes[0].start - 4e-3) < 1e-12);
+    assert_int_equal(r1->nboxes, 3); /* the receive started inside rank 1's step 1 */
+    assert_int_equal(r1->boxes[0].kind, VIZ_TL_RECV);
+    assert_true(fabs(r1->boxes[0].ready - r1->boxes[0].start - 3.5e-3) < 1e-12);
+    /* Rank 1's step-1 time: wait 3.5 ms, transfer 1 ms, compute 4 ms, idle the rest of 14. */
+    viz_tl_row_stats s1 = viz_timeline_row_stats(tl, 1);
+    assert_true(fabs(s1.classes.seconds[VIZ_TC_WAIT] - 3.5e-3) < 1e-12);
+    assert_true(fabs(s1.classes.seconds[VIZ_TC_TRANSFER] - 1e-3) < 1e-12);
+    assert_true(fabs(s1.classes.seconds[VIZ_TC_COMPUTE] - 4e-3) < 1e-12);
+    assert_true(fabs(s1.classes.seconds[VIZ_TC_IDLE] - 5.5e-3) < 1e-12);
+    viz_timeline_free(tl);
+
+    /* Step 0: the send begun at 9 ms is drawn whole, to 11 ms, though the step ends at 10. */
+    tl = viz_timeline_from_run(run, "w", 0, err, sizeof err);
+    assert_non_null(tl);
+    assert_true(fabs(tl->duration - 11e-3) < 1e-12);
+    int sends = 0;
+    for (int i = 0; i < tl->rows[0].nboxes; i++)
+        if (tl->rows[0].boxes[i].kind == VIZ_TL_SEND) {
+            sends++;
+            assert_true(fabs(tl->rows[0].boxes[i].end - 11e-3) < 1e-12);
+        }
+    assert_int_equal(sends, 1);
+    assert_int_equal(tl->rows[1].nboxes, 2); /* F and optimizer of step 0, no receive */
+    viz_timeline_free(tl);
+    trace_run_free(run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(idle_counts_waiting_but_not_transfers),
+        cmocka_unit_test(classes_split_wait_from_transfer_and_idle),
+        cmocka_unit_test(nested_messages_take_their_time_out_of_compute),
         cmocka_unit_test(bubble_matches_both_definitions_for_even_stages),
-        cmocka_unit_test(phases_follow_first_backward_and_last_forward),
+        cmocka_unit_test(phases_come_from_the_schedule_counts),
         cmocka_unit_test(boxes_sit_at_their_times_and_labels_show_only_when_they_fit),
         cmocka_unit_test(rows_are_grouped_by_pipeline_stage),
         cmocka_unit_test(several_panels_share_one_time_scale),
         cmocka_unit_test(ticks_are_one_two_five),
         cmocka_unit_test(loader_picks_a_complete_step_on_rank0_clock),
+        cmocka_unit_test(a_step_holds_its_own_events_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
