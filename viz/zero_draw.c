@@ -3,10 +3,15 @@
  * Two halves: zero_draw_layout_make turns the ranges into numbers (segment positions,
  * boundary marks, label rows, canvas size) using an estimate of text widths, so that it
  * needs no Cairo; zero_draw paints those numbers. Positions along the buffer are first
- * computed on one long unwrapped bar (u, in pixels), then folded into lines of line_w:
+ * computed on one long unwrapped bar (u, in pixels), then folded into lines of line_w.
+ * Every DP rank's shard starts a new line and fills k = lines_per_shard whole lines, so the
+ * rows of the picture follow the shards and each rank is labelled on its own rows:
  *
- *   u:  0 ........ line_w ........ 2*line_w ........ n_lines*line_w
- *       [ line 0             ][ line 1              ][ line 2 ... ]
+ *   u:  0 ...... k*line_w ...... 2k*line_w ...... dp*k*line_w
+ *       [ shard 0 (k lines) ][ shard 1 (k lines) ][ ... ]
+ *
+ * Inside a shard the pieces (parameters cut at the shard's edges) are proportional to numel
+ * with one scale per shard, except those widened to the minimum width.
  */
 #include "viz/zero_draw.h"
 
@@ -17,7 +22,7 @@
 #include "src/core/check.h"
 #include "viz/canvas.h"
 
-enum { MAX_LINES = 8, SEGMENTS_PER_LINE = 12, LABEL_ROWS_MAX = 3, TABLE_ROWS_MAX = 32 };
+enum { MAX_LINES = 128, SEGMENTS_PER_LINE = 12, LABEL_ROWS_MAX = 3, TABLE_ROWS_MAX = 32 };
 
 static const double DEFAULT_WIDTH = 1400, MIN_SEGMENT_W = 5;
 static const double BAR_H = 40, BAND_H = 20, BUCKET_H = 14, GAP = 4;
@@ -76,15 +81,16 @@ static double label_block_width(char text[3][80]) {
 }
 
 double zero_draw_u_of(const zero_draw_layout *L, size_t w) {
-    if (L->n_segments == 0) return 0;
-    int lo = 0, hi = L->n_segments - 1; /* first segment with world_end > w */
-    if (w >= L->segments[hi].world_end) return L->segments[hi].u1;
+    if (L->n_pieces == 0) return 0;
+    int lo = 0, hi = L->n_pieces - 1; /* first piece with world_end > w */
+    if (w >= L->pieces[hi].world_end) return L->pieces[hi].u1;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (L->segments[mid].world_end > w) hi = mid;
+        if (L->pieces[mid].world_end > w) hi = mid;
         else lo = mid + 1;
     }
-    const zero_draw_segment *s = &L->segments[lo];
+    const zero_draw_piece *s = &L->pieces[lo];
+    if (w <= s->world_start) return s->u0;
     double t = (double)(w - s->world_start) / (double)(s->world_end - s->world_start);
     return s->u0 + t * (s->u1 - s->u0);
 }
@@ -103,17 +109,18 @@ static zero_draw_mark make_mark(const zero_draw_layout *L, size_t w) {
     return m;
 }
 
-/* Finds the scale s with sum_i max(min_w, n_i * s) = U by bisection (the sum grows with s). */
-static double solve_scale(const zero_draw_layout *L, double U) {
+/* Finds the scale s with sum_i max(min_w, n_i * s) = U over pieces [first, first + n) by
+ * bisection (the sum grows with s). */
+static double solve_scale(const zero_draw_layout *L, int first, int n, double U) {
     double total = 0;
-    for (int i = 0; i < L->n_segments; i++)
-        total += (double)(L->segments[i].world_end - L->segments[i].world_start);
+    for (int i = first; i < first + n; i++)
+        total += (double)(L->pieces[i].world_end - L->pieces[i].world_start);
+    if (total <= 0) return 0;
     double lo = 0, hi = U / total;
     for (int it = 0; it < 200; it++) {
         double mid = (lo + hi) / 2, sum = 0;
-        for (int i = 0; i < L->n_segments; i++)
-            sum += fmax(L->min_w,
-                        (double)(L->segments[i].world_end - L->segments[i].world_start) * mid);
+        for (int i = first; i < first + n; i++)
+            sum += fmax(L->min_w, (double)(L->pieces[i].world_end - L->pieces[i].world_start) * mid);
         if (sum < U) lo = mid;
         else hi = mid;
     }
@@ -168,30 +175,66 @@ void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout 
     }
     if (padded) L->segments[k++] = (zero_draw_segment){-1, r->numel, r->padded_numel, 0, 0, false, false};
 
-    /* Lines, minimum width and scale; then positions along the unwrapped bar. */
-    L->n_lines = (n + SEGMENTS_PER_LINE - 1) / SEGMENTS_PER_LINE;
-    if (L->n_lines < 1) L->n_lines = 1;
-    if (L->n_lines > MAX_LINES) L->n_lines = MAX_LINES;
-    double U = L->n_lines * L->line_w;
-    L->min_w = MIN_SEGMENT_W;
-    if (n * L->min_w > 0.5 * U) L->min_w = 0.5 * U / n;
-    L->px_per_elem = n ? solve_scale(L, U) : 0;
-    double u = 0;
-    for (int i = 0; i < n; i++) {
-        zero_draw_segment *s = &L->segments[i];
-        double prop = (double)(s->world_end - s->world_start) * L->px_per_elem;
-        s->widened = prop < L->min_w;
-        s->u0 = u;
-        u += s->widened ? L->min_w : prop;
-        s->u1 = u;
-        L->n_widened += s->widened;
+    /* Pieces: every segment cut at the shard boundaries, in buffer order. */
+    size_t S = r->shard_numel;
+    L->pieces = mallocCheck(((size_t)n + (size_t)r->dp + 1) * sizeof(zero_draw_piece));
+    int *first = callocCheck((size_t)r->dp + 1, sizeof *first), max_pieces = 0;
+    L->n_pieces = 0;
+    for (int d = 0; d < r->dp; d++) {
+        size_t a = shard_start(r, d), b = a + S;
+        first[d] = L->n_pieces;
+        for (int i = 0; i < n; i++) {
+            size_t x = L->segments[i].world_start > a ? L->segments[i].world_start : a;
+            size_t y = L->segments[i].world_end < b ? L->segments[i].world_end : b;
+            if (y > x) L->pieces[L->n_pieces++] = (zero_draw_piece){i, d, x, y, 0, 0, false};
+        }
+        if (L->n_pieces - first[d] > max_pieces) max_pieces = L->n_pieces - first[d];
     }
-    if (n) L->segments[n - 1].u1 = U; /* absorb the bisection's last rounding */
+    first[r->dp] = L->n_pieces;
+
+    /* Lines: k per shard, enough for SEGMENTS_PER_LINE pieces a line, at most MAX_LINES. */
+    int lps = (max_pieces + SEGMENTS_PER_LINE - 1) / SEGMENTS_PER_LINE;
+    if (lps < 1) lps = 1;
+    if (lps * r->dp > MAX_LINES) lps = MAX_LINES / r->dp > 1 ? MAX_LINES / r->dp : 1;
+    CHECK(lps * r->dp <= MAX_LINES, "the ZeRO picture draws at most 128 data-parallel ranks");
+    L->lines_per_shard = lps;
+    L->n_lines = lps * r->dp;
+    double Ud = lps * L->line_w, U = L->n_lines * L->line_w;
+    L->min_w = MIN_SEGMENT_W;
+    if (max_pieces * L->min_w > 0.5 * Ud) L->min_w = 0.5 * Ud / max_pieces;
+    L->px_per_elem = S ? Ud / (double)S : 0;
+    L->shard_px_per_elem = callocCheck((size_t)r->dp, sizeof *L->shard_px_per_elem);
+    for (int d = 0; d < r->dp; d++) {
+        int np = first[d + 1] - first[d];
+        double sc = solve_scale(L, first[d], np, Ud), u = d * Ud;
+        L->shard_px_per_elem[d] = sc;
+        for (int i = first[d]; i < first[d + 1]; i++) {
+            zero_draw_piece *pc = &L->pieces[i];
+            double prop = (double)(pc->world_end - pc->world_start) * sc;
+            pc->widened = prop < L->min_w;
+            pc->u0 = u;
+            u += pc->widened ? L->min_w : prop;
+            pc->u1 = u;
+            L->segments[pc->segment].widened |= pc->widened;
+        }
+        if (np) L->pieces[first[d + 1] - 1].u1 = (d + 1) * Ud; /* absorb the bisection's rounding */
+    }
+    free(first);
+    for (int i = 0; i < n; i++) {
+        L->segments[i].u0 = zero_draw_u_of(L, L->segments[i].world_start);
+        L->segments[i].u1 = zero_draw_u_of(L, L->segments[i].world_end);
+        L->n_widened += L->segments[i].widened;
+    }
+    if (n) L->segments[n - 1].u1 = U;
 
     /* Marks at the dp + 1 shard boundaries and at the bucket boundaries. */
     L->n_marks = r->dp + 1;
     L->marks = mallocCheck((size_t)L->n_marks * sizeof(zero_draw_mark));
-    for (int d = 0; d <= r->dp; d++) L->marks[d] = make_mark(L, shard_start(r, d));
+    for (int d = 0; d <= r->dp; d++) { /* shard d starts line d*k; the last mark ends the bar */
+        zero_draw_mark *m = &L->marks[d];
+        *m = (zero_draw_mark){shard_start(r, d), d * Ud, 0, 0, -1};
+        zero_draw_place(L, m->u, &m->line, &m->x);
+    }
     L->n_bucket_marks = r->n_buckets ? r->n_buckets + 1 : 0;
     L->bucket_marks = mallocCheck((size_t)(L->n_bucket_marks ? L->n_bucket_marks : 1) *
                                   sizeof(zero_draw_mark));
@@ -218,6 +261,8 @@ void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout 
 
 void zero_draw_layout_free(zero_draw_layout *L) {
     free(L->segments);
+    free(L->pieces);
+    free(L->shard_px_per_elem);
     free(L->marks);
     free(L->bucket_marks);
     memset(L, 0, sizeof *L);
@@ -427,13 +472,24 @@ static void draw_marks(cairo_t *cr, const zero_draw_layout *L, const zero_ranges
     }
 }
 
+/* Every line belongs to one DP rank's shard: its name on the band row, in the rank's colour. */
 static void draw_row_names(cairo_t *cr, const zero_draw_layout *L) {
     viz_rgb ink = viz_shade(VIZ_TEXT, 0.4);
+    char s[32];
     for (int i = 0; i < L->n_lines; i++) {
         double t = line_top(L, i), x = L->bar_x - 8;
+        int d = i / L->lines_per_shard;
         viz_text(cr, x, t + L->bar_h / 2 + 4, 9, false, VIZ_RIGHT, ink, "params");
-        viz_text(cr, x, t + L->band_y + 14, 9, false, VIZ_RIGHT, ink, "shards");
+        snprintf(s, sizeof s, "DP rank %d", d);
+        viz_text(cr, x, t + L->band_y + 14, 9, true, VIZ_RIGHT, VIZ_TEXT, s);
         viz_text(cr, x, t + L->bucket_y + 10.5, 9, false, VIZ_RIGHT, ink, "buckets");
+        if (i % L->lines_per_shard == 0 && i > 0) { /* a rule between two ranks' rows */
+            viz_set_rgb(cr, VIZ_GRID);
+            cairo_set_line_width(cr, 0.8);
+            cairo_move_to(cr, 8, t - 14.5);
+            cairo_line_to(cr, L->width - 8, t - 14.5);
+            cairo_stroke(cr);
+        }
     }
 }
 

@@ -1,17 +1,23 @@
 /* zero_draw.h — the picture of ZeRO-1: one flat gradient buffer cut into dp shards.
  *
  *   title:  Ψ, dp, padding, shard size, bytes per rank
- *   bar:    |  wte           | wpe  |l|b| qkv ...          |lnf|///pad///|   parameters in
- *   band:   |<- DP rank 0 ->|<- DP rank 1 ->|<- rank 2 ->|<- rank 3 ->|     buffer order,
- *   bucket: |== bucket 0 ==|== bucket 1 ==|== 2 ==|                         wrapped over lines
- *           world 6          world 12 ...   (labels at every shard boundary:
- *           local 6 | 0      local 6 | 0     world index, local index at the end of one
- *           a[6]             b[2]            shard | start of the next, parameter index)
+ *
+ *      params     |  wte              | wpe   |l|b| qkv (cut)   |   parameters in buffer
+ *   DP rank 0     |<------------- DP rank 0's shard ------------>|   order; every shard
+ *      buckets    |== bucket 0 ==|== bucket 1 ===================|   starts a new row, so
+ *                 world 0, local 0, wte[0]                           the rows break at the
+ *      params     | qkv (cont.)  | proj | ... |lnf|////pad//////|   shard boundaries and
+ *   DP rank 1     |<------------- DP rank 1's shard ------------>|   each DP rank is named
+ *      buckets    |== bucket 1 ==|== bucket 2 ==|                |   on its own rows
+ *                 world 6, local 6 | 0, qkv[2]
+ *
  *   legend, then one row per DP rank listing its pieces in the three index spaces.
  *
- * Widths are proportional to numel, except that no segment is drawn narrower than a
- * minimum width (5 px), so biases and LayerNorm weights stay visible next to a large
- * embedding; the picture says so when it happens. A parameter cut by a shard boundary has
+ * Every shard fills the same number of whole lines (lines_per_shard: more than one when a
+ * shard holds many pieces). Inside a shard widths are proportional to numel (one scale per
+ * shard), except that no piece is drawn narrower than a minimum width (5 px), so biases and
+ * LayerNorm weights stay visible next to a large embedding; the picture says so when it
+ * happens. A parameter cut by a shard boundary has
  * a red outline; padding is hatched.
  *
  * The geometry is computed by zero_draw_layout_make without any drawing, so tests can
@@ -36,8 +42,17 @@ typedef struct {
     size_t world_start, world_end;
     double u0, u1;
     bool cut;                      /* split between two or more ranks' shards */
-    bool widened;                  /* drawn at the minimum width, wider than proportional */
+    bool widened;                  /* some piece is drawn at the minimum width */
 } zero_draw_segment;
+
+/* A segment's part inside one shard (a parameter cut by shard boundaries has several). */
+typedef struct {
+    int segment;                   /* index into segments */
+    int shard;                     /* the DP rank owning it */
+    size_t world_start, world_end;
+    double u0, u1;
+    bool widened;                  /* drawn at the minimum width */
+} zero_draw_piece;
 
 /* A position in the buffer that gets a vertical mark (shard or bucket boundary). */
 typedef struct {
@@ -51,17 +66,22 @@ typedef struct {
 typedef struct {
     double width, height;           /* canvas */
     double bar_x, line_w;           /* every line starts at bar_x and is line_w long */
-    int n_lines;
+    int n_lines;                    /* dp * lines_per_shard */
+    int lines_per_shard;            /* shard d fills lines [d*k, (d+1)*k) */
     double first_line_y, line_pitch;/* top of line i's bar = first_line_y + i * line_pitch */
     double bar_h, band_y, band_h, bucket_y, bucket_h, label_y; /* offsets from a line's top */
     int label_rows;                 /* rows of boundary labels used under each line */
     double min_w;                   /* minimum segment width in px */
-    double px_per_elem;             /* scale of the segments that are not widened */
+    double px_per_elem;             /* scale of a shard where nothing is widened */
+    double *shard_px_per_elem;      /* (dp,) the scale of the pieces not widened, per shard */
     int n_widened;
     int n_segments;
     zero_draw_segment *segments;    /* parameters with numel > 0, then the padding */
+    int n_pieces;
+    zero_draw_piece *pieces;        /* segments cut at shard boundaries, in buffer order */
     int n_marks;
-    zero_draw_mark *marks;          /* shard boundaries: world d * S for d = 0..dp */
+    zero_draw_mark *marks;          /* shard boundaries: world d * S for d = 0..dp; mark d
+                                     * starts line d * lines_per_shard, mark dp ends the bar */
     int n_bucket_marks;
     zero_draw_mark *bucket_marks;   /* bucket starts, then the end of the last bucket */
     double legend_y, table_y;       /* baselines of the legend and the first table row */

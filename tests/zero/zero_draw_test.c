@@ -1,6 +1,7 @@
-/* zero_draw_test.c — the ZeRO buffer picture: layout numbers (proportional segments,
- * minimum width, wrapping, boundary marks at the right indices) and the rendered image
- * (size, and pixels where a parameter and a shard must be). */
+/* zero_draw_test.c — the ZeRO buffer picture: layout numbers (rows that break at shard
+ * boundaries, one rank per row, pieces proportional within a shard, minimum width, boundary
+ * marks at the right indices) and the rendered image (size, and pixels where a parameter and
+ * a shard must be). */
 #include <cairo.h>
 #include <dirent.h>
 #include <math.h>
@@ -37,55 +38,73 @@ static zero_ranges *gpt_ranges(int dp, int layers) {
     return zero_ranges_build(ps, n, dp, 64, 20000);
 }
 
-static void segments_are_proportional_above_the_minimum_width(void **state) {
+static void pieces_are_proportional_within_a_shard_above_the_minimum_width(void **state) {
     (void)state;
     zero_ranges *r = gpt_ranges(4, 3);
     zero_draw_layout L;
-    zero_draw_layout_make(r, 1400, &L);
+    zero_draw_layout_make(r, 700, &L);
     double U = L.n_lines * L.line_w;
-    assert_true(L.n_lines >= 2); /* 38 parameters + padding wrap over several lines */
+    assert_int_equal(L.n_lines, 4 * L.lines_per_shard); /* every shard has its own rows */
     assert_int_equal(L.n_segments, r->n_params + 1);
     assert_true(L.n_widened > 0); /* the 48-element vectors */
+    for (int i = 0; i < L.n_segments; i++)
+        if (i > 0) assert_true(fabs(L.segments[i].u0 - L.segments[i - 1].u1) < 1e-9);
     int widened = 0;
-    for (int i = 0; i < L.n_segments; i++) {
-        const zero_draw_segment *s = &L.segments[i];
-        double w = s->u1 - s->u0, n = (double)(s->world_end - s->world_start);
-        if (i > 0) assert_true(fabs(s->u0 - L.segments[i - 1].u1) < 1e-9);
-        if (s->widened) {
+    for (int i = 0; i < L.n_pieces; i++) {
+        const zero_draw_piece *p = &L.pieces[i];
+        double w = p->u1 - p->u0, n = (double)(p->world_end - p->world_start);
+        double sc = L.shard_px_per_elem[p->shard];
+        if (i > 0) assert_true(fabs(p->u0 - L.pieces[i - 1].u1) < 1e-6);
+        assert_true(p->world_start >= (size_t)p->shard * r->shard_numel);
+        assert_true(p->world_end <= (size_t)(p->shard + 1) * r->shard_numel);
+        if (p->widened) {
             widened++;
             assert_true(fabs(w - L.min_w) < 1e-6);
-            assert_true(n * L.px_per_elem < L.min_w);
-        } else if (i < L.n_segments - 1) {
-            assert_true(fabs(w / n - L.px_per_elem) < 1e-9 * L.px_per_elem + 1e-9);
+            assert_true(n * sc < L.min_w);
+        } else if (i + 1 < L.n_pieces && L.pieces[i + 1].shard == p->shard) {
+            assert_true(fabs(w / n - sc) < 1e-9 * sc + 1e-9);
         }
     }
-    assert_int_equal(widened, L.n_widened);
+    assert_true(widened >= L.n_widened);
     assert_true(L.segments[0].u0 == 0);
     assert_true(fabs(L.segments[L.n_segments - 1].u1 - U) < 1e-6);
-    /* A big matrix is wider than a small one in proportion: qkv (3C^2) vs attn proj (C^2). */
-    double qkv = L.segments[4].u1 - L.segments[4].u0, proj = L.segments[6].u1 - L.segments[6].u0;
-    assert_true(fabs(qkv / proj - 3.0) < 1e-9);
     zero_draw_layout_free(&L);
     zero_ranges_free(r);
 }
 
-static void shard_marks_sit_at_shard_starts(void **state) {
+static void rows_break_at_shard_boundaries(void **state) {
     (void)state;
     zero_ranges *r = small_ranges();
     zero_draw_layout L;
     zero_draw_layout_make(r, 1400, &L);
-    assert_int_equal(L.n_lines, 1);
+    assert_int_equal(L.lines_per_shard, 1);
+    assert_int_equal(L.n_lines, 4);
     assert_int_equal(L.n_widened, 0);
     assert_int_equal(L.n_marks, 5);
     for (int d = 0; d <= 4; d++) {
         const zero_draw_mark *m = &L.marks[d];
         assert_int_equal(m->world, (size_t)d * 6);
-        /* Nothing widened: the mark is at world * scale. */
-        assert_true(fabs(m->u - (double)(d * 6) * L.px_per_elem) < 1e-6);
-        assert_int_equal(m->line, 0);
-        assert_true(fabs(m->x - (L.bar_x + m->u)) < 1e-9);
+        assert_true(fabs(m->u - d * L.line_w) < 1e-9);
+        assert_true(fabs(m->u - zero_draw_u_of(&L, (size_t)d * 6)) < 1e-9);
+        /* Shard d starts line d at the left of the bar; the last mark closes the last line. */
+        assert_int_equal(m->line, d < 4 ? d : 3);
+        assert_true(fabs(m->x - (d < 4 ? L.bar_x : L.bar_x + L.line_w)) < 1e-9);
         assert_true(m->label_row >= 0); /* room for every label */
     }
+    /* Every piece lies on its shard's line; nothing widened, so each shard's scale is S. */
+    for (int i = 0; i < L.n_pieces; i++) {
+        const zero_draw_piece *p = &L.pieces[i];
+        int line;
+        double x;
+        zero_draw_place(&L, (p->u0 + p->u1) / 2, &line, &x);
+        assert_int_equal(line, p->shard);
+    }
+    for (int d = 0; d < 4; d++) assert_true(fabs(L.shard_px_per_elem[d] - L.line_w / 6) < 1e-6);
+    /* a [0,10) is cut into shard 0 [0,6) and shard 1 [6,10): two pieces. */
+    assert_int_equal(L.pieces[0].segment, 0);
+    assert_int_equal(L.pieces[0].world_end, 6);
+    assert_int_equal(L.pieces[1].segment, 0);
+    assert_int_equal(L.pieces[1].shard, 1);
     /* Parameter boundaries coincide with segment edges; the padding is the last segment. */
     assert_true(fabs(zero_draw_u_of(&L, 10) - L.segments[1].u0) < 1e-9);
     assert_true(fabs(zero_draw_u_of(&L, 17) - L.segments[2].u0) < 1e-9);
@@ -109,6 +128,7 @@ static void wrapping_folds_the_bar_into_lines(void **state) {
     zero_ranges *r = gpt_ranges(8, 3);
     zero_draw_layout L;
     zero_draw_layout_make(r, 1000, &L);
+    assert_int_equal(L.n_lines, 8 * L.lines_per_shard);
     int line;
     double x;
     zero_draw_place(&L, 0, &line, &x);
@@ -123,15 +143,17 @@ static void wrapping_folds_the_bar_into_lines(void **state) {
     zero_draw_place(&L, L.n_lines * L.line_w, &line, &x); /* the very end */
     assert_int_equal(line, L.n_lines - 1);
     assert_true(fabs(x - (L.bar_x + L.line_w)) < 1e-9);
-    /* Marks are placed consistently with their u. */
+    /* Marks are placed consistently with their u, at the start of their shard's rows. */
     for (int d = 0; d < L.n_marks; d++) {
         zero_draw_place(&L, L.marks[d].u, &line, &x);
         assert_int_equal(line, L.marks[d].line);
         assert_true(fabs(x - L.marks[d].x) < 1e-9);
-        assert_true(fabs(L.marks[d].u - zero_draw_u_of(&L, (size_t)d * r->shard_numel)) < 1e-9);
+        assert_true(fabs(L.marks[d].u - zero_draw_u_of(&L, (size_t)d * r->shard_numel)) < 1e-6);
+        if (d < r->dp) assert_int_equal(L.marks[d].line, d * L.lines_per_shard);
     }
-    /* Inside a segment that is not widened, u grows linearly with the world index. */
-    const zero_draw_segment *s = &L.segments[0];
+    /* Inside a piece that is not widened, u grows linearly with the world index. */
+    const zero_draw_piece *s = &L.pieces[0];
+    assert_false(s->widened);
     double mid = zero_draw_u_of(&L, (s->world_start + s->world_end) / 2);
     assert_true(fabs(mid - (s->u0 + s->u1) / 2) < 1e-6);
     zero_draw_layout_free(&L);
@@ -147,9 +169,11 @@ static void tiny_parameters_get_the_minimum_width(void **state) {
     assert_true(L.segments[1].widened);
     assert_true(fabs(L.segments[1].u1 - L.segments[1].u0 - L.min_w) < 1e-9);
     assert_true(L.min_w >= 5);
-    /* The two large ones keep the ratio 2 : 1. */
-    double w0 = L.segments[0].u1 - L.segments[0].u0, w2 = L.segments[2].u1 - L.segments[2].u0;
-    assert_true(fabs(w0 / w2 - 2.0) < 1e-9);
+    /* In shard 1, big's tail (249,999) and big2 (500,000) keep their ratio. */
+    size_t S = r->shard_numel;
+    double wb = zero_draw_u_of(&L, 1000000) - zero_draw_u_of(&L, S);
+    double w2 = zero_draw_u_of(&L, 1500001) - zero_draw_u_of(&L, 1000001);
+    assert_true(fabs(wb / w2 - (1000000.0 - (double)S) / 500000.0) < 1e-9);
     zero_draw_layout_free(&L);
     zero_ranges_free(r);
 }
@@ -182,13 +206,18 @@ static void png_has_the_layout_size_and_boxes_where_they_belong(void **state) {
     assert_int_equal(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
     assert_int_equal(cairo_image_surface_get_width(img), (int)(L.width + 0.5));
     assert_int_equal(cairo_image_surface_get_height(img), (int)(L.height + 0.5));
-    /* Parameter a's box (colour of parameter 0) near the top of the bar, between the first
-     * two shard marks (away from the red outline and the dashed boundary). */
-    double x = (L.marks[0].x + L.marks[1].x) / 2, y = L.first_line_y + 6;
+    /* Parameter a's box (colour of parameter 0) near the top of shard 0's row (away from the
+     * red outline and the dashed boundary). */
+    int line;
+    double x, y = L.first_line_y + 6;
+    zero_draw_place(&L, zero_draw_u_of(&L, 3), &line, &x);
+    assert_int_equal(line, 0);
     expect_pixel(img, x, y, viz_shade(viz_categorical(0), 0.45), "parameter a");
-    /* Parameter b, inside shard 2. */
-    x = (L.marks[2].x + zero_draw_u_of(&L, 17) + L.bar_x) / 2;
-    expect_pixel(img, x, y, viz_shade(viz_categorical(1), 0.45), "parameter b");
+    /* Parameter b, inside shard 2: on the third row. */
+    zero_draw_place(&L, zero_draw_u_of(&L, 14), &line, &x);
+    assert_int_equal(line, 2);
+    expect_pixel(img, x, L.first_line_y + 2 * L.line_pitch + 6, viz_shade(viz_categorical(1), 0.45),
+                 "parameter b");
     /* DP rank 0's band, near its left end. */
     expect_pixel(img, L.bar_x + 10, L.first_line_y + L.band_y + 3,
                  viz_shade(VIZ_OPTIMIZER, 0.25), "shard of rank 0");
@@ -233,8 +262,8 @@ static void draws_every_format_and_padding_only_shards(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(segments_are_proportional_above_the_minimum_width),
-        cmocka_unit_test(shard_marks_sit_at_shard_starts),
+        cmocka_unit_test(pieces_are_proportional_within_a_shard_above_the_minimum_width),
+        cmocka_unit_test(rows_break_at_shard_boundaries),
         cmocka_unit_test(wrapping_folds_the_bar_into_lines),
         cmocka_unit_test(tiny_parameters_get_the_minimum_width),
         cmocka_unit_test(png_has_the_layout_size_and_boxes_where_they_belong),
