@@ -1,4 +1,4 @@
-/* timeline.c — the timeline model and its statistics (see timeline.h). */
+/* timeline.c — the timeline model, its time classes and its statistics (see timeline.h). */
 #include "viz/timeline.h"
 
 #include <stdio.h>
@@ -103,46 +103,6 @@ void viz_timeline_free(viz_timeline *tl) {
     }
     free(tl->rows);
     free(tl);
-}
-
-/* ---- statistics --------------------------------------------------------------------------- */
-
-typedef struct { double a, b; } span;
-
-static int span_cmp(const void *x, const void *y) {
-    const span *p = x, *q = y;
-    if (p->a != q->a) return p->a < q->a ? -1 : 1;
-    return p->b < q->b ? -1 : p->b > q->b;
-}
-
-/* Sorts and merges spans in place; returns how many remain. */
-static int merge_spans(span *s, int n) {
-    if (n == 0) return 0;
-    qsort(s, (size_t)n, sizeof *s, span_cmp);
-    int k = 0;
-    for (int i = 1; i < n; i++) {
-        if (s[i].a <= s[k].b) {
-            if (s[i].b > s[k].b) s[k].b = s[i].b;
-        } else {
-            s[++k] = s[i];
-        }
-    }
-    return k + 1;
-}
-
-double viz_union_length(const double *starts, const double *ends, int n, double a, double b) {
-    if (b <= a || n <= 0) return 0;
-    span *s = mallocCheck((size_t)n * sizeof *s);
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        double x = starts[i] < a ? a : starts[i], y = ends[i] > b ? b : ends[i];
-        if (y > x) s[k++] = (span){x, y};
-    }
-    k = merge_spans(s, k);
-    double total = 0;
-    for (int i = 0; i < k; i++) total += s[i].b - s[i].a;
-    free(s);
-    return total;
 }
 
 /* ---- time classes ------------------------------------------------------------------------ */

@@ -28,10 +28,12 @@
  * compute = compute spans minus the message time inside them, and the four seconds of a row
  * add up to the duration:
  *
- *   time  0 ----------------------------------------------------------------- 10 ms
- *   boxes [======== forward =========]        [recv: wait...|xfer]
- *                 [all-reduce: wait|xfer]
- *   class  compute  wait  transfer compute  idle     wait     transfer  idle
+ *   ms      0    1    2    3    4    5    6    7    8    9    10
+ *   boxes   [======== forward =======][======== recv =======]
+ *                [all-reduce]         (waits 5..8, moves 8..9)
+ *                (waits 1..2, moves 2..3)
+ *   class   |  C |  W |  T |  C |  C |  W |  W |  W |  T |  I |
+ *   -> compute 3, transfer 2, wait 4, idle 1 (tests/viz/timeline_test.c pins these numbers)
  *
  * THE BUBBLE (viz_timeline_bubble). The pipeline's span is first forward start to last
  * backward end over all ranks. The measured bubble is the time each rank spends waiting or
@@ -183,9 +185,5 @@ typedef struct {
 
 /* All zeros when the timeline has no forward/backward boxes. */
 viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl);
-
-/* Seconds of [a, b) covered by the union of the given intervals (sorted or not); intervals
- * are clipped to [a, b). Exposed for the layout and the tests. */
-double viz_union_length(const double *starts, const double *ends, int n, double a, double b);
 
 #endif /* TRIDENT_VIZ_TIMELINE_H */

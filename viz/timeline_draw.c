@@ -111,6 +111,17 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
             cairo_fill(cr);
         }
     }
+    /* Each compute box keeps its outline in its kind's colour, so a span that was mostly
+     * messages still says whose it was (a forward, the optimizer). */
+    cairo_set_line_width(cr, 1.4);
+    for (int i = 0; i < row->nboxes; i++) {
+        const viz_tl_box *b = &row->boxes[i];
+        const viz_tl_box_layout *B = &R->boxes[i];
+        if (viz_tl_is_comm(b->kind) || B->w < 3) continue;
+        cairo_rectangle(cr, B->x + 0.7, R->lane_y + 0.7, B->w - 1.4, VIZ_TL_LANE_H - 1.4);
+        viz_set_rgb(cr, viz_tl_box_color(b->kind, b->chunk));
+        cairo_stroke(cr);
+    }
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box_layout *B = &R->boxes[i];
         if (B->label_shown)
