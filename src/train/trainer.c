@@ -298,8 +298,10 @@ static void render_run(const train_config *c, const pg_layout *layout, const dis
         if (c->pipeline_model_parallel_size > 1) {
             viz_tl_bubble b = viz_timeline_bubble(tl);
             printf("bubble (last step): measured %.1f%% of total time vs theory (p-1)/(v·m+p-1) = %.1f%%; "
-                   "%.1f%% of ideal time vs (p-1)/(v·m) = %.1f%%\n",
-                   100 * b.measured_total, 100 * b.theory_total, 100 * b.measured_ideal, 100 * b.theory_ideal);
+                   "%.1f%% of ideal time vs (p-1)/(v·m) = %.1f%% (measured = wait %.1f%% + idle %.1f%% "
+                   "inside the pipeline's forward/backward span, mean over ranks)\n",
+                   100 * b.measured_total, 100 * b.theory_total, 100 * b.measured_ideal, 100 * b.theory_ideal,
+                   100 * b.wait_total, 100 * b.idle_total);
         }
         viz_timeline_free(tl);
     }
