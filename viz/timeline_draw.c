@@ -223,7 +223,7 @@ static double legend_item(cairo_t *cr, double x, double y, double size, const ch
     return x + viz_text_width(cr, size, false, t) + size * 1.6;
 }
 
-/* Two lines: what the boxes are (kinds), then what the time is (classes). */
+/* Three lines: what the boxes are (kinds), what the time is (classes), what the shares mean. */
 static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     static const struct { viz_tl_kind k; const char *label; } order[] = {
         {VIZ_TL_FORWARD, "forward"},     {VIZ_TL_BACKWARD, "backward"},
@@ -267,9 +267,10 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     viz_set_rgb(cr, VIZ_GRID);
     cairo_set_line_width(cr, 0.8);
     cairo_stroke(cr);
-    x = legend_item(cr, x, y, size, "idle (blank: nothing scheduled)");
-    viz_text(cr, x, y - size * 0.12, 8.5, false, VIZ_LEFT, MUTED,
-             "bubble = wait + idle inside the pipeline's forward/backward span, mean over ranks");
+    legend_item(cr, x, y, size, "idle (blank: nothing scheduled)");
+    viz_text(cr, L->plot_x, y + 14, 8.5, false, VIZ_LEFT, MUTED,
+             "the four shares of a row add up to the step · bubble = wait + idle inside the "
+             "pipeline's first-forward→last-backward span, mean over ranks");
 }
 
 void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,

@@ -253,7 +253,7 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
         y = P->bottom + PANEL_GAP;
     }
     L->legend_y = y + 4;
-    L->height = L->legend_y + 42; /* two legend lines */
+    L->height = L->legend_y + 54; /* three legend lines */
 }
 
 void viz_tl_layout_free(viz_tl_layout *L) {

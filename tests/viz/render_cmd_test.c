@@ -54,6 +54,11 @@ static void every_format_is_written(void **state) {
     fclose(f);
     assert_non_null(strstr(text, "step 0"));
     assert_non_null(strstr(text, "stage 1  rank 1"));
+    /* Every row says what its time was; the fixture's DP all-reduce waits for the slowest. */
+    assert_non_null(strstr(text, "| compute "));
+    assert_non_null(strstr(text, "~"));
+    assert_non_null(strstr(text, "bubble measured: "));
+    assert_non_null(strstr(text, "wait + idle"));
 }
 
 /* Runs `args` and expects failure: status != 0, one line naming `needle`, no `out` left. */

@@ -429,6 +429,33 @@ static void a_step_holds_its_own_events_only(void **state) {
     trace_run_free(run);
 }
 
+/* A recorded interleaved run (p = 2, m = 4, v = 2): each rank's phase counts are the
+ * schedule's, min(m·v, 2(p−r−1) + (v−1)·p) = 4 and 2, and in time the warm-up forwards all
+ * come before the first backward and the cool-down backwards after the last forward. */
+static void phases_of_a_recorded_interleaved_run_follow_pp_warmup(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("phases");
+    fixture_run cfg = fixture_defaults("interleaved", 2, 4, 2);
+    fixture_write_run(dir, &cfg);
+    char err[1024] = "";
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    viz_timeline *tl = viz_timeline_from_run(run, "phases", -1, err, sizeof err);
+    assert_non_null(tl);
+    const int want[2] = {4, 2};
+    for (int r = 0; r < 2; r++) {
+        viz_tl_row_stats s = viz_timeline_row_stats(tl, r);
+        assert_true(s.has_phases);
+        assert_int_equal(s.forwards, 8);
+        assert_int_equal(s.warmup_forwards, want[r]);
+        assert_int_equal(s.cooldown_backwards, want[r]);
+        assert_true(s.warmup_end <= s.first_bwd + 1e-12);
+        assert_true(s.cooldown_start >= s.last_fwd_end - 1e-12);
+    }
+    viz_timeline_free(tl);
+    trace_run_free(run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(classes_split_wait_from_transfer_and_idle),
@@ -441,6 +468,7 @@ int main(void) {
         cmocka_unit_test(ticks_are_one_two_five),
         cmocka_unit_test(loader_picks_a_complete_step_on_rank0_clock),
         cmocka_unit_test(a_step_holds_its_own_events_only),
+        cmocka_unit_test(phases_of_a_recorded_interleaved_run_follow_pp_warmup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
