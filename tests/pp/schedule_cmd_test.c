@@ -30,8 +30,10 @@ static void squeeze(char *s) { /* drop all whitespace */
 static void text_prints_the_grid_idle_and_bubbles(void **state) {
     (void)state;
     assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule 1f1b"), 0);
-    expect_output("rank 0 F0 F1 F2 F3 .  .  .  B0 F4 B1");
-    expect_output("rank 3 .  .  .  F0 B0 F1 B1");
+    /* default costs: a backward takes twice a forward (two cells) */
+    expect_output("rank 0 F0 F1 F2 F3 .  .  .  .  .  .  B0 B0 F4 B1 B1");
+    expect_output("rank 3 .  .  .  F0 B0 B0 F1 B1 B1");
+    expect_output("makespan 33\n"); /* (m+p-1)(F+B) = 11 * 3 */
     expect_output("27.3%");                /* simulated = (p-1)/(m+p-1) = 3/11 */
     expect_output("(p-1)/(m+p-1) = 27.3%");
     expect_output("(p-1)/m = 37.5%");
@@ -41,6 +43,15 @@ static void text_prints_the_grid_idle_and_bubbles(void **state) {
     /* a backward takes two cells; rank 0 waits for rank 1's backward of 0 */
     expect_output("rank 0 F0 F1 .  .  .  B0 B0 B1 B1\n");
     expect_output("rank 1 .  F0 F1 B0 B0 B1 B1 .  .\n");
+}
+
+/* A chunk of the interleaved schedule costs 1/v of a stage: the same work in less time. */
+static void interleaving_is_faster_at_default_costs(void **state) {
+    (void)state;
+    assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved"), 0);
+    expect_output("costs of one chunk: forward 0.5, backward 1, p2p latency 0");
+    expect_output("makespan 28.5\n"); /* 24 of work + (p-1)(F+B)/v = 4.5 of bubble, below 1f1b's 33 */
+    expect_output("bubble (simulated): 15.8%");
 }
 
 static void json_is_exactly_the_action_lists(void **state) {
@@ -116,8 +127,8 @@ static void bad_input_fails_with_one_clear_line(void **state) {
                    "--num-microbatches 0 must be at least 1");
     expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule zigzag",
                    "--pipeline-schedule must be one of gpipe|1f1b|interleaved, got 'zigzag'");
-    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --backward-cost 0",
-                   "--backward-cost 0 must be positive");
+    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --backward-cost -1",
+                   "--backward-cost -1 must be positive");
     const char *dir = test_tmpdir("schedule_cmd_bad");
     char args[4400], path[4200];
     snprintf(path, sizeof path, "%s/x.bmp", dir);
@@ -133,6 +144,7 @@ static void bad_input_fails_with_one_clear_line(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_prints_the_grid_idle_and_bubbles),
+        cmocka_unit_test(interleaving_is_faster_at_default_costs),
         cmocka_unit_test(json_is_exactly_the_action_lists),
         cmocka_unit_test(pictures_are_written_in_three_formats),
         cmocka_unit_test(bad_input_fails_with_one_clear_line),
