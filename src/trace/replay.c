@@ -22,7 +22,11 @@
  *   each member's duration includes waiting for the others; the member that arrived last
  *   waited least, so the least duration over the members is the best measured transfer.
  *   A cpu, when known, bounds the transfer (a descheduled copy is no slower in the replay).
- *   Bytes / bandwidth would need a bandwidth, which would come from the same durations.
+ *   But a p2p copy can itself wait: with Open MPI's shared memory and no single-copy
+ *   mechanism, a large message moves in fragments only while the sender is inside MPI, and a
+ *   time-shared sender comes back late. So a send or receive is also capped at bytes / the
+ *   fastest copy the run measured (bytes / (t_end - t_ready) over its matched receives): the
+ *   speed the transport showed it can reach when nobody waits.
  *
  * The replayed run is written with the ordinary recorder into a temporary directory and read
  * back with trace_run_read(), so it is checked and paired exactly like a recorded run; the
@@ -65,6 +69,7 @@ typedef struct {             /* one rank during the replay */
     int pc;                  /* next op */
     bool arrived;            /* the collective at pc has registered its arrival */
     double now;              /* the rank's replay clock */
+    double p2p_bandwidth;    /* bytes per second of the fastest measured p2p copy, 0 unknown */
 } rp_rank;
 
 typedef struct {             /* one collective instance */
@@ -281,6 +286,28 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
 
 /* ---- pass 3: the simulation ------------------------------------------------------------ */
 
+/* A send or receive's transfer: what it measured, and no more than its bytes at the fastest
+ * p2p copy the run measured (a copy that waited for the sender to come back into MPI, which
+ * a time-shared sender does late, measured that wait too). */
+static double p2p_cost(const rp_rank *k, const trace_event *e) {
+    double t = transfer(e);
+    if (k->p2p_bandwidth > 0 && (double)e->bytes / k->p2p_bandwidth < t) t = (double)e->bytes / k->p2p_bandwidth;
+    return t;
+}
+
+/* The fastest copy of any matched receive of the run, in bytes per second (0: none measured). */
+static double fastest_p2p(const trace_run *r) {
+    double best = 0;
+    for (int q = 0; q < r->nranks; q++)
+        for (size_t i = 0; i < trace_file_num_events(r->ranks[q]); i++) {
+            const trace_event *e = trace_file_event(r->ranks[q], i);
+            const double t = transfer(e);
+            if (e->kind != TRACE_RECV || r->flow[q][i] < 0 || e->bytes == 0 || t <= 0) continue;
+            if ((double)e->bytes / t > best) best = (double)e->bytes / t;
+        }
+    return best;
+}
+
 /* Runs rank k until it blocks or ends; returns whether it moved. post[flow] = replayed start
  * of each matched send (-1 not yet). */
 static bool advance(rp_rank *k, const int *flow, double *post, rp_inst *inst) {
@@ -301,13 +328,13 @@ static bool advance(rp_rank *k, const int *flow, double *post, rp_inst *inst) {
             if (e->kind == TRACE_SEND) {
                 k->t0[i] = k->tr[i] = k->now;
                 if (flow[i] >= 0) post[flow[i]] = k->now;
-                k->now += transfer(e);
+                k->now += p2p_cost(k, e);
             } else if (e->kind == TRACE_RECV) {
                 if (flow[i] >= 0 && post[flow[i]] < 0) break; /* the send is not posted yet */
                 k->t0[i] = k->now;
                 if (flow[i] >= 0 && post[flow[i]] > k->now) k->now = post[flow[i]];
                 k->tr[i] = k->now;
-                k->now += transfer(e);
+                k->now += p2p_cost(k, e);
             } else {
                 rp_inst *c = &inst[k->inst[i]];
                 if (!k->arrived) {
@@ -387,9 +414,11 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
     const int nr = r->nranks;
     rp_rank *ks = callocCheck((size_t)nr, sizeof *ks);
     int nflows = r->nflows;
+    const double bandwidth = fastest_p2p(r);
     for (int q = 0; q < nr; q++) {
         rp_rank *k = &ks[q];
         k->f = r->ranks[q];
+        k->p2p_bandwidth = bandwidth;
         k->n = (int)trace_file_num_events(k->f);
         const size_t n1 = (size_t)k->n + 1;
         k->order = mallocCheck(n1 * sizeof *k->order);
