@@ -26,7 +26,9 @@
  *   mechanism, a large message moves in fragments only while the sender is inside MPI, and a
  *   time-shared sender comes back late. So a send or receive is also capped at bytes / the
  *   fastest copy the run measured (bytes / (t_end - t_ready) over its matched receives): the
- *   speed the transport showed it can reach when nobody waits.
+ *   speed the transport showed it can reach when nobody waits. A collective is capped the same
+ *   way at its bus bytes (nccl-tests' rule: a ring all-reduce moves 2(n-1)/n of the buffer per
+ *   member) over that speed: its members, time-shared, also wait for each other inside it.
  *
  * The replayed run is written with the ordinary recorder into a temporary directory and read
  * back with trace_run_read(), so it is checked and paired exactly like a recorded run; the
@@ -234,6 +236,16 @@ static int group_instance(const trace_header *h, const char *group, const trace_
     return h->world_size + key;
 }
 
+/* Bytes each member of an n-member collective moves over its links (the "bus bytes" of
+ * nccl-tests' PERFORMANCE.md): a ring all-reduce sends 2(n-1)/n of the buffer, an
+ * all-gather or reduce-scatter (n-1)/n of the whole, anything else the buffer once. */
+static double bus_bytes(const char *op, int n, double bytes) {
+    if (n <= 1) return 0;
+    if (strcmp(op, "all_reduce") == 0) return 2.0 * (n - 1) / n * bytes;
+    if (strcmp(op, "all_gather") == 0 || strcmp(op, "reduce_scatter") == 0) return (double)(n - 1) / n * bytes;
+    return bytes;
+}
+
 /* Fills k[*].inst and returns the instances (*ninst of them). */
 static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
     int total = 0;
@@ -276,6 +288,12 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
         }
         inst[ni].members = b - a;
         inst[ni].cost = cost < 0 ? 0 : cost;
+        const rp_rank *k0 = &ks[all[a].rank];
+        const trace_event *e0 = ev(k0, all[a].ev);
+        if (k0->p2p_bandwidth > 0) { /* no slower than its bus bytes at the fastest p2p copy */
+            double t = bus_bytes(trace_file_string(k0->f, e0->op), b - a, (double)e0->bytes) / k0->p2p_bandwidth;
+            if (t < inst[ni].cost) inst[ni].cost = t;
+        }
         ni++;
         a = b;
     }

@@ -31,7 +31,8 @@
  *   transfer cost         = t_end − t_ready (the part after the data was there), capped by
  *                           the event's cpu when known; for a send or receive also capped by
  *                           bytes / the fastest p2p copy measured in the run; for a collective
- *                           the least over its members (the last member to arrive hardly waited).
+ *                           the least over its members (the last member to arrive hardly waited),
+ *                           capped by its bus bytes / that fastest p2p copy.
  * Collectives are matched across ranks by (group name, group instance, k-th occurrence). The
  * instance is the event's group_first when recorded (>= 0); in older traces it is derived
  * from the header coordinates: "tp" = same (pp, dp) coordinates, "dp" = same (tp, pp),
