@@ -8,8 +8,9 @@
  * Costs are honest by default: a stage's backward costs twice its forward, and a chunk of the
  * interleaved schedule costs 1/v of a stage (pp_costs_per_chunk), so interleaving shows its
  * smaller bubble instead of looking slower. --costs-from RUN_DIR takes the mean forward and
- * backward of one chunk and the mean p2p transfer measured in a run's traces instead (thread
- * CPU time where the trace has it, wall time otherwise; the text says which).
+ * backward of one chunk and the mean p2p transfer measured in a run's traces instead, from the
+ * run's replay "as if each rank had its own core" (src/trace/replay.h: thread CPU time where
+ * the trace has it, wall time otherwise; the text says which).
  *
  * It builds every rank's plan (schedule.h), validates it and simulates it (schedule_sim.h),
  * then prints one of:
@@ -33,6 +34,7 @@
 #include "src/core/flags.h"
 #include "src/pp/schedule.h"
 #include "src/pp/schedule_sim.h"
+#include "src/trace/replay.h"
 #include "src/trace/trace.h"
 #include "viz/canvas.h"
 #include "viz/schedule_draw.h"
@@ -123,40 +125,44 @@ typedef struct {
     int v;                             /* chunks per rank of the measured run */
 } measured_costs;
 
-/* Means over every rank's forwards and backwards (the first step is skipped when there are
- * later ones: it pays for warm-up) and over the transfer part (t_ready -> t_end) of every
- * matched receive. A forward's time is its thread CPU time when every one has it, else wall. */
+/* Means over every rank's forwards and backwards and over the transfer part (t_ready -> t_end)
+ * of every matched receive, taken from the run's replay (src/trace/replay.h): a forward lasts
+ * its thread CPU time there (wall time where the trace has none) with its nested communication,
+ * and a receive's copy no longer counts the time a time-shared sender took to come back. The
+ * first step is skipped when there are later ones: it pays for warm-up. */
 static measured_costs measure_costs(const trace_run *run, const char *dir) {
     measured_costs mc = {0};
-    int last_step = -1;
-    bool all_cpu = true;
+    int first = -1, last = -1;
+    mc.cpu = true;
     for (int k = 0; k < run->nranks; k++)
         for (size_t i = 0; i < trace_file_num_events(run->ranks[k]); i++) {
             const trace_event *e = trace_file_event(run->ranks[k], i);
             if (e->kind != TRACE_FORWARD && e->kind != TRACE_BACKWARD) continue;
-            if (e->step > last_step) last_step = e->step;
-            if (e->cpu < 0) all_cpu = false;
+            if (first < 0 || e->step < first) first = e->step;
+            if (e->step > last) last = e->step;
+            if (e->cpu < 0) mc.cpu = false;
         }
-    if (last_step < 0) die(WHO ": --costs-from %s: the run's traces hold no forward or backward", dir);
-    mc.cpu = all_cpu;
+    if (last < 0) die(WHO ": --costs-from %s: the run's traces hold no forward or backward", dir);
+    const int from = last > first ? first + 1 : first;
     mc.v = trace_file_header(run->ranks[0])->vpp;
-    const int first_step = last_step > 0 ? 1 : 0;
-    for (int k = 0; k < run->nranks; k++)
-        for (size_t i = 0; i < trace_file_num_events(run->ranks[k]); i++) {
-            const trace_event *e = trace_file_event(run->ranks[k], i);
-            if (e->flags & TRACE_OPEN) continue;
-            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD) && e->step >= first_step) {
-                double t = all_cpu ? e->cpu : e->t_end - e->t_start;
-                if (e->kind == TRACE_FORWARD) mc.forward += t, mc.nforward++;
-                else mc.backward += t, mc.nbackward++;
-            } else if (e->kind == TRACE_RECV && run->flow[k][i] >= 0) {
+    char err[1024];
+    trace_run *re = trace_run_replay(run, err, sizeof err);
+    if (!re) die(WHO ": --costs-from %s: %s", dir, err);
+    for (int k = 0; k < re->nranks; k++)
+        for (size_t i = 0; i < trace_file_num_events(re->ranks[k]); i++) {
+            const trace_event *e = trace_file_event(re->ranks[k], i);
+            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD) && e->step >= from) {
+                if (e->kind == TRACE_FORWARD) mc.forward += e->t_end - e->t_start, mc.nforward++;
+                else mc.backward += e->t_end - e->t_start, mc.nbackward++;
+            } else if (e->kind == TRACE_RECV && re->flow[k][i] >= 0) {
                 mc.latency += e->t_end - e->t_ready;
                 mc.ntransfer++;
             }
         }
+    trace_run_free(re);
     if (mc.nforward == 0 || mc.nbackward == 0)
-        die(WHO ": --costs-from %s: the run has %d forwards and %d backwards after step %d; both are needed",
-            dir, mc.nforward, mc.nbackward, first_step);
+        die(WHO ": --costs-from %s: the run has %d forwards and %d backwards from step %d on; both are needed",
+            dir, mc.nforward, mc.nbackward, from);
     mc.forward /= mc.nforward;
     mc.backward /= mc.nbackward;
     if (mc.ntransfer) mc.latency /= mc.ntransfer;
@@ -249,9 +255,9 @@ int cmd_schedule(int argc, char **argv) {
              (double)bcost, cfg.v, cfg.v > 1 ? "s" : "");
     if (costs_from) {
         costs = pp_costs_per_chunk(&cfg, mc.forward * mc.v, mc.backward * mc.v, mc.latency);
-        snprintf(origin, sizeof origin, "seconds: mean %s time of %d forwards and %d backwards%s, mean transfer of %d "
-                 "receives, measured in %s", mc.cpu ? "thread CPU" : "wall", mc.nforward, mc.nbackward,
-                 mc.v != cfg.v ? " rescaled to this v" : "", mc.ntransfer, costs_from);
+        snprintf(origin, sizeof origin, "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
+                 "the replay of %s, from %s time", mc.nforward, mc.nbackward, mc.v != cfg.v ? " rescaled to this v" : "", mc.ntransfer,
+                 costs_from, mc.cpu ? "thread CPU" : "wall");
     }
     pp_sim sim;
     CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);
