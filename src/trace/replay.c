@@ -38,7 +38,6 @@
  */
 #include "src/trace/replay.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +64,6 @@ typedef struct {             /* one rank during the replay */
     int nkept;               /* events replayed (all but TRACE_OPEN ones) */
     int *order;              /* (nkept) their indices, by start time */
     double *t0, *tr, *t1;    /* (n) replayed times */
-    bool *keep;              /* (n) written to the replayed run */
     int *inst;               /* (n) collective instance, -1 otherwise */
     rp_program prog;
     int pc;                  /* next op */
@@ -158,8 +156,6 @@ static void build_program(rp_rank *k) {
     int m = 0;
     for (int i = 0; i < n; i++)
         if (!(ev(k, i)->flags & TRACE_OPEN)) k->order[m++] = i;
-    for (int i = 0; i < n; i++) k->keep[i] = false;
-    for (int j = 0; j < m; j++) k->keep[k->order[j]] = true;
     k->nkept = m;
     cmp_rank_ctx = k;
     qsort(k->order, (size_t)m, sizeof *k->order, cmp_start);
@@ -441,7 +437,6 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
         const size_t n1 = (size_t)k->n + 1;
         k->order = mallocCheck(n1 * sizeof *k->order);
         k->inst = mallocCheck(n1 * sizeof *k->inst);
-        k->keep = mallocCheck(n1 * sizeof *k->keep);
         k->t0 = callocCheck(n1, sizeof *k->t0);
         k->tr = callocCheck(n1, sizeof *k->tr);
         k->t1 = callocCheck(n1, sizeof *k->t1);
@@ -489,7 +484,6 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
     for (int q = 0; q < nr; q++) {
         free(ks[q].order);
         free(ks[q].inst);
-        free(ks[q].keep);
         free(ks[q].t0);
         free(ks[q].tr);
         free(ks[q].t1);
