@@ -191,17 +191,19 @@ static int output_kind(const char *output, const char *format) {
 int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
-    const char *kind_name = "1f1b", *format = NULL, *output = NULL, *costs_from = NULL;
+    const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL;
     const flag_spec specs[] = {
-        {"--pipeline-model-parallel-size", FLAG_INT, &p, "pipeline ranks P (required)", NULL},
-        {"--num-microbatches", FLAG_INT, &m, "micro-batches M per step (required)", NULL},
-        {"--pipeline-schedule", FLAG_CHOICE, &kind_name, "the schedule", "gpipe|1f1b|interleaved"},
+        {"--pipeline-model-parallel-size", FLAG_INT, &p, "pipeline ranks P (required; --costs-from: the run's)", NULL},
+        {"--num-microbatches", FLAG_INT, &m, "micro-batches M per step (required; --costs-from: the run's)", NULL},
+        {"--pipeline-schedule", FLAG_CHOICE, &kind_name, "the schedule (1f1b; --costs-from: the run's)",
+         "gpipe|1f1b|interleaved"},
         {"--virtual-stages", FLAG_INT, &v, "model chunks per rank (0: 2 for interleaved, else 1)", NULL},
         {"--forward-cost", FLAG_FLOAT, &fcost, "time of one forward of a whole stage (a chunk: 1/v of it)", NULL},
         {"--backward-cost", FLAG_FLOAT, &bcost, "time of one backward of a whole stage (0: 2 x forward)", NULL},
         {"--p2p-latency", FLAG_FLOAT, &latency, "time from a send to its receive", NULL},
         {"--costs-from", FLAG_STRING, &costs_from,
-         "RUN_DIR: mean forward/backward of one chunk and p2p transfer measured in its traces", NULL},
+         "RUN_DIR: mean forward/backward of one chunk and p2p transfer measured in its traces "
+         "(instead of the three costs above)", NULL},
         {"--format", FLAG_CHOICE, &format, "what to print without -o (-o's extension decides otherwise)",
          "text|json"},
         {"--output", FLAG_STRING, &output, "FILE.png|.svg|.pdf (picture), .json or .txt; -o for short", NULL},
@@ -225,6 +227,8 @@ int cmd_schedule(int argc, char **argv) {
         const trace_header *h = trace_file_header(run->ranks[0]);
         if (p == 0) p = h->pp; /* the measured run's layout unless told otherwise */
         if (m == 0) m = h->num_microbatches;
+        if (!kind_name) kind_name = h->schedule;
+        if (v == 0 && h->vpp > 1 && strcmp(kind_name, "interleaved") == 0) v = h->vpp;
         trace_run_free(run);
     }
     if (p < 1)
@@ -233,6 +237,7 @@ int cmd_schedule(int argc, char **argv) {
     if (m < 1)
         die(WHO ": --num-microbatches %d must be at least 1 (it is required: micro-batches per step)", m);
     if (v < 0) die(WHO ": --virtual-stages %d must be at least 1 (or 0 for the default)", v);
+    if (!kind_name) kind_name = "1f1b";
     pp_config cfg = {PP_1F1B, p, m, v};
     if (!pp_kind_parse(kind_name, &cfg.kind)) die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
     if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED ? 2 : 1;
