@@ -5,9 +5,14 @@
  *   trident render gpipe/ 1f1b/ inter/ -o cmp.pdf    three runs stacked on one time scale
  *   trident render run/ -o trace.json                every event, for ui.perfetto.dev
  *   trident render run/ -o t.txt --step 3            step 3 as text
+ *   trident render run/ -o replay.png --replay       re-timed as if each rank had its own core
+ *   trident render run/ -o both.png --replay-and-wall   wall clock above, replay below
  *
  * The output format follows the extension (.png .svg .pdf .json .txt). Every input is read
  * and checked before anything is written; the output is written atomically.
+ *
+ * The replay (src/trace/replay.h) is a run of the same shape, so it goes through the same
+ * renderer; only its panel name says what it is (TRACE_REPLAY_LABEL).
  *
  * Not here: the drawing (timeline_draw.h), the model (timeline.h), the file format (src/trace).
  */
@@ -19,6 +24,7 @@
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/flags.h"
+#include "src/trace/replay.h"
 #include "src/trace/trace.h"
 #include "viz/chrome_trace.h"
 #include "viz/text_timeline.h"
@@ -28,23 +34,28 @@
 enum { MAX_RUNS = 16 };
 
 static const char *k_usage =
-    "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--arrows]\n"
+    "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--arrows] [--replay | --replay-and-wall]\n"
     "Turns the per-rank traces of training runs (RUN_DIR/trace/rank<k>.trace) into a timeline:\n"
     "  .png .svg .pdf  one row per rank grouped by pipeline stage, idle %, bubble, phases, memory\n"
     "  .json           Chrome trace for ui.perfetto.dev or chrome://tracing (every step)\n"
     "  .txt            one line of characters per rank, for terminals\n"
-    "Several RUN_DIRs are stacked on one time scale (e.g. gpipe vs 1f1b vs interleaved).";
+    "Several RUN_DIRs are stacked on one time scale (e.g. gpipe vs 1f1b vs interleaved).\n"
+    "--replay draws each run re-timed \"as if each rank had its own core\" (compute lasts its thread\n"
+    "CPU time, messages wait for their sender): for runs of more ranks than cores, whose wall clock\n"
+    "counts the time a rank sat descheduled. --replay-and-wall draws both, wall clock first.";
 
 int cmd_render(int argc, char **argv) {
     const char *output = NULL;
     int step = -1, width = 1400, columns = 100;
-    bool arrows = false;
+    bool arrows = false, replay = false, both = false;
     flag_spec specs[] = {
         {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)", NULL},
         {"--step", FLAG_INT, &step, "training step to show (-1: the last complete step)", NULL},
         {"--arrows", FLAG_BOOL, &arrows, "draw an arrow from every send to its receive", NULL},
         {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG)", NULL},
         {"--columns", FLAG_INT, &columns, "time buckets per row in .txt output", NULL},
+        {"--replay", FLAG_BOOL, &replay, "draw the replay: as if each rank had its own core", NULL},
+        {"--replay-and-wall", FLAG_BOOL, &both, "draw the wall clock and, below it, the replay", NULL},
     };
     const char *dirs[MAX_RUNS + 1];
     int ndirs = flags_parse("render", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
@@ -60,19 +71,38 @@ int cmd_render(int argc, char **argv) {
     if (width < 400 || width > 20000) die("trident render: --width %d is out of range (400 to 20000)", width);
     if (columns < 10 || columns > 2000) die("trident render: --columns %d is out of range (10 to 2000)", columns);
 
-    /* Read and check every input before writing anything. */
+    if (replay && both) die("trident render: --replay and --replay-and-wall exclude each other (pick one view)");
+    const int per_dir = both ? 2 : 1;
+    if (ndirs * per_dir > MAX_RUNS)
+        die("trident render: %d run directories with --replay-and-wall make %d panels, at most %d fit in one picture",
+            ndirs, ndirs * per_dir, MAX_RUNS);
+
+    /* Read and check every input before writing anything. Each run gives one panel, or two
+     * (wall clock, replay) with --replay-and-wall. */
     trace_run *runs[MAX_RUNS];
-    char names[MAX_RUNS][256];
+    char names[MAX_RUNS][512];
     const char *name_ptrs[MAX_RUNS];
     char err[1024];
     for (int i = 0; i < ndirs; i++) {
-        runs[i] = trace_run_read(dirs[i], err, sizeof err);
-        if (!runs[i]) die("trident render: %s", err);
-        snprintf(names[i], sizeof names[i], "%s", dirs[i]);
-        size_t len = strlen(names[i]);
-        while (len > 1 && names[i][len - 1] == '/') names[i][--len] = 0;
-        name_ptrs[i] = names[i];
+        trace_run *wall = trace_run_read(dirs[i], err, sizeof err);
+        if (!wall) die("trident render: %s", err);
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s", dirs[i]);
+        size_t len = strlen(dir);
+        while (len > 1 && dir[len - 1] == '/') dir[--len] = 0;
+        const int k = i * per_dir;
+        if (replay || both) {
+            trace_run *re = trace_run_replay(wall, err, sizeof err);
+            if (!re) die("trident render: %s: %s", dir, err);
+            runs[k + per_dir - 1] = re;
+            snprintf(names[k + per_dir - 1], sizeof names[0], "%s (" TRACE_REPLAY_LABEL ")", dir);
+        }
+        if (replay) trace_run_free(wall);
+        else runs[k] = wall;
+        if (!replay) snprintf(names[k], sizeof names[0], both ? "%s (wall clock)" : "%s", dir);
     }
+    ndirs *= per_dir; /* from here on: panels */
+    for (int i = 0; i < ndirs; i++) name_ptrs[i] = names[i];
 
     if (json) {
         atomic_file af;

@@ -2,8 +2,15 @@
  *
  *   trident schedule --pipeline-model-parallel-size 4 --num-microbatches 8
  *                    [--pipeline-schedule gpipe|1f1b|interleaved] [--virtual-stages 2]
- *                    [--forward-cost 1 --backward-cost 2 --p2p-latency 0]
+ *                    [--forward-cost 1 --backward-cost 2 --p2p-latency 0] [--costs-from RUN_DIR]
  *                    [--format text|json] [-o FILE.png|.svg|.pdf|.json|.txt]
+ *
+ * Costs are honest by default: a stage's backward costs twice its forward, and a chunk of the
+ * interleaved schedule costs 1/v of a stage (pp_costs_per_chunk), so interleaving shows its
+ * smaller bubble instead of looking slower. --costs-from RUN_DIR takes the mean forward and
+ * backward of one chunk and the mean p2p transfer measured in a run's traces instead, from the
+ * run's replay "as if each rank had its own core" (src/trace/replay.h: thread CPU time where
+ * the trace has it, wall time otherwise; the text says which).
  *
  * It builds every rank's plan (schedule.h), validates it and simulates it (schedule_sim.h),
  * then prints one of:
@@ -27,6 +34,8 @@
 #include "src/core/flags.h"
 #include "src/pp/schedule.h"
 #include "src/pp/schedule_sim.h"
+#include "src/trace/replay.h"
+#include "src/trace/trace.h"
 #include "viz/canvas.h"
 #include "viz/schedule_draw.h"
 
@@ -36,14 +45,15 @@ enum { OUT_TEXT, OUT_JSON, OUT_PICTURE };
 
 /* ---- text ----------------------------------------------------------------------------- */
 
-static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, double fcost, double bcost,
-                       double latency) {
+static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const pp_costs *costs,
+                       const char *origin) {
     const pp_config *c = &s->cfg;
     char name[32];
+    const double fcost = costs->forward, bcost = costs->backward;
     fprintf(f, "%s schedule: p = %d pipeline ranks, m = %d micro-batches, v = %d model chunk%s per rank\n",
             pp_kind_name(c->kind), c->p, c->m, c->v, c->v > 1 ? "s" : "");
-    fprintf(f, "costs: forward %g, backward %g, p2p latency %g; makespan %g\n\n", fcost, bcost, latency,
-            sim->makespan);
+    fprintf(f, "costs of one chunk: forward %g, backward %g, p2p latency %g (%s); makespan %g\n\n", fcost,
+            bcost, costs->p2p_latency, origin, sim->makespan);
 
     /* The grid: one cell per dt of time, showing the action that covers the cell's middle. */
     double dt = fcost < bcost ? fcost : bcost;
@@ -106,6 +116,59 @@ static void write_json(FILE *f, const pp_schedule *s) {
     fprintf(f, "}\n");
 }
 
+/* ---- costs measured in a run -------------------------------------------------------------- */
+
+typedef struct {
+    double forward, backward, latency; /* mean of one chunk's forward / backward, one p2p transfer */
+    int nforward, nbackward, ntransfer;
+    bool cpu;                          /* forward/backward from thread CPU time (else wall) */
+    int v;                             /* chunks per rank of the measured run */
+} measured_costs;
+
+/* Means over every rank's forwards and backwards and over the transfer part (t_ready -> t_end)
+ * of every matched receive, taken from the run's replay (src/trace/replay.h): a forward lasts
+ * its thread CPU time there (wall time where the trace has none) with its nested communication,
+ * and a receive's copy no longer counts the time a time-shared sender took to come back. The
+ * first step is skipped when there are later ones: it pays for warm-up. */
+static measured_costs measure_costs(const trace_run *run, const char *dir) {
+    measured_costs mc = {0};
+    int first = -1, last = -1;
+    mc.cpu = true;
+    for (int k = 0; k < run->nranks; k++)
+        for (size_t i = 0; i < trace_file_num_events(run->ranks[k]); i++) {
+            const trace_event *e = trace_file_event(run->ranks[k], i);
+            if (e->kind != TRACE_FORWARD && e->kind != TRACE_BACKWARD) continue;
+            if (first < 0 || e->step < first) first = e->step;
+            if (e->step > last) last = e->step;
+            if (e->cpu < 0) mc.cpu = false;
+        }
+    if (last < 0) die(WHO ": --costs-from %s: the run's traces hold no forward or backward", dir);
+    const int from = last > first ? first + 1 : first;
+    mc.v = trace_file_header(run->ranks[0])->vpp;
+    char err[1024];
+    trace_run *re = trace_run_replay(run, err, sizeof err);
+    if (!re) die(WHO ": --costs-from %s: %s", dir, err);
+    for (int k = 0; k < re->nranks; k++)
+        for (size_t i = 0; i < trace_file_num_events(re->ranks[k]); i++) {
+            const trace_event *e = trace_file_event(re->ranks[k], i);
+            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD) && e->step >= from) {
+                if (e->kind == TRACE_FORWARD) mc.forward += e->t_end - e->t_start, mc.nforward++;
+                else mc.backward += e->t_end - e->t_start, mc.nbackward++;
+            } else if (e->kind == TRACE_RECV && re->flow[k][i] >= 0) {
+                mc.latency += e->t_end - e->t_ready;
+                mc.ntransfer++;
+            }
+        }
+    trace_run_free(re);
+    if (mc.nforward == 0 || mc.nbackward == 0)
+        die(WHO ": --costs-from %s: the run has %d forwards and %d backwards from step %d on; both are needed",
+            dir, mc.nforward, mc.nbackward, from);
+    mc.forward /= mc.nforward;
+    mc.backward /= mc.nbackward;
+    if (mc.ntransfer) mc.latency /= mc.ntransfer;
+    return mc;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 /* What to write, from -o's extension and --format (which must agree when both are given). */
@@ -127,16 +190,20 @@ static int output_kind(const char *output, const char *format) {
 
 int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
-    float fcost = 1.0f, bcost = 1.0f, latency = 0.0f;
-    const char *kind_name = "1f1b", *format = NULL, *output = NULL;
+    float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
+    const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL;
     const flag_spec specs[] = {
-        {"--pipeline-model-parallel-size", FLAG_INT, &p, "pipeline ranks P (required)", NULL},
-        {"--num-microbatches", FLAG_INT, &m, "micro-batches M per step (required)", NULL},
-        {"--pipeline-schedule", FLAG_CHOICE, &kind_name, "the schedule", "gpipe|1f1b|interleaved"},
+        {"--pipeline-model-parallel-size", FLAG_INT, &p, "pipeline ranks P (required; --costs-from: the run's)", NULL},
+        {"--num-microbatches", FLAG_INT, &m, "micro-batches M per step (required; --costs-from: the run's)", NULL},
+        {"--pipeline-schedule", FLAG_CHOICE, &kind_name, "the schedule (1f1b; --costs-from: the run's)",
+         "gpipe|1f1b|interleaved"},
         {"--virtual-stages", FLAG_INT, &v, "model chunks per rank (0: 2 for interleaved, else 1)", NULL},
-        {"--forward-cost", FLAG_FLOAT, &fcost, "time of one forward of one chunk", NULL},
-        {"--backward-cost", FLAG_FLOAT, &bcost, "time of one backward of one chunk", NULL},
+        {"--forward-cost", FLAG_FLOAT, &fcost, "time of one forward of a whole stage (a chunk: 1/v of it)", NULL},
+        {"--backward-cost", FLAG_FLOAT, &bcost, "time of one backward of a whole stage (0: 2 x forward)", NULL},
         {"--p2p-latency", FLAG_FLOAT, &latency, "time from a send to its receive", NULL},
+        {"--costs-from", FLAG_STRING, &costs_from,
+         "RUN_DIR: mean forward/backward of one chunk and p2p transfer measured in its traces "
+         "(instead of the three costs above)", NULL},
         {"--format", FLAG_CHOICE, &format, "what to print without -o (-o's extension decides otherwise)",
          "text|json"},
         {"--output", FLAG_STRING, &output, "FILE.png|.svg|.pdf (picture), .json or .txt; -o for short", NULL},
@@ -145,51 +212,76 @@ int cmd_schedule(int argc, char **argv) {
     flags_parse("schedule",
                 "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
                 "         [--pipeline-schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
-                "         [--forward-cost X --backward-cost Y] [--format text|json] [-o FILE]\n\n"
-                "Lists, validates, simulates and draws the pipeline schedule of every rank.",
+                "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] [-o FILE]\n\n"
+                "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
+                "Costs are per stage: backward 2 x forward unless given, and a chunk of the interleaved\n"
+                "schedule costs 1/v of a stage; --costs-from RUN_DIR uses the costs measured in a run.",
                 specs, nspecs, argc, argv, NULL, 0);
 
+    measured_costs mc = {0};
+    if (costs_from) {
+        char err[1024];
+        trace_run *run = trace_run_read(costs_from, err, sizeof err);
+        if (!run) die(WHO ": --costs-from: %s", err);
+        mc = measure_costs(run, costs_from);
+        const trace_header *h = trace_file_header(run->ranks[0]);
+        if (p == 0) p = h->pp; /* the measured run's layout unless told otherwise */
+        if (m == 0) m = h->num_microbatches;
+        if (!kind_name) kind_name = h->schedule;
+        if (v == 0 && h->vpp > 1 && strcmp(kind_name, "interleaved") == 0) v = h->vpp;
+        trace_run_free(run);
+    }
     if (p < 1)
         die(WHO ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
             "pipeline ranks)", p);
     if (m < 1)
         die(WHO ": --num-microbatches %d must be at least 1 (it is required: micro-batches per step)", m);
     if (v < 0) die(WHO ": --virtual-stages %d must be at least 1 (or 0 for the default)", v);
+    if (!kind_name) kind_name = "1f1b";
     pp_config cfg = {PP_1F1B, p, m, v};
     if (!pp_kind_parse(kind_name, &cfg.kind)) die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
     if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED ? 2 : 1;
     char msg[512];
     if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
     if (!(fcost > 0)) die(WHO ": --forward-cost %g must be positive", (double)fcost);
-    if (!(bcost > 0)) die(WHO ": --backward-cost %g must be positive", (double)bcost);
+    if (bcost == 0) bcost = PP_BACKWARD_OVER_FORWARD * fcost;
+    if (!(bcost > 0)) die(WHO ": --backward-cost %g must be positive (0 means 2 x --forward-cost)", (double)bcost);
     if (!(latency >= 0)) die(WHO ": --p2p-latency %g must not be negative", (double)latency);
     const int kind = output_kind(output, format);
 
     pp_schedule s;
     pp_schedule_build(&cfg, &s);
     CHECK(pp_validate(&s, msg, sizeof msg), msg);
-    pp_costs costs = pp_costs_unit();
-    costs.forward = fcost;
-    costs.backward = bcost;
-    costs.p2p_latency = latency;
+    /* Per-chunk costs: from the flags (a stage split over v chunks) or measured per chunk in a
+     * run of v_run chunks per rank (a stage = v_run of them, split over this schedule's v). */
+    pp_costs costs = pp_costs_per_chunk(&cfg, fcost, bcost, latency);
+    char origin[600];
+    snprintf(origin, sizeof origin, "a stage: forward %g, backward %g, over v = %d chunk%s", (double)fcost,
+             (double)bcost, cfg.v, cfg.v > 1 ? "s" : "");
+    if (costs_from) {
+        costs = pp_costs_per_chunk(&cfg, mc.forward * mc.v, mc.backward * mc.v, mc.latency);
+        snprintf(origin, sizeof origin, "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
+                 "the replay of %s, from %s time", mc.nforward, mc.nbackward, mc.v != cfg.v ? " rescaled to this v" : "", mc.ntransfer,
+                 costs_from, mc.cpu ? "thread CPU" : "wall");
+    }
     pp_sim sim;
     CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);
 
     if (kind == OUT_PICTURE) {
         viz_schedule_draw(&s, &sim, output);
-        printf("wrote %s (%s, p = %d, m = %d, v = %d: bubble %.1f%%)\n", output, pp_kind_name(cfg.kind), cfg.p,
-               cfg.m, cfg.v, 100.0 * sim.bubble_fraction);
+        printf("wrote %s (%s, p = %d, m = %d, v = %d: makespan %g, bubble %.1f%%)\n", output,
+               pp_kind_name(cfg.kind), cfg.p, cfg.m, cfg.v, sim.makespan, 100.0 * sim.bubble_fraction);
     } else if (output) {
         atomic_file af;
         FILE *f = atomic_file_open(&af, output);
         if (kind == OUT_JSON) write_json(f, &s);
-        else write_text(f, &s, &sim, fcost, bcost, latency);
+        else write_text(f, &s, &sim, &costs, origin);
         atomic_file_commit(&af);
         printf("wrote %s\n", output);
     } else if (kind == OUT_JSON) {
         write_json(stdout, &s);
     } else {
-        write_text(stdout, &s, &sim, fcost, bcost, latency);
+        write_text(stdout, &s, &sim, &costs, origin);
     }
     pp_sim_free(&sim);
     pp_schedule_free(&s);

@@ -23,6 +23,17 @@ pp_costs pp_costs_unit(void) {
     return c;
 }
 
+pp_costs pp_costs_per_chunk(const pp_config *cfg, double stage_forward, double stage_backward,
+                            double p2p_latency) {
+    CHECK(cfg->v >= 1, "pp_costs_per_chunk: a schedule has at least one model chunk per rank");
+    pp_costs c = {stage_forward / cfg->v, stage_backward / cfg->v, p2p_latency, NULL, NULL};
+    return c;
+}
+
+pp_costs pp_costs_default(const pp_config *cfg) {
+    return pp_costs_per_chunk(cfg, 1.0, PP_BACKWARD_OVER_FORWARD, 0.0);
+}
+
 static const char *dir_word(int tag) { return (tag & 1) == PP_ACTIVATION ? "activation" : "gradient"; }
 
 static double action_cost(const pp_costs *c, const pp_action *a) {

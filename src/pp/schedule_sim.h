@@ -45,6 +45,20 @@ typedef struct {
 /* forward = backward = 1, no latency, no per-stage arrays. */
 pp_costs pp_costs_unit(void);
 
+/* The textbook costs of `trident schedule`: a whole stage's backward takes twice its forward
+ * (the input gradient and the weight gradient each cost about one forward). */
+enum { PP_BACKWARD_OVER_FORWARD = 2 };
+
+/* Per-chunk costs from per-stage ones: a rank of the interleaved schedule holds v chunks, each
+ * 1/v of its layers, so one chunk's forward costs stage_forward / v (backward likewise). With
+ * v = 1 the chunk is the stage. Without this, interleaving looks slower than 1F1B (every chunk
+ * charged a whole stage) instead of shrinking the bubble. */
+pp_costs pp_costs_per_chunk(const pp_config *cfg, double stage_forward, double stage_backward,
+                            double p2p_latency);
+/* The defaults of `trident schedule`: a stage's forward 1, backward 2, free communication,
+ * split over cfg->v chunks. */
+pp_costs pp_costs_default(const pp_config *cfg);
+
 typedef struct {
     double start, end;
 } pp_span;

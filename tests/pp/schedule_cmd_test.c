@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/trace/trace.h"
 #include "tests/support/testing.h"
 
 static char g_out[1 << 16];
@@ -30,8 +31,10 @@ static void squeeze(char *s) { /* drop all whitespace */
 static void text_prints_the_grid_idle_and_bubbles(void **state) {
     (void)state;
     assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule 1f1b"), 0);
-    expect_output("rank 0 F0 F1 F2 F3 .  .  .  B0 F4 B1");
-    expect_output("rank 3 .  .  .  F0 B0 F1 B1");
+    /* default costs: a backward takes twice a forward (two cells) */
+    expect_output("rank 0 F0 F1 F2 F3 .  .  .  .  .  .  B0 B0 F4 B1 B1");
+    expect_output("rank 3 .  .  .  F0 B0 B0 F1 B1 B1");
+    expect_output("makespan 33\n"); /* (m+p-1)(F+B) = 11 * 3 */
     expect_output("27.3%");                /* simulated = (p-1)/(m+p-1) = 3/11 */
     expect_output("(p-1)/(m+p-1) = 27.3%");
     expect_output("(p-1)/m = 37.5%");
@@ -41,6 +44,51 @@ static void text_prints_the_grid_idle_and_bubbles(void **state) {
     /* a backward takes two cells; rank 0 waits for rank 1's backward of 0 */
     expect_output("rank 0 F0 F1 .  .  .  B0 B0 B1 B1\n");
     expect_output("rank 1 .  F0 F1 B0 B0 B1 B1 .  .\n");
+}
+
+/* A chunk of the interleaved schedule costs 1/v of a stage: the same work in less time. */
+static void interleaving_is_faster_at_default_costs(void **state) {
+    (void)state;
+    assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved"), 0);
+    expect_output("costs of one chunk: forward 0.5, backward 1, p2p latency 0");
+    expect_output("makespan 28.5\n"); /* 24 of work + (p-1)(F+B)/v = 4.5 of bubble, below 1f1b's 33 */
+    expect_output("bubble (simulated): 15.8%");
+}
+
+/* --costs-from RUN_DIR: the mean CPU time of one chunk's forward and backward in a run (here
+ * 2 ranks time-sharing one core: wall twice the CPU), the first step left out as warm-up. */
+static void costs_come_from_a_run(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("schedule_cmd_costs");
+    for (int k = 0; k < 2; k++) {
+        trace_header h = {0};
+        h.rank = k, h.world_size = 2, h.tp = 1, h.pp = 2, h.dp = 1, h.vpp = 1, h.pp_rank = k;
+        h.num_microbatches = 2;
+        strcpy(h.schedule, "1f1b");
+        strcpy(h.run_id, "costs");
+        h.config_json = "{}";
+        trace_recorder *t = trace_create(&h, 64);
+        double now = 0;
+        for (int step = 0; step < 2; step++)
+            for (int i = 0; i < 4; i++) {
+                double cpu = i < 2 ? 0.010 : 0.020;
+                if (step == 0) cpu *= 5; /* warm-up: left out */
+                trace_record(t, i < 2 ? TRACE_FORWARD : TRACE_BACKWARD, step, i % 2, 0, now, now + 2 * cpu);
+                ((trace_event *)trace_event_at(t, trace_num_events(t) - 1))->cpu = cpu;
+                now += 2 * cpu;
+            }
+        char path[4200];
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, k);
+        trace_write(t, path);
+        trace_destroy(t);
+    }
+    char args[4400];
+    snprintf(args, sizeof args, "--costs-from '%s'", dir);
+    assert_int_equal(schedule(args), 0);
+    expect_output("p = 2 pipeline ranks, m = 2 micro-batches"); /* the run's layout */
+    expect_output("costs of one chunk: forward 0.01, backward 0.02, p2p latency 0");
+    expect_output("mean of 4 forwards and 4 backwards");
+    expect_output("from thread CPU time");
 }
 
 static void json_is_exactly_the_action_lists(void **state) {
@@ -116,8 +164,8 @@ static void bad_input_fails_with_one_clear_line(void **state) {
                    "--num-microbatches 0 must be at least 1");
     expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule zigzag",
                    "--pipeline-schedule must be one of gpipe|1f1b|interleaved, got 'zigzag'");
-    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --backward-cost 0",
-                   "--backward-cost 0 must be positive");
+    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --backward-cost -1",
+                   "--backward-cost -1 must be positive");
     const char *dir = test_tmpdir("schedule_cmd_bad");
     char args[4400], path[4200];
     snprintf(path, sizeof path, "%s/x.bmp", dir);
@@ -133,6 +181,8 @@ static void bad_input_fails_with_one_clear_line(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_prints_the_grid_idle_and_bubbles),
+        cmocka_unit_test(interleaving_is_faster_at_default_costs),
+        cmocka_unit_test(costs_come_from_a_run),
         cmocka_unit_test(json_is_exactly_the_action_lists),
         cmocka_unit_test(pictures_are_written_in_three_formats),
         cmocka_unit_test(bad_input_fails_with_one_clear_line),

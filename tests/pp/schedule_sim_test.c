@@ -218,6 +218,31 @@ static void interleaving_shrinks_the_bubble(void **state) {
             }
 }
 
+/* The lesson of the picture: at the command's default costs (backward = 2 x forward, a chunk =
+ * 1/v of a stage) the interleaved schedule finishes the same work sooner than 1F1B. */
+static void interleaved_is_faster_than_1f1b_at_default_costs(void **state) {
+    (void)state;
+    pp_config one = {PP_1F1B, 4, 8, 1}, inter = {PP_INTERLEAVED, 4, 8, 2};
+    pp_costs c1 = pp_costs_default(&one), ci = pp_costs_default(&inter);
+    assert_true(c1.backward == PP_BACKWARD_OVER_FORWARD * c1.forward);
+    assert_true(ci.forward == c1.forward / 2 && ci.backward == c1.backward / 2);
+    pp_schedule s1, si;
+    pp_schedule_build(&one, &s1);
+    pp_schedule_build(&inter, &si);
+    pp_sim a, b;
+    char msg[512];
+    assert_true(pp_simulate(&s1, &c1, &a, msg, sizeof msg));
+    assert_true(pp_simulate(&si, &ci, &b, msg, sizeof msg));
+    if (!(b.makespan < a.makespan))
+        fail_msg("interleaved makespan %g is not below 1f1b's %g at default costs", b.makespan, a.makespan);
+    assert_true(fabs(a.makespan - 33.0) < 1e-9);  /* (m+p-1)(F+B) */
+    assert_true(fabs(b.makespan - 28.5) < 1e-9);  /* m(F+B) + (p-1)(F+B)/v */
+    pp_sim_free(&a);
+    pp_sim_free(&b);
+    pp_schedule_free(&s1);
+    pp_schedule_free(&si);
+}
+
 static void interleaved_peak_is_its_warmup_plus_one(void **state) {
     (void)state;
     pp_config cfg = {PP_INTERLEAVED, 4, 8, 2};
@@ -276,6 +301,7 @@ int main(void) {
         cmocka_unit_test(interleaving_shrinks_the_bubble),
         cmocka_unit_test(interleaved_peak_is_its_warmup_plus_one),
         cmocka_unit_test(per_stage_costs_and_latency_shape_the_timeline),
+        cmocka_unit_test(interleaved_is_faster_than_1f1b_at_default_costs),
         cmocka_unit_test(one_stage_has_no_bubble),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,10 +106,37 @@ static void bad_input_is_one_line_and_no_file(void **state) {
     expect_refusal(args, "rank1.trace': truncated at byte 100", out);
 }
 
+/* --replay draws the run re-timed, through the same renderer, under a label saying so;
+ * --replay-and-wall stacks the wall clock and the replay. */
+static void replay_is_drawn_and_labelled(void **state) {
+    (void)state;
+    const char *base = test_tmpdir("render_replay");
+    char run[4200], args[9000], out[4300];
+    snprintf(run, sizeof run, "%s/run", base);
+    fixture_run a = fixture_defaults("1f1b", 2, 4, 1);
+    fixture_write_run(run, &a);
+    snprintf(out, sizeof out, "%s/r.txt", base);
+    snprintf(args, sizeof args, "%s -o %s --replay", run, out);
+    if (render(args) != 0) fail_msg("--replay failed: %s", g_out);
+    FILE *f = fopen(out, "r");
+    char text[16384] = "";
+    assert_true(fread(text, 1, sizeof text - 1, f) > 0);
+    fclose(f);
+    if (!strstr(text, "replay: as if each rank had its own core")) fail_msg("no replay label in:\n%s", text);
+    snprintf(out, sizeof out, "%s/both.png", base);
+    snprintf(args, sizeof args, "%s -o %s --replay-and-wall", run, out);
+    if (render(args) != 0) fail_msg("--replay-and-wall failed: %s", g_out);
+    assert_non_null(strstr(g_out, "(2 runs"));
+    assert_true(size_of(out) > 1000);
+    snprintf(args, sizeof args, "%s -o %s --replay --replay-and-wall", run, out);
+    expect_refusal(args, "exclude each other", "/nonexistent");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_format_is_written),
         cmocka_unit_test(bad_input_is_one_line_and_no_file),
+        cmocka_unit_test(replay_is_drawn_and_labelled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
