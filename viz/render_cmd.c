@@ -68,6 +68,7 @@ int cmd_render(int argc, char **argv) {
     for (int i = 0; i < ndirs; i++) {
         runs[i] = trace_run_read(dirs[i], err, sizeof err);
         if (!runs[i]) die("trident render: %s", err);
+        if (!trace_run_check_causality(runs[i], err, sizeof err)) fprintf(stderr, "trident render: warning: %s\n", err);
         snprintf(names[i], sizeof names[i], "%s", dirs[i]);
         size_t len = strlen(names[i]);
         while (len > 1 && names[i][len - 1] == '/') names[i][--len] = 0;
