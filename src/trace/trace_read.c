@@ -8,6 +8,10 @@
  * Order of checks: structure (magic, version, lengths) -> checksum -> meaning (kinds,
  * string ids, layout). A flipped byte is therefore reported either where it breaks the
  * structure or as a checksum mismatch.
+ *
+ * A run: every rank's file, then the matching of messages across ranks (sends with
+ * receives, collectives with their other members' part). Not here: the causality check
+ * (causality.c), which only reads what the matching left.
  */
 #include <dirent.h>
 #include <errno.h>
