@@ -16,7 +16,8 @@
  *
  * Labels in use (keep the set small): TP "g fwd attn" "f bwd attn" "g fwd mlp" "f bwd mlp"
  * "g fwd embed" "f bwd head" "loss max" "loss sum"; pipeline "act fwd" "grad bwd";
- * optimizer "grads" "params" "grad norm" "tied embed" "overflow"; trainer "loss" "peak mem".
+ * optimizer "grads" "params" "grad norm" "tied embed" "overflow"; trainer "loss" "peak mem"
+ * "eval loss".
  *
  * Not here: sending anything (comm.h), storing labels (src/trace).
  */
