@@ -86,6 +86,8 @@ int cmd_render(int argc, char **argv) {
     for (int i = 0; i < ndirs; i++) {
         trace_run *wall = trace_run_read(dirs[i], err, sizeof err);
         if (!wall) die("trident render: %s", err);
+        if (!trace_run_check_causality(wall, err, sizeof err))
+            fprintf(stderr, "trident render: warning: %s\n", err);
         char dir[256];
         snprintf(dir, sizeof dir, "%s", dirs[i]);
         size_t len = strlen(dir);

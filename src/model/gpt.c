@@ -15,6 +15,7 @@
 #include "src/core/check.h"
 #include "src/device/device.h"
 #include "src/core/rng.h"
+#include "src/runtime/comm_label.h"
 #include "src/tp/layers.h"
 #include "src/tp/mappings.h"
 
@@ -331,7 +332,9 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
         device_upload(a->tokens, tokens, N * sizeof(int32_t));
         const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
         const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
+        comm_label_set("g fwd embed", -1);
         tp_vocab_embedding_forward(tp, a->x[0], a->tokens, wte, N, C, c->v_start, Vl);
+        comm_label_clear();
         dev_position_forward(a->x[0], wpe, B, T, C);
     } else {
         device_copy(a->x[0], x_in, N * C * sizeof(float));
@@ -340,18 +343,23 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
     for (int i = 0; i < a->nblocks; i++) {
         block_params w = block_views(c, params, i);
         block_acts *b = &a->blocks[i];
+        const int layer = sh->layer_begin + i; /* global index: labels the TP all-reduces */
         /* attention: x -> LN -> QKV (column-parallel: f) -> this rank's heads
          *             -> proj (row-parallel: g, then the bias once) -> + x */
         dev_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, a->x[i], w.ln1_w, w.ln1_b, N, C);
         tp_column_linear_forward(tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl, false);
         dev_attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
+        comm_label_set("g fwd attn", layer);
         tp_row_linear_forward(tp, b->x_mid, b->atty, w.proj_w, w.proj_b, N, Cl, C);
+        comm_label_clear();
         dev_add_inplace(b->x_mid, a->x[i], N * C); /* the residual, added in place */
         /* MLP: x -> LN -> fc (column-parallel: f) -> GELU -> fcproj (row-parallel: g) -> + x */
         dev_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
         tp_column_linear_forward(tp, b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl, false);
         dev_gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
+        comm_label_set("g fwd mlp", layer);
         tp_row_linear_forward(tp, a->x[i + 1], b->fch_gelu, w.fcproj_w, w.fcproj_b, N, 4 * Cl, C);
+        comm_label_clear();
         dev_add_inplace(a->x[i + 1], b->x_mid, N * C);
     }
 
@@ -392,8 +400,10 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
         tp_vocab_cross_entropy_backward(tp, s->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
                                         N, Vl, c->v_start, c->cfg.real_vocab);
         device_zero(s->dln, N * C * sizeof(float));
+        comm_label_set("f bwd head", -1);
         tp_column_linear_backward(tp, s->dln, grad_of(grads, pe), NULL, s->dlogits, a->lnf,
                                   params + pe->offset, N, C, Vl, false);
+        comm_label_clear();
         device_zero(dres, N * C * sizeof(float));
         dev_layernorm_backward(dres, grad_of(grads, pw), grad_of(grads, pb), s->dln, a->x[a->nblocks],
                            params + pw->offset, a->lnf_mean, a->lnf_rstd, N, C);
@@ -404,6 +414,7 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
     for (int i = a->nblocks - 1; i >= 0; i--) {
         block_params w = block_views(c, params, i);
         block_acts *b = &a->blocks[i];
+        const int layer = sh->layer_begin + i;
         float *d_ln1_w = grad_of(grads, block_param(c, i, GPT_LN1_W));
         float *d_ln1_b = grad_of(grads, block_param(c, i, GPT_LN1_B));
         float *d_qkv_w = grad_of(grads, block_param(c, i, GPT_QKV_W));
@@ -425,8 +436,10 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
         device_zero(s->dfch, N * 4 * Cl * sizeof(float));
         dev_gelu_backward(s->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
         device_zero(s->dln, N * C * sizeof(float));
+        comm_label_set("f bwd mlp", layer);
         tp_column_linear_backward(tp, s->dln, d_fc_w, d_fc_b, s->dfch, b->ln2, w.fc_w, N, C, 4 * Cl,
                                   false);
+        comm_label_clear();
         /* dres += LN2 backward: now the gradient of x_mid */
         dev_layernorm_backward(dres, d_ln2_w, d_ln2_b, s->dln, b->x_mid, w.ln2_w, b->ln2_mean,
                            b->ln2_rstd, N, C);
@@ -437,8 +450,10 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
         device_zero(s->dqkv, N * 3 * Cl * sizeof(float));
         dev_attention_backward(s->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
         device_zero(s->dln, N * C * sizeof(float));
+        comm_label_set("f bwd attn", layer);
         tp_column_linear_backward(tp, s->dln, d_qkv_w, d_qkv_b, s->dqkv, b->ln1, w.qkv_w, N, C,
                                   3 * Cl, false);
+        comm_label_clear();
         /* dres += LN1 backward: now the gradient of the block input */
         dev_layernorm_backward(dres, d_ln1_w, d_ln1_b, s->dln, a->x[i], w.ln1_w, b->ln1_mean,
                            b->ln1_rstd, N, C);

@@ -6,6 +6,7 @@
 #include "src/core/check.h"
 #include "src/device/device.h"
 #include "src/runtime/comm.h"
+#include "src/runtime/comm_label.h"
 #include "src/trace/trace.h"
 
 struct pp_executor {
@@ -91,6 +92,22 @@ static void acts_give_back(pp_executor *ex, int c, gpt_acts *a) {
     if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
 }
 
+/* The p2p of action a, labelled for the trace: activations travel forward ("act fwd"),
+ * their gradients backward ("grad bwd"). */
+static const char *p2p_label(const pp_action *a) { return a->op == PP_FORWARD ? "act fwd" : "grad bwd"; }
+
+static void recv_input(pp_executor *ex, const pp_action *a) {
+    comm_label_set(p2p_label(a), -1);
+    comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
+    comm_label_clear();
+}
+
+static void send_output(pp_executor *ex, const pp_action *a) {
+    comm_label_set(p2p_label(a), -1);
+    comm_send(ex->pp, ex->xout, ex->act_elems, COMM_FLOAT32, a->send_peer, a->send_tag);
+    comm_label_clear();
+}
+
 /* The forward of action a into acts (its input already in xin, its output left in xout),
  * recorded as `kind`; returns the micro-batch's mean loss on the last stage, 0 elsewhere. */
 static float forward(pp_executor *ex, const pp_action *a, gpt_acts *acts, const int32_t *inputs,
@@ -115,8 +132,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
         const pp_action *a = &ex->plan.actions[i];
         const gpt_chunk *ch = &ex->model->chunks[a->chunk];
         gpt_acts **slot = &ex->live[a->mb * v + a->chunk];
-        if (a->recv_peer >= 0)
-            comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
+        if (a->recv_peer >= 0) recv_input(ex, a);
         if (a->op == PP_FORWARD) {
             CHECK(*slot == NULL, "forward of a micro-batch whose activations are still held");
             *slot = acts_take(ex, a->chunk);
@@ -130,8 +146,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
             acts_give_back(ex, a->chunk, *slot);
             *slot = NULL;
         }
-        if (a->send_peer >= 0)
-            comm_send(ex->pp, ex->xout, ex->act_elems, COMM_FLOAT32, a->send_peer, a->send_tag);
+        if (a->send_peer >= 0) send_output(ex, a);
     }
     if (ex->pp) comm_wait_sends(ex->pp);
     return loss_sum;
@@ -143,13 +158,11 @@ double pp_executor_forward_only(pp_executor *ex, const int32_t *inputs, const in
     for (int i = 0; i < ex->plan.n; i++) {
         const pp_action *a = &ex->plan.actions[i];
         if (a->op != PP_FORWARD) continue;
-        if (a->recv_peer >= 0)
-            comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
+        if (a->recv_peer >= 0) recv_input(ex, a);
         gpt_acts *acts = acts_take(ex, a->chunk);
         loss_sum += forward(ex, a, acts, inputs, targets, TRACE_EVAL, step);
         acts_give_back(ex, a->chunk, acts);
-        if (a->send_peer >= 0)
-            comm_send(ex->pp, ex->xout, ex->act_elems, COMM_FLOAT32, a->send_peer, a->send_tag);
+        if (a->send_peer >= 0) send_output(ex, a);
     }
     if (ex->pp) comm_wait_sends(ex->pp);
     return loss_sum;

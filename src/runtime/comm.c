@@ -31,6 +31,7 @@
 #include "src/core/check.h"
 #include "src/core/clock.h"
 #include "src/device/device.h"
+#include "src/runtime/comm_label.h"
 #include "src/runtime/dist.h"
 
 /* ---------------------------------------------------------------- bf16 / fp16 rounding */
@@ -161,7 +162,8 @@ void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t byt
     else if (strcmp(op, "sendrecv") != 0) g->bytes_collective += bytes;
     if (!g_hook) return;
     comm_event e = {op,  g->name, peer_group_rank >= 0 ? g->members[peer_group_rank] : -1,
-                    bytes, tag, t_start, t_ready, t_end};
+                    bytes, tag, t_start, t_ready, t_end, comm_label(), comm_label_layer(),
+                    g->members[0]};
     g_hook(&e, g_hook_ctx);
 }
 

@@ -69,6 +69,7 @@
  * the size of the caller's payload: buf for all_reduce/broadcast/send/recv, the full recv
  * buffer (size * count) for all_gather, the full send buffer (size * count) for
  * reduce_scatter, what was sent for sendrecv. Per group, counters add up the same bytes.
+ * The event also carries the caller's label and layer (src/runtime/comm_label.h).
  *
  * Not here: which ranks form a group (groups.h computes it, parallel_state.h builds the
  * groups), and anything about what the bytes mean.
@@ -153,6 +154,9 @@ typedef struct {
     double t_start;    /* time_now() when the call began */
     double t_ready;    /* when the peer's data was there (recv/sendrecv); = t_start otherwise */
     double t_end;      /* when the call returned */
+    const char *label; /* what the message is for (comm_label.h), NULL when unlabelled */
+    int layer;         /* the label's transformer layer; -1 n/a */
+    int group_first;   /* lowest global rank of the group: with the name, the group instance */
 } comm_event;
 
 /* One hook for the whole process; NULL turns tracing off. The event and its strings are

@@ -8,6 +8,7 @@
 #include "src/core/check.h"
 #include "src/device/device.h"
 #include "src/runtime/comm.h"
+#include "src/runtime/comm_label.h"
 #include "src/tp/mappings.h"
 
 /* ---------------------------------------------------------------- column-parallel */
@@ -90,11 +91,14 @@ void tp_vocab_cross_entropy_forward(comm_group *tp, float *loss, float *stats,
                                     size_t Vl, int64_t v_start, int64_t real_vocab) {
     float *rowmax = stats, *sumexp = stats + N, *target_logit = stats + 2 * N;
     dev_crossentropy_local_max(rowmax, logits, N, Vl, v_start, real_vocab);
+    comm_label_set("loss max", -1);
     tp_all_reduce_max(tp, rowmax, N);
     dev_crossentropy_local_sums(sumexp, target_logit, logits, rowmax, targets, N, Vl, v_start,
                             real_vocab);
+    comm_label_set("loss sum", -1);
     tp_all_reduce_sum(tp, target_logit, N); /* only the owner of the target adds non-zero */
     tp_all_reduce_sum(tp, sumexp, N);
+    comm_label_clear();
     dev_crossentropy_loss(loss, sumexp, rowmax, target_logit, N);
 }
 

@@ -29,8 +29,9 @@
  * Reading. trace_file_read() loads one rank's file and validates everything (magic, version,
  * sizes, checksum, kinds, string ids). On failure it returns NULL and puts ONE line in err
  * naming the file and the byte offset. trace_run_read() loads RUN_DIR/trace/rank<k>.trace for
- * every rank of the run and pairs every send with its receive.
- * The byte layout is documented in src/trace/FORMAT.md.
+ * every rank of the run, pairs every send with its receive and every collective with its
+ * other members' part; trace_run_check_causality() then says whether the run's picture is
+ * physically possible. The byte layout is documented in src/trace/FORMAT.md.
  *
  * Not here: MPI (the trainer passes rank, layout and clock offset in), drawing (viz/).
  */
@@ -163,13 +164,39 @@ typedef struct {
                            * send or receive (the same id on both sides), else -1 */
     int nflows;           /* number of matched send/receive pairs */
     int unmatched;        /* sends or receives that found no partner */
+    int **coll;           /* coll[k][i]: id of the collective call rank k's event i belongs to
+                           * (the same id on every member), else -1 */
+    int ncolls;           /* number of matched collective calls */
+    double *coll_entered; /* coll_entered[id]: rank-0 time at which the last member entered */
+    int *coll_last;       /* coll_last[id]: that member's rank */
+    int coll_unmatched;   /* collective events that could not be matched (members disagree
+                           * on the count, or the group has the wrong number of members) */
 } trace_run;
 
 /* Loads RUN_DIR/trace/rank<k>.trace for k = 0 .. world_size-1 (RUN_DIR may also be the trace
- * directory itself). Every file must agree on the layout, and each file's rank must match its
- * name. Sends are paired with receives by (sender, receiver, tag), in order of t_start.
- * NULL and one line in err on any problem (missing directory, missing rank file, bad file). */
+ * directory itself). Every file must agree on the layout and run id, and each file's rank
+ * must match its name. NULL and one line in err on any problem (missing directory, missing
+ * rank file, bad file). Then it matches messages across ranks:
+ *   - sends with receives by (sender, receiver, tag), in order of t_start;
+ *   - collectives by group instance (group name + group_first): the k-th collective of the
+ *     instance on each member (in order of t_start) is one call. Every member must have
+ *     the same count, and the instance as many members as its group has for the header's
+ *     layout ("tp" tp, "pp" pp, "dp" dp, "mp" tp·pp, "embedding" 1 or 2, "world" all);
+ *     otherwise its events stay unmatched (coll_unmatched). A matched collective's t_ready
+ *     is set to when its last member entered (clock offsets applied, clamped into
+ *     [t_start, t_end]): start -> ready is waiting for the others, ready -> end the transfer.
+ */
 trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen);
 void trace_run_free(trace_run *r);
+
+/* ---- is the run's picture physically possible? ----------------------------------------- */
+
+/* Times on rank 0's clock (clock_offset applied), with the two ranks' clock uncertainties
+ * plus TRACE_CAUSALITY_EPSILON of slack, every matched receive must end no earlier than its
+ * send began, and every matched collective must end, on every member, no earlier than its
+ * last member entered it. True when all do; otherwise false and one line in err naming the
+ * earliest violation (ranks, event, times) and counting all of them. */
+#define TRACE_CAUSALITY_EPSILON 1e-6 /* seconds: two clock reads on one host, in either order */
+bool trace_run_check_causality(const trace_run *r, char *err, size_t errlen);
 
 #endif /* TRIDENT_TRACE_TRACE_H */

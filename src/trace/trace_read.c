@@ -8,6 +8,10 @@
  * Order of checks: structure (magic, version, lengths) -> checksum -> meaning (kinds,
  * string ids, layout). A flipped byte is therefore reported either where it breaks the
  * structure or as a checksum mismatch.
+ *
+ * A run: every rank's file, then the matching of messages across ranks (sends with
+ * receives, collectives with their other members' part). Not here: the causality check
+ * (causality.c), which only reads what the matching left.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -381,6 +385,103 @@ static void match_p2p(trace_run *r) {
     free(v);
 }
 
+/* One collective event, for matching: (group name, group_first, rank) then t_start order. */
+typedef struct {
+    const char *group;
+    int first, rank;
+    double t;
+    size_t idx;
+} coll_entry;
+
+static int coll_entry_cmp(const void *a, const void *b) {
+    const coll_entry *x = a, *y = b;
+    int c = strcmp(x->group, y->group);
+    if (c) return c;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* How many members a group of this name has in the layout of h; -1 for names not known. */
+static int group_size_of(const char *name, const trace_header *h) {
+    if (strcmp(name, "tp") == 0) return h->tp;
+    if (strcmp(name, "pp") == 0) return h->pp;
+    if (strcmp(name, "dp") == 0) return h->dp;
+    if (strcmp(name, "mp") == 0) return h->tp * h->pp;
+    if (strcmp(name, "embedding") == 0) return h->pp == 1 ? 1 : 2;
+    if (strcmp(name, "world") == 0) return h->world_size;
+    return -1;
+}
+
+/* The k-th collective of a group instance on each member is one call (MPI runs the
+ * collectives of a communicator in the same order on every member). Entries of one
+ * instance are contiguous after sorting, rank by rank:
+ *
+ *   e:  [ rank 2: c0 c1 c2 | rank 3: c0 c1 c2 ]     members 2, count 3
+ *   call k = { rank 2's c_k, rank 3's c_k }, entered at max(t_start + clock_offset)
+ */
+static void match_collectives(trace_run *r) {
+    size_t n = 0;
+    for (int k = 0; k < r->nranks; k++)
+        for (size_t i = 0; i < r->ranks[k]->n; i++) n += r->ranks[k]->ev[i].kind == TRACE_COLLECTIVE;
+    coll_entry *e = mallocCheck((n + 1) * sizeof *e);
+    n = 0;
+    for (int k = 0; k < r->nranks; k++) {
+        trace_file *f = r->ranks[k];
+        r->coll[k] = mallocCheck((f->n + 1) * sizeof(int));
+        for (size_t i = 0; i < f->n; i++) {
+            const trace_event *ev = &f->ev[i];
+            r->coll[k][i] = -1;
+            if (ev->kind == TRACE_COLLECTIVE && ev->group_first >= 0)
+                e[n++] = (coll_entry){trace_file_string(f, ev->group), ev->group_first, k, ev->t_start, i};
+        }
+    }
+    qsort(e, n, sizeof *e, coll_entry_cmp);
+    r->coll_entered = mallocCheck((n + 1) * sizeof(double));
+    r->coll_last = mallocCheck((n + 1) * sizeof(int));
+    const trace_header *h0 = trace_file_header(r->ranks[0]);
+    for (size_t a = 0; a < n;) {
+        size_t b = a; /* e[a, b): one instance */
+        while (b < n && strcmp(e[b].group, e[a].group) == 0 && e[b].first == e[a].first) b++;
+        int members = 0;
+        size_t count = 0;
+        bool agree = true;
+        for (size_t m = a; m < b;) { /* e[m, m2): one member's calls */
+            size_t m2 = m;
+            while (m2 < b && e[m2].rank == e[m].rank) m2++;
+            if (members++ == 0) count = m2 - m;
+            else if (m2 - m != count) agree = false;
+            m = m2;
+        }
+        int want = group_size_of(e[a].group, h0);
+        if (!agree || (want >= 0 && members != want)) {
+            r->coll_unmatched += (int)(b - a);
+            a = b;
+            continue;
+        }
+        for (size_t k = 0; k < count; k++) {
+            int id = r->ncolls++;
+            r->coll_entered[id] = -INFINITY;
+            r->coll_last[id] = -1;
+            for (int m = 0; m < members; m++) {
+                const coll_entry *x = &e[a + (size_t)m * count + k];
+                double entered = x->t + trace_file_header(r->ranks[x->rank])->clock_offset;
+                if (entered > r->coll_entered[id]) r->coll_entered[id] = entered, r->coll_last[id] = x->rank;
+                r->coll[x->rank][x->idx] = id;
+            }
+            for (int m = 0; m < members; m++) { /* the last entry, on each member's own clock */
+                const coll_entry *x = &e[a + (size_t)m * count + k];
+                trace_event *ev = &r->ranks[x->rank]->ev[x->idx];
+                double ready = r->coll_entered[id] - trace_file_header(r->ranks[x->rank])->clock_offset;
+                ev->t_ready = ready < ev->t_start ? ev->t_start : ready > ev->t_end ? ev->t_end : ready;
+            }
+        }
+        a = b;
+    }
+    free(e);
+}
+
 trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
     if (err && errlen) err[0] = 0;
     if (!is_dir(run_dir)) {
@@ -406,6 +507,7 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
     r->nranks = h0.world_size;
     r->ranks = callocCheck((size_t)r->nranks, sizeof *r->ranks);
     r->flow = callocCheck((size_t)r->nranks, sizeof *r->flow);
+    r->coll = callocCheck((size_t)r->nranks, sizeof *r->coll);
     r->ranks[0] = first;
     for (int k = 1; k < r->nranks; k++) {
         snprintf(path, sizeof path, "%s/rank%d.trace", tdir, k);
@@ -434,6 +536,7 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
         }
     }
     match_p2p(r);
+    match_collectives(r);
     return r;
 }
 
@@ -442,8 +545,12 @@ void trace_run_free(trace_run *r) {
     for (int k = 0; k < r->nranks; k++) {
         if (r->ranks) trace_file_free(r->ranks[k]);
         if (r->flow) free(r->flow[k]);
+        if (r->coll) free(r->coll[k]);
     }
     free(r->ranks);
     free(r->flow);
+    free(r->coll);
+    free(r->coll_entered);
+    free(r->coll_last);
     free(r);
 }

@@ -16,6 +16,8 @@
 #include "src/device/device.h"
 #include "src/pp/executor.h"
 #include "src/pp/schedule.h"
+#include "src/runtime/clock_sync.h"
+#include "src/runtime/comm_label.h"
 #include "src/runtime/dist.h"
 #include "src/trace/trace.h"
 #include "src/zero/distributed_optimizer.h"
@@ -168,9 +170,13 @@ step_result trainer_step(trainer *t, int it) {
     /* A loss that is not finite: the lowest rank whose own share was not (max of -rank). */
     int32_t bad = isfinite(loss) ? INT32_MIN : -dist_rank();
     if (t->ps && comm_size(t->ps->world) > 1) {
+        comm_label_set("loss", -1);
         comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
+        comm_label_set("peak mem", -1);
         comm_all_reduce(t->ps->world, &peak, 1, COMM_INT64, COMM_MAX);
+        comm_label_set("loss", -1);
         if (!isfinite(loss)) comm_all_reduce(t->ps->world, &bad, 1, COMM_INT32, COMM_MAX); /* all see it */
+        comm_label_clear();
     }
     r.loss_rank = bad == INT32_MIN ? -1 : -bad;
     r.peak_activation_bytes = (size_t)peak;
@@ -196,7 +202,11 @@ float trainer_evaluate(trainer *t, int batches, int step) {
     float loss = 0.0f;
     if (t->is_last_stage && t->tp_rank == 0)
         loss = (float)(sum / ((double)batches * c->num_microbatches * c->dp));
-    if (t->ps && comm_size(t->ps->world) > 1) comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
+    if (t->ps && comm_size(t->ps->world) > 1) {
+        comm_label_set("eval loss", -1);
+        comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
+        comm_label_clear();
+    }
     return loss;
 }
 
@@ -320,7 +330,27 @@ static void trace_comm_hook(const comm_event *e, void *ctx) {
     trace_recorder *tr = ctx;
     trace_kind kind = TRACE_COLLECTIVE;
     if (e->peer >= 0) kind = strncmp(e->op, "recv", 4) == 0 ? TRACE_RECV : TRACE_SEND;
-    trace_comm(tr, kind, e->op, e->group, e->peer, e->bytes, e->tag, e->t_start, e->t_ready, e->t_end);
+    trace_comm_info ci = {.kind = kind, .op = e->op, .group = e->group, .label = e->label,
+                          .peer = e->peer, .tag = e->tag, .layer = e->layer,
+                          .group_first = kind == TRACE_COLLECTIVE ? e->group_first : -1,
+                          .bytes = e->bytes, .t_start = e->t_start, .t_ready = e->t_ready,
+                          .t_end = e->t_end, .cpu = -1};
+    trace_comm_full(tr, &ci);
+}
+
+/* One id for every rank's trace of this run (trace_run_read never stitches files of two
+ * runs): rank 0's wall clock, process id and a counter in hex, broadcast to the others. */
+static void make_run_id(char id[32], comm_group *world) {
+    static unsigned counter = 0;
+    memset(id, 0, 32);
+    if (dist_rank() == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(id, 32, "%llx-%lx-%x-%x", (unsigned long long)ts.tv_sec, (unsigned long)ts.tv_nsec / 1000,
+                 (unsigned)getpid(), counter);
+    }
+    counter++;
+    if (world && comm_size(world) > 1) comm_broadcast(world, id, 32, COMM_BYTE, 0);
 }
 
 /* NCCL when every rank on a node has a GPU of its own (and the build has NCCL); otherwise MPI,
@@ -359,15 +389,10 @@ int trainer_run(train_config *c) {
 
     char *cfg_json = train_config_json(c);
     if (!c->no_trace) {
-        /* Align clocks to rank 0: after a barrier, rank 0's clock reading is broadcast. */
-        double offset = 0.0;
-        if (world > 1) {
-            comm_barrier(ps->world);
-            double mine = time_now(), r0 = mine;
-            comm_broadcast(ps->world, &r0, sizeof r0, COMM_BYTE, 0);
-            offset = r0 - mine;
-        }
+        /* Every rank's times on rank 0's clock (exact on rank 0's host; clock_sync.h). */
+        clock_sync_result cs = clock_sync(CLOCK_SYNC_EXCHANGES);
         trace_header h = {0};
+        make_run_id(h.run_id, ps->world);
         h.rank = rank;
         h.world_size = world;
         h.tp = c->tensor_model_parallel_size;
@@ -379,7 +404,8 @@ int trainer_run(train_config *c) {
         h.dp_rank = ps->dp_rank;
         h.num_microbatches = c->num_microbatches;
         snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
-        h.clock_offset = offset;
+        h.clock_offset = cs.offset;
+        h.clock_uncertainty = cs.uncertainty;
         h.config_json = cfg_json;
         /* Events per step: for each (micro-batch, chunk) a forward and a backward, their p2p,
          * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the

@@ -7,6 +7,7 @@
 #include "src/core/check.h"
 #include "src/device/device.h"
 #include "src/runtime/comm.h"
+#include "src/runtime/comm_label.h"
 
 struct dist_optimizer {
     local_model *model;
@@ -127,7 +128,9 @@ static void sync_tied_embedding(dist_optimizer *o) {
     if (gsize(o->g.embedding) <= 1) return;
     const gpt_param *p = m->wte_embedding ? m->wte_embedding : m->wte_head;
     if (!p) return;
+    comm_label_set("tied embed", -1);
     comm_all_reduce(o->g.embedding, m->grads + p->offset, p->numel, COMM_FLOAT32, COMM_SUM);
+    comm_label_clear();
 }
 
 distopt_stats distopt_step(dist_optimizer *o, int it) {
@@ -141,7 +144,11 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
         /* Any inf/NaN on any rank skips the step everywhere. */
         float bad = (o->inject_overflow || dev_has_inf_or_nan(m->grads, m->numel)) ? 1.0f : 0.0f;
         o->inject_overflow = false;
-        if (gsize(o->g.world) > 1) comm_all_reduce(o->g.world, &bad, 1, COMM_FLOAT32, COMM_MAX);
+        if (gsize(o->g.world) > 1) {
+            comm_label_set("overflow", -1);
+            comm_all_reduce(o->g.world, &bad, 1, COMM_FLOAT32, COMM_MAX);
+            comm_label_clear();
+        }
         bool apply = prec_scaler_update(&o->scaler, bad > 0.0f);
         if (!apply) {
             st.skipped = true;
@@ -159,11 +166,13 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
     if (!o->g.zero) {
         /* Step 2: all-reduce the whole gradient buffer, bucket by bucket. */
         if (o->dp_size > 1) {
+            comm_label_set("grads", -1);
             for (int b = 0; b < r->n_buckets; b++) {
                 const zero_bucket *bk = &r->buckets[b];
                 comm_all_reduce(o->g.dp, m->grads + bk->world_start, bk->world_end - bk->world_start,
                                 COMM_FLOAT32, COMM_SUM);
             }
+            comm_label_clear();
         }
         if (inv_dp != 1.0f) dev_scale(m->grads, inv_dp, m->numel);
         /* Step 3: norm over the tensors this rank counts. */
@@ -172,7 +181,9 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
     } else {
         /* Step 2: reduce-scatter the padded buffer: rank d receives shard d, summed. */
         device_copy(o->gbuf, m->grads, m->numel * sizeof(float));
+        comm_label_set("grads", -1);
         comm_reduce_scatter(o->g.dp, o->gbuf, o->gshard, r->shard_numel, COMM_FLOAT32, COMM_SUM);
+        comm_label_clear();
         dev_scale(o->gshard, inv_dp, r->shard_numel);
         const zero_shard *sh = &r->shards[o->dp_rank];
         for (int k = 0; k < sh->n_pieces; k++) {
@@ -181,7 +192,9 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
                 ss += dev_sumsq(o->gshard + pc->local_start, pc->local_end - pc->local_start);
         }
     }
+    comm_label_set("grad norm", -1);
     ss = sum_over_group(o->g.norm, ss);
+    comm_label_clear();
     st.grad_norm = sqrt(ss);
     float clip = adamw_clip_factor(&o->cfg, st.grad_norm);
     st.lr = adamw_lr_at(&o->cfg, it);
@@ -217,7 +230,9 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
         }
         /* Every rank gets every shard's updated parameters. */
         device_copy(o->sendbuf, mine, r->shard_numel * sizeof(float));
+        comm_label_set("params", -1);
         comm_all_gather(o->g.dp, o->sendbuf, o->pbuf, r->shard_numel, COMM_FLOAT32);
+        comm_label_clear();
         device_copy(m->params, o->pbuf, m->numel * sizeof(float));
     }
     st.loss_scale = distopt_loss_scale(o);

@@ -59,6 +59,8 @@ static void quick_run_prints_every_suites_rows(void **state) {
     int rc = bench(args);
     if (rc != 0) printf("%s\n", g_out);
     assert_int_equal(rc, 0);
+    snprintf(args, sizeof args, "%s/run", dir); /* the traced runs it measured are causal */
+    assert_true(assert_run_traces_causal_under(args) > 0);
     assert_non_null(strstr(g_out, "| suite | ratio measured side by side | value | target | verdict |"));
     /* serial: the FLOP/s ratio + attention; pipeline: 3 schedules × 4 (p, m) + 4 interleaved
      * ratios; memory: 2 × 4 + ZeRO; comm: 2 timings + TP + 2 PP; scaling: 3; trace: 1. */

@@ -1,6 +1,7 @@
 /* demo_test.c — README command (1), the demo, as CI runs it: 8 ranks on 2 cores
  * (oversubscribed), TP2 × PP2 × DP2, interleaved 1F1B, ZeRO. It must train (the loss clearly
- * falls) and leave the timeline (PNG + Chrome JSON), the groups and the ZeRO pictures. */
+ * falls) and leave the timeline (PNG + Chrome JSON), the groups and the ZeRO pictures, and
+ * its trace must be causal (no receive before its send, no collective before its last member). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ static void the_demo_trains_and_draws_its_pictures(void **state) {
     expect_picture(run, "groups.png", 5000);
     expect_picture(run, "zero.png", 5000);
     assert_non_null(strstr(g_out, "bubble (last step): measured"));
+    assert_run_trace_causal(run); /* the timeline it drew is physically possible */
 }
 
 int main(void) {

@@ -1,13 +1,17 @@
 /* testing.c — see testing.h. */
 #include "tests/support/testing.h"
 
+#include <dirent.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "src/trace/trace.h"
 
 void expect_close(const float *got, const float *want, size_t n, double atol, double rtol,
                   const char *what) {
@@ -169,3 +173,38 @@ int run_in_child(void (*fn)(const void *), const void *arg, char *out, size_t ca
     waitpid(pid, &st, 0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+void assert_run_trace_causal(const char *run_dir) {
+    char err[4096];
+    trace_run *r = trace_run_read(run_dir, err, sizeof err);
+    if (!r) fail_msg("%s", err);
+    bool causal = trace_run_check_causality(r, err, sizeof err);
+    int p2p = r->unmatched, coll = r->coll_unmatched;
+    trace_run_free(r);
+    if (!causal) fail_msg("%s", err);
+    if (p2p || coll)
+        fail_msg("trace of '%s': %d sends/receives and %d collectives found no partner", run_dir, p2p, coll);
+}
+
+static int causal_under(const char *root, int depth) {
+    char path[4400];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/trace/rank0.trace", root);
+    if (stat(path, &st) == 0) {
+        assert_run_trace_causal(root);
+        return 1;
+    }
+    DIR *d = depth < 4 ? opendir(root) : NULL;
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", root, de->d_name);
+        if (strlen(path) < 4000 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) n += causal_under(path, depth + 1);
+    }
+    closedir(d);
+    return n;
+}
+
+int assert_run_traces_causal_under(const char *root) { return causal_under(root, 0); }

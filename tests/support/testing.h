@@ -8,6 +8,8 @@
  *   prints cmocka's progress; failures print on every rank, and a failure aborts the
  *   whole job (CMOCKA_TEST_ABORT) so no rank waits forever in a collective.
  * - test_trident_path(): the built `trident` binary, for tests that run the CLI.
+ * - assert_run_trace_causal(): the trace of every traced multi-rank run a test makes must
+ *   be physically possible (no receive before its send, no collective before its last member).
  */
 #ifndef TRIDENT_TESTS_TESTING_H
 #define TRIDENT_TESTS_TESTING_H
@@ -45,6 +47,15 @@ int run_in_child(void (*fn)(const void *), const void *arg, char *out, size_t ca
 
 /* The "loss" of every line of RUN_DIR/metrics.jsonl, in order; returns how many (0 if no file). */
 int read_metric_losses(const char *run_dir, double *loss, int cap);
+
+/* The trace of a traced run (RUN_DIR/trace/rank<k>.trace) must be physically possible: every
+ * receive ends after its send began and every collective after its last member entered
+ * (trace_run_check_causality, clock uncertainties as slack), and every send, receive and
+ * collective found its partners. Fails the cmocka test with the checker's message. */
+void assert_run_trace_causal(const char *run_dir);
+/* The same for every run directory (a directory with trace/rank0.trace) under root, up to
+ * a few levels deep; returns how many were checked. For tests that run scripts. */
+int assert_run_traces_causal_under(const char *root);
 
 /* A fresh empty directory under $TEST_TMPDIR (or /tmp); returns a static buffer. */
 const char *test_tmpdir(const char *name);

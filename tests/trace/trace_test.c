@@ -1,6 +1,7 @@
 /* trace_test.c — the recorder, the file format and the reader: events in order, handles,
  * dropped counting, a byte-exact round trip of every field, one clear error for every
- * truncated or corrupted file, and loading a run directory with send/receive pairing. */
+ * truncated or corrupted file, loading a run directory with send/receive pairing and
+ * collective matching (t_ready = the last member's entry), and the causality check. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,6 +387,145 @@ static void pairs_follow_sender_receiver_and_tag_in_order(void **state) {
     trace_run_free(run);
 }
 
+/* ---- collectives matched across ranks, and the causality check ---------------------------- */
+
+/* A collective with its group instance, as the trainer's hook records it. */
+static void coll(trace_recorder *t, const char *group, int first, const char *label, int layer,
+                 double t0, double t1) {
+    trace_comm_info ci = {.kind = TRACE_COLLECTIVE, .op = "all_reduce", .group = group, .label = label,
+                          .peer = -1, .tag = -1, .layer = layer, .group_first = first, .bytes = 64,
+                          .t_start = t0, .t_ready = t0, .t_end = t1, .cpu = -1};
+    trace_comm_full(t, &ci);
+}
+
+/* Two ranks, tp 2: rank 1's clock reads 0.5 s behind rank 0's (offset +0.5). */
+static trace_header tp2_header(int rank, double uncertainty) {
+    trace_header h = header(rank, 2);
+    h.tp = 2, h.pp = 1, h.tp_rank = rank, h.pp_rank = 0;
+    h.clock_offset = rank ? 0.5 : 0.0;
+    h.clock_uncertainty = uncertainty;
+    return h;
+}
+
+static trace_run *write_and_read(const char *dir, trace_recorder *a, trace_recorder *b) {
+    char path[4200], err[1024];
+    snprintf(path, sizeof path, "%s/trace/rank0.trace", dir);
+    trace_write(a, path);
+    snprintf(path, sizeof path, "%s/trace/rank1.trace", dir);
+    trace_write(b, path);
+    trace_destroy(a);
+    trace_destroy(b);
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    return run;
+}
+
+static void collectives_are_matched_and_ready_when_the_last_member_entered(void **state) {
+    (void)state;
+    trace_header h0 = tp2_header(0, 0.0), h1 = tp2_header(1, 0.0);
+    trace_recorder *a = trace_create(&h0, 16), *b = trace_create(&h1, 16);
+    /* call 0: rank 0 enters at 1.0, rank 1 at 0.8 local = 1.3 rank-0 time (the last) */
+    coll(a, "tp", 0, "g fwd attn", 3, 1.0, 2.0);
+    coll(b, "tp", 0, "g fwd attn", 3, 0.8, 1.6);
+    /* call 1: rank 0 enters last, at 3.0; rank 1 at 2.0 local = 2.5 */
+    coll(a, "tp", 0, "g fwd mlp", 3, 3.0, 3.5);
+    coll(b, "tp", 0, "g fwd mlp", 3, 2.0, 3.0);
+    /* a world call, reported in the other order on rank 1 (matching goes by t_start) */
+    coll(a, "world", 0, "loss", -1, 4.0, 4.2);
+    coll(b, "world", 0, "loss", -1, 3.6, 3.7);
+    /* dp is a group of 1 in this layout: two members is impossible -> unmatched */
+    coll(a, "dp", 0, "grads", -1, 5.0, 5.1);
+    coll(b, "dp", 0, "grads", -1, 4.5, 4.6);
+    /* members that disagree on the count -> unmatched; no group instance -> not matched */
+    coll(a, "xx", 0, NULL, -1, 6.0, 6.1);
+    coll(a, "xx", 0, NULL, -1, 6.2, 6.3);
+    coll(b, "xx", 0, NULL, -1, 5.6, 5.7);
+    trace_comm(b, TRACE_COLLECTIVE, "all_reduce", "tp", -1, 8, -1, 7.0, 7.0, 7.1);
+    trace_run *run = write_and_read(test_tmpdir("coll"), a, b);
+
+    assert_int_equal(run->ncolls, 3);
+    assert_int_equal(run->coll_unmatched, 5);
+    assert_int_equal(run->coll[0][0], run->coll[1][0]);
+    assert_int_equal(run->coll[0][1], run->coll[1][1]);
+    assert_int_equal(run->coll[0][2], run->coll[1][2]);
+    assert_true(run->coll[0][0] != run->coll[0][1]);
+    for (int i = 3; i < 6; i++) assert_int_equal(run->coll[0][i], -1);
+    for (int i = 3; i < 6; i++) assert_int_equal(run->coll[1][i], -1);
+    int c0 = run->coll[0][0], c1 = run->coll[0][1];
+    assert_int_equal(run->coll_last[c0], 1);
+    assert_true(fabs(run->coll_entered[c0] - 1.3) < 1e-12);
+    assert_int_equal(run->coll_last[c1], 0);
+    assert_true(fabs(run->coll_entered[c1] - 3.0) < 1e-12);
+    /* t_ready: the last entry on each member's own clock; the last member's is its start */
+    assert_true(fabs(trace_file_event(run->ranks[0], 0)->t_ready - 1.3) < 1e-12);
+    assert_true(fabs(trace_file_event(run->ranks[1], 0)->t_ready - 0.8) < 1e-12);
+    assert_true(fabs(trace_file_event(run->ranks[0], 1)->t_ready - 3.0) < 1e-12);
+    assert_true(fabs(trace_file_event(run->ranks[1], 1)->t_ready - 2.5) < 1e-12);
+    /* unmatched collectives keep t_ready = t_start */
+    assert_true(trace_file_event(run->ranks[0], 3)->t_ready == 5.0);
+    char err[1024];
+    assert_true(trace_run_check_causality(run, err, sizeof err));
+    assert_string_equal(err, "");
+    trace_run_free(run);
+}
+
+static void causality_check_finds_receives_before_sends_and_early_collectives(void **state) {
+    (void)state;
+    char err[2048];
+    /* A correct run: the recv ends (0.7 local = 1.2) after the send began (1.0). */
+    trace_header h0 = tp2_header(0, 0.0), h1 = tp2_header(1, 0.0);
+    trace_recorder *a = trace_create(&h0, 16), *b = trace_create(&h1, 16);
+    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 5, 1.0, 1.0, 1.1);
+    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 5, 0.4, 0.6, 0.7);
+    coll(a, "tp", 0, "loss max", -1, 2.0, 2.5);
+    coll(b, "tp", 0, "loss max", -1, 1.6, 2.0); /* enters at 2.1, ends at 2.5 */
+    trace_run *run = write_and_read(test_tmpdir("causal_ok"), a, b);
+    assert_true(trace_run_check_causality(run, err, sizeof err));
+    trace_run_free(run);
+
+    /* A recv that ends (0.45 local = 0.95) before its send began (1.0), and a collective on
+     * rank 0 that ends (2.05) before rank 1 entered it (1.6 local = 2.1). */
+    a = trace_create(&h0, 16), b = trace_create(&h1, 16);
+    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 5, 1.0, 1.0, 1.1);
+    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 5, 0.4, 0.42, 0.45);
+    coll(a, "tp", 0, "loss max", -1, 2.0, 2.05);
+    coll(b, "tp", 0, "loss max", -1, 1.6, 2.0);
+    run = write_and_read(test_tmpdir("causal_bad"), a, b);
+    assert_false(trace_run_check_causality(run, err, sizeof err));
+    assert_non_null(strstr(err, "is not causal: 2 violations (1 receive ending before the send began, "
+                                "1 collective ending before the last member entered)"));
+    /* the earliest is the receive, at 0.95 s */
+    assert_non_null(strstr(err, "earliest: rank 1's recv from rank 0 (tag 5, group pp"));
+    assert_non_null(strstr(err, "ends at 0.950000 s but the send began at 1.000000 s, 50000.0 us later"));
+    /* the collective's t_ready is clamped to its end: the wait covers the whole call */
+    assert_true(trace_file_event(run->ranks[0], 1)->t_ready == 2.05);
+    trace_run_free(run);
+
+    /* The same times with clock uncertainties of 30 ms on each rank: 60 ms of slack covers
+     * both (50 ms and 50 ms early), so nothing can be said against them. */
+    h0 = tp2_header(0, 0.03), h1 = tp2_header(1, 0.03);
+    a = trace_create(&h0, 16), b = trace_create(&h1, 16);
+    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 5, 1.0, 1.0, 1.1);
+    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 5, 0.4, 0.42, 0.45);
+    coll(a, "tp", 0, "loss max", -1, 2.0, 2.05);
+    coll(b, "tp", 0, "loss max", -1, 1.6, 2.0);
+    run = write_and_read(test_tmpdir("causal_slack"), a, b);
+    assert_true(trace_run_check_causality(run, err, sizeof err));
+    trace_run_free(run);
+
+    /* Only the collective is early: named with its group instance, label and the ranks. */
+    h0 = tp2_header(0, 0.0), h1 = tp2_header(1, 0.0);
+    a = trace_create(&h0, 16), b = trace_create(&h1, 16);
+    coll(a, "tp", 0, "g fwd mlp", 7, 2.0, 2.05);
+    coll(b, "tp", 0, "g fwd mlp", 7, 1.6, 2.0);
+    run = write_and_read(test_tmpdir("causal_coll"), a, b);
+    assert_false(trace_run_check_causality(run, err, sizeof err));
+    assert_non_null(strstr(err, "1 violation (0 receives ending before the send began, 1 collective"));
+    assert_non_null(strstr(err, "rank 0's all_reduce on group tp of rank 0 (label 'g fwd mlp', layer 7"));
+    assert_non_null(strstr(err, "but rank 1 entered it only at 2.100000 s"));
+    trace_run_free(run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(events_are_kept_in_order_with_handles),
@@ -398,6 +538,8 @@ int main(void) {
         cmocka_unit_test(missing_file_is_one_clear_error),
         cmocka_unit_test(run_directory_loads_all_ranks_and_pairs_sends_with_receives),
         cmocka_unit_test(pairs_follow_sender_receiver_and_tag_in_order),
+        cmocka_unit_test(collectives_are_matched_and_ready_when_the_last_member_entered),
+        cmocka_unit_test(causality_check_finds_receives_before_sends_and_early_collectives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
  *     matches anything, a line that is only `...` is skipped);
  *   - every picture a page shows (`![...](images/NAME.png)`) is written again by that page's
  *     own commands: after they ran, the scratch images/NAME.png is a non-empty PNG;
+ *   - the trace of every traced run written so far (runs/NAME/trace) is causal
+ *     (assert_run_trace_causal: no receive before its send, no collective before its last member);
  * and, for the series as a whole:
  *   - tutorials/README.md links every page, and the pages are numbered 01, 02, ... without gaps;
  *   - every committed picture is a PNG under 300 KB that some page shows (no strays);
@@ -418,6 +420,8 @@ static void page_runs_as_written(void **state) {
         failures++;
     }
     if (failures) fail_msg("%s: %d problem(s), listed above", p->file, failures);
+    snprintf(path, sizeof path, "%s/runs", g_work_dir); /* every traced run so far is causal */
+    assert_run_traces_causal_under(path);
 }
 
 static void readme_indexes_every_page_in_order(void **state) {
