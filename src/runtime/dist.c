@@ -67,11 +67,21 @@ static void abort_job(int code) {
 
 #define SINGLE_COPY_VAR "OMPI_MCA_btl_vader_single_copy_mechanism"
 
-/* Time between two polls of the progress thread. Each poll is one MPI_Iprobe (about 1 us);
- * Open MPI moves up to a few 32 KiB fragments per poll, so 50 us keeps a 16 MiB message
- * moving at several hundred MB/s while the thread takes a few percent of a core from
- * compute (measured in the commit that chose it). */
-enum { PROGRESS_POLL_NS = 50000 };
+/* How often the progress thread polls. One poll (MPI_Iprobe) costs ~0.1 us of CPU, but each
+ * nap costs the thread 20-50 us (measured on these VMs: waking a thread is not cheap). Each
+ * poll lets Open MPI push the next fragments of a pending send (32 KiB each, at most
+ * pml_ob1_send_pipeline_depth = 3 in flight; ~50 KiB per poll measured). So the thread polls
+ * every 50 us right after a send is posted — a pipeline's activations (a few hundred KiB) go
+ * out within a few polls — and doubles its nap every 128 polls up to 1 ms: comm.c learns
+ * that a send completed only at its next send, so the count stays up while the rank
+ * computes, and idle polls every 50 us took 13-21% of a core from that compute (every 20 us:
+ * 21%, every 100 us: 13%); backed off to 1 ms, ~2%. 20 us moved 16 MiB no faster than 50 us
+ * on 2 loaded cores. */
+enum {
+    PROGRESS_POLL_NS = 50000,      /* 50 us right after a send is posted */
+    PROGRESS_POLL_MAX_NS = 1000000, /* 1 ms at most */
+    PROGRESS_BACKOFF_POLLS = 128,  /* polls between two doublings of the nap */
+};
 
 /* Whether one rank can read another's memory with process_vm_readv (Linux CMA). Two ranks
  * of a job are siblings (children of mpirun), not each other's ancestors, so the probe has
@@ -143,19 +153,21 @@ static bool cma_probe(char *why, size_t cap) {
 /* The progress thread. It sleeps on a condition variable while this rank has no send in
  * flight; while it has, it calls MPI_Iprobe on a communicator of its own that nobody sends
  * on (so it never matches or steals a message) — which runs Open MPI's progress engine and
- * pushes the pending sends' fragments — and naps PROGRESS_POLL_NS between calls. It never
+ * pushes the pending sends' fragments — and naps 50 us to 1 ms between calls (see above). It never
  * touches a request of the main thread (comm.c tests and frees those). */
 static struct {
     bool running;
     pthread_t thread;
     MPI_Comm comm; /* private duplicate of MPI_COMM_WORLD; nothing is ever sent on it */
-    _Atomic long sends; /* sends in flight, from comm.c */
+    _Atomic long sends;  /* sends in flight, from comm.c */
+    _Atomic long posted; /* sends ever posted: a new one resets the thread's nap */
     _Atomic bool stop;
     pthread_mutex_t mu;
     pthread_cond_t wake; /* signalled when sends goes 0 -> 1, and to stop */
-} g_prog = {false, 0, MPI_COMM_NULL, 0, false, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+} g_prog = {false, 0, MPI_COMM_NULL, 0, 0, false, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 void dist_progress_add_sends(int delta) {
+    if (delta > 0) atomic_fetch_add_explicit(&g_prog.posted, delta, memory_order_relaxed);
     long before = atomic_fetch_add_explicit(&g_prog.sends, delta, memory_order_relaxed);
     if (before == 0 && delta > 0 && g_prog.running) {
         pthread_mutex_lock(&g_prog.mu);
@@ -172,7 +184,7 @@ static void *progress_main(void *arg) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    const struct timespec nap = {0, PROGRESS_POLL_NS};
+    long nap_ns = PROGRESS_POLL_NS, polls = 0, seen = -1;
     while (!atomic_load(&g_prog.stop)) {
         if (atomic_load_explicit(&g_prog.sends, memory_order_relaxed) <= 0) {
             pthread_mutex_lock(&g_prog.mu);
@@ -181,8 +193,17 @@ static void *progress_main(void *arg) {
             pthread_mutex_unlock(&g_prog.mu);
             continue;
         }
+        long posted = atomic_load_explicit(&g_prog.posted, memory_order_relaxed);
+        if (posted != seen) { /* a new send: poll fast again */
+            seen = posted;
+            nap_ns = PROGRESS_POLL_NS;
+            polls = 0;
+        } else if (++polls % PROGRESS_BACKOFF_POLLS == 0 && nap_ns < PROGRESS_POLL_MAX_NS) {
+            nap_ns = 2 * nap_ns < PROGRESS_POLL_MAX_NS ? 2 * nap_ns : PROGRESS_POLL_MAX_NS;
+        }
         int flag = 0;
         MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_prog.comm, &flag, MPI_STATUS_IGNORE);
+        struct timespec nap = {0, nap_ns};
         nanosleep(&nap, NULL);
     }
     return NULL;
