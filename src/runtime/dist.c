@@ -295,16 +295,11 @@ void dist_init(int *argc, char ***argv) {
     int already = 0;
     MPI_Initialized(&already);
     bool progress = false;
+    int provided = MPI_THREAD_MULTIPLE;
     if (!already) {
         progress = transport_choose();
-        int provided = MPI_THREAD_SINGLE;
         if (progress) MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
         else MPI_Init(argc, argv);
-        if (progress && provided < MPI_THREAD_MULTIPLE)
-            die("the p2p progress thread needs MPI_THREAD_MULTIPLE but this Open MPI provides "
-                "thread level %d; set %s=cma (if the kernel allows it) or use an MPI built with "
-                "thread support",
-                provided, SINGLE_COPY_VAR);
     } else {
         snprintf(g_dist.transport, sizeof g_dist.transport,
                  "p2p: as configured by whoever started MPI before dist_init (no progress thread)");
@@ -321,6 +316,11 @@ void dist_init(int *argc, char ***argv) {
         check_set_abort_hook(abort_job);
         check_set_rank(g_dist.rank);
     }
+    if (progress && provided < MPI_THREAD_MULTIPLE) /* every rank finds the same */
+        dist_fail_all("the p2p progress thread needs MPI_THREAD_MULTIPLE, but this MPI provides "
+                      "thread level %d (MULTIPLE is %d): set %s=cma where the kernel allows "
+                      "CMA, or use an MPI built with thread support",
+                      provided, MPI_THREAD_MULTIPLE, SINGLE_COPY_VAR);
     if (progress && g_dist.world > 1) progress_start();
 }
 
