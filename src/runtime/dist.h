@@ -20,8 +20,9 @@
  * OMPI_MCA_btl_vader_single_copy_mechanism to "cma" (the receiver copies from the sender's
  * memory itself) or "none". A value the user set is respected. Without single copy, MPI
  * starts with MPI_THREAD_MULTIPLE and each rank runs a progress thread that, only while
- * this rank has sends in flight (dist_progress_add_sends), polls MPI every 50 us so that
- * the bytes keep moving while the rank computes; dist_finalize() stops it.
+ * this rank has sends in flight (dist_progress_add_sends), polls MPI (every 50 us after a
+ * send, backing off to 1 ms) so that the bytes keep moving while the rank computes;
+ * dist_finalize() and dist_fail_all() stop it. It never touches comm.c's requests.
  * dist_transport_description() says in one line which of these a run uses.
  *   TRIDENT_TEST_REFUSE_CMA=1     (tests) the probe reports CMA refused
  *   TRIDENT_NO_PROGRESS_THREAD=1  (diagnostic) no progress thread: shows what it is for
