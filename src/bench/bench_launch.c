@@ -15,7 +15,6 @@ static void mpi_environment(void) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     setenv("OMPI_MCA_btl", "self,vader", 0);
-    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
     setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
     setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);

@@ -188,7 +188,8 @@ void comm_reset_counters(comm_group *g) {
  *   watchdog:     every 0.25 s: since = g_wait.since; if since && now - since > timeout:
  *                 "trident[rank 3]: timed out after 600 s in recv from rank 2 (group pp, ...)"
  *
- * The watchdog never calls MPI (MPI runs single-threaded here); it leaves with _exit(1).
+ * The watchdog never calls MPI; it leaves with _exit(1). (The one other thread that may call
+ * MPI is dist.c's progress thread, which never touches our requests.)
  */
 
 static double g_timeout = 0.0; /* seconds; 0 = wait forever */
@@ -735,6 +736,7 @@ static void reap_sends(comm_group *g, bool wait) {
         if (done) free(g->sends[i].copy);
         else g->sends[kept++] = g->sends[i];
     }
+    if (kept < g->nsends) dist_progress_add_sends(kept - g->nsends); /* the progress thread */
     g->nsends = kept;
 }
 
@@ -776,6 +778,7 @@ void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int 
         unsigned char *payload = (unsigned char *)s->copy + SEND_HEAD;
         if (bytes) memcpy(payload, buf, bytes);
         MPI_Isend(payload, mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi, &s->req);
+        dist_progress_add_sends(1); /* keeps it moving while we compute (dist.h) */
     }
     double t1 = time_now();
     comm_report_(g, "send", peer_group_rank, bytes, tag, t0, t0, t1);

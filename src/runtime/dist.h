@@ -13,6 +13,20 @@
  * the rank. Started plainly (`trident train`), it makes no MPI call at all: world 1, rank 0.
  * Before dist_init() the accessors already answer as for a plain start.
  *
+ * Transport (issue 15): a pipeline stage sends its activations and then computes; the next
+ * stage must get them while the sender computes, not when the sender next calls MPI.
+ * Before MPI_Init, dist_init() therefore probes whether one process may read another's
+ * memory here (Linux CMA, process_vm_readv) and sets
+ * OMPI_MCA_btl_vader_single_copy_mechanism to "cma" (the receiver copies from the sender's
+ * memory itself) or "none". A value the user set is respected. Without single copy, MPI
+ * starts with MPI_THREAD_MULTIPLE and each rank runs a progress thread that, only while
+ * this rank has sends in flight (dist_progress_add_sends), polls MPI (every 50 us after a
+ * send, backing off to 1 ms) so that the bytes keep moving while the rank computes;
+ * dist_finalize() and dist_fail_all() stop it. It never touches comm.c's requests.
+ * dist_transport_description() says in one line which of these a run uses.
+ *   TRIDENT_TEST_REFUSE_CMA=1     (tests) the probe reports CMA refused
+ *   TRIDENT_NO_PROGRESS_THREAD=1  (diagnostic) no progress thread: shows what it is for
+ *
  * Not here: process groups (parallel_state.h) and communication (comm.h).
  */
 #ifndef TRIDENT_RUNTIME_DIST_H
@@ -28,6 +42,16 @@ int dist_world_size(void); /* 1 without mpirun */
 int dist_local_rank(void); /* rank among the processes on this node */
 int dist_local_size(void); /* processes on this node (1 without mpirun) */
 bool dist_is_mpi(void);    /* MPI was started by dist_init() and not yet finalized */
+
+/* One line for the run header, e.g. "p2p: shared memory, single copy (CMA): a receiver
+ * copies from the sender's memory while it computes", or "p2p: shared memory, no single
+ * copy (CMA refused: <reason>); a progress thread moves messages while the rank computes".
+ * Valid for the whole run; "p2p: none (...)" for a plain run or a single rank. */
+const char *dist_transport_description(void);
+
+/* For comm.c: `delta` sends were posted (> 0) or completed (< 0) on this rank. While the
+ * count is above zero the progress thread (if any) polls MPI; otherwise it sleeps. */
+void dist_progress_add_sends(int delta);
 
 /* Binds this process to CUDA device local_rank % device_count and returns it. Returns -1
  * when built without CUDA (no TRIDENT_CUDA) or when no device is visible. */

@@ -53,7 +53,6 @@ void mpi_test_launch(int argc, char **argv, int np) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     setenv("OMPI_MCA_btl", "self,vader", 0);
-    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
     setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
     char npbuf[16];
     snprintf(npbuf, sizeof npbuf, "%d", np);
