@@ -155,7 +155,7 @@ void comm_set_trace_hook(void (*fn)(const comm_event *e, void *ctx), void *ctx) 
 }
 
 void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t bytes, int tag,
-                  double t_start, double t_ready, double t_end) {
+                  double t_start, double t_ready, double t_end, double cpu_start) {
     g->calls++;
     if (strcmp(op, "send") == 0) g->bytes_sent += bytes;
     else if (strcmp(op, "recv") == 0) g->bytes_received += bytes;
@@ -163,7 +163,7 @@ void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t byt
     if (!g_hook) return;
     comm_event e = {op,  g->name, peer_group_rank >= 0 ? g->members[peer_group_rank] : -1,
                     bytes, tag, t_start, t_ready, t_end, comm_label(), comm_label_layer(),
-                    g->members[0]};
+                    g->members[0], thread_cpu_now() - cpu_start};
     g_hook(&e, g_hook_ctx);
 }
 
@@ -568,7 +568,7 @@ static void stage_out(const staged *st) {
 
 void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm_op op) {
     fault_point("all_reduce");
-    double t0 = time_now();
+    double t0 = time_now(), c0 = thread_cpu_now();
     staged sb;
     if (!local(g)) buf = stage_in(g, &sb, 0, buf, count * comm_dtype_size(dt), true);
     if (local(g)) {
@@ -584,13 +584,13 @@ void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm
         wait_end();
     }
     if (!local(g)) stage_out(&sb);
-    comm_report_(g, "all_reduce", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
+    comm_report_(g, "all_reduce", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now(), c0);
 }
 
 void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_per_rank,
                      comm_dtype dt) {
     fault_point("all_gather");
-    double t0 = time_now();
+    double t0 = time_now(), c0 = thread_cpu_now();
     size_t part = count_per_rank * comm_dtype_size(dt);
     staged ss, sr;
     if (device_owns(send) && send == (const char *)recv + (size_t)g->rank * part) {
@@ -621,13 +621,13 @@ void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_p
         }
     }
     stage_out(&sr);
-    comm_report_(g, "all_gather", -1, part * (size_t)g->size, -1, t0, t0, time_now());
+    comm_report_(g, "all_gather", -1, part * (size_t)g->size, -1, t0, t0, time_now(), c0);
 }
 
 void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t count_per_rank,
                          comm_dtype dt, comm_op op) {
     fault_point("reduce_scatter");
-    double t0 = time_now();
+    double t0 = time_now(), c0 = thread_cpu_now();
     size_t part = count_per_rank * comm_dtype_size(dt);
     staged ss, sr;
     if (send == recv && needs_staging(g, send)) { /* in place: recv holds size * count */
@@ -661,13 +661,13 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
         }
     }
     stage_out(&sr);
-    comm_report_(g, "reduce_scatter", -1, part * (size_t)g->size, -1, t0, t0, time_now());
+    comm_report_(g, "reduce_scatter", -1, part * (size_t)g->size, -1, t0, t0, time_now(), c0);
 }
 
 void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int root_group_rank) {
     CHECK(root_group_rank >= 0 && root_group_rank < g->size, "broadcast root outside the group");
     fault_point("broadcast");
-    double t0 = time_now();
+    double t0 = time_now(), c0 = thread_cpu_now();
     staged sb;
     if (!local(g)) buf = stage_in(g, &sb, 0, buf, count * comm_dtype_size(dt), true);
     if (local(g)) {
@@ -683,12 +683,12 @@ void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int r
         wait_end();
     }
     if (!local(g)) stage_out(&sb);
-    comm_report_(g, "broadcast", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now());
+    comm_report_(g, "broadcast", -1, count * comm_dtype_size(dt), -1, t0, t0, time_now(), c0);
 }
 
 void comm_barrier(comm_group *g) {
     fault_point("barrier");
-    double t0 = time_now();
+    double t0 = time_now(), c0 = thread_cpu_now();
 #ifdef TRIDENT_CUDA
     if (nccl(g)) comm_nccl_flush(g);
 #endif
@@ -698,7 +698,7 @@ void comm_barrier(comm_group *g) {
         MPI_Barrier(g->mpi);
         wait_end();
     }
-    comm_report_(g, "barrier", -1, 0, -1, t0, t0, time_now());
+    comm_report_(g, "barrier", -1, 0, -1, t0, t0, time_now(), c0);
 }
 
 /* ---------------------------------------------------------------- point to point */
@@ -744,7 +744,7 @@ void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int 
                int tag) {
     check_p2p(g, peer_group_rank, tag);
     fault_point("send");
-    double t0 = time_now();
+    double t0 = time_now(), c0 = thread_cpu_now();
     size_t bytes = count * comm_dtype_size(dt);
     staged sb;
     buf = stage_in(g, &sb, 0, buf, bytes, true); /* nothing comes back: no stage_out */
@@ -781,7 +781,7 @@ void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int 
         dist_progress_add_sends(1); /* keeps it moving while we compute (dist.h) */
     }
     double t1 = time_now();
-    comm_report_(g, "send", peer_group_rank, bytes, tag, t0, t0, t1);
+    comm_report_(g, "send", peer_group_rank, bytes, tag, t0, t0, t1, c0);
 }
 
 /* Waits for a message from w->peer with w->tag (returns when it is there) and checks its
@@ -812,7 +812,7 @@ void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_g
                int tag) {
     check_p2p(g, peer_group_rank, tag);
     fault_point("recv");
-    double t0 = time_now(), t_ready = t0;
+    double t0 = time_now(), t_ready = t0, c0 = thread_cpu_now();
     size_t bytes = count * comm_dtype_size(dt);
     staged sb;
     buf = stage_in(g, &sb, 1, buf, bytes, false);
@@ -839,7 +839,7 @@ void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_g
         receive_message(g, buf, count, dt, &w);
     }
     stage_out(&sb);
-    comm_report_(g, "recv", peer_group_rank, bytes, tag, t0, t_ready, time_now());
+    comm_report_(g, "recv", peer_group_rank, bytes, tag, t0, t_ready, time_now(), c0);
 }
 
 void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, void *recvbuf,
@@ -847,7 +847,7 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
     check_p2p(g, dest, tag);
     check_p2p(g, src, tag);
     fault_point("sendrecv");
-    double t0 = time_now(), t_ready = t0;
+    double t0 = time_now(), t_ready = t0, c0 = thread_cpu_now();
     size_t sbytes = scount * comm_dtype_size(dt), rbytes = rcount * comm_dtype_size(dt);
     staged ss, sr;
     sendbuf = stage_in(g, &ss, 0, sendbuf, sbytes, true);
@@ -872,7 +872,7 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
     stage_out(&sr);
     g->bytes_sent += sbytes;
     g->bytes_received += rbytes;
-    comm_report_(g, "sendrecv", dest, sbytes, tag, t0, t_ready, time_now());
+    comm_report_(g, "sendrecv", dest, sbytes, tag, t0, t_ready, time_now(), c0);
 }
 
 void comm_wait_sends(comm_group *g) {

@@ -157,6 +157,8 @@ typedef struct {
     const char *label; /* what the message is for (comm_label.h), NULL when unlabelled */
     int layer;         /* the label's transformer layer; -1 n/a */
     int group_first;   /* lowest global rank of the group: with the name, the group instance */
+    double cpu;        /* CPU seconds this thread spent in the call (MPI's blocking waits spin,
+                        * so a wait on a core of its own counts; a time-shared one does not) */
 } comm_event;
 
 /* One hook for the whole process; NULL turns tracing off. The event and its strings are

@@ -48,9 +48,10 @@ struct comm_group {
     bool stage_on_device[2];
 };
 
-/* Reports one event to the trace hook (if any) and updates the group's counters. */
+/* Reports one event to the trace hook (if any) and updates the group's counters. cpu_start is
+ * thread_cpu_now() when the call began (the event carries the CPU seconds spent in it). */
 void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t bytes, int tag,
-                  double t_start, double t_ready, double t_end);
+                  double t_start, double t_ready, double t_end, double cpu_start);
 
 #ifdef TRIDENT_CUDA
 /* comm_nccl.c: NCCL on device memory. Every call leaves its stream synchronised. */

@@ -15,12 +15,6 @@
 #include "src/core/crc32.h"
 #include "src/trace/format.h"
 
-static double thread_cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 struct trace_recorder {
     trace_header h;   /* h.config_json points at `config` */
     char *config;     /* owned copy */

@@ -19,6 +19,7 @@
 #include "src/runtime/clock_sync.h"
 #include "src/runtime/comm_label.h"
 #include "src/runtime/dist.h"
+#include "src/trace/replay.h"
 #include "src/trace/trace.h"
 #include "src/zero/distributed_optimizer.h"
 #include "src/zero/memory_plan.h"
@@ -243,6 +244,7 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
     if (c->vpp > 1) printf(" (%d chunks per rank)", c->vpp);
     printf(", ZeRO %s, %s\n", c->use_distributed_optimizer ? "on" : "off",
            c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
+    if (c->world_size > 1) printf("%s\n", dist_transport_description());
     if (device_current() != DEVICE_CPU) {
         printf("device: %s", device_kind_name(device_current()));
         if (device_gpu() >= 0) printf(" (GPU %d of %d on this node)", device_gpu(), device_cuda_count());
@@ -298,23 +300,34 @@ static void render_run(const train_config *c, const pg_layout *layout, const dis
     if (c->no_trace) return;
     trace_run *run = trace_run_read(c->run_dir, err, sizeof err);
     if (!run) die("cannot read back the traces: %s", err);
-    viz_timeline *tl = viz_timeline_from_run(run, c->run_dir, -1, err, sizeof err);
-    if (tl) {
-        snprintf(path, sizeof path, "%s/timeline.png", c->run_dir);
+    /* The last step as measured (wall clock), then re-timed as if each rank had its own core
+     * (src/trace/replay.h): with more ranks than cores the two differ, and the replay is what
+     * the schedule alone would give. */
+    trace_run *replayed = trace_run_replay(run, err, sizeof err);
+    if (!replayed) fprintf(stderr, "trident train: no replay view: %s\n", err);
+    const trace_run *views[2] = {run, replayed};
+    const char *files[2] = {"timeline.png", "timeline-replay.png"};
+    const char *what[2] = {"the last step, every rank, wall clock",
+                           "the same step, " TRACE_REPLAY_LABEL};
+    for (int v = 0; v < 2 && views[v]; v++) {
+        viz_timeline *tl = viz_timeline_from_run(views[v], c->run_dir, -1, err, sizeof err);
+        if (!tl) continue;
+        snprintf(path, sizeof path, "%s/%s", c->run_dir, files[v]);
         viz_tl_draw_options o = {0, c->pipeline_model_parallel_size > 1};
         const viz_timeline *one[1] = {tl};
         viz_timeline_draw(path, one, 1, &o);
-        printf("  %s   (the last step, every rank)\n", path);
+        printf("  %s   (%s)\n", path, what[v]);
         if (c->pipeline_model_parallel_size > 1) {
             viz_tl_bubble b = viz_timeline_bubble(tl);
-            printf("bubble (last step): measured %.1f%% of total time vs theory (p-1)/(v·m+p-1) = %.1f%%; "
+            printf("bubble (last step%s): measured %.1f%% of total time vs theory (p-1)/(v·m+p-1) = %.1f%%; "
                    "%.1f%% of ideal time vs (p-1)/(v·m) = %.1f%% (measured = wait %.1f%% + idle %.1f%% "
                    "inside the pipeline's forward/backward span, mean over ranks)\n",
-                   100 * b.measured_total, 100 * b.theory_total, 100 * b.measured_ideal, 100 * b.theory_ideal,
-                   100 * b.wait_total, 100 * b.idle_total);
+                   v ? ", replay" : "", 100 * b.measured_total, 100 * b.theory_total, 100 * b.measured_ideal,
+                   100 * b.theory_ideal, 100 * b.wait_total, 100 * b.idle_total);
         }
         viz_timeline_free(tl);
     }
+    trace_run_free(replayed);
     snprintf(path, sizeof path, "%s/trace.json", c->run_dir);
     atomic_file af;
     FILE *f = atomic_file_open(&af, path);
@@ -334,7 +347,7 @@ static void trace_comm_hook(const comm_event *e, void *ctx) {
                           .peer = e->peer, .tag = e->tag, .layer = e->layer,
                           .group_first = kind == TRACE_COLLECTIVE ? e->group_first : -1,
                           .bytes = e->bytes, .t_start = e->t_start, .t_ready = e->t_ready,
-                          .t_end = e->t_end, .cpu = -1};
+                          .t_end = e->t_end, .cpu = e->cpu};
     trace_comm_full(tr, &ci);
 }
 
