@@ -286,7 +286,6 @@ static int setup_scratch(void **state) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     setenv("OMPI_MCA_btl", "self,vader", 0);
-    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
     setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
     setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
     g_out = malloc(OUTPUT_CAP);
