@@ -1,7 +1,8 @@
 /* bench_pipeline.c — the pipeline suite: the bubble of real pipelined training, measured from
  * the traces, against the textbook formula.
  *
- * For gpipe, 1f1b and interleaved (v = 2) at p = 2, 4, 8 and m = 4, 8 this runs
+ * For gpipe, 1f1b and interleaved (v = 2) at p = 2, 4 with m = 4, 8 and p = 8 with m = 8, 16
+ * (the interleaved schedule needs m to be a multiple of p) this runs
  *     mpirun -np p trident train --pipeline-model-parallel-size p --pipeline-schedule S ...
  * for a few steps with traces on, and reads RUN/trace/rank<k>.trace. For every step after the
  * first (warm-up) it measures the bubble exactly as the pictures do (viz/timeline.h): inside
@@ -122,7 +123,9 @@ static double forward_ms(const trace_run *run) {
 
 void bench_pipeline(bench_ctx *ctx) {
     static const char *const kinds[] = {"gpipe", "1f1b", "interleaved"};
-    const int ps[] = {2, 4, 8}, ms[] = {4, 8};
+    /* m = 4 and 8 micro-batches; at p = 8 the interleaved schedule needs m to be a multiple
+     * of p, so there m = 8 and 16. */
+    const int ps[] = {2, 4, 8};
     const int nps = ctx->quick ? 2 : 3;
     const bench_pp_model md = model_of(ctx);
     bench_note(ctx->report, "pipeline",
@@ -132,7 +135,7 @@ void bench_pipeline(bench_ctx *ctx) {
                md.L, md.C, md.NH, md.T, md.B, md.steps);
     for (int pi = 0; pi < nps; pi++)
         for (int mi = 0; mi < 2; mi++) {
-            const int p = ps[pi], m = ms[mi];
+            const int p = ps[pi], m = (p > 4 ? p : 4) << mi;
             const bool replay = p > 2;
             double of_ideal[3];
             for (int k = 0; k < 3; k++) {
