@@ -48,10 +48,13 @@ static void the_demo_trains_and_draws_its_pictures(void **state) {
     printf("  demo loss %.4f -> %.4f\n", first, last);
     assert_true(last < first - 2.0);
     expect_picture(run, "timeline.png", 10000);
+    expect_picture(run, "timeline-replay.png", 10000);
     expect_picture(run, "trace.json", 10000);
     expect_picture(run, "groups.png", 5000);
     expect_picture(run, "zero.png", 5000);
     assert_non_null(strstr(g_out, "bubble (last step): measured"));
+    assert_non_null(strstr(g_out, "bubble (last step, replay): measured"));
+    assert_non_null(strstr(g_out, "p2p: shared memory")); /* the transport line of the header */
     assert_run_trace_causal(run); /* the timeline it drew is physically possible */
 }
 
