@@ -81,7 +81,7 @@ static double run_start(const trace_run *r) {
 
 static void write_run(writer *w, const trace_run *r, const char *prefix, int run_index) {
     double t0 = run_start(r);
-    char name[512], args[640], num[40], num2[40];
+    char name[512], args[768], num[40], num2[40], label[80];
     for (int k = 0; k < r->nranks; k++) {
         const trace_file *tf = r->ranks[k];
         const trace_header *h = trace_file_header(tf);
@@ -134,12 +134,14 @@ static void write_run(writer *w, const trace_run *r, const char *prefix, int run
                          e->peer, e->tag, (unsigned long long)e->bytes);
                 if (m > a) slice(w, pid, tid, "wait", "wait", a, m, t0, args);
                 snprintf(name, sizeof name, send ? "send → rank %d" : "recv ← rank %d", e->peer);
+                json_esc(label, sizeof label, trace_file_string(tf, e->label));
                 snprintf(args, sizeof args,
                          "\"class\":\"transfer\",\"kind\":\"%s\",\"peer\":%d,\"tag\":%d,\"bytes\":%llu,"
-                         "\"op\":\"%s\",\"group\":\"%s\",\"wait_us\":%s,\"bandwidth_gbps\":%s",
+                         "\"op\":\"%s\",\"group\":\"%s\",\"wait_us\":%s,\"bandwidth_gbps\":%s,"
+                         "\"label\":\"%s\",\"layer\":%d",
                          kn, e->peer, e->tag, (unsigned long long)e->bytes, op, group,
                          json_num(num, sizeof num, (m - a) * 1e6),
-                         json_num(num2, sizeof num2, (double)e->bytes / (b - m) / 1e9));
+                         json_num(num2, sizeof num2, (double)e->bytes / (b - m) / 1e9), label, e->layer);
                 slice(w, pid, tid, name, "transfer", m, b, t0, args);
                 int flow = r->flow[k][i];
                 if (flow >= 0) { /* the arrow starts in the send's transfer, ends in the receive's */
@@ -158,11 +160,12 @@ static void write_run(writer *w, const trace_run *r, const char *prefix, int run
                 snprintf(args, sizeof args, "\"class\":\"wait\",\"kind\":\"collective\",\"group\":\"%s\"",
                          group);
                 if (m > a) slice(w, pid, VIZ_CT_TID_COLL, "wait", "wait", a, m, t0, args);
+                json_esc(label, sizeof label, trace_file_string(tf, e->label));
                 snprintf(args, sizeof args,
                          "\"class\":\"transfer\",\"kind\":\"collective\",\"group\":\"%s\",\"bytes\":%llu,"
-                         "\"wait_us\":%s,\"bandwidth_gbps\":%s",
+                         "\"wait_us\":%s,\"bandwidth_gbps\":%s,\"label\":\"%s\",\"layer\":%d",
                          group, (unsigned long long)e->bytes, json_num(num, sizeof num, (m - a) * 1e6),
-                         json_num(num2, sizeof num2, (double)e->bytes / (b - m) / 1e9));
+                         json_num(num2, sizeof num2, (double)e->bytes / (b - m) / 1e9), label, e->layer);
                 slice(w, pid, VIZ_CT_TID_COLL, name, "transfer", m, b, t0, args);
                 break;
             case TRACE_MEMORY:

@@ -237,7 +237,11 @@ static void slices_carry_their_class_and_no_nan_reaches_json(void **state) {
         /* a receive that waits 3 ms and transfers 1 ms; a send of 0 bytes in 0 s */
         if (r == 1) trace_comm(t, TRACE_RECV, "recv", "pp", 0, 64, 0, 5e-3, 8e-3, 9e-3);
         else trace_comm(t, TRACE_SEND, "send", "pp", 1, 0, 0, 8e-3, 8e-3, 8e-3);
-        trace_comm(t, TRACE_COLLECTIVE, "all-reduce", "tp", -1, 0, -1, 1e-3, 2e-3, 2e-3);
+        trace_comm_info ci = {.kind = TRACE_COLLECTIVE, .op = "all-reduce", .group = "tp",
+                              .label = "g fwd attn", .peer = -1, .tag = -1, .layer = 3,
+                              .group_first = -1, .t_start = 1e-3, .t_ready = 2e-3, .t_end = 2e-3,
+                              .cpu = -1};
+        trace_comm_full(t, &ci);
         char path[4200];
         snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
         trace_write(t, path);
@@ -252,6 +256,8 @@ static void slices_carry_their_class_and_no_nan_reaches_json(void **state) {
     assert_null(strstr(text, "nan"));
     assert_null(strstr(text, "inf"));
     assert_non_null(strstr(text, "\"bandwidth_gbps\":null"));
+    /* a student can count the tensor-parallel collectives by operator and layer */
+    assert_non_null(strstr(text, "\"label\":\"g fwd attn\",\"layer\":3"));
     int waits = 0, transfers = 0, computes = 0;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (!strstr(line, "\"ph\":\"X\"")) continue;
