@@ -44,7 +44,7 @@
 #include <stddef.h>
 
 #include "src/train/config.h"
-#include "src/train/local_model.h"
+#include "src/model/local_model.h"
 
 typedef struct comm_group comm_group;
 typedef struct dist_optimizer dist_optimizer;

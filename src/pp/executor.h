@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "src/pp/schedule.h"
-#include "src/train/local_model.h"
+#include "src/model/local_model.h"
 
 typedef struct comm_group comm_group;
 typedef struct trace_recorder trace_recorder;

@@ -19,7 +19,7 @@
 
 #include "src/runtime/parallel_state.h"
 #include "src/train/config.h"
-#include "src/train/local_model.h"
+#include "src/model/local_model.h"
 
 typedef struct trainer trainer;
 

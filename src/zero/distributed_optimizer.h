@@ -31,7 +31,7 @@
 #include "src/optim/adamw.h"
 #include "src/precision/convert.h"
 #include "src/precision/loss_scaler.h"
-#include "src/train/local_model.h"
+#include "src/model/local_model.h"
 #include "src/zero/shard_ranges.h"
 
 typedef struct comm_group comm_group;

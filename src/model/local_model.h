@@ -12,8 +12,8 @@
  * a replicated tensor (LayerNorm, row-parallel bias, wpe) only on TP rank 0, and the
  * head's copy of wte not at all when the first stage holds the original.
  */
-#ifndef TRIDENT_TRAIN_LOCAL_MODEL_H
-#define TRIDENT_TRAIN_LOCAL_MODEL_H
+#ifndef TRIDENT_MODEL_LOCAL_MODEL_H
+#define TRIDENT_MODEL_LOCAL_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,4 +48,4 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
 void local_model_destroy(local_model *m);
 void local_model_zero_grads(local_model *m);
 
-#endif /* TRIDENT_TRAIN_LOCAL_MODEL_H */
+#endif /* TRIDENT_MODEL_LOCAL_MODEL_H */

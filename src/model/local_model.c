@@ -1,5 +1,5 @@
 /* local_model.c — see local_model.h. */
-#include "src/train/local_model.h"
+#include "src/model/local_model.h"
 
 #include <stdio.h>
 #include <string.h>
