@@ -6,7 +6,7 @@
  * leader, which numbers groups in order of their first member without storing any table.
  * Sizes here are tiny (a world of thousands is still microseconds), so clarity wins.
  *
- * Not here: communicators (parallel_state.c), printing (groups_cmd.c).
+ * Not here: communicators (parallel_state.c), printing (src/cli/groups_cmd.c).
  */
 #include "src/runtime/groups.h"
 

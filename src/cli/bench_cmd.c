@@ -1,4 +1,4 @@
-/* bench.c — `trident bench`: performance as ratios measured side by side in one run.
+/* bench_cmd.c — `trident bench`: performance as ratios measured side by side in one run.
  *
  *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|all] [--device D] [--quick] [--run-dir DIR]
  *
