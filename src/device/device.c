@@ -26,6 +26,7 @@
 
 #include "kernels/ops.h"
 #include "src/core/check.h"
+#include "src/optim/adamw.h"
 #include "src/precision/loss_scaler.h"
 
 #ifdef TRIDENT_CUDA
@@ -93,6 +94,8 @@ int device_cuda_count(void) {
     return 0;
 #endif
 }
+void device_set_threads(int n) { ops_set_threads(n); }
+
 size_t device_bytes_in_use(void) { return g.in_use; }
 size_t device_bytes_peak(void) { return g.peak; }
 

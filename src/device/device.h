@@ -40,8 +40,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "src/optim/adamw.h"
 #include "src/precision/convert.h"
+
+struct adamw_config; /* src/optim/adamw.h: only the kernel's implementation needs its fields */
 
 typedef enum { DEVICE_CPU = 0, DEVICE_CUDA = 1, DEVICE_CPU_GUARDED = 2 } device_kind;
 
@@ -66,6 +67,8 @@ bool device_is_host(void);
 int device_gpu(void);
 /* GPUs visible to this process; 0 without a CUDA build, a driver or a GPU (never dies). */
 int device_cuda_count(void);
+/* Threads of the CPU kernels (BLAS) of this process, at least 1; the CUDA kernels ignore it. */
+void device_set_threads(int n);
 
 /* ---- memory --------------------------------------------------------------------------- */
 
@@ -142,6 +145,6 @@ bool dev_has_inf_or_nan(const float *x, size_t n);
 void dev_round(prec_dtype t, float *x, size_t n);
 /* adamw_update (src/optim/adamw.h) on device memory. */
 void dev_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
-                      const adamw_config *cfg, float lr, float wd, int t, float grad_scale);
+                      const struct adamw_config *cfg, float lr, float wd, int t, float grad_scale);
 
 #endif /* TRIDENT_DEVICE_DEVICE_H */

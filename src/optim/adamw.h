@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-typedef struct {
+typedef struct adamw_config {
     float lr;            /* peak learning rate (--lr) */
     float min_lr;        /* floor of the cosine decay (--min-lr) */
     int warmup_iters;    /* linear warmup length (--lr-warmup-iters) */
