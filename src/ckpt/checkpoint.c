@@ -78,17 +78,12 @@ static void remove_iteration_dir(const char *dir) {
 
 /* ---- who holds what --------------------------------------------------------------------- */
 
-static prec_dtype run_dtype(const train_config *c) {
-    return c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
-}
-
 /* The data-parallel rank of `rank` in the run's layout (0 for a serial run). */
-static int dp_rank_of(const train_config *c, int rank) {
+static int dp_rank_of(const ckpt_layout *c, int rank) {
     if (c->world_size <= 1) return 0;
     pg_layout l;
     char err[256];
-    CHECK(pg_layout_make(&l, c->world_size, c->tensor_model_parallel_size, c->pipeline_model_parallel_size,
-                         c->vpp, c->rank_order, err, sizeof err),
+    CHECK(pg_layout_make(&l, c->world_size, c->tp, c->pp, c->vpp, c->rank_order, err, sizeof err),
           "the trainer checked the layout before saving or loading");
     return pg_coord_of(&l, rank).dp;
 }
@@ -96,9 +91,9 @@ static int dp_rank_of(const train_config *c, int rank) {
 /* This rank's optimizer state as pieces of parameters (src/zero/shard_ranges.h): with ZeRO
  * the pieces of its shard (local_start indexes the shard-sized arrays); without it the one
  * shard of the dp = 1 ranges, whose pieces are whole parameters at their buffer offsets. */
-static const zero_shard *state_pieces(const train_config *c, dist_optimizer *opt, int rank) {
+static const zero_shard *state_pieces(const ckpt_layout *c, dist_optimizer *opt, int rank) {
     const zero_ranges *r = distopt_ranges(opt);
-    int d = c->use_distributed_optimizer ? dp_rank_of(c, rank) : 0;
+    int d = c->zero ? dp_rank_of(c, rank) : 0;
     CHECK(d >= 0 && d < r->dp, "the data-parallel rank is inside the optimizer's shards");
     return &r->shards[d];
 }
@@ -137,7 +132,7 @@ bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_siz
 
 /* ---- saving ----------------------------------------------------------------------------- */
 
-static char *meta_json(int it, const train_config *c, const local_model *m, dist_optimizer *opt,
+static char *meta_json(int it, const ckpt_layout *c, const local_model *m, dist_optimizer *opt,
                        int rank) {
     char *s = mallocCheck(2048);
     snprintf(s, 2048,
@@ -147,8 +142,7 @@ static char *meta_json(int it, const train_config *c, const local_model *m, dist
              "\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"seq_length\":%d,"
              "\"padded_vocab\":%d,\"make_vocab_size_divisible_by\":%d,\"seed\":%d,\"numel\":%zu}",
              CKPT_VERSION, it, distopt_step_count(opt), (double)distopt_loss_scale(opt),
-             prec_dtype_name(run_dtype(c)), rank, c->world_size, c->tensor_model_parallel_size,
-             c->pipeline_model_parallel_size, c->dp, c->vpp, c->use_distributed_optimizer ? 1 : 0,
+             prec_dtype_name(c->dtype), rank, c->world_size, c->tp, c->pp, c->dp, c->vpp, c->zero ? 1 : 0,
              m->tp_rank, m->pp_rank, dp_rank_of(c, rank), c->num_layers, c->hidden_size,
              c->num_attention_heads, c->seq_length, c->padded_vocab, c->make_vocab_size_divisible_by,
              c->seed, m->numel);
@@ -163,7 +157,7 @@ static bool crash_requested(int rank) {
     return rank == 0 && e && atoi(e) == saves;
 }
 
-void checkpoint_save(const char *dir, int it, const train_config *c, const local_model *m,
+void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_model *m,
                      dist_optimizer *opt, comm_group *world, int rank) {
     char tmpdir[4200], findir[4200], path[4400];
     iter_dir(tmpdir, sizeof tmpdir, dir, it, true);
@@ -309,7 +303,7 @@ static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, in
 }
 
 /* The model must be the same; the layout may differ. */
-static void check_same_model(const saved_rank *f, const char *dir, const train_config *c) {
+static void check_same_model(const saved_rank *f, const char *dir, const ckpt_layout *c) {
     struct { const char *key; long long want; } checks[] = {
         {"num_layers", c->num_layers}, {"hidden_size", c->hidden_size},
         {"num_attention_heads", c->num_attention_heads}, {"seq_length", c->seq_length},
@@ -451,7 +445,7 @@ static void copy_state(const saved_rank *f, load_target *t) {
 
 /* Elements no file held: padded vocabulary rows of a layout with more padding than the saved
  * one get their initial value (they never receive a gradient); anything else is an error. */
-static void fill_padding_or_die(load_target *t, const char *dir, int it, const train_config *c) {
+static void fill_padding_or_die(load_target *t, const char *dir, int it, const ckpt_layout *c) {
     local_model *m = t->m;
     for (int j = 0; j < m->nparams; j++) {
         const gpt_param *p = m->plist[j];
@@ -482,10 +476,10 @@ static void fill_padding_or_die(load_target *t, const char *dir, int it, const t
     }
 }
 
-int checkpoint_load(const char *dir, const train_config *c, local_model *m, dist_optimizer *opt,
+int checkpoint_load(const char *dir, const ckpt_layout *c, local_model *m, dist_optimizer *opt,
                     int rank) {
     const int it = checkpoint_latest(dir);
-    load_target t = {.m = m, .dtype = run_dtype(c)};
+    load_target t = {.m = m, .dtype = c->dtype};
     size_t nstate, nmaster;
     float *dmom[2] = {distopt_moment(opt, 0, &nstate), distopt_moment(opt, 1, &nstate)};
     float *dmaster = distopt_master(opt, &nmaster);
@@ -506,7 +500,7 @@ int checkpoint_load(const char *dir, const train_config *c, local_model *m, dist
     open_rank(&f, path, sizeof path, dir, it, 0);
     check_same_model(&f, dir, c);
     const long long world = f.world, adam_step = f.adam_step;
-    const bool scaler_too = c->fp16 && strcmp(f.precision, "fp16") == 0;
+    const bool scaler_too = c->dtype == PREC_FP16 && strcmp(f.precision, "fp16") == 0;
     if (scaler_too) {
         int64_t four = 4;
         const int32_t *sc = tf_reader_require(f.r, "loss_scaler", TF_I32, 1, &four);
@@ -542,7 +536,7 @@ int checkpoint_load(const char *dir, const train_config *c, local_model *m, dist
     return it;
 }
 
-void checkpoint_read_config(const char *dir, train_config *c) {
+void checkpoint_read_model(const char *dir, ckpt_layout *c) {
     const int it = checkpoint_latest(dir);
     char path[4400];
     saved_rank f;

@@ -35,6 +35,10 @@
  * writing its file during the k-th save of the process (k = 1: the first save). Used by
  * tests/ckpt to show that a crash mid-save leaves the previous checkpoint loadable.
  *
+ * What a checkpoint needs of the run is a ckpt_layout (below): the parallel layout, the
+ * precision and the model's shape, filled by the trainer from its configuration
+ * (trainer_ckpt_layout in src/train/trainer.h). The trainer's config is not read here.
+ *
  * Not here: the file container (tensorfile.h) and deciding when to save (the trainer).
  */
 #ifndef TRIDENT_CKPT_CHECKPOINT_H
@@ -43,15 +47,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "src/train/config.h"
 #include "src/model/local_model.h"
+#include "src/precision/convert.h"
 
 typedef struct comm_group comm_group;
 typedef struct dist_optimizer dist_optimizer;
 
+/* The run as a checkpoint sees it: who holds what, in which precision, of which model. */
+typedef struct {
+    int world_size;          /* ranks (1 for a serial run) */
+    int tp, pp, dp, vpp;     /* tensor, pipeline, data parallel sizes; model chunks per rank */
+    const char *rank_order;  /* "tp-dp-pp" | "tp-pp-dp" (src/runtime/groups.h) */
+    bool zero;               /* the distributed optimizer (ZeRO-1): moments sharded over dp */
+    prec_dtype dtype;        /* fp32, bf16 or fp16 parameters */
+    /* the model: must match when loading (the layout above may differ) */
+    int num_layers, hidden_size, num_attention_heads, seq_length;
+    int padded_vocab, make_vocab_size_divisible_by, seed;
+} ckpt_layout;
+
 /* Writes this rank's file of iteration `it` and, once every rank of `world` has, makes the
  * iteration the latest. Collective over `world` (NULL for a single process). */
-void checkpoint_save(const char *dir, int it, const train_config *cfg, const local_model *m,
+void checkpoint_save(const char *dir, int it, const ckpt_layout *l, const local_model *m,
                      dist_optimizer *opt, comm_group *world, int rank);
 
 /* The iteration named by DIR/latest; dies with a clear message if there is none. */
@@ -61,13 +77,12 @@ int checkpoint_latest(const char *dir);
  * saved with; the model (layers, hidden size, heads, sequence length) must match. Dies with
  * one line naming the file and the problem for a damaged or inconsistent checkpoint.
  * Returns the iteration. Not collective: every rank reads the files it needs by itself. */
-int checkpoint_load(const char *dir, const train_config *cfg, local_model *m, dist_optimizer *opt,
+int checkpoint_load(const char *dir, const ckpt_layout *l, local_model *m, dist_optimizer *opt,
                     int rank);
 
-/* Reads the model configuration stored in a checkpoint (for `trident eval`): fills the
- * model fields of cfg (layers, hidden, heads, seq length, vocab padding, seed). The
- * precision stays as cfg has it: evaluation computes with the saved (rounded) parameters. */
-void checkpoint_read_config(const char *dir, train_config *cfg);
+/* Reads the model stored in a checkpoint (for `trident eval`): fills the model fields of l
+ * (layers, hidden, heads, seq length, vocab padding, seed) and leaves the others alone. */
+void checkpoint_read_model(const char *dir, ckpt_layout *l);
 
 /* Where element `serial` of a parameter's serial tensor lives when the tensor, of serial
  * shape (full_rows, full_cols), is cut by `split` over tp_size ranks: sets *tp_rank (-1 when

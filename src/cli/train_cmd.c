@@ -2,8 +2,8 @@
 #include <stdio.h>
 
 #include "src/cli/commands.h"
-#include "src/core/check.h"
 #include "src/ckpt/checkpoint.h"
+#include "src/core/check.h"
 #include "src/core/flags.h"
 #include "src/runtime/dist.h"
 #include "src/train/config.h"
@@ -40,13 +40,23 @@ int cmd_eval(int argc, char **argv) {
     if (windows < 0) die("trident eval: --eval-iters %d must not be negative", windows);
     train_config c;
     train_config_defaults(&c);
-    checkpoint_read_config(load, &c);
+    ckpt_layout saved = {0};
+    checkpoint_read_model(load, &saved);
+    /* The saved model; the precision stays fp32: evaluation computes with the saved (rounded)
+     * parameters. */
+    c.num_layers = saved.num_layers;
+    c.hidden_size = saved.hidden_size;
+    c.num_attention_heads = saved.num_attention_heads;
+    c.seq_length = saved.seq_length;
+    c.make_vocab_size_divisible_by = saved.make_vocab_size_divisible_by;
+    c.seed = saved.seed;
     c.data_path = data;
     c.train_iters = 1;
     char err[512];
     if (!train_config_check(&c, 1, err, sizeof err)) die("trident eval: %s", err);
     trainer *t = trainer_create(&c, NULL);
-    checkpoint_load(load, &c, trainer_model(t), trainer_optimizer(t), 0);
+    ckpt_layout here = trainer_ckpt_layout(&c);
+    checkpoint_load(load, &here, trainer_model(t), trainer_optimizer(t), 0);
     double loss = trainer_eval(t, data, windows);
     printf("eval: mean loss %.6f over %s\n", loss, data ? data : "the held-out synthetic samples");
     trainer_destroy(t);

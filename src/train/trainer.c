@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernels/ops.h"
 #include "src/ckpt/checkpoint.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
@@ -19,15 +18,10 @@
 #include "src/runtime/clock_sync.h"
 #include "src/runtime/comm_label.h"
 #include "src/runtime/dist.h"
-#include "src/trace/replay.h"
 #include "src/trace/trace.h"
 #include "src/zero/distributed_optimizer.h"
 #include "src/zero/memory_plan.h"
-#include "viz/chrome_trace.h"
-#include "viz/groups_draw.h"
-#include "viz/timeline_draw.h"
-#include "viz/timeline_load.h"
-#include "viz/zero_draw.h"
+#include "viz/run_pictures.h"
 
 struct trainer {
     train_config cfg;
@@ -236,6 +230,37 @@ static prec_dtype run_dtype(const train_config *c) {
     return c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
 }
 
+ckpt_layout trainer_ckpt_layout(const train_config *c) {
+    return (ckpt_layout){
+        .world_size = c->world_size, .tp = c->tensor_model_parallel_size,
+        .pp = c->pipeline_model_parallel_size, .dp = c->dp, .vpp = c->vpp,
+        .rank_order = c->rank_order, .zero = c->use_distributed_optimizer, .dtype = run_dtype(c),
+        .num_layers = c->num_layers, .hidden_size = c->hidden_size,
+        .num_attention_heads = c->num_attention_heads, .seq_length = c->seq_length,
+        .padded_vocab = c->padded_vocab, .make_vocab_size_divisible_by = c->make_vocab_size_divisible_by,
+        .seed = c->seed,
+    };
+}
+
+/* The groups of each kind, as rank lists (at most 16 groups per kind). */
+static void print_groups(const train_config *c, const parallel_state *ps) {
+    printf("groups (rank order %s):\n", c->rank_order);
+    const pg_kind kinds[] = {PG_TP, PG_PP, PG_DP};
+    for (int k = 0; k < 3; k++) {
+        int ng = pg_num_groups(&ps->layout, kinds[k]), gs = pg_group_size(&ps->layout, kinds[k]);
+        int members[4096];
+        printf("  %-3s", pg_kind_name(kinds[k]));
+        for (int g = 0; g < ng && g < 16; g++) {
+            pg_group_members(&ps->layout, kinds[k], g, members);
+            printf(" [");
+            for (int i = 0; i < gs; i++) printf("%s%d", i ? "," : "", members[i]);
+            printf("]");
+        }
+        if (ng > 16) printf(" …");
+        printf("\n");
+    }
+}
+
 static void print_layout(const train_config *c, const parallel_state *ps, const local_model *m,
                          const dist_optimizer *opt) {
     printf("trident train: %d rank%s = tensor %d × pipeline %d × data %d, schedule %s",
@@ -256,23 +281,7 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
            c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab);
     printf("batch: global %d = micro-batch %d × %d micro-batches × data-parallel %d\n",
            c->global_batch_size, c->micro_batch_size, c->num_microbatches, c->dp);
-    if (ps) {
-        printf("groups (rank order %s):\n", c->rank_order);
-        const pg_kind kinds[] = {PG_TP, PG_PP, PG_DP};
-        for (int k = 0; k < 3; k++) {
-            int ng = pg_num_groups(&ps->layout, kinds[k]), gs = pg_group_size(&ps->layout, kinds[k]);
-            int members[4096];
-            printf("  %-3s", pg_kind_name(kinds[k]));
-            for (int g = 0; g < ng && g < 16; g++) {
-                pg_group_members(&ps->layout, kinds[k], g, members);
-                printf(" [");
-                for (int i = 0; i < gs; i++) printf("%s%d", i ? "," : "", members[i]);
-                printf("]");
-            }
-            if (ng > 16) printf(" …");
-            printf("\n");
-        }
-    }
+    if (ps) print_groups(c, ps);
     /* The ZeRO paper's accounting for this rank's Ψ parameters (src/zero/memory_plan.h). */
     const zero_ranges *r = distopt_ranges(opt);
     size_t shard = c->use_distributed_optimizer ? r->shard_numel : (m->numel + (size_t)c->dp - 1) / (size_t)c->dp;
@@ -280,63 +289,6 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
                                                   c->use_distributed_optimizer ? 1 : 0);
     char buf[256];
     printf("memory plan (rank 0, %zu parameters): %s\n", m->numel, zero_memory_plan_summary(&plan, buf, sizeof buf));
-}
-
-/* The pictures of a finished run (rank 0, after every rank wrote its trace): the timeline of
- * the last step (PNG) and the whole run as a Chrome trace (Perfetto), the process groups and,
- * with ZeRO, how the optimizer buffer is cut. Prints the measured vs theoretical bubble. */
-static void render_run(const train_config *c, const pg_layout *layout, const dist_optimizer *opt) {
-    char path[4200], err[512];
-    printf("pictures:\n");
-    snprintf(path, sizeof path, "%s/groups.png", c->run_dir);
-    viz_groups_draw(path, layout, 8);
-    printf("  %s\n", path);
-    if (c->use_distributed_optimizer) {
-        snprintf(path, sizeof path, "%s/zero.png", c->run_dir);
-        zero_memory_plan plan = zero_memory_plan_of(distopt_ranges(opt), run_dtype(c), 1);
-        zero_draw(path, distopt_ranges(opt), &plan);
-        printf("  %s   (rank 0's buffer and its dp shards)\n", path);
-    }
-    if (c->no_trace) return;
-    trace_run *run = trace_run_read(c->run_dir, err, sizeof err);
-    if (!run) die("cannot read back the traces: %s", err);
-    /* The last step as measured (wall clock), then re-timed as if each rank had its own core
-     * (src/trace/replay.h): with more ranks than cores the two differ, and the replay is what
-     * the schedule alone would give. */
-    trace_run *replayed = trace_run_replay(run, err, sizeof err);
-    if (!replayed) fprintf(stderr, "trident train: no replay view: %s\n", err);
-    const trace_run *views[2] = {run, replayed};
-    const char *files[2] = {"timeline.png", "timeline-replay.png"};
-    const char *what[2] = {"the last step, every rank, wall clock",
-                           "the same step, " TRACE_REPLAY_LABEL};
-    for (int v = 0; v < 2 && views[v]; v++) {
-        viz_timeline *tl = viz_timeline_from_run(views[v], c->run_dir, -1, err, sizeof err);
-        if (!tl) continue;
-        snprintf(path, sizeof path, "%s/%s", c->run_dir, files[v]);
-        viz_tl_draw_options o = {0, c->pipeline_model_parallel_size > 1};
-        const viz_timeline *one[1] = {tl};
-        viz_timeline_draw(path, one, 1, &o);
-        printf("  %s   (%s)\n", path, what[v]);
-        if (c->pipeline_model_parallel_size > 1) {
-            viz_tl_bubble b = viz_timeline_bubble(tl);
-            printf("bubble (last step%s): measured %.1f%% of total time vs theory (p-1)/(v·m+p-1) = %.1f%%; "
-                   "%.1f%% of ideal time vs (p-1)/(v·m) = %.1f%% (measured = wait %.1f%% + idle %.1f%% "
-                   "inside the pipeline's forward/backward span, mean over ranks)\n",
-                   v ? ", replay" : "", 100 * b.measured_total, 100 * b.theory_total, 100 * b.measured_ideal,
-                   100 * b.theory_ideal, 100 * b.wait_total, 100 * b.idle_total);
-        }
-        viz_timeline_free(tl);
-    }
-    trace_run_free(replayed);
-    snprintf(path, sizeof path, "%s/trace.json", c->run_dir);
-    atomic_file af;
-    FILE *f = atomic_file_open(&af, path);
-    const trace_run *runs[1] = {run};
-    const char *names[1] = {c->run_dir};
-    viz_chrome_trace_write(f, runs, names, 1);
-    atomic_file_commit(&af);
-    printf("  %s   (open in https://ui.perfetto.dev or chrome://tracing)\n", path);
-    trace_run_free(run);
 }
 
 static void trace_comm_hook(const comm_event *e, void *ctx) {
@@ -379,148 +331,215 @@ static comm_backend comm_backend_for(device_kind dk, int world) {
     return COMM_MPI;
 }
 
-int trainer_run(train_config *c) {
-    int world = dist_world_size(), rank = dist_rank();
-    char err[512];
-    if (!train_config_check(c, world, err, sizeof err)) dist_fail_all("trident train: %s", err);
+/* Everything one run holds between its start and its summary. */
+typedef struct {
+    train_config *c;
+    int world, rank;
+    bool lead;              /* rank 0: prints, writes metrics and pictures */
     pg_layout layout;
-    if (!pg_layout_make(&layout, world, c->tensor_model_parallel_size, c->pipeline_model_parallel_size,
+    device_kind dk;
+    parallel_state *ps;
+    trainer *t;
+    ckpt_layout ckpt;       /* what checkpoints are told of the run */
+    char *cfg_json;         /* the configuration, stored in every trace header */
+    atomic_file metrics;    /* RUN_DIR/metrics.jsonl (lead only) */
+    FILE *mf;
+    int start;              /* the iteration resumed from (0: a fresh run) */
+    int last_logged, last_saved;
+    double t_start, t_last; /* wall clock of the loop's start and of the last progress line */
+    float first_loss, last_loss;
+} run_state;
+
+/* Checks the configuration and the layout, then sets up communication, the device, the
+ * groups and the trainer; rank 0 makes the run directory. */
+static void run_setup(run_state *r, train_config *c) {
+    char err[512];
+    r->c = c;
+    r->world = dist_world_size();
+    r->rank = dist_rank();
+    r->lead = r->rank == 0;
+    if (!train_config_check(c, r->world, err, sizeof err)) dist_fail_all("trident train: %s", err);
+    if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size, c->pipeline_model_parallel_size,
                         c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("trident train: %s", err);
     comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes); /* 0 waits forever */
-    ops_set_threads(c->threads);
-    device_kind dk;
-    CHECK(device_kind_parse(c->device, &dk), "device name checked by the flag parser");
-    int gpu = dk == DEVICE_CUDA ? dist_bind_device() : -1;
-    if (!device_init(dk, gpu, err, sizeof err)) dist_fail_all("trident train: %s", err);
-    parallel_state *ps = ps_create_with(&layout, rank, comm_backend_for(dk, world));
-    trainer *t = trainer_create(c, ps);
-    const bool lead = rank == 0;
-    char path[4200];
-    if (lead) make_dirs(c->run_dir);
-    if (world > 1) comm_barrier(ps->world);
+    device_set_threads(c->threads);
+    CHECK(device_kind_parse(c->device, &r->dk), "device name checked by the flag parser");
+    int gpu = r->dk == DEVICE_CUDA ? dist_bind_device() : -1;
+    if (!device_init(r->dk, gpu, err, sizeof err)) dist_fail_all("trident train: %s", err);
+    r->ps = ps_create_with(&r->layout, r->rank, comm_backend_for(r->dk, r->world));
+    r->t = trainer_create(c, r->ps);
+    r->ckpt = trainer_ckpt_layout(c);
+    if (r->lead) make_dirs(c->run_dir);
+    if (r->world > 1) comm_barrier(r->ps->world);
+    r->cfg_json = train_config_json(c);
+}
 
-    char *cfg_json = train_config_json(c);
-    if (!c->no_trace) {
-        /* Every rank's times on rank 0's clock (exact on rank 0's host; clock_sync.h). */
-        clock_sync_result cs = clock_sync(CLOCK_SYNC_EXCHANGES);
-        trace_header h = {0};
-        make_run_id(h.run_id, ps->world);
-        h.rank = rank;
-        h.world_size = world;
-        h.tp = c->tensor_model_parallel_size;
-        h.pp = c->pipeline_model_parallel_size;
-        h.dp = c->dp;
-        h.vpp = c->vpp;
-        h.tp_rank = ps->tp_rank;
-        h.pp_rank = ps->pp_rank;
-        h.dp_rank = ps->dp_rank;
-        h.num_microbatches = c->num_microbatches;
-        snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
-        h.clock_offset = cs.offset;
-        h.clock_uncertainty = cs.uncertainty;
-        h.config_json = cfg_json;
-        /* Events per step: for each (micro-batch, chunk) a forward and a backward, their p2p,
-         * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the
-         * embedding and loss ones;
-         * then the optimizer's collectives and the step's own events. */
-        size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp * (12 + 4 * (size_t)c->num_layers) + 64;
-        t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
-        pp_executor_set_trace(t->exec, t->trace);
-        if (dk == DEVICE_CUDA) trace_set_sync(t->trace, device_sync); /* kernel time, not launches */
-        comm_set_trace_hook(trace_comm_hook, t->trace);
-    }
-    if (lead && !c->quiet) print_layout(c, ps, t->model, t->opt);
-    int start = 0;
-    if (c->load) {
-        start = checkpoint_load(c->load, c, t->model, t->opt, rank);
-        if (lead && !c->quiet) printf("resumed from %s at iteration %d\n", c->load, start);
-        if (start >= c->train_iters && lead)
-            printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", start, c->train_iters);
-    }
+/* Every rank's trace recorder: clocks aligned to rank 0's, the header naming the run and the
+ * rank's place in it, and hooks in the executor and in comm. */
+static void run_trace_begin(run_state *r) {
+    const train_config *c = r->c;
+    const parallel_state *ps = r->ps;
+    /* Every rank's times on rank 0's clock (exact on rank 0's host; clock_sync.h). */
+    clock_sync_result cs = clock_sync(CLOCK_SYNC_EXCHANGES);
+    trace_header h = {0};
+    make_run_id(h.run_id, ps->world);
+    h.rank = r->rank;
+    h.world_size = r->world;
+    h.tp = c->tensor_model_parallel_size;
+    h.pp = c->pipeline_model_parallel_size;
+    h.dp = c->dp;
+    h.vpp = c->vpp;
+    h.tp_rank = ps->tp_rank;
+    h.pp_rank = ps->pp_rank;
+    h.dp_rank = ps->dp_rank;
+    h.num_microbatches = c->num_microbatches;
+    snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
+    h.clock_offset = cs.offset;
+    h.clock_uncertainty = cs.uncertainty;
+    h.config_json = r->cfg_json;
+    /* Events per step: for each (micro-batch, chunk) a forward and a backward, their p2p,
+     * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the
+     * embedding and loss ones; then the optimizer's collectives and the step's own events. */
+    size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp * (12 + 4 * (size_t)c->num_layers) + 64;
+    trainer *t = r->t;
+    t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
+    pp_executor_set_trace(t->exec, t->trace);
+    if (r->dk == DEVICE_CUDA) trace_set_sync(t->trace, device_sync); /* kernel time, not launches */
+    comm_set_trace_hook(trace_comm_hook, t->trace);
+}
 
-    atomic_file metrics;
-    FILE *mf = NULL;
-    if (lead) {
-        snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
-        mf = atomic_file_open(&metrics, path);
-    }
+/* --load: the model and optimizer state of the checkpoint's latest iteration. */
+static void run_resume(run_state *r) {
+    const train_config *c = r->c;
+    r->start = checkpoint_load(c->load, &r->ckpt, r->t->model, r->t->opt, r->rank);
+    if (r->lead && !c->quiet) printf("resumed from %s at iteration %d\n", c->load, r->start);
+    if (r->start >= c->train_iters && r->lead)
+        printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", r->start, c->train_iters);
+}
+
+/* One line of RUN_DIR/metrics.jsonl and one progress line (lead only). */
+static void log_step(run_state *r, int it, const step_result *s, double tps) {
+    const train_config *c = r->c;
+    fprintf(r->mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
+                   "\"peak_activation_bytes\":%zu",
+            it, (double)s->loss, (double)s->lr, isfinite(s->grad_norm) ? s->grad_norm : -1.0, tps,
+            s->peak_activation_bytes);
+    if (c->fp16) fprintf(r->mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)s->loss_scale, s->skipped ? "true" : "false");
+    fprintf(r->mf, "}\n");
+    fflush(r->mf);
+    if (!c->quiet)
+        printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s\n", it, c->train_iters,
+               (double)s->loss, (double)s->lr, s->grad_norm, tps);
+    fflush(stdout);
+}
+
+/* The held-out loss every --eval-interval steps and at the end. */
+static void run_evaluate(run_state *r, int it) {
+    const train_config *c = r->c;
+    float el = trainer_evaluate(r->t, c->eval_iters, it);
+    if (!r->lead) return;
+    fprintf(r->mf, "{\"step\":%d,\"eval_loss\":%.7g}\n", it, (double)el);
+    fflush(r->mf);
+    if (!c->quiet)
+        printf("eval  %5d/%d | loss %.4f on %d held-out batches\n", it, c->train_iters, (double)el, c->eval_iters);
+}
+
+static void run_save(run_state *r, int it) {
+    checkpoint_save(r->c->save, it, &r->ckpt, r->t->model, r->t->opt, r->world > 1 ? r->ps->world : NULL, r->rank);
+    r->last_saved = it;
+}
+
+/* The steps, with progress lines and metrics every --log-interval, evaluation and checkpoints. */
+static void run_loop(run_state *r) {
+    const train_config *c = r->c;
     const double tokens_per_step = (double)c->global_batch_size * c->seq_length;
-    double t_start = time_now(), t_last = t_start;
-    float first_loss = NAN, last_loss = NAN;
-    int last_logged = start, last_saved = start;
-    for (int it = start + 1; it <= c->train_iters; it++) {
-        step_result r = trainer_step(t, it);
-        if (it == start + 1) first_loss = r.loss;
-        last_loss = r.loss;
-        if (!isfinite(r.loss))
+    r->t_start = r->t_last = time_now();
+    r->first_loss = r->last_loss = NAN;
+    r->last_logged = r->last_saved = r->start;
+    for (int it = r->start + 1; it <= c->train_iters; it++) {
+        step_result s = trainer_step(r->t, it);
+        if (it == r->start + 1) r->first_loss = s.loss;
+        r->last_loss = s.loss;
+        if (!isfinite(s.loss))
             dist_fail_all("trident train: the loss became %g at iteration %d, first on rank %d (last "
-                          "pipeline stage); lower --lr or check the data", (double)r.loss, it, r.loss_rank);
-        if (it % c->log_interval == 0 || it == c->train_iters || it == start + 1) {
+                          "pipeline stage); lower --lr or check the data", (double)s.loss, it, s.loss_rank);
+        if (it % c->log_interval == 0 || it == c->train_iters || it == r->start + 1) {
             double now = time_now();
-            double tps = tokens_per_step * (it - last_logged) / (now - t_last);
-            t_last = now;
-            last_logged = it;
-            if (lead) {
-                fprintf(mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
-                            "\"peak_activation_bytes\":%zu",
-                        it, (double)r.loss, (double)r.lr, isfinite(r.grad_norm) ? r.grad_norm : -1.0, tps,
-                        r.peak_activation_bytes);
-                if (c->fp16) fprintf(mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)r.loss_scale, r.skipped ? "true" : "false");
-                fprintf(mf, "}\n");
-                fflush(mf);
-                if (!c->quiet)
-                    printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s\n", it,
-                           c->train_iters, (double)r.loss, (double)r.lr, r.grad_norm, tps);
-                fflush(stdout);
-            }
+            double tps = tokens_per_step * (it - r->last_logged) / (now - r->t_last);
+            r->t_last = now;
+            r->last_logged = it;
+            if (r->lead) log_step(r, it, &s, tps);
         }
-        if (c->eval_interval > 0 && c->eval_iters > 0 && (it % c->eval_interval == 0 || it == c->train_iters)) {
-            float el = trainer_evaluate(t, c->eval_iters, it);
-            if (lead) {
-                fprintf(mf, "{\"step\":%d,\"eval_loss\":%.7g}\n", it, (double)el);
-                fflush(mf);
-                if (!c->quiet) printf("eval  %5d/%d | loss %.4f on %d held-out batches\n", it, c->train_iters, (double)el, c->eval_iters);
-            }
-        }
-        if (c->save && c->save_interval > 0 && it % c->save_interval == 0) {
-            checkpoint_save(c->save, it, c, t->model, t->opt, world > 1 ? ps->world : NULL, rank);
-            last_saved = it;
-        }
+        if (c->eval_interval > 0 && c->eval_iters > 0 && (it % c->eval_interval == 0 || it == c->train_iters))
+            run_evaluate(r, it);
+        if (c->save && c->save_interval > 0 && it % c->save_interval == 0) run_save(r, it);
     }
-    if (c->save && last_saved != c->train_iters && c->train_iters > start)
-        checkpoint_save(c->save, c->train_iters, c, t->model, t->opt, world > 1 ? ps->world : NULL, rank);
-    double elapsed = time_now() - t_start;
-    if (lead) atomic_file_commit(&metrics);
+    if (c->save && r->last_saved != c->train_iters && c->train_iters > r->start) run_save(r, c->train_iters);
+}
+
+/* Every rank writes RUN_DIR/trace/rank<k>.trace; then all ranks meet. */
+static void run_trace_end(run_state *r) {
+    trainer *t = r->t;
+    char path[4200];
     if (t->trace) {
         comm_set_trace_hook(NULL, NULL);
-        snprintf(path, sizeof path, "%s/trace", c->run_dir);
-        if (lead) make_dirs(path);
-        if (world > 1) comm_barrier(ps->world);
-        snprintf(path, sizeof path, "%s/trace/rank%d.trace", c->run_dir, rank);
+        snprintf(path, sizeof path, "%s/trace", r->c->run_dir);
+        if (r->lead) make_dirs(path);
+        if (r->world > 1) comm_barrier(r->ps->world);
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", r->c->run_dir, r->rank);
         trace_write(t->trace, path);
         trace_destroy(t->trace);
         t->trace = NULL;
     }
-    if (world > 1) comm_barrier(ps->world);
-    if (lead && c->draw_zero) {
-        zero_memory_plan plan = zero_memory_plan_of(distopt_ranges(t->opt), run_dtype(c), c->use_distributed_optimizer ? 1 : 0);
-        zero_draw(c->draw_zero, distopt_ranges(t->opt), &plan);
+    if (r->world > 1) comm_barrier(r->ps->world);
+}
+
+/* The summary and the pictures of the run directory (rank 0, after every trace is written):
+ * groups, the ZeRO cut, the last step's timelines and bubble, the Chrome trace. */
+static void run_summary(run_state *r, double elapsed) {
+    const train_config *c = r->c;
+    if (c->draw_zero) {
+        viz_draw_zero_buffer(c->draw_zero, distopt_ranges(r->t->opt), run_dtype(c), c->use_distributed_optimizer ? 1 : 0);
         printf("ZeRO buffer picture: %s\n", c->draw_zero);
     }
-    if (lead) {
-        printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - start, elapsed,
-               (double)first_loss, (double)last_loss);
-        double floor = dataset_loss_floor(t->data);
-        if (!isnan(floor)) printf(" (the data's floor is %.3f)", floor);
-        printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
-        if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
-        render_run(c, &layout, t->opt);
-        fflush(stdout);
+    printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - r->start, elapsed,
+           (double)r->first_loss, (double)r->last_loss);
+    double floor = dataset_loss_floor(r->t->data);
+    if (!isnan(floor)) printf(" (the data's floor is %.3f)", floor);
+    printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
+    if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
+    viz_run_pictures req = {
+        .run_dir = c->run_dir, .layout = &r->layout,
+        .zero = c->use_distributed_optimizer ? distopt_ranges(r->t->opt) : NULL, .dtype = run_dtype(c),
+        .traced = !c->no_trace, .pipeline = c->pipeline_model_parallel_size > 1,
+        .who = "trident train", .out = stdout,
+    };
+    viz_run_bubbles bubbles;
+    char err[512];
+    if (!viz_render_run_dir(&req, &bubbles, err, sizeof err)) die("cannot read back the traces: %s", err);
+    fflush(stdout);
+}
+
+int trainer_run(train_config *c) {
+    run_state r = {0};
+    run_setup(&r, c);
+    if (!c->no_trace) run_trace_begin(&r);
+    if (r.lead && !c->quiet) print_layout(c, r.ps, r.t->model, r.t->opt);
+    if (c->load) run_resume(&r);
+    char path[4200];
+    if (r.lead) {
+        snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
+        r.mf = atomic_file_open(&r.metrics, path);
     }
-    free(cfg_json);
-    trainer_destroy(t);
-    ps_destroy(ps);
+    run_loop(&r);
+    double elapsed = time_now() - r.t_start;
+    if (r.lead) atomic_file_commit(&r.metrics);
+    run_trace_end(&r);
+    if (r.lead) run_summary(&r, elapsed);
+    free(r.cfg_json);
+    trainer_destroy(r.t);
+    ps_destroy(r.ps);
     device_shutdown();
     return 0;
 }

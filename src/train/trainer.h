@@ -17,9 +17,10 @@
 #ifndef TRIDENT_TRAIN_TRAINER_H
 #define TRIDENT_TRAIN_TRAINER_H
 
+#include "src/ckpt/checkpoint.h"
+#include "src/model/local_model.h"
 #include "src/runtime/parallel_state.h"
 #include "src/train/config.h"
-#include "src/model/local_model.h"
 
 typedef struct trainer trainer;
 
@@ -47,8 +48,12 @@ dist_optimizer *trainer_optimizer(trainer *t);
 typedef struct pp_executor pp_executor;
 pp_executor *trainer_executor(trainer *t);
 
-/* The whole run with logging, checkpoints and traces; returns the process exit status. */
+/* The whole run with logging, checkpoints and traces; returns the process exit status.
+ * It leaves a run directory (metrics.jsonl, trace/, and the pictures of viz/run_pictures.h). */
 int trainer_run(train_config *cfg);
+
+/* What checkpoints are told of a run configured by cfg (checked): layout, precision, model. */
+ckpt_layout trainer_ckpt_layout(const train_config *cfg);
 
 /* Evaluation during training, on any layout: `batches` global batches of held-out samples
  * (sample k of the data's evaluation windows, taken in order and wrapping around), forward
