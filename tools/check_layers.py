@@ -29,6 +29,8 @@ Usage:
   tools/check_layers.py [--root DIR]            exit 1 naming every forbidden edge
   tools/check_layers.py [--root DIR] --graph    print the package graph (edges, file counts)
 
+In the test suite: //tests/arch:layers_test runs it on every package's :layering_sources.
+
 Not here: the tests' own includes (tests/ may include anything) and link-time weight.
 """
 import argparse

@@ -14,6 +14,9 @@
  * The replay (src/trace/replay.h) is a run of the same shape, so it goes through the same
  * renderer; only its panel name says what it is (TRACE_REPLAY_LABEL).
  *
+ * Run directories are read through viz/run_pictures.h, the loaders the trainer's own pictures
+ * use (viz_run_load: the measured run and its replay; viz_chrome_trace_save).
+ *
  * Not here: the drawing (timeline_draw.h), the model (timeline.h), the file format (src/trace).
  */
 #include <stdbool.h>
@@ -26,7 +29,7 @@
 #include "src/core/flags.h"
 #include "src/trace/replay.h"
 #include "src/trace/trace.h"
-#include "viz/chrome_trace.h"
+#include "viz/run_pictures.h"
 #include "viz/text_timeline.h"
 #include "viz/timeline_draw.h"
 #include "viz/timeline_load.h"
@@ -43,6 +46,68 @@ static const char *k_usage =
     "--replay draws each run re-timed \"as if each rank had its own core\" (compute lasts its thread\n"
     "CPU time, messages wait for their sender): for runs of more ranks than cores, whose wall clock\n"
     "counts the time a rank sat descheduled. --replay-and-wall draws both, wall clock first.";
+
+/* The panels of the picture: one per run directory, or two (wall clock, replay) with
+ * --replay-and-wall. Every input is read and checked before anything is written. */
+typedef struct {
+    viz_run_views views[MAX_RUNS];
+    const trace_run *runs[MAX_RUNS];
+    char names[MAX_RUNS][512];
+    const char *name_ptrs[MAX_RUNS];
+    int n;          /* panels */
+    int total_ranks;
+} panels;
+
+static void load_panels(panels *p, const char *const *dirs, int ndirs, bool replay, bool both) {
+    const int per_dir = both ? 2 : 1;
+    char err[1024];
+    p->n = ndirs * per_dir;
+    for (int i = 0; i < ndirs; i++) {
+        viz_run_views *v = &p->views[i];
+        if (!viz_run_load(dirs[i], replay || both, v, err, sizeof err)) die("trident render: %s", err);
+        if (!trace_run_check_causality(v->wall, err, sizeof err))
+            fprintf(stderr, "trident render: warning: %s\n", err);
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s", dirs[i]);
+        size_t len = strlen(dir);
+        while (len > 1 && dir[len - 1] == '/') dir[--len] = 0;
+        const int k = i * per_dir;
+        if (replay || both) {
+            if (!v->replay) die("trident render: %s: %s", dir, v->replay_err);
+            p->runs[k + per_dir - 1] = v->replay;
+            snprintf(p->names[k + per_dir - 1], sizeof p->names[0], "%s (" TRACE_REPLAY_LABEL ")", dir);
+        }
+        if (!replay) {
+            p->runs[k] = v->wall;
+            snprintf(p->names[k], sizeof p->names[0], both ? "%s (wall clock)" : "%s", dir);
+        }
+    }
+    for (int i = 0; i < p->n; i++) {
+        p->name_ptrs[i] = p->names[i];
+        p->total_ranks += p->runs[i]->nranks;
+    }
+}
+
+/* The picture or text of the panels' timelines at `step`. */
+static void write_timelines(const char *output, const panels *p, int step, int width, int columns,
+                            bool arrows) {
+    char err[1024];
+    viz_timeline *tls[MAX_RUNS];
+    for (int i = 0; i < p->n; i++) {
+        tls[i] = viz_timeline_from_run(p->runs[i], p->names[i], step, err, sizeof err);
+        if (!tls[i]) die("trident render: %s", err);
+    }
+    if (path_has_ext(output, ".txt")) {
+        atomic_file af;
+        FILE *f = atomic_file_open(&af, output);
+        viz_text_timeline_write(f, (const viz_timeline *const *)tls, p->n, columns);
+        atomic_file_commit(&af);
+    } else {
+        viz_tl_draw_options opt = {.width = width, .arrows = arrows};
+        viz_timeline_draw(output, (const viz_timeline *const *)tls, p->n, &opt);
+    }
+    for (int i = 0; i < p->n; i++) viz_timeline_free(tls[i]);
+}
 
 int cmd_render(int argc, char **argv) {
     const char *output = NULL;
@@ -72,68 +137,16 @@ int cmd_render(int argc, char **argv) {
     if (columns < 10 || columns > 2000) die("trident render: --columns %d is out of range (10 to 2000)", columns);
 
     if (replay && both) die("trident render: --replay and --replay-and-wall exclude each other (pick one view)");
-    const int per_dir = both ? 2 : 1;
-    if (ndirs * per_dir > MAX_RUNS)
+    if (ndirs * (both ? 2 : 1) > MAX_RUNS)
         die("trident render: %d run directories with --replay-and-wall make %d panels, at most %d fit in one picture",
-            ndirs, ndirs * per_dir, MAX_RUNS);
+            ndirs, ndirs * 2, MAX_RUNS);
 
-    /* Read and check every input before writing anything. Each run gives one panel, or two
-     * (wall clock, replay) with --replay-and-wall. */
-    trace_run *runs[MAX_RUNS];
-    char names[MAX_RUNS][512];
-    const char *name_ptrs[MAX_RUNS];
-    char err[1024];
-    for (int i = 0; i < ndirs; i++) {
-        trace_run *wall = trace_run_read(dirs[i], err, sizeof err);
-        if (!wall) die("trident render: %s", err);
-        if (!trace_run_check_causality(wall, err, sizeof err))
-            fprintf(stderr, "trident render: warning: %s\n", err);
-        char dir[256];
-        snprintf(dir, sizeof dir, "%s", dirs[i]);
-        size_t len = strlen(dir);
-        while (len > 1 && dir[len - 1] == '/') dir[--len] = 0;
-        const int k = i * per_dir;
-        if (replay || both) {
-            trace_run *re = trace_run_replay(wall, err, sizeof err);
-            if (!re) die("trident render: %s: %s", dir, err);
-            runs[k + per_dir - 1] = re;
-            snprintf(names[k + per_dir - 1], sizeof names[0], "%s (" TRACE_REPLAY_LABEL ")", dir);
-        }
-        if (replay) trace_run_free(wall);
-        else runs[k] = wall;
-        if (!replay) snprintf(names[k], sizeof names[0], both ? "%s (wall clock)" : "%s", dir);
-    }
-    ndirs *= per_dir; /* from here on: panels */
-    for (int i = 0; i < ndirs; i++) name_ptrs[i] = names[i];
-
-    if (json) {
-        atomic_file af;
-        FILE *f = atomic_file_open(&af, output);
-        viz_chrome_trace_write(f, (const trace_run *const *)runs, name_ptrs, ndirs);
-        atomic_file_commit(&af);
-    } else {
-        viz_timeline *tls[MAX_RUNS];
-        for (int i = 0; i < ndirs; i++) {
-            tls[i] = viz_timeline_from_run(runs[i], names[i], step, err, sizeof err);
-            if (!tls[i]) die("trident render: %s", err);
-        }
-        if (text) {
-            atomic_file af;
-            FILE *f = atomic_file_open(&af, output);
-            viz_text_timeline_write(f, (const viz_timeline *const *)tls, ndirs, columns);
-            atomic_file_commit(&af);
-        } else {
-            viz_tl_draw_options opt = {.width = width, .arrows = arrows};
-            viz_timeline_draw(output, (const viz_timeline *const *)tls, ndirs, &opt);
-        }
-        for (int i = 0; i < ndirs; i++) viz_timeline_free(tls[i]);
-    }
-    int total_ranks = 0;
-    for (int i = 0; i < ndirs; i++) {
-        total_ranks += runs[i]->nranks;
-        trace_run_free(runs[i]);
-    }
-    printf("trident render: wrote %s (%d run%s, %d ranks)\n", output, ndirs, ndirs == 1 ? "" : "s",
-           total_ranks);
+    static panels p; /* large: keep it off the stack */
+    p = (panels){0};
+    load_panels(&p, dirs, ndirs, replay, both);
+    if (json) viz_chrome_trace_save(output, p.runs, p.name_ptrs, p.n);
+    else write_timelines(output, &p, step, width, columns, arrows);
+    for (int i = 0; i < ndirs; i++) viz_run_views_free(&p.views[i]);
+    printf("trident render: wrote %s (%d run%s, %d ranks)\n", output, p.n, p.n == 1 ? "" : "s", p.total_ranks);
     return 0;
 }

@@ -188,6 +188,43 @@ static int output_kind(const char *output, const char *format) {
     return by_ext;
 }
 
+/* --costs-from RUN_DIR: the costs measured in the run's traces, and its layout for every
+ * flag left at 0 / unset. */
+static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, const char **kind_name, int *v) {
+    char err[1024];
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) die(WHO ": --costs-from: %s", err);
+    measured_costs mc = measure_costs(run, dir);
+    const trace_header *h = trace_file_header(run->ranks[0]);
+    if (*p == 0) *p = h->pp; /* the measured run's layout unless told otherwise */
+    if (*m == 0) *m = h->num_microbatches;
+    if (!*kind_name) *kind_name = h->schedule;
+    if (*v == 0 && h->vpp > 1 && strcmp(*kind_name, "interleaved") == 0) *v = h->vpp;
+    trace_run_free(run);
+    return mc;
+}
+
+/* The picture, the JSON action lists or the text grid: into `output`, or on stdout. */
+static void write_output(int kind, const char *output, const pp_schedule *s, const pp_sim *sim,
+                         const pp_costs *costs, const char *origin) {
+    if (kind == OUT_PICTURE) {
+        viz_schedule_draw(s, sim, output);
+        printf("wrote %s (%s, p = %d, m = %d, v = %d: makespan %g, bubble %.1f%%)\n", output,
+               pp_kind_name(s->cfg.kind), s->cfg.p, s->cfg.m, s->cfg.v, sim->makespan, 100.0 * sim->bubble_fraction);
+    } else if (output) {
+        atomic_file af;
+        FILE *f = atomic_file_open(&af, output);
+        if (kind == OUT_JSON) write_json(f, s);
+        else write_text(f, s, sim, costs, origin);
+        atomic_file_commit(&af);
+        printf("wrote %s\n", output);
+    } else if (kind == OUT_JSON) {
+        write_json(stdout, s);
+    } else {
+        write_text(stdout, s, sim, costs, origin);
+    }
+}
+
 int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
@@ -219,18 +256,7 @@ int cmd_schedule(int argc, char **argv) {
                 specs, nspecs, argc, argv, NULL, 0);
 
     measured_costs mc = {0};
-    if (costs_from) {
-        char err[1024];
-        trace_run *run = trace_run_read(costs_from, err, sizeof err);
-        if (!run) die(WHO ": --costs-from: %s", err);
-        mc = measure_costs(run, costs_from);
-        const trace_header *h = trace_file_header(run->ranks[0]);
-        if (p == 0) p = h->pp; /* the measured run's layout unless told otherwise */
-        if (m == 0) m = h->num_microbatches;
-        if (!kind_name) kind_name = h->schedule;
-        if (v == 0 && h->vpp > 1 && strcmp(kind_name, "interleaved") == 0) v = h->vpp;
-        trace_run_free(run);
-    }
+    if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, &v);
     if (p < 1)
         die(WHO ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
             "pipeline ranks)", p);
@@ -267,22 +293,7 @@ int cmd_schedule(int argc, char **argv) {
     pp_sim sim;
     CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);
 
-    if (kind == OUT_PICTURE) {
-        viz_schedule_draw(&s, &sim, output);
-        printf("wrote %s (%s, p = %d, m = %d, v = %d: makespan %g, bubble %.1f%%)\n", output,
-               pp_kind_name(cfg.kind), cfg.p, cfg.m, cfg.v, sim.makespan, 100.0 * sim.bubble_fraction);
-    } else if (output) {
-        atomic_file af;
-        FILE *f = atomic_file_open(&af, output);
-        if (kind == OUT_JSON) write_json(f, &s);
-        else write_text(f, &s, &sim, &costs, origin);
-        atomic_file_commit(&af);
-        printf("wrote %s\n", output);
-    } else if (kind == OUT_JSON) {
-        write_json(stdout, &s);
-    } else {
-        write_text(stdout, &s, &sim, &costs, origin);
-    }
+    write_output(kind, output, &s, &sim, &costs, origin);
     pp_sim_free(&sim);
     pp_schedule_free(&s);
     return 0;
