@@ -12,6 +12,7 @@
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/clock.h"
+#include "src/core/json.h"
 #include "src/data/dataset.h"
 #include "src/device/device.h"
 #include "src/pp/executor.h"
@@ -462,12 +463,19 @@ int trainer_run(train_config *c) {
             t_last = now;
             last_logged = it;
             if (lead) {
-                fprintf(mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
-                            "\"peak_activation_bytes\":%zu",
-                        it, (double)r.loss, (double)r.lr, isfinite(r.grad_norm) ? r.grad_norm : -1.0, tps,
-                        r.peak_activation_bytes);
-                if (c->fp16) fprintf(mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)r.loss_scale, r.skipped ? "true" : "false");
-                fprintf(mf, "}\n");
+                json_writer w; /* one line of metrics.jsonl */
+                json_init_file(&w, mf, 0);
+                json_begin_object(&w, JSON_COMPACT);
+                json_field_int(&w, "step", it);
+                json_field_double(&w, "loss", "%.7g", (double)r.loss);
+                json_field_double(&w, "lr", "%.6g", (double)r.lr);
+                json_field_double(&w, "grad_norm", "%.6g", isfinite(r.grad_norm) ? r.grad_norm : -1.0);
+                json_field_double(&w, "tokens_per_sec", "%.1f", tps);
+                json_field_uint(&w, "peak_activation_bytes", r.peak_activation_bytes);
+                if (c->fp16) json_field_double(&w, "loss_scale", "%g", (double)r.loss_scale);
+                if (c->fp16) json_field_bool(&w, "skipped", r.skipped);
+                json_end_object(&w);
+                fputc('\n', mf);
                 fflush(mf);
                 if (!c->quiet)
                     printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s\n", it,
@@ -478,7 +486,13 @@ int trainer_run(train_config *c) {
         if (c->eval_interval > 0 && c->eval_iters > 0 && (it % c->eval_interval == 0 || it == c->train_iters)) {
             float el = trainer_evaluate(t, c->eval_iters, it);
             if (lead) {
-                fprintf(mf, "{\"step\":%d,\"eval_loss\":%.7g}\n", it, (double)el);
+                json_writer w;
+                json_init_file(&w, mf, 0);
+                json_begin_object(&w, JSON_COMPACT);
+                json_field_int(&w, "step", it);
+                json_field_double(&w, "eval_loss", "%.7g", (double)el);
+                json_end_object(&w);
+                fputc('\n', mf);
                 fflush(mf);
                 if (!c->quiet) printf("eval  %5d/%d | loss %.4f on %d held-out batches\n", it, c->train_iters, (double)el, c->eval_iters);
             }
