@@ -1,69 +1,83 @@
-/* chrome_trace.c — see chrome_trace.h. The JSON is written by hand: a flat list of events. */
+/* chrome_trace.c — see chrome_trace.h. A flat list of events, one per line, written with the
+ * JSON writer of src/core/json.h (key order as in chrome_trace.h; no spaces). */
 #include "viz/chrome_trace.h"
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
-/* A JSON string literal: quotes, backslashes and control characters escaped. */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
+#include "src/core/json.h"
 
-/* The same escaping into a buffer (without the quotes), for names inside args. */
-static void json_esc(char *out, size_t cap, const char *s) {
-    size_t k = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p && k + 7 < cap; p++) {
-        if (*p == '"' || *p == '\\') out[k++] = '\\', out[k++] = (char)*p;
-        else if (*p < 0x20) k += (size_t)snprintf(out + k, cap - k, "\\u%04x", *p);
-        else out[k++] = (char)*p;
-    }
-    out[k] = 0;
-}
+/* Starts the next element of traceEvents: an event object. */
+static void next(json_writer *w) { json_begin_object(w, JSON_COMPACT); }
 
-/* A JSON number into buf: "%.3f" of x, or null when x is NaN or infinite (JSON has neither). */
-static const char *json_num(char *buf, size_t cap, double x) {
-    if (isfinite(x)) snprintf(buf, cap, "%.3f", x);
-    else snprintf(buf, cap, "null");
-    return buf;
-}
-
-typedef struct {
-    FILE *f;
-    bool first;
-} writer;
-
-/* Starts the next element of traceEvents. */
-static void next(writer *w) {
-    fputs(w->first ? "\n" : ",\n", w->f);
-    w->first = false;
-}
-
-static void meta(writer *w, int pid, int tid, const char *what, const char *name, int sort) {
+static void meta(json_writer *w, int pid, int tid, const char *what, const char *name, int sort) {
+    char key[32];
     next(w);
-    fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s_name\",\"args\":{\"name\":", pid, tid, what);
-    json_str(w->f, name);
-    fprintf(w->f, "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s_sort_index\",\"args\":{\"sort_index\":%d}}",
-            pid, tid, what, sort);
+    json_field_string(w, "ph", "M");
+    json_field_int(w, "pid", pid);
+    json_field_int(w, "tid", tid);
+    snprintf(key, sizeof key, "%s_name", what);
+    json_field_string(w, "name", key);
+    json_key(w, "args");
+    json_begin_object(w, JSON_COMPACT);
+    json_field_string(w, "name", name);
+    json_end_object(w);
+    json_end_object(w);
+    next(w);
+    json_field_string(w, "ph", "M");
+    json_field_int(w, "pid", pid);
+    json_field_int(w, "tid", tid);
+    snprintf(key, sizeof key, "%s_sort_index", what);
+    json_field_string(w, "name", key);
+    json_key(w, "args");
+    json_begin_object(w, JSON_COMPACT);
+    json_field_int(w, "sort_index", sort);
+    json_end_object(w);
+    json_end_object(w);
 }
 
-/* A complete slice ("X") from a to b seconds; args is a JSON object body (may be empty).
- * A slice whose times are not finite numbers is left out (it has no place on a time axis). */
-static void slice(writer *w, int pid, int tid, const char *name, const char *cat, double a, double b,
-                  double t0, const char *args) {
-    if (!isfinite(a - t0) || !isfinite(b - a)) return;
+/* Begins a complete slice ("X") from a to b seconds, up to and including the opening of its
+ * args object; the caller writes the args and ends with slice_end(). A slice whose times are
+ * not finite numbers is left out (it has no place on a time axis): false, nothing written. */
+static bool slice_begin(json_writer *w, int pid, int tid, const char *name, const char *cat, double a,
+                        double b, double t0) {
+    if (!isfinite(a - t0) || !isfinite(b - a)) return false;
     next(w);
-    fprintf(w->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":", pid, tid);
-    json_str(w->f, name);
-    fprintf(w->f, ",\"cat\":\"%s\",\"ts\":%.3f,\"dur\":%.3f,\"args\":{%s}}", cat, (a - t0) * 1e6,
-            (b - a) * 1e6, args);
+    json_field_string(w, "ph", "X");
+    json_field_int(w, "pid", pid);
+    json_field_int(w, "tid", tid);
+    json_field_string(w, "name", name);
+    json_field_string(w, "cat", cat);
+    json_field_double(w, "ts", "%.3f", (a - t0) * 1e6);
+    json_field_double(w, "dur", "%.3f", (b - a) * 1e6);
+    json_key(w, "args");
+    json_begin_object(w, JSON_COMPACT);
+    return true;
+}
+
+static void slice_end(json_writer *w) {
+    json_end_object(w); /* args */
+    json_end_object(w);
+}
+
+/* The args of a message's wait: what it waited for. */
+static void wait_args(json_writer *w, const char *kind, const trace_event *e) {
+    json_field_string(w, "class", "wait");
+    json_field_string(w, "kind", kind);
+    json_field_int(w, "peer", e->peer);
+    json_field_int(w, "tag", e->tag);
+    json_field_uint(w, "bytes", (unsigned long long)e->bytes);
+}
+
+/* The tail of a transfer's args: wait, bandwidth, label and layer. */
+static void transfer_tail(json_writer *w, const trace_file *tf, const trace_event *e, double a, double m,
+                          double b) {
+    json_field_double(w, "wait_us", "%.3f", (m - a) * 1e6);
+    json_field_double(w, "bandwidth_gbps", "%.3f", (double)e->bytes / (b - m) / 1e9);
+    json_field_string(w, "label", trace_file_string(tf, e->label));
+    json_field_int(w, "layer", e->layer);
 }
 
 static double run_start(const trace_run *r) {
@@ -79,9 +93,9 @@ static double run_start(const trace_run *r) {
     return t0;
 }
 
-static void write_run(writer *w, const trace_run *r, const char *prefix, int run_index) {
+static void write_run(json_writer *w, const trace_run *r, const char *prefix, int run_index) {
     double t0 = run_start(r);
-    char name[512], args[768], num[40], num2[40], label[80];
+    char name[512];
     for (int k = 0; k < r->nranks; k++) {
         const trace_file *tf = r->ranks[k];
         const trace_header *h = trace_file_header(tf);
@@ -101,8 +115,9 @@ static void write_run(writer *w, const trace_run *r, const char *prefix, int run
             switch (e->kind) {
             case TRACE_STEP:
                 snprintf(name, sizeof name, "step %d", e->step);
-                snprintf(args, sizeof args, "\"step\":%d", e->step);
-                slice(w, pid, VIZ_CT_TID_STEPS, name, "step", a, b, t0, args);
+                if (!slice_begin(w, pid, VIZ_CT_TID_STEPS, name, "step", a, b, t0)) break;
+                json_field_int(w, "step", e->step);
+                slice_end(w);
                 break;
             case TRACE_FORWARD:
             case TRACE_BACKWARD:
@@ -115,63 +130,80 @@ static void write_run(writer *w, const trace_run *r, const char *prefix, int run
                     snprintf(name, sizeof name, "%s mb %d", kn, e->microbatch);
                 else
                     snprintf(name, sizeof name, "%s", kn);
-                snprintf(args, sizeof args,
-                         "\"class\":\"compute\",\"kind\":\"%s\",\"step\":%d,\"microbatch\":%d,"
-                         "\"chunk\":%d,\"cpu_s\":%s",
-                         kn, e->step, e->microbatch, e->chunk,
-                         e->cpu >= 0 ? json_num(num, sizeof num, e->cpu) : "null");
-                slice(w, pid, VIZ_CT_TID_COMPUTE, name, "compute", a, b, t0, args);
+                if (!slice_begin(w, pid, VIZ_CT_TID_COMPUTE, name, "compute", a, b, t0)) break;
+                json_field_string(w, "class", "compute");
+                json_field_string(w, "kind", kn);
+                json_field_int(w, "step", e->step);
+                json_field_int(w, "microbatch", e->microbatch);
+                json_field_int(w, "chunk", e->chunk);
+                json_field_double(w, "cpu_s", "%.3f", e->cpu >= 0 ? e->cpu : NAN);
+                slice_end(w);
                 break;
             case TRACE_SEND:
             case TRACE_RECV: {
                 bool send = e->kind == TRACE_SEND;
                 int tid = send ? VIZ_CT_TID_SEND : VIZ_CT_TID_RECV;
-                char op[80], group[80];
-                json_esc(op, sizeof op, trace_file_string(tf, e->op));
-                json_esc(group, sizeof group, trace_file_string(tf, e->group));
-                snprintf(args, sizeof args,
-                         "\"class\":\"wait\",\"kind\":\"%s\",\"peer\":%d,\"tag\":%d,\"bytes\":%llu", kn,
-                         e->peer, e->tag, (unsigned long long)e->bytes);
-                if (m > a) slice(w, pid, tid, "wait", "wait", a, m, t0, args);
+                if (m > a && slice_begin(w, pid, tid, "wait", "wait", a, m, t0)) {
+                    wait_args(w, kn, e);
+                    slice_end(w);
+                }
                 snprintf(name, sizeof name, send ? "send → rank %d" : "recv ← rank %d", e->peer);
-                json_esc(label, sizeof label, trace_file_string(tf, e->label));
-                snprintf(args, sizeof args,
-                         "\"class\":\"transfer\",\"kind\":\"%s\",\"peer\":%d,\"tag\":%d,\"bytes\":%llu,"
-                         "\"op\":\"%s\",\"group\":\"%s\",\"wait_us\":%s,\"bandwidth_gbps\":%s,"
-                         "\"label\":\"%s\",\"layer\":%d",
-                         kn, e->peer, e->tag, (unsigned long long)e->bytes, op, group,
-                         json_num(num, sizeof num, (m - a) * 1e6),
-                         json_num(num2, sizeof num2, (double)e->bytes / (b - m) / 1e9), label, e->layer);
-                slice(w, pid, tid, name, "transfer", m, b, t0, args);
+                if (slice_begin(w, pid, tid, name, "transfer", m, b, t0)) {
+                    json_field_string(w, "class", "transfer");
+                    json_field_string(w, "kind", kn);
+                    json_field_int(w, "peer", e->peer);
+                    json_field_int(w, "tag", e->tag);
+                    json_field_uint(w, "bytes", (unsigned long long)e->bytes);
+                    json_field_string(w, "op", trace_file_string(tf, e->op));
+                    json_field_string(w, "group", trace_file_string(tf, e->group));
+                    transfer_tail(w, tf, e, a, m, b);
+                    slice_end(w);
+                }
                 int flow = r->flow[k][i];
                 if (flow >= 0) { /* the arrow starts in the send's transfer, ends in the receive's */
                     next(w);
-                    fprintf(w->f, "{\"ph\":\"%s\",%s\"id\":%lld,\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-                                  "\"name\":\"p2p\",\"cat\":\"p2p\"}",
-                            send ? "s" : "f", send ? "" : "\"bp\":\"e\",",
-                            (long long)run_index * 100000000LL + flow, pid, tid, (m - t0) * 1e6);
+                    json_field_string(w, "ph", send ? "s" : "f");
+                    if (!send) json_field_string(w, "bp", "e");
+                    json_field_int(w, "id", (long long)run_index * 100000000LL + flow);
+                    json_field_int(w, "pid", pid);
+                    json_field_int(w, "tid", tid);
+                    json_field_double(w, "ts", "%.3f", (m - t0) * 1e6);
+                    json_field_string(w, "name", "p2p");
+                    json_field_string(w, "cat", "p2p");
+                    json_end_object(w);
                 }
                 break;
             }
-            case TRACE_COLLECTIVE:
-                snprintf(name, sizeof name, "%s", e->op >= 0 ? trace_file_string(tf, e->op) : "collective");
-                char group[80];
-                json_esc(group, sizeof group, trace_file_string(tf, e->group));
-                snprintf(args, sizeof args, "\"class\":\"wait\",\"kind\":\"collective\",\"group\":\"%s\"",
-                         group);
-                if (m > a) slice(w, pid, VIZ_CT_TID_COLL, "wait", "wait", a, m, t0, args);
-                json_esc(label, sizeof label, trace_file_string(tf, e->label));
-                snprintf(args, sizeof args,
-                         "\"class\":\"transfer\",\"kind\":\"collective\",\"group\":\"%s\",\"bytes\":%llu,"
-                         "\"wait_us\":%s,\"bandwidth_gbps\":%s,\"label\":\"%s\",\"layer\":%d",
-                         group, (unsigned long long)e->bytes, json_num(num, sizeof num, (m - a) * 1e6),
-                         json_num(num2, sizeof num2, (double)e->bytes / (b - m) / 1e9), label, e->layer);
-                slice(w, pid, VIZ_CT_TID_COLL, name, "transfer", m, b, t0, args);
+            case TRACE_COLLECTIVE: {
+                const char *group = trace_file_string(tf, e->group);
+                if (m > a && slice_begin(w, pid, VIZ_CT_TID_COLL, "wait", "wait", a, m, t0)) {
+                    json_field_string(w, "class", "wait");
+                    json_field_string(w, "kind", "collective");
+                    json_field_string(w, "group", group);
+                    slice_end(w);
+                }
+                const char *op = e->op >= 0 ? trace_file_string(tf, e->op) : "collective";
+                if (slice_begin(w, pid, VIZ_CT_TID_COLL, op, "transfer", m, b, t0)) {
+                    json_field_string(w, "class", "transfer");
+                    json_field_string(w, "kind", "collective");
+                    json_field_string(w, "group", group);
+                    json_field_uint(w, "bytes", (unsigned long long)e->bytes);
+                    transfer_tail(w, tf, e, a, m, b);
+                    slice_end(w);
+                }
                 break;
+            }
             case TRACE_MEMORY:
                 next(w);
-                fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"name\":\"memory\",\"ts\":%.3f,\"args\":{\"bytes\":%llu}}",
-                        pid, (a - t0) * 1e6, (unsigned long long)e->bytes);
+                json_field_string(w, "ph", "C");
+                json_field_int(w, "pid", pid);
+                json_field_string(w, "name", "memory");
+                json_field_double(w, "ts", "%.3f", (a - t0) * 1e6);
+                json_key(w, "args");
+                json_begin_object(w, JSON_COMPACT);
+                json_field_uint(w, "bytes", (unsigned long long)e->bytes);
+                json_end_object(w);
+                json_end_object(w);
                 break;
             default: break;
             }
@@ -181,18 +213,27 @@ static void write_run(writer *w, const trace_run *r, const char *prefix, int run
 
 void viz_chrome_trace_write(FILE *f, const trace_run *const *runs, const char *const *names,
                             int nruns) {
-    writer w = {f, true};
-    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
+    json_writer w;
+    json_init_file(&w, f, 0);
+    json_begin_object(&w, JSON_COMPACT);
+    json_field_string(&w, "displayTimeUnit", "ms");
+    json_key(&w, "traceEvents");
+    json_begin_array(&w, JSON_LINES); /* one event per line */
     for (int r = 0; r < nruns; r++) write_run(&w, runs[r], nruns > 1 ? names[r] : "", r);
-    fputs("\n],\"otherData\":{", f);
+    json_end_array(&w);
+    json_key(&w, "otherData");
+    json_begin_object(&w, JSON_COMPACT);
     for (int r = 0; r < nruns; r++) {
         const trace_header *h = trace_file_header(runs[r]->ranks[0]);
-        fprintf(f, "%s\"run%d\":", r ? "," : "", r);
-        json_str(f, runs[r]->dir);
-        fprintf(f, ",\"schedule%d\":", r);
-        json_str(f, h->schedule);
-        fprintf(f, ",\"config%d\":", r);
-        json_str(f, h->config_json);
+        char key[32];
+        snprintf(key, sizeof key, "run%d", r);
+        json_field_string(&w, key, runs[r]->dir);
+        snprintf(key, sizeof key, "schedule%d", r);
+        json_field_string(&w, key, h->schedule);
+        snprintf(key, sizeof key, "config%d", r);
+        json_field_string(&w, key, h->config_json);
     }
-    fputs("}}\n", f);
+    json_end_object(&w);
+    json_end_object(&w);
+    fputc('\n', f);
 }

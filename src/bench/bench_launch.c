@@ -9,14 +9,13 @@
 #include "src/bench/bench.h"
 #include "src/core/check.h"
 
-/* Open MPI on one box: shared memory only, root allowed, no pinning (ranks may outnumber
- * cores), and waiting ranks give their core away instead of spinning. Existing settings win. */
+/* Open MPI on one box as tools/mpi_env.sh sets it (compiled in: //tools:mpi_env), plus one
+ * deliberate difference for measuring: waiting ranks give their core away instead of spinning
+ * (mpi_yield_when_idle). Existing settings win, all of them: the user may be measuring one. */
 static void mpi_environment(void) {
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-    setenv("OMPI_MCA_btl", "self,vader", 0);
-    setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+#define MPI_ENV_VAR(name, value, keep_user) setenv(name, value, 0);
+#include "tools/mpi_env.h"
+#undef MPI_ENV_VAR
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
 }
 

@@ -16,6 +16,7 @@
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/flags.h"
+#include "src/core/json.h"
 #include "src/runtime/groups.h"
 #include "viz/groups_draw.h"
 
@@ -32,7 +33,7 @@ static const char *kind_title(pg_kind k) {
     }
 }
 
-/* "[0,1,4,5]" style list; json and text share it. */
+/* "[0,1,4,5]" style list (the text output; JSON writes the same with json.h). */
 static void print_members(FILE *f, const int *m, int n) {
     fputc('[', f);
     for (int i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", m[i]);
@@ -73,31 +74,48 @@ static void write_text(FILE *f, const pg_layout *l, int ranks_per_node) {
 }
 
 static void write_json(FILE *f, const pg_layout *l, int ranks_per_node) {
-    fprintf(f,
-            "{\n  \"layout\": {\"world_size\": %d, \"tensor_model_parallel_size\": %d, "
-            "\"pipeline_model_parallel_size\": %d, \"data_parallel_size\": %d, "
-            "\"virtual_pipeline_model_parallel_size\": %d, \"rank_order\": \"%s\", "
-            "\"ranks_per_node\": %d},\n",
-            l->world, l->tp, l->pp, l->dp, l->vpp, pg_order_name(l->order), ranks_per_node);
+    json_writer w;
+    json_init_file(&w, f, 2);
+    json_begin_object(&w, JSON_LINES);
+    json_key(&w, "layout");
+    json_begin_object(&w, JSON_SPACED);
+    json_field_int(&w, "world_size", l->world);
+    json_field_int(&w, "tensor_model_parallel_size", l->tp);
+    json_field_int(&w, "pipeline_model_parallel_size", l->pp);
+    json_field_int(&w, "data_parallel_size", l->dp);
+    json_field_int(&w, "virtual_pipeline_model_parallel_size", l->vpp);
+    json_field_string(&w, "rank_order", pg_order_name(l->order));
+    json_field_int(&w, "ranks_per_node", ranks_per_node);
+    json_end_object(&w);
     int *m = mallocCheck(sizeof(int) * (size_t)l->world);
     for (int k = 0; k < PG_NKINDS; k++) {
         pg_kind kind = k_kinds[k];
         int n = pg_num_groups(l, kind), size = pg_group_size(l, kind);
-        fprintf(f, "  \"%s\": [", pg_kind_name(kind));
+        json_key(&w, pg_kind_name(kind));
+        json_begin_array(&w, JSON_SPACED);
         for (int g = 0; g < n; g++) {
             pg_group_members(l, kind, g, m);
-            if (g) fputs(", ", f);
-            print_members(f, m, size);
+            json_begin_array(&w, JSON_COMPACT);
+            for (int i = 0; i < size; i++) json_int(&w, m[i]);
+            json_end_array(&w);
         }
-        fputs("],\n", f);
+        json_end_array(&w);
     }
-    fputs("  \"ranks\": [", f);
+    json_key(&w, "ranks");
+    json_begin_array(&w, JSON_LINES);
     for (int r = 0; r < l->world; r++) {
         pg_coord c = pg_coord_of(l, r);
-        fprintf(f, "%s\n    {\"rank\": %d, \"node\": %d, \"tp\": %d, \"pp\": %d, \"dp\": %d}",
-                r ? "," : "", r, r / ranks_per_node, c.tp, c.pp, c.dp);
+        json_begin_object(&w, JSON_SPACED);
+        json_field_int(&w, "rank", r);
+        json_field_int(&w, "node", r / ranks_per_node);
+        json_field_int(&w, "tp", c.tp);
+        json_field_int(&w, "pp", c.pp);
+        json_field_int(&w, "dp", c.dp);
+        json_end_object(&w);
     }
-    fputs("\n  ]\n}\n", f);
+    json_end_array(&w);
+    json_end_object(&w);
+    fputc('\n', f);
     free(m);
 }
 

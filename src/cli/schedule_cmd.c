@@ -32,6 +32,7 @@
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/flags.h"
+#include "src/core/json.h"
 #include "src/pp/schedule.h"
 #include "src/pp/schedule_sim.h"
 #include "src/trace/replay.h"
@@ -106,14 +107,19 @@ static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const p
 
 static void write_json(FILE *f, const pp_schedule *s) {
     char name[32];
-    fprintf(f, "{\n");
+    json_writer w;
+    json_init_file(&w, f, 2);
+    json_begin_object(&w, JSON_LINES);
     for (int r = 0; r < s->cfg.p; r++) {
-        fprintf(f, "  \"%d\": [", r);
+        snprintf(name, sizeof name, "%d", r);
+        json_key(&w, name);
+        json_begin_array(&w, JSON_SPACED);
         for (int i = 0; i < s->ranks[r].n; i++)
-            fprintf(f, "%s\"%s\"", i ? ", " : "", pp_action_name(&s->ranks[r].actions[i], s->cfg.v, name, sizeof name));
-        fprintf(f, "]%s\n", r + 1 < s->cfg.p ? "," : "");
+            json_string(&w, pp_action_name(&s->ranks[r].actions[i], s->cfg.v, name, sizeof name));
+        json_end_array(&w);
     }
-    fprintf(f, "}\n");
+    json_end_object(&w);
+    fputc('\n', f);
 }
 
 /* ---- costs measured in a run -------------------------------------------------------------- */

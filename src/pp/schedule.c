@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/runtime/comm_tag.h"
 
 bool pp_kind_parse(const char *name, pp_kind *out) {
     static const struct { const char *name; pp_kind kind; } k[] = {
@@ -64,9 +65,11 @@ bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
         snprintf(msg, cap,
                  "m = %d micro-batches is not a multiple of the pipeline size p = %d: the "
                  "interleaved schedule walks micro-batches in groups of p", m, p);
-    else if ((long long)2 * m * p * v > 1LL << 30)
-        snprintf(msg, cap, "m·p·v = %lld is too large for message tags (at most 2^29)",
-                 (long long)m * p * v);
+    else if ((long long)2 * m * p * v > COMM_MAX_TAG + 1LL)
+        snprintf(msg, cap,
+                 "m = %d micro-batches × p·v = %d stages need 2·m·p·v = %lld message tags; "
+                 "tags stop at COMM_MAX_TAG = %d (src/runtime/comm_tag.h)",
+                 m, p * v, 2LL * m * p * v, COMM_MAX_TAG);
     else
         return true;
     return false;

@@ -21,7 +21,8 @@
  * The peer of s±1 is pipeline rank (r±1) mod p. A message is named by its tag, unique in
  * one step over (direction, micro-batch, destination virtual stage):
  *     tag = (mb·S + dst_stage)·2 + dir        dir 0 = activation, 1 = gradient
- * so the largest tag is 2·m·S − 1 (the executor checks it against MPI_TAG_UB).
+ * so the largest tag is 2·m·S − 1, at most COMM_MAX_TAG (src/runtime/comm_tag.h;
+ * pp_config_valid checks it).
  *
  * The three schedules, every rank running actions strictly in order:
  *   gpipe        all m forwards (micro-batch order), then all m backwards (same order).

@@ -15,7 +15,7 @@
  *   all_gather      send[count] -> recv[size * count], rank i's part at recv + i * count
  *   reduce_scatter  send[size * count] -> recv[count], rank i keeps part i of the reduction
  *   broadcast       buf[count] from root to all, in place
- *   send / recv     buf[count] to / from one peer, matched by tag (0 .. 32767)
+ *   send / recv     buf[count] to / from one peer, matched by tag (0 .. COMM_MAX_TAG, comm_tag.h)
  * Zero counts are fine. bf16 and fp16 travel as uint16_t bit patterns. In place: all_gather
  * with send == recv + rank * count, reduce_scatter with send == recv (MPI_IN_PLACE; recv then
  * holds size * count on entry). sendrecv's two buffers must not overlap.
@@ -42,7 +42,8 @@
  *     deadlocks, e.g. in a ring.
  *
  * bf16/fp16 reductions (MPI): a user-defined MPI_Op widens both operands to fp32, adds (or
- * takes the max), and rounds back to nearest-even. Each pairwise combine rounds, so a sum of
+ * takes the max), and rounds back to nearest-even (src/precision/convert.h does the rounding;
+ * use it to make or read 16-bit buffers). Each pairwise combine rounds, so a sum of
  * many ranks can differ from "sum in fp32, round once" in the last bit; sums of values whose
  * partial sums are exactly representable (small integers) are exact. NCCL does the same
  * natively (ncclBfloat16 / ncclFloat16).
@@ -79,6 +80,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "src/runtime/comm_tag.h"
 
 typedef enum { COMM_FLOAT32, COMM_BF16, COMM_FP16, COMM_INT32, COMM_INT64, COMM_BYTE } comm_dtype;
 typedef enum { COMM_SUM, COMM_MAX } comm_op;
@@ -170,12 +173,5 @@ size_t comm_bytes_received(const comm_group *g);   /* p2p bytes received (recv, 
 size_t comm_bytes_collective(const comm_group *g); /* sum of the collectives' event bytes */
 size_t comm_calls(const comm_group *g);            /* number of calls (events) on the group */
 void comm_reset_counters(comm_group *g);
-
-/* bf16 / fp16 <-> fp32, round to nearest even (NaN stays NaN). Used by the reductions;
- * public because tests and mixed-precision code want the same rounding. */
-uint16_t comm_f32_to_bf16(float x);
-float comm_bf16_to_f32(uint16_t h);
-uint16_t comm_f32_to_fp16(float x);
-float comm_fp16_to_f32(uint16_t h);
 
 #endif /* TRIDENT_RUNTIME_COMM_H */

@@ -1,5 +1,12 @@
-/* comm_internal.h — the inside of a comm_group, shared by comm.c (API, MPI backend, local
- * size-1 path) and comm_nccl.c (NCCL backend). Nothing outside src/runtime includes this.
+/* comm_internal.h — the inside of a comm_group and the helpers the comm files share:
+ *
+ *   comm.c           the API: groups, collectives, p2p, tracing; MPI backend and local path
+ *   comm_watchdog.c  waiting with a deadline (timeout watchdog) and the test-only fault hook
+ *   comm_ring.c      ring reduce-scatter / all-gather for large fp32 buffers
+ *   comm_stage.c     staging of buffers the backend cannot read (host <-> device)
+ *   comm_nccl.c      NCCL backend (CUDA builds only)
+ *
+ * Nothing outside src/runtime includes this.
  *
  * Memory of a group:
  *   members[size]    global ranks, ascending; members[rank] is this process
@@ -43,15 +50,70 @@ struct comm_group {
     size_t bytes_sent, bytes_received, bytes_collective, calls;
     float *ring;      /* work space of the ring reduce-scatter (grown on demand) */
     size_t ring_cap;  /* its size in floats */
-    void *stage[2];   /* staging slots for buffers on the wrong side (comm.c, "device memory") */
+    void *stage[2];   /* staging slots for buffers on the wrong side (comm_stage.c) */
     size_t stage_cap[2];
     bool stage_on_device[2];
 };
+
+/* True when a call runs locally: MPI backend without a communicator (size 1 / serial). */
+static inline bool comm_is_local(const comm_group *g) {
+    return g->backend == COMM_MPI && g->mpi == MPI_COMM_NULL;
+}
+static inline bool comm_is_nccl(const comm_group *g) { return g->backend == COMM_NCCL; }
+
+/* count as MPI's int, or a loud failure when one message would exceed INT_MAX elements. */
+int comm_mpi_count(size_t count);
 
 /* Reports one event to the trace hook (if any) and updates the group's counters. cpu_start is
  * thread_cpu_now() when the call began (the event carries the CPU seconds spent in it). */
 void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t bytes, int tag,
                   double t_start, double t_ready, double t_end, double cpu_start);
+
+/* --- comm_watchdog.c: waiting with a deadline, and the fault hook ---------------------- */
+
+/* Where a rank waits: for the timeout message. */
+typedef struct {
+    const comm_group *g;
+    const char *op;  /* "recv", "all_reduce", ... */
+    const char *dir; /* "from" or "to" the peer; NULL for collectives */
+    int peer, tag;   /* group rank of the peer and the tag; -1 for collectives */
+} comm_wait_site;
+
+/* Brackets one blocking MPI call: two stores when a timeout is set, nothing otherwise. */
+void comm_wait_begin(const comm_wait_site *w);
+void comm_wait_end(void);
+/* MPI_Wait(req), announced to the watchdog. */
+void comm_wait_request(MPI_Request *req, const comm_wait_site *w);
+/* Called first thing by every operation: TRIDENT_TEST_FAULT (comm.h); one compare when unset. */
+void comm_fault_point(const char *op);
+
+/* --- comm_ring.c: rings for large buffers ---------------------------------------------- */
+
+/* Collectives of at least this many floats (all-gather: bytes / 4) take the rings. */
+enum { COMM_RING_MIN_FLOATS = 16384 };
+/* send[size * count] -> recv[count], fp32 sum; send and recv must not overlap. */
+void comm_ring_reduce_scatter(comm_group *g, const float *send, float *recv, size_t count);
+/* send[bytes] -> recv[size * bytes]; send may be recv's own slot. */
+void comm_ring_all_gather(comm_group *g, const void *send, void *recv, size_t bytes);
+
+/* --- comm_stage.c: buffers on the wrong side of the host/device line ------------------- */
+
+typedef struct {
+    void *user;     /* the caller's buffer */
+    void *backend;  /* what the backend reads and writes: user, or a staging slot */
+    size_t bytes;   /* 0: nothing staged, nothing to copy back */
+    bool to_device; /* the slot is device memory (NCCL) */
+} comm_staged;
+
+/* True when the backend of g cannot use p directly. */
+bool comm_needs_staging(const comm_group *g, const void *p);
+/* The pointer the backend should use for `user` (bytes long), through staging slot `slot`
+ * (0: what is sent, 1: what is received); `read`: the backend reads it, so its contents are
+ * copied to the slot first. */
+void *comm_stage_in(comm_group *g, comm_staged *st, int slot, const void *user, size_t bytes,
+                    bool read);
+/* Copies the backend's result back into the caller's buffer (when it was staged). */
+void comm_stage_out(const comm_staged *st);
 
 #ifdef TRIDENT_CUDA
 /* comm_nccl.c: NCCL on device memory. Every call leaves its stream synchronised. */

@@ -7,7 +7,9 @@
 
 #include "src/core/check.h"
 #include "src/core/flags.h"
+#include "src/core/json.h"
 #include "src/model/gpt.h"
+#include "src/runtime/comm_tag.h"
 
 void train_config_defaults(train_config *c) {
     memset(c, 0, sizeof *c);
@@ -163,10 +165,10 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     if (!c->stage_layers && c->num_layers % (pp * c->vpp) != 0)
         FAIL("--num-layers %d is not divisible by the %d virtual pipeline stages (pipeline size %d × %d chunks per rank)",
              c->num_layers, pp * c->vpp, pp, c->vpp);
-    if (2LL * c->num_microbatches * pp * c->vpp > 32766)
-        FAIL("%d micro-batches × %d virtual pipeline stages need %lld message tags; at most 32766 exist "
-             "(use fewer, larger micro-batches)", c->num_microbatches, pp * c->vpp,
-             2LL * c->num_microbatches * pp * c->vpp);
+    if (2LL * c->num_microbatches * pp * c->vpp > COMM_MAX_TAG + 1LL)
+        FAIL("%d micro-batches × %d virtual pipeline stages need %lld message tags; tags stop at "
+             "COMM_MAX_TAG = %d (use fewer, larger micro-batches)", c->num_microbatches, pp * c->vpp,
+             2LL * c->num_microbatches * pp * c->vpp, COMM_MAX_TAG);
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
     gpt_config g = {c->padded_vocab, 256, c->seq_length, c->num_layers, c->hidden_size,
                     c->num_attention_heads};
@@ -177,43 +179,37 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     return true;
 }
 
-/* s as the body of a JSON string: quotes, backslashes and control characters escaped. */
-static void json_escape(char *out, size_t cap, const char *s) {
-    size_t k = 0;
-    for (; *s && k + 7 < cap; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
-            out[k++] = '\\';
-            out[k++] = (char)ch;
-        } else if (ch < 0x20) {
-            k += (size_t)snprintf(out + k, cap - k, "\\u%04x", ch);
-        } else {
-            out[k++] = (char)ch;
-        }
-    }
-    out[k] = 0;
-}
-
 char *train_config_json(const train_config *c) {
-    char data[2048];
-    json_escape(data, sizeof data, c->data_path ? c->data_path : "synthetic");
-    char *s = mallocCheck(4096);
-    snprintf(s, 4096,
-             "{\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"seq_length\":%d,"
-             "\"make_vocab_size_divisible_by\":%d,\"padded_vocab\":%d,\"micro_batch_size\":%d,"
-             "\"global_batch_size\":%d,\"lr\":%g,\"min_lr\":%g,\"lr_warmup_iters\":%d,\"train_iters\":%d,"
-             "\"weight_decay\":%g,\"clip_grad\":%g,\"seed\":%d,\"world_size\":%d,"
-             "\"tensor_model_parallel_size\":%d,\"pipeline_model_parallel_size\":%d,"
-             "\"data_parallel_size\":%d,\"virtual_pipeline_size\":%d,\"num_microbatches\":%d,"
-             "\"pipeline_schedule\":\"%s\",\"rank_order\":\"%s\",\"use_distributed_optimizer\":%s,"
-             "\"precision\":\"%s\",\"data\":\"%s\",\"device\":\"%s\"}",
-             c->num_layers, c->hidden_size, c->num_attention_heads, c->seq_length,
-             c->make_vocab_size_divisible_by, c->padded_vocab, c->micro_batch_size,
-             c->global_batch_size, (double)c->lr, (double)c->min_lr, c->lr_warmup_iters,
-             c->train_iters, (double)c->weight_decay, (double)c->clip_grad, c->seed, c->world_size,
-             c->tensor_model_parallel_size, c->pipeline_model_parallel_size, c->dp, c->vpp,
-             c->num_microbatches, c->pipeline_schedule, c->rank_order,
-             c->use_distributed_optimizer ? "true" : "false",
-             c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32", data, c->device);
-    return s;
+    json_writer w;
+    json_init_buffer(&w, 0);
+    json_begin_object(&w, JSON_COMPACT);
+    json_field_int(&w, "num_layers", c->num_layers);
+    json_field_int(&w, "hidden_size", c->hidden_size);
+    json_field_int(&w, "num_attention_heads", c->num_attention_heads);
+    json_field_int(&w, "seq_length", c->seq_length);
+    json_field_int(&w, "make_vocab_size_divisible_by", c->make_vocab_size_divisible_by);
+    json_field_int(&w, "padded_vocab", c->padded_vocab);
+    json_field_int(&w, "micro_batch_size", c->micro_batch_size);
+    json_field_int(&w, "global_batch_size", c->global_batch_size);
+    json_field_double(&w, "lr", "%g", (double)c->lr);
+    json_field_double(&w, "min_lr", "%g", (double)c->min_lr);
+    json_field_int(&w, "lr_warmup_iters", c->lr_warmup_iters);
+    json_field_int(&w, "train_iters", c->train_iters);
+    json_field_double(&w, "weight_decay", "%g", (double)c->weight_decay);
+    json_field_double(&w, "clip_grad", "%g", (double)c->clip_grad);
+    json_field_int(&w, "seed", c->seed);
+    json_field_int(&w, "world_size", c->world_size);
+    json_field_int(&w, "tensor_model_parallel_size", c->tensor_model_parallel_size);
+    json_field_int(&w, "pipeline_model_parallel_size", c->pipeline_model_parallel_size);
+    json_field_int(&w, "data_parallel_size", c->dp);
+    json_field_int(&w, "virtual_pipeline_size", c->vpp);
+    json_field_int(&w, "num_microbatches", c->num_microbatches);
+    json_field_string(&w, "pipeline_schedule", c->pipeline_schedule);
+    json_field_string(&w, "rank_order", c->rank_order);
+    json_field_bool(&w, "use_distributed_optimizer", c->use_distributed_optimizer);
+    json_field_string(&w, "precision", c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
+    json_field_string(&w, "data", c->data_path ? c->data_path : "synthetic");
+    json_field_string(&w, "device", c->device);
+    json_end_object(&w);
+    return json_take(&w);
 }

@@ -18,11 +18,6 @@
 
 #include "tests/support/testing.h"
 
-#define MPI_ENV                                                                                  \
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "          \
-    "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_hwloc_base_binding_policy=none "      \
-    "OMPI_MCA_rmaps_base_oversubscribe=1"
-
 /* A small model so that eight ranks on two cores stay quick. */
 #define MODEL                                                                                    \
     "--num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 16 "                   \
@@ -35,10 +30,11 @@ static char g_out[1 << 16];
 
 /* Runs `trident ARGS` on np ranks (np 1: no mpirun) with extra environment ENV. */
 static int trident(int np, const char *env, const char *args) {
-    char cmd[8192];
+    char cmd[8192], extra[1024], mpirun[2048];
+    snprintf(extra, sizeof extra, TEST_MPI_NO_SINGLE_COPY " %s", env); /* progress-thread path */
     if (np == 1) snprintf(cmd, sizeof cmd, "%s %s %s", env, test_trident_path(), args);
     else
-        snprintf(cmd, sizeof cmd, "%s %s mpirun -np %d --oversubscribe %s %s", MPI_ENV, env, np,
+        snprintf(cmd, sizeof cmd, "%s %s %s", test_mpirun_prefix(mpirun, sizeof mpirun, np, extra),
                  test_trident_path(), args);
     return run_capture(cmd, g_out, sizeof g_out);
 }

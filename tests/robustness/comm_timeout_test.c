@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "src/precision/convert.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/dist.h"
 #include "src/runtime/parallel_state.h"
@@ -121,7 +122,7 @@ static void timed_reductions_give_the_blocking_bits(void **state) {
         uint16_t *h[2];
         for (int j = 0; j < 2; j++) {
             h[j] = malloc(n * sizeof(uint16_t));
-            for (size_t i = 0; i < n; i++) h[j][i] = comm_f32_to_bf16(in[i]);
+            for (size_t i = 0; i < n; i++) h[j][i] = prec_fp32_to_bf16(in[i]);
             comm_set_timeout(j ? 30.0 : 0.0);
             comm_all_reduce(g_world, h[j], n, COMM_BF16, COMM_SUM);
         }

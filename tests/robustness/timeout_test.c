@@ -18,17 +18,11 @@ static char g_out[1 << 16];
 static const char *helper(void) { return test_runfile("tests/robustness/stuck_helper"); }
 
 /* Runs the helper with 3 ranks and a 1 s timeout; returns the exit status, *secs the time. */
+/* No single copy: the waits run on the progress-thread path on purpose. */
 static int run_job(const char *mode, double *secs) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-             "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_hwloc_base_binding_policy=none "
-             "mpirun -np 3 --oversubscribe --timeout 60 %s %s 1",
-             helper(), mode);
-    double t0 = time_now();
-    int st = run_capture(cmd, g_out, sizeof g_out);
-    *secs = time_now() - t0;
-    return st;
+    char args[256];
+    snprintf(args, sizeof args, "%s 1", mode);
+    return test_run_job(3, TEST_MPI_NO_SINGLE_COPY, helper(), args, g_out, sizeof g_out, secs);
 }
 
 static int count(const char *hay, const char *needle) {

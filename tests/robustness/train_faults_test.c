@@ -22,18 +22,13 @@ static char g_out[1 << 17];
 
 /* Runs `env ENV mpirun -np 4 trident train <small 2x2 layout> ARGS`; returns the status. */
 static int run_train(const char *env, const char *args, double *secs) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-             "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_hwloc_base_binding_policy=none "
-             "%s mpirun -np 4 --oversubscribe --timeout 60 %s train --tensor-model-parallel-size 2 "
-             "--pipeline-model-parallel-size 2 --train-iters 30 --log-interval 1 --no-trace "
-             "--run-dir %s %s",
-             env, test_trident_path(), test_tmpdir("run"), args);
-    double t0 = time_now();
-    int st = run_capture(cmd, g_out, sizeof g_out);
-    *secs = time_now() - t0;
-    return st;
+    char extra[512], train[4096];
+    snprintf(extra, sizeof extra, TEST_MPI_NO_SINGLE_COPY " %s", env); /* progress-thread path */
+    snprintf(train, sizeof train,
+             "train --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --train-iters 30 "
+             "--log-interval 1 --no-trace --run-dir %s %s",
+             test_tmpdir("run"), args);
+    return test_run_job(4, extra, test_trident_path(), train, g_out, sizeof g_out, secs);
 }
 
 static int count(const char *hay, const char *needle) {

@@ -23,11 +23,6 @@
 #include "src/ckpt/tensorfile.h"
 #include "tests/support/testing.h"
 
-#define MPI_ENV                                                                                  \
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "          \
-    "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_hwloc_base_binding_policy=none "      \
-    "OMPI_MCA_rmaps_base_oversubscribe=1"
-
 /* The tiny model the checkpoint fixtures are saved with. */
 #define TINY "--num-layers 1 --hidden-size 8 --num-attention-heads 1 --seq-length 4 " \
              "--global-batch-size 1 --micro-batch-size 1 --no-trace --quiet"
@@ -198,11 +193,14 @@ static void every_kind_of_bad_input_gets_one_clear_line(void **state) {
     int failures = 0, pending = 0;
     for (size_t i = 0; i < n; i++) {
         const hostile_case *c = &k_cases[i];
-        char args[4096], words[4096], cmd[8192];
+        char args[4096], words[4096], cmd[8192], mpirun[2048];
         expand(c->args, args, sizeof args);
         expand(c->words, words, sizeof words);
         if (c->np == 1) snprintf(cmd, sizeof cmd, "%s %s", test_trident_path(), args);
-        else snprintf(cmd, sizeof cmd, "%s mpirun -np %d --oversubscribe %s %s", MPI_ENV, c->np, test_trident_path(), args);
+        else /* no single copy: the progress-thread path, as the other fault tests */
+            snprintf(cmd, sizeof cmd, "%s %s %s",
+                     test_mpirun_prefix(mpirun, sizeof mpirun, c->np, TEST_MPI_NO_SINGLE_COPY),
+                     test_trident_path(), args);
         int rc = run_capture(cmd, g_out, sizeof g_out);
         int lines = 0;
         for (const char *p = g_out; *p; p++) lines += *p == '\n';

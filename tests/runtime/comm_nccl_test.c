@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/precision/convert.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/dist.h"
 #include "src/runtime/parallel_state.h"
@@ -38,7 +39,7 @@ static void every_operation_works_on_device_memory(void **state) {
     expect_close(back, h, n, 0, 0, "all_reduce of one rank");
 
     uint16_t hb[n], bb[n];
-    for (int i = 0; i < n; i++) hb[i] = comm_f32_to_bf16((float)(i % 50));
+    for (int i = 0; i < n; i++) hb[i] = prec_fp32_to_bf16((float)(i % 50));
     uint16_t *db = dev_alloc_copy(hb, sizeof hb);
     comm_all_reduce(g, db, n, COMM_BF16, COMM_SUM);
     dev_to_host(bb, db, sizeof bb);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "src/device/device.h"
+#include "src/precision/convert.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/dist.h"
 #include "src/runtime/parallel_state.h"
@@ -51,34 +52,34 @@ static void all_reduce_sums_and_maxes_every_type(void **state) {
 static void half_precision_sums_round_like_fp32_then_nearest_even(void **state) {
     (void)state;
     /* The conversions themselves. */
-    assert_int_equal(comm_f32_to_bf16(1.0f), 0x3F80);
-    assert_int_equal(comm_f32_to_bf16(1.0f + 1.0f / 256), 0x3F80);      /* tie -> even (down) */
-    assert_int_equal(comm_f32_to_bf16(1.0f + 3.0f / 256), 0x3F82);      /* tie -> even (up) */
-    assert_true(comm_bf16_to_f32(comm_f32_to_bf16(-2.5f)) == -2.5f);
-    assert_int_equal(comm_f32_to_fp16(1.0f), 0x3C00);
-    assert_int_equal(comm_f32_to_fp16(65504.0f), 0x7BFF);
-    assert_int_equal(comm_f32_to_fp16(65520.0f), 0x7C00);               /* rounds to inf */
-    assert_int_equal(comm_f32_to_fp16(1.0f + 1.0f / 2048), 0x3C00);     /* tie -> even */
-    assert_true(comm_fp16_to_f32(comm_f32_to_fp16(5.9604645e-8f)) == 5.9604645e-8f); /* subnormal */
-    assert_true(comm_fp16_to_f32(0xC500) == -5.0f);
+    assert_int_equal(prec_fp32_to_bf16(1.0f), 0x3F80);
+    assert_int_equal(prec_fp32_to_bf16(1.0f + 1.0f / 256), 0x3F80);      /* tie -> even (down) */
+    assert_int_equal(prec_fp32_to_bf16(1.0f + 3.0f / 256), 0x3F82);      /* tie -> even (up) */
+    assert_true(prec_bf16_to_fp32(prec_fp32_to_bf16(-2.5f)) == -2.5f);
+    assert_int_equal(prec_fp32_to_fp16(1.0f), 0x3C00);
+    assert_int_equal(prec_fp32_to_fp16(65504.0f), 0x7BFF);
+    assert_int_equal(prec_fp32_to_fp16(65520.0f), 0x7C00);               /* rounds to inf */
+    assert_int_equal(prec_fp32_to_fp16(1.0f + 1.0f / 2048), 0x3C00);     /* tie -> even */
+    assert_true(prec_fp16_to_fp32(prec_fp32_to_fp16(5.9604645e-8f)) == 5.9604645e-8f); /* subnormal */
+    assert_true(prec_fp16_to_fp32(0xC500) == -5.0f);
 
     enum { n = 11 };
     int r = R(), size = N();
     uint16_t bf[n], hf[n], mx[n];
     for (int i = 0; i < n; i++) {
-        bf[i] = comm_f32_to_bf16((float)(r + i));
-        hf[i] = comm_f32_to_fp16(0.5f * (float)(r - i));
-        mx[i] = comm_f32_to_bf16((float)(r == i % size ? 100 + i : -i));
+        bf[i] = prec_fp32_to_bf16((float)(r + i));
+        hf[i] = prec_fp32_to_fp16(0.5f * (float)(r - i));
+        mx[i] = prec_fp32_to_bf16((float)(r == i % size ? 100 + i : -i));
     }
     comm_all_reduce(g_world, bf, n, COMM_BF16, COMM_SUM);
     comm_all_reduce(g_world, hf, n, COMM_FP16, COMM_SUM);
     comm_all_reduce(g_world, mx, n, COMM_BF16, COMM_MAX);
     for (int i = 0; i < n; i++) {
         float s = (float)(size * i + size * (size - 1) / 2);
-        assert_true(comm_bf16_to_f32(bf[i]) == s);
+        assert_true(prec_bf16_to_fp32(bf[i]) == s);
         float h = 0.5f * (float)(size * (size - 1) / 2 - size * i);
-        assert_true(comm_fp16_to_f32(hf[i]) == h);
-        assert_true(comm_bf16_to_f32(mx[i]) == (float)(100 + i));
+        assert_true(prec_fp16_to_fp32(hf[i]) == h);
+        assert_true(prec_bf16_to_fp32(mx[i]) == (float)(100 + i));
     }
 }
 

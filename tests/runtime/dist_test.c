@@ -14,18 +14,10 @@ static char g_out[1 << 16];
 
 static const char *helper(void) { return test_runfile("tests/runtime/dist_fail_helper"); }
 
-/* Runs the helper under mpirun with np ranks; returns the exit status, *secs the wall time. */
+/* Runs the helper under mpirun with np ranks; returns the exit status, *secs the wall time.
+ * No single copy: large messages take the progress-thread path on purpose. */
 static int run_job(int np, const char *mode, double *secs) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd,
-             "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-             "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_hwloc_base_binding_policy=none "
-             "mpirun -np %d --oversubscribe --timeout 60 %s %s",
-             np, helper(), mode);
-    double t0 = time_now();
-    int st = run_capture(cmd, g_out, sizeof g_out);
-    *secs = time_now() - t0;
-    return st;
+    return test_run_job(np, TEST_MPI_NO_SINGLE_COPY, helper(), mode, g_out, sizeof g_out, secs);
 }
 
 static int count(const char *hay, const char *needle) {

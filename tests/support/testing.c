@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "src/core/clock.h"
 #include "src/trace/trace.h"
 
 void expect_close(const float *got, const float *want, size_t n, double atol, double rtol,
@@ -50,10 +51,7 @@ void mpi_test_launch(int argc, char **argv, int np) {
         return;
     }
     setenv("CMOCKA_TEST_ABORT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    setenv("OMPI_MCA_btl", "self,vader", 0);
-    setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
+    test_mpi_setenv();
     char npbuf[16];
     snprintf(npbuf, sizeof npbuf, "%d", np);
     char **args = calloc((size_t)argc + 12, sizeof *args);
@@ -70,6 +68,46 @@ void mpi_test_launch(int argc, char **argv, int np) {
     execvp("mpirun", args);
     perror("execvp mpirun");
     exit(127);
+}
+
+/* ---- the Open MPI environment: tools/mpi_env.sh, through its generated header ---------------- */
+
+static const struct {
+    const char *name, *value;
+    int keep_user; /* export NAME=${NAME:-VALUE}: the caller's value wins */
+} k_mpi_env[] = {
+#define MPI_ENV_VAR(name, value, keep_user) {name, value, keep_user},
+#include "tools/mpi_env.h"
+#undef MPI_ENV_VAR
+};
+enum { N_MPI_ENV = sizeof k_mpi_env / sizeof k_mpi_env[0] };
+
+void test_mpi_setenv(void) {
+    for (int i = 0; i < N_MPI_ENV; i++) setenv(k_mpi_env[i].name, k_mpi_env[i].value, !k_mpi_env[i].keep_user);
+}
+
+const char *test_mpirun_prefix(char *buf, size_t cap, int np, const char *extra_env) {
+    size_t k = (size_t)snprintf(buf, cap, "env");
+    for (int i = 0; i < N_MPI_ENV && k < cap; i++) {
+        const char *user = k_mpi_env[i].keep_user ? getenv(k_mpi_env[i].name) : NULL;
+        k += (size_t)snprintf(buf + k, cap - k, " %s='%s'", k_mpi_env[i].name, user ? user : k_mpi_env[i].value);
+    }
+    if (k < cap)
+        k += (size_t)snprintf(buf + k, cap - k, " %s%smpirun -np %d --oversubscribe", extra_env,
+                              extra_env[0] ? " " : "", np);
+    if (k >= cap) fail_msg("test_mpirun_prefix: %zu bytes are not enough", cap);
+    return buf;
+}
+
+int test_run_job(int np, const char *extra_env, const char *program, const char *args, char *out,
+                 size_t cap, double *secs) {
+    char prefix[2048], cmd[8192];
+    test_mpirun_prefix(prefix, sizeof prefix, np, extra_env);
+    snprintf(cmd, sizeof cmd, "%s --timeout 60 %s %s", prefix, program, args);
+    double t0 = time_now();
+    int st = run_capture(cmd, out, cap);
+    if (secs) *secs = time_now() - t0;
+    return st;
 }
 
 const char *test_runfile(const char *relpath) {

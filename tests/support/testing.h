@@ -7,6 +7,9 @@
  *   already under mpirun, it returns and the tests run on every rank. Only rank 0
  *   prints cmocka's progress; failures print on every rank, and a failure aborts the
  *   whole job (CMOCKA_TEST_ABORT) so no rank waits forever in a collective.
+ * - The Open MPI environment: tools/mpi_env.sh is the one source, for scripts, tests and
+ *   `trident bench` alike (a genrule turns it into tools/mpi_env.h). test_mpi_setenv() sets it in this process, test_mpirun_prefix() writes it in front
+ *   of an mpirun command line, test_run_job() runs a program under that command line.
  * - test_trident_path(): the built `trident` binary, for tests that run the CLI.
  * - assert_run_trace_causal(): the trace of every traced multi-rank run a test makes must
  *   be physically possible (no receive before its send, no collective before its last member).
@@ -29,6 +32,26 @@ double max_rel_diff(const float *got, const float *want, size_t n);
 
 /* Re-executes argv under mpirun with `np` ranks unless already inside an MPI job. */
 void mpi_test_launch(int argc, char **argv, int np);
+
+/* Sets the Open MPI environment of tools/mpi_env.sh (compiled in through //tools:mpi_env):
+ * `export NAME=VALUE` sets NAME, `export NAME=${NAME:-VALUE}` sets it unless the caller's
+ * environment already has it. */
+void test_mpi_setenv(void);
+
+/* Forces the shared-memory single-copy mechanism off, so that Trident's progress-thread
+ * fallback (src/runtime/dist.h) carries large messages. Passed as extra_env, explicitly, by
+ * the tests that exercise that path on purpose (failures, timeouts, checkpoints). */
+#define TEST_MPI_NO_SINGLE_COPY "OMPI_MCA_btl_vader_single_copy_mechanism=none"
+
+/* "env <tools/mpi_env.sh> EXTRA_ENV mpirun -np NP --oversubscribe" into buf[cap] (returned);
+ * extra_env: more NAME=VALUE words, or "". The program and its arguments follow. */
+const char *test_mpirun_prefix(char *buf, size_t cap, int np, const char *extra_env);
+
+/* Runs `PROGRAM ARGS` under test_mpirun_prefix(np, extra_env) with `--timeout 60` (mpirun
+ * ends a job that outlives it), stdout+stderr captured into out[cap]; returns the exit
+ * status (as run_capture) and the wall time in *secs (NULL: not wanted). */
+int test_run_job(int np, const char *extra_env, const char *program, const char *args, char *out,
+                 size_t cap, double *secs);
 
 /* Path of the trident binary (a data dependency of the test), or dies. */
 const char *test_trident_path(void);

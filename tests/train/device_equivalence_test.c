@@ -20,10 +20,10 @@
 static char g_out[1 << 16];
 
 static void train(int np, const char *device, const char *dir, const char *args) {
-    char cmd[8192];
+    char cmd[8192], mpirun[2048];
     if (np > 1)
-        snprintf(cmd, sizeof cmd, "mpirun -np %d --oversubscribe --timeout 300 %s train --device %s %s", np,
-                 test_trident_path(), device, args);
+        snprintf(cmd, sizeof cmd, "%s --timeout 300 %s train --device %s %s",
+                 test_mpirun_prefix(mpirun, sizeof mpirun, np, ""), test_trident_path(), device, args);
     else
         snprintf(cmd, sizeof cmd, "%s train --device %s %s", test_trident_path(), device, args);
     int rc = run_capture(cmd, g_out, sizeof g_out);

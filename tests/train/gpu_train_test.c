@@ -25,10 +25,11 @@ static const char *k_model =
     "--seq-length 64 --global-batch-size 8 --micro-batch-size 2 --no-trace --quiet";
 
 static int train(int np, const char *device, const char *run, const char *extra) {
-    char cmd[8192];
+    char cmd[8192], mpirun[2048];
     if (np > 1)
-        snprintf(cmd, sizeof cmd, "mpirun -np %d --oversubscribe --timeout 600 %s train --device %s %s --run-dir %s %s",
-                 np, test_trident_path(), device, k_model, run, extra);
+        snprintf(cmd, sizeof cmd, "%s --timeout 600 %s train --device %s %s --run-dir %s %s",
+                 test_mpirun_prefix(mpirun, sizeof mpirun, np, ""), test_trident_path(), device, k_model,
+                 run, extra);
     else
         snprintf(cmd, sizeof cmd, "%s train --device %s %s --run-dir %s %s", test_trident_path(), device,
                  k_model, run, extra);

@@ -17,23 +17,20 @@
 #include "src/trace/trace.h"
 #include "tests/support/testing.h"
 
-#define MPI_ENV                                                                                  \
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "          \
-    "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_hwloc_base_binding_policy=none "      \
-    "OMPI_MCA_rmaps_base_oversubscribe=1"
-
 enum { STEPS = 2, M = 4, LAYERS = 4 }; /* M micro-batches per step: global 8 / micro 2 */
 
 static char g_out[1 << 16];
 
 static void train(const char *env, const char *run_dir) {
-    char cmd[8192];
+    char cmd[8192], extra[1024], mpirun[2048];
+    snprintf(extra, sizeof extra, TEST_MPI_NO_SINGLE_COPY " %s", env); /* progress-thread path */
     snprintf(cmd, sizeof cmd,
-             "%s %s mpirun -np 4 --oversubscribe %s train --tensor-model-parallel-size 2 "
+             "%s %s train --tensor-model-parallel-size 2 "
              "--pipeline-model-parallel-size 2 --num-layers %d --hidden-size 32 --num-attention-heads 4 "
              "--seq-length 16 --global-batch-size 8 --micro-batch-size 2 --train-iters %d --quiet "
              "--run-dir %s",
-             MPI_ENV, env, test_trident_path(), LAYERS, STEPS, run_dir);
+             test_mpirun_prefix(mpirun, sizeof mpirun, 4, extra), test_trident_path(), LAYERS, STEPS,
+             run_dir);
     int rc = run_capture(cmd, g_out, sizeof g_out);
     if (rc != 0) fail_msg("%s\nexited %d:\n%s", cmd, rc, g_out);
 }

@@ -282,12 +282,7 @@ static int setup_scratch(void **state) {
     sprintf(newpath, "%s/bin:%s", root, old ? old : "/usr/bin:/bin");
     setenv("PATH", newpath, 1);
     free(newpath);
-    /* what tools/mpi_env.sh sets for a reader */
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    setenv("OMPI_MCA_btl", "self,vader", 0);
-    setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    test_mpi_setenv(); /* what `source tools/mpi_env.sh` sets for a reader */
     g_out = malloc(OUTPUT_CAP);
     return g_out ? 0 : -1;
 }

@@ -1,0 +1,136 @@
+/* json_test.c — the JSON writer: the three layouts byte for byte, the escaper, null numbers. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/json.h"
+#include "tests/support/testing.h"
+
+static void compact_objects_have_no_spaces_and_keep_key_order(void **state) {
+    (void)state;
+    json_writer w;
+    json_init_buffer(&w, 0);
+    json_begin_object(&w, JSON_COMPACT);
+    json_field_int(&w, "step", 3);
+    json_field_double(&w, "loss", "%.7g", 2.5);
+    json_field_uint(&w, "bytes", 18446744073709551615ull);
+    json_field_bool(&w, "skipped", false);
+    json_key(&w, "list");
+    json_begin_array(&w, JSON_COMPACT);
+    json_int(&w, -1);
+    json_string(&w, NULL);
+    json_end_array(&w);
+    json_end_object(&w);
+    char *s = json_take(&w);
+    assert_string_equal(s, "{\"step\":3,\"loss\":2.5,\"bytes\":18446744073709551615,\"skipped\":false,"
+                           "\"list\":[-1,null]}");
+    free(s);
+    /* the writer is empty again */
+    json_begin_array(&w, JSON_COMPACT);
+    json_end_array(&w);
+    s = json_take(&w);
+    assert_string_equal(s, "[]");
+    free(s);
+    free(json_take(&w));
+}
+
+static void spaced_and_lines_layouts(void **state) {
+    (void)state;
+    json_writer w;
+    json_init_buffer(&w, 2);
+    json_begin_object(&w, JSON_LINES);
+    json_key(&w, "layout");
+    json_begin_object(&w, JSON_SPACED);
+    json_field_int(&w, "a", 1);
+    json_field_string(&w, "b", "x");
+    json_end_object(&w);
+    json_key(&w, "tp");
+    json_begin_array(&w, JSON_SPACED);
+    for (int g = 0; g < 2; g++) {
+        json_begin_array(&w, JSON_COMPACT);
+        json_int(&w, 2 * g);
+        json_int(&w, 2 * g + 1);
+        json_end_array(&w);
+    }
+    json_end_array(&w);
+    json_key(&w, "ranks");
+    json_begin_array(&w, JSON_LINES);
+    json_int(&w, 0);
+    json_int(&w, 1);
+    json_end_array(&w);
+    json_end_object(&w);
+    char *s = json_take(&w);
+    assert_string_equal(s, "{\n  \"layout\": {\"a\": 1, \"b\": \"x\"},\n  \"tp\": [[0,1], [2,3]],\n"
+                           "  \"ranks\": [\n    0,\n    1\n  ]\n}");
+    free(s);
+    /* indent 0: one element per line, as in a Chrome trace */
+    json_init_buffer(&w, 0);
+    json_begin_array(&w, JSON_LINES);
+    json_begin_object(&w, JSON_COMPACT);
+    json_end_object(&w);
+    json_begin_object(&w, JSON_COMPACT);
+    json_end_object(&w);
+    json_end_array(&w);
+    s = json_take(&w);
+    assert_string_equal(s, "[\n{},\n{}\n]");
+    free(s);
+    free(json_take(&w));
+}
+
+static void strings_are_escaped_as_rfc_8259_asks(void **state) {
+    (void)state;
+    json_writer w;
+    json_init_buffer(&w, 0);
+    json_string(&w, "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f é");
+    char *s = json_take(&w);
+    assert_string_equal(s, "\"q\\\"b\\\\s/\\b\\f\\n\\r\\t\\u0001\\u001f\x7f é\"");
+    free(s);
+}
+
+static void non_finite_numbers_are_null(void **state) {
+    (void)state;
+    json_writer w;
+    json_init_buffer(&w, 0);
+    json_begin_array(&w, JSON_COMPACT);
+    json_double(&w, "%.3f", NAN);
+    json_double(&w, "%.3f", INFINITY);
+    json_double(&w, "%.3f", -INFINITY);
+    json_double(&w, "%.3f", 1.0 / 3);
+    json_end_array(&w);
+    char *s = json_take(&w);
+    assert_string_equal(s, "[null,null,null,0.333]");
+    free(s);
+}
+
+static void a_file_writer_writes_the_same_bytes(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("json_test");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/x.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    json_writer w;
+    json_init_file(&w, f, 2);
+    json_begin_object(&w, JSON_LINES);
+    json_field_string(&w, "k", "v\n");
+    json_end_object(&w);
+    fclose(f);
+    char got[64] = {0};
+    f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    got[n] = 0;
+    assert_string_equal(got, "{\n  \"k\": \"v\\n\"\n}");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(compact_objects_have_no_spaces_and_keep_key_order),
+        cmocka_unit_test(spaced_and_lines_layouts),
+        cmocka_unit_test(strings_are_escaped_as_rfc_8259_asks),
+        cmocka_unit_test(non_finite_numbers_are_null),
+        cmocka_unit_test(a_file_writer_writes_the_same_bytes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
