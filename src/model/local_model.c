@@ -69,6 +69,7 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
     }
     free(begin);
     m->numel = off;
+    m->numel_padded = off;
     m->params = device_alloc(off * sizeof(float), "parameters");
     m->grads = device_alloc(off * sizeof(float), "gradients");
     float *init = mallocCheck(off * sizeof(float) + 1); /* initialised on the host, then uploaded */
@@ -110,4 +111,20 @@ void local_model_destroy(local_model *m) {
     free(m);
 }
 
-void local_model_zero_grads(local_model *m) { device_zero(m->grads, m->numel * sizeof(float)); }
+void local_model_zero_grads(local_model *m) { device_zero(m->grads, m->numel_padded * sizeof(float)); }
+
+/* One buffer of n floats holding the first `keep` floats of old (the rest zero). */
+static float *grown(float *old, size_t keep, size_t n, const char *what) {
+    float *b = device_alloc(n * sizeof(float), what); /* zeroed */
+    device_copy(b, old, keep * sizeof(float));
+    device_free(old);
+    return b;
+}
+
+void local_model_pad(local_model *m, size_t numel_padded) {
+    CHECK(numel_padded >= m->numel, "a padded length is at least the number of parameters");
+    if (numel_padded == m->numel_padded) return;
+    m->params = grown(m->params, m->numel, numel_padded, "parameters");
+    m->grads = grown(m->grads, m->numel, numel_padded, "gradients");
+    m->numel_padded = numel_padded;
+}

@@ -5,8 +5,14 @@
  * virtual stage c·p + r. Stage 0 holds the embeddings, stage S−1 the final norm and the
  * tied head (its own copy of wte when S > 1, kept equal by the embedding group).
  *
- *   params: [ chunk 0 params | chunk 1 params | ... ]   (one fp32 buffer)
+ *   params: [ chunk 0 params | chunk 1 params | ... | padding ]   (one fp32 buffer)
  *   grads:  same layout
+ *
+ * The padding (numel .. numel_padded) is there for the ZeRO-1 optimizer: it lays the two
+ * buffers out to its shard layout (src/zero/shard_ranges.h) with local_model_pad, so that
+ * the reduce-scatter, the update of its shard and the all-gather work in place at shard
+ * offsets. Padding elements start at zero, stay zero, never count in a norm and never reach
+ * a checkpoint; without ZeRO there is none (numel_padded == numel).
  *
  * Each parameter also says whether it counts in the global gradient norm on this rank:
  * a replicated tensor (LayerNorm, row-parallel bias, wpe) only on TP rank 0, and the
@@ -26,9 +32,10 @@ typedef struct {
     int tp_size, tp_rank, pp_size, pp_rank, vpp;
     int nchunks;          /* vpp */
     gpt_chunk *chunks;    /* (nchunks) chunk c is virtual stage c·pp_size + pp_rank */
-    size_t numel;         /* parameters in the buffers */
-    float *params;        /* (numel) device memory (src/device/device.h) */
-    float *grads;         /* (numel) device memory */
+    size_t numel;         /* parameters in the buffers (the real count, without padding) */
+    size_t numel_padded;  /* length of the buffers: numel, or the ZeRO layout's padded length */
+    float *params;        /* (numel_padded) device memory (src/device/device.h) */
+    float *grads;         /* (numel_padded) device memory */
     int nparams;          /* tensors over all chunks, in buffer order */
     const gpt_param **plist; /* (nparams) */
     const gpt_shard **pshard; /* (nparams) the shard each tensor belongs to */
@@ -46,6 +53,10 @@ bool local_model_partition(int num_layers, int nstages, const int *stage_layers,
 local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
                                 int pp_rank, int vpp, const int *stage_layers, uint64_t seed);
 void local_model_destroy(local_model *m);
+/* Zeroes the whole gradient buffer, padding included. */
 void local_model_zero_grads(local_model *m);
+/* Grows params and grads to numel_padded elements (>= numel), the new tail zero; done once,
+ * before training (the ZeRO optimizer calls it when it is created). */
+void local_model_pad(local_model *m, size_t numel_padded);
 
 #endif /* TRIDENT_MODEL_LOCAL_MODEL_H */

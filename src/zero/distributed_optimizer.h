@@ -5,13 +5,17 @@
  *   1. tied embedding: the first and last pipeline stage each hold wte; their gradients are
  *      summed over the embedding group, so both copies see the full gradient;
  *   2. data parallel: without ZeRO, the gradient buffer is all-reduced (in buckets) and
- *      divided by dp; with ZeRO-1 it is reduce-scattered so DP rank d gets the summed
- *      gradient of its shard only (src/zero/shard_ranges.h), divided by dp;
+ *      divided by dp; with ZeRO-1 it is reduce-scattered IN PLACE so DP rank d gets the
+ *      summed gradient of its shard only (src/zero/shard_ranges.h), divided by dp;
  *   3. the global gradient norm over every parameter counted once (TP replicas and the
  *      head's wte copy excluded), summed over the ranks that hold different parts;
  *   4. AdamW: without ZeRO on the whole buffer; with ZeRO on the shard's pieces only — the
  *      fp32 master weights and Adam moments exist for the shard alone — then the updated
- *      parameters are all-gathered from their owners.
+ *      parameters are all-gathered from their owners, in place.
+ * With ZeRO the shards are offsets into the model's own buffers, which distopt_create pads to
+ * the shard layout (local_model_pad): no step copies a whole buffer (the picture is at the
+ * top of distributed_optimizer.c). After a ZeRO step the gradient buffer holds this rank's
+ * reduced shard at its start and stale values elsewhere; the next backward zeroes it.
  * With one process all of this is the serial AdamW step.
  *
  * Mixed precision (--bf16, --fp16): the model's parameters and gradients hold values
@@ -49,6 +53,8 @@ typedef struct {
 
 typedef struct dist_optimizer dist_optimizer;
 
+/* With g->zero, pads model->params and model->grads to the shard layout (their pointers
+ * change: take them from the model after this call). */
 dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg, const distopt_groups *g);
 void distopt_destroy(dist_optimizer *o);
 
