@@ -3,9 +3,13 @@
  *
  * @cmocka's repository is all of /usr/include, and GCC's limits.h reaches the system one
  * through `-iquote external/cmocka` (see third_party/system/cmocka.BUILD); Bazel's include
- * check refused that until cmocka.BUILD declared it. This test only has to compile and
- * link; with CUDA it also asks for the device count, which may well be "no device". */
+ * check refused that until cmocka.BUILD declared it. Compiling is most of the test: the
+ * #error below fails the build if GCC's limits.h stopped reaching the system one (only the
+ * C library's limits.h has the POSIX minimums). At run time the system must agree with the
+ * header it was built against, and with CUDA the runtime must answer a call. */
 #include <limits.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #ifdef TRIDENT_CUDA
 #include <cuda_runtime.h>
@@ -13,9 +17,16 @@
 
 #include "tests/support/testing.h"
 
+#ifndef _POSIX_ARG_MAX
+#error "<limits.h> is GCC's alone: the system limits.h (with the POSIX minimums) was not reached"
+#endif
+
 static void limits_h_and_cmocka_build_together(void **state) {
     (void)state;
-    assert_int_equal(CHAR_BIT, 8);
+    long arg_max = sysconf(_SC_ARG_MAX);
+    if (arg_max < _POSIX_ARG_MAX)
+        fail_msg("sysconf(_SC_ARG_MAX) = %ld is below the header's _POSIX_ARG_MAX = %d", arg_max,
+                 _POSIX_ARG_MAX);
 }
 
 static void cuda_runtime_h_and_cmocka_build_together(void **state) {
@@ -24,7 +35,17 @@ static void cuda_runtime_h_and_cmocka_build_together(void **state) {
     int n = 0;
     cudaError_t err = cudaGetDeviceCount(&n);
     (void)cudaGetLastError(); /* clear a sticky "no device" */
-    if (err == cudaSuccess) assert_true(n >= 0);
+    if (err != cudaSuccess) {
+        /* The runtime linked and answered; "no device" is a fine answer on a CPU machine. */
+        assert_non_null(cudaGetErrorName(err));
+        printf("cudaGetDeviceCount: %s: %s\n", cudaGetErrorName(err), cudaGetErrorString(err));
+        skip();
+    }
+    /* Success means at least one device (no device is cudaErrorNoDevice), and it can be used. */
+    assert_true(n >= 1);
+    int dev = -1;
+    assert_int_equal(cudaGetDevice(&dev), cudaSuccess);
+    assert_true(dev >= 0 && dev < n);
 #else
     skip();
 #endif

@@ -1,5 +1,6 @@
 /* train_faults_test.c — `trident train` under mpirun when a rank fails: the job ends
- * non-zero within 30 s, and the output says which rank and why.
+ * non-zero by itself (not through mpirun's 60 s hang guard), and the output says which rank
+ * and why.
  *
  * 4 ranks = tensor 2 × pipeline 2 (ranks 2 and 3 hold the last stage); about 55 comm
  * operations per step, so operation 150 falls inside step 3. The faults:
@@ -17,6 +18,10 @@
 
 #include "src/core/clock.h"
 #include "tests/support/testing.h"
+
+/* What mpirun prints when its --timeout (the hang guard of every job here) ends the job. A
+ * job that ends by itself never prints it: that, not the wall clock, is what is asserted. */
+#define MPIRUN_TIME_LIMIT "The user-provided time limit for job execution has been reached"
 
 static char g_out[1 << 17];
 
@@ -51,10 +56,10 @@ static void a_killed_rank_ends_the_job_and_is_named(void **state) {
     (void)state;
     double secs;
     int st = run_train("TRIDENT_TEST_FAULT=kill:3:150", "", &secs);
-    if (st == 0 || secs > 30 || !strstr(g_out, "process rank 3"))
+    if (st == 0 || strstr(g_out, MPIRUN_TIME_LIMIT) || !strstr(g_out, "process rank 3"))
         fprintf(stderr, "status %d after %.1f s:\n%s\n", st, secs, g_out);
     assert_int_not_equal(st, 0);
-    assert_true(secs < 30);
+    assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
     assert_non_null(strstr(g_out, "step     2/30")); /* it was training ... */
     assert_non_null(strstr(g_out, "trident[rank 3]: TRIDENT_TEST_FAULT: killing this rank"));
     assert_non_null(strstr(g_out, "process rank 3")); /* ... and mpirun says who died */
@@ -66,9 +71,10 @@ static void a_hung_rank_times_out_and_the_waiting_ranks_name_it(void **state) {
     double secs;
     int st = run_train("TRIDENT_TEST_FAULT=hang:3:150", "--distributed-timeout-minutes 0.05", &secs);
     int lines = count(g_out, ": timed out after 3 s in ");
-    if (st == 0 || secs > 30 || lines == 0) fprintf(stderr, "status %d after %.1f s:\n%s\n", st, secs, g_out);
+    if (st == 0 || strstr(g_out, MPIRUN_TIME_LIMIT) || lines == 0)
+        fprintf(stderr, "status %d after %.1f s:\n%s\n", st, secs, g_out);
     assert_int_not_equal(st, 0);
-    assert_true(secs < 30);
+    assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
     assert_non_null(strstr(g_out, "step     2/30"));
     assert_non_null(strstr(g_out, "trident[rank 3]: TRIDENT_TEST_FAULT: this rank hangs"));
     assert_true(lines >= 1);
@@ -95,7 +101,7 @@ static void a_diverging_loss_stops_every_rank_with_one_line(void **state) {
     const char *at = strstr(g_out, "the loss became");
     if (st != 1 || !at) fprintf(stderr, "status %d after %.1f s:\n%s\n", st, secs, g_out);
     assert_int_equal(st, 1);
-    assert_true(secs < 30);
+    assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
     assert_non_null(at);
     assert_int_equal(count(g_out, "the loss became"), 1);
     char line[512];

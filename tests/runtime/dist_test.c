@@ -1,7 +1,7 @@
-/* dist_test.c — start-up and failure of a job: a rank that dies ends the whole job within
- * seconds (no rank left waiting in a collective), a user error found by every rank prints
- * once and exits non-zero, and a plain run never starts MPI. Runs dist_fail_helper under
- * mpirun with run_capture. */
+/* dist_test.c — start-up and failure of a job: a rank that dies ends the whole job by itself
+ * (no rank left waiting in a collective until mpirun's 60 s hang guard), a user error found by
+ * every rank prints once and exits non-zero, and a plain run never starts MPI. Runs
+ * dist_fail_helper under mpirun with run_capture. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,10 @@
 
 #include "src/core/clock.h"
 #include "tests/support/testing.h"
+
+/* What mpirun prints when its --timeout (the hang guard of every job here) ends the job. A
+ * job that ends by itself never prints it: that, not the wall clock, is what is asserted. */
+#define MPIRUN_TIME_LIMIT "The user-provided time limit for job execution has been reached"
 
 static char g_out[1 << 16];
 
@@ -30,9 +34,9 @@ static void a_rank_that_dies_ends_the_whole_job_quickly(void **state) {
     (void)state;
     double secs;
     int st = run_job(4, "die", &secs);
-    if (st == 0 || secs > 20) fprintf(stderr, "%s\n", g_out);
+    if (st == 0 || strstr(g_out, MPIRUN_TIME_LIMIT)) fprintf(stderr, "%s\n", g_out);
     assert_int_not_equal(st, 0);
-    assert_true(secs < 20);
+    assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
     assert_non_null(strstr(g_out, "trident[rank 1]: rank 1 gives up: --answer 41 must be 42"));
     assert_null(strstr(g_out, "ok rank"));
 }
@@ -41,9 +45,9 @@ static void a_failed_check_ends_the_whole_job_quickly(void **state) {
     (void)state;
     double secs;
     int st = run_job(3, "check", &secs);
-    if (st == 0 || secs > 20) fprintf(stderr, "%s\n", g_out);
+    if (st == 0 || strstr(g_out, MPIRUN_TIME_LIMIT)) fprintf(stderr, "%s\n", g_out);
     assert_int_not_equal(st, 0);
-    assert_true(secs < 20);
+    assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
     assert_non_null(strstr(g_out, "check failed: 1 + 1 == 3"));
 }
 
@@ -53,7 +57,7 @@ static void an_error_every_rank_finds_prints_once_and_fails(void **state) {
     int st = run_job(4, "fail_all", &secs);
     if (st == 0 || count(g_out, "does not divide") != 1) fprintf(stderr, "%s\n", g_out);
     assert_int_not_equal(st, 0);
-    assert_true(secs < 20);
+    assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
     assert_int_equal(count(g_out, "trident: helper: --tensor-model-parallel-size 3 does not divide the world size 4"), 1);
     assert_null(strstr(g_out, "MPI_ABORT"));
 }

@@ -89,8 +89,11 @@ static void rows_break_at_shard_boundaries(void **state) {
         /* Shard d starts line d at the left of the bar; the last mark closes the last line. */
         assert_int_equal(m->line, d < 4 ? d : 3);
         assert_true(fabs(m->x - (d < 4 ? L.bar_x : L.bar_x + L.line_w)) < 1e-9);
-        assert_true(m->label_row >= 0); /* room for every label */
+        /* One mark per line but the last, whose two marks lie a whole line apart: every
+         * label fits in the first row under its line. */
+        assert_int_equal(m->label_row, 0);
     }
+    assert_int_equal(L.label_rows, 1);
     /* Every piece lies on its shard's line; nothing widened, so each shard's scale is S. */
     for (int i = 0; i < L.n_pieces; i++) {
         const zero_draw_piece *p = &L.pieces[i];
