@@ -12,15 +12,17 @@
  *
  * Why these estimates.
  *   Own time. The thread CPU clock counts what the rank ran, children included. A child with
- *   a CPU time of its own (a nested compute event) is subtracted exactly. A child without
- *   one (communication today) spun or slept for its wall time; the rank got some share of a
+ *   a CPU time of its own (a nested compute event, or a message: comm reports the CPU spent in
+ *   the call) is subtracted exactly. A child without one (older traces) spun or slept for its
+ *   wall time; the rank got some share of a
  *   core meanwhile, and the only share we know is the parent's overall cpu / wall, so the
  *   child is charged wall × share. With one core per rank the share is 1 and this is exact.
  *   Transfer. A receive records when the data was there (t_ready) and when it was copied
  *   (t_end): the copy is the transfer, the time before it was waiting, which the replay
- *   recomputes from the sender. A collective records no readiness yet (t_ready = t_start), so
- *   each member's duration includes waiting for the others; the member that arrived last
- *   waited least, so the least duration over the members is the best measured transfer.
+ *   recomputes from the sender. A collective's t_ready is set by trace_run_read to when its
+ *   last member entered; where it could not be matched (t_ready = t_start) each member's
+ *   duration includes waiting for the others, and the member that arrived last waited least,
+ *   so the least duration over the members is the best measured transfer.
  *   A cpu, when known, bounds the transfer (a descheduled copy is no slower in the replay).
  *   But a p2p copy can itself wait: with Open MPI's shared memory and no single-copy
  *   mechanism, a large message moves in fragments only while the sender is inside MPI, and a

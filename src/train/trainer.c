@@ -319,7 +319,7 @@ static void make_run_id(char id[32], comm_group *world) {
 }
 
 /* NCCL when every rank on a node has a GPU of its own (and the build has NCCL); otherwise MPI,
- * with device buffers staged through host memory (src/runtime/comm.c), so any number of
+ * with device buffers staged through host memory (src/runtime/comm_stage.c), so any number of
  * ranks can share one GPU. */
 static comm_backend comm_backend_for(device_kind dk, int world) {
 #ifdef TRIDENT_CUDA
