@@ -136,7 +136,7 @@ static void write_run(json_writer *w, const trace_run *r, const char *prefix, in
                 json_field_int(w, "step", e->step);
                 json_field_int(w, "microbatch", e->microbatch);
                 json_field_int(w, "chunk", e->chunk);
-                json_field_double(w, "cpu_s", "%.3f", e->cpu >= 0 ? e->cpu : NAN);
+                json_field_double(w, "cpu_s", "%.6f", e->cpu >= 0 ? e->cpu : NAN);
                 slice_end(w);
                 break;
             case TRACE_SEND:
