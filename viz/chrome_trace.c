@@ -93,121 +93,149 @@ static double run_start(const trace_run *r) {
     return t0;
 }
 
+/* Where an event of one rank goes: its process, its clock, its run. */
+typedef struct {
+    json_writer *w;
+    const trace_run *r;
+    const trace_file *tf;
+    int k, pid, run_index; /* rank in the run, Chrome process id, which run */
+    double t0;             /* the run's first event, on the shared clock: ts 0 */
+} rank_out;
+
+static void write_step(const rank_out *o, const trace_event *e, double a, double b) {
+    char name[64];
+    snprintf(name, sizeof name, "step %d", e->step);
+    if (!slice_begin(o->w, o->pid, VIZ_CT_TID_STEPS, name, "step", a, b, o->t0)) return;
+    json_field_int(o->w, "step", e->step);
+    slice_end(o->w);
+}
+
+static void write_compute(const rank_out *o, const trace_event *e, double a, double b) {
+    json_writer *w = o->w;
+    const char *kn = trace_kind_name(e->kind);
+    char name[512];
+    if (e->microbatch >= 0 && e->chunk >= 0)
+        snprintf(name, sizeof name, "%s mb %d chunk %d", kn, e->microbatch, e->chunk);
+    else if (e->microbatch >= 0)
+        snprintf(name, sizeof name, "%s mb %d", kn, e->microbatch);
+    else
+        snprintf(name, sizeof name, "%s", kn);
+    if (!slice_begin(w, o->pid, VIZ_CT_TID_COMPUTE, name, "compute", a, b, o->t0)) return;
+    json_field_string(w, "class", "compute");
+    json_field_string(w, "kind", kn);
+    json_field_int(w, "step", e->step);
+    json_field_int(w, "microbatch", e->microbatch);
+    json_field_int(w, "chunk", e->chunk);
+    json_field_double(w, "cpu_s", "%.6f", e->cpu >= 0 ? e->cpu : NAN);
+    slice_end(w);
+}
+
+/* A send or receive: its wait, its transfer, and its end of the flow arrow. */
+static void write_p2p(const rank_out *o, size_t i, const trace_event *e, double a, double m, double b) {
+    json_writer *w = o->w;
+    const char *kn = trace_kind_name(e->kind);
+    bool send = e->kind == TRACE_SEND;
+    int tid = send ? VIZ_CT_TID_SEND : VIZ_CT_TID_RECV;
+    if (m > a && slice_begin(w, o->pid, tid, "wait", "wait", a, m, o->t0)) {
+        wait_args(w, kn, e);
+        slice_end(w);
+    }
+    char name[64];
+    snprintf(name, sizeof name, send ? "send → rank %d" : "recv ← rank %d", e->peer);
+    if (slice_begin(w, o->pid, tid, name, "transfer", m, b, o->t0)) {
+        json_field_string(w, "class", "transfer");
+        json_field_string(w, "kind", kn);
+        json_field_int(w, "peer", e->peer);
+        json_field_int(w, "tag", e->tag);
+        json_field_uint(w, "bytes", (unsigned long long)e->bytes);
+        json_field_string(w, "op", trace_file_string(o->tf, e->op));
+        json_field_string(w, "group", trace_file_string(o->tf, e->group));
+        transfer_tail(w, o->tf, e, a, m, b);
+        slice_end(w);
+    }
+    int flow = o->r->flow[o->k][i];
+    if (flow < 0) return;
+    /* the arrow starts in the send's transfer, ends in the receive's */
+    next(w);
+    json_field_string(w, "ph", send ? "s" : "f");
+    if (!send) json_field_string(w, "bp", "e");
+    json_field_int(w, "id", (long long)o->run_index * 100000000LL + flow);
+    json_field_int(w, "pid", o->pid);
+    json_field_int(w, "tid", tid);
+    json_field_double(w, "ts", "%.3f", (m - o->t0) * 1e6);
+    json_field_string(w, "name", "p2p");
+    json_field_string(w, "cat", "p2p");
+    json_end_object(w);
+}
+
+static void write_collective(const rank_out *o, const trace_event *e, double a, double m, double b) {
+    json_writer *w = o->w;
+    const char *group = trace_file_string(o->tf, e->group);
+    if (m > a && slice_begin(w, o->pid, VIZ_CT_TID_COLL, "wait", "wait", a, m, o->t0)) {
+        json_field_string(w, "class", "wait");
+        json_field_string(w, "kind", "collective");
+        json_field_string(w, "group", group);
+        slice_end(w);
+    }
+    const char *op = e->op >= 0 ? trace_file_string(o->tf, e->op) : "collective";
+    if (slice_begin(w, o->pid, VIZ_CT_TID_COLL, op, "transfer", m, b, o->t0)) {
+        json_field_string(w, "class", "transfer");
+        json_field_string(w, "kind", "collective");
+        json_field_string(w, "group", group);
+        json_field_uint(w, "bytes", (unsigned long long)e->bytes);
+        transfer_tail(w, o->tf, e, a, m, b);
+        slice_end(w);
+    }
+}
+
+static void write_memory(const rank_out *o, const trace_event *e, double a) {
+    json_writer *w = o->w;
+    next(w);
+    json_field_string(w, "ph", "C");
+    json_field_int(w, "pid", o->pid);
+    json_field_string(w, "name", "memory");
+    json_field_double(w, "ts", "%.3f", (a - o->t0) * 1e6);
+    json_key(w, "args");
+    json_begin_object(w, JSON_COMPACT);
+    json_field_uint(w, "bytes", (unsigned long long)e->bytes);
+    json_end_object(w);
+    json_end_object(w);
+}
+
+/* One closed event of the rank, times moved to the shared clock. */
+static void write_event(const rank_out *o, size_t i) {
+    const trace_event *e = trace_file_event(o->tf, i);
+    if (e->flags & TRACE_OPEN) return;
+    const double off = trace_file_header(o->tf)->clock_offset;
+    const double a = e->t_start + off, m = e->t_ready + off, b = e->t_end + off;
+    switch (e->kind) {
+    case TRACE_STEP: write_step(o, e, a, b); break;
+    case TRACE_FORWARD:
+    case TRACE_BACKWARD:
+    case TRACE_OPTIMIZER:
+    case TRACE_DATA:
+    case TRACE_EVAL: write_compute(o, e, a, b); break;
+    case TRACE_SEND:
+    case TRACE_RECV: write_p2p(o, i, e, a, m, b); break;
+    case TRACE_COLLECTIVE: write_collective(o, e, a, m, b); break;
+    case TRACE_MEMORY: write_memory(o, e, a); break;
+    default: break;
+    }
+}
+
 static void write_run(json_writer *w, const trace_run *r, const char *prefix, int run_index) {
-    double t0 = run_start(r);
+    const double t0 = run_start(r);
     char name[512];
     for (int k = 0; k < r->nranks; k++) {
         const trace_file *tf = r->ranks[k];
         const trace_header *h = trace_file_header(tf);
-        int pid = run_index * 100000 + k;
+        const rank_out o = {w, r, tf, k, run_index * 100000 + k, run_index, t0};
         snprintf(name, sizeof name, "%s%srank %d (tp %d, pp %d, dp %d)", prefix, prefix[0] ? ": " : "",
                  k, h->tp_rank, h->pp_rank, h->dp_rank);
-        meta(w, pid, 0, "process", name, pid);
+        meta(w, o.pid, 0, "process", name, o.pid);
         static const char *const threads[] = {"", "steps", "compute", "p2p send", "p2p recv", "collectives"};
-        for (int t = VIZ_CT_TID_STEPS; t <= VIZ_CT_TID_COLL; t++) meta(w, pid, t, "thread", threads[t], t);
-
-        double off = h->clock_offset;
-        for (size_t i = 0; i < trace_file_num_events(tf); i++) {
-            const trace_event *e = trace_file_event(tf, i);
-            if (e->flags & TRACE_OPEN) continue;
-            double a = e->t_start + off, m = e->t_ready + off, b = e->t_end + off;
-            const char *kn = trace_kind_name(e->kind);
-            switch (e->kind) {
-            case TRACE_STEP:
-                snprintf(name, sizeof name, "step %d", e->step);
-                if (!slice_begin(w, pid, VIZ_CT_TID_STEPS, name, "step", a, b, t0)) break;
-                json_field_int(w, "step", e->step);
-                slice_end(w);
-                break;
-            case TRACE_FORWARD:
-            case TRACE_BACKWARD:
-            case TRACE_OPTIMIZER:
-            case TRACE_DATA:
-            case TRACE_EVAL:
-                if (e->microbatch >= 0 && e->chunk >= 0)
-                    snprintf(name, sizeof name, "%s mb %d chunk %d", kn, e->microbatch, e->chunk);
-                else if (e->microbatch >= 0)
-                    snprintf(name, sizeof name, "%s mb %d", kn, e->microbatch);
-                else
-                    snprintf(name, sizeof name, "%s", kn);
-                if (!slice_begin(w, pid, VIZ_CT_TID_COMPUTE, name, "compute", a, b, t0)) break;
-                json_field_string(w, "class", "compute");
-                json_field_string(w, "kind", kn);
-                json_field_int(w, "step", e->step);
-                json_field_int(w, "microbatch", e->microbatch);
-                json_field_int(w, "chunk", e->chunk);
-                json_field_double(w, "cpu_s", "%.6f", e->cpu >= 0 ? e->cpu : NAN);
-                slice_end(w);
-                break;
-            case TRACE_SEND:
-            case TRACE_RECV: {
-                bool send = e->kind == TRACE_SEND;
-                int tid = send ? VIZ_CT_TID_SEND : VIZ_CT_TID_RECV;
-                if (m > a && slice_begin(w, pid, tid, "wait", "wait", a, m, t0)) {
-                    wait_args(w, kn, e);
-                    slice_end(w);
-                }
-                snprintf(name, sizeof name, send ? "send → rank %d" : "recv ← rank %d", e->peer);
-                if (slice_begin(w, pid, tid, name, "transfer", m, b, t0)) {
-                    json_field_string(w, "class", "transfer");
-                    json_field_string(w, "kind", kn);
-                    json_field_int(w, "peer", e->peer);
-                    json_field_int(w, "tag", e->tag);
-                    json_field_uint(w, "bytes", (unsigned long long)e->bytes);
-                    json_field_string(w, "op", trace_file_string(tf, e->op));
-                    json_field_string(w, "group", trace_file_string(tf, e->group));
-                    transfer_tail(w, tf, e, a, m, b);
-                    slice_end(w);
-                }
-                int flow = r->flow[k][i];
-                if (flow >= 0) { /* the arrow starts in the send's transfer, ends in the receive's */
-                    next(w);
-                    json_field_string(w, "ph", send ? "s" : "f");
-                    if (!send) json_field_string(w, "bp", "e");
-                    json_field_int(w, "id", (long long)run_index * 100000000LL + flow);
-                    json_field_int(w, "pid", pid);
-                    json_field_int(w, "tid", tid);
-                    json_field_double(w, "ts", "%.3f", (m - t0) * 1e6);
-                    json_field_string(w, "name", "p2p");
-                    json_field_string(w, "cat", "p2p");
-                    json_end_object(w);
-                }
-                break;
-            }
-            case TRACE_COLLECTIVE: {
-                const char *group = trace_file_string(tf, e->group);
-                if (m > a && slice_begin(w, pid, VIZ_CT_TID_COLL, "wait", "wait", a, m, t0)) {
-                    json_field_string(w, "class", "wait");
-                    json_field_string(w, "kind", "collective");
-                    json_field_string(w, "group", group);
-                    slice_end(w);
-                }
-                const char *op = e->op >= 0 ? trace_file_string(tf, e->op) : "collective";
-                if (slice_begin(w, pid, VIZ_CT_TID_COLL, op, "transfer", m, b, t0)) {
-                    json_field_string(w, "class", "transfer");
-                    json_field_string(w, "kind", "collective");
-                    json_field_string(w, "group", group);
-                    json_field_uint(w, "bytes", (unsigned long long)e->bytes);
-                    transfer_tail(w, tf, e, a, m, b);
-                    slice_end(w);
-                }
-                break;
-            }
-            case TRACE_MEMORY:
-                next(w);
-                json_field_string(w, "ph", "C");
-                json_field_int(w, "pid", pid);
-                json_field_string(w, "name", "memory");
-                json_field_double(w, "ts", "%.3f", (a - t0) * 1e6);
-                json_key(w, "args");
-                json_begin_object(w, JSON_COMPACT);
-                json_field_uint(w, "bytes", (unsigned long long)e->bytes);
-                json_end_object(w);
-                json_end_object(w);
-                break;
-            default: break;
-            }
-        }
+        for (int t = VIZ_CT_TID_STEPS; t <= VIZ_CT_TID_COLL; t++) meta(w, o.pid, t, "thread", threads[t], t);
+        for (size_t i = 0; i < trace_file_num_events(tf); i++) write_event(&o, i);
     }
 }
 

@@ -63,6 +63,69 @@ static double nice_step(double px_per_unit, double min_px) {
     }
 }
 
+/* An idle gap on rank r's row from t0 to t1 (units). */
+static void add_gap(viz_schedule_layout *out, int r, double y, double t0, double t1) {
+    viz_sched_rect *g = &out->gaps[out->ngap++];
+    g->x = LEFT + t0 * out->px_per_unit;
+    g->w = (t1 - t0) * out->px_per_unit;
+    g->y = y;
+    g->h = BOX_H;
+    g->rank = r;
+    g->action = -1;
+    g->fill = VIZ_IDLE;
+}
+
+/* Action i of rank r, simulated over sp. */
+static void add_box(viz_schedule_layout *out, int r, int i, double y, const pp_action *a, pp_span sp) {
+    viz_sched_rect *b = &out->boxes[out->nbox++];
+    b->x = LEFT + sp.start * out->px_per_unit;
+    b->w = (sp.end - sp.start) * out->px_per_unit;
+    b->y = y;
+    b->h = BOX_H;
+    b->rank = r;
+    b->action = i;
+    b->fill = action_fill(a);
+    b->hatched = a->chunk > 0;
+    b->hatch_gap = a->chunk > 0 ? 7.0 / a->chunk : 0;
+    b->phase = a->phase;
+    if (b->w >= 10) snprintf(b->label, sizeof b->label, "%d", a->mb);
+}
+
+/* One rank's row: boxes, the gaps between them and after the last, the phase strips. */
+static void layout_rank(viz_schedule_layout *out, const pp_schedule *s, const pp_sim *sim, int r) {
+    const pp_rank_plan *pl = &s->ranks[r];
+    const pp_rank_timeline *tl = &sim->ranks[r];
+    const double y = out->row_y0 + r * out->row_pitch, ppu = out->px_per_unit;
+    double prev_end = 0;
+    /* Phase extents on this rank: [first start, last end] of each phase. */
+    double ph_lo[3] = {-1, -1, -1}, ph_hi[3] = {0, 0, 0};
+    for (int i = 0; i < pl->n; i++) {
+        const pp_action *a = &pl->actions[i];
+        const pp_span sp = tl->spans[i];
+        if (sp.start > prev_end + 1e-9) add_gap(out, r, y, prev_end, sp.start);
+        if (sp.end > prev_end) prev_end = sp.end;
+        add_box(out, r, i, y, a, sp);
+        int ph = (int)a->phase;
+        if (ph_lo[ph] < 0 || sp.start < ph_lo[ph]) ph_lo[ph] = sp.start;
+        if (sp.end > ph_hi[ph]) ph_hi[ph] = sp.end;
+    }
+    if (sim->makespan > prev_end + 1e-9) add_gap(out, r, y, prev_end, sim->makespan); /* idle at the end */
+    for (int ph = 0; ph < 3; ph++) {
+        if (ph_lo[ph] < 0) continue;
+        viz_sched_rect *st = &out->strips[out->nstrip++];
+        st->x = LEFT + ph_lo[ph] * ppu;
+        st->w = (ph_hi[ph] - ph_lo[ph]) * ppu;
+        st->y = y + BOX_H + 2;
+        st->h = STRIP_H;
+        st->rank = r;
+        st->action = -1;
+        st->phase = (pp_phase)ph;
+        st->fill = phase_color((pp_phase)ph);
+    }
+    snprintf(out->right[r], sizeof out->right[r], "idle %.1f%%   peak %d in flight", 100.0 * tl->idle_fraction,
+             tl->peak_inflight);
+}
+
 void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim, viz_schedule_layout *out) {
     const pp_config *c = &s->cfg;
     const int p = c->p;
@@ -92,69 +155,7 @@ void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim, viz_sc
     out->gaps = callocCheck((size_t)total + (size_t)p, sizeof *out->gaps);
     out->strips = callocCheck((size_t)3 * p, sizeof *out->strips);
     out->right = callocCheck((size_t)p, sizeof *out->right);
-
-    for (int r = 0; r < p; r++) {
-        const pp_rank_plan *pl = &s->ranks[r];
-        const pp_rank_timeline *tl = &sim->ranks[r];
-        const double y = out->row_y0 + r * out->row_pitch;
-        double prev_end = 0;
-        /* Phase extents on this rank: [first start, last end] of each phase. */
-        double ph_lo[3] = {-1, -1, -1}, ph_hi[3] = {0, 0, 0};
-        for (int i = 0; i < pl->n; i++) {
-            const pp_action *a = &pl->actions[i];
-            const pp_span sp = tl->spans[i];
-            if (sp.start > prev_end + 1e-9) {
-                viz_sched_rect *g = &out->gaps[out->ngap++];
-                g->x = LEFT + prev_end * ppu;
-                g->w = (sp.start - prev_end) * ppu;
-                g->y = y;
-                g->h = BOX_H;
-                g->rank = r;
-                g->action = -1;
-                g->fill = VIZ_IDLE;
-            }
-            if (sp.end > prev_end) prev_end = sp.end;
-            viz_sched_rect *b = &out->boxes[out->nbox++];
-            b->x = LEFT + sp.start * ppu;
-            b->w = (sp.end - sp.start) * ppu;
-            b->y = y;
-            b->h = BOX_H;
-            b->rank = r;
-            b->action = i;
-            b->fill = action_fill(a);
-            b->hatched = a->chunk > 0;
-            b->hatch_gap = a->chunk > 0 ? 7.0 / a->chunk : 0;
-            b->phase = a->phase;
-            if (b->w >= 10) snprintf(b->label, sizeof b->label, "%d", a->mb);
-            int ph = (int)a->phase;
-            if (ph_lo[ph] < 0 || sp.start < ph_lo[ph]) ph_lo[ph] = sp.start;
-            if (sp.end > ph_hi[ph]) ph_hi[ph] = sp.end;
-        }
-        if (sim->makespan > prev_end + 1e-9) { /* idle at the end of the step */
-            viz_sched_rect *g = &out->gaps[out->ngap++];
-            g->x = LEFT + prev_end * ppu;
-            g->w = (sim->makespan - prev_end) * ppu;
-            g->y = y;
-            g->h = BOX_H;
-            g->rank = r;
-            g->action = -1;
-            g->fill = VIZ_IDLE;
-        }
-        for (int ph = 0; ph < 3; ph++) {
-            if (ph_lo[ph] < 0) continue;
-            viz_sched_rect *st = &out->strips[out->nstrip++];
-            st->x = LEFT + ph_lo[ph] * ppu;
-            st->w = (ph_hi[ph] - ph_lo[ph]) * ppu;
-            st->y = y + BOX_H + 2;
-            st->h = STRIP_H;
-            st->rank = r;
-            st->action = -1;
-            st->phase = (pp_phase)ph;
-            st->fill = phase_color((pp_phase)ph);
-        }
-        snprintf(out->right[r], sizeof out->right[r], "idle %.1f%%   peak %d in flight", 100.0 * tl->idle_fraction,
-                 tl->peak_inflight);
-    }
+    for (int r = 0; r < p; r++) layout_rank(out, s, sim, r);
 
     if (c->v > 1)
         snprintf(out->title, sizeof out->title,

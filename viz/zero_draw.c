@@ -22,7 +22,7 @@
 #include "src/core/check.h"
 #include "viz/canvas.h"
 
-enum { MAX_LINES = 128, SEGMENTS_PER_LINE = 12, LABEL_ROWS_MAX = 3, TABLE_ROWS_MAX = 32 };
+enum { MAX_LINES = 128, SEGMENTS_PER_LINE = 12, LABEL_ROWS_MAX = 2, TABLE_ROWS_MAX = 32 };
 
 static const double DEFAULT_WIDTH = 1400, MIN_SEGMENT_W = 5;
 static const double BAR_H = 40, BAND_H = 20, BUCKET_H = 14, GAP = 4;
@@ -128,8 +128,9 @@ static double solve_scale(const zero_draw_layout *L, int first, int n, double U)
 }
 
 /* Greedy rows for the shard boundary labels of each line: a label goes into the first
- * row where it does not touch the previous label; beyond LABEL_ROWS_MAX it is dropped
- * (the table under the picture still gives every number). */
+ * row where it does not touch the previous label. A line holds at most two shard marks
+ * (a shard's start, and on the last line also the end of the buffer), so the second row
+ * always has room; a third mark on a line would be a layout bug and fails loudly. */
 static void assign_label_rows(const zero_ranges *r, zero_draw_layout *L) {
     L->label_rows = 0;
     for (int line = 0; line < L->n_lines; line++) {
@@ -142,26 +143,18 @@ static void assign_label_rows(const zero_ranges *r, zero_draw_layout *L) {
             boundary_label(r, d, text);
             double w = label_block_width(text);
             double x0 = fmax(L->bar_x - 40, fmin(m->x - w / 2, L->width - 6 - w));
-            for (int k = 0; k < LABEL_ROWS_MAX; k++) {
-                if (x0 > right[k] + 8) {
-                    m->label_row = k;
-                    right[k] = x0 + w;
-                    if (k + 1 > L->label_rows) L->label_rows = k + 1;
-                    break;
-                }
-            }
+            int k = 0;
+            while (k < LABEL_ROWS_MAX && !(x0 > right[k] + 8)) k++;
+            CHECK(k < LABEL_ROWS_MAX, "a line of the ZeRO picture holds at most two shard boundaries");
+            m->label_row = k;
+            right[k] = x0 + w;
+            if (k + 1 > L->label_rows) L->label_rows = k + 1;
         }
     }
 }
 
-void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout *L) {
-    memset(L, 0, sizeof *L);
-    L->width = width > 0 ? width : DEFAULT_WIDTH;
-    L->bar_x = 78;
-    L->line_w = L->width - L->bar_x - 28;
-    CHECK(L->line_w > 100, "the ZeRO picture needs a canvas at least ~210 px wide");
-
-    /* Segments: each non-empty parameter, then the padding. */
+/* Segments: each non-empty parameter, then the padding. Returns how many. */
+static int make_segments(const zero_ranges *r, zero_draw_layout *L) {
     bool padded = r->padded_numel > r->numel;
     int n = padded ? 1 : 0;
     for (int p = 0; p < r->n_params; p++) n += r->params[p].numel > 0;
@@ -174,11 +167,16 @@ void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout 
                                                0, 0, zero_ranges_param_is_cut(r, p), false};
     }
     if (padded) L->segments[k++] = (zero_draw_segment){-1, r->numel, r->padded_numel, 0, 0, false, false};
+    return n;
+}
 
-    /* Pieces: every segment cut at the shard boundaries, in buffer order. */
-    size_t S = r->shard_numel;
+/* Pieces: every segment cut at the shard boundaries, in buffer order; shard d's pieces are
+ * first[d] .. first[d+1]-1 (first has dp + 1 entries). Returns the most pieces of a shard. */
+static int make_pieces(const zero_ranges *r, zero_draw_layout *L, int *first) {
+    const int n = L->n_segments;
+    const size_t S = r->shard_numel;
+    int max_pieces = 0;
     L->pieces = mallocCheck(((size_t)n + (size_t)r->dp + 1) * sizeof(zero_draw_piece));
-    int *first = callocCheck((size_t)r->dp + 1, sizeof *first), max_pieces = 0;
     L->n_pieces = 0;
     for (int d = 0; d < r->dp; d++) {
         size_t a = shard_start(r, d), b = a + S;
@@ -191,18 +189,22 @@ void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout 
         if (L->n_pieces - first[d] > max_pieces) max_pieces = L->n_pieces - first[d];
     }
     first[r->dp] = L->n_pieces;
+    return max_pieces;
+}
 
-    /* Lines: k per shard, enough for SEGMENTS_PER_LINE pieces a line, at most MAX_LINES. */
+/* Lines (k per shard, enough for SEGMENTS_PER_LINE pieces a line, at most MAX_LINES) and the
+ * pieces' positions along them: proportional, small pieces widened to min_w. */
+static void place_pieces(const zero_ranges *r, zero_draw_layout *L, const int *first, int max_pieces) {
     int lps = (max_pieces + SEGMENTS_PER_LINE - 1) / SEGMENTS_PER_LINE;
     if (lps < 1) lps = 1;
     if (lps * r->dp > MAX_LINES) lps = MAX_LINES / r->dp > 1 ? MAX_LINES / r->dp : 1;
     CHECK(lps * r->dp <= MAX_LINES, "the ZeRO picture draws at most 128 data-parallel ranks");
     L->lines_per_shard = lps;
     L->n_lines = lps * r->dp;
-    double Ud = lps * L->line_w, U = L->n_lines * L->line_w;
+    const double Ud = lps * L->line_w, U = L->n_lines * L->line_w;
     L->min_w = MIN_SEGMENT_W;
     if (max_pieces * L->min_w > 0.5 * Ud) L->min_w = 0.5 * Ud / max_pieces;
-    L->px_per_elem = S ? Ud / (double)S : 0;
+    L->px_per_elem = r->shard_numel ? Ud / (double)r->shard_numel : 0;
     L->shard_px_per_elem = callocCheck((size_t)r->dp, sizeof *L->shard_px_per_elem);
     for (int d = 0; d < r->dp; d++) {
         int np = first[d + 1] - first[d];
@@ -219,15 +221,18 @@ void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout 
         }
         if (np) L->pieces[first[d + 1] - 1].u1 = (d + 1) * Ud; /* absorb the bisection's rounding */
     }
-    free(first);
+    const int n = L->n_segments;
     for (int i = 0; i < n; i++) {
         L->segments[i].u0 = zero_draw_u_of(L, L->segments[i].world_start);
         L->segments[i].u1 = zero_draw_u_of(L, L->segments[i].world_end);
         L->n_widened += L->segments[i].widened;
     }
     if (n) L->segments[n - 1].u1 = U;
+}
 
-    /* Marks at the dp + 1 shard boundaries and at the bucket boundaries. */
+/* Marks at the dp + 1 shard boundaries and at the bucket boundaries. */
+static void make_marks(const zero_ranges *r, zero_draw_layout *L) {
+    const double Ud = L->lines_per_shard * L->line_w;
     L->n_marks = r->dp + 1;
     L->marks = mallocCheck((size_t)L->n_marks * sizeof(zero_draw_mark));
     for (int d = 0; d <= r->dp; d++) { /* shard d starts line d*k; the last mark ends the bar */
@@ -243,6 +248,21 @@ void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout 
     if (r->n_buckets)
         L->bucket_marks[r->n_buckets] = make_mark(L, r->buckets[r->n_buckets - 1].world_end);
     assign_label_rows(r, L);
+}
+
+void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout *L) {
+    memset(L, 0, sizeof *L);
+    L->width = width > 0 ? width : DEFAULT_WIDTH;
+    L->bar_x = 78;
+    L->line_w = L->width - L->bar_x - 28;
+    CHECK(L->line_w > 100, "the ZeRO picture needs a canvas at least ~210 px wide");
+
+    make_segments(r, L);
+    int *first = callocCheck((size_t)r->dp + 1, sizeof *first);
+    int max_pieces = make_pieces(r, L, first);
+    place_pieces(r, L, first, max_pieces);
+    free(first);
+    make_marks(r, L);
 
     /* Vertical layout: per line, bar / band / buckets / label rows. */
     L->bar_h = BAR_H;
@@ -451,7 +471,7 @@ static void draw_marks(cairo_t *cr, const zero_draw_layout *L, const zero_ranges
     for (int d = 0; d < L->n_marks; d++) {
         const zero_draw_mark *m = &L->marks[d];
         double top = line_top(L, m->line);
-        double bottom = top + L->label_y - 8 + (m->label_row >= 0 ? m->label_row * LABEL_ROW_H : 0);
+        double bottom = top + L->label_y - 8 + m->label_row * LABEL_ROW_H;
         cairo_save(cr);
         cairo_set_dash(cr, dash, 2, 0);
         cairo_set_line_width(cr, 1.3);
@@ -460,7 +480,6 @@ static void draw_marks(cairo_t *cr, const zero_draw_layout *L, const zero_ranges
         cairo_line_to(cr, m->x, bottom);
         cairo_stroke(cr);
         cairo_restore(cr);
-        if (m->label_row < 0) continue;
         char text[3][80];
         boundary_label(r, d, text);
         double w = label_block_width(text);

@@ -90,6 +90,7 @@ void bench_comm(bench_ctx *ctx);
 void bench_scaling(bench_ctx *ctx);
 void bench_trace(bench_ctx *ctx);
 void bench_device(bench_ctx *ctx);
+void bench_zero(bench_ctx *ctx);
 
 /* The pipeline runs, shared by the pipeline and memory suites: the model they train and
  * `mpirun -np p trident train` of one (schedule, p, m) into RUN/pipeline/<schedule>_p<p>_m<m>
@@ -106,6 +107,9 @@ const char *bench_pp_run(bench_ctx *ctx, const char *schedule, int p, int m, cha
  * process (the comm and memory suites share it) and returns the file's path. */
 int bench_worker_comm(const char *run_dir, bool quick);
 const char *bench_comm_results(bench_ctx *ctx, char *path, size_t cap);
+/* The zero suite's worker: `mpirun -np P trident bench --worker zero` writes
+ * DIR/worker_zero_np<P>.txt (bench_zero.c). */
+int bench_worker_zero(const char *run_dir, bool quick);
 
 /* ---- running the program ---------------------------------------------------------------- */
 

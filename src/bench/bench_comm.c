@@ -18,6 +18,7 @@
  */
 #include <math.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,11 @@
 #include "src/zero/distributed_optimizer.h"
 
 /* The model of the worker's trainers. */
+enum { WORKER_LAYERS = 8 };
+
 static void worker_config(train_config *c, bool quick, int tp, int pp, int vpp_layers, bool zero, int m) {
     train_config_defaults(c);
-    c->num_layers = 8;
+    c->num_layers = WORKER_LAYERS;
     c->hidden_size = quick ? 64 : 256;
     c->num_attention_heads = 4;
     c->seq_length = quick ? 32 : 128;
@@ -90,20 +93,23 @@ static double best_of(const double *t, int n) {
     return b;
 }
 
-int bench_worker_comm(const char *run_dir, bool quick) {
-    int argc = 0;
-    char **argv = NULL;
-    dist_init(&argc, &argv);
-    ops_set_threads(1);
-    const int world = dist_world_size(), rank = dist_rank();
-    if (world < 2) dist_fail_all("bench --worker comm runs under mpirun with at least 2 ranks (got %d)", world);
-    const int m = 4, repeats = quick ? 3 : 15;
-    char out[16384];
-    size_t used = 0;
-#define PUT(...) used += (size_t)snprintf(out + used, sizeof out - used, __VA_ARGS__)
-    PUT("world %d\n", world);
+/* The worker's "key value" lines, built up in memory and written by rank 0 at the end. */
+typedef struct {
+    char text[16384];
+    size_t used;
+} kv_out;
 
-    /* 1. Data parallel: the real gradient buffer; comm.h vs MPI; reduce-scatter + all-gather. */
+static void __attribute__((format(printf, 2, 3))) put(kv_out *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    o->used += (size_t)vsnprintf(o->text + o->used, sizeof o->text - o->used, fmt, ap);
+    va_end(ap);
+}
+
+/* 1. Data parallel: the real gradient buffer; comm.h vs MPI; reduce-scatter + all-gather.
+ * Returns the optimizer-state bytes of this plain (no ZeRO) trainer. */
+static size_t measure_dp(kv_out *o, bool quick, int m, int repeats) {
+    const int world = dist_world_size();
     train_config c;
     worker_config(&c, quick, 1, 1, 0, false, m);
     worker_trainer w = trainer_open(&c);
@@ -138,42 +144,52 @@ int bench_worker_comm(const char *run_dir, bool quick) {
             }
         }
     }
-    PUT("grad_elems %zu\n", n);
+    put(o, "grad_elems %zu\n", n);
     /* Best of the repeats: the time the transfer takes when nothing else gets in its way
      * (on 2 shared cores a median mostly measures who the scheduler interrupted). */
-    PUT("allreduce_comm_s %.9g\n", best_of(t_comm, repeats));
-    PUT("allreduce_mpi_s %.9g\n", best_of(t_mpi, repeats));
-    PUT("rs_ag_s %.9g\n", best_of(t_rsag, repeats));
+    put(o, "allreduce_comm_s %.9g\n", best_of(t_comm, repeats));
+    put(o, "allreduce_mpi_s %.9g\n", best_of(t_mpi, repeats));
+    put(o, "rs_ag_s %.9g\n", best_of(t_rsag, repeats));
     free(buf), free(shard), free(t_comm), free(t_mpi), free(t_rsag);
     size_t plain_state = distopt_state_bytes(trainer_optimizer(w.t));
     trainer_close(&w);
+    return plain_state;
+}
 
-    /* 2. ZeRO-1: the same model with the optimizer state sharded over dp. */
+/* 2. ZeRO-1: the same model with the optimizer state sharded over dp. */
+static void measure_zero_state(kv_out *o, bool quick, int m, size_t plain_state) {
+    train_config c;
     worker_config(&c, quick, 1, 1, 0, true, m);
-    w = trainer_open(&c);
+    worker_trainer w = trainer_open(&c);
     const zero_ranges *zr = distopt_ranges(trainer_optimizer(w.t));
-    PUT("zero_dp %d\n", c.dp);
-    PUT("zero_state_bytes_plain %zu\n", plain_state);
-    PUT("zero_state_bytes_sharded %zu\n", distopt_state_bytes(trainer_optimizer(w.t)));
-    PUT("zero_padding_elems %zu\n", zr->padded_numel - trainer_model(w.t)->numel);
+    put(o, "zero_dp %d\n", c.dp);
+    put(o, "zero_state_bytes_plain %zu\n", plain_state);
+    put(o, "zero_state_bytes_sharded %zu\n", distopt_state_bytes(trainer_optimizer(w.t)));
+    put(o, "zero_padding_elems %zu\n", zr->padded_numel - trainer_model(w.t)->numel);
     trainer_close(&w);
+}
 
-    /* 3. Tensor parallel bytes of one step. */
+/* 3. Tensor parallel bytes of one step. */
+static void measure_tp_bytes(kv_out *o, bool quick, int m) {
+    train_config c;
     worker_config(&c, quick, 2, 1, 0, false, m);
-    w = trainer_open(&c);
+    worker_trainer w = trainer_open(&c);
     trainer_step(w.t, 1); /* warm-up: first-touch, not counted */
     comm_reset_counters(w.ps->tp);
     trainer_step(w.t, 2);
     const double N = (double)c.micro_batch_size * c.seq_length, C = c.hidden_size;
-    PUT("tp_bytes %zu\n", comm_bytes_collective(w.ps->tp));
-    PUT("tp_formula %.0f\n", m * (4.0 * c.num_layers * N * C + 2.0 * N * C + 3.0 * N) * 4.0);
-    PUT("tp_calls %zu\n", comm_calls(w.ps->tp));
+    put(o, "tp_bytes %zu\n", comm_bytes_collective(w.ps->tp));
+    put(o, "tp_formula %.0f\n", m * (4.0 * c.num_layers * N * C + 2.0 * N * C + 3.0 * N) * 4.0);
+    put(o, "tp_calls %zu\n", comm_calls(w.ps->tp));
     trainer_close(&w);
+}
 
-    /* 4. Pipeline bytes of one step: 1f1b (v = 1) and interleaved (v = 2). */
+/* 4. Pipeline bytes of one step: 1f1b (v = 1) and interleaved (v = 2); then the model. */
+static void measure_pp_bytes(kv_out *o, bool quick, int m) {
+    train_config c;
     for (int v = 1; v <= 2; v++) {
-        worker_config(&c, quick, 1, 2, v == 2 ? c.num_layers / 4 : 0, false, m);
-        w = trainer_open(&c);
+        worker_config(&c, quick, 1, 2, v == 2 ? WORKER_LAYERS / 4 : 0, false, m);
+        worker_trainer w = trainer_open(&c);
         trainer_step(w.t, 1);
         comm_reset_counters(w.ps->pp);
         trainer_step(w.t, 2);
@@ -181,20 +197,37 @@ int bench_worker_comm(const char *run_dir, bool quick) {
         MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         MPI_Allreduce(MPI_IN_PLACE, &recvd, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         const int S = 2 * c.vpp;
-        PUT("pp_v%d_sent %.0f\n", v, sent);
-        PUT("pp_v%d_received %.0f\n", v, recvd);
-        PUT("pp_v%d_formula %.0f\n", v, 2.0 * m * (S - 1) * N * C * 4.0);
+        const double N = (double)c.micro_batch_size * c.seq_length, C = c.hidden_size;
+        put(o, "pp_v%d_sent %.0f\n", v, sent);
+        put(o, "pp_v%d_received %.0f\n", v, recvd);
+        put(o, "pp_v%d_formula %.0f\n", v, 2.0 * m * (S - 1) * N * C * 4.0);
         trainer_close(&w);
     }
-    PUT("model_layers %d\nmodel_hidden %d\nmodel_seq %d\nmodel_micro_batch %d\nmicrobatches %d\n",
+    put(o, "model_layers %d\nmodel_hidden %d\nmodel_seq %d\nmodel_micro_batch %d\nmicrobatches %d\n",
         c.num_layers, c.hidden_size, c.seq_length, c.micro_batch_size, m);
-#undef PUT
+}
+
+int bench_worker_comm(const char *run_dir, bool quick) {
+    int argc = 0;
+    char **argv = NULL;
+    dist_init(&argc, &argv);
+    ops_set_threads(1);
+    const int world = dist_world_size(), rank = dist_rank();
+    if (world < 2) dist_fail_all("bench --worker comm runs under mpirun with at least 2 ranks (got %d)", world);
+    const int m = 4, repeats = quick ? 3 : 15;
+    static kv_out o;
+    o.used = 0;
+    put(&o, "world %d\n", world);
+    size_t plain_state = measure_dp(&o, quick, m, repeats);
+    measure_zero_state(&o, quick, m, plain_state);
+    measure_tp_bytes(&o, quick, m);
+    measure_pp_bytes(&o, quick, m);
     if (rank == 0) {
         char path[4200];
         snprintf(path, sizeof path, "%s/worker_comm.txt", run_dir);
         atomic_file af;
         FILE *f = atomic_file_open(&af, path);
-        fputs(out, f);
+        fputs(o.text, f);
         atomic_file_commit(&af);
     }
     dist_finalize();

@@ -15,6 +15,7 @@
  *
  * Not here: multi-rank runs (the other suites), the kernel-by-kernel breakdown (serial suite).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,32 +48,78 @@ static double time_linears(const linear_shape *s, int n, size_t N, float *x, flo
     return time_now() - t0;
 }
 
+/* The model the suite trains: GPT-2 small on a GPU; a small model on the CPU devices (and
+ * with --quick). */
+typedef struct {
+    int L, C, NH, T, B, repeats;
+} device_setup;
+
+static device_setup device_setup_of(const bench_ctx *ctx, bool gpu) {
+    device_setup d = {12, 768, 12, 1024, 8, 10};
+    if (!gpu || ctx->quick) d = (device_setup){4, 256, 4, 128, 4, 5};
+    if (ctx->quick) d = (device_setup){2, 64, 4, 32, 2, 3};
+    return d;
+}
+
+static trainer *device_trainer(const bench_ctx *ctx, const device_setup *d, train_config *tc) {
+    train_config_defaults(tc);
+    tc->num_layers = d->L;
+    tc->hidden_size = d->C;
+    tc->num_attention_heads = d->NH;
+    tc->seq_length = d->T;
+    tc->micro_batch_size = d->B;
+    tc->global_batch_size = d->B;
+    tc->train_iters = 1000;
+    tc->lr_warmup_iters = 10;
+    tc->no_trace = true;
+    tc->device = ctx->device;
+    char err[512];
+    if (!train_config_check(tc, 1, err, sizeof err)) die("bench device: %s", err);
+    ops_set_threads(1);
+    return trainer_create(tc, NULL);
+}
+
+/* Device buffers big enough for every shape: x (N, in), y (N, out), w (in, out), gradients. */
+typedef struct {
+    float *x, *y, *dx, *w, *dw;
+} linear_buffers;
+
+static linear_buffers linear_buffers_make(const linear_shape *shapes, int n, size_t N) {
+    size_t max_in = 0, max_out = 0, max_w = 0;
+    for (int i = 0; i < n; i++) {
+        if (shapes[i].in > max_in) max_in = shapes[i].in;
+        if (shapes[i].out > max_out) max_out = shapes[i].out;
+        if (shapes[i].in * shapes[i].out > max_w) max_w = shapes[i].in * shapes[i].out;
+    }
+    linear_buffers b;
+    b.x = device_alloc(N * max_in * sizeof(float), "bench inputs");
+    b.y = device_alloc(N * max_out * sizeof(float), "bench outputs");
+    b.dx = device_alloc(N * max_in * sizeof(float), "bench input gradients");
+    b.w = device_alloc(max_w * sizeof(float), "bench weights");
+    b.dw = device_alloc(max_w * sizeof(float), "bench weight gradients");
+    dev_fill(b.x, 0.01f, N * max_in);
+    dev_fill(b.w, 0.02f, max_w);
+    return b;
+}
+
+static void linear_buffers_free(linear_buffers *b) {
+    device_free(b->x);
+    device_free(b->y);
+    device_free(b->dx);
+    device_free(b->w);
+    device_free(b->dw);
+}
+
 void bench_device(bench_ctx *ctx) {
     device_kind dk;
     CHECK(device_kind_parse(ctx->device, &dk), "device name checked by the flag parser");
     char err[512];
     if (!device_init(dk, dk == DEVICE_CUDA ? dist_bind_device() : -1, err, sizeof err)) die("trident bench --suite device: %s", err);
     const bool gpu = dk == DEVICE_CUDA;
-    /* GPT-2 small on a GPU; a small model on the CPU devices (and with --quick). */
-    int L = 12, C = 768, NH = 12, T = 1024, B = 8, repeats = 10;
-    if (!gpu || ctx->quick) L = 4, C = 256, NH = 4, T = 128, B = 4, repeats = 5;
-    if (ctx->quick) L = 2, C = 64, NH = 4, T = 32, B = 2, repeats = 3;
-
+    const device_setup d = device_setup_of(ctx, gpu);
+    const int L = d.L, C = d.C, NH = d.NH, T = d.T, B = d.B, repeats = d.repeats;
     train_config tc;
-    train_config_defaults(&tc);
-    tc.num_layers = L;
-    tc.hidden_size = C;
-    tc.num_attention_heads = NH;
-    tc.seq_length = T;
-    tc.micro_batch_size = B;
-    tc.global_batch_size = B;
-    tc.train_iters = 1000;
-    tc.lr_warmup_iters = 10;
-    tc.no_trace = true;
-    tc.device = ctx->device;
-    if (!train_config_check(&tc, 1, err, sizeof err)) die("bench device: %s", err);
-    ops_set_threads(1);
-    trainer *t = trainer_create(&tc, NULL);
+    trainer *t = device_trainer(ctx, &d, &tc);
     const gpt_config g = {tc.padded_vocab, 256, T, L, C, NH};
     const size_t N = (size_t)B * (size_t)T;
     const double tokens = (double)N, flops_per_step = gpt_flops_per_token(&g, T) * tokens;
@@ -85,24 +132,13 @@ void bench_device(bench_ctx *ctx) {
         {(size_t)C, (size_t)tc.padded_vocab, 1}, /* LM head */
     };
     double gemm_flops = 0;
-    size_t max_in = 0, max_out = 0, max_w = 0;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 5; i++)
         gemm_flops += 6.0 * (double)N * (double)shapes[i].in * (double)shapes[i].out * shapes[i].per_step;
-        if (shapes[i].in > max_in) max_in = shapes[i].in;
-        if (shapes[i].out > max_out) max_out = shapes[i].out;
-        if (shapes[i].in * shapes[i].out > max_w) max_w = shapes[i].in * shapes[i].out;
-    }
-    float *x = device_alloc(N * max_in * sizeof(float), "bench inputs");
-    float *y = device_alloc(N * max_out * sizeof(float), "bench outputs");
-    float *dx = device_alloc(N * max_in * sizeof(float), "bench input gradients");
-    float *w = device_alloc(max_w * sizeof(float), "bench weights");
-    float *dw = device_alloc(max_w * sizeof(float), "bench weight gradients");
-    dev_fill(x, 0.01f, N * max_in);
-    dev_fill(w, 0.02f, max_w);
+    linear_buffers lb = linear_buffers_make(shapes, 5, N);
 
     int it = 1;
     trainer_step(t, it++); /* warm-up: first touches, cuBLAS handles and workspaces */
-    time_linears(shapes, 5, N, x, w, y, dx, dw);
+    time_linears(shapes, 5, N, lb.x, lb.w, lb.y, lb.dx, lb.dw);
     double *step = mallocCheck((size_t)repeats * sizeof(double));
     double *ref = mallocCheck((size_t)repeats * sizeof(double));
     for (int r = 0; r < repeats; r++) {
@@ -111,7 +147,7 @@ void bench_device(bench_ctx *ctx) {
         trainer_step(t, it++);
         device_sync();
         step[r] = time_now() - t0;
-        ref[r] = time_linears(shapes, 5, N, x, w, y, dx, dw);
+        ref[r] = time_linears(shapes, 5, N, lb.x, lb.w, lb.y, lb.dx, lb.dw);
     }
     const double t_step = bench_median(step, repeats), t_ref = bench_median(ref, repeats);
     const double model_rate = flops_per_step / t_step, gemm_rate = gemm_flops / t_ref;
@@ -129,11 +165,7 @@ void bench_device(bench_ctx *ctx) {
                   device_kind_name(dk), ctx->quick ? " --quick" : "");
     free(step);
     free(ref);
-    device_free(x);
-    device_free(y);
-    device_free(dx);
-    device_free(w);
-    device_free(dw);
+    linear_buffers_free(&lb);
     trainer_destroy(t);
     device_shutdown();
 }

@@ -186,24 +186,77 @@ static kernel_times time_kernels(const serial_setup *c, int V) {
 
 /* ---- the suite --------------------------------------------------------------------------- */
 
+/* The trainer of the suite: a serial GPT of the setup's shape, one BLAS thread. */
+static trainer *serial_trainer(const serial_setup *s, train_config *tc) {
+    train_config_defaults(tc);
+    tc->num_layers = s->L;
+    tc->hidden_size = s->C;
+    tc->num_attention_heads = s->NH;
+    tc->seq_length = s->T;
+    tc->micro_batch_size = s->B;
+    tc->global_batch_size = s->B;
+    tc->train_iters = 1000;
+    tc->lr_warmup_iters = 10;
+    tc->no_trace = true;
+    char err[512];
+    if (!train_config_check(tc, 1, err, sizeof err)) die("bench serial: %s", err);
+    ops_set_threads(1);
+    return trainer_create(tc, NULL);
+}
+
+/* Medians of the interleaved repeats: a step, sgemm on its shapes, the kernels alone. */
+typedef struct {
+    double step, ref, opt, attn_gemm;  /* step; sgemm on all shapes; AdamW; the T×T sgemm parts */
+    double lin, att, ln, gelu;         /* kernels timed alone (kernel_times) */
+} serial_times;
+
+static serial_times time_serial(const serial_setup *s, trainer *t, int padded_vocab, gemm_shape *layer, int nlayer,
+                                gemm_shape *head, int nhead) {
+    gemm_buffers gb = gemm_buffers_make(layer, nlayer);
+    gemm_buffers gh = gemm_buffers_make(head, nhead);
+    /* Warm up both (first-touch of the model's buffers, BLAS's own buffers). */
+    int it = 1;
+    trainer_step(t, it++);
+    time_shapes(layer, nlayer, &gb);
+
+    double *step = mallocCheck((size_t)s->repeats * sizeof(double));
+    double *ref = mallocCheck((size_t)s->repeats * sizeof(double));
+    double *opt = mallocCheck((size_t)s->repeats * sizeof(double));
+    double *attn_gemm = mallocCheck((size_t)s->repeats * sizeof(double));
+    kernel_times *kt = mallocCheck((size_t)s->repeats * sizeof(kernel_times));
+    for (int r = 0; r < s->repeats; r++) {
+        double t0 = time_now();
+        trainer_step(t, it++);
+        step[r] = time_now() - t0;
+        ref[r] = time_shapes(layer, nlayer, &gb) * s->L + time_shapes(head, nhead, &gh);
+        attn_gemm[r] = time_shapes(layer + LINEAR_SHAPES, nlayer - LINEAR_SHAPES, &gb) * s->L;
+        t0 = time_now();
+        distopt_step(trainer_optimizer(t), it);
+        opt[r] = time_now() - t0;
+        kt[r] = time_kernels(s, padded_vocab);
+    }
+    serial_times st = {.step = bench_median(step, s->repeats), .ref = bench_median(ref, s->repeats),
+                       .opt = bench_median(opt, s->repeats), .attn_gemm = bench_median(attn_gemm, s->repeats)};
+    double col[4][64];
+    for (int r = 0; r < s->repeats; r++) {
+        col[0][r] = kt[r].linear;
+        col[1][r] = kt[r].attention;
+        col[2][r] = kt[r].layernorm;
+        col[3][r] = kt[r].gelu;
+    }
+    st.lin = bench_median(col[0], s->repeats), st.att = bench_median(col[1], s->repeats);
+    st.ln = bench_median(col[2], s->repeats), st.gelu = bench_median(col[3], s->repeats);
+    free(step), free(ref), free(opt), free(attn_gemm), free(kt);
+    gemm_buffers_free(&gb);
+    gemm_buffers_free(&gh);
+    return st;
+}
+
 void bench_serial(bench_ctx *ctx) {
     serial_setup s = ctx->quick ? (serial_setup){2, 128, 4, 64, 2, 2}
                                 : (serial_setup){12, 768, 12, 256, 1, 5};
     train_config tc;
-    train_config_defaults(&tc);
-    tc.num_layers = s.L;
-    tc.hidden_size = s.C;
-    tc.num_attention_heads = s.NH;
-    tc.seq_length = s.T;
-    tc.micro_batch_size = s.B;
-    tc.global_batch_size = s.B;
-    tc.train_iters = 1000;
-    tc.lr_warmup_iters = 10;
-    tc.no_trace = true;
-    char err[512];
-    if (!train_config_check(&tc, 1, err, sizeof err)) die("bench serial: %s", err);
-    ops_set_threads(1);
-    trainer *t = trainer_create(&tc, NULL);
+    trainer *t = serial_trainer(&s, &tc);
     const gpt_config g = {tc.padded_vocab, 256, s.T, s.L, s.C, s.NH};
     const double tokens = (double)s.B * s.T;
     const double flops_per_step = gpt_flops_per_token(&g, s.T) * tokens;
@@ -214,41 +267,9 @@ void bench_serial(bench_ctx *ctx) {
     double gemm_flops = 0;
     for (int i = 0; i < nlayer; i++) gemm_flops += shape_flops(&layer[i]) * s.L;
     for (int i = 0; i < nhead; i++) gemm_flops += shape_flops(&head[i]);
-    gemm_buffers gb = gemm_buffers_make(layer, nlayer);
-    gemm_buffers gh = gemm_buffers_make(head, nhead);
-
-    /* Warm up both (first-touch of the model's buffers, BLAS's own buffers). */
-    int it = 1;
-    trainer_step(t, it++);
-    time_shapes(layer, nlayer, &gb);
-
-    double *step = mallocCheck((size_t)s.repeats * sizeof(double));
-    double *ref = mallocCheck((size_t)s.repeats * sizeof(double));
-    double *opt = mallocCheck((size_t)s.repeats * sizeof(double));
-    double *attn_gemm = mallocCheck((size_t)s.repeats * sizeof(double));
-    kernel_times *kt = mallocCheck((size_t)s.repeats * sizeof(kernel_times));
-    for (int r = 0; r < s.repeats; r++) {
-        double t0 = time_now();
-        trainer_step(t, it++);
-        step[r] = time_now() - t0;
-        ref[r] = time_shapes(layer, nlayer, &gb) * s.L + time_shapes(head, nhead, &gh);
-        attn_gemm[r] = time_shapes(layer + LINEAR_SHAPES, nlayer - LINEAR_SHAPES, &gb) * s.L;
-        t0 = time_now();
-        distopt_step(trainer_optimizer(t), it);
-        opt[r] = time_now() - t0;
-        kt[r] = time_kernels(&s, tc.padded_vocab);
-    }
-    double t_step = bench_median(step, s.repeats), t_ref = bench_median(ref, s.repeats);
-    double t_opt = bench_median(opt, s.repeats), t_attn_gemm = bench_median(attn_gemm, s.repeats);
-    double col[4][64];
-    for (int r = 0; r < s.repeats; r++) {
-        col[0][r] = kt[r].linear;
-        col[1][r] = kt[r].attention;
-        col[2][r] = kt[r].layernorm;
-        col[3][r] = kt[r].gelu;
-    }
-    double t_lin = bench_median(col[0], s.repeats), t_att = bench_median(col[1], s.repeats);
-    double t_ln = bench_median(col[2], s.repeats), t_gelu = bench_median(col[3], s.repeats);
+    const serial_times st = time_serial(&s, t, tc.padded_vocab, layer, nlayer, head, nhead);
+    const double t_step = st.step, t_ref = st.ref, t_opt = st.opt, t_attn_gemm = st.attn_gemm;
+    const double t_lin = st.lin, t_att = st.att, t_ln = st.ln, t_gelu = st.gelu;
 
     const double model_rate = flops_per_step / t_step, gemm_rate = gemm_flops / t_ref;
     const double ratio = model_rate / gemm_rate;
@@ -282,8 +303,5 @@ void bench_serial(bench_ctx *ctx) {
                100 * t_opt / t_step, 100 * (t_step - parts) / t_step);
     bench_command(ctx->report, "trident bench --suite serial%s   (in process: trainer_step vs cblas_sgemm)",
                   ctx->quick ? " --quick" : "");
-    free(step), free(ref), free(opt), free(attn_gemm), free(kt);
-    gemm_buffers_free(&gb);
-    gemm_buffers_free(&gh);
     trainer_destroy(t);
 }

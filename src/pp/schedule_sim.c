@@ -82,15 +82,10 @@ static void explain_deadlock(const pp_schedule *s, const int *next, char *msg, s
     }
 }
 
-bool pp_simulate(const pp_schedule *s, const pp_costs *costs, pp_sim *out, char *msg, size_t cap) {
+/* A plan the timing cannot even read: stages or tags out of range. */
+static bool plan_in_range(const pp_schedule *s, char *msg, size_t cap) {
     const pp_config *c = &s->cfg;
     const int p = c->p, S = c->p * c->v, ntags = pp_tag_count(c);
-    pp_costs unit = pp_costs_unit();
-    if (!costs) costs = &unit;
-    memset(out, 0, sizeof *out);
-    if (cap) msg[0] = 0;
-
-    /* A plan the timing cannot even read: stages or tags out of range. */
     for (int r = 0; r < p; r++)
         for (int i = 0; i < s->ranks[r].n; i++) {
             const pp_action *a = &s->ranks[r].actions[i];
@@ -102,19 +97,21 @@ bool pp_simulate(const pp_schedule *s, const pp_costs *costs, pp_sim *out, char 
                 return false;
             }
         }
+    return true;
+}
 
-    double *sent = mallocCheck((size_t)ntags * sizeof *sent); /* issue time of each tag, or -1 */
-    for (int t = 0; t < ntags; t++) sent[t] = -1.0;
-    int *next = callocCheck((size_t)p, sizeof *next);     /* next action of each rank */
-    double *free_at = callocCheck((size_t)p, sizeof *free_at); /* when each rank is free */
-    int *inflight = callocCheck((size_t)p, sizeof *inflight);
-    out->p = p;
-    out->ranks = callocCheck((size_t)p, sizeof *out->ranks);
-    for (int r = 0; r < p; r++) {
-        out->ranks[r].n = s->ranks[r].n;
-        out->ranks[r].spans = callocCheck((size_t)s->ranks[r].n, sizeof(pp_span));
-    }
+/* The simulation's state: per tag when it was sent, per rank where its plan stands. */
+typedef struct {
+    double *sent;    /* (ntags) issue time of each tag, or -1 */
+    int *next;       /* (p) next action of each rank */
+    double *free_at; /* (p) when each rank is free */
+    int *inflight;   /* (p) forwards whose backward has not run yet */
+} sim_state;
 
+/* Runs every rank as far as its receives allow, round after round, until all are done or
+ * none can move. Returns true when every plan ran to its end. */
+static bool run_plans(const pp_schedule *s, const pp_costs *costs, sim_state *st, pp_sim *out) {
+    const int p = s->cfg.p;
     bool moved = true, done = false;
     while (moved && !done) {
         moved = false;
@@ -122,48 +119,77 @@ bool pp_simulate(const pp_schedule *s, const pp_costs *costs, pp_sim *out, char 
         for (int r = 0; r < p; r++) {
             const pp_rank_plan *pl = &s->ranks[r];
             pp_rank_timeline *tl = &out->ranks[r];
-            while (next[r] < pl->n) {
-                const pp_action *a = &pl->actions[next[r]];
-                double start = free_at[r];
+            while (st->next[r] < pl->n) {
+                const pp_action *a = &pl->actions[st->next[r]];
+                double start = st->free_at[r];
                 if (a->recv_tag >= 0) {
-                    if (sent[a->recv_tag] < 0) break; /* blocks: not sent yet */
-                    double arrive = sent[a->recv_tag] + costs->p2p_latency;
+                    if (st->sent[a->recv_tag] < 0) break; /* blocks: not sent yet */
+                    double arrive = st->sent[a->recv_tag] + costs->p2p_latency;
                     if (arrive > start) start = arrive;
                 }
                 double cost = action_cost(costs, a);
-                tl->spans[next[r]].start = start;
-                tl->spans[next[r]].end = start + cost;
+                tl->spans[st->next[r]].start = start;
+                tl->spans[st->next[r]].end = start + cost;
                 tl->busy += cost;
-                free_at[r] = start + cost;
-                if (a->send_tag >= 0 && sent[a->send_tag] < 0) sent[a->send_tag] = start + cost;
-                inflight[r] += a->op == PP_FORWARD ? 1 : -1;
-                if (inflight[r] > tl->peak_inflight) tl->peak_inflight = inflight[r];
-                next[r]++;
+                st->free_at[r] = start + cost;
+                if (a->send_tag >= 0 && st->sent[a->send_tag] < 0) st->sent[a->send_tag] = start + cost;
+                st->inflight[r] += a->op == PP_FORWARD ? 1 : -1;
+                if (st->inflight[r] > tl->peak_inflight) tl->peak_inflight = st->inflight[r];
+                st->next[r]++;
                 moved = true;
             }
-            if (next[r] < pl->n) done = false;
+            if (st->next[r] < pl->n) done = false;
         }
+    }
+    return done;
+}
+
+/* Makespan, idle fractions and the bubble, from when each rank became free. */
+static void sum_up(pp_sim *out, const double *free_at, int p) {
+    double idle = 0;
+    for (int r = 0; r < p; r++)
+        if (free_at[r] > out->makespan) out->makespan = free_at[r];
+    for (int r = 0; r < p; r++) {
+        pp_rank_timeline *tl = &out->ranks[r];
+        tl->idle_fraction = out->makespan > 0 ? 1.0 - tl->busy / out->makespan : 0.0;
+        idle += out->makespan - tl->busy;
+    }
+    out->bubble_fraction = out->makespan > 0 ? idle / (p * out->makespan) : 0.0;
+}
+
+bool pp_simulate(const pp_schedule *s, const pp_costs *costs, pp_sim *out, char *msg, size_t cap) {
+    const pp_config *c = &s->cfg;
+    const int p = c->p, ntags = pp_tag_count(c);
+    pp_costs unit = pp_costs_unit();
+    if (!costs) costs = &unit;
+    memset(out, 0, sizeof *out);
+    if (cap) msg[0] = 0;
+    if (!plan_in_range(s, msg, cap)) return false;
+
+    sim_state st;
+    st.sent = mallocCheck((size_t)ntags * sizeof *st.sent);
+    for (int t = 0; t < ntags; t++) st.sent[t] = -1.0;
+    st.next = callocCheck((size_t)p, sizeof *st.next);
+    st.free_at = callocCheck((size_t)p, sizeof *st.free_at);
+    st.inflight = callocCheck((size_t)p, sizeof *st.inflight);
+    out->p = p;
+    out->ranks = callocCheck((size_t)p, sizeof *out->ranks);
+    for (int r = 0; r < p; r++) {
+        out->ranks[r].n = s->ranks[r].n;
+        out->ranks[r].spans = callocCheck((size_t)s->ranks[r].n, sizeof(pp_span));
     }
 
-    bool ok = done;
+    bool ok = run_plans(s, costs, &st, out);
     if (!ok) {
-        explain_deadlock(s, next, msg, cap);
+        explain_deadlock(s, st.next, msg, cap);
         pp_sim_free(out);
     } else {
-        double idle = 0;
-        for (int r = 0; r < p; r++)
-            if (free_at[r] > out->makespan) out->makespan = free_at[r];
-        for (int r = 0; r < p; r++) {
-            pp_rank_timeline *tl = &out->ranks[r];
-            tl->idle_fraction = out->makespan > 0 ? 1.0 - tl->busy / out->makespan : 0.0;
-            idle += out->makespan - tl->busy;
-        }
-        out->bubble_fraction = out->makespan > 0 ? idle / (p * out->makespan) : 0.0;
+        sum_up(out, st.free_at, p);
     }
-    free(sent);
-    free(next);
-    free(free_at);
-    free(inflight);
+    free(st.sent);
+    free(st.next);
+    free(st.free_at);
+    free(st.inflight);
     return ok;
 }
 
@@ -174,99 +200,126 @@ void pp_sim_free(pp_sim *sim) {
     memset(sim, 0, sizeof *sim);
 }
 
-/* The structural checks, in the order a reader would make them. */
-bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
-    const pp_config *c = &s->cfg;
-    if (!pp_config_valid(c, msg, cap)) return false;
-    const int p = c->p, m = c->m, v = c->v, S = p * v, ntags = pp_tag_count(c);
-    char name[32];
-    bool ok = false;
-    /* Index of each (mb, stage)'s forward and backward on its rank: (m, S), -1 = none. */
-    int *fpos = mallocCheck((size_t)m * S * sizeof *fpos);
-    int *bpos = mallocCheck((size_t)m * S * sizeof *bpos);
-    /* Who sends / receives each tag: count and rank. (ntags) */
-    int *nsend = callocCheck((size_t)ntags, sizeof *nsend), *nrecv = callocCheck((size_t)ntags, sizeof *nrecv);
-    int *sender = callocCheck((size_t)ntags, sizeof *sender), *sendpeer = callocCheck((size_t)ntags, sizeof *sendpeer);
-    for (int i = 0; i < m * S; i++) fpos[i] = bpos[i] = -1;
+/* What the validator learns from the plans: where each (mb, stage) runs, who sends what. */
+typedef struct {
+    int *fpos, *bpos;        /* (m, S) index of the forward / backward on its rank, -1 = none */
+    int *nsend, *nrecv;      /* (ntags) how often each tag is sent / received */
+    int *sender, *sendpeer;  /* (ntags) the rank sending it and to whom */
+} plan_index;
 
-    for (int r = 0; r < p; r++) {
-        const pp_rank_plan *pl = &s->ranks[r];
-        if (pl->rank != r) {
-            snprintf(msg, cap, "plan %d says it is rank %d", r, pl->rank);
-            goto out;
-        }
-        for (int i = 0; i < pl->n; i++) {
-            const pp_action *a = &pl->actions[i];
-            if (a->mb < 0 || a->mb >= m || a->chunk < 0 || a->chunk >= v ||
-                a->stage != pp_stage(c, r, a->chunk)) {
-                snprintf(msg, cap, "rank %d action %d: micro-batch %d chunk %d stage %d is not one of this "
-                         "rank's (m = %d, v = %d, stage = chunk·p + rank)", r, i, a->mb, a->chunk, a->stage, m, v);
-                goto out;
-            }
-            /* Its messages must be the ones its (op, mb, stage) implies. */
-            pp_action want = pp_action_make(c, r, a->op, a->mb, a->chunk);
-            if (a->recv_tag != want.recv_tag || a->recv_peer != want.recv_peer ||
-                a->send_tag != want.send_tag || a->send_peer != want.send_peer) {
-                snprintf(msg, cap, "rank %d action %d (%s): its messages (recv tag %d from %d, send tag %d to %d) "
-                         "are not the ones of stage %d (recv tag %d from %d, send tag %d to %d)",
-                         r, i, pp_action_name(a, v, name, sizeof name), a->recv_tag, a->recv_peer,
-                         a->send_tag, a->send_peer, a->stage, want.recv_tag, want.recv_peer,
-                         want.send_tag, want.send_peer);
-                goto out;
-            }
-            int *pos = a->op == PP_FORWARD ? fpos : bpos;
-            int key = a->mb * S + a->stage;
-            if (pos[key] >= 0) {
-                snprintf(msg, cap, "rank %d runs %s twice (actions %d and %d); each (micro-batch, stage) "
-                         "needs exactly one forward and one backward", r, pp_action_name(a, v, name, sizeof name),
-                         pos[key], i);
-                goto out;
-            }
-            pos[key] = i;
-            if (a->op == PP_BACKWARD && fpos[key] < 0) {
-                snprintf(msg, cap, "rank %d runs %s (action %d) before its forward: a backward needs the "
-                         "activations its forward stored", r, pp_action_name(a, v, name, sizeof name), i);
-                goto out;
-            }
-            if (a->send_tag >= 0) {
-                nsend[a->send_tag]++;
-                sender[a->send_tag] = r;
-                sendpeer[a->send_tag] = a->send_peer;
-            }
-            if (a->recv_tag >= 0) nrecv[a->recv_tag]++;
-        }
+/* One action: its (mb, chunk, stage) is this rank's, its messages are the ones they imply,
+ * it runs once, a backward after its forward. Records it in the index. */
+static bool check_action(const pp_config *c, int r, int i, const pp_action *a, plan_index *ix, char *msg,
+                         size_t cap) {
+    const int m = c->m, v = c->v, S = c->p * c->v;
+    char name[32];
+    if (a->mb < 0 || a->mb >= m || a->chunk < 0 || a->chunk >= v || a->stage != pp_stage(c, r, a->chunk)) {
+        snprintf(msg, cap, "rank %d action %d: micro-batch %d chunk %d stage %d is not one of this "
+                 "rank's (m = %d, v = %d, stage = chunk·p + rank)", r, i, a->mb, a->chunk, a->stage, m, v);
+        return false;
     }
-    for (int key = 0; key < m * S; key++) {
-        if (fpos[key] >= 0 && bpos[key] >= 0) continue;
+    /* Its messages must be the ones its (op, mb, stage) implies. */
+    pp_action want = pp_action_make(c, r, a->op, a->mb, a->chunk);
+    if (a->recv_tag != want.recv_tag || a->recv_peer != want.recv_peer || a->send_tag != want.send_tag ||
+        a->send_peer != want.send_peer) {
+        snprintf(msg, cap, "rank %d action %d (%s): its messages (recv tag %d from %d, send tag %d to %d) "
+                 "are not the ones of stage %d (recv tag %d from %d, send tag %d to %d)",
+                 r, i, pp_action_name(a, v, name, sizeof name), a->recv_tag, a->recv_peer,
+                 a->send_tag, a->send_peer, a->stage, want.recv_tag, want.recv_peer,
+                 want.send_tag, want.send_peer);
+        return false;
+    }
+    int *pos = a->op == PP_FORWARD ? ix->fpos : ix->bpos;
+    int key = a->mb * S + a->stage;
+    if (pos[key] >= 0) {
+        snprintf(msg, cap, "rank %d runs %s twice (actions %d and %d); each (micro-batch, stage) "
+                 "needs exactly one forward and one backward", r, pp_action_name(a, v, name, sizeof name),
+                 pos[key], i);
+        return false;
+    }
+    pos[key] = i;
+    if (a->op == PP_BACKWARD && ix->fpos[key] < 0) {
+        snprintf(msg, cap, "rank %d runs %s (action %d) before its forward: a backward needs the "
+                 "activations its forward stored", r, pp_action_name(a, v, name, sizeof name), i);
+        return false;
+    }
+    if (a->send_tag >= 0) {
+        ix->nsend[a->send_tag]++;
+        ix->sender[a->send_tag] = r;
+        ix->sendpeer[a->send_tag] = a->send_peer;
+    }
+    if (a->recv_tag >= 0) ix->nrecv[a->recv_tag]++;
+    return true;
+}
+
+/* Every (micro-batch, stage) has a forward and a backward. */
+static bool check_every_pair_runs(const pp_config *c, const plan_index *ix, char *msg, size_t cap) {
+    const int p = c->p, v = c->v, S = p * v;
+    char name[32];
+    for (int key = 0; key < c->m * S; key++) {
+        if (ix->fpos[key] >= 0 && ix->bpos[key] >= 0) continue;
         int mb = key / S, st = key % S;
-        pp_action a = pp_action_make(c, st % p, fpos[key] < 0 ? PP_FORWARD : PP_BACKWARD, mb, st / p);
+        pp_action a = pp_action_make(c, st % p, ix->fpos[key] < 0 ? PP_FORWARD : PP_BACKWARD, mb, st / p);
         snprintf(msg, cap, "rank %d never runs %s (micro-batch %d, stage %d); each (micro-batch, stage) needs "
                  "exactly one forward and one backward", st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
-        goto out;
+        return false;
     }
-    /* Every receive has exactly one matching send (and every send one receive). */
-    for (int r = 0; r < p; r++)
+    return true;
+}
+
+/* Every receive has exactly one matching send (and every send one receive). */
+static bool check_messages_pair_up(const pp_schedule *s, const plan_index *ix, char *msg, size_t cap) {
+    char name[32];
+    for (int r = 0; r < s->cfg.p; r++)
         for (int i = 0; i < s->ranks[r].n; i++) {
             const pp_action *a = &s->ranks[r].actions[i];
             if (a->recv_tag < 0) continue;
             int t = a->recv_tag;
-            if (nsend[t] != 1 || sender[t] != a->recv_peer || sendpeer[t] != r || nrecv[t] != 1) {
+            if (ix->nsend[t] != 1 || ix->sender[t] != a->recv_peer || ix->sendpeer[t] != r || ix->nrecv[t] != 1) {
                 snprintf(msg, cap, "rank %d action %d (%s): the %s it receives (tag %d) is sent %d times "
                          "and received %d times; it needs exactly one send from rank %d", r, i,
-                         pp_action_name(a, v, name, sizeof name), dir_word(t), t, nsend[t], nrecv[t], a->recv_peer);
-                goto out;
+                         pp_action_name(a, s->cfg.v, name, sizeof name), dir_word(t), t, ix->nsend[t],
+                         ix->nrecv[t], a->recv_peer);
+                return false;
             }
         }
+    return true;
+}
+
+/* The structural checks, in the order a reader would make them. */
+bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
+    const pp_config *c = &s->cfg;
+    if (!pp_config_valid(c, msg, cap)) return false;
+    const int p = c->p, m = c->m, S = p * c->v, ntags = pp_tag_count(c);
+    bool ok = true;
+    plan_index ix;
+    ix.fpos = mallocCheck((size_t)m * S * sizeof *ix.fpos);
+    ix.bpos = mallocCheck((size_t)m * S * sizeof *ix.bpos);
+    ix.nsend = callocCheck((size_t)ntags, sizeof *ix.nsend), ix.nrecv = callocCheck((size_t)ntags, sizeof *ix.nrecv);
+    ix.sender = callocCheck((size_t)ntags, sizeof *ix.sender);
+    ix.sendpeer = callocCheck((size_t)ntags, sizeof *ix.sendpeer);
+    for (int i = 0; i < m * S; i++) ix.fpos[i] = ix.bpos[i] = -1;
+
+    for (int r = 0; r < p && ok; r++) {
+        const pp_rank_plan *pl = &s->ranks[r];
+        if (pl->rank != r) {
+            snprintf(msg, cap, "plan %d says it is rank %d", r, pl->rank);
+            ok = false;
+        }
+        for (int i = 0; i < pl->n && ok; i++) ok = check_action(c, r, i, &pl->actions[i], &ix, msg, cap);
+    }
+    ok = ok && check_every_pair_runs(c, &ix, msg, cap) && check_messages_pair_up(s, &ix, msg, cap);
     /* Finally: does it run to the end? */
-    pp_sim sim;
-    ok = pp_simulate(s, NULL, &sim, msg, cap);
-    if (ok) pp_sim_free(&sim);
-out:
-    free(fpos);
-    free(bpos);
-    free(nsend);
-    free(nrecv);
-    free(sender);
-    free(sendpeer);
+    if (ok) {
+        pp_sim sim;
+        ok = pp_simulate(s, NULL, &sim, msg, cap);
+        if (ok) pp_sim_free(&sim);
+    }
+    free(ix.fpos);
+    free(ix.bpos);
+    free(ix.nsend);
+    free(ix.nrecv);
+    free(ix.sender);
+    free(ix.sendpeer);
     return ok;
 }

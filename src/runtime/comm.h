@@ -16,9 +16,15 @@
  *   reduce_scatter  send[size * count] -> recv[count], rank i keeps part i of the reduction
  *   broadcast       buf[count] from root to all, in place
  *   send / recv     buf[count] to / from one peer, matched by tag (0 .. COMM_MAX_TAG, comm_tag.h)
- * Zero counts are fine. bf16 and fp16 travel as uint16_t bit patterns. In place: all_gather
- * with send == recv + rank * count, reduce_scatter with send == recv (MPI_IN_PLACE; recv then
- * holds size * count on entry). sendrecv's two buffers must not overlap.
+ * Zero counts are fine. bf16 and fp16 travel as uint16_t bit patterns. sendrecv's two
+ * buffers must not overlap. In place (one contract for every backend):
+ *   all_gather      send == recv + rank * count: this rank's part is already in its slot.
+ *   reduce_scatter  send == recv, which holds size * count on entry; on return this rank's
+ *                   summed part is at recv[0 .. count) (MPI_IN_PLACE's layout) and the rest
+ *                   of the buffer holds unspecified partial sums. The CPU ring sums block i
+ *                   where it lies and NCCL writes it at recv + rank * count (NCCL's in-place
+ *                   rule); both then move that one block to the front, count elements, never
+ *                   the whole buffer (comm_ring.c, comm_nccl.c). Any other overlap is an error.
  *
  * Backends:
  *   COMM_MPI   host memory, MPI; always built, used by every CI test.

@@ -91,7 +91,9 @@ void comm_fault_point(const char *op);
 
 /* Collectives of at least this many floats (all-gather: bytes / 4) take the rings. */
 enum { COMM_RING_MIN_FLOATS = 16384 };
-/* send[size * count] -> recv[count], fp32 sum; send and recv must not overlap. */
+/* send[size * count] -> recv[count], fp32 sum. send and recv either do not overlap or are
+ * equal (in place: the blocks are summed where they are, block rank is then moved to the
+ * front; the rest of the buffer is left with partial sums). */
 void comm_ring_reduce_scatter(comm_group *g, const float *send, float *recv, size_t count);
 /* send[bytes] -> recv[size * bytes]; send may be recv's own slot. */
 void comm_ring_all_gather(comm_group *g, const void *send, void *recv, size_t bytes);

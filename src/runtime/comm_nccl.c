@@ -18,6 +18,7 @@
  */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,12 +129,20 @@ void comm_nccl_all_gather(comm_group *g, const void *send, void *recv, size_t co
     finish(n);
 }
 
+/* In place (send == recv) NCCL wants recvbuff == sendbuff + rank * count and leaves the
+ * rank's sum there; comm.h promises it at recv[0 .. count) (MPI_IN_PLACE's layout, which the
+ * CPU ring keeps too), so the one block is moved to the front afterwards. Passing recv
+ * itself, as an earlier version did, let ranks > 0 overwrite block 0 while NCCL still read it. */
 void comm_nccl_reduce_scatter(comm_group *g, const void *send, void *recv, size_t count,
                               comm_dtype dt, comm_op op) {
     struct comm_nccl *n = g->nccl;
     comm_nccl_flush(g);
-    if (count)
-        ncclCheck(ncclReduceScatter(send, recv, count, nccl_type(dt), nccl_op(op), n->comm, n->stream));
+    const size_t part = count * comm_dtype_size(dt);
+    const bool in_place = send == recv;
+    void *out = in_place ? (char *)recv + (size_t)g->rank * part : recv;
+    if (count) ncclCheck(ncclReduceScatter(send, out, count, nccl_type(dt), nccl_op(op), n->comm, n->stream));
+    if (count && out != recv) /* rank > 0: blocks rank and 0 do not overlap */
+        cudaCheck(cudaMemcpyAsync(recv, out, part, cudaMemcpyDeviceToDevice, n->stream));
     finish(n);
 }
 

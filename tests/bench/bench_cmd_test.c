@@ -63,13 +63,16 @@ static void quick_run_prints_every_suites_rows(void **state) {
     assert_true(assert_run_traces_causal_under(args) > 0);
     assert_non_null(strstr(g_out, "| suite | ratio measured side by side | value | target | verdict |"));
     /* serial: the FLOP/s ratio + attention; pipeline: 3 schedules × 4 (p, m) + 4 interleaved
-     * ratios; memory: 2 × 4 + ZeRO; comm: 2 timings + TP + 2 PP; scaling: 3; trace: 1. */
+     * ratios; memory: 2 × 4 + ZeRO; comm: 2 timings + TP + 2 PP; scaling: 3; trace: 1;
+     * zero: dp 2 and 4 × two sizes. */
     assert_int_equal(count_rows(g_out, "serial"), 2);
     assert_int_equal(count_rows(g_out, "pipeline"), 16);
     assert_int_equal(count_rows(g_out, "memory"), 9);
     assert_int_equal(count_rows(g_out, "comm"), 5);
     assert_int_equal(count_rows(g_out, "scaling"), 3);
     assert_int_equal(count_rows(g_out, "trace"), 1);
+    assert_int_equal(count_rows(g_out, "zero"), 4);
+    assert_non_null(strstr(g_out, "ZeRO optimizer step ÷ old copying step (dp=4,"));
     assert_non_null(strstr(g_out, "model FLOP/s ÷ sgemm FLOP/s"));
     /* Counted bytes are exact, whatever the machine. */
     assert_non_null(strstr(g_out, "TP bytes per step (tp=2), counted ÷ formula | 1.000000 | 1 exactly | PASS |"));

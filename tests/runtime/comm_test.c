@@ -135,6 +135,24 @@ static void large_reduce_scatter_and_all_gather_take_the_ring_and_stay_exact(voi
     free(send); free(recv); free(want); free(all);
 }
 
+/* In place (comm.h): the ring sums each block where it lies and leaves this rank's part at the
+ * front, the same bits as out of place; small and ring sizes, odd counts. */
+static void in_place_reduce_scatter_leaves_the_part_at_the_front_like_out_of_place(void **state) {
+    (void)state;
+    const size_t counts[] = {5, 3 * 131072 + 17};
+    int r = R(), size = N();
+    for (int c = 0; c < 2; c++) {
+        const size_t count = counts[c], total = count * (size_t)size;
+        float *buf = malloc(sizeof(float) * total), *send = malloc(sizeof(float) * total);
+        float *want = malloc(sizeof(float) * count);
+        for (size_t j = 0; j < total; j++) send[j] = buf[j] = 0.25f * (float)((r + 3) * (int)(j % 997));
+        comm_reduce_scatter(g_world, send, want, count, COMM_FLOAT32, COMM_SUM);
+        comm_reduce_scatter(g_world, buf, buf, count, COMM_FLOAT32, COMM_SUM);
+        expect_close(buf, want, count, 0, 0, "in-place reduce_scatter");
+        free(buf); free(send); free(want);
+    }
+}
+
 static void broadcast_copies_the_roots_buffer(void **state) {
     (void)state;
     enum { n = 9 };
@@ -444,6 +462,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(all_gather_places_parts_in_rank_order),
         cmocka_unit_test(reduce_scatter_gives_each_rank_its_part_of_the_sum),
         cmocka_unit_test(large_reduce_scatter_and_all_gather_take_the_ring_and_stay_exact),
+        cmocka_unit_test(in_place_reduce_scatter_leaves_the_part_at_the_front_like_out_of_place),
         cmocka_unit_test(broadcast_copies_the_roots_buffer),
         cmocka_unit_test(zero_length_buffers_are_fine_everywhere),
         cmocka_unit_test(send_send_then_recv_recv_does_not_deadlock),

@@ -263,6 +263,28 @@ static void draws_every_format_and_padding_only_shards(void **state) {
     zero_ranges_free(r);
 }
 
+/* Every shard boundary gets a label row (at most two marks share a line), whatever the
+ * dp and the width; bucket marks carry none. */
+static void every_shard_boundary_gets_a_label_row(void **state) {
+    (void)state;
+    const int dps[] = {1, 2, 3, 8, 64, 128};
+    const double widths[] = {240, 900, 1600};
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 3; b++) {
+            zero_ranges *r = gpt_ranges(dps[a], 2);
+            zero_draw_layout L;
+            zero_draw_layout_make(r, widths[b], &L);
+            for (int d = 0; d < L.n_marks; d++)
+                if (L.marks[d].label_row != 0 && L.marks[d].label_row != 1)
+                    fail_msg("dp %d width %g: shard mark %d has label row %d", dps[a], widths[b], d,
+                             L.marks[d].label_row);
+            for (int k = 0; k < L.n_bucket_marks; k++) assert_int_equal(L.bucket_marks[k].label_row, -1);
+            assert_true(L.label_rows >= 1 && L.label_rows <= 2);
+            zero_draw_layout_free(&L);
+            zero_ranges_free(r);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pieces_are_proportional_within_a_shard_above_the_minimum_width),
@@ -271,6 +293,7 @@ int main(void) {
         cmocka_unit_test(tiny_parameters_get_the_minimum_width),
         cmocka_unit_test(png_has_the_layout_size_and_boxes_where_they_belong),
         cmocka_unit_test(draws_every_format_and_padding_only_shards),
+        cmocka_unit_test(every_shard_boundary_gets_a_label_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
