@@ -1,6 +1,6 @@
 /* bench_cmd.c — `trident bench`: performance as ratios measured side by side in one run.
  *
- *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|all] [--device D] [--quick] [--run-dir DIR]
+ *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|generate|all] [--device D] [--quick] [--run-dir DIR]
  *
  * Runs the chosen suites (bench_<suite>.c), prints one markdown table with a PASS/MISS
  * column against each target, and writes it with its notes and the commands that measured
@@ -25,7 +25,7 @@
 #include "src/core/flags.h"
 
 static const char k_usage[] =
-    "Usage: trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|all] [--device cpu|cuda|cpu-guarded]\n"
+    "Usage: trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|generate|all] [--device cpu|cuda|cpu-guarded]\n"
     "                     [--quick] [--run-dir DIR]\n\n"
     "Measures performance as ratios of things timed side by side in the same run (medians of\n"
     "interleaved repeats), prints one table with a PASS/MISS column against each target, and\n"
@@ -40,12 +40,16 @@ static const char k_usage[] =
     "  device    model FLOP/s of a training step on --device ÷ that device's GEMM FLOP/s on the\n"
     "            model's linear shapes (on a GPU: --suite device --device cuda); `all` includes it\n"
     "            only when --device is not cpu\n"
+    "  generate  `trident generate` with the KV cache: cost per token of 256 ÷ 128 new tokens\n"
+    "            after a 16-token prompt at the demo's model size (and the no-cache contrast)\n"
     "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
 
-static const char *const k_suites[] = {"serial", "pipeline", "memory", "comm", "scaling", "trace", "device"};
+static const char *const k_suites[] = {"serial", "pipeline", "memory", "comm", "scaling", "trace", "device",
+                                       "generate"};
 static void (*const k_suite_fns[])(bench_ctx *) = {bench_serial, bench_pipeline, bench_memory, bench_comm,
-                                                    bench_scaling, bench_trace,   bench_device};
-enum { NUM_SUITES = 7 };
+                                                    bench_scaling, bench_trace,   bench_device,
+                                                    bench_generate};
+enum { NUM_SUITES = 8 };
 
 static void find_self(bench_ctx *ctx, const char *argv0) {
     ssize_t n = readlink("/proc/self/exe", ctx->self, sizeof ctx->self - 1);
@@ -70,7 +74,7 @@ int cmd_bench(int argc, char **argv) {
     const char *suite = "all", *run_dir = "runs/bench", *worker = NULL, *device = "cpu";
     bool quick = false;
     flag_spec specs[] = {
-        {"--suite", FLAG_CHOICE, &suite, "which measurements", "serial|pipeline|memory|comm|scaling|trace|device|all"},
+        {"--suite", FLAG_CHOICE, &suite, "which measurements", "serial|pipeline|memory|comm|scaling|trace|device|generate|all"},
         {"--device", FLAG_CHOICE, &device, "the device of the device suite", "cpu|cuda|cpu-guarded"},
         {"--quick", FLAG_BOOL, &quick, "small models and few repeats: the whole suite in under a minute", NULL},
         {"--run-dir", FLAG_STRING, &run_dir, "where bench.md, bench.png and the measured runs go", NULL},
