@@ -70,6 +70,7 @@ static void quick_run_prints_every_suites_rows(void **state) {
     assert_int_equal(count_rows(g_out, "comm"), 5);
     assert_int_equal(count_rows(g_out, "scaling"), 3);
     assert_int_equal(count_rows(g_out, "trace"), 1);
+    assert_int_equal(count_rows(g_out, "generate"), 2); /* KV cache per token + total */
     assert_non_null(strstr(g_out, "model FLOP/s ÷ sgemm FLOP/s"));
     /* Counted bytes are exact, whatever the machine. */
     assert_non_null(strstr(g_out, "TP bytes per step (tp=2), counted ÷ formula | 1.000000 | 1 exactly | PASS |"));
