@@ -2,6 +2,7 @@
  *
  *   trident train    … train a GPT (serial, or under mpirun with TP × PP × DP)
  *   trident eval     … mean loss of a checkpoint over a text file
+ *   trident generate … text from a checkpoint (KV cache; serial, TP and PP)
  *   trident groups   … the process groups of a layout (text, JSON or a picture), no MPI
  *   trident schedule … a pipeline schedule as data and as a picture, no MPI
  *   trident render   … turn run directories into timelines (PNG/SVG/PDF/JSON/TXT)
@@ -19,6 +20,7 @@ static const struct {
 } k_commands[] = {
     {"train", cmd_train, "train a GPT: serial, or under mpirun with tensor/pipeline/data parallelism"},
     {"eval", cmd_eval, "print the mean loss of a checkpoint over a text file"},
+    {"generate", cmd_generate, "continue a prompt with text sampled from a checkpoint (stdout)"},
     {"groups", cmd_groups, "list or draw the process groups of a layout (no MPI needed)"},
     {"schedule", cmd_schedule, "list, check or draw a pipeline schedule (no MPI needed)"},
     {"render", cmd_render, "render run directories into timelines: .png .svg .pdf .json .txt"},
@@ -43,6 +45,6 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "trident: unknown subcommand '%s' (one of: train eval groups schedule render bench)\n", argv[1]);
+    fprintf(stderr, "trident: unknown subcommand '%s' (one of: train eval generate groups schedule render bench)\n", argv[1]);
     return 1;
 }

@@ -13,7 +13,8 @@ and to a higher level (upward) are errors. The levels, bottom to top (STYLE.md's
    3  runtime                               MPI, groups, communication
    4  tp                                    f, g and the parallel layers
    5  model                                 the GPT and its buffers
-   6  pp zero                               schedules + executor; the distributed optimizer
+   6  pp zero infer                         schedules + executor; the distributed optimizer;
+                                           generation with a KV cache
    7  ckpt                                  checkpoints (take a layout, not the trainer)
    8  viz                                   pictures from trace files (no MPI)
    9  train                                 the trainer: runs a job, writes a run directory
@@ -45,7 +46,7 @@ LEVELS = {
     "runtime": 3,
     "tp": 4,
     "model": 5,
-    "pp": 6, "zero": 6,
+    "pp": 6, "zero": 6, "infer": 6,
     "ckpt": 7,
     "viz": 8,
     "train": 9,

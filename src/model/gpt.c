@@ -274,6 +274,7 @@ void gpt_acts_destroy(gpt_acts *a) {
 
 size_t gpt_acts_bytes(const gpt_acts *a) { return a->bytes; }
 const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
+const float *gpt_acts_logits(const gpt_acts *a) { return a->logits; }
 
 gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;

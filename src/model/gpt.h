@@ -127,6 +127,9 @@ size_t gpt_acts_bytes(const gpt_acts *a);
 /* Per-position losses (B*T) of the last forward, when the chunk has the head (device memory:
  * read it with device_download unless the device is the cpu). */
 const float *gpt_acts_losses(const gpt_acts *a);
+/* This rank's vocabulary shard of the logits (B*T, Vl) of the last forward, when the chunk
+ * has the head (device memory, like the losses). The KV-cache tests compare against it. */
+const float *gpt_acts_logits(const gpt_acts *a);
 
 /* Work space shared by the backward passes of one chunk (reused across micro-batches). */
 typedef struct gpt_scratch gpt_scratch;
