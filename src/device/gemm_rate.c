@@ -25,18 +25,26 @@ double gemm_rate_measure(size_t N, size_t C, size_t OC, double seconds) {
     for (size_t i = 0; i < N * C; i++) inp[i] = (float)((i * 7) % 13) * 0.01f;
     for (size_t i = 0; i < OC * C; i++) w[i] = (float)((i * 5) % 11) * 0.01f;
     matmul_forward(out, inp, w, NULL, N, C, OC); /* warm-up: threads started, pages touched */
-    long reps = 0;
-    const double t0 = time_now();
-    double t = t0;
-    while (t - t0 < seconds || reps < 3) {
-        matmul_forward(out, inp, w, NULL, N, C, OC);
-        reps++;
-        t = time_now();
+    /* The best of GEMM_RATE_WINDOWS short windows: on a shared machine a window in which
+     * another process held the core measures the neighbour, not the machine. */
+    const double flops = 2.0 * (double)N * (double)C * (double)OC;
+    double best = 0;
+    for (int k = 0; k < GEMM_RATE_WINDOWS; k++) {
+        long reps = 0;
+        const double t0 = time_now();
+        double t = t0;
+        while (t - t0 < seconds / GEMM_RATE_WINDOWS || reps < 2) {
+            matmul_forward(out, inp, w, NULL, N, C, OC);
+            reps++;
+            t = time_now();
+        }
+        const double rate = flops * (double)reps / (t - t0);
+        if (rate > best) best = rate;
     }
     free(inp);
     free(w);
     free(out);
-    return 2.0 * (double)N * (double)C * (double)OC * (double)reps / (t - t0);
+    return best;
 }
 
 int gemm_rate_cores(void) {

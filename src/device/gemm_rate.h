@@ -1,13 +1,16 @@
 /* gemm_rate.h — the machine's measured sgemm rate: the denominator of MFU on the cpu device.
  *
- * One process multiplies float matrices of the model's shape (the MLP's N × C by C × 4C,
- * N = micro-batch × sequence) through OpenBLAS at the run's BLAS thread count for about
+ * One process multiplies float matrices of the model's shape (an MLP product, e.g. the
+ * (N, 4C) @ (4C, C) of fcproj, N = micro-batch × sequence) through OpenBLAS at the run's BLAS thread count for about
  * GEMM_RATE_SECONDS, once per machine: the result is cached in
  *
  *   $XDG_CACHE_HOME/trident/gemm-rate   (else ~/.cache/trident/gemm-rate)
  *
  * one line per key "<cpu model> | threads <t> | <N>x<C>x<OC>" and its FLOP/s, rewritten
- * atomically. TRIDENT_GEMM_RATE=<FLOP/s> (e.g. 2.4e10) overrides both.
+ * atomically. The measurement is cut into short windows and the fastest counts: on a shared
+ * machine the slower windows measured a neighbour holding the core. TRIDENT_GEMM_RATE=<FLOP/s>
+ * (e.g. 2.4e10) overrides both. Under mpirun rank 0 measures while its peers wait (Open MPI
+ * yields when oversubscribed); the cache keeps the first value, so a serial run's is as good.
  *
  * What a job is compared with (gemm_rate_job_peak): ranks share the cores of one machine,
  * so the job can at best run min(world, cores / threads) processes at the measured rate at
@@ -27,6 +30,7 @@
 #include <stddef.h>
 
 #define GEMM_RATE_SECONDS 0.3 /* length of one measurement */
+#define GEMM_RATE_WINDOWS 6    /* ... cut into windows; the fastest counts */
 
 typedef struct {
     double flops_per_s;  /* one process, `threads` BLAS threads, at the shape below */
@@ -40,7 +44,8 @@ typedef struct {
  * count to `threads` (as the trainer does). */
 gemm_rate gemm_rate_get(int threads, size_t N, size_t C, size_t OC);
 
-/* One measurement of about `seconds`, at the current BLAS thread count: FLOP/s. */
+/* One measurement of about `seconds`, at the current BLAS thread count: FLOP/s of the
+ * fastest of GEMM_RATE_WINDOWS windows. */
 double gemm_rate_measure(size_t N, size_t C, size_t OC, double seconds);
 
 /* The cache file's path into buf (false: neither XDG_CACHE_HOME nor HOME is set). */
