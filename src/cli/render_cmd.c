@@ -124,12 +124,12 @@ static void write_timelines(const char *output, const panels *p, int step, int w
 /* --metrics: every run's metrics.jsonl read and checked, then one picture. */
 static void write_metrics(const char *output, const char *const *dirs, int ndirs, int width) {
     if (!viz_format_of(output))
-        die("trident render --metrics: cannot write '%s': the extension must be .png, .svg or .pdf", output);
+        die("trident render: cannot write '%s': --metrics draws a picture, the extension must be .png, .svg or .pdf", output);
     run_metrics *runs[MAX_RUNS];
     char err[1024];
     for (int i = 0; i < ndirs; i++) {
         runs[i] = run_metrics_read(dirs[i], err, sizeof err);
-        if (!runs[i]) die("trident render --metrics: %s", err);
+        if (!runs[i]) die("trident render: %s", err);
     }
     viz_metrics_plot(output, (const run_metrics *const *)runs, ndirs, width, NULL);
     printf("trident render: wrote %s (curves of %d run%s)\n", output, ndirs, ndirs == 1 ? "" : "s");
