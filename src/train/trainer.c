@@ -562,17 +562,19 @@ int trainer_run(train_config *c) {
     char path[4200];
     if (r.lead) {
         run_throughput_setup(&r);
-        /* RUN_DIR/config.json: the run's configuration (what `render --metrics` labels it by) */
-        snprintf(path, sizeof path, "%s/config.json", c->run_dir);
-        atomic_file cf;
-        fprintf(atomic_file_open(&cf, path), "%s\n", r.cfg_json);
-        atomic_file_commit(&cf);
         snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
         r.mf = atomic_file_open(&r.metrics, path);
     }
     run_loop(&r);
     double elapsed = time_now() - r.t_start;
-    if (r.lead) atomic_file_commit(&r.metrics);
+    if (r.lead) {
+        atomic_file_commit(&r.metrics);
+        /* RUN_DIR/config.json, next to the metrics it describes (`render --metrics` labels by it) */
+        snprintf(path, sizeof path, "%s/config.json", c->run_dir);
+        atomic_file cf;
+        fprintf(atomic_file_open(&cf, path), "%s\n", r.cfg_json);
+        atomic_file_commit(&cf);
+    }
     run_trace_end(&r);
     if (r.lead) run_summary(&r, elapsed);
     free(r.cfg_json);
