@@ -149,7 +149,7 @@ int cmd_render(int argc, char **argv) {
         {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)", NULL},
         {"--step", FLAG_INT, &step, "training step to show (-1: the last complete step)", NULL},
         {"--arrows", FLAG_BOOL, &arrows, "draw an arrow from every send to its receive", NULL},
-        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 1400 for timelines, 1000 for --metrics", NULL},
+        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 0: 1400 for timelines, 1000 for --metrics", NULL},
         {"--columns", FLAG_INT, &columns, "time buckets per row in .txt output", NULL},
         {"--replay", FLAG_BOOL, &replay, "draw the replay: as if each rank had its own core", NULL},
         {"--replay-and-wall", FLAG_BOOL, &both, "draw the wall clock and, below it, the replay", NULL},

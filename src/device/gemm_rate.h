@@ -9,8 +9,10 @@
  * one line per key "<cpu model> | threads <t> | <N>x<C>x<OC>" and its FLOP/s, rewritten
  * atomically. The measurement is cut into short windows and the fastest counts: on a shared
  * machine the slower windows measured a neighbour holding the core. TRIDENT_GEMM_RATE=<FLOP/s>
- * (e.g. 2.4e10) overrides both. Under mpirun rank 0 measures while its peers wait (Open MPI
- * yields when oversubscribed); the cache keeps the first value, so a serial run's is as good.
+ * (e.g. 2.4e10) overrides both. Under mpirun rank 0 measures while its peers wait in their
+ * first step (Open MPI yields when oversubscribed, yet the waiting ranks still take some CPU):
+ * on a busy machine the first value can be low and every later MFU high; delete the cache
+ * line (or the file) to measure again, or set TRIDENT_GEMM_RATE.
  *
  * What a job is compared with (gemm_rate_job_peak): ranks share the cores of one machine,
  * so the job can at best run min(world, cores / threads) processes at the measured rate at
