@@ -7,6 +7,7 @@
 #include "src/zero/memory_plan.h"
 #include "viz/chrome_trace.h"
 #include "viz/groups_draw.h"
+#include "viz/metrics_plot.h"
 #include "viz/timeline_draw.h"
 #include "viz/timeline_load.h"
 #include "viz/zero_draw.h"
@@ -71,6 +72,22 @@ static void draw_timelines(const viz_run_pictures *req, const viz_run_views *v, 
     }
 }
 
+/* RUN_DIR/loss.png from RUN_DIR/metrics.jsonl; a run that logged no step has no curves (a
+ * note on stderr, no picture). */
+static void draw_loss_curves(const viz_run_pictures *req) {
+    char path[4200], err[1024];
+    run_metrics *m = run_metrics_read(req->run_dir, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "%s: no loss curves: %s\n", req->who, err);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/loss.png", req->run_dir);
+    const run_metrics *runs[1] = {m};
+    viz_metrics_plot(path, runs, 1, 1000, NULL);
+    fprintf(req->out, "  %s   (loss, learning rate, gradient norm, tokens/s against the step)\n", path);
+    run_metrics_free(m);
+}
+
 bool viz_render_run_dir(const viz_run_pictures *req, viz_run_bubbles *bubbles, char *err, size_t errlen) {
     char path[4200];
     *bubbles = (viz_run_bubbles){0};
@@ -85,6 +102,7 @@ bool viz_render_run_dir(const viz_run_pictures *req, viz_run_bubbles *bubbles, c
         viz_draw_zero_buffer(path, req->zero, req->dtype, 1);
         fprintf(req->out, "  %s   (rank 0's buffer and its dp shards)\n", path);
     }
+    draw_loss_curves(req);
     if (!req->traced) return true;
     viz_run_views v;
     if (!viz_run_load(req->run_dir, true, &v, err, errlen)) return false;

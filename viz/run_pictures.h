@@ -3,6 +3,7 @@
  *
  *   RUN_DIR/groups.png            the process groups of the layout
  *   RUN_DIR/zero.png              with ZeRO: rank 0's buffer cut into dp shards
+ *   RUN_DIR/loss.png              loss, learning rate, gradient norm, tokens/s against the step
  *   RUN_DIR/timeline.png          the last step, every rank, wall clock
  *   RUN_DIR/timeline-replay.png   the same step re-timed as if each rank had its own core
  *   RUN_DIR/trace.json            the whole run as a Chrome trace (Perfetto)
@@ -16,7 +17,8 @@
  * step when the run is pipelined) are pinned by the tutorials and the demo test.
  *
  * Not here: reading trace files (src/trace/trace.h), the replay (src/trace/replay.h), the
- * drawings themselves (timeline_draw.h, groups_draw.h, zero_draw.h, chrome_trace.h).
+ * drawings themselves (timeline_draw.h, groups_draw.h, zero_draw.h, metrics_plot.h,
+ * chrome_trace.h), reading metrics.jsonl (src/trace/run_metrics.h).
  */
 #ifndef TRIDENT_VIZ_RUN_PICTURES_H
 #define TRIDENT_VIZ_RUN_PICTURES_H

@@ -7,6 +7,7 @@
  *   trident render run/ -o t.txt --step 3            step 3 as text
  *   trident render run/ -o replay.png --replay       re-timed as if each rank had its own core
  *   trident render run/ -o both.png --replay-and-wall   wall clock above, replay below
+ *   trident render --metrics serial/ 3d/ -o loss.png   loss curves of the runs, overlaid
  *
  * The output format follows the extension (.png .svg .pdf .json .txt). Every input is read
  * and checked before anything is written; the output is written atomically.
@@ -17,7 +18,11 @@
  * Run directories are read through viz/run_pictures.h, the loaders the trainer's own pictures
  * use (viz_run_load: the measured run and its replay; viz_chrome_trace_save).
  *
- * Not here: the drawing (timeline_draw.h), the model (timeline.h), the file format (src/trace).
+ * --metrics reads RUN_DIR/metrics.jsonl instead of the traces (src/trace/run_metrics.h) and
+ * draws the curves (viz/metrics_plot.h).
+ *
+ * Not here: the drawing (timeline_draw.h, metrics_plot.h), the model (timeline.h), the file
+ * formats (src/trace).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +34,8 @@
 #include "src/core/flags.h"
 #include "src/trace/replay.h"
 #include "src/trace/trace.h"
+#include "src/trace/run_metrics.h"
+#include "viz/metrics_plot.h"
 #include "viz/run_pictures.h"
 #include "viz/text_timeline.h"
 #include "viz/timeline_draw.h"
@@ -38,6 +45,7 @@ enum { MAX_RUNS = 16 };
 
 static const char *k_usage =
     "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--arrows] [--replay | --replay-and-wall]\n"
+    "       trident render --metrics RUN_DIR [RUN_DIR ...] -o FILE.png|.svg|.pdf\n"
     "Turns the per-rank traces of training runs (RUN_DIR/trace/rank<k>.trace) into a timeline:\n"
     "  .png .svg .pdf  one row per rank grouped by pipeline stage, idle %, bubble, phases, memory\n"
     "  .json           Chrome trace for ui.perfetto.dev or chrome://tracing (every step)\n"
@@ -45,7 +53,11 @@ static const char *k_usage =
     "Several RUN_DIRs are stacked on one time scale (e.g. gpipe vs 1f1b vs interleaved).\n"
     "--replay draws each run re-timed \"as if each rank had its own core\" (compute lasts its thread\n"
     "CPU time, messages wait for their sender): for runs of more ranks than cores, whose wall clock\n"
-    "counts the time a rank sat descheduled. --replay-and-wall draws both, wall clock first.";
+    "counts the time a rank sat descheduled. --replay-and-wall draws both, wall clock first.\n"
+    "--metrics draws, from each RUN_DIR/metrics.jsonl, training loss and held-out loss, learning\n"
+    "rate, gradient norm and tokens/s against the step, one panel each, the runs overlaid and\n"
+    "labelled with their layout (tp x pp x dp, schedule, ZeRO, from RUN_DIR/config.json): runs of\n"
+    "one model at different layouts compute the same numbers, so their curves lie on one another.";
 
 /* The panels of the picture: one per run directory, or two (wall clock, replay) with
  * --replay-and-wall. Every input is read and checked before anything is written. */
@@ -109,18 +121,39 @@ static void write_timelines(const char *output, const panels *p, int step, int w
     for (int i = 0; i < p->n; i++) viz_timeline_free(tls[i]);
 }
 
+/* --metrics: every run's metrics.jsonl read and checked, then one picture. */
+static void write_metrics(const char *output, const char *const *dirs, int ndirs, int width) {
+    if (!viz_format_of(output))
+        die("trident render: cannot write '%s': --metrics draws a picture, the extension must be .png, .svg or .pdf", output);
+    run_metrics *runs[MAX_RUNS];
+    char err[1024];
+    for (int i = 0; i < ndirs; i++) {
+        runs[i] = run_metrics_read(dirs[i], err, sizeof err);
+        if (!runs[i]) die("trident render: %s", err);
+    }
+    viz_metrics_plot(output, (const run_metrics *const *)runs, ndirs, width, NULL);
+    printf("trident render: wrote %s (curves of %d run%s)\n", output, ndirs, ndirs == 1 ? "" : "s");
+    for (int i = 0; i < ndirs; i++) {
+        char label[4400];
+        viz_mp_label(runs[i], label, sizeof label);
+        printf("  %s\n", label);
+        run_metrics_free(runs[i]);
+    }
+}
+
 int cmd_render(int argc, char **argv) {
     const char *output = NULL;
-    int step = -1, width = 1400, columns = 100;
-    bool arrows = false, replay = false, both = false;
+    int step = -1, width = 0, columns = 100;
+    bool arrows = false, replay = false, both = false, metrics = false;
     flag_spec specs[] = {
         {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)", NULL},
         {"--step", FLAG_INT, &step, "training step to show (-1: the last complete step)", NULL},
         {"--arrows", FLAG_BOOL, &arrows, "draw an arrow from every send to its receive", NULL},
-        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG)", NULL},
+        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 0: 1400 for timelines, 1000 for --metrics", NULL},
         {"--columns", FLAG_INT, &columns, "time buckets per row in .txt output", NULL},
         {"--replay", FLAG_BOOL, &replay, "draw the replay: as if each rank had its own core", NULL},
         {"--replay-and-wall", FLAG_BOOL, &both, "draw the wall clock and, below it, the replay", NULL},
+        {"--metrics", FLAG_BOOL, &metrics, "draw the runs' loss curves (metrics.jsonl), not timelines", NULL},
     };
     const char *dirs[MAX_RUNS + 1];
     int ndirs = flags_parse("render", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
@@ -129,11 +162,19 @@ int cmd_render(int argc, char **argv) {
     if (ndirs == 0) die("trident render: no RUN_DIR given (see trident render --help)");
     if (ndirs > MAX_RUNS) die("trident render: %d run directories given, at most %d fit in one picture", ndirs, MAX_RUNS);
     if (!output) die("trident render: -o FILE is required (.png, .svg, .pdf, .json or .txt)");
+    if (width == 0) width = metrics ? 1000 : 1400;
+    if (width < 400 || width > 20000) die("trident render: --width %d is out of range (400 to 20000)", width);
+    if (metrics) {
+        if (replay || both || arrows || step != -1)
+            die("trident render: --metrics draws curves; --replay, --replay-and-wall, --arrows and --step "
+                "are for timelines");
+        write_metrics(output, dirs, ndirs, width);
+        return 0;
+    }
     bool json = path_has_ext(output, ".json"), text = path_has_ext(output, ".txt");
     if (!json && !text && !viz_format_of(output))
         die("trident render: cannot write '%s': the extension must be .png, .svg, .pdf, .json or .txt", output);
     if (step < -1) die("trident render: --step %d is not a step (steps count from 0; -1 means the last)", step);
-    if (width < 400 || width > 20000) die("trident render: --width %d is out of range (400 to 20000)", width);
     if (columns < 10 || columns > 2000) die("trident render: --columns %d is out of range (10 to 2000)", columns);
 
     if (replay && both) die("trident render: --replay and --replay-and-wall exclude each other (pick one view)");

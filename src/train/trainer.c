@@ -13,6 +13,8 @@
 #include "src/core/clock.h"
 #include "src/data/dataset.h"
 #include "src/device/device.h"
+#include "src/device/gemm_rate.h"
+#include "src/model/flops.h"
 #include "src/pp/executor.h"
 #include "src/pp/schedule.h"
 #include "src/runtime/clock_sync.h"
@@ -348,6 +350,8 @@ typedef struct {
     int last_logged, last_saved;
     double t_start, t_last; /* wall clock of the loop's start and of the last progress line */
     float first_loss, last_loss;
+    double flops_per_token; /* model FLOPs of one trained token (src/model/flops.h) */
+    double peak_flops;      /* what the job is compared with (gemm_rate.h); 0: unknown (cuda) */
 } run_state;
 
 /* Checks the configuration and the layout, then sets up communication, the device, the
@@ -418,19 +422,47 @@ static void run_resume(run_state *r) {
         printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", r->start, c->train_iters);
 }
 
+/* MFU's two numbers (lead only): the model FLOPs of a token and the job's peak, the sgemm
+ * rate of one process at the run's thread count and shapes (the MLP's product on this rank)
+ * times the processes the machine's cores run at once. Printed once, so that every step's
+ * ratio says what it is compared with. */
+static void run_throughput_setup(run_state *r) {
+    const train_config *c = r->c;
+    r->flops_per_token = flops_train_per_token(&r->t->gcfg);
+    if (r->dk == DEVICE_CUDA) return;
+    const size_t N = (size_t)c->micro_batch_size * (size_t)c->seq_length;
+    /* fcproj's product, (N, 4C/tp) @ (C, 4C/tp)^T: the widest inner dimension of the model */
+    const size_t C = 4 * (size_t)c->hidden_size / (size_t)c->tensor_model_parallel_size;
+    const size_t OC = (size_t)c->hidden_size;
+    gemm_rate g = gemm_rate_get(c->threads, N, C, OC);
+    const int cores = gemm_rate_cores();
+    r->peak_flops = gemm_rate_job_peak(&g, r->world, cores);
+    if (!c->quiet)
+        printf("throughput: %.3g model FLOPs per token; peak %.3g GFLOP/s = sgemm %.3g GFLOP/s per process "
+               "(%s; %d thread%s, %zux%zux%zu) x %d process%s at once on %d core%s\n",
+               r->flops_per_token, 1e-9 * r->peak_flops, 1e-9 * g.flops_per_s, g.source, c->threads,
+               c->threads == 1 ? "" : "s", N, C, OC, (int)(r->peak_flops / g.flops_per_s + 0.5),
+               r->peak_flops / g.flops_per_s < 1.5 ? "" : "es", cores, cores == 1 ? "" : "s");
+}
+
 /* One line of RUN_DIR/metrics.jsonl and one progress line (lead only). */
 static void log_step(run_state *r, int it, const step_result *s, double tps) {
     const train_config *c = r->c;
+    const double mfs = tps * r->flops_per_token; /* the whole job's model FLOP/s */
     fprintf(r->mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
-                   "\"peak_activation_bytes\":%zu",
+                   "\"peak_activation_bytes\":%zu,\"model_flops_per_s\":%.4g",
             it, (double)s->loss, (double)s->lr, isfinite(s->grad_norm) ? s->grad_norm : -1.0, tps,
-            s->peak_activation_bytes);
+            s->peak_activation_bytes, mfs);
+    if (r->peak_flops > 0) fprintf(r->mf, ",\"mfu\":%.4g", mfs / r->peak_flops);
     if (c->fp16) fprintf(r->mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)s->loss_scale, s->skipped ? "true" : "false");
     fprintf(r->mf, "}\n");
     fflush(r->mf);
-    if (!c->quiet)
-        printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s\n", it, c->train_iters,
-               (double)s->loss, (double)s->lr, s->grad_norm, tps);
+    if (!c->quiet) {
+        printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.3g GFLOP/s", it,
+               c->train_iters, (double)s->loss, (double)s->lr, s->grad_norm, tps, 1e-9 * mfs);
+        if (r->peak_flops > 0) printf(" (MFU %.1f%%)", 100 * mfs / r->peak_flops);
+        printf("\n");
+    }
     fflush(stdout);
 }
 
@@ -529,12 +561,20 @@ int trainer_run(train_config *c) {
     if (c->load) run_resume(&r);
     char path[4200];
     if (r.lead) {
+        run_throughput_setup(&r);
         snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
         r.mf = atomic_file_open(&r.metrics, path);
     }
     run_loop(&r);
     double elapsed = time_now() - r.t_start;
-    if (r.lead) atomic_file_commit(&r.metrics);
+    if (r.lead) {
+        atomic_file_commit(&r.metrics);
+        /* RUN_DIR/config.json, next to the metrics it describes (`render --metrics` labels by it) */
+        snprintf(path, sizeof path, "%s/config.json", c->run_dir);
+        atomic_file cf;
+        fprintf(atomic_file_open(&cf, path), "%s\n", r.cfg_json);
+        atomic_file_commit(&cf);
+    }
     run_trace_end(&r);
     if (r.lead) run_summary(&r, elapsed);
     free(r.cfg_json);

@@ -1,6 +1,6 @@
 /* demo_test.c — README command (1), the demo, as CI runs it: 8 ranks on 2 cores
  * (oversubscribed), TP2 × PP2 × DP2, interleaved 1F1B, ZeRO. It must train (the loss clearly
- * falls) and leave the timeline (PNG + Chrome JSON), the groups and the ZeRO pictures, and
+ * falls) and leave the timeline (PNG + Chrome JSON), the groups, ZeRO and loss pictures, and
  * its trace must be causal (no receive before its send, no collective before its last member). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +52,8 @@ static void the_demo_trains_and_draws_its_pictures(void **state) {
     expect_picture(run, "trace.json", 10000);
     expect_picture(run, "groups.png", 5000);
     expect_picture(run, "zero.png", 5000);
+    expect_picture(run, "loss.png", 10000);
+    assert_non_null(strstr(g_out, " GFLOP/s (MFU ")); /* model FLOP/s next to tokens/s */
     assert_non_null(strstr(g_out, "bubble (last step): measured"));
     assert_non_null(strstr(g_out, "bubble (last step, replay): measured"));
     assert_non_null(strstr(g_out, "p2p: shared memory")); /* the transport line of the header */

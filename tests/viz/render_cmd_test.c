@@ -1,7 +1,9 @@
 /* render_cmd_test.c — `trident render` end to end: every output format from a run directory,
  * several runs at once, and bad input (missing directory, bad extension, corrupt trace,
- * unknown step) answered by one clear line, a non-zero exit and no output file. */
+ * unknown step) answered by one clear line, a non-zero exit and no output file; the same for
+ * `render --metrics` (loss curves from metrics.jsonl). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -132,11 +134,113 @@ static void replay_is_drawn_and_labelled(void **state) {
     expect_refusal(args, "exclude each other", "/nonexistent");
 }
 
+/* A run directory with metrics.jsonl (steps 1..20, held-out loss every 5) and config.json. */
+static void write_metrics_run(const char *dir, int tp, int pp, int dp, double tokens_per_sec) {
+    char path[4300];
+    snprintf(path, sizeof path, "mkdir -p '%s'", dir);
+    assert_int_equal(system(path), 0);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int step = 1; step <= 20; step++) {
+        fprintf(f, "{\"step\":%d,\"loss\":%.4f,\"lr\":%g,\"grad_norm\":%.3f,\"tokens_per_sec\":%.1f}\n", step,
+                5.5 - 0.12 * step, 1e-4 * step, 3.0 / step, tokens_per_sec);
+        if (step % 5 == 0) fprintf(f, "{\"step\":%d,\"eval_loss\":%.4f}\n", step, 5.4 - 0.12 * step);
+    }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"tensor_model_parallel_size\":%d,\"pipeline_model_parallel_size\":%d,"
+               "\"data_parallel_size\":%d,\"pipeline_schedule\":\"1f1b\",\"use_distributed_optimizer\":%s}\n",
+            tp, pp, dp, dp > 1 ? "true" : "false");
+    fclose(f);
+}
+
+/* The first bytes of a file: the format's magic. */
+static void expect_magic(const char *path, const char *magic) {
+    char head[16] = "";
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s was not written", path);
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    if (memcmp(head, magic, strlen(magic)) != 0) fail_msg("%s does not start with '%s'", path, magic);
+}
+
+static void metrics_of_two_runs_in_every_picture_format(void **state) {
+    (void)state;
+    const char *base = test_tmpdir("render_metrics");
+    char serial[4200], three_d[4200], args[9000], out[4300];
+    snprintf(serial, sizeof serial, "%s/serial", base);
+    snprintf(three_d, sizeof three_d, "%s/3d", base);
+    write_metrics_run(serial, 1, 1, 1, 9000);
+    write_metrics_run(three_d, 2, 2, 2, 4000);
+    const char *exts[] = {"png", "svg", "pdf"}, *magic[] = {"\x89PNG", "<?xml", "%PDF"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(out, sizeof out, "%s/curves.%s", base, exts[i]);
+        snprintf(args, sizeof args, "--metrics %s %s/ -o %s", serial, three_d, out);
+        if (render(args) != 0) fail_msg("render --metrics to .%s failed: %s", exts[i], g_out);
+        expect_magic(out, magic[i]);
+        assert_true(size_of(out) > 2000);
+        if (!strstr(g_out, "(curves of 2 runs)") || !strstr(g_out, "  serial — ") ||
+            !strstr(g_out, "  tp2×pp2×dp2, 1f1b, ZeRO — "))
+            fail_msg("the runs are not named by their layouts: %s", g_out);
+    }
+    assert_int_equal(render("--help"), 0);
+    assert_non_null(strstr(g_out, "--metrics"));
+}
+
+static void metrics_bad_input_is_one_line_and_no_file(void **state) {
+    (void)state;
+    const char *base = test_tmpdir("render_metrics_bad");
+    char run[4200], empty[4200], out[4300], args[9000], path[4400];
+    snprintf(run, sizeof run, "%s/run", base);
+    write_metrics_run(run, 1, 1, 1, 1000);
+    snprintf(out, sizeof out, "%s/out.png", base);
+
+    snprintf(args, sizeof args, "--metrics %s/missing -o %s", base, out);
+    expect_refusal(args, "missing/metrics.jsonl (No such file or directory)", out);
+
+    snprintf(empty, sizeof empty, "%s/empty", base);
+    write_metrics_run(empty, 1, 1, 1, 1000);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", empty);
+    assert_int_equal(truncate(path, 0), 0);
+    snprintf(args, sizeof args, "--metrics %s %s -o %s", run, empty, out);
+    expect_refusal(args, "has no training steps (the file is empty)", out);
+
+    snprintf(path, sizeof path, "%s/metrics.jsonl", empty);
+    FILE *f = fopen(path, "w");
+    fputs("{\"step\":1,\"loss\":5}\n{\"step\":2,\"loss\":\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "--metrics %s -o %s", empty, out);
+    expect_refusal(args, "metrics.jsonl:2: not a flat JSON object", out);
+
+    snprintf(out, sizeof out, "%s/out.txt", base);
+    snprintf(args, sizeof args, "--metrics %s -o %s", run, out);
+    expect_refusal(args, "the extension must be .png, .svg or .pdf", out);
+
+    snprintf(out, sizeof out, "%s/out.png", base);
+    snprintf(args, sizeof args, "--metrics %s -o %s --replay", run, out);
+    expect_refusal(args, "are for timelines", out);
+
+    /* A failed render leaves a good picture from before as it was. */
+    snprintf(args, sizeof args, "--metrics %s -o %s", run, out);
+    assert_int_equal(render(args), 0);
+    long good = size_of(out);
+    snprintf(args, sizeof args, "--metrics %s %s -o %s", run, empty, out);
+    assert_int_not_equal(render(args), 0);
+    assert_int_equal(size_of(out), good);
+    expect_magic(out, "\x89PNG");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_format_is_written),
         cmocka_unit_test(bad_input_is_one_line_and_no_file),
         cmocka_unit_test(replay_is_drawn_and_labelled),
+        cmocka_unit_test(metrics_of_two_runs_in_every_picture_format),
+        cmocka_unit_test(metrics_bad_input_is_one_line_and_no_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

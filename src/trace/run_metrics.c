@@ -1,0 +1,267 @@
+/* run_metrics.c — see run_metrics.h. */
+#include "src/trace/run_metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/check.h"
+#include "src/trace/trace.h"
+
+/* ---- one flat JSON object ---------------------------------------------------------------- */
+
+enum { FIELD_MAX = 64, KEY_LEN = 64, STR_LEN = 64 };
+
+typedef enum { V_NUMBER, V_STRING, V_BOOL, V_NULL } value_kind;
+
+typedef struct {
+    char key[KEY_LEN];  /* truncated when longer */
+    value_kind kind;
+    double num;         /* V_NUMBER; V_BOOL: 0 or 1 */
+    char str[STR_LEN];  /* V_STRING, truncated */
+} field;
+
+typedef struct {
+    int n;
+    field f[FIELD_MAX]; /* fields past FIELD_MAX are parsed and dropped */
+} object;
+
+static const char *skip_ws(const char *p) {
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    return p;
+}
+
+/* A JSON string at p (on its opening quote) into out[cap]; the end past the closing quote,
+ * or NULL. Escapes are kept as their second character (enough for keys and labels). */
+static const char *parse_string(const char *p, char *out, size_t cap) {
+    if (*p != '"') return NULL;
+    p++;
+    size_t n = 0;
+    while (*p && *p != '"') {
+        if (*p == '\\') {
+            p++;
+            if (!*p) return NULL;
+        }
+        if ((unsigned char)*p < 0x20) return NULL;
+        if (n + 1 < cap) out[n++] = *p;
+        p++;
+    }
+    if (*p != '"') return NULL;
+    out[n] = 0;
+    return p + 1;
+}
+
+/* Parses `s` as one flat object; false with why[] (and the column) when it is not one. */
+static bool parse_object(const char *s, object *o, char *why, size_t whylen) {
+    const char *p = skip_ws(s);
+    o->n = 0;
+#define BAD(...) do { snprintf(why, whylen, __VA_ARGS__); return false; } while (0)
+    if (*p != '{') BAD("expected '{' at column %d", (int)(p - s) + 1);
+    p = skip_ws(p + 1);
+    if (*p == '}') return *skip_ws(p + 1) == 0 ? true : (snprintf(why, whylen, "text after '}'"), false);
+    for (;;) {
+        field tmp, *f = o->n < FIELD_MAX ? &o->f[o->n] : &tmp;
+        memset(f, 0, sizeof *f);
+        const char *q = parse_string(p, f->key, sizeof f->key);
+        if (!q) BAD("expected a \"key\" at column %d", (int)(p - s) + 1);
+        p = skip_ws(q);
+        if (*p != ':') BAD("expected ':' after \"%s\" at column %d", f->key, (int)(p - s) + 1);
+        p = skip_ws(p + 1);
+        if (*p == '"') {
+            f->kind = V_STRING;
+            q = parse_string(p, f->str, sizeof f->str);
+            if (!q) BAD("unterminated string value of \"%s\"", f->key);
+        } else if (strncmp(p, "true", 4) == 0 || strncmp(p, "false", 5) == 0) {
+            f->kind = V_BOOL;
+            f->num = *p == 't';
+            q = p + (*p == 't' ? 4 : 5);
+        } else if (strncmp(p, "null", 4) == 0) {
+            f->kind = V_NULL;
+            f->num = NAN;
+            q = p + 4;
+        } else if (*p == '{' || *p == '[') {
+            BAD("\"%s\" holds a nested %s; metrics lines are flat", f->key, *p == '{' ? "object" : "array");
+        } else {
+            char *end;
+            errno = 0;
+            f->kind = V_NUMBER;
+            f->num = strtod(p, &end);
+            if (end == p || !strchr("-0123456789", *p)) BAD("\"%s\" has no value at column %d", f->key, (int)(p - s) + 1);
+            q = end;
+        }
+        if (o->n < FIELD_MAX) o->n++;
+        p = skip_ws(q);
+        if (*p == ',') {
+            p = skip_ws(p + 1);
+            continue;
+        }
+        if (*p == '}') break;
+        BAD("expected ',' or '}' at column %d", (int)(p - s) + 1);
+    }
+    if (*skip_ws(p + 1)) BAD("text after '}' at column %d", (int)(skip_ws(p + 1) - s) + 1);
+#undef BAD
+    return true;
+}
+
+static const field *find(const object *o, const char *key) {
+    for (int i = 0; i < o->n; i++)
+        if (strcmp(o->f[i].key, key) == 0) return &o->f[i];
+    return NULL;
+}
+
+/* A number field, NAN when absent or null. */
+static double number_or_nan(const object *o, const char *key) {
+    const field *f = find(o, key);
+    return f && f->kind == V_NUMBER ? f->num : NAN;
+}
+
+/* ---- the layout label --------------------------------------------------------------------- */
+
+bool run_metrics_layout_label(const char *config_json, char *buf, size_t cap) {
+    object o;
+    char why[128];
+    buf[0] = 0;
+    if (!config_json || !parse_object(config_json, &o, why, sizeof why)) return false;
+    const field *tp = find(&o, "tensor_model_parallel_size"), *pp = find(&o, "pipeline_model_parallel_size"),
+                *dp = find(&o, "data_parallel_size");
+    if (!tp || !pp || !dp || tp->kind != V_NUMBER || pp->kind != V_NUMBER || dp->kind != V_NUMBER) return false;
+    const int t = (int)tp->num, p = (int)pp->num, d = (int)dp->num;
+    int n = t * p * d == 1 ? snprintf(buf, cap, "serial") : snprintf(buf, cap, "tp%d×pp%d×dp%d", t, p, d);
+    const field *sched = find(&o, "pipeline_schedule"), *vpp = find(&o, "virtual_pipeline_size");
+    if (p > 1 && sched && sched->kind == V_STRING && n >= 0 && (size_t)n < cap) {
+        n += snprintf(buf + n, cap - (size_t)n, ", %s", sched->str);
+        if (vpp && vpp->kind == V_NUMBER && vpp->num > 1 && (size_t)n < cap)
+            n += snprintf(buf + n, cap - (size_t)n, " v%d", (int)vpp->num);
+    }
+    const field *zero = find(&o, "use_distributed_optimizer"), *prec = find(&o, "precision");
+    if (zero && zero->kind == V_BOOL && zero->num == 1 && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, ", ZeRO");
+    if (prec && prec->kind == V_STRING && strcmp(prec->str, "fp32") != 0 && n >= 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, ", %s", prec->str);
+    return true;
+}
+
+/* RUN_DIR/config.json, else the header of RUN_DIR/trace/rank0.trace; "" when neither. */
+static void read_layout(run_metrics *m) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", m->dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        char text[8192];
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = 0;
+        fclose(f);
+        if (run_metrics_layout_label(text, m->layout, sizeof m->layout)) return;
+    }
+    snprintf(path, sizeof path, "%s/trace/rank0.trace", m->dir);
+    char err[512];
+    trace_file *tf = trace_file_read(path, err, sizeof err);
+    if (!tf) return;
+    run_metrics_layout_label(trace_file_header(tf)->config_json, m->layout, sizeof m->layout);
+    trace_file_free(tf);
+}
+
+/* ---- the file ------------------------------------------------------------------------------ */
+
+void run_metrics_free(run_metrics *m) {
+    if (!m) return;
+    free(m->steps);
+    free(m->evals);
+    free(m);
+}
+
+static void *grow(void *p, size_t bytes) {
+    void *q = realloc(p, bytes);
+    CHECK(q, "out of memory reading metrics.jsonl");
+    return q;
+}
+
+/* "step" of a step or eval line: a non-negative integer, else false with why[]. */
+static bool step_of(const object *o, int *step, char *why, size_t whylen) {
+    const field *s = find(o, "step");
+    if (!s) return snprintf(why, whylen, "a loss without a \"step\""), false;
+    if (s->kind != V_NUMBER || s->num < 0 || s->num > 2e9 || s->num != floor(s->num))
+        return snprintf(why, whylen, "\"step\" must be a non-negative integer"), false;
+    *step = (int)s->num;
+    return true;
+}
+
+run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
+    run_metrics *m = callocCheck(1, sizeof *m);
+    snprintf(m->dir, sizeof m->dir, "%s", run_dir);
+    size_t len = strlen(m->dir);
+    while (len > 1 && m->dir[len - 1] == '/') m->dir[--len] = 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", m->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot read %s (%s): RUN_DIR must be the --run-dir of a finished `trident train`",
+                 path, strerror(errno));
+        run_metrics_free(m);
+        return NULL;
+    }
+    int cap_s = 0, cap_e = 0, lineno = 0;
+    char line[4096], why[256];
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, lineno, sizeof line - 1);
+            ok = false;
+            break;
+        }
+        if (*skip_ws(line) == 0) continue; /* blank */
+        object o;
+        if (!parse_object(line, &o, why, sizeof why)) {
+            snprintf(err, errlen, "%s:%d: not a flat JSON object: %s", path, lineno, why);
+            ok = false;
+            break;
+        }
+        const field *loss = find(&o, "loss"), *eval = find(&o, "eval_loss");
+        if (!loss && !eval) continue; /* a line of another kind */
+        int step;
+        if (!step_of(&o, &step, why, sizeof why)) {
+            snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+            ok = false;
+            break;
+        }
+        const field *v = loss ? loss : eval;
+        if (v->kind != V_NUMBER) {
+            snprintf(err, errlen, "%s:%d: \"%s\" must be a number", path, lineno, v->key);
+            ok = false;
+            break;
+        }
+        if (loss) {
+            if (m->nsteps == cap_s) {
+                cap_s = cap_s ? 2 * cap_s : 64;
+                m->steps = grow(m->steps, (size_t)cap_s * sizeof *m->steps);
+            }
+            double g = number_or_nan(&o, "grad_norm");
+            m->steps[m->nsteps++] = (run_metrics_step){
+                .step = step, .loss = loss->num, .lr = number_or_nan(&o, "lr"),
+                .grad_norm = g < 0 ? NAN : g, .tokens_per_sec = number_or_nan(&o, "tokens_per_sec"),
+                .model_flops_per_s = number_or_nan(&o, "model_flops_per_s"), .mfu = number_or_nan(&o, "mfu"),
+            };
+        } else {
+            if (m->nevals == cap_e) {
+                cap_e = cap_e ? 2 * cap_e : 16;
+                m->evals = grow(m->evals, (size_t)cap_e * sizeof *m->evals);
+            }
+            m->evals[m->nevals++] = (run_metrics_eval){step, eval->num};
+        }
+    }
+    fclose(f);
+    if (ok && m->nsteps == 0) {
+        snprintf(err, errlen, "%s has no training steps (%s): nothing to draw", path,
+                 lineno == 0 ? "the file is empty" : "no line with a \"loss\"");
+        ok = false;
+    }
+    if (!ok) {
+        run_metrics_free(m);
+        return NULL;
+    }
+    read_layout(m);
+    return m;
+}

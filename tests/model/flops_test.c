@@ -1,0 +1,56 @@
+/* flops_test.c — the FLOP count of flops.h against a count made by hand, and against the
+ * model's own parameter table (every matrix used in a product costs 6 FLOPs per weight per
+ * token in training). */
+#include "src/model/flops.h"
+
+#include <math.h>
+
+#include "tests/support/testing.h"
+
+/* L = 2, C = 8, T = 4, V = 16, counted product by product:
+ *   qkv 2·8·24 = 384, proj 2·8·8 = 128, fc 2·8·32 = 512, fcproj 2·32·8 = 512  -> 1536
+ *   scores 2·4·8 = 64, mix 2·4·8 = 64                                          ->  128
+ *   two layers 2·(1536 + 128) = 3328, head 2·8·16 = 256                 forward 3584
+ *   training = 3 · 3584 = 10752 */
+static void test_hand_count_of_a_tiny_model(void **state) {
+    (void)state;
+    gpt_config g = {.vocab_size = 16, .real_vocab = 16, .seq_len = 4, .num_layers = 2, .hidden = 8,
+                    .num_heads = 2};
+    assert_true(flops_forward_per_token(&g) == 3584.0);
+    assert_true(flops_train_per_token(&g) == 10752.0);
+}
+
+/* The weight part: the
+ * train count minus the attention term 12·L·T·C is 6 × the weights of the matrix products,
+ * which the parameter table lists as the qkv, proj, fc, fcproj matrices and wte. */
+static void test_weight_part_is_six_per_matrix_weight(void **state) {
+    (void)state;
+    gpt_config g = {.vocab_size = 64, .real_vocab = 60, .seq_len = 16, .num_layers = 3, .hidden = 32,
+                    .num_heads = 4};
+    double N = 0;
+    for (int l = 0; l < g.num_layers; l++)
+        N += 3.0 * g.hidden * g.hidden + 1.0 * g.hidden * g.hidden + 4.0 * g.hidden * g.hidden +
+             4.0 * g.hidden * g.hidden;
+    N += (double)g.vocab_size * g.hidden;
+    double attention = 12.0 * g.num_layers * g.seq_len * g.hidden;
+    assert_true(flops_train_per_token(&g) == 6.0 * N + attention);
+}
+
+/* Megatron's per-iteration formula 72·B·T·L·C²·(1 + T/(6C) + V/(12·L·C)), per token. */
+static void test_agrees_with_megatron_formula(void **state) {
+    (void)state;
+    gpt_config g = {.vocab_size = 512, .real_vocab = 256, .seq_len = 128, .num_layers = 4,
+                    .hidden = 128, .num_heads = 4};
+    double L = 4, C = 128, T = 128, V = 512;
+    double megatron = 72.0 * L * C * C * (1.0 + T / (6.0 * C) + V / (12.0 * L * C));
+    assert_true(fabs(flops_train_per_token(&g) - megatron) <= 1e-9 * megatron);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_count_of_a_tiny_model),
+        cmocka_unit_test(test_weight_part_is_six_per_matrix_weight),
+        cmocka_unit_test(test_agrees_with_megatron_formula),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,144 @@
+/* metrics_plot_test.c — loss curves: the layout numbers (shared step axis, panels stacked
+ * without overlap, value ranges that hold every value), the legend labels, and a rendered PNG
+ * checked for its size and for the runs' colours where their curves must be. */
+#include "viz/metrics_plot.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cairo.h>
+
+#include "tests/support/testing.h"
+#include "viz/canvas.h"
+
+enum { STEPS = 10 };
+
+typedef struct {
+    run_metrics m;
+    run_metrics_step steps[STEPS];
+    run_metrics_eval evals[2];
+} fake_run;
+
+/* Steps 1..10, loss falling from 5 by `slope`, lr rising, tokens/s flat at `tps`. */
+static void fake(fake_run *r, const char *dir, const char *layout, double slope, double tps) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->m.dir, sizeof r->m.dir, "%s", dir);
+    snprintf(r->m.layout, sizeof r->m.layout, "%s", layout);
+    for (int i = 0; i < STEPS; i++)
+        r->steps[i] = (run_metrics_step){.step = i + 1, .loss = 5 - slope * i, .lr = 1e-4 * (i + 1),
+                                         .grad_norm = i == 4 ? NAN : 2.0 / (i + 1), .tokens_per_sec = tps,
+                                         .model_flops_per_s = NAN, .mfu = NAN};
+    r->evals[0] = (run_metrics_eval){5, 4.2};
+    r->evals[1] = (run_metrics_eval){10, 3.9};
+    r->m.steps = r->steps;
+    r->m.nsteps = STEPS;
+    r->m.evals = r->evals;
+    r->m.nevals = 2;
+}
+
+static void test_layout_shares_the_step_axis_and_holds_every_value(void **state) {
+    (void)state;
+    fake_run a, b;
+    fake(&a, "runs/serial", "serial", 0.2, 9000);
+    fake(&b, "runs/3d", "tp2×pp2×dp2, interleaved v2, ZeRO", 0.1, 3000);
+    const run_metrics *runs[2] = {&a.m, &b.m};
+    viz_metrics_layout l;
+    viz_metrics_layout_of(runs, 2, 1000, &l);
+    assert_true(l.step_lo == 1 && l.step_hi == 10);
+    assert_true(fabs(viz_mp_x(&l, 1) - l.panel[0].x) < 1e-9);
+    assert_true(fabs(viz_mp_x(&l, 10) - (l.panel[0].x + l.panel[0].w)) < 1e-9);
+    for (int q = 0; q < VIZ_MP_PANELS; q++) {
+        const viz_mp_panel *p = &l.panel[q];
+        assert_false(p->empty);
+        assert_true(p->x == l.panel[0].x && p->w == l.panel[0].w); /* one step axis */
+        if (q > 0) assert_true(p->y > l.panel[q - 1].y + l.panel[q - 1].h); /* below, apart */
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < STEPS; i++) {
+                double v = viz_mp_value(&runs[r]->steps[i], (viz_mp_quantity)q);
+                if (isfinite(v)) assert_true(v >= p->lo && v <= p->hi);
+            }
+        assert_true(p->tick_step > 0 && (p->hi - p->lo) / p->tick_step <= 10.0 + 1e-9);
+    }
+    /* The held-out loss is inside the loss panel's range too. */
+    assert_true(l.panel[VIZ_MP_LOSS].lo <= 3.2 && l.panel[VIZ_MP_LOSS].hi >= 5);
+    assert_true(l.height > l.panel[VIZ_MP_TOKENS].y + l.panel[VIZ_MP_TOKENS].h);
+    /* Larger values are higher up. */
+    assert_true(viz_mp_y(&l.panel[0], 5) < viz_mp_y(&l.panel[0], 4));
+}
+
+static void test_a_quantity_no_run_has_is_an_empty_panel(void **state) {
+    (void)state;
+    fake_run a;
+    fake(&a, "runs/x", "", 0.2, 1000);
+    for (int i = 0; i < STEPS; i++) a.steps[i].grad_norm = NAN;
+    const run_metrics *runs[1] = {&a.m};
+    viz_metrics_layout l;
+    viz_metrics_layout_of(runs, 1, 800, &l);
+    assert_true(l.panel[VIZ_MP_GRAD_NORM].empty);
+    assert_false(l.panel[VIZ_MP_LOSS].empty);
+    /* A flat quantity still gets a range around its value. */
+    assert_true(l.panel[VIZ_MP_TOKENS].lo < 1000 && l.panel[VIZ_MP_TOKENS].hi > 1000);
+}
+
+static void test_labels_name_layout_and_directory(void **state) {
+    (void)state;
+    fake_run a;
+    char buf[4400];
+    fake(&a, "runs/3d", "tp2×pp2×dp2, 1f1b", 0.1, 1);
+    viz_mp_label(&a.m, buf, sizeof buf);
+    assert_string_equal(buf, "tp2×pp2×dp2, 1f1b — runs/3d");
+    fake(&a, "runs/old", "", 0.1, 1);
+    viz_mp_label(&a.m, buf, sizeof buf);
+    assert_string_equal(buf, "runs/old");
+}
+
+/* Is the pixel at (x, y), or one next to it, close to colour c? */
+static bool colour_near(cairo_surface_t *s, double x, double y, viz_rgb c) {
+    const unsigned char *px = cairo_image_surface_get_data(s);
+    const int stride = cairo_image_surface_get_stride(s);
+    for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++) {
+            const unsigned char *p = px + ((int)y + dy) * stride + 4 * ((int)x + dx);
+            /* ARGB32, little-endian: B G R A */
+            if (fabs(p[2] / 255.0 - c.r) < 0.08 && fabs(p[1] / 255.0 - c.g) < 0.08 && fabs(p[0] / 255.0 - c.b) < 0.08)
+                return true;
+        }
+    return false;
+}
+
+static void test_png_has_the_layout_size_and_each_run_where_its_curve_is(void **state) {
+    (void)state;
+    fake_run a, b;
+    fake(&a, "runs/serial", "serial", 0.2, 9000);
+    fake(&b, "runs/3d", "tp2×pp2×dp2", 0.1, 3000); /* apart from a, so each is visible */
+    const run_metrics *runs[2] = {&a.m, &b.m};
+    const char *dir = test_tmpdir("metrics_plot");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/curves.png", dir);
+    viz_metrics_plot(path, runs, 2, 1000, "test");
+    viz_metrics_layout l;
+    viz_metrics_layout_of(runs, 2, 1000, &l);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
+    assert_int_equal(cairo_image_surface_get_width(s), (int)l.width);
+    assert_int_equal(cairo_image_surface_get_height(s), (int)l.height);
+    /* Mid-way between two logged steps, on each run's own line (tokens/s: flat lines). */
+    const viz_mp_panel *t = &l.panel[VIZ_MP_TOKENS];
+    double x = viz_mp_x(&l, 6.5);
+    assert_true(colour_near(s, x, viz_mp_y(t, 9000), viz_categorical(0)));
+    assert_true(colour_near(s, x, viz_mp_y(t, 3000), viz_categorical(1)));
+    /* The loss of run 0 at step 3 (5 - 0.2·2 = 4.6) is drawn in run 0's colour. */
+    assert_true(colour_near(s, viz_mp_x(&l, 3), viz_mp_y(&l.panel[VIZ_MP_LOSS], 4.6), viz_categorical(0)));
+    cairo_surface_destroy(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layout_shares_the_step_axis_and_holds_every_value),
+        cmocka_unit_test(test_a_quantity_no_run_has_is_an_empty_panel),
+        cmocka_unit_test(test_labels_name_layout_and_directory),
+        cmocka_unit_test(test_png_has_the_layout_size_and_each_run_where_its_curve_is),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

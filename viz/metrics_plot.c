@@ -1,0 +1,238 @@
+/* metrics_plot.c — see metrics_plot.h. */
+#include "viz/metrics_plot.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "src/core/check.h"
+#include "viz/canvas.h"
+
+enum { MARGIN_L = 78, MARGIN_R = 24, TITLE_H = 40, LEGEND_LINE = 17, PANEL_H = 150, PANEL_GAP = 34,
+       BOTTOM = 52 };
+
+static const char *const k_titles[VIZ_MP_PANELS] = {
+    "loss (nats per token)", "learning rate", "gradient norm (before clipping)", "tokens/s (whole job)",
+};
+
+double viz_mp_value(const run_metrics_step *s, viz_mp_quantity q) {
+    switch (q) {
+    case VIZ_MP_LOSS: return s->loss;
+    case VIZ_MP_LR: return s->lr;
+    case VIZ_MP_GRAD_NORM: return s->grad_norm;
+    case VIZ_MP_TOKENS: return s->tokens_per_sec;
+    default: return NAN;
+    }
+}
+
+/* 1, 2 or 5 times a power of ten, the smallest at least `raw`. */
+static double nice_step(double raw) {
+    if (!(raw > 0)) return 1;
+    double p = pow(10, floor(log10(raw)));
+    double m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+/* lo..hi widened to ticks of a nice step, about 4 intervals. */
+static void nice_range(double lo, double hi, double *out_lo, double *out_hi, double *step) {
+    if (hi - lo <= 1e-12 * fabs(hi)) {
+        double pad = fabs(hi) > 0 ? 0.1 * fabs(hi) : 1;
+        lo -= pad;
+        hi += pad;
+    }
+    *step = nice_step((hi - lo) / 4);
+    *out_lo = floor(lo / *step + 1e-9) * *step;
+    *out_hi = ceil(hi / *step - 1e-9) * *step;
+}
+
+void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width, viz_metrics_layout *out) {
+    CHECK(n >= 1, "viz_metrics_layout_of: at least one run");
+    memset(out, 0, sizeof *out);
+    out->width = width;
+    out->legend_y = TITLE_H + 8;
+    const double top = out->legend_y + LEGEND_LINE * n + 8;
+    double slo = INFINITY, shi = -INFINITY;
+    for (int r = 0; r < n; r++) {
+        for (int i = 0; i < runs[r]->nsteps; i++) {
+            slo = fmin(slo, runs[r]->steps[i].step);
+            shi = fmax(shi, runs[r]->steps[i].step);
+        }
+        for (int i = 0; i < runs[r]->nevals; i++) {
+            slo = fmin(slo, runs[r]->evals[i].step);
+            shi = fmax(shi, runs[r]->evals[i].step);
+        }
+    }
+    if (!(shi > slo)) shi = slo + 1;
+    out->step_lo = slo;
+    out->step_hi = shi;
+    out->step_tick = nice_step((shi - slo) / 6);
+    if (out->step_tick < 1) out->step_tick = 1;
+    for (int q = 0; q < VIZ_MP_PANELS; q++) {
+        viz_mp_panel *p = &out->panel[q];
+        p->title = k_titles[q];
+        p->x = MARGIN_L;
+        p->w = width - MARGIN_L - MARGIN_R;
+        p->y = top + q * (PANEL_H + PANEL_GAP) + 18; /* room for the panel's title */
+        p->h = PANEL_H;
+        double lo = INFINITY, hi = -INFINITY;
+        for (int r = 0; r < n; r++) {
+            for (int i = 0; i < runs[r]->nsteps; i++) {
+                double v = viz_mp_value(&runs[r]->steps[i], (viz_mp_quantity)q);
+                if (isfinite(v)) lo = fmin(lo, v), hi = fmax(hi, v);
+            }
+            if (q == VIZ_MP_LOSS)
+                for (int i = 0; i < runs[r]->nevals; i++)
+                    if (isfinite(runs[r]->evals[i].loss))
+                        lo = fmin(lo, runs[r]->evals[i].loss), hi = fmax(hi, runs[r]->evals[i].loss);
+        }
+        p->empty = !(hi >= lo);
+        if (p->empty) lo = 0, hi = 1;
+        nice_range(lo, hi, &p->lo, &p->hi, &p->tick_step);
+    }
+    const viz_mp_panel *last = &out->panel[VIZ_MP_PANELS - 1];
+    out->height = last->y + last->h + BOTTOM;
+}
+
+double viz_mp_x(const viz_metrics_layout *l, double step) {
+    const viz_mp_panel *p = &l->panel[0];
+    return p->x + p->w * (step - l->step_lo) / (l->step_hi - l->step_lo);
+}
+
+double viz_mp_y(const viz_mp_panel *p, double value) {
+    return p->y + p->h - p->h * (value - p->lo) / (p->hi - p->lo);
+}
+
+void viz_mp_label(const run_metrics *m, char *buf, size_t cap) {
+    if (m->layout[0]) snprintf(buf, cap, "%s — %s", m->layout, m->dir);
+    else snprintf(buf, cap, "%s", m->dir);
+}
+
+/* A tick value as text: %g of the value rounded to its tick step (no 0.30000000000000004). */
+static void tick_text(char *buf, size_t cap, double v, double step) {
+    v = round(v / step) * step;
+    if (fabs(v) < 1e-12 * step) v = 0;
+    snprintf(buf, cap, "%g", v);
+}
+
+static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_panel *p, bool x_labels) {
+    char s[64];
+    viz_text(cr, p->x, p->y - 7, 11, true, VIZ_LEFT, VIZ_TEXT, p->title);
+    cairo_set_line_width(cr, 0.6);
+    for (int k = 0;; k++) { /* y grid and labels */
+        double v = p->lo + k * p->tick_step;
+        if (v > p->hi + 1e-9 * p->tick_step) break;
+        double y = viz_mp_y(p, v);
+        viz_set_rgb(cr, VIZ_GRID);
+        cairo_move_to(cr, p->x, y);
+        cairo_line_to(cr, p->x + p->w, y);
+        cairo_stroke(cr);
+        tick_text(s, sizeof s, v, p->tick_step);
+        if (!p->empty) viz_text(cr, p->x - 6, y + 3.5, 9, false, VIZ_RIGHT, VIZ_TEXT, s);
+    }
+    double first = ceil(l->step_lo / l->step_tick - 1e-9) * l->step_tick;
+    for (double st = first; st <= l->step_hi + 1e-9; st += l->step_tick) { /* x grid */
+        double x = viz_mp_x(l, st);
+        viz_set_rgb(cr, VIZ_GRID);
+        cairo_move_to(cr, x, p->y);
+        cairo_line_to(cr, x, p->y + p->h);
+        cairo_stroke(cr);
+        if (x_labels) {
+            snprintf(s, sizeof s, "%g", st);
+            viz_text(cr, x, p->y + p->h + 14, 9, false, VIZ_CENTER, VIZ_TEXT, s);
+        }
+    }
+    viz_set_rgb(cr, VIZ_TEXT);
+    cairo_set_line_width(cr, 1.0);
+    cairo_rectangle(cr, p->x, p->y, p->w, p->h);
+    cairo_stroke(cr);
+    if (p->empty)
+        viz_text(cr, p->x + p->w / 2, p->y + p->h / 2, 11, false, VIZ_CENTER, VIZ_GRID, "no data in these runs");
+}
+
+/* Run r's line width: each later run thinner, so coinciding curves stay visible. */
+static double line_width(int r, int n) {
+    if (n == 1) return 1.8;
+    double w = 5.0 - 3.6 * r / (n - 1);
+    return w < 1.2 ? 1.2 : w;
+}
+
+static void draw_steps(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_panel *p,
+                       const run_metrics *m, viz_mp_quantity q, viz_rgb color, double lw) {
+    viz_set_rgb(cr, color);
+    cairo_set_line_width(cr, lw);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
+    bool open = false;
+    for (int i = 0; i < m->nsteps; i++) {
+        double v = viz_mp_value(&m->steps[i], q);
+        if (!isfinite(v)) {
+            open = false; /* a gap: the norm was not finite, or the value absent */
+            continue;
+        }
+        double x = viz_mp_x(l, m->steps[i].step), y = viz_mp_y(p, v);
+        if (open) cairo_line_to(cr, x, y);
+        else cairo_move_to(cr, x, y), cairo_line_to(cr, x, y); /* a lone point shows as a dot */
+        open = true;
+    }
+    cairo_stroke(cr);
+}
+
+static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_panel *p,
+                       const run_metrics *m, viz_rgb color, double lw) {
+    if (m->nevals == 0) return;
+    const double dash[2] = {6, 4};
+    viz_rgb ink = viz_shade(color, -0.35);
+    viz_set_rgb(cr, ink);
+    cairo_set_line_width(cr, fmax(1.2, lw * 0.6));
+    cairo_set_dash(cr, dash, 2, 0);
+    for (int i = 0; i < m->nevals; i++) {
+        double x = viz_mp_x(l, m->evals[i].step), y = viz_mp_y(p, m->evals[i].loss);
+        if (i == 0) cairo_move_to(cr, x, y);
+        else cairo_line_to(cr, x, y);
+    }
+    cairo_stroke(cr);
+    cairo_set_dash(cr, NULL, 0, 0);
+    for (int i = 0; i < m->nevals; i++) {
+        cairo_arc(cr, viz_mp_x(l, m->evals[i].step), viz_mp_y(p, m->evals[i].loss), 1.5 + lw * 0.6, 0, 2 * M_PI);
+        cairo_fill(cr);
+    }
+}
+
+void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width, const char *title) {
+    viz_metrics_layout l;
+    viz_metrics_layout_of(runs, n, width, &l);
+    viz_canvas c;
+    viz_canvas_open(&c, path, l.width, l.height);
+    cairo_t *cr = c.cr;
+    viz_text(cr, MARGIN_L, 26, 15, true, VIZ_LEFT, VIZ_TEXT, title ? title : "training curves");
+    bool any_eval = false;
+    for (int r = 0; r < n; r++) any_eval |= runs[r]->nevals > 0;
+    viz_text(cr, l.width - MARGIN_R, 26, 10, false, VIZ_RIGHT, VIZ_TEXT,
+             any_eval ? "solid: training loss   dashed with dots: held-out loss" : "solid: training loss");
+    char label[4400];
+    for (int r = 0; r < n; r++) { /* the legend: one line per run */
+        double y = l.legend_y + LEGEND_LINE * r;
+        viz_set_rgb(cr, viz_categorical(r));
+        cairo_set_line_width(cr, line_width(r, n));
+        cairo_move_to(cr, MARGIN_L, y - 4);
+        cairo_line_to(cr, MARGIN_L + 26, y - 4);
+        cairo_stroke(cr);
+        viz_mp_label(runs[r], label, sizeof label);
+        viz_text(cr, MARGIN_L + 34, y, 10, false, VIZ_LEFT, VIZ_TEXT, label);
+    }
+    for (int q = 0; q < VIZ_MP_PANELS; q++) {
+        const viz_mp_panel *p = &l.panel[q];
+        draw_frame(cr, &l, p, q == VIZ_MP_PANELS - 1);
+        cairo_save(cr);
+        cairo_rectangle(cr, p->x, p->y, p->w, p->h);
+        cairo_clip(cr);
+        for (int r = 0; r < n; r++) {
+            draw_steps(cr, &l, p, runs[r], (viz_mp_quantity)q, viz_categorical(r), line_width(r, n));
+            if (q == VIZ_MP_LOSS) draw_evals(cr, &l, p, runs[r], viz_categorical(r), line_width(r, n));
+        }
+        cairo_restore(cr);
+    }
+    const viz_mp_panel *last = &l.panel[VIZ_MP_PANELS - 1];
+    viz_text(cr, last->x + last->w / 2, last->y + last->h + 34, 11, true, VIZ_CENTER, VIZ_TEXT, "step");
+    viz_canvas_close(&c);
+}

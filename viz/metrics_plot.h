@@ -1,0 +1,67 @@
+/* metrics_plot.h — loss curves: the metrics of one or more training runs against the step,
+ * as small multiples sharing the step axis, the runs overlaid (`trident render --metrics`,
+ * and RUN_DIR/loss.png at the end of `trident train`).
+ *
+ *   ┌ title; one legend line per run: colour, layout label, run directory ─────────────┐
+ *   │ loss           ── training   ┄•┄ held-out                                        │
+ *   │ learning rate                                                                     │
+ *   │ gradient norm                                                                     │
+ *   │ tokens/s                                                                          │
+ *   └ step ─────────────────────────────────────────────────────────────────────────────┘
+ *
+ * Runs of one model at different layouts compute the same numbers, so their curves must lie
+ * on top of each other: run k is drawn thinner than run k-1 (a wide band under a thin line),
+ * so that coinciding curves stay visible as one band with lines inside it.
+ *
+ * Layout first (viz_metrics_layout_of: panels, axis ranges, ticks; testable without
+ * drawing), then Cairo (viz_metrics_plot, by file extension .png/.svg/.pdf, written
+ * atomically through viz/canvas.h).
+ *
+ * Not here: reading metrics.jsonl (src/trace/run_metrics.h).
+ */
+#ifndef TRIDENT_VIZ_METRICS_PLOT_H
+#define TRIDENT_VIZ_METRICS_PLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/trace/run_metrics.h"
+
+/* The panels, top to bottom. The loss panel also holds the held-out loss. */
+typedef enum { VIZ_MP_LOSS, VIZ_MP_LR, VIZ_MP_GRAD_NORM, VIZ_MP_TOKENS, VIZ_MP_PANELS } viz_mp_quantity;
+
+typedef struct {
+    double x, y, w, h;      /* the plotting area */
+    double lo, hi;          /* value at the bottom and at the top edge */
+    double tick_step;       /* y ticks at lo, lo + tick_step, ..., hi */
+    bool empty;             /* no run has a value: drawn as "no data" */
+    const char *title;      /* "loss (nats)", "learning rate", ... */
+} viz_mp_panel;
+
+typedef struct {
+    double width, height;
+    double step_lo, step_hi; /* the shared x range: smallest and largest step of all runs */
+    double step_tick;        /* x ticks at multiples of step_tick inside the range */
+    double legend_y;         /* baseline of the first legend line */
+    viz_mp_panel panel[VIZ_MP_PANELS];
+} viz_metrics_layout;
+
+/* Where everything goes for n runs on a page `width` points wide. */
+void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width, viz_metrics_layout *out);
+
+/* The x of a step and the y of a value in panel p. */
+double viz_mp_x(const viz_metrics_layout *l, double step);
+double viz_mp_y(const viz_mp_panel *p, double value);
+
+/* The value panel q plots for one logged step (NAN: none). */
+double viz_mp_value(const run_metrics_step *s, viz_mp_quantity q);
+
+/* The legend text of a run: "tp2×pp2×dp2, interleaved v2, ZeRO — runs/demo" (the directory
+ * alone when the layout is unknown). */
+void viz_mp_label(const run_metrics *m, char *buf, size_t cap);
+
+/* Draws the runs' curves to path (.png, .svg or .pdf); dies naming the path on a bad
+ * extension. title NULL: "training curves". */
+void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width, const char *title);
+
+#endif /* TRIDENT_VIZ_METRICS_PLOT_H */
