@@ -121,6 +121,7 @@ static void write_run(json_writer *w, const trace_run *r, const char *prefix, in
                 break;
             case TRACE_FORWARD:
             case TRACE_BACKWARD:
+            case TRACE_WEIGHT:
             case TRACE_OPTIMIZER:
             case TRACE_DATA:
             case TRACE_EVAL:

@@ -11,6 +11,7 @@ char viz_text_timeline_char(viz_tl_kind kind, int chunk) {
     switch (kind) {
     case VIZ_TL_FORWARD: return odd ? 'f' : 'F';
     case VIZ_TL_BACKWARD: return odd ? 'b' : 'B';
+    case VIZ_TL_WEIGHT: return odd ? 'w' : 'W';
     case VIZ_TL_OPTIMIZER: return 'O';
     case VIZ_TL_SEND: return '>';
     case VIZ_TL_RECV: return '<';
@@ -132,7 +133,7 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
                        "theory (p=%d, m=%d): (p-1)/(m+p-1) = %s of total, (p-1)/m = %s of ideal\n",
                     mt, mw, md, mi, tl->pp, tl->num_microbatches, tt, ti);
     }
-    fprintf(f, "legend: F forward  B backward  (f, b: odd model chunk)  O optimizer  D data  E eval "
+    fprintf(f, "legend: F forward  B backward  W weight gradient (f, b, w: odd model chunk)  O optimizer  D data  E eval "
                "(compute) | > send  < recv  C collective (transfer: bytes moving) | ~ wait (blocked "
                "on a peer) | . idle (nothing scheduled)\n"
                "bubble = wait + idle inside the pipeline's first-forward..last-backward span, mean "

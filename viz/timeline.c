@@ -10,7 +10,7 @@
 
 const char *viz_tl_kind_name(viz_tl_kind k) {
     static const char *const names[VIZ_TL_NUM_KINDS] = {
-        "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval",
+        "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval", "weight",
     };
     return (int)k >= 0 && k < VIZ_TL_NUM_KINDS ? names[k] : "?";
 }
@@ -241,7 +241,7 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     for (int r = 0; r < tl->nrows; r++)
         for (int i = 0; i < tl->rows[r].nboxes; i++) {
             const viz_tl_box *x = &tl->rows[r].boxes[i];
-            if (x->kind != VIZ_TL_FORWARD && x->kind != VIZ_TL_BACKWARD) continue;
+            if (x->kind != VIZ_TL_FORWARD && x->kind != VIZ_TL_BACKWARD && x->kind != VIZ_TL_WEIGHT) continue;
             if (!any || x->start < lo) lo = x->start;
             if (!any || x->end > hi) hi = x->end;
             any = true;
