@@ -262,7 +262,11 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     bb.measured_total = (wait + idle) / denom;
     bb.measured_ideal = busy > 0 ? (wait + idle) / busy : 0;
     int v = tl->vpp >= 1 ? tl->vpp : 1;
-    if (tl->pp >= 1 && tl->num_microbatches >= 1) {
+    pp_config cfg;
+    if (schedule_of(tl, &cfg)) {
+        bb.theory_ideal = pp_textbook_of_ideal(&cfg);
+        bb.theory_total = pp_textbook_of_total(&cfg, NULL, 0);
+    } else if (tl->pp >= 1 && tl->num_microbatches >= 1) {
         bb.theory_ideal = pp_bubble_of_ideal(tl->pp, tl->num_microbatches, v);
         bb.theory_total = pp_bubble_of_total(tl->pp, tl->num_microbatches, v);
     }

@@ -254,6 +254,19 @@ const char *pp_action_name(const pp_action *a, int v, char *buf, size_t cap) {
 
 double pp_bubble_of_ideal(int p, int m, int v) { return (double)(p - 1) / ((double)v * m); }
 
+double pp_textbook_of_ideal(const pp_config *cfg) {
+    if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m);
+    return pp_bubble_of_ideal(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
+}
+
+double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap) {
+    const char *f = cfg->kind == PP_ZB_H1 ? "(p-1)/(3m+p-1), F = B = W"
+                    : cfg->kind == PP_INTERLEAVED ? "(p-1)/(v*m+p-1)" : "(p-1)/(m+p-1)";
+    if (formula) snprintf(formula, cap, "%s", f);
+    if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m + cfg->p - 1);
+    return pp_bubble_of_total(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
+}
+
 double pp_bubble_of_total(int p, int m, int v) {
     return (double)(p - 1) / ((double)v * m + p - 1);
 }

@@ -156,5 +156,12 @@ char pp_op_letter(pp_op op);
  *   of the total time:                (p−1) / (v·m + p − 1)   — (p−1)/(m+p−1) for v = 1 */
 double pp_bubble_of_ideal(int p, int m, int v);
 double pp_bubble_of_total(int p, int m, int v);
+/* The same for any schedule. zb-h1, with F = B = W (each a third of forward + backward):
+ * every rank idles (p−1)(F + B − W) = (p−1) units against 3m units of work, so
+ *   of the ideal time:  (p−1) / (3m)        of the total time:  (p−1) / (3m + p − 1)
+ * — a third of 1F1B's bubble (Qi et al. 2024, "ZB-H1"). `formula` gets the total-time
+ * formula as text, e.g. "(p-1)/(3m+p-1), F = B = W" (ASCII), when not NULL. */
+double pp_textbook_of_ideal(const pp_config *cfg);
+double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap);
 
 #endif /* TRIDENT_PP_SCHEDULE_H */

@@ -19,14 +19,14 @@
 #include "src/core/check.h"
 
 pp_costs pp_costs_unit(void) {
-    pp_costs c = {1.0, 1.0, 0.0, NULL, NULL};
+    pp_costs c = {1.0, 1.0, 0.0, NULL, NULL, 0.0};
     return c;
 }
 
 pp_costs pp_costs_per_chunk(const pp_config *cfg, double stage_forward, double stage_backward,
                             double p2p_latency) {
     CHECK(cfg->v >= 1, "pp_costs_per_chunk: a schedule has at least one model chunk per rank");
-    pp_costs c = {stage_forward / cfg->v, stage_backward / cfg->v, p2p_latency, NULL, NULL};
+    pp_costs c = {stage_forward / cfg->v, stage_backward / cfg->v, p2p_latency, NULL, NULL, 0.0};
     return c;
 }
 
@@ -38,8 +38,14 @@ static const char *dir_word(int tag) { return (tag & 1) == PP_ACTIVATION ? "acti
 
 static double action_cost(const pp_costs *c, const pp_action *a) {
     if (a->op == PP_FORWARD) return c->forward_per_stage ? c->forward_per_stage[a->stage] : c->forward;
-    return c->backward_per_stage ? c->backward_per_stage[a->stage] : c->backward;
+    const double whole = c->backward_per_stage ? c->backward_per_stage[a->stage] : c->backward;
+    const double w = c->weight_share > 0 ? c->weight_share : 0.5;
+    return a->op == PP_BACKWARD ? whole : a->op == PP_WEIGHT ? w * whole : (1 - w) * whole;
 }
+
+/* Whether action a gives back the activations of its (micro-batch, chunk): the whole
+ * backward does, a split one at its W. */
+static bool releases(const pp_action *a) { return a->op == PP_BACKWARD || a->op == PP_WEIGHT; }
 
 /* Appends printf-style text to msg (which holds `*len` characters already). */
 static void append(char *msg, size_t cap, size_t *len, const char *fmt, ...)
@@ -136,7 +142,7 @@ bool pp_simulate(const pp_schedule *s, const pp_costs *costs, pp_sim *out, char 
                 tl->busy += cost;
                 free_at[r] = start + cost;
                 if (a->send_tag >= 0 && sent[a->send_tag] < 0) sent[a->send_tag] = start + cost;
-                inflight[r] += a->op == PP_FORWARD ? 1 : -1;
+                inflight[r] += a->op == PP_FORWARD ? 1 : releases(a) ? -1 : 0;
                 if (inflight[r] > tl->peak_inflight) tl->peak_inflight = inflight[r];
                 next[r]++;
                 moved = true;
@@ -184,10 +190,11 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
     /* Index of each (mb, stage)'s forward and backward on its rank: (m, S), -1 = none. */
     int *fpos = mallocCheck((size_t)m * S * sizeof *fpos);
     int *bpos = mallocCheck((size_t)m * S * sizeof *bpos);
+    int *wpos = mallocCheck((size_t)m * S * sizeof *wpos); /* split backward: its W */
     /* Who sends / receives each tag: count and rank. (ntags) */
     int *nsend = callocCheck((size_t)ntags, sizeof *nsend), *nrecv = callocCheck((size_t)ntags, sizeof *nrecv);
     int *sender = callocCheck((size_t)ntags, sizeof *sender), *sendpeer = callocCheck((size_t)ntags, sizeof *sendpeer);
-    for (int i = 0; i < m * S; i++) fpos[i] = bpos[i] = -1;
+    for (int i = 0; i < m * S; i++) fpos[i] = bpos[i] = wpos[i] = -1;
 
     for (int r = 0; r < p; r++) {
         const pp_rank_plan *pl = &s->ranks[r];
@@ -214,7 +221,7 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
                          want.send_tag, want.send_peer);
                 goto out;
             }
-            int *pos = a->op == PP_FORWARD ? fpos : bpos;
+            int *pos = a->op == PP_FORWARD ? fpos : a->op == PP_WEIGHT ? wpos : bpos;
             int key = a->mb * S + a->stage;
             if (pos[key] >= 0) {
                 snprintf(msg, cap, "rank %d runs %s twice (actions %d and %d); each (micro-batch, stage) "
@@ -223,7 +230,13 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
                 goto out;
             }
             pos[key] = i;
-            if (a->op == PP_BACKWARD && fpos[key] < 0) {
+            if (a->op == PP_WEIGHT && (bpos[key] < 0 || s->ranks[r].actions[bpos[key]].op != PP_BACKWARD_INPUT)) {
+                snprintf(msg, cap, "rank %d runs %s (action %d) before the input-gradient backward of its "
+                         "micro-batch: W needs the output gradients B saves", r,
+                         pp_action_name(a, v, name, sizeof name), i);
+                goto out;
+            }
+            if (a->op != PP_FORWARD && a->op != PP_WEIGHT && fpos[key] < 0) {
                 snprintf(msg, cap, "rank %d runs %s (action %d) before its forward: a backward needs the "
                          "activations its forward stored", r, pp_action_name(a, v, name, sizeof name), i);
                 goto out;
@@ -237,6 +250,14 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
         }
     }
     for (int key = 0; key < m * S; key++) {
+        const bool split = bpos[key] >= 0 && s->ranks[(key % S) % p].actions[bpos[key]].op == PP_BACKWARD_INPUT;
+        if (split && wpos[key] < 0) {
+            const int mb = key / S, st = key % S;
+            pp_action a = pp_action_make(c, st % p, PP_WEIGHT, mb, st / p);
+            snprintf(msg, cap, "rank %d never runs %s (micro-batch %d, stage %d): its input-gradient backward "
+                     "ran, so its weight gradient must too", st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
+            goto out;
+        }
         if (fpos[key] >= 0 && bpos[key] >= 0) continue;
         int mb = key / S, st = key % S;
         pp_action a = pp_action_make(c, st % p, fpos[key] < 0 ? PP_FORWARD : PP_BACKWARD, mb, st / p);
@@ -264,6 +285,7 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
 out:
     free(fpos);
     free(bpos);
+    free(wpos);
     free(nsend);
     free(nrecv);
     free(sender);
