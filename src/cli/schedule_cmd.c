@@ -129,7 +129,8 @@ static void write_json(FILE *f, const pp_schedule *s) {
 
 typedef struct {
     double forward, backward, latency; /* mean of one chunk's forward / backward, one p2p transfer */
-    int nforward, nbackward, ntransfer;
+    double weight;                     /* mean of one W (split backward runs), else 0 */
+    int nforward, nbackward, ntransfer, nweight;
     bool cpu;                          /* forward/backward from thread CPU time (else wall) */
     int v;                             /* chunks per rank of the measured run */
 } measured_costs;
@@ -160,8 +161,10 @@ static measured_costs measure_costs(const trace_run *run, const char *dir) {
     for (int k = 0; k < re->nranks; k++)
         for (size_t i = 0; i < trace_file_num_events(re->ranks[k]); i++) {
             const trace_event *e = trace_file_event(re->ranks[k], i);
-            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD) && e->step >= from) {
+            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD || e->kind == TRACE_WEIGHT) &&
+                e->step >= from) {
                 if (e->kind == TRACE_FORWARD) mc.forward += e->t_end - e->t_start, mc.nforward++;
+                else if (e->kind == TRACE_WEIGHT) mc.weight += e->t_end - e->t_start, mc.nweight++;
                 else mc.backward += e->t_end - e->t_start, mc.nbackward++;
             } else if (e->kind == TRACE_RECV && re->flow[k][i] >= 0) {
                 mc.latency += e->t_end - e->t_ready;
@@ -174,6 +177,10 @@ static measured_costs measure_costs(const trace_run *run, const char *dir) {
             dir, mc.nforward, mc.nbackward, from);
     mc.forward /= mc.nforward;
     mc.backward /= mc.nbackward;
+    if (mc.nweight) { /* a split backward: B and W measured apart; the whole backward is both */
+        mc.weight /= mc.nweight;
+        mc.backward += mc.weight;
+    }
     if (mc.ntransfer) mc.latency /= mc.ntransfer;
     return mc;
 }
@@ -295,6 +302,7 @@ int cmd_schedule(int argc, char **argv) {
              (double)bcost, cfg.v, cfg.v > 1 ? "s" : "");
     if (costs_from) {
         costs = pp_costs_per_chunk(&cfg, mc.forward * mc.v, mc.backward * mc.v, mc.latency);
+        if (mc.nweight) costs.weight_share = mc.weight / mc.backward;
         snprintf(origin, sizeof origin, "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
                  "the replay of %s, from %s time", mc.nforward, mc.nbackward, mc.v != cfg.v ? " rescaled to this v" : "", mc.ntransfer,
                  costs_from, mc.cpu ? "thread CPU" : "wall");
