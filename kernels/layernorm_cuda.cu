@@ -111,11 +111,15 @@ extern "C" void cuda_layernorm_backward(const cuda_context *ctx, float *dinp, fl
                                         const float *w, const float *mean, const float *rstd,
                                         size_t N, size_t C) {
     if (N == 0 || C == 0) return;
-    layernorm_backward_dinp_kernel<<<grid_for_rows(N), BLOCK, 0, ctx->stream>>>(
-        dinp, dout, inp, w, mean, rstd, N, C);
-    cudaCheckLast();
-    dim3 block(COLS, ROWS_T);
-    layernorm_backward_dwdb_kernel<<<(unsigned)((C + COLS - 1) / COLS), block, 0, ctx->stream>>>(
-        dw, db, dout, inp, mean, rstd, N, C);
-    cudaCheckLast();
+    if (dinp) { /* the input-gradient part (B of a split backward) */
+        layernorm_backward_dinp_kernel<<<grid_for_rows(N), BLOCK, 0, ctx->stream>>>(
+            dinp, dout, inp, w, mean, rstd, N, C);
+        cudaCheckLast();
+    }
+    if (dw) { /* the weight-gradient part (W) */
+        dim3 block(COLS, ROWS_T);
+        layernorm_backward_dwdb_kernel<<<(unsigned)((C + COLS - 1) / COLS), block, 0, ctx->stream>>>(
+            dw, db, dout, inp, mean, rstd, N, C);
+        cudaCheckLast();
+    }
 }

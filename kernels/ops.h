@@ -34,6 +34,8 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
 /* out (N,C) = (inp - mean) * rstd * w + b, per row; mean, rstd (N) are kept for backward. */
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                        const float *b, size_t N, size_t C);
+/* dinp (N,C) += d/dinp;  dw, db (C) += d/dw, d/db. dinp may be NULL (only the weight part,
+ * the W of a split backward; w is then unused), or dw and db both NULL (only the input part). */
 void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, const float *mean, const float *rstd, size_t N, size_t C);
 

@@ -125,10 +125,17 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
     for (size_t n = 0; n < N; n++) {
         const float *d = dout + n * C;
         const float *x = inp + n * C;
-        float *dx = dinp + n * C;
         float m = mean[n], s = rstd[n];
-        /* xhat = (x - m) * s;  dxhat = d * w;
+        if (dw) /* the weight-gradient part (W of a split backward) */
+            for (size_t i = 0; i < C; i++) {
+                float xhat = (x[i] - m) * s;
+                db[i] += d[i];
+                dw[i] += xhat * d[i];
+            }
+        if (!dinp) continue;
+        /* the input-gradient part (B): xhat = (x - m) * s;  dxhat = d * w;
          * dx = s * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
+        float *dx = dinp + n * C;
         float sum_d = 0.0f, sum_dx = 0.0f;
         for (size_t i = 0; i < C; i++) {
             float xhat = (x[i] - m) * s;
@@ -141,8 +148,6 @@ void layernorm_backward(float *dinp, float *dw, float *db, const float *dout, co
         for (size_t i = 0; i < C; i++) {
             float xhat = (x[i] - m) * s;
             float dxhat = d[i] * w[i];
-            db[i] += d[i];
-            dw[i] += xhat * d[i];
             dx[i] += s * (dxhat - sum_d - xhat * sum_dx);
         }
     }

@@ -13,6 +13,7 @@
 
 const viz_rgb VIZ_FORWARD = {0.27, 0.51, 0.80};
 const viz_rgb VIZ_BACKWARD = {0.40, 0.72, 0.38};
+const viz_rgb VIZ_WEIGHT = {0.22, 0.50, 0.47}; /* a darker teal beside backward's green */
 const viz_rgb VIZ_OPTIMIZER = {0.60, 0.45, 0.75};
 const viz_rgb VIZ_P2P = {0.95, 0.60, 0.20};
 const viz_rgb VIZ_COLLECTIVE = {0.85, 0.33, 0.31};

@@ -37,7 +37,7 @@ void viz_canvas_close(viz_canvas *c);
 typedef struct { double r, g, b; } viz_rgb;
 
 /* The shared palette. */
-extern const viz_rgb VIZ_FORWARD, VIZ_BACKWARD, VIZ_OPTIMIZER, VIZ_P2P, VIZ_COLLECTIVE,
+extern const viz_rgb VIZ_FORWARD, VIZ_BACKWARD, VIZ_WEIGHT, VIZ_OPTIMIZER, VIZ_P2P, VIZ_COLLECTIVE,
     VIZ_IDLE, VIZ_TEXT, VIZ_GRID, VIZ_MEMORY;
 /* Eight distinguishable colours for groups, ranks, parameters. */
 viz_rgb viz_categorical(int i);

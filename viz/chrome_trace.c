@@ -212,6 +212,7 @@ static void write_event(const rank_out *o, size_t i) {
     case TRACE_STEP: write_step(o, e, a, b); break;
     case TRACE_FORWARD:
     case TRACE_BACKWARD:
+    case TRACE_WEIGHT:
     case TRACE_OPTIMIZER:
     case TRACE_DATA:
     case TRACE_EVAL: write_compute(o, e, a, b); break;

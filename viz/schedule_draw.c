@@ -38,15 +38,19 @@ static viz_rgb phase_color(pp_phase ph) {
 static const char *phase_word(pp_kind kind, pp_phase ph) {
     switch (ph) {
     case PP_WARMUP: return kind == PP_GPIPE ? "all forwards" : "warmup";
-    case PP_STEADY: return "steady 1F1B";
+    case PP_STEADY: return kind == PP_ZB_H1 ? "steady F B W" : "steady 1F1B";
     case PP_COOLDOWN: return kind == PP_GPIPE ? "all backwards (flush)" : "cooldown";
     }
     return "";
 }
 
 /* Chunk 0 is the plain colour; later chunks are lighter and hatched, more densely per chunk. */
+static viz_rgb op_color(pp_op op) {
+    return op == PP_FORWARD ? VIZ_FORWARD : op == PP_WEIGHT ? VIZ_WEIGHT : VIZ_BACKWARD;
+}
+
 static viz_rgb action_fill(const pp_action *a) {
-    viz_rgb base = a->op == PP_FORWARD ? VIZ_FORWARD : VIZ_BACKWARD;
+    viz_rgb base = op_color(a->op);
     if (a->chunk == 0) return base;
     double t = 0.45 + 0.12 * (a->chunk - 1);
     return viz_shade(base, t > 0.8 ? 0.8 : t);
@@ -157,7 +161,13 @@ void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim, viz_sc
     out->right = callocCheck((size_t)p, sizeof *out->right);
     for (int r = 0; r < p; r++) layout_rank(out, s, sim, r);
 
-    if (c->v > 1)
+    char formula[64];
+    const double textbook = pp_textbook_of_total(c, formula, sizeof formula);
+    if (c->kind == PP_ZB_H1)
+        snprintf(out->title, sizeof out->title,
+                 "%s   p = %d   m = %d  —  bubble %.1f%% of the time (textbook %s: %.1f%%)",
+                 pp_kind_name(c->kind), c->p, c->m, 100.0 * sim->bubble_fraction, formula, 100.0 * textbook);
+    else if (c->v > 1)
         snprintf(out->title, sizeof out->title,
                  "%s   p = %d   m = %d   v = %d  —  bubble %.1f%% of the time (textbook (p−1)/(v·m+p−1) = %.1f%%)",
                  pp_kind_name(c->kind), c->p, c->m, c->v, 100.0 * sim->bubble_fraction,
@@ -208,9 +218,14 @@ static void draw_axis(cairo_t *cr, const viz_schedule_layout *l, double makespan
 static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind, int v) {
     const double y = l->axis_y + AXIS_H + 16, size = 11;
     double x = l->plot_x;
-    viz_rgb colors[3] = {VIZ_FORWARD, VIZ_BACKWARD, VIZ_IDLE};
-    const char *labels[3] = {"forward (micro-batch inside)", "backward", "idle (bubble)"};
-    x += viz_legend(cr, x, y, size, 3, colors, labels);
+    viz_rgb colors[4] = {VIZ_FORWARD, VIZ_BACKWARD, VIZ_IDLE, VIZ_WEIGHT};
+    const char *labels[4] = {"forward (micro-batch inside)", "backward", "idle (bubble)", "weight gradient W"};
+    if (kind == PP_ZB_H1) { /* split backward: B is the input gradient, W comes after it */
+        labels[1] = "backward B: input gradient";
+        colors[2] = VIZ_WEIGHT, labels[2] = "weight gradient W";
+        colors[3] = VIZ_IDLE, labels[3] = "idle (bubble)";
+    }
+    x += viz_legend(cr, x, y, size, kind == PP_ZB_H1 ? 4 : 3, colors, labels);
     if (v > 1) { /* the chunk marker, drawn like the boxes */
         viz_box(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, 0.45));
         viz_hatch(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, -0.3), 4);
@@ -258,7 +273,7 @@ void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path
         const viz_sched_rect *b = &l.boxes[i];
         viz_box(cr, b->x, b->y, b->w, b->h, b->fill);
         const pp_action *a = &s->ranks[b->rank].actions[b->action];
-        viz_rgb base = a->op == PP_FORWARD ? VIZ_FORWARD : VIZ_BACKWARD;
+        viz_rgb base = op_color(a->op);
         if (b->hatched) viz_hatch(cr, b->x + 0.5, b->y + 0.5, b->w - 1, b->h - 1, viz_shade(base, -0.1), b->hatch_gap);
         if (b->label[0]) {
             double fs = b->w >= 22 ? 12 : 9;

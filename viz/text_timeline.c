@@ -11,6 +11,7 @@ char viz_text_timeline_char(viz_tl_kind kind, int chunk) {
     switch (kind) {
     case VIZ_TL_FORWARD: return odd ? 'f' : 'F';
     case VIZ_TL_BACKWARD: return odd ? 'b' : 'B';
+    case VIZ_TL_WEIGHT: return odd ? 'w' : 'W';
     case VIZ_TL_OPTIMIZER: return 'O';
     case VIZ_TL_SEND: return '>';
     case VIZ_TL_RECV: return '<';
@@ -123,7 +124,11 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
         pct(mi, sizeof mi, bb.measured_ideal);
         pct(tt, sizeof tt, bb.theory_total);
         pct(ti, sizeof ti, bb.theory_ideal);
-        if (tl->vpp > 1)
+        if (strcmp(tl->schedule, "zb-h1") == 0)
+            fprintf(f, "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
+                       "theory (p=%d, m=%d, F = B = W): (p-1)/(3m+p-1) = %s of total, (p-1)/(3m) = %s of ideal\n",
+                    mt, mw, md, mi, tl->pp, tl->num_microbatches, tt, ti);
+        else if (tl->vpp > 1)
             fprintf(f, "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
                        "theory (p=%d, m=%d, v=%d): (p-1)/(v*m+p-1) = %s of total, (p-1)/(v*m) = %s of ideal\n",
                     mt, mw, md, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
@@ -132,7 +137,7 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
                        "theory (p=%d, m=%d): (p-1)/(m+p-1) = %s of total, (p-1)/m = %s of ideal\n",
                     mt, mw, md, mi, tl->pp, tl->num_microbatches, tt, ti);
     }
-    fprintf(f, "legend: F forward  B backward  (f, b: odd model chunk)  O optimizer  D data  E eval "
+    fprintf(f, "legend: F forward  B backward  W weight gradient (f, b, w: odd model chunk)  O optimizer  D data  E eval "
                "(compute) | > send  < recv  C collective (transfer: bytes moving) | ~ wait (blocked "
                "on a peer) | . idle (nothing scheduled)\n"
                "bubble = wait + idle inside the pipeline's first-forward..last-backward span, mean "

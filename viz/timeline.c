@@ -10,7 +10,7 @@
 
 const char *viz_tl_kind_name(viz_tl_kind k) {
     static const char *const names[VIZ_TL_NUM_KINDS] = {
-        "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval",
+        "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval", "weight",
     };
     return (int)k >= 0 && k < VIZ_TL_NUM_KINDS ? names[k] : "?";
 }
@@ -241,7 +241,7 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     for (int r = 0; r < tl->nrows; r++)
         for (int i = 0; i < tl->rows[r].nboxes; i++) {
             const viz_tl_box *x = &tl->rows[r].boxes[i];
-            if (x->kind != VIZ_TL_FORWARD && x->kind != VIZ_TL_BACKWARD) continue;
+            if (x->kind != VIZ_TL_FORWARD && x->kind != VIZ_TL_BACKWARD && x->kind != VIZ_TL_WEIGHT) continue;
             if (!any || x->start < lo) lo = x->start;
             if (!any || x->end > hi) hi = x->end;
             any = true;
@@ -262,7 +262,11 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     bb.measured_total = (wait + idle) / denom;
     bb.measured_ideal = busy > 0 ? (wait + idle) / busy : 0;
     int v = tl->vpp >= 1 ? tl->vpp : 1;
-    if (tl->pp >= 1 && tl->num_microbatches >= 1) {
+    pp_config cfg;
+    if (schedule_of(tl, &cfg)) {
+        bb.theory_ideal = pp_textbook_of_ideal(&cfg);
+        bb.theory_total = pp_textbook_of_total(&cfg, NULL, 0);
+    } else if (tl->pp >= 1 && tl->num_microbatches >= 1) {
         bb.theory_ideal = pp_bubble_of_ideal(tl->pp, tl->num_microbatches, v);
         bb.theory_total = pp_bubble_of_total(tl->pp, tl->num_microbatches, v);
     }

@@ -67,10 +67,11 @@ typedef enum {
     VIZ_TL_COLLECTIVE,
     VIZ_TL_DATA,
     VIZ_TL_EVAL,
+    VIZ_TL_WEIGHT,             /* the W (weight gradient) of a split backward; BACKWARD is then B */
     VIZ_TL_NUM_KINDS
 } viz_tl_kind;
 
-/* "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval". */
+/* "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval", "weight". */
 const char *viz_tl_kind_name(viz_tl_kind k);
 /* Compute kinds occupy a rank's main lane; send/recv/collective its communication lane. */
 bool viz_tl_is_comm(viz_tl_kind k);

@@ -28,6 +28,7 @@ viz_rgb viz_tl_box_color(viz_tl_kind kind, int chunk) {
     switch (kind) {
     case VIZ_TL_FORWARD: c = VIZ_FORWARD; break;
     case VIZ_TL_BACKWARD: c = VIZ_BACKWARD; break;
+    case VIZ_TL_WEIGHT: c = VIZ_WEIGHT; break;
     case VIZ_TL_OPTIMIZER: c = VIZ_OPTIMIZER; break;
     case VIZ_TL_SEND:
     case VIZ_TL_RECV: c = VIZ_P2P; break;
@@ -226,7 +227,7 @@ static double legend_item(cairo_t *cr, double x, double y, double size, const ch
 /* Three lines: what the boxes are (kinds), what the time is (classes), what the shares mean. */
 static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     static const struct { viz_tl_kind k; const char *label; } order[] = {
-        {VIZ_TL_FORWARD, "forward"},     {VIZ_TL_BACKWARD, "backward"},
+        {VIZ_TL_FORWARD, "forward"},     {VIZ_TL_BACKWARD, "backward"}, {VIZ_TL_WEIGHT, "weight gradient (W)"},
         {VIZ_TL_OPTIMIZER, "optimizer"}, {VIZ_TL_DATA, "data"}, {VIZ_TL_EVAL, "eval"},
         {VIZ_TL_SEND, "p2p message"},    {VIZ_TL_COLLECTIVE, "collective"},
     };

@@ -68,7 +68,12 @@ static void panel_texts(viz_tl_panel_layout *P) {
     pct(mi, sizeof mi, bb.measured_ideal);
     pct(tt, sizeof tt, bb.theory_total);
     pct(ti, sizeof ti, bb.theory_ideal);
-    if (tl->vpp > 1)
+    if (strcmp(tl->schedule, "zb-h1") == 0)
+        snprintf(P->info, sizeof P->info,
+                 "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
+                 "theory (p=%d, m=%d, F = B = W): (p−1)/(3m+p−1) = %s of total, (p−1)/(3m) = %s of ideal",
+                 mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tt, ti);
+    else if (tl->vpp > 1)
         snprintf(P->info, sizeof P->info,
                  "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
                  "theory (p=%d, m=%d, v=%d): (p−1)/(v·m+p−1) = %s of total, (p−1)/(v·m) = %s of ideal",

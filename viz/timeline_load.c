@@ -62,6 +62,7 @@ static viz_tl_kind tl_kind(trace_kind k) {
     case TRACE_OPTIMIZER: return VIZ_TL_OPTIMIZER;
     case TRACE_DATA: return VIZ_TL_DATA;
     case TRACE_EVAL: return VIZ_TL_EVAL;
+    case TRACE_WEIGHT: return VIZ_TL_WEIGHT;
     default: return VIZ_TL_NUM_KINDS; /* steps and memory are not boxes */
     }
 }

@@ -1,7 +1,7 @@
 /* schedule_cmd.c — `trident schedule`: list, check and draw a pipeline schedule, no MPI.
  *
  *   trident schedule --pipeline-model-parallel-size 4 --num-microbatches 8
- *                    [--pipeline-schedule gpipe|1f1b|interleaved] [--virtual-stages 2]
+ *                    [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages 2]
  *                    [--forward-cost 1 --backward-cost 2 --p2p-latency 0] [--costs-from RUN_DIR]
  *                    [--format text|json] [-o FILE.png|.svg|.pdf|.json|.txt]
  *
@@ -93,9 +93,12 @@ static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const p
     for (int r = 0; r < c->p; r++)
         fprintf(f, "%4d  %5.1f%%  %-28d  %d\n", r, 100.0 * sim->ranks[r].idle_fraction,
                 sim->ranks[r].peak_inflight, s->ranks[r].warmup);
-    const double ot = pp_bubble_of_total(c->p, c->m, c->v), oi = pp_bubble_of_ideal(c->p, c->m, c->v);
+    const double ot = pp_textbook_of_total(c, NULL, 0), oi = pp_textbook_of_ideal(c);
     fprintf(f, "\nbubble (simulated): %.1f%% of the total time\n", 100.0 * sim->bubble_fraction);
-    if (c->v > 1)
+    if (c->kind == PP_ZB_H1)
+        fprintf(f, "bubble (textbook, F = B = W):  (p-1)/(3m+p-1) = %.1f%% of the total time, (p-1)/(3m) = %.1f%% of the ideal time\n",
+                100.0 * ot, 100.0 * oi);
+    else if (c->v > 1)
         fprintf(f, "bubble (textbook):  (p-1)/(v*m+p-1) = %.1f%% of the total time, (p-1)/(v*m) = %.1f%% of the ideal time\n",
                 100.0 * ot, 100.0 * oi);
     else
@@ -126,7 +129,8 @@ static void write_json(FILE *f, const pp_schedule *s) {
 
 typedef struct {
     double forward, backward, latency; /* mean of one chunk's forward / backward, one p2p transfer */
-    int nforward, nbackward, ntransfer;
+    double weight;                     /* mean of one W (split backward runs), else 0 */
+    int nforward, nbackward, ntransfer, nweight;
     bool cpu;                          /* forward/backward from thread CPU time (else wall) */
     int v;                             /* chunks per rank of the measured run */
 } measured_costs;
@@ -157,8 +161,10 @@ static measured_costs measure_costs(const trace_run *run, const char *dir) {
     for (int k = 0; k < re->nranks; k++)
         for (size_t i = 0; i < trace_file_num_events(re->ranks[k]); i++) {
             const trace_event *e = trace_file_event(re->ranks[k], i);
-            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD) && e->step >= from) {
+            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD || e->kind == TRACE_WEIGHT) &&
+                e->step >= from) {
                 if (e->kind == TRACE_FORWARD) mc.forward += e->t_end - e->t_start, mc.nforward++;
+                else if (e->kind == TRACE_WEIGHT) mc.weight += e->t_end - e->t_start, mc.nweight++;
                 else mc.backward += e->t_end - e->t_start, mc.nbackward++;
             } else if (e->kind == TRACE_RECV && re->flow[k][i] >= 0) {
                 mc.latency += e->t_end - e->t_ready;
@@ -171,6 +177,10 @@ static measured_costs measure_costs(const trace_run *run, const char *dir) {
             dir, mc.nforward, mc.nbackward, from);
     mc.forward /= mc.nforward;
     mc.backward /= mc.nbackward;
+    if (mc.nweight) { /* a split backward: B and W measured apart; the whole backward is both */
+        mc.weight /= mc.nweight;
+        mc.backward += mc.weight;
+    }
     if (mc.ntransfer) mc.latency /= mc.ntransfer;
     return mc;
 }
@@ -239,7 +249,7 @@ int cmd_schedule(int argc, char **argv) {
         {"--pipeline-model-parallel-size", FLAG_INT, &p, "pipeline ranks P (required; --costs-from: the run's)", NULL},
         {"--num-microbatches", FLAG_INT, &m, "micro-batches M per step (required; --costs-from: the run's)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &kind_name, "the schedule (1f1b; --costs-from: the run's)",
-         "gpipe|1f1b|interleaved"},
+         "gpipe|1f1b|interleaved|zb-h1"},
         {"--virtual-stages", FLAG_INT, &v, "model chunks per rank (0: 2 for interleaved, else 1)", NULL},
         {"--forward-cost", FLAG_FLOAT, &fcost, "time of one forward of a whole stage (a chunk: 1/v of it)", NULL},
         {"--backward-cost", FLAG_FLOAT, &bcost, "time of one backward of a whole stage (0: 2 x forward)", NULL},
@@ -254,7 +264,7 @@ int cmd_schedule(int argc, char **argv) {
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     flags_parse("schedule",
                 "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
-                "         [--pipeline-schedule gpipe|1f1b|interleaved] [--virtual-stages V]\n"
+                "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]\n"
                 "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] [-o FILE]\n\n"
                 "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
                 "Costs are per stage: backward 2 x forward unless given, and a chunk of the interleaved\n"
@@ -292,6 +302,7 @@ int cmd_schedule(int argc, char **argv) {
              (double)bcost, cfg.v, cfg.v > 1 ? "s" : "");
     if (costs_from) {
         costs = pp_costs_per_chunk(&cfg, mc.forward * mc.v, mc.backward * mc.v, mc.latency);
+        if (mc.nweight) costs.weight_share = mc.weight / mc.backward;
         snprintf(origin, sizeof origin, "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
                  "the replay of %s, from %s time", mc.nforward, mc.nbackward, mc.v != cfg.v ? " rescaled to this v" : "", mc.ntransfer,
                  costs_from, mc.cpu ? "thread CPU" : "wall");

@@ -190,16 +190,34 @@ struct gpt_acts {
     float *losses;     /* (N) */
 };
 
+/* Per block: the output gradients its weight-gradient pass needs (see gpt.h). */
+typedef struct {
+    float *dfcproj;   /* (N,C)   dY of fcproj: the residual gradient after the block */
+    float *dfch;      /* (N,4Cl) dY of fc */
+    float *dln2;      /* (N,C)   dY of LN2 */
+    float *dproj;     /* (N,C)   dY of proj: the residual gradient after attention */
+    float *dqkv;      /* (N,3Cl) dY of qkv */
+    float *dln1;      /* (N,C)   dY of LN1 */
+} block_wgrad;
+
+struct gpt_wgrad {
+    int nblocks;
+    size_t bytes;
+    float *mem;
+    block_wgrad *blocks;
+    float *dlogits;   /* (N,Vl) dY of the head (last stage) */
+    float *dlnf;      /* (N,C)  dY of LNf (last stage) */
+    float *demb;      /* (N,C)  dY of the embedding: the residual gradient at the bottom (first stage) */
+};
+
 struct gpt_scratch {
     float *mem;
     float *dres;      /* (N,C) gradient of the residual stream */
-    float *dln;       /* (N,C) */
-    float *dqkv;      /* (N,3Cl) */
+    float *dfch_gelu; /* (N,4Cl) */
     float *datty;     /* (N,Cl) */
-    float *dfch, *dfch_gelu; /* (N,4Cl) */
     float *datt;      /* (T,T) */
-    float *dlogits;   /* (N,Vl) */
     float *dloss;     /* (N) */
+    gpt_wgrad *wg;    /* the fused gpt_backward's own B -> W hand-over */
 };
 
 /* A cursor over one allocation: take() hands out consecutive 64-byte aligned views. With
@@ -276,27 +294,63 @@ size_t gpt_acts_bytes(const gpt_acts *a) { return a->bytes; }
 const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
 const float *gpt_acts_logits(const gpt_acts *a) { return a->logits; }
 
+gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T) {
+    const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
+    gpt_wgrad *w = callocCheck(1, sizeof *w);
+    w->nblocks = c->shard.layer_end - c->shard.layer_begin;
+    w->blocks = callocCheck((size_t)w->nblocks + 1, sizeof *w->blocks);
+    for (int pass = 0; pass < 2; pass++) {
+        cursor cc = {pass ? w->mem : NULL, 0}, *cur = &cc;
+        for (int i = 0; i < w->nblocks; i++) {
+            block_wgrad *b = &w->blocks[i];
+            b->dfcproj = take(cur, N * C);
+            b->dfch = take(cur, N * 4 * Cl);
+            b->dln2 = take(cur, N * C);
+            b->dproj = take(cur, N * C);
+            b->dqkv = take(cur, N * 3 * Cl);
+            b->dln1 = take(cur, N * C);
+        }
+        if (c->shard.has_head) {
+            w->dlogits = take(cur, N * c->Vl);
+            w->dlnf = take(cur, N * C);
+        }
+        if (c->shard.has_embedding) w->demb = take(cur, N * C);
+        if (!pass) {
+            w->bytes = cc.used * sizeof(float);
+            w->mem = device_alloc(w->bytes, "weight-gradient inputs");
+        }
+    }
+    return w;
+}
+
+void gpt_wgrad_destroy(gpt_wgrad *w) {
+    if (!w) return;
+    device_free(w->mem);
+    free(w->blocks);
+    free(w);
+}
+
+size_t gpt_wgrad_bytes(const gpt_wgrad *w) { return w->bytes; }
+
 gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
     gpt_scratch *s = callocCheck(1, sizeof *s);
     for (int pass = 0; pass < 2; pass++) {
         cursor cc = {pass ? s->mem : NULL, 0}, *cur = &cc;
         s->dres = take(cur, N * C);
-        s->dln = take(cur, N * C);
-        s->dqkv = take(cur, N * 3 * Cl);
-        s->datty = take(cur, N * Cl);
-        s->dfch = take(cur, N * 4 * Cl);
         s->dfch_gelu = take(cur, N * 4 * Cl);
+        s->datty = take(cur, N * Cl);
         s->datt = take(cur, dev_attention_scratch_floats((size_t)T, c->NHl));
-        s->dlogits = take(cur, N * c->Vl);
         s->dloss = take(cur, N);
         if (!pass) s->mem = device_alloc(cc.used * sizeof(float), "backward work space");
     }
+    s->wg = gpt_wgrad_create(c, B, T);
     return s;
 }
 
 void gpt_scratch_destroy(gpt_scratch *s) {
     if (!s) return;
+    gpt_wgrad_destroy(s->wg);
     device_free(s->mem);
     free(s);
 }
@@ -389,25 +443,34 @@ static float *grad_of(float *grads, const gpt_param *p) { return grads + p->offs
 
 void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
                   gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
+    gpt_backward_input(c, params, a, s, s->wg, dx_out, dx_in, dloss, tp);
+    gpt_backward_weight(c, grads, a, s->wg);
+}
+
+/* B: input gradients only. Every dY a weight gradient needs is written into wg (the layers'
+ * input gradients are computed from it there, so nothing is copied twice); dres, the
+ * residual stream's gradient, is walked backwards in place and copied out where it is some
+ * layer's dY. Each layer below is called with its weight gradients NULL. */
+void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
+                        gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads, Vl = c->Vl;
     const gpt_shard *sh = &c->shard;
-    float *dres = s->dres; /* gradient of the residual stream, walked backwards in place */
+    float *dres = s->dres;
 
     if (sh->has_head) {
-        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
-        const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
+        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pe = gpt_chunk_find(c, GPT_WTE, -1);
         dev_fill(s->dloss, dloss, N);
-        tp_vocab_cross_entropy_backward(tp, s->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
+        tp_vocab_cross_entropy_backward(tp, wg->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
                                         N, Vl, c->v_start, c->cfg.real_vocab);
-        device_zero(s->dln, N * C * sizeof(float));
+        device_zero(wg->dlnf, N * C * sizeof(float));
         comm_label_set("f bwd head", -1);
-        tp_column_linear_backward(tp, s->dln, grad_of(grads, pe), NULL, s->dlogits, a->lnf,
-                                  params + pe->offset, N, C, Vl, false);
+        tp_column_linear_backward(tp, wg->dlnf, NULL, NULL, wg->dlogits, a->lnf, params + pe->offset,
+                                  N, C, Vl, false);
         comm_label_clear();
         device_zero(dres, N * C * sizeof(float));
-        dev_layernorm_backward(dres, grad_of(grads, pw), grad_of(grads, pb), s->dln, a->x[a->nblocks],
-                           params + pw->offset, a->lnf_mean, a->lnf_rstd, N, C);
+        dev_layernorm_backward(dres, NULL, NULL, wg->dlnf, a->x[a->nblocks], params + pw->offset,
+                               a->lnf_mean, a->lnf_rstd, N, C);
     } else {
         device_copy(dres, dx_out, N * C * sizeof(float));
     }
@@ -415,59 +478,81 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
     for (int i = a->nblocks - 1; i >= 0; i--) {
         block_params w = block_views(c, params, i);
         block_acts *b = &a->blocks[i];
+        block_wgrad *g = &wg->blocks[i];
         const int layer = sh->layer_begin + i;
-        float *d_ln1_w = grad_of(grads, block_param(c, i, GPT_LN1_W));
-        float *d_ln1_b = grad_of(grads, block_param(c, i, GPT_LN1_B));
-        float *d_qkv_w = grad_of(grads, block_param(c, i, GPT_QKV_W));
-        float *d_qkv_b = grad_of(grads, block_param(c, i, GPT_QKV_B));
-        float *d_proj_w = grad_of(grads, block_param(c, i, GPT_PROJ_W));
-        float *d_proj_b = grad_of(grads, block_param(c, i, GPT_PROJ_B));
-        float *d_ln2_w = grad_of(grads, block_param(c, i, GPT_LN2_W));
-        float *d_ln2_b = grad_of(grads, block_param(c, i, GPT_LN2_B));
-        float *d_fc_w = grad_of(grads, block_param(c, i, GPT_FC_W));
-        float *d_fc_b = grad_of(grads, block_param(c, i, GPT_FC_B));
-        float *d_fcproj_w = grad_of(grads, block_param(c, i, GPT_FCPROJ_W));
-        float *d_fcproj_b = grad_of(grads, block_param(c, i, GPT_FCPROJ_B));
 
         /* MLP backward. The row-parallel fcproj needs no communication (g's backward is the
          * identity); the column-parallel fc all-reduces its input gradient (f's backward). */
+        device_copy(g->dfcproj, dres, N * C * sizeof(float));
         device_zero(s->dfch_gelu, N * 4 * Cl * sizeof(float));
-        tp_row_linear_backward(tp, s->dfch_gelu, d_fcproj_w, d_fcproj_b, dres, b->fch_gelu,
-                               w.fcproj_w, N, 4 * Cl, C);
-        device_zero(s->dfch, N * 4 * Cl * sizeof(float));
-        dev_gelu_backward(s->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
-        device_zero(s->dln, N * C * sizeof(float));
+        tp_row_linear_backward(tp, s->dfch_gelu, NULL, NULL, g->dfcproj, b->fch_gelu, w.fcproj_w, N,
+                               4 * Cl, C);
+        device_zero(g->dfch, N * 4 * Cl * sizeof(float));
+        dev_gelu_backward(g->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
+        device_zero(g->dln2, N * C * sizeof(float));
         comm_label_set("f bwd mlp", layer);
-        tp_column_linear_backward(tp, s->dln, d_fc_w, d_fc_b, s->dfch, b->ln2, w.fc_w, N, C, 4 * Cl,
-                                  false);
+        tp_column_linear_backward(tp, g->dln2, NULL, NULL, g->dfch, b->ln2, w.fc_w, N, C, 4 * Cl, false);
         comm_label_clear();
         /* dres += LN2 backward: now the gradient of x_mid */
-        dev_layernorm_backward(dres, d_ln2_w, d_ln2_b, s->dln, b->x_mid, w.ln2_w, b->ln2_mean,
-                           b->ln2_rstd, N, C);
+        dev_layernorm_backward(dres, NULL, NULL, g->dln2, b->x_mid, w.ln2_w, b->ln2_mean, b->ln2_rstd,
+                               N, C);
 
         /* Attention backward: the same two layers around this rank's heads. */
+        device_copy(g->dproj, dres, N * C * sizeof(float));
         device_zero(s->datty, N * Cl * sizeof(float));
-        tp_row_linear_backward(tp, s->datty, d_proj_w, d_proj_b, dres, b->atty, w.proj_w, N, Cl, C);
-        device_zero(s->dqkv, N * 3 * Cl * sizeof(float));
-        dev_attention_backward(s->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
-        device_zero(s->dln, N * C * sizeof(float));
+        tp_row_linear_backward(tp, s->datty, NULL, NULL, g->dproj, b->atty, w.proj_w, N, Cl, C);
+        device_zero(g->dqkv, N * 3 * Cl * sizeof(float));
+        dev_attention_backward(g->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
+        device_zero(g->dln1, N * C * sizeof(float));
         comm_label_set("f bwd attn", layer);
-        tp_column_linear_backward(tp, s->dln, d_qkv_w, d_qkv_b, s->dqkv, b->ln1, w.qkv_w, N, C,
-                                  3 * Cl, false);
+        tp_column_linear_backward(tp, g->dln1, NULL, NULL, g->dqkv, b->ln1, w.qkv_w, N, C, 3 * Cl, false);
         comm_label_clear();
         /* dres += LN1 backward: now the gradient of the block input */
-        dev_layernorm_backward(dres, d_ln1_w, d_ln1_b, s->dln, a->x[i], w.ln1_w, b->ln1_mean,
-                           b->ln1_rstd, N, C);
+        dev_layernorm_backward(dres, NULL, NULL, g->dln1, a->x[i], w.ln1_w, b->ln1_mean, b->ln1_rstd,
+                               N, C);
     }
 
+    if (sh->has_embedding) device_copy(wg->demb, dres, N * C * sizeof(float));
+    else if (dx_in) device_copy(dx_in, dres, N * C * sizeof(float));
+}
+
+/* W: weight gradients only, from the activations and the dY's B left in wg, in the order the
+ * fused backward used to accumulate them (head, blocks top-down, embedding: the tied wte gets
+ * the head's part first when one chunk holds both). No communication: the tensor-parallel
+ * operators act on input gradients only. */
+void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg) {
+    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
+    const size_t Cl = c->Cl, Vl = c->Vl;
+    const gpt_shard *sh = &c->shard;
+
+    if (sh->has_head) {
+        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
+        const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
+        dev_matmul_backward(NULL, grad_of(grads, pe), NULL, wg->dlogits, a->lnf, NULL, N, C, Vl);
+        dev_layernorm_backward(NULL, grad_of(grads, pw), grad_of(grads, pb), wg->dlnf, a->x[a->nblocks],
+                               NULL, a->lnf_mean, a->lnf_rstd, N, C);
+    }
+    for (int i = a->nblocks - 1; i >= 0; i--) {
+        const block_acts *b = &a->blocks[i];
+        const block_wgrad *g = &wg->blocks[i];
+#define GRAD(kind) grad_of(grads, block_param(c, i, kind))
+        dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu, NULL, N,
+                            4 * Cl, C);
+        dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, b->ln2, NULL, N, C, 4 * Cl);
+        dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL, b->ln2_mean,
+                               b->ln2_rstd, N, C);
+        dev_matmul_backward(NULL, GRAD(GPT_PROJ_W), GRAD(GPT_PROJ_B), g->dproj, b->atty, NULL, N, Cl, C);
+        dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, b->ln1, NULL, N, C, 3 * Cl);
+        dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, a->x[i], NULL, b->ln1_mean,
+                               b->ln1_rstd, N, C);
+#undef GRAD
+    }
     if (sh->has_embedding) {
         /* The embedding's all-reduce (g) has the identity as backward: every TP rank adds
          * the full gradient into the rows it holds. */
         const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1), *pp = gpt_chunk_find(c, GPT_WPE, -1);
-        dev_position_backward(grad_of(grads, pp), dres, B, T, C);
-        tp_vocab_embedding_backward(tp, grad_of(grads, pe), dres, a->tokens, N, C, c->v_start, Vl);
-    } else if (dx_in) {
-        device_copy(dx_in, dres, N * C * sizeof(float));
+        dev_position_backward(grad_of(grads, pp), wg->demb, B, T, C);
+        tp_vocab_embedding_backward(NULL, grad_of(grads, pe), wg->demb, a->tokens, N, C, c->v_start, Vl);
     }
 }
 

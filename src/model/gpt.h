@@ -149,9 +149,38 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
  * gradient buffer, same layout as params).
  *   dx_out (B,T,C): gradient of this chunk's output (ignored on the last stage).
  *   dx_in (B,T,C): written with the gradient of this chunk's input (NULL on the first stage).
- *   dloss: d(objective)/d(loss at each position), e.g. 1/(B*T*num_microbatches). */
+ *   dloss: d(objective)/d(loss at each position), e.g. 1/(B*T*num_microbatches).
+ * It is exactly gpt_backward_input then gpt_backward_weight (below) through the scratch's own
+ * gpt_wgrad: one code path, so the split backward equals it bit for bit. */
 void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
                   gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp);
+
+/* THE SPLIT BACKWARD (zero-bubble schedules, Qi et al. 2024). Every layer's backward is two
+ * parts: B, the gradient of its input (what the previous stage waits for), and W, the
+ * gradient of its weights (what only the optimizer waits for). For a linear Y = X A^T + b:
+ *
+ *     B:  dX += dY A              W:  dA += dY^T X,  db += sum over rows of dY
+ *
+ * and for a LayerNorm, B is dx and W is d(gain), d(bias). W needs the layer's input X (kept in
+ * the activations) and its output gradient dY, which B saves in a gpt_wgrad. So:
+ *
+ *     gpt_backward_input (B)  : dx_in, all tensor-parallel all-reduces; fills wg
+ *     gpt_backward_weight (W) : grads += ...; reads a and wg, no communication
+ *
+ * Between B and W of one micro-batch its activations `a` and its `wg` must stay untouched;
+ * other micro-batches' B and W may run in between (each gradient still accumulates the
+ * micro-batches in the order their W runs). What wg holds, per block (N = B*T):
+ *     dY of fcproj (N,C), of fc (N,4C/tp), of LN2 (N,C), of proj (N,C), of qkv (N,3C/tp),
+ *     of LN1 (N,C); on the last stage the logits' (N,V/tp) and LNf's (N,C); on the first the
+ *     embedding output's (N,C). */
+typedef struct gpt_wgrad gpt_wgrad;
+gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T);
+void gpt_wgrad_destroy(gpt_wgrad *wg);
+size_t gpt_wgrad_bytes(const gpt_wgrad *wg);
+
+void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
+                        gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss, comm_group *tp);
+void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg);
 
 /* Model FLOPs of forward+backward for one token through the whole (serial) model:
  * 6 * (matmul parameters) + attention, the usual accounting. */

@@ -16,9 +16,12 @@ struct pp_executor {
     pp_rank_plan plan;
     int pp_rank, B, T;
     size_t act_elems;          /* B*T*C: one activation message */
-    gpt_acts **live;           /* (m*v) activations of (mb, chunk) between its F and B */
+    gpt_acts **live;           /* (m*v) activations of (mb, chunk) between its F and B (or W) */
     gpt_acts ***pool;          /* (v) stacks of free activation sets, per chunk */
     int *pool_n;               /* (v) */
+    gpt_wgrad **live_wg;       /* (m*v) split backward: what W of (mb, chunk) needs, B to W */
+    gpt_wgrad ***wg_pool;      /* (v) stacks of free ones, per chunk */
+    int *wg_pool_n;            /* (v) */
     gpt_scratch **scratch;     /* (v) */
     float *xin, *xout;         /* (B,T,C) message buffers, device memory */
     size_t live_bytes, peak_bytes;
@@ -44,8 +47,12 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
     ex->pool = callocCheck((size_t)cfg->v, sizeof *ex->pool);
     ex->pool_n = callocCheck((size_t)cfg->v, sizeof *ex->pool_n);
     ex->scratch = callocCheck((size_t)cfg->v, sizeof *ex->scratch);
+    ex->live_wg = callocCheck((size_t)cfg->m * (size_t)cfg->v, sizeof *ex->live_wg);
+    ex->wg_pool = callocCheck((size_t)cfg->v, sizeof *ex->wg_pool);
+    ex->wg_pool_n = callocCheck((size_t)cfg->v, sizeof *ex->wg_pool_n);
     for (int c = 0; c < cfg->v; c++) {
         ex->pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->pool);
+        ex->wg_pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->wg_pool);
         ex->scratch[c] = gpt_scratch_create(&model->chunks[c], B, T);
     }
     ex->xin = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
@@ -58,10 +65,15 @@ void pp_executor_destroy(pp_executor *ex) {
     for (int c = 0; c < ex->cfg.v; c++) {
         for (int i = 0; i < ex->pool_n[c]; i++) gpt_acts_destroy(ex->pool[c][i]);
         free(ex->pool[c]);
+        for (int i = 0; i < ex->wg_pool_n[c]; i++) gpt_wgrad_destroy(ex->wg_pool[c][i]);
+        free(ex->wg_pool[c]);
         gpt_scratch_destroy(ex->scratch[c]);
     }
-    for (int i = 0; i < ex->cfg.m * ex->cfg.v; i++) gpt_acts_destroy(ex->live[i]);
+    for (int i = 0; i < ex->cfg.m * ex->cfg.v; i++) gpt_acts_destroy(ex->live[i]), gpt_wgrad_destroy(ex->live_wg[i]);
     free(ex->live);
+    free(ex->live_wg);
+    free(ex->wg_pool);
+    free(ex->wg_pool_n);
     free(ex->pool);
     free(ex->pool_n);
     free(ex->scratch);
@@ -89,6 +101,23 @@ static void acts_give_back(pp_executor *ex, int c, gpt_acts *a) {
     ex->live_bytes -= gpt_acts_bytes(a);
     ex->live_sets--;
     ex->pool[c][ex->pool_n[c]++] = a;
+    if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
+}
+
+/* The same for the split backward's hand-over from B to W (counted as activation memory:
+ * it is held per micro-batch, like the activations it accompanies). */
+static gpt_wgrad *wgrad_take(pp_executor *ex, int c) {
+    gpt_wgrad *w = ex->wg_pool_n[c] ? ex->wg_pool[c][--ex->wg_pool_n[c]]
+                                    : gpt_wgrad_create(&ex->model->chunks[c], ex->B, ex->T);
+    ex->live_bytes += gpt_wgrad_bytes(w);
+    if (ex->live_bytes > ex->peak_bytes) ex->peak_bytes = ex->live_bytes;
+    if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
+    return w;
+}
+
+static void wgrad_give_back(pp_executor *ex, int c, gpt_wgrad *w) {
+    ex->live_bytes -= gpt_wgrad_bytes(w);
+    ex->wg_pool[c][ex->wg_pool_n[c]++] = w;
     if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
 }
 
@@ -122,6 +151,37 @@ static float forward(pp_executor *ex, const pp_action *a, gpt_acts *acts, const 
     return ch->shard.has_head ? loss : 0.0f;
 }
 
+/* The backward actions of a on the micro-batch whose activations are in *slot:
+ *   PP_BACKWARD        the whole backward; the activations are given back at once;
+ *   PP_BACKWARD_INPUT  B: input gradient, its dY's kept in a gpt_wgrad until W;
+ *   PP_WEIGHT          W: weight gradients; then the activations and the gpt_wgrad go back. */
+static void backward(pp_executor *ex, const pp_action *a, gpt_acts **slot, float dloss, int step) {
+    const gpt_chunk *ch = &ex->model->chunks[a->chunk];
+    gpt_wgrad **wslot = &ex->live_wg[a->mb * ex->cfg.v + a->chunk];
+    float *dx_in = a->send_peer >= 0 ? ex->xout : NULL;
+    CHECK(*slot != NULL, "backward of a micro-batch that had no forward");
+    const trace_kind kind = a->op == PP_WEIGHT ? TRACE_WEIGHT : TRACE_BACKWARD;
+    int h = ex->trace ? trace_begin(ex->trace, kind, step, a->mb, a->chunk) : -1;
+    if (a->op == PP_BACKWARD) {
+        gpt_backward(ch, ex->model->params, ex->model->grads, *slot, ex->scratch[a->chunk], ex->xin, dx_in,
+                     dloss, ex->tp);
+    } else if (a->op == PP_BACKWARD_INPUT) {
+        CHECK(*wslot == NULL, "input-gradient backward of a micro-batch whose weight gradient is pending");
+        *wslot = wgrad_take(ex, a->chunk);
+        gpt_backward_input(ch, ex->model->params, *slot, ex->scratch[a->chunk], *wslot, ex->xin, dx_in, dloss,
+                           ex->tp);
+    } else {
+        CHECK(*wslot != NULL, "weight-gradient backward before the input-gradient backward");
+        gpt_backward_weight(ch, ex->model->grads, *slot, *wslot);
+    }
+    if (ex->trace) trace_end(ex->trace, h);
+    if (a->op == PP_BACKWARD_INPUT) return;
+    if (*wslot) wgrad_give_back(ex, a->chunk, *wslot);
+    *wslot = NULL;
+    acts_give_back(ex, a->chunk, *slot);
+    *slot = NULL;
+}
+
 double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *targets, float dloss,
                        int step) {
     const int v = ex->cfg.v;
@@ -130,7 +190,6 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
     ex->peak_sets = ex->live_sets;
     for (int i = 0; i < ex->plan.n; i++) {
         const pp_action *a = &ex->plan.actions[i];
-        const gpt_chunk *ch = &ex->model->chunks[a->chunk];
         gpt_acts **slot = &ex->live[a->mb * v + a->chunk];
         if (a->recv_peer >= 0) recv_input(ex, a);
         if (a->op == PP_FORWARD) {
@@ -138,13 +197,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
             *slot = acts_take(ex, a->chunk);
             loss_sum += forward(ex, a, *slot, inputs, targets, TRACE_FORWARD, step);
         } else {
-            CHECK(*slot != NULL, "backward of a micro-batch that had no forward");
-            int h = ex->trace ? trace_begin(ex->trace, TRACE_BACKWARD, step, a->mb, a->chunk) : -1;
-            gpt_backward(ch, ex->model->params, ex->model->grads, *slot, ex->scratch[a->chunk],
-                         ex->xin, a->send_peer >= 0 ? ex->xout : NULL, dloss, ex->tp);
-            if (ex->trace) trace_end(ex->trace, h);
-            acts_give_back(ex, a->chunk, *slot);
-            *slot = NULL;
+            backward(ex, a, slot, dloss, step);
         }
         if (a->send_peer >= 0) send_output(ex, a);
     }

@@ -21,7 +21,7 @@
 
 bool pp_kind_parse(const char *name, pp_kind *out) {
     static const struct { const char *name; pp_kind kind; } k[] = {
-        {"gpipe", PP_GPIPE}, {"1f1b", PP_1F1B}, {"interleaved", PP_INTERLEAVED}};
+        {"gpipe", PP_GPIPE}, {"1f1b", PP_1F1B}, {"interleaved", PP_INTERLEAVED}, {"zb-h1", PP_ZB_H1}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (name && strcmp(name, k[i].name) == 0) {
             *out = k[i].kind;
@@ -35,14 +35,15 @@ const char *pp_kind_name(pp_kind kind) {
     case PP_GPIPE: return "gpipe";
     case PP_1F1B: return "1f1b";
     case PP_INTERLEAVED: return "interleaved";
+    case PP_ZB_H1: return "zb-h1";
     }
     return "?";
 }
 
 bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
     const int p = cfg->p, m = cfg->m, v = cfg->v;
-    if (cfg->kind != PP_GPIPE && cfg->kind != PP_1F1B && cfg->kind != PP_INTERLEAVED)
-        snprintf(msg, cap, "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved)", (int)cfg->kind);
+    if (cfg->kind != PP_GPIPE && cfg->kind != PP_1F1B && cfg->kind != PP_INTERLEAVED && cfg->kind != PP_ZB_H1)
+        snprintf(msg, cap, "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved, zb-h1)", (int)cfg->kind);
     else if (p < 1)
         snprintf(msg, cap, "pipeline size p = %d must be at least 1", p);
     else if (m < 1)
@@ -88,7 +89,8 @@ int pp_warmup(const pp_config *cfg, int rank) {
     const int p = cfg->p, m = cfg->m, v = cfg->v;
     switch (cfg->kind) {
     case PP_GPIPE: return m;
-    case PP_1F1B: return min_int(p - rank - 1, m);
+    case PP_1F1B:
+    case PP_ZB_H1: return min_int(p - rank - 1, m);
     case PP_INTERLEAVED: return min_int(m * v, 2 * (p - rank - 1) + (v - 1) * p);
     }
     return 0;
@@ -125,8 +127,8 @@ pp_action pp_action_make(const pp_config *cfg, int rank, pp_op op, int mb, int c
             a.send_stage = s + 1;
             a.send_tag = pp_tag(PP_ACTIVATION, mb, s + 1, S);
         }
-    } else {
-        /* output-gradient in from s+1, input-gradient out to s-1 */
+    } else if (op == PP_BACKWARD || op == PP_BACKWARD_INPUT) {
+        /* output-gradient in from s+1, input-gradient out to s-1 (W has no messages) */
         if (s < S - 1) {
             a.recv_peer = next;
             a.recv_stage = s + 1;
@@ -158,6 +160,37 @@ static void kth_backward(const pp_config *cfg, int k, int *mb, int *chunk) {
     *chunk = cfg->v - 1 - *chunk;
 }
 
+/* zb-h1 on `rank` (v = 1): see schedule.h. F/B/W counters nf, nb, nw; W's run in the
+ * order of their B's. */
+static void zb_h1_plan(const pp_config *cfg, int rank, pp_rank_plan *out) {
+    const int m = cfg->m, W = pp_warmup(cfg, rank);
+    int n = 0, nf = 0, nb = 0, nw = 0;
+#define ZB_PUSH(op, counter, ph)                                                     \
+    do {                                                                             \
+        out->actions[n] = pp_action_make(cfg, rank, op, counter++, 0);               \
+        out->actions[n++].phase = ph;                                                \
+    } while (0)
+    for (int i = 0; i < W; i++) ZB_PUSH(PP_FORWARD, nf, PP_WARMUP);
+    for (int i = 0; i < rank && nf < m; i++) { /* keep this rank's first W's back */
+        ZB_PUSH(PP_FORWARD, nf, PP_STEADY);
+        ZB_PUSH(PP_BACKWARD_INPUT, nb, PP_STEADY);
+    }
+    while (nf < m) {
+        ZB_PUSH(PP_FORWARD, nf, PP_STEADY);
+        ZB_PUSH(PP_BACKWARD_INPUT, nb, PP_STEADY);
+        ZB_PUSH(PP_WEIGHT, nw, PP_STEADY);
+    }
+    const int last_forward = n;
+    while (nb < m) {
+        ZB_PUSH(PP_BACKWARD_INPUT, nb, PP_COOLDOWN);
+        ZB_PUSH(PP_WEIGHT, nw, PP_COOLDOWN);
+    }
+    while (nw < m) ZB_PUSH(PP_WEIGHT, nw, PP_COOLDOWN);
+#undef ZB_PUSH
+    out->cooldown = n - last_forward;
+    CHECK(n == out->n && nf == m && nb == m && nw == m, "the plan must hold every F, B and W once");
+}
+
 void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
     char msg[256];
     CHECK(pp_config_valid(cfg, msg, sizeof msg), "check the configuration with pp_config_check first");
@@ -166,10 +199,14 @@ void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
     const int W = pp_warmup(cfg, rank);
     memset(out, 0, sizeof *out);
     out->rank = rank;
-    out->n = 2 * N;
+    out->n = (cfg->kind == PP_ZB_H1 ? 3 : 2) * N;
     out->warmup = W;
     out->cooldown = W;
     out->actions = mallocCheck((size_t)out->n * sizeof *out->actions);
+    if (cfg->kind == PP_ZB_H1) {
+        zb_h1_plan(cfg, rank, out);
+        return;
+    }
     int n = 0, nf = 0, nb = 0, mb, chunk;
 #define PUSH(op, next_fn, counter, ph)                                          \
     do {                                                                        \
@@ -207,13 +244,28 @@ void pp_schedule_free(pp_schedule *s) {
     s->ranks = NULL;
 }
 
+char pp_op_letter(pp_op op) { return op == PP_FORWARD ? 'F' : op == PP_WEIGHT ? 'W' : 'B'; }
+
 const char *pp_action_name(const pp_action *a, int v, char *buf, size_t cap) {
-    if (v > 1) snprintf(buf, cap, "%c%dc%d", a->op == PP_FORWARD ? 'F' : 'B', a->mb, a->chunk);
-    else snprintf(buf, cap, "%c%d", a->op == PP_FORWARD ? 'F' : 'B', a->mb);
+    if (v > 1) snprintf(buf, cap, "%c%dc%d", pp_op_letter(a->op), a->mb, a->chunk);
+    else snprintf(buf, cap, "%c%d", pp_op_letter(a->op), a->mb);
     return buf;
 }
 
 double pp_bubble_of_ideal(int p, int m, int v) { return (double)(p - 1) / ((double)v * m); }
+
+double pp_textbook_of_ideal(const pp_config *cfg) {
+    if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m);
+    return pp_bubble_of_ideal(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
+}
+
+double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap) {
+    const char *f = cfg->kind == PP_ZB_H1 ? "(p-1)/(3m+p-1), F = B = W"
+                    : cfg->kind == PP_INTERLEAVED ? "(p-1)/(v*m+p-1)" : "(p-1)/(m+p-1)";
+    if (formula) snprintf(formula, cap, "%s", f);
+    if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m + cfg->p - 1);
+    return pp_bubble_of_total(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
+}
 
 double pp_bubble_of_total(int p, int m, int v) {
     return (double)(p - 1) / ((double)v * m + p - 1);

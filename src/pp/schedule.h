@@ -32,11 +32,20 @@
  *                of p, chunk by chunk: F0c0..F(p-1)c0, F0c1..F(p-1)c1, …, then the next
  *                group. The k-th backward is for the k-th forward's micro-batch on chunk
  *                v−1−(its chunk). Warmup min(m·v, 2(p−r−1) + (v−1)·p). Needs m % p == 0.
+ *   zb-h1        zero bubble, handcrafted schedule 1 (Qi et al., ICLR 2024): 1F1B's
+ *                warmup, then the backward split into B (input gradient) and W (weight
+ *                gradient). Rank r runs its first r backwards as B alone, keeping their
+ *                W's for the end, then F B W triples, then B W pairs, then the r W's kept:
+ *                the W's fill the cooldown idle time 1F1B has, and since every rank holds at
+ *                most p activation sets (1F1B's first stage), the memory bound is 1F1B's.
+ *                With F = B = W its bubble is a third of 1F1B's: (p−1)(F + B − W).
  * All three are the same shape — warmup forwards, steady F/B pairs, cooldown backwards —
  * with GPipe's warmup being all m forwards:
  *
  *     1f1b p=4 m=8 rank 0:  F0 F1 F2 | F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 | B5 B6 B7
  *                           warmup      steady (1F1B)                  cooldown
+ *     zb-h1 p=4 m=8 rank 1: F0 F1 | F2 B0 F3 B1 W0 F4 B2 W1 .. F7 B5 W4 | B6 W5 B7 W6 W7
+ *                           warmup   steady (one W kept back)           cooldown
  *
  * Typical use (the executor):
  *     pp_config cfg = {PP_1F1B, p, m, 1};
@@ -52,8 +61,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum { PP_GPIPE = 0, PP_1F1B = 1, PP_INTERLEAVED = 2 } pp_kind;
-typedef enum { PP_FORWARD = 0, PP_BACKWARD = 1 } pp_op;
+typedef enum { PP_GPIPE = 0, PP_1F1B = 1, PP_INTERLEAVED = 2, PP_ZB_H1 = 3 } pp_kind;
+/* PP_BACKWARD is the whole backward of gpipe / 1f1b / interleaved. The zero-bubble schedules
+ * split it (src/model/gpt.h, "the split backward"): PP_BACKWARD_INPUT ("B" in Qi et al.: the
+ * input gradient, with the backward's messages) and PP_WEIGHT ("W": the weight gradient, no
+ * messages, any time after its B and before the optimizer). */
+typedef enum { PP_FORWARD = 0, PP_BACKWARD = 1, PP_BACKWARD_INPUT = 2, PP_WEIGHT = 3 } pp_op;
 /* Direction of a message, the low bit of its tag. */
 typedef enum { PP_ACTIVATION = 0, PP_GRADIENT = 1 } pp_dir;
 /* The phase an action belongs to on its rank. */
@@ -84,7 +97,7 @@ typedef struct {
 /* The ordered actions of one rank. */
 typedef struct {
     int rank;
-    int n;              /* number of actions: 2·m·v for a generated plan */
+    int n;              /* number of actions: 2·m·v for a generated plan, 3·m for zb-h1 */
     int warmup;         /* actions [0, warmup) are the warmup forwards */
     int cooldown;       /* the last `cooldown` actions are the cooldown backwards */
     pp_action *actions; /* (n) */
@@ -131,8 +144,11 @@ void pp_rank_plan_free(pp_rank_plan *plan);
 void pp_schedule_build(const pp_config *cfg, pp_schedule *out);
 void pp_schedule_free(pp_schedule *s);
 
-/* "F3", "B0", or with v > 1 "F3c1"; returns buf. */
+/* "F3", "B0", "W2", or with v > 1 "F3c1"; returns buf. B is the whole backward, or in a
+ * zero-bubble schedule its input-gradient part. */
 const char *pp_action_name(const pp_action *a, int v, char *buf, size_t cap);
+/* 'F', 'B' (a whole backward or its input-gradient part) or 'W'. */
+char pp_op_letter(pp_op op);
 
 /* Textbook bubble fractions with uniform costs and free communication (v = 1 for gpipe
  * and 1f1b): the idle time is (p−1)/v micro-batch slots per rank, so
@@ -140,5 +156,12 @@ const char *pp_action_name(const pp_action *a, int v, char *buf, size_t cap);
  *   of the total time:                (p−1) / (v·m + p − 1)   — (p−1)/(m+p−1) for v = 1 */
 double pp_bubble_of_ideal(int p, int m, int v);
 double pp_bubble_of_total(int p, int m, int v);
+/* The same for any schedule. zb-h1, with F = B = W (each a third of forward + backward):
+ * every rank idles (p−1)(F + B − W) = (p−1) units against 3m units of work, so
+ *   of the ideal time:  (p−1) / (3m)        of the total time:  (p−1) / (3m + p − 1)
+ * — a third of 1F1B's bubble (Qi et al. 2024, "ZB-H1"). `formula` gets the total-time
+ * formula as text, e.g. "(p-1)/(3m+p-1), F = B = W" (ASCII), when not NULL. */
+double pp_textbook_of_ideal(const pp_config *cfg);
+double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap);
 
 #endif /* TRIDENT_PP_SCHEDULE_H */

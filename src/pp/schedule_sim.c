@@ -19,14 +19,14 @@
 #include "src/core/check.h"
 
 pp_costs pp_costs_unit(void) {
-    pp_costs c = {1.0, 1.0, 0.0, NULL, NULL};
+    pp_costs c = {1.0, 1.0, 0.0, NULL, NULL, 0.0};
     return c;
 }
 
 pp_costs pp_costs_per_chunk(const pp_config *cfg, double stage_forward, double stage_backward,
                             double p2p_latency) {
     CHECK(cfg->v >= 1, "pp_costs_per_chunk: a schedule has at least one model chunk per rank");
-    pp_costs c = {stage_forward / cfg->v, stage_backward / cfg->v, p2p_latency, NULL, NULL};
+    pp_costs c = {stage_forward / cfg->v, stage_backward / cfg->v, p2p_latency, NULL, NULL, 0.0};
     return c;
 }
 
@@ -38,8 +38,14 @@ static const char *dir_word(int tag) { return (tag & 1) == PP_ACTIVATION ? "acti
 
 static double action_cost(const pp_costs *c, const pp_action *a) {
     if (a->op == PP_FORWARD) return c->forward_per_stage ? c->forward_per_stage[a->stage] : c->forward;
-    return c->backward_per_stage ? c->backward_per_stage[a->stage] : c->backward;
+    const double whole = c->backward_per_stage ? c->backward_per_stage[a->stage] : c->backward;
+    const double w = c->weight_share > 0 ? c->weight_share : 0.5;
+    return a->op == PP_BACKWARD ? whole : a->op == PP_WEIGHT ? w * whole : (1 - w) * whole;
 }
+
+/* Whether action a gives back the activations of its (micro-batch, chunk): the whole
+ * backward does, a split one at its W. */
+static bool releases(const pp_action *a) { return a->op == PP_BACKWARD || a->op == PP_WEIGHT; }
 
 /* Appends printf-style text to msg (which holds `*len` characters already). */
 static void append(char *msg, size_t cap, size_t *len, const char *fmt, ...)
@@ -133,7 +139,7 @@ static bool run_plans(const pp_schedule *s, const pp_costs *costs, sim_state *st
                 tl->busy += cost;
                 st->free_at[r] = start + cost;
                 if (a->send_tag >= 0 && st->sent[a->send_tag] < 0) st->sent[a->send_tag] = start + cost;
-                st->inflight[r] += a->op == PP_FORWARD ? 1 : -1;
+                st->inflight[r] += a->op == PP_FORWARD ? 1 : releases(a) ? -1 : 0;
                 if (st->inflight[r] > tl->peak_inflight) tl->peak_inflight = st->inflight[r];
                 st->next[r]++;
                 moved = true;
@@ -203,14 +209,17 @@ void pp_sim_free(pp_sim *sim) {
 /* What the validator learns from the plans: where each (mb, stage) runs, who sends what. */
 typedef struct {
     int *fpos, *bpos;        /* (m, S) index of the forward / backward on its rank, -1 = none */
+    int *wpos;               /* (m, S) split backward: index of its W, -1 = none */
     int *nsend, *nrecv;      /* (ntags) how often each tag is sent / received */
     int *sender, *sendpeer;  /* (ntags) the rank sending it and to whom */
 } plan_index;
 
-/* One action: its (mb, chunk, stage) is this rank's, its messages are the ones they imply,
- * it runs once, a backward after its forward. Records it in the index. */
-static bool check_action(const pp_config *c, int r, int i, const pp_action *a, plan_index *ix, char *msg,
+/* Action i of the rank's plan: its (mb, chunk, stage) is this rank's, its messages are the
+ * ones they imply, it runs once, a backward after its forward, a W after its own B. Records it
+ * in the index. */
+static bool check_action(const pp_config *c, int r, int i, const pp_action *plan, plan_index *ix, char *msg,
                          size_t cap) {
+    const pp_action *a = &plan[i];
     const int m = c->m, v = c->v, S = c->p * c->v;
     char name[32];
     if (a->mb < 0 || a->mb >= m || a->chunk < 0 || a->chunk >= v || a->stage != pp_stage(c, r, a->chunk)) {
@@ -229,7 +238,7 @@ static bool check_action(const pp_config *c, int r, int i, const pp_action *a, p
                  want.send_tag, want.send_peer);
         return false;
     }
-    int *pos = a->op == PP_FORWARD ? ix->fpos : ix->bpos;
+    int *pos = a->op == PP_FORWARD ? ix->fpos : a->op == PP_WEIGHT ? ix->wpos : ix->bpos;
     int key = a->mb * S + a->stage;
     if (pos[key] >= 0) {
         snprintf(msg, cap, "rank %d runs %s twice (actions %d and %d); each (micro-batch, stage) "
@@ -238,7 +247,12 @@ static bool check_action(const pp_config *c, int r, int i, const pp_action *a, p
         return false;
     }
     pos[key] = i;
-    if (a->op == PP_BACKWARD && ix->fpos[key] < 0) {
+    if (a->op == PP_WEIGHT && (ix->bpos[key] < 0 || plan[ix->bpos[key]].op != PP_BACKWARD_INPUT)) {
+        snprintf(msg, cap, "rank %d runs %s (action %d) before the input-gradient backward of its "
+                 "micro-batch: W needs the output gradients B saves", r, pp_action_name(a, v, name, sizeof name), i);
+        return false;
+    }
+    if (a->op != PP_FORWARD && a->op != PP_WEIGHT && ix->fpos[key] < 0) {
         snprintf(msg, cap, "rank %d runs %s (action %d) before its forward: a backward needs the "
                  "activations its forward stored", r, pp_action_name(a, v, name, sizeof name), i);
         return false;
@@ -252,11 +266,20 @@ static bool check_action(const pp_config *c, int r, int i, const pp_action *a, p
     return true;
 }
 
-/* Every (micro-batch, stage) has a forward and a backward. */
-static bool check_every_pair_runs(const pp_config *c, const plan_index *ix, char *msg, size_t cap) {
+/* Every (micro-batch, stage) has a forward and a backward, and a split backward its W. */
+static bool check_every_pair_runs(const pp_schedule *s, const plan_index *ix, char *msg, size_t cap) {
+    const pp_config *c = &s->cfg;
     const int p = c->p, v = c->v, S = p * v;
     char name[32];
     for (int key = 0; key < c->m * S; key++) {
+        const bool split = ix->bpos[key] >= 0 && s->ranks[(key % S) % p].actions[ix->bpos[key]].op == PP_BACKWARD_INPUT;
+        if (split && ix->wpos[key] < 0) {
+            const int mb = key / S, st = key % S;
+            pp_action a = pp_action_make(c, st % p, PP_WEIGHT, mb, st / p);
+            snprintf(msg, cap, "rank %d never runs %s (micro-batch %d, stage %d): its input-gradient backward "
+                     "ran, so its weight gradient must too", st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
+            return false;
+        }
         if (ix->fpos[key] >= 0 && ix->bpos[key] >= 0) continue;
         int mb = key / S, st = key % S;
         pp_action a = pp_action_make(c, st % p, ix->fpos[key] < 0 ? PP_FORWARD : PP_BACKWARD, mb, st / p);
@@ -295,10 +318,11 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
     plan_index ix;
     ix.fpos = mallocCheck((size_t)m * S * sizeof *ix.fpos);
     ix.bpos = mallocCheck((size_t)m * S * sizeof *ix.bpos);
+    ix.wpos = mallocCheck((size_t)m * S * sizeof *ix.wpos);
     ix.nsend = callocCheck((size_t)ntags, sizeof *ix.nsend), ix.nrecv = callocCheck((size_t)ntags, sizeof *ix.nrecv);
     ix.sender = callocCheck((size_t)ntags, sizeof *ix.sender);
     ix.sendpeer = callocCheck((size_t)ntags, sizeof *ix.sendpeer);
-    for (int i = 0; i < m * S; i++) ix.fpos[i] = ix.bpos[i] = -1;
+    for (int i = 0; i < m * S; i++) ix.fpos[i] = ix.bpos[i] = ix.wpos[i] = -1;
 
     for (int r = 0; r < p && ok; r++) {
         const pp_rank_plan *pl = &s->ranks[r];
@@ -306,9 +330,9 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
             snprintf(msg, cap, "plan %d says it is rank %d", r, pl->rank);
             ok = false;
         }
-        for (int i = 0; i < pl->n && ok; i++) ok = check_action(c, r, i, &pl->actions[i], &ix, msg, cap);
+        for (int i = 0; i < pl->n && ok; i++) ok = check_action(c, r, i, pl->actions, &ix, msg, cap);
     }
-    ok = ok && check_every_pair_runs(c, &ix, msg, cap) && check_messages_pair_up(s, &ix, msg, cap);
+    ok = ok && check_every_pair_runs(s, &ix, msg, cap) && check_messages_pair_up(s, &ix, msg, cap);
     /* Finally: does it run to the end? */
     if (ok) {
         pp_sim sim;
@@ -317,6 +341,7 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
     }
     free(ix.fpos);
     free(ix.bpos);
+    free(ix.wpos);
     free(ix.nsend);
     free(ix.nrecv);
     free(ix.sender);

@@ -13,14 +13,15 @@
  *     rank 1      | F0 | F1 | F2 | B0 | F3 | B1 | ...      gaps are bubbles (idle time)
  *
  * pp_validate() checks the structure (every (micro-batch, virtual stage) has one forward and
- * one backward, each forward precedes its backward, every receive has exactly one matching
+ * one backward — or, split, one B and one W after it —, each forward precedes its backward,
+ * every receive has exactly one matching
  * send) and then simulates with unit costs to prove that all ranks finish. Its message says
  * which rank and action is stuck or what is missing.
  *
  * pp_simulate() predicts the timeline with given costs: start/end of every action, the
  * makespan, each rank's idle (bubble) fraction, the overall bubble fraction and the peak
  * number of micro-batches whose activations a rank holds (+1 at a forward, −1 at its
- * backward, per (micro-batch, chunk)).
+ * backward — or its W in a zero-bubble schedule — per (micro-batch, chunk)).
  *
  * Not here: building schedules (schedule.h) or drawing them (viz/schedule_draw.h).
  */
@@ -36,10 +37,12 @@
  * scalar: the executor feeds measured per-virtual-stage times there. */
 typedef struct {
     double forward;                   /* cost of one forward of one chunk */
-    double backward;                  /* cost of one backward of one chunk */
+    double backward;                  /* cost of one whole backward of one chunk (B + W) */
     double p2p_latency;               /* from a send's issue to when its receive completes */
     const double *forward_per_stage;  /* (p·v) or NULL */
     const double *backward_per_stage; /* (p·v) or NULL */
+    double weight_share;              /* split backward: W costs this share of the whole
+                                       * backward, B the rest (0: one half each) */
 } pp_costs;
 
 /* forward = backward = 1, no latency, no per-stage arrays. */

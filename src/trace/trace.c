@@ -31,7 +31,7 @@ void trace_set_sync(trace_recorder *t, void (*sync)(void)) { t->sync = sync; }
 const char *trace_kind_name(int kind) {
     static const char *const names[TRACE_NUM_KINDS] = {
         "forward", "backward", "send", "recv", "collective",
-        "optimizer", "step", "memory", "data", "eval",
+        "optimizer", "step", "memory", "data", "eval", "weight",
     };
     return kind >= 0 && kind < TRACE_NUM_KINDS ? names[kind] : "?";
 }

@@ -44,7 +44,8 @@
 
 typedef enum {
     TRACE_FORWARD,    /* forward pass of one micro-batch through one model chunk */
-    TRACE_BACKWARD,   /* backward pass of one micro-batch through one model chunk */
+    TRACE_BACKWARD,   /* backward pass of one micro-batch through one model chunk (in a
+                       * zero-bubble schedule: its input-gradient part, "B") */
     TRACE_SEND,       /* p2p send (pipeline activations / gradients) */
     TRACE_RECV,       /* p2p receive */
     TRACE_COLLECTIVE, /* all-reduce, all-gather, reduce-scatter, broadcast … */
@@ -53,11 +54,12 @@ typedef enum {
     TRACE_MEMORY,     /* a counter sample: bytes in use (bytes field) */
     TRACE_DATA,       /* loading a batch */
     TRACE_EVAL,       /* evaluation */
+    TRACE_WEIGHT,     /* weight-gradient part of a split backward ("W", zero-bubble schedules) */
     TRACE_NUM_KINDS
 } trace_kind;
 
 /* "forward", "backward", "send", "recv", "collective", "optimizer", "step", "memory", "data",
- * "eval"; "?" for anything else. */
+ * "eval", "weight"; "?" for anything else. */
 const char *trace_kind_name(int kind);
 
 typedef struct { /* who recorded and under which configuration */

@@ -76,7 +76,7 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--pipeline-model-parallel-size", FLAG_INT, &c->pipeline_model_parallel_size, "pipeline-parallel size", NULL},
         {"--num-layers-per-virtual-pipeline-stage", FLAG_INT, &c->num_layers_per_virtual_pipeline_stage,
          "layers per model chunk: enables the interleaved schedule (0 = off)", NULL},
-        {"--pipeline-schedule", FLAG_CHOICE, &c->pipeline_schedule, "pipeline schedule", "gpipe|1f1b|interleaved"},
+        {"--pipeline-schedule", FLAG_CHOICE, &c->pipeline_schedule, "pipeline schedule (zb-h1: zero bubble, split backward)", "gpipe|1f1b|interleaved|zb-h1"},
         {"--stage-layers", FLAG_STRING, &c->stage_layers,
          "explicit layers per virtual stage, e.g. 3,3,2 (default: even split)", NULL},
         {"--rank-order", FLAG_CHOICE, &c->rank_order, "how ranks map to (tp, dp, pp)", "tp-dp-pp|tp-pp-dp"},

@@ -146,6 +146,14 @@ static void layernorm_backward_matches_finite_differences(void **state) {
     check_grad("layernorm dinp", l.inp, dinp, l.N * l.C, ln_loss, &l);
     check_grad("layernorm dw", l.w, dw, l.C, ln_loss, &l);
     check_grad("layernorm db", l.b, db, l.C, ln_loss, &l);
+    /* The split backward's halves (B: dinp only, W: dw and db only) give the same bits. */
+    float *dinp_b = zeros(l.N * l.C), *dw_w = zeros(l.C), *db_w = zeros(l.C);
+    layernorm_backward(dinp_b, NULL, NULL, l.R, l.inp, l.w, l.mean, l.rstd, l.N, l.C);
+    layernorm_backward(NULL, dw_w, db_w, l.R, l.inp, NULL, l.mean, l.rstd, l.N, l.C);
+    assert_memory_equal(dinp_b, dinp, l.N * l.C * sizeof(float));
+    assert_memory_equal(dw_w, dw, l.C * sizeof(float));
+    assert_memory_equal(db_w, db, l.C * sizeof(float));
+    free(dinp_b); free(dw_w); free(db_w);
     free(l.inp); free(l.w); free(l.b); free(l.R); free(l.out); free(l.mean); free(l.rstd);
     free(dinp); free(dw); free(db);
 }

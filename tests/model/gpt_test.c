@@ -175,6 +175,58 @@ static void backward_accumulates_into_the_gradient_buffer(void **state) {
     free(params); free(g1); free(g2); free(c);
 }
 
+/* The split backward of the zero-bubble schedules: B of two micro-batches, then their W's in
+ * the other order, gives bit for bit the gradients of two fused backwards in the same
+ * W order (each element still sums the same terms in the same order), and B alone leaves
+ * the gradient buffer untouched. Checked on a middle chunk (no embedding, no head: dx_in
+ * from dx_out) and on the whole model (tied wte: head part and embedding part). */
+static void split_backward_b_then_w_equals_the_fused_backward(void **state) {
+    (void)state;
+    const gpt_config cfg = tiny_config();
+    const int B = 2, T = 8;
+    const size_t N = (size_t)B * T, C = (size_t)cfg.hidden;
+    for (int middle = 0; middle < 2; middle++) {
+        gpt_shard sh = whole_model(&cfg);
+        if (middle) sh.has_embedding = sh.has_head = false;
+        gpt_chunk *c = malloc(sizeof *c);
+        gpt_chunk_init(c, &cfg, &sh, 0);
+        float *params = malloc(c->num_elements * sizeof(float));
+        float *fused = calloc(c->num_elements, sizeof(float)), *split = calloc(c->num_elements, sizeof(float));
+        fill_test_params(c, params);
+        int32_t tok[2][16], tgt[2][16];
+        float x_in[2][16 * 16], dx_out[2][16 * 16], dx_fused[2][16 * 16], dx_split[2][16 * 16];
+        for (int m = 0; m < 2; m++)
+            for (size_t n = 0; n < N; n++) {
+                tok[m][n] = (int32_t)((n * 7 + 5 * m) % 50), tgt[m][n] = (int32_t)((n * 3 + m) % 50);
+                for (size_t k = 0; k < C; k++) {
+                    x_in[m][n * C + k] = 0.5f * rng_normal(7, 11 + m, n * C + k);
+                    dx_out[m][n * C + k] = 0.1f * rng_normal(7, 21 + m, n * C + k);
+                }
+            }
+        gpt_acts *a[2] = {gpt_acts_create(c, B, T), gpt_acts_create(c, B, T)};
+        gpt_scratch *s = gpt_scratch_create(c, B, T);
+        gpt_wgrad *wg[2] = {gpt_wgrad_create(c, B, T), gpt_wgrad_create(c, B, T)};
+        float *out = middle ? malloc(N * C * sizeof(float)) : NULL;
+        /* fused, W order 1 then 0 */
+        for (int m = 1; m >= 0; m--) {
+            gpt_forward(c, params, a[m], tok[m], tgt[m], x_in[m], out, NULL);
+            gpt_backward(c, params, fused, a[m], s, dx_out[m], middle ? dx_fused[m] : NULL, 0.25f, NULL);
+        }
+        /* split: forward 0, 1; B 0, B 1; W 1, W 0 */
+        for (int m = 0; m < 2; m++) gpt_forward(c, params, a[m], tok[m], tgt[m], x_in[m], out, NULL);
+        for (int m = 0; m < 2; m++)
+            gpt_backward_input(c, params, a[m], s, wg[m], dx_out[m], middle ? dx_split[m] : NULL, 0.25f, NULL);
+        for (size_t k = 0; k < c->num_elements; k++) assert_true(split[k] == 0.0f);
+        for (int m = 1; m >= 0; m--) gpt_backward_weight(c, split, a[m], wg[m]);
+        assert_memory_equal(split, fused, c->num_elements * sizeof(float));
+        if (middle) assert_memory_equal(dx_split, dx_fused, sizeof dx_fused);
+        assert_true(gpt_wgrad_bytes(wg[0]) > 0);
+        for (int m = 0; m < 2; m++) gpt_acts_destroy(a[m]), gpt_wgrad_destroy(wg[m]);
+        gpt_scratch_destroy(s);
+        free(out); free(params); free(fused); free(split); free(c);
+    }
+}
+
 /* ------------------------------------------------------------------ parameter table */
 
 /* Elements of one chunk in closed form. Per block, serially:
@@ -392,6 +444,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(whole_model_gradient_matches_finite_differences),
         cmocka_unit_test(backward_accumulates_into_the_gradient_buffer),
+        cmocka_unit_test(split_backward_b_then_w_equals_the_fused_backward),
         cmocka_unit_test(parameter_table_is_contiguous_and_counts_match_the_formula),
         cmocka_unit_test(serial_index_maps_are_bijections_over_the_tp_ranks),
         cmocka_unit_test(tp_shard_initialisation_is_the_slice_of_the_serial_init),

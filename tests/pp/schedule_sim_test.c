@@ -259,7 +259,7 @@ static void per_stage_costs_and_latency_shape_the_timeline(void **state) {
     pp_schedule s;
     pp_schedule_build(&cfg, &s);
     const double fw[2] = {1, 3}, bw[2] = {2, 4};
-    pp_costs c = {99, 99, 0.5, fw, bw}; /* the arrays win over the scalars */
+    pp_costs c = {99, 99, 0.5, fw, bw, 0}; /* the arrays win over the scalars */
     pp_sim sim;
     char msg[256];
     assert_true(pp_simulate(&s, &c, &sim, msg, sizeof msg));
@@ -273,6 +273,46 @@ static void per_stage_costs_and_latency_shape_the_timeline(void **state) {
     assert_true(fabs(sim.ranks[1].idle_fraction - 4.0 / 11) < 1e-12);
     assert_true(fabs(sim.bubble_fraction - 12.0 / 22) < 1e-12);
     pp_sim_free(&sim);
+    pp_schedule_free(&s);
+}
+
+/* zb-h1 (Qi et al.): valid at many sizes; at F = B = W its simulated bubble is the textbook
+ * (p−1)/(3m+p−1) of the total time once m >= p, a third of 1F1B's bubble as a share of the
+ * ideal time, with 1F1B's memory (at most p activation sets on any rank). A W moved before
+ * its B is named by the validator. */
+static void zb_h1_has_a_third_of_1f1b_bubble_at_1f1b_memory(void **state) {
+    (void)state;
+    char msg[512];
+    for (int p = 1; p <= 6; p++)
+        for (int m = 1; m <= 12; m++) {
+            pp_config zb = {PP_ZB_H1, p, m, 1}, one = {PP_1F1B, p, m, 1};
+            pp_schedule s, s1;
+            pp_schedule_build(&zb, &s);
+            if (!pp_validate(&s, msg, sizeof msg)) fail_msg("zb-h1 p=%d m=%d: %s", p, m, msg);
+            pp_schedule_free(&s);
+            pp_sim sim = simulate(&zb, 1, 2, &s), sim1 = simulate(&one, 1, 2, &s1); /* B = W = F */
+            for (int r = 0; r < p; r++) assert_true(sim.ranks[r].peak_inflight <= p);
+            if (m >= p) {
+                assert_true(fabs(sim.bubble_fraction - pp_textbook_of_total(&zb, NULL, 0)) < 1e-12);
+                const double ideal = 3.0 * m, ideal1 = 3.0 * m; /* F + B + W = F + whole B */
+                const double of_ideal = (sim.makespan - ideal) / ideal, of_ideal1 = (sim1.makespan - ideal1) / ideal1;
+                assert_true(fabs(of_ideal - of_ideal1 / 3.0) < 1e-12);
+            }
+            pp_sim_free(&sim);
+            pp_sim_free(&sim1);
+            pp_schedule_free(&s);
+            pp_schedule_free(&s1);
+        }
+    pp_config cfg = {PP_ZB_H1, 3, 4, 1};
+    pp_schedule s;
+    pp_schedule_build(&cfg, &s);
+    pp_rank_plan *pl = &s.ranks[2]; /* F0 B0 F1 B1 F2 B2 W0 ...: move W0 to the front */
+    int w = 0;
+    while (pl->actions[w].op != PP_WEIGHT) w++;
+    pp_action wa = pl->actions[w];
+    memmove(&pl->actions[1], &pl->actions[0], (size_t)w * sizeof wa);
+    pl->actions[0] = wa;
+    expect_message(pp_validate(&s, msg, sizeof msg), msg, "rank 2 runs W0 (action 0) before the input-gradient backward");
     pp_schedule_free(&s);
 }
 
@@ -302,6 +342,7 @@ int main(void) {
         cmocka_unit_test(interleaved_peak_is_its_warmup_plus_one),
         cmocka_unit_test(per_stage_costs_and_latency_shape_the_timeline),
         cmocka_unit_test(interleaved_is_faster_than_1f1b_at_default_costs),
+        cmocka_unit_test(zb_h1_has_a_third_of_1f1b_bubble_at_1f1b_memory),
         cmocka_unit_test(one_stage_has_no_bubble),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,6 +42,50 @@ static void interleaved_matches_megatrons_order(void **state) {
                         "B4c0 B5c0 B6c0 B7c0");
 }
 
+/* zb-h1: the header's example, and for many (p, m): every F, B, W once, each B after its F
+ * and each W after its B, B carrying the backward's messages and W none, rank r keeping
+ * min(r, ...) W's back, and never more than p activation sets alive (1F1B's bound). */
+static void zb_h1_splits_the_backward_and_keeps_1f1b_memory(void **state) {
+    (void)state;
+    pp_config cfg = {PP_ZB_H1, 4, 8, 1};
+    char buf[1024];
+    assert_string_equal(plan_string(&cfg, 1, buf, sizeof buf),
+                        "F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 W6 W7");
+    assert_string_equal(plan_string(&cfg, 3, buf, sizeof buf),
+                        "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 W6 W7");
+    for (int p = 1; p <= 6; p++)
+        for (int m = 1; m <= 12; m++) {
+            cfg = (pp_config){PP_ZB_H1, p, m, 1};
+            for (int r = 0; r < p; r++) {
+                pp_rank_plan plan;
+                pp_rank_plan_build(&cfg, r, &plan);
+                assert_int_equal(plan.n, 3 * m);
+                int f = 0, b = 0, w = 0, alive = 0, peak = 0;
+                for (int i = 0; i < plan.n; i++) {
+                    const pp_action *a = &plan.actions[i];
+                    if (a->op == PP_FORWARD) assert_int_equal(a->mb, f++), alive++;
+                    if (a->op == PP_BACKWARD_INPUT) {
+                        assert_int_equal(a->mb, b++);
+                        assert_true(a->mb < f);
+                        assert_int_equal(a->recv_tag >= 0, r < p - 1);
+                        assert_int_equal(a->send_tag >= 0, r > 0);
+                    }
+                    if (a->op == PP_WEIGHT) {
+                        assert_int_equal(a->mb, w++);
+                        assert_true(a->mb < b);
+                        assert_true(a->recv_tag < 0 && a->send_tag < 0);
+                        alive--;
+                    }
+                    assert_true(a->op != PP_BACKWARD);
+                    if (alive > peak) peak = alive;
+                }
+                assert_true(f == m && b == m && w == m);
+                assert_true(peak <= p);
+                pp_rank_plan_free(&plan);
+            }
+        }
+}
+
 static void gpipe_runs_all_forwards_then_all_backwards(void **state) {
     (void)state;
     pp_config cfg = {PP_GPIPE, 3, 4, 1};
@@ -224,6 +268,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_f_one_b_matches_the_reference_orders),
         cmocka_unit_test(interleaved_matches_megatrons_order),
+        cmocka_unit_test(zb_h1_splits_the_backward_and_keeps_1f1b_memory),
         cmocka_unit_test(gpipe_runs_all_forwards_then_all_backwards),
         cmocka_unit_test(warmup_sizes_follow_the_formulas),
         cmocka_unit_test(messages_follow_the_virtual_stages),
