@@ -263,7 +263,7 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     bb.measured_ideal = busy > 0 ? (wait + idle) / busy : 0;
     int v = tl->vpp >= 1 ? tl->vpp : 1;
     pp_config cfg;
-    if (schedule_of(tl, &cfg)) {
+    if (schedule_of(tl, &cfg) && cfg.kind == PP_ZB_H1) {
         bb.theory_ideal = pp_textbook_of_ideal(&cfg);
         bb.theory_total = pp_textbook_of_total(&cfg, NULL, 0);
     } else if (tl->pp >= 1 && tl->num_microbatches >= 1) {
