@@ -85,7 +85,6 @@ static bool parse_object(const char *s, object *o, char *why, size_t whylen) {
             BAD("\"%s\" holds a nested %s; metrics lines are flat", f->key, *p == '{' ? "object" : "array");
         } else {
             char *end;
-            errno = 0;
             f->kind = V_NUMBER;
             f->num = strtod(p, &end);
             if (end == p || !strchr("-0123456789", *p)) BAD("\"%s\" has no value at column %d", f->key, (int)(p - s) + 1);

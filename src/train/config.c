@@ -49,7 +49,9 @@ static const char k_usage[] =
     "       mpirun -np N trident train --tensor-model-parallel-size T --pipeline-model-parallel-size P [FLAGS]\n\n"
     "Trains a GPT on the built-in synthetic data (or --data-path FILE, byte-level) and writes\n"
     "RUN_DIR/metrics.jsonl, RUN_DIR/trace/rank<k>.trace and pictures. The data-parallel size is\n"
-    "world / (tensor × pipeline); every layout computes what one process computes.";
+    "world / (tensor × pipeline); every layout computes what one process computes.\n"
+    "Step lines show model FLOP/s and MFU: the ratio to this machine's sgemm rate, measured once\n"
+    "and cached in ~/.cache/trident/gemm-rate (TRIDENT_GEMM_RATE=<FLOP/s> overrides it).";
 
 void train_config_parse(train_config *c, const char *cmd, int argc, char **argv) {
     flag_spec specs[] = {
