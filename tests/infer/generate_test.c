@@ -4,8 +4,9 @@
  * - from one checkpoint (the default model at context 48, trained for 300 steps), greedy generation prints the
  *   same text serially, at tp 2, at pp 2 and at tp 2 × pp 2 (under mpirun); stdout holds the
  *   generated text alone;
- * - sampling with a seed is repeatable, and the same at tp 2 as serially (Gumbel-max noise is
- *   a function of the global token index);
+ * - sampling with a seed is repeatable, and the same at tp 2 as serially: Gumbel-max (noise is
+ *   a function of the global token index), top-k + top-p and top-p alone;
+ * - --prompt-file is the same prompt as --prompt;
  * - the context is a hard limit: generation stops there and says so;
  * - bad input (prompt longer than the context, no checkpoint, top-p outside (0, 1], a world that
  *   is not tp × pp, both prompt flags) ends with one clear line and a non-zero status.
@@ -102,10 +103,34 @@ static void seeded_sampling_repeats_and_matches_tp(void **state) {
     snprintf(a, sizeof a, "%s --tensor-model-parallel-size 2", args);
     assert_int_equal(gen(2, a, false), 0);
     assert_string_equal(g_out, first);
-    /* top-k and top-p run (their candidates are gathered) and give bytes */
-    snprintf(a, sizeof a, "%s --top-k 5 --top-p 0.9 --tensor-model-parallel-size 2", args);
-    assert_int_equal(gen(2, a, false), 0);
-    assert_int_equal((int)strlen(g_out), 12);
+    /* top-k and top-p: the shards' candidates are gathered and ordered the same way as the
+     * serial run's, and the same draw picks among them */
+    const char *rules[2] = {"--top-k 5 --top-p 0.9", "--top-p 0.8"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s %s", args, rules[i]);
+        assert_int_equal(gen(0, a, false), 0);
+        snprintf(first, sizeof first, "%s", g_out);
+        assert_int_equal((int)strlen(first), 12);
+        snprintf(a, sizeof a, "%s %s --tensor-model-parallel-size 2", args, rules[i]);
+        assert_int_equal(gen(2, a, false), 0);
+        if (strcmp(g_out, first) != 0) fail_msg("%s: tp 2 printed \"%s\", serial \"%s\"", rules[i], g_out, first);
+    }
+}
+
+static void a_prompt_file_is_the_same_prompt(void **state) {
+    (void)state;
+    char args[8192], want[4096], path[4200];
+    snprintf(args, sizeof args, "--load %s/ck --prompt '%s' --max-new-tokens 8 --temperature 0", g_dir, k_prompt);
+    assert_int_equal(gen(0, args, false), 0);
+    snprintf(want, sizeof want, "%s", g_out);
+    snprintf(path, sizeof path, "%s/prompt.txt", g_dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(k_prompt, f);
+    fclose(f);
+    snprintf(args, sizeof args, "--load %s/ck --prompt-file %s --max-new-tokens 8 --temperature 0", g_dir, path);
+    assert_int_equal(gen(0, args, false), 0);
+    assert_string_equal(g_out, want);
 }
 
 static void the_context_is_a_hard_stop(void **state) {
@@ -155,6 +180,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(cache_and_no_cache_generate_the_same_tokens),
         cmocka_unit_test(greedy_text_is_the_same_on_every_layout),
         cmocka_unit_test(seeded_sampling_repeats_and_matches_tp),
+        cmocka_unit_test(a_prompt_file_is_the_same_prompt),
         cmocka_unit_test(the_context_is_a_hard_stop),
         cmocka_unit_test(bad_input_is_refused_clearly),
     };
