@@ -22,6 +22,11 @@ bool sampler_config_check(const sampler_config *s, int real_vocab, char *err, si
         snprintf(err, errlen, "--temperature %g must be a finite number >= 0 (0 = greedy)", s->temperature);
         return false;
     }
+    if (s->temperature > 0.0f && s->temperature < SAMPLER_MIN_TEMPERATURE) {
+        snprintf(err, errlen, "--temperature %g must be 0 (greedy) or at least %g (smaller ones overflow logit / T)",
+                 s->temperature, SAMPLER_MIN_TEMPERATURE);
+        return false;
+    }
     if (s->top_k < 0 || s->top_k > real_vocab) {
         snprintf(err, errlen, "--top-k %d must be between 0 (off) and the vocabulary size %d", s->top_k, real_vocab);
         return false;

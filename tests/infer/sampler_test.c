@@ -95,6 +95,9 @@ static void bad_settings_are_named(void **state) {
     assert_non_null(strstr(err, "--temperature -1"));
     assert_false(sampler_config_check(&k, 256, err, sizeof err));
     assert_non_null(strstr(err, "--top-k 300"));
+    sampler_config tiny = {1e-30f, 0, 1.0f, 1};
+    assert_false(sampler_config_check(&tiny, 256, err, sizeof err));
+    assert_non_null(strstr(err, "must be 0 (greedy) or at least 0.01"));
 }
 
 int main(void) {
