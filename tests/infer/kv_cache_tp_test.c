@@ -48,10 +48,12 @@ static void decoded_shards_match_the_serial_full_forward(void **state) {
         /* greedy: every rank gets the serial argmax, and only tp × (value, index) moved */
         int32_t want = 0;
         for (int v = 1; v < 256; v++)
-            if (full[(size_t)(p - 1) * cs->Vl + v] > full[(size_t)(p - 1) * cs->Vl + want]) want = v;
+            if (full[(size_t)(p - 1) * cs->Vl + v] > full[(size_t)(p - 1) * cs->Vl + want])
+                want = v;
         sampler_config greedy = {0.0f, 0, 1.0f, 1}, topk = {1.0f, 3, 1.0f, 1};
         comm_reset_counters(g_ps->tp);
-        assert_int_equal(sampler_pick(&greedy, logits, c->Vl, c->v_start, 256, (uint64_t)p, g_ps->tp), want);
+        assert_int_equal(
+            sampler_pick(&greedy, logits, c->Vl, c->v_start, 256, (uint64_t)p, g_ps->tp), want);
         assert_int_equal(comm_bytes_collective(g_ps->tp), TP * 2 * sizeof(float));
         comm_reset_counters(g_ps->tp);
         int32_t t = sampler_pick(&topk, logits, c->Vl, c->v_start, 256, (uint64_t)p, g_ps->tp);
@@ -70,7 +72,8 @@ int main(int argc, char **argv) {
     dist_init(&argc, &argv);
     pg_layout l;
     char err[256];
-    if (!pg_layout_make(&l, dist_world_size(), TP, 1, 1, "tp-dp-pp", err, sizeof err)) die("%s", err);
+    if (!pg_layout_make(&l, dist_world_size(), TP, 1, 1, "tp-dp-pp", err, sizeof err))
+        die("%s", err);
     g_ps = ps_create(&l, dist_rank());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(decoded_shards_match_the_serial_full_forward),
