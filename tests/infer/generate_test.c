@@ -47,11 +47,15 @@ static void cache_and_no_cache_generate_the_same_tokens(void **state) {
     local_model_destroy(m);
 }
 
-/* `trident generate ARGS` on np ranks (np 0 = no mpirun); stdout only into g_out. */
+/* `trident generate ARGS` on np ranks (np 0 = no mpirun; mpirun ends a job that outlives 120 s);
+ * stdout only into g_out, unless with_stderr. */
 static int gen(int np, const char *args, bool with_stderr) {
-    char cmd[16384], prefix[4096];
-    snprintf(cmd, sizeof cmd, "%s %s generate %s %s",
-             np ? test_mpirun_prefix(prefix, sizeof prefix, np, "") : "", test_trident_path(), args,
+    char cmd[16384], prefix[4200];
+    if (np) {
+        test_mpirun_prefix(prefix, sizeof prefix - 16, np, "");
+        strcat(prefix, " --timeout 120");
+    }
+    snprintf(cmd, sizeof cmd, "%s %s generate %s %s", np ? prefix : "", test_trident_path(), args,
              with_stderr ? "" : "2>/dev/null");
     return run_capture(cmd, g_out, sizeof g_out);
 }
