@@ -42,8 +42,12 @@ void bench_generate(bench_ctx *ctx) {
     train_config c;
     train_config_defaults(&c);
     const int T = c.seq_length > PROMPT + LONG ? c.seq_length : PROMPT + LONG;
-    gpt_config g = {gpt_padded_vocab(256, c.make_vocab_size_divisible_by, 1), 256, T, c.num_layers,
-                    c.hidden_size, c.num_attention_heads};
+    gpt_config g = {gpt_padded_vocab(256, c.make_vocab_size_divisible_by, 1),
+                    256,
+                    T,
+                    c.num_layers,
+                    c.hidden_size,
+                    c.num_attention_heads};
     device_set_threads(1);
     local_model *m = local_model_create(&g, 1, 0, 1, 0, 1, NULL, (uint64_t)c.seed);
     int32_t prompt[PROMPT];
@@ -58,22 +62,27 @@ void bench_generate(bench_ctx *ctx) {
     }
     const double s = bench_median(t_short, repeats), l = bench_median(t_long, repeats);
     const double per_token = (l / LONG) / (s / SHORT);
-    bench_row_max(ctx->report, "generate", "KV cache: cost per token, 256 ÷ 128 new tokens", per_token,
-                  "%.2f", 1.5);
-    bench_row_info(ctx->report, "generate", "KV cache: total time, 256 ÷ 128 new tokens", l / s, "%.2f");
-    bench_note(ctx->report, "generate",
-               "L=%d C=%d NH=%d (the demo's model), context %d, prompt %d, greedy, 1 thread, "
-               "median of %d: 128 new tokens %.1f ms (%.0f tokens/s), 256 new %.1f ms (%.0f tokens/s)",
-               c.num_layers, c.hidden_size, c.num_attention_heads, T, PROMPT, repeats, 1e3 * s,
-               SHORT / s, 1e3 * l, LONG / l);
+    bench_row_max(ctx->report, "generate", "KV cache: cost per token, 256 ÷ 128 new tokens",
+                  per_token, "%.2f", 1.5);
+    bench_row_info(ctx->report, "generate", "KV cache: total time, 256 ÷ 128 new tokens", l / s,
+                   "%.2f");
+    bench_note(
+        ctx->report, "generate",
+        "L=%d C=%d NH=%d (the demo's model), context %d, prompt %d, greedy, 1 thread, "
+        "median of %d: 128 new tokens %.1f ms (%.0f tokens/s), 256 new %.1f ms (%.0f tokens/s)",
+        c.num_layers, c.hidden_size, c.num_attention_heads, T, PROMPT, repeats, 1e3 * s, SHORT / s,
+        1e3 * l, LONG / l);
     if (!ctx->quick) {
-        const double ns = time_generation(m, prompt, SHORT, true), nl = time_generation(m, prompt, LONG, true);
-        bench_row_info(ctx->report, "generate", "no cache (contrast): cost per token, 256 ÷ 128 new tokens",
+        const double ns = time_generation(m, prompt, SHORT, true),
+                     nl = time_generation(m, prompt, LONG, true);
+        bench_row_info(ctx->report, "generate",
+                       "no cache (contrast): cost per token, 256 ÷ 128 new tokens",
                        (nl / LONG) / (ns / SHORT), "%.2f");
-        bench_note(ctx->report, "generate",
-                   "without the cache (every step reruns the prefix): 128 new tokens %.1f ms, 256 new "
-                   "%.1f ms — %.1f× and %.1f× the cached runs",
-                   1e3 * ns, 1e3 * nl, ns / s, nl / l);
+        bench_note(
+            ctx->report, "generate",
+            "without the cache (every step reruns the prefix): 128 new tokens %.1f ms, 256 new "
+            "%.1f ms — %.1f× and %.1f× the cached runs",
+            1e3 * ns, 1e3 * nl, ns / s, nl / l);
     }
     bench_command(ctx->report, "trident bench --suite generate%s", ctx->quick ? " --quick" : "");
     local_model_destroy(m);

@@ -25,7 +25,8 @@ static const char k_usage[] =
     "Usage: trident generate --load CHECKPOINT_DIR (--prompt TEXT | --prompt-file FILE) [FLAGS]\n"
     "       mpirun -np T*P trident generate --tensor-model-parallel-size T\n"
     "                                       --pipeline-model-parallel-size P --load ...\n\n"
-    "Continues the prompt (bytes) with up to --max-new-tokens bytes sampled from the model saved in\n"
+    "Continues the prompt (bytes) with up to --max-new-tokens bytes sampled from the model saved "
+    "in\n"
     "CHECKPOINT_DIR (any layout; it is resharded to this one). Only the generated text goes to\n"
     "stdout; what was loaded and the speed (prefill and decode tokens/s) go to stderr.\n"
     "A key/value cache makes each new token cost one position. Generation stops when the\n"
@@ -56,13 +57,17 @@ int cmd_generate(int argc, char **argv) {
         {"--load", FLAG_STRING, &load, "checkpoint directory (from trident train --save)", NULL},
         {"--prompt", FLAG_STRING, &prompt, "text to continue", NULL},
         {"--prompt-file", FLAG_STRING, &prompt_file, "file whose bytes are the prompt", NULL},
-        {"--max-new-tokens", FLAG_INT, &max_new, "bytes to generate (fewer if the context fills)", NULL},
+        {"--max-new-tokens", FLAG_INT, &max_new, "bytes to generate (fewer if the context fills)",
+         NULL},
         {"--temperature", FLAG_FLOAT, &temperature, "softmax temperature; 0 = greedy", NULL},
         {"--top-k", FLAG_INT, &top_k, "sample among the K most likely tokens (0 = all)", NULL},
-        {"--top-p", FLAG_FLOAT, &top_p, "sample within the smallest set of mass >= P, in (0, 1]", NULL},
+        {"--top-p", FLAG_FLOAT, &top_p, "sample within the smallest set of mass >= P, in (0, 1]",
+         NULL},
         {"--seed", FLAG_INT, &seed, "seed of the sampling draws (same seed, same text)", NULL},
-        {"--tensor-model-parallel-size", FLAG_INT, &tp, "ranks that split each layer (heads, vocabulary)", NULL},
-        {"--pipeline-model-parallel-size", FLAG_INT, &pp, "pipeline stages (blocks split across ranks)", NULL},
+        {"--tensor-model-parallel-size", FLAG_INT, &tp,
+         "ranks that split each layer (heads, vocabulary)", NULL},
+        {"--pipeline-model-parallel-size", FLAG_INT, &pp,
+         "pipeline stages (blocks split across ranks)", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1];
@@ -74,10 +79,12 @@ int cmd_generate(int argc, char **argv) {
     if (!load) dist_fail_all("trident generate: --load CHECKPOINT_DIR is required");
     if (!prompt == !prompt_file)
         dist_fail_all("trident generate: give exactly one of --prompt TEXT and --prompt-file FILE");
-    if (max_new < 1) dist_fail_all("trident generate: --max-new-tokens %d must be at least 1", max_new);
+    if (max_new < 1)
+        dist_fail_all("trident generate: --max-new-tokens %d must be at least 1", max_new);
     sampler_config sc = {temperature, top_k, top_p, (uint64_t)(int64_t)seed};
     char err[512];
-    if (!sampler_config_check(&sc, 256, err, sizeof err)) dist_fail_all("trident generate: %s", err);
+    if (!sampler_config_check(&sc, 256, err, sizeof err))
+        dist_fail_all("trident generate: %s", err);
     if (tp < 1 || pp < 1 || world != tp * pp)
         dist_fail_all("trident generate: %d ranks, but --tensor-model-parallel-size %d × "
                       "--pipeline-model-parallel-size %d = %d (generation runs one model replica: "
@@ -90,7 +97,8 @@ int cmd_generate(int argc, char **argv) {
         dist_fail_all("trident generate: --load '%s' is not a directory", load);
     if (stat(latest, &st) != 0)
         dist_fail_all("trident generate: --load '%s' holds no checkpoint (no '%s'; save one with "
-                      "trident train --save DIR)", load, latest);
+                      "trident train --save DIR)",
+                      load, latest);
 
     /* The saved model, at this layout (as `trident eval` builds it). */
     train_config c;
@@ -121,8 +129,9 @@ int cmd_generate(int argc, char **argv) {
     if (plen == 0) dist_fail_all("trident generate: the prompt is empty (give at least one byte)");
     if (plen > (size_t)c.seq_length)
         dist_fail_all("trident generate: the prompt has %s%zu bytes, more than the model's context "
-                      "of %d positions (its --seq-length)", prompt_file && plen > (size_t)c.seq_length ? "at least " : "",
-                      plen, c.seq_length);
+                      "of %d positions (its --seq-length)",
+                      prompt_file && plen > (size_t)c.seq_length ? "at least " : "", plen,
+                      c.seq_length);
 
     device_set_threads(1);
     pg_layout l;
@@ -133,23 +142,28 @@ int cmd_generate(int argc, char **argv) {
     ckpt_layout here = trainer_ckpt_layout(&c);
     const int it = checkpoint_load(load, &here, trainer_model(t), trainer_optimizer(t), rank);
     if (rank == 0)
-        fprintf(stderr, "generate: %s iteration %d (%d layers, hidden %d, %d heads, context %d) at "
-                        "tp %d × pp %d; prompt %zu bytes, up to %d new, temperature %g, top-k %d, top-p %g\n",
-                load, it, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length, tp, pp,
-                plen, max_new, (double)temperature, top_k, (double)top_p);
+        fprintf(
+            stderr,
+            "generate: %s iteration %d (%d layers, hidden %d, %d heads, context %d) at "
+            "tp %d × pp %d; prompt %zu bytes, up to %d new, temperature %g, top-k %d, top-p %g\n",
+            load, it, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length, tp, pp,
+            plen, max_new, (double)temperature, top_k, (double)top_p);
 
     int32_t *ptok = callocCheck(plen, sizeof *ptok);
     for (size_t i = 0; i < plen; i++) ptok[i] = (int32_t)(unsigned char)pbytes[i];
     int32_t *out = callocCheck((size_t)max_new, sizeof *out);
     generate_config g = {.max_new_tokens = max_new, .sampling = sc};
-    generate_result r = generate_run(trainer_model(t), ps, &g, ptok, (int)plen, out, emit_byte, NULL);
+    generate_result r = generate_run(trainer_model(t), ps, &g, ptok, (int)plen, out, emit_byte,
+                                     NULL);
     if (rank == 0) {
         if (r.context_full)
-            fprintf(stderr, "\ngenerate: stopped after %d new tokens: the context of %d positions is "
-                            "full (prompt %d + %d; the model was trained with --seq-length %d)\n",
+            fprintf(stderr,
+                    "\ngenerate: stopped after %d new tokens: the context of %d positions is "
+                    "full (prompt %d + %d; the model was trained with --seq-length %d)\n",
                     r.new_tokens, c.seq_length, r.prompt_tokens, r.new_tokens - 1, c.seq_length);
-        fprintf(stderr, "%sgenerate: prefill %d tokens in %.2f ms (%.0f tokens/s); decode %d tokens in "
-                        "%.2f ms (%.0f tokens/s)\n",
+        fprintf(stderr,
+                "%sgenerate: prefill %d tokens in %.2f ms (%.0f tokens/s); decode %d tokens in "
+                "%.2f ms (%.0f tokens/s)\n",
                 r.context_full ? "" : "\n", r.prompt_tokens, 1e3 * r.prefill_s,
                 r.prefill_s > 0 ? r.prompt_tokens / r.prefill_s : 0.0, r.new_tokens - 1,
                 1e3 * r.decode_s, r.decode_s > 0 ? (r.new_tokens - 1) / r.decode_s : 0.0);

@@ -51,7 +51,8 @@ generate_result generate_run(const local_model *m, parallel_state *ps, const gen
             n = len;
         }
         if (!first) comm_recv(ps->pp, x, (size_t)n * C, COMM_FLOAT32, pp_rank - 1, TAG_ACTIVATION);
-        kv_cache_forward(c, m->params, kv, seq + begin, x, last ? NULL : x, last ? logits : NULL, NULL, n, tp);
+        kv_cache_forward(c, m->params, kv, seq + begin, x, last ? NULL : x, last ? logits : NULL,
+                         NULL, n, tp);
         if (!last) comm_send(ps->pp, x, (size_t)n * C, COMM_FLOAT32, pp_rank + 1, TAG_ACTIVATION);
         int32_t tok = 0;
         if (last) {

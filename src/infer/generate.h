@@ -40,10 +40,10 @@ typedef struct {
 
 typedef struct {
     int prompt_tokens;
-    int new_tokens;       /* tokens generated */
-    bool context_full;    /* stopped early: the model's context has no room for more */
-    double prefill_s;     /* wall time of step 0, prompt to first token, on this rank */
-    double decode_s;      /* wall time of the steps after it */
+    int new_tokens;    /* tokens generated */
+    bool context_full; /* stopped early: the model's context has no room for more */
+    double prefill_s;  /* wall time of step 0, prompt to first token, on this rank */
+    double decode_s;   /* wall time of the steps after it */
 } generate_result;
 
 /* Generates up to g->max_new_tokens tokens after prompt[0 .. nprompt-1] (byte tokens).

@@ -15,26 +15,28 @@
 #include "src/tp/layers.h"
 
 struct kv_cache {
-    int len;           /* positions cached */
-    int max_new;       /* rows of the work space */
+    int len;     /* positions cached */
+    int max_new; /* rows of the work space */
     int nblocks;
     size_t Tmax, NHl, HS;
-    float *cache;      /* one allocation: per block K (NHl,Tmax,HS) then V (NHl,Tmax,HS) */
-    float **k, **v;    /* (nblocks) views into cache */
-    float *work;       /* one allocation: the views below */
-    float *x;          /* (n,C) residual stream */
-    float *x_mid;      /* (n,C) residual after attention */
-    float *ln;         /* (n,C) */
-    float *mean, *rstd;/* (n) */
-    float *qkv;        /* (n,3Cl) */
-    float *atty;       /* (n,Cl) */
+    float *cache;          /* one allocation: per block K (NHl,Tmax,HS) then V (NHl,Tmax,HS) */
+    float **k, **v;        /* (nblocks) views into cache */
+    float *work;           /* one allocation: the views below */
+    float *x;              /* (n,C) residual stream */
+    float *x_mid;          /* (n,C) residual after attention */
+    float *ln;             /* (n,C) */
+    float *mean, *rstd;    /* (n) */
+    float *qkv;            /* (n,3Cl) */
+    float *atty;           /* (n,Cl) */
     float *fch, *fch_gelu; /* (n,4Cl) */
-    float *scores;     /* (Tmax) one query's attention row */
+    float *scores;         /* (Tmax) one query's attention row */
 };
 
 kv_cache *kv_cache_create(const gpt_chunk *c, int max_new) {
-    CHECK(device_is_host(), "trident generate runs on the cpu device (the KV-cache attention is a host loop)");
-    CHECK(max_new >= 1 && max_new <= c->cfg.seq_len, "kv_cache_create: max_new must be 1 .. seq_len");
+    CHECK(device_is_host(),
+          "trident generate runs on the cpu device (the KV-cache attention is a host loop)");
+    CHECK(max_new >= 1 && max_new <= c->cfg.seq_len,
+          "kv_cache_create: max_new must be 1 .. seq_len");
     kv_cache *kv = callocCheck(1, sizeof *kv);
     const size_t C = (size_t)c->cfg.hidden, Cl = c->Cl, n = (size_t)max_new;
     kv->max_new = max_new;
@@ -50,9 +52,10 @@ kv_cache *kv_cache_create(const gpt_chunk *c, int max_new) {
         kv->k[i] = kv->cache + (2 * (size_t)i) * per;
         kv->v[i] = kv->cache + (2 * (size_t)i + 1) * per;
     }
-    const size_t sizes[] = {n * C, n * C, n * C, n, n, n * 3 * Cl, n * Cl, n * 4 * Cl, n * 4 * Cl, kv->Tmax};
-    float **views[] = {&kv->x, &kv->x_mid, &kv->ln, &kv->mean, &kv->rstd, &kv->qkv, &kv->atty,
-                       &kv->fch, &kv->fch_gelu, &kv->scores};
+    const size_t sizes[] = {n * C,      n * C,  n * C,      n,          n,
+                            n * 3 * Cl, n * Cl, n * 4 * Cl, n * 4 * Cl, kv->Tmax};
+    float **views[] = {&kv->x,   &kv->x_mid, &kv->ln,  &kv->mean,     &kv->rstd,
+                       &kv->qkv, &kv->atty,  &kv->fch, &kv->fch_gelu, &kv->scores};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
     kv->work = callocCheck(total, sizeof(float));
@@ -86,8 +89,10 @@ static void attend(kv_cache *kv, int i, int n) {
     for (int r = 0; r < n; r++) {
         const size_t p = (size_t)kv->len + (size_t)r;
         for (size_t h = 0; h < NHl; h++) {
-            memcpy(K + (h * Tmax + p) * HS, kv->qkv + (size_t)r * ld + Cl + h * HS, HS * sizeof(float));
-            memcpy(V + (h * Tmax + p) * HS, kv->qkv + (size_t)r * ld + 2 * Cl + h * HS, HS * sizeof(float));
+            memcpy(K + (h * Tmax + p) * HS, kv->qkv + (size_t)r * ld + Cl + h * HS,
+                   HS * sizeof(float));
+            memcpy(V + (h * Tmax + p) * HS, kv->qkv + (size_t)r * ld + 2 * Cl + h * HS,
+                   HS * sizeof(float));
         }
     }
     for (int r = 0; r < n; r++) {
@@ -124,9 +129,9 @@ static const float *view(const gpt_chunk *c, const float *params, int kind, int 
     return params + p->offset;
 }
 
-void kv_cache_forward(const gpt_chunk *c, const float *params, kv_cache *kv,
-                      const int32_t *tokens, const float *x_in, float *x_out, float *logits,
-                      float *logits_all, int n, comm_group *tp) {
+void kv_cache_forward(const gpt_chunk *c, const float *params, kv_cache *kv, const int32_t *tokens,
+                      const float *x_in, float *x_out, float *logits, float *logits_all, int n,
+                      comm_group *tp) {
     if (n < 1 || n > kv->max_new)
         die("kv_cache_forward: %d new positions, the work space holds 1 .. %d", n, kv->max_new);
     if ((size_t)kv->len + (size_t)n > kv->Tmax)
@@ -175,8 +180,8 @@ void kv_cache_forward(const gpt_chunk *c, const float *params, kv_cache *kv,
      * the rows asked for: the last one to sample, or all of them for a test. */
     const size_t first = logits_all ? 0 : N - 1, rows = N - first;
     const float *wte = view(c, params, GPT_WTE, -1);
-    dev_layernorm_forward(kv->ln, kv->mean, kv->rstd, kv->x + first * C, view(c, params, GPT_LNF_W, -1),
-                          view(c, params, GPT_LNF_B, -1), rows, C);
+    dev_layernorm_forward(kv->ln, kv->mean, kv->rstd, kv->x + first * C,
+                          view(c, params, GPT_LNF_W, -1), view(c, params, GPT_LNF_B, -1), rows, C);
     if (logits_all) {
         tp_column_linear_forward(tp, logits_all, kv->ln, wte, NULL, rows, C, Vl, false);
         if (logits) memcpy(logits, logits_all + (rows - 1) * Vl, Vl * sizeof(float));

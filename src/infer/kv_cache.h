@@ -49,8 +49,8 @@ void kv_cache_reset(kv_cache *kv);
  *   logits_all (n,Vl): optional (NULL): the shard's logits of all n positions, for tests.
  *   tp: the tensor-parallel group (NULL = serial); every member calls with the same n.
  * Dies when len + n exceeds the model's seq_len or n exceeds max_new. */
-void kv_cache_forward(const gpt_chunk *c, const float *params, kv_cache *kv,
-                      const int32_t *tokens, const float *x_in, float *x_out, float *logits,
-                      float *logits_all, int n, comm_group *tp);
+void kv_cache_forward(const gpt_chunk *c, const float *params, kv_cache *kv, const int32_t *tokens,
+                      const float *x_in, float *x_out, float *logits, float *logits_all, int n,
+                      comm_group *tp);
 
 #endif /* TRIDENT_INFER_KV_CACHE_H */

@@ -19,11 +19,20 @@ enum { STREAM_GUMBEL = 0x6762, STREAM_DRAW = 0x6472 }; /* rng streams: "gb", "dr
 
 bool sampler_config_check(const sampler_config *s, int real_vocab, char *err, size_t errlen) {
     if (!(s->temperature >= 0.0f) || !isfinite(s->temperature)) {
-        snprintf(err, errlen, "--temperature %g must be a finite number >= 0 (0 = greedy)", s->temperature);
+        snprintf(err, errlen, "--temperature %g must be a finite number >= 0 (0 = greedy)",
+                 s->temperature);
+        return false;
+    }
+    if (s->temperature > 0.0f && s->temperature < SAMPLER_MIN_TEMPERATURE) {
+        snprintf(
+            err, errlen,
+            "--temperature %g must be 0 (greedy) or at least %g (smaller ones overflow logit / T)",
+            s->temperature, SAMPLER_MIN_TEMPERATURE);
         return false;
     }
     if (s->top_k < 0 || s->top_k > real_vocab) {
-        snprintf(err, errlen, "--top-k %d must be between 0 (off) and the vocabulary size %d", s->top_k, real_vocab);
+        snprintf(err, errlen, "--top-k %d must be between 0 (off) and the vocabulary size %d",
+                 s->top_k, real_vocab);
         return false;
     }
     if (!(s->top_p > 0.0f && s->top_p <= 1.0f)) {
@@ -53,7 +62,8 @@ static void propose(candidate *out, int k, const float *logits, size_t Vl, int64
         const uint64_t g = (uint64_t)v_start + j;
         candidate c = {logits[j] * inv_temp, (float)g};
         if (gumbel) {
-            const double u = ((double)(rng_bits(s->seed, STREAM_GUMBEL + step * 7919u, g) >> 11) + 0.5) *
+            const double u = ((double)(rng_bits(s->seed, STREAM_GUMBEL + step * 7919u, g) >> 11) +
+                              0.5) *
                              (1.0 / 9007199254740992.0); /* (0, 1) */
             c.value += (float)(-log(-log(u)));
         }
@@ -84,7 +94,8 @@ int32_t sampler_pick(const sampler_config *s, const float *logits, size_t Vl, in
     candidate *mine = callocCheck((size_t)k, sizeof *mine);
     propose(mine, k, logits, Vl, v_start, real_vocab, inv_temp, s, step, gumbel);
     if (tp && ntp > 1) comm_all_gather(tp, mine, all, 2 * (size_t)k, COMM_FLOAT32);
-    else for (int i = 0; i < k; i++) all[i] = mine[i];
+    else
+        for (int i = 0; i < k; i++) all[i] = mine[i];
     free(mine);
     const size_t n = (size_t)k * (size_t)ntp;
     qsort(all, n, sizeof *all, cmp_candidates); /* the same order on every layout */
@@ -97,7 +108,8 @@ int32_t sampler_pick(const sampler_config *s, const float *logits, size_t Vl, in
         while (m > 1 && !isfinite(all[m - 1].value)) m--; /* drop empty slots */
         /* probabilities of the m candidates (softmax of value = logit / T) */
         double *p = callocCheck(m, sizeof *p), sum = 0.0;
-        for (size_t i = 0; i < m; i++) sum += (p[i] = exp((double)all[i].value - (double)all[0].value));
+        for (size_t i = 0; i < m; i++)
+            sum += (p[i] = exp((double)all[i].value - (double)all[0].value));
         size_t keep = m;
         if (nucleus) { /* shortest prefix whose mass reaches top_p */
             double mass = 0.0;
@@ -122,6 +134,7 @@ int32_t sampler_pick(const sampler_config *s, const float *logits, size_t Vl, in
         free(p);
     }
     free(all);
-    CHECK(tok >= 0 && tok < real_vocab, "sampler: picked a padding token (no real vocabulary on any shard?)");
+    CHECK(tok >= 0 && tok < real_vocab,
+          "sampler: picked a padding token (no real vocabulary on any shard?)");
     return tok;
 }

@@ -33,8 +33,10 @@
 
 typedef struct comm_group comm_group;
 
+#define SAMPLER_MIN_TEMPERATURE 0.01 /* the smallest temperature above 0 (greedy) */
+
 typedef struct {
-    float temperature; /* 0 = greedy; > 0 divides the logits */
+    float temperature; /* 0 = greedy; >= SAMPLER_MIN_TEMPERATURE divides the logits */
     int top_k;         /* 0 = off; else keep the K most likely tokens */
     float top_p;       /* (0, 1]; 1 = off */
     uint64_t seed;

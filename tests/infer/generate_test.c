@@ -4,8 +4,9 @@
  * - from one checkpoint (the default model at context 48, trained for 300 steps), greedy generation prints the
  *   same text serially, at tp 2, at pp 2 and at tp 2 × pp 2 (under mpirun); stdout holds the
  *   generated text alone;
- * - sampling with a seed is repeatable, and the same at tp 2 as serially (Gumbel-max noise is
- *   a function of the global token index);
+ * - sampling with a seed is repeatable, and the same at tp 2 as serially: Gumbel-max (noise is
+ *   a function of the global token index), top-k + top-p and top-p alone;
+ * - --prompt-file is the same prompt as --prompt;
  * - the context is a hard limit: generation stops there and says so;
  * - bad input (prompt longer than the context, no checkpoint, top-p outside (0, 1], a world that
  *   is not tp × pp, both prompt flags) ends with one clear line and a non-zero status.
@@ -28,7 +29,8 @@ static void cache_and_no_cache_generate_the_same_tokens(void **state) {
     local_model *m = local_model_create(&g, 1, 0, 1, 0, 1, NULL, 5);
     int32_t prompt[6] = {'a', 'b', 'c', '=', 'a', 'b'};
     for (int rule = 0; rule < 2; rule++) {
-        generate_config cached = {.max_new_tokens = 100, .sampling = {rule ? 1.0f : 0.0f, 0, 1.0f, 9}};
+        generate_config cached = {.max_new_tokens = 100,
+                                  .sampling = {rule ? 1.0f : 0.0f, 0, 1.0f, 9}};
         generate_config plain = cached;
         plain.no_cache = true;
         int32_t a[100], b[100];
@@ -39,16 +41,22 @@ static void cache_and_no_cache_generate_the_same_tokens(void **state) {
         assert_true(ra.context_full);
         assert_int_equal(rb.new_tokens, 35);
         for (int i = 0; i < 35; i++)
-            if (a[i] != b[i]) fail_msg("rule %d, token %d: cached %d, recomputed %d", rule, i, a[i], b[i]);
+            if (a[i] != b[i])
+                fail_msg("rule %d, token %d: cached %d, recomputed %d", rule, i, a[i], b[i]);
     }
     local_model_destroy(m);
 }
 
-/* `trident generate ARGS` on np ranks (np 0 = no mpirun); stdout only into g_out. */
+/* `trident generate ARGS` on np ranks (np 0 = no mpirun; mpirun ends a job that outlives 120 s);
+ * stdout only into g_out, unless with_stderr. */
 static int gen(int np, const char *args, bool with_stderr) {
-    char cmd[16384], prefix[4096];
-    snprintf(cmd, sizeof cmd, "%s %s generate %s %s", np ? test_mpirun_prefix(prefix, sizeof prefix, np, "") : "",
-             test_trident_path(), args, with_stderr ? "" : "2>/dev/null");
+    char cmd[16384], prefix[4200];
+    if (np) {
+        test_mpirun_prefix(prefix, sizeof prefix - 16, np, "");
+        strcat(prefix, " --timeout 120");
+    }
+    snprintf(cmd, sizeof cmd, "%s %s generate %s %s", np ? prefix : "", test_trident_path(), args,
+             with_stderr ? "" : "2>/dev/null");
     return run_capture(cmd, g_out, sizeof g_out);
 }
 
@@ -69,7 +77,8 @@ static int setup_checkpoint(void **state) {
 static void greedy_text_is_the_same_on_every_layout(void **state) {
     (void)state;
     char args[8192], serial[4096];
-    snprintf(args, sizeof args, "--load %s/ck --prompt '%s' --max-new-tokens 16 --temperature 0", g_dir, k_prompt);
+    snprintf(args, sizeof args, "--load %s/ck --prompt '%s' --max-new-tokens 16 --temperature 0",
+             g_dir, k_prompt);
     assert_int_equal(gen(0, args, false), 0);
     snprintf(serial, sizeof serial, "%s", g_out);
     printf("  serial greedy: \"%s\"\n", serial);
@@ -81,19 +90,22 @@ static void greedy_text_is_the_same_on_every_layout(void **state) {
     const int layouts[3][2] = {{2, 1}, {1, 2}, {2, 2}};
     for (int i = 0; i < 3; i++) {
         char a[8400];
-        snprintf(a, sizeof a, "%s --tensor-model-parallel-size %d --pipeline-model-parallel-size %d",
-                 args, layouts[i][0], layouts[i][1]);
+        snprintf(a, sizeof a,
+                 "%s --tensor-model-parallel-size %d --pipeline-model-parallel-size %d", args,
+                 layouts[i][0], layouts[i][1]);
         assert_int_equal(gen(layouts[i][0] * layouts[i][1], a, false), 0);
         if (strcmp(g_out, serial) != 0)
-            fail_msg("tp %d × pp %d printed \"%s\", serial \"%s\"", layouts[i][0], layouts[i][1], g_out, serial);
+            fail_msg("tp %d × pp %d printed \"%s\", serial \"%s\"", layouts[i][0], layouts[i][1],
+                     g_out, serial);
     }
 }
 
 static void seeded_sampling_repeats_and_matches_tp(void **state) {
     (void)state;
     char args[8192], first[4096];
-    snprintf(args, sizeof args, "--load %s/ck --prompt '%s' --max-new-tokens 12 --temperature 0.8 --seed 7",
-             g_dir, k_prompt);
+    snprintf(args, sizeof args,
+             "--load %s/ck --prompt '%s' --max-new-tokens 12 --temperature 0.8 --seed 7", g_dir,
+             k_prompt);
     assert_int_equal(gen(0, args, false), 0);
     snprintf(first, sizeof first, "%s", g_out);
     assert_int_equal(gen(0, args, false), 0);
@@ -102,25 +114,55 @@ static void seeded_sampling_repeats_and_matches_tp(void **state) {
     snprintf(a, sizeof a, "%s --tensor-model-parallel-size 2", args);
     assert_int_equal(gen(2, a, false), 0);
     assert_string_equal(g_out, first);
-    /* top-k and top-p run (their candidates are gathered) and give bytes */
-    snprintf(a, sizeof a, "%s --top-k 5 --top-p 0.9 --tensor-model-parallel-size 2", args);
-    assert_int_equal(gen(2, a, false), 0);
-    assert_int_equal((int)strlen(g_out), 12);
+    /* top-k and top-p: the shards' candidates are gathered and ordered the same way as the
+     * serial run's, and the same draw picks among them */
+    const char *rules[2] = {"--top-k 5 --top-p 0.9", "--top-p 0.8"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s %s", args, rules[i]);
+        assert_int_equal(gen(0, a, false), 0);
+        snprintf(first, sizeof first, "%s", g_out);
+        assert_int_equal((int)strlen(first), 12);
+        snprintf(a, sizeof a, "%s %s --tensor-model-parallel-size 2", args, rules[i]);
+        assert_int_equal(gen(2, a, false), 0);
+        if (strcmp(g_out, first) != 0)
+            fail_msg("%s: tp 2 printed \"%s\", serial \"%s\"", rules[i], g_out, first);
+    }
+}
+
+static void a_prompt_file_is_the_same_prompt(void **state) {
+    (void)state;
+    char args[8192], want[4096], path[4200];
+    snprintf(args, sizeof args, "--load %s/ck --prompt '%s' --max-new-tokens 8 --temperature 0",
+             g_dir, k_prompt);
+    assert_int_equal(gen(0, args, false), 0);
+    snprintf(want, sizeof want, "%s", g_out);
+    snprintf(path, sizeof path, "%s/prompt.txt", g_dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(k_prompt, f);
+    fclose(f);
+    snprintf(args, sizeof args, "--load %s/ck --prompt-file %s --max-new-tokens 8 --temperature 0",
+             g_dir, path);
+    assert_int_equal(gen(0, args, false), 0);
+    assert_string_equal(g_out, want);
 }
 
 static void the_context_is_a_hard_stop(void **state) {
     (void)state;
     char args[8192];
     /* 32-byte prompt, context 48: 17 tokens fit */
-    snprintf(args, sizeof args, "--load %s/ck --prompt '%s' --max-new-tokens 100 --temperature 0", g_dir, k_prompt);
+    snprintf(args, sizeof args, "--load %s/ck --prompt '%s' --max-new-tokens 100 --temperature 0",
+             g_dir, k_prompt);
     assert_int_equal(gen(0, args, true), 0);
-    assert_non_null(strstr(g_out, "stopped after 17 new tokens: the context of 48 positions is full"));
+    assert_non_null(
+        strstr(g_out, "stopped after 17 new tokens: the context of 48 positions is full"));
     assert_non_null(strstr(g_out, "tokens/s"));
 }
 
 static void expect_refused(int np, const char *args, const char *message) {
     assert_int_not_equal(gen(np, args, true), 0);
-    if (!strstr(g_out, message)) fail_msg("`generate %s`: expected \"%s\", got:\n%s", args, message, g_out);
+    if (!strstr(g_out, message))
+        fail_msg("`generate %s`: expected \"%s\", got:\n%s", args, message, g_out);
 }
 
 static void bad_input_is_refused_clearly(void **state) {
@@ -155,6 +197,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(cache_and_no_cache_generate_the_same_tokens),
         cmocka_unit_test(greedy_text_is_the_same_on_every_layout),
         cmocka_unit_test(seeded_sampling_repeats_and_matches_tp),
+        cmocka_unit_test(a_prompt_file_is_the_same_prompt),
         cmocka_unit_test(the_context_is_a_hard_stop),
         cmocka_unit_test(bad_input_is_refused_clearly),
     };

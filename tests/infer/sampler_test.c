@@ -13,8 +13,8 @@
 #include "tests/support/testing.h"
 
 enum { V = 8, PADDED = 10 };
-static const float k_logits[PADDED] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 0.0f, -3.0f, 1.5f,
-                                       9.0f, 9.0f}; /* the last two are padding */
+static const float k_logits[PADDED] = {0.5f,  2.0f, -1.0f, 2.0f, 1.0f, 0.0f,
+                                       -3.0f, 1.5f, 9.0f,  9.0f}; /* the last two are padding */
 
 static void greedy_takes_the_first_largest_real_logit(void **state) {
     (void)state;
@@ -40,7 +40,8 @@ static void draws_follow_the_softmax(void **state) {
     double want[V], z = 0.0;
     for (int i = 0; i < V; i++) z += (want[i] = exp(k_logits[i] / temp));
     for (int i = 0; i < V; i++) want[i] /= z;
-    const sampler_config rules[3] = {{temp, 0, 1.0f, 3}, {temp, V, 1.0f, 3}, {temp, 0, 0.9999999f, 3}};
+    const sampler_config rules[3] = {
+        {temp, 0, 1.0f, 3}, {temp, V, 1.0f, 3}, {temp, 0, 0.9999999f, 3}};
     const char *names[3] = {"gumbel-max", "top-k = V", "top-p ~ 1"};
     for (int r = 0; r < 3; r++) {
         enum { DRAWS = 20000 };
@@ -52,7 +53,8 @@ static void draws_follow_the_softmax(void **state) {
         }
         for (int i = 0; i < V; i++)
             if (fabs(got[i] - want[i]) > 0.015)
-                fail_msg("%s: token %d drawn %.4f of the time, softmax says %.4f", names[r], i, got[i], want[i]);
+                fail_msg("%s: token %d drawn %.4f of the time, softmax says %.4f", names[r], i,
+                         got[i], want[i]);
     }
 }
 
@@ -95,6 +97,9 @@ static void bad_settings_are_named(void **state) {
     assert_non_null(strstr(err, "--temperature -1"));
     assert_false(sampler_config_check(&k, 256, err, sizeof err));
     assert_non_null(strstr(err, "--top-k 300"));
+    sampler_config tiny = {1e-30f, 0, 1.0f, 1};
+    assert_false(sampler_config_check(&tiny, 256, err, sizeof err));
+    assert_non_null(strstr(err, "must be 0 (greedy) or at least 0.01"));
 }
 
 int main(void) {
