@@ -14,8 +14,9 @@
 #include "src/core/rng.h"
 
 #define SYNTH_LETTERS 16 /* alphabet a..p */
-#define SYNTH_MIN_KEY 4
-#define SYNTH_MAX_KEY 8
+#define SYNTH_MIN_KEY 4   /* key lengths are uniform in [SYNTH_MIN_KEY, SYNTH_MAX_KEY] */
+#define SYNTH_MAX_KEY 4
+#define SYNTH_KEY_LENGTHS (SYNTH_MAX_KEY - SYNTH_MIN_KEY + 1)
 
 struct dataset {
     int T;            /* seq_len: a sample is T + 1 tokens */
@@ -89,7 +90,7 @@ static void synth_fill(uint64_t s, uint64_t stream, int32_t *tokens, size_t len)
     size_t t = 0;
     while (t < len) {
         char rec[2 * SYNTH_MAX_KEY + 2];
-        int L = SYNTH_MIN_KEY + (int)(rng_bits(s, stream, k++) % 5);
+        int L = SYNTH_MIN_KEY + (int)(rng_bits(s, stream, k++) % SYNTH_KEY_LENGTHS);
         int reversed = (int)(rng_bits(s, stream, k++) % 2);
         for (int j = 0; j < L; j++) rec[j] = (char)('a' + rng_bits(s, stream, k++) % SYNTH_LETTERS);
         rec[L] = reversed ? '|' : '=';
@@ -135,8 +136,8 @@ void dataset_eval_window(const dataset *d, size_t k, int32_t *tokens) {
  * the record — L value letters and ';' — is determined, so those states are tracked only by
  * how many determined tokens remain before the next record starts:
  *
- *   prob_key[k]   P(state K(k)),                              k = 0..8
- *   prob_free[r]  P(r determined tokens come next),           r = 1..9
+ *   prob_key[k]   P(state K(k)),                              k = 0..SYNTH_MAX_KEY
+ *   prob_free[r]  P(r determined tokens come next),           r = 1..SYNTH_MAX_KEY + 1
  *
  *   K(k) --letter--> K(k+1)      K(k) --form--> free(k+1)      free(r) --> free(r-1)
  *   free(1) --';'--> K(0)
@@ -150,15 +151,18 @@ static double key_entropy(int k) {
     return -p * log(p / 2.0) - (1.0 - p) * log((1.0 - p) / SYNTH_LETTERS);
 }
 
-double dataset_loss_floor(const dataset *d) {
-    if (d->bytes) return NAN;
+/* Averages, over targets 1..T, the expected entropy of the next token under the state
+ * distribution; h_value is the entropy of a value letter (0 for the perfect model, ln 16
+ * for the no-copy model), the form and ';' cost nothing in either. */
+static double synth_expected_loss(int T, double h_value) {
     double prob_key[SYNTH_MAX_KEY + 1] = {0};
     double prob_free[SYNTH_MAX_KEY + 2] = {0};
     prob_key[1] = 1.0; /* tokens[0] is a key's first letter: the state before target 1 is K(1) */
     double total = 0.0;
-    for (int t = 1; t <= d->T; t++) {
+    for (int t = 1; t <= T; t++) {
         double h = 0.0;
         for (int k = 0; k <= SYNTH_MAX_KEY; k++) h += prob_key[k] * key_entropy(k);
+        for (int r = 2; r <= SYNTH_MAX_KEY + 1; r++) h += prob_free[r] * h_value;
         total += h;
         /* Advance one token. */
         double nk[SYNTH_MAX_KEY + 1] = {0};
@@ -173,5 +177,13 @@ double dataset_loss_floor(const dataset *d) {
         memcpy(prob_key, nk, sizeof nk);
         memcpy(prob_free, nf, sizeof nf);
     }
-    return total / d->T;
+    return total / T;
+}
+
+double dataset_loss_floor(const dataset *d) {
+    return d->bytes ? NAN : synth_expected_loss(d->T, 0.0);
+}
+
+double dataset_loss_no_copy(const dataset *d) {
+    return d->bytes ? NAN : synth_expected_loss(d->T, log((double)SYNTH_LETTERS));
 }

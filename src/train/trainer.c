@@ -352,6 +352,7 @@ typedef struct {
     float first_loss, last_loss;
     double flops_per_token; /* model FLOPs of one trained token (src/model/flops.h) */
     double peak_flops;      /* what the job is compared with (gemm_rate.h); 0: unknown (cuda) */
+    float held_out; /* the last evaluation's loss, NAN before one */
 } run_state;
 
 /* Checks the configuration and the layout, then sets up communication, the device, the
@@ -470,6 +471,7 @@ static void log_step(run_state *r, int it, const step_result *s, double tps) {
 static void run_evaluate(run_state *r, int it) {
     const train_config *c = r->c;
     float el = trainer_evaluate(r->t, c->eval_iters, it);
+    r->held_out = el;
     if (!r->lead) return;
     fprintf(r->mf, "{\"step\":%d,\"eval_loss\":%.7g}\n", it, (double)el);
     fflush(r->mf);
@@ -487,7 +489,7 @@ static void run_loop(run_state *r) {
     const train_config *c = r->c;
     const double tokens_per_step = (double)c->global_batch_size * c->seq_length;
     r->t_start = r->t_last = time_now();
-    r->first_loss = r->last_loss = NAN;
+    r->first_loss = r->last_loss = r->held_out = NAN;
     r->last_logged = r->last_saved = r->start;
     for (int it = r->start + 1; it <= c->train_iters; it++) {
         step_result s = trainer_step(r->t, it);
@@ -503,7 +505,7 @@ static void run_loop(run_state *r) {
             r->last_logged = it;
             if (r->lead) log_step(r, it, &s, tps);
         }
-        if (c->eval_interval > 0 && c->eval_iters > 0 && (it % c->eval_interval == 0 || it == c->train_iters))
+        if (c->eval_iters > 0 && ((c->eval_interval > 0 && it % c->eval_interval == 0) || it == c->train_iters))
             run_evaluate(r, it);
         if (c->save && c->save_interval > 0 && it % c->save_interval == 0) run_save(r, it);
     }
@@ -537,8 +539,10 @@ static void run_summary(run_state *r, double elapsed) {
     }
     printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - r->start, elapsed,
            (double)r->first_loss, (double)r->last_loss);
+    if (!isnan(r->held_out)) printf("; held-out loss %.4f", (double)r->held_out);
     double floor = dataset_loss_floor(r->t->data);
-    if (!isnan(floor)) printf(" (the data's floor is %.3f)", floor);
+    if (!isnan(floor))
+        printf(" (floor %.3f, no-copy baseline %.3f)", floor, dataset_loss_no_copy(r->t->data));
     printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
     if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
     viz_run_pictures req = {

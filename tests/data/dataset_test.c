@@ -1,6 +1,7 @@
 /* dataset_test.c — samples as pure functions of (seed, index), file windows, the synthetic
  * grammar and its loss floor, evaluation windows, and the one-line errors for bad files. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +110,7 @@ static void synthetic_records_follow_the_documented_grammar(void **state) {
             if (x[t] >= 'a' && x[t] <= 'p') letters[x[t] - 'a']++;
     }
     long records = by_form[0] + by_form[1];
-    for (int L = 4; L <= 8; L++) assert_in_range(by_len[L] * 1000 / records, 180, 220);
+    assert_int_equal(by_len[4], records); /* every key has 4 letters */
     assert_in_range(by_form[0] * 1000 / records, 480, 520);
     long all = 0;
     for (int c = 0; c < 16; c++) all += letters[c];
@@ -118,19 +119,22 @@ static void synthetic_records_follow_the_documented_grammar(void **state) {
 }
 
 /* The probability a perfect model gives tok[t] after tok[0..t), written from the grammar
- * independently of dataset.c: find where the prefix stands in its record. */
-static double oracle_prob(const int32_t *tok, int t) {
+ * independently of dataset.c: find where the prefix stands in its record. With see_key false,
+ * the no-copy model: it knows where it stands but guesses each value letter uniformly. */
+static double predictor_prob(const int32_t *tok, int t, bool see_key) {
     int start = 0; /* start of the record holding position t */
     for (int s = 0; s < t; s++)
         if (tok[s] == ';') start = s + 1;
     int k = 0; /* key letters before t in this record */
     while (start + k < t && tok[start + k] >= 'a' && tok[start + k] <= 'p') k++;
-    if (start + k < t) return 1.0; /* the form was seen: the rest is determined */
-    int next_is_letter = tok[t] >= 'a' && tok[t] <= 'p';
-    if (k < 4) return 1.0 / 16;
-    double p_end = 1.0 / (9 - k);
-    return next_is_letter ? (1 - p_end) / 16 : p_end / 2;
+    if (start + k < t) { /* the form was seen: the value and ';' are determined by the key */
+        int in_value = t - (start + k + 1) < k;
+        return in_value && !see_key ? 1.0 / 16 : 1.0;
+    }
+    return k < 4 ? 1.0 / 16 : 0.5; /* a key letter, or after 4 letters the form */
 }
+
+static double oracle_prob(const int32_t *tok, int t) { return predictor_prob(tok, t, true); }
 
 static void loss_floor_matches_a_perfect_predictor(void **state) {
     (void)state;
@@ -146,22 +150,49 @@ static void loss_floor_matches_a_perfect_predictor(void **state) {
     double floor = dataset_loss_floor(d);
     print_message("loss floor at T=64: %.5f, perfect predictor on %d samples: %.5f\n", floor, N, nll);
     assert_true(fabs(nll - floor) < 0.01);
-    assert_true(fabs(floor - 1.412) < 0.001); /* the value quoted in dataset.h */
+    assert_true(fabs(floor - 1.245) < 0.001); /* the value quoted in dataset.h */
     dataset_close(d);
 
-    /* Small T by hand: targets 1..3 are the 2nd..4th key letters (ln 16 each); target 4 follows
-     * 4 letters, where the key ends with p = 1/5. */
+    /* Small T by hand: targets 1..3 are the 2nd..4th key letters (ln 16 each); target 4 is the
+     * form (ln 2). */
     d = dataset_open(NULL, 1, 0);
     assert_true(fabs(dataset_loss_floor(d) - log(16.0)) < 1e-12);
     dataset_close(d);
-    double p = 0.2, h4 = -p * log(p / 2) - (1 - p) * log((1 - p) / 16);
     d = dataset_open(NULL, 4, 0);
-    assert_true(fabs(dataset_loss_floor(d) - (3 * log(16.0) + h4) / 4) < 1e-12);
+    assert_true(fabs(dataset_loss_floor(d) - (3 * log(16.0) + log(2.0)) / 4) < 1e-12);
     dataset_close(d);
 
-    /* Long sequences tend to the per-record rate ln(16^6 * 10) / 14. */
+    /* Long sequences tend to the per-record rate (4 ln 16 + ln 2) / 10. */
     d = dataset_open(NULL, 100000, 0);
-    assert_true(fabs(dataset_loss_floor(d) - log(pow(16, 6) * 10) / 14) < 1e-3);
+    assert_true(fabs(dataset_loss_floor(d) - (4 * log(16.0) + log(2.0)) / 10) < 1e-3);
+    dataset_close(d);
+}
+
+static void no_copy_baseline_matches_a_predictor_blind_to_the_key(void **state) {
+    (void)state;
+    enum { T = 64, N = 20000 };
+    dataset *d = dataset_open(NULL, T, 12);
+    int32_t x[T + 1];
+    double nll = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        dataset_sample(d, i, x);
+        for (int t = 1; t <= T; t++) nll -= log(predictor_prob(x, t, false));
+    }
+    nll /= (double)N * T;
+    double no_copy = dataset_loss_no_copy(d);
+    print_message("no-copy baseline at T=64: %.5f, blind predictor on %d samples: %.5f\n", no_copy, N, nll);
+    assert_true(fabs(nll - no_copy) < 0.01);
+    assert_true(fabs(no_copy - 2.285) < 0.001); /* the value quoted in dataset.h */
+    assert_true(no_copy > dataset_loss_floor(d) + 1.0); /* the lookup is worth more than a nat */
+    dataset_close(d);
+
+    /* By hand: T = 6 scores 3 key letters, the form, then 2 value letters at ln 16 each. */
+    d = dataset_open(NULL, 6, 0);
+    assert_true(fabs(dataset_loss_no_copy(d) - (5 * log(16.0) + log(2.0)) / 6) < 1e-12);
+    dataset_close(d);
+    /* Long sequences: (8 ln 16 + ln 2) / 10. */
+    d = dataset_open(NULL, 100000, 0);
+    assert_true(fabs(dataset_loss_no_copy(d) - (8 * log(16.0) + log(2.0)) / 10) < 1e-3);
     dataset_close(d);
 }
 
@@ -194,6 +225,7 @@ static void file_samples_are_windows_at_the_documented_start(void **state) {
     const char *path = make_random_file("windows", N, &bytes);
     dataset *d = dataset_open(path, T, 9);
     assert_true(isnan(dataset_loss_floor(d)));
+    assert_true(isnan(dataset_loss_no_copy(d)));
     int32_t x[T + 1], y[T + 1];
     for (uint64_t i = 0; i < 2000; i++) {
         dataset_sample(d, i, x);
@@ -284,6 +316,7 @@ int main(void) {
         cmocka_unit_test(synthetic_samples_are_a_pure_function_of_seed_and_index),
         cmocka_unit_test(synthetic_records_follow_the_documented_grammar),
         cmocka_unit_test(loss_floor_matches_a_perfect_predictor),
+        cmocka_unit_test(no_copy_baseline_matches_a_predictor_blind_to_the_key),
         cmocka_unit_test(synthetic_eval_uses_a_held_out_stream),
         cmocka_unit_test(file_samples_are_windows_at_the_documented_start),
         cmocka_unit_test(eval_windows_cover_the_file_in_order),

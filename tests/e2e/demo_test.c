@@ -1,12 +1,16 @@
 /* demo_test.c — README command (1), the demo, as CI runs it: 8 ranks on 2 cores
  * (oversubscribed), TP2 × PP2 × DP2, interleaved 1F1B, ZeRO. It must train (the loss clearly
- * falls) and leave the timeline (PNG + Chrome JSON), the groups, ZeRO and loss pictures, and
+ * falls), learn its task (the held-out loss of its final line within 0.3 nats of the data's
+ * floor, which dataset_loss_floor computes for the default sequence length) and leave the
+ * timeline (PNG + Chrome JSON), the groups, ZeRO and loss pictures, and
  * its trace must be causal (no receive before its send, no collective before its last member). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "src/data/dataset.h"
+#include "src/train/config.h"
 #include "tests/support/testing.h"
 
 static char g_out[1 << 18];
@@ -47,6 +51,19 @@ static void the_demo_trains_and_draws_its_pictures(void **state) {
     assert_int_equal(sscanf(arrow, "loss %lf -> %lf", &first, &last), 2);
     printf("  demo loss %.4f -> %.4f\n", first, last);
     assert_true(last < first - 2.0);
+    /* The task is learned: "...; held-out loss H (floor F, no-copy baseline N)". */
+    const char *held = strstr(done, "held-out loss ");
+    assert_non_null(held);
+    double held_out = 0;
+    assert_int_equal(sscanf(held, "held-out loss %lf", &held_out), 1);
+    train_config defaults;
+    train_config_defaults(&defaults);
+    dataset *data = dataset_open(NULL, defaults.seq_length, (uint64_t)defaults.seed);
+    double floor = dataset_loss_floor(data), no_copy = dataset_loss_no_copy(data);
+    dataset_close(data);
+    printf("  demo held-out loss %.4f, floor %.4f, no-copy baseline %.4f\n", held_out, floor, no_copy);
+    if (!(held_out <= floor + 0.3))
+        fail_msg("the demo did not learn its task: held-out loss %.4f > floor %.4f + 0.3", held_out, floor);
     expect_picture(run, "timeline.png", 10000);
     expect_picture(run, "timeline-replay.png", 10000);
     expect_picture(run, "trace.json", 10000);
