@@ -1,7 +1,7 @@
 /* gemm_rate.h — the machine's measured sgemm rate: the denominator of MFU on the cpu device.
  *
- * One process multiplies float matrices of the model's shape (an MLP product, e.g. the
- * (N, 4C) @ (4C, C) of fcproj, N = micro-batch × sequence) through OpenBLAS at the run's BLAS thread count for about
+ * One process multiplies float matrices of a given shape (the trainer asks for a large square
+ * one, GEMM_RATE_PEAK_DIM) through OpenBLAS at the run's BLAS thread count for about
  * GEMM_RATE_SECONDS, once per machine: the result is cached in
  *
  *   $XDG_CACHE_HOME/trident/gemm-rate   (else ~/.cache/trident/gemm-rate)
@@ -33,6 +33,9 @@
 
 #define GEMM_RATE_SECONDS 0.3 /* length of one measurement */
 #define GEMM_RATE_WINDOWS 6    /* ... cut into windows; the fastest counts */
+#define GEMM_RATE_PEAK_DIM 512 /* the trainer's peak: a (512,512) @ (512,512) product, where
+                                * OpenBLAS runs near the core's peak (the model's own products,
+                                * often far smaller, reach less: MFU counts that shortfall) */
 
 typedef struct {
     double flops_per_s;  /* one process, `threads` BLAS threads, at the shape below */

@@ -424,17 +424,15 @@ static void run_resume(run_state *r) {
 }
 
 /* MFU's two numbers (lead only): the model FLOPs of a token and the job's peak, the sgemm
- * rate of one process at the run's thread count and shapes (the MLP's product on this rank)
- * times the processes the machine's cores run at once. Printed once, so that every step's
- * ratio says what it is compared with. */
+ * rate of one process at the run's thread count on a large square product (what the core can
+ * do, as MFU's hardware peak is meant: the model's own small products reach less, and that
+ * shortfall is part of what MFU measures) times the processes the machine's cores run at
+ * once. Printed once, so that every step's ratio says what it is compared with. */
 static void run_throughput_setup(run_state *r) {
     const train_config *c = r->c;
     r->flops_per_token = flops_train_per_token(&r->t->gcfg);
     if (r->dk == DEVICE_CUDA) return;
-    const size_t N = (size_t)c->micro_batch_size * (size_t)c->seq_length;
-    /* fcproj's product, (N, 4C/tp) @ (C, 4C/tp)^T: the widest inner dimension of the model */
-    const size_t C = 4 * (size_t)c->hidden_size / (size_t)c->tensor_model_parallel_size;
-    const size_t OC = (size_t)c->hidden_size;
+    const size_t N = GEMM_RATE_PEAK_DIM, C = GEMM_RATE_PEAK_DIM, OC = GEMM_RATE_PEAK_DIM;
     gemm_rate g = gemm_rate_get(c->threads, N, C, OC);
     const int cores = gemm_rate_cores();
     r->peak_flops = gemm_rate_job_peak(&g, r->world, cores);
