@@ -12,15 +12,24 @@
  * Tokenizer. Byte level: token id = byte value, vocabulary 256 (dataset_vocab_size()).
  *
  * File data (path != NULL). The whole file is read into memory at open. With n the file size,
- * training sample i is the window of T + 1 bytes starting at
+ * a held-out split (dataset_open_split, `trident train --split TRAIN,HELD`, Megatron's flag in
+ * two parts) cuts it once, in file order, at
  *
- *     start(i) = rng_below(seed, DATASET_STREAM_TRAIN, i, n - T)      (src/core/rng.h)
+ *     s = floor(n * TRAIN / (TRAIN + HELD))       training bytes [0, s), held-out bytes [s, n)
  *
- * so start(i) + T + 1 <= n. Evaluation (dataset_eval_window) uses the file in order instead:
- * window k starts at byte k * T and holds T + 1 bytes, windows overlap by one byte (the last
- * target of window k is the first input of window k + 1), and there are (n - 1) / T of them.
- * Together their targets are exactly bytes [1, 1 + windows * T) of the file; the at most
- * T - 1 trailing bytes that do not fill a window are not evaluated.
+ * and each part must hold at least T + 1 bytes. Training sample i is the window of T + 1
+ * bytes starting at
+ *
+ *     start(i) = rng_below(seed, DATASET_STREAM_TRAIN, i, s - T)      (src/core/rng.h)
+ *
+ * so start(i) + T + 1 <= s: no training window touches a held-out byte. Evaluation
+ * (dataset_eval_window) reads the held-out part in order instead: window k starts at byte
+ * s + k * T and holds T + 1 bytes, windows overlap by one byte (the last target of window k is
+ * the first input of window k + 1), and there are (n - s - 1) / T of them. Together their
+ * targets are exactly bytes [s + 1, s + 1 + windows * T); the at most T - 1 trailing bytes
+ * that do not fill a window are not evaluated. Without a split (dataset_open, HELD = 0, as
+ * `trident eval --data-path` scores a whole file) s = n for training and evaluation reads the
+ * whole file from byte 0, so it measures the training text.
  *
  * Synthetic data (path == NULL), the default, so `trident train` needs no download.
  * The text is a run of records over the 16-letter alphabet a..p:
@@ -89,9 +98,16 @@
 
 typedef struct dataset dataset;
 
-/* Opens the byte file at `path`, or the synthetic data when path is NULL. Dies with one line
- * when the file cannot be read or holds fewer than seq_len + 1 bytes, or seq_len < 1. */
+/* Opens the byte file at `path`, or the synthetic data when path is NULL, without a held-out
+ * split. Dies with one line when the file cannot be read or holds fewer than seq_len + 1
+ * bytes, or seq_len < 1. */
 dataset *dataset_open(const char *path, int seq_len, uint64_t seed);
+
+/* The same with the file cut into train_weight : held_out_weight (see above; held_out_weight
+ * 0 = no split; ignored for synthetic data, which has its own held-out stream). Also dies when
+ * a part is shorter than seq_len + 1 bytes. */
+dataset *dataset_open_split(const char *path, int seq_len, uint64_t seed, int train_weight,
+                            int held_out_weight);
 void dataset_close(dataset *d);
 
 /* Vocabulary size of the byte-level tokenizer: 256. */
