@@ -51,6 +51,7 @@ int cmd_eval(int argc, char **argv) {
     c.make_vocab_size_divisible_by = saved.make_vocab_size_divisible_by;
     c.seed = saved.seed;
     c.data_path = data;
+    c.split = "100,0"; /* score the whole file */
     c.train_iters = 1;
     char err[512];
     if (!train_config_check(&c, 1, err, sizeof err)) die("trident eval: %s", err);

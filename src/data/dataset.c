@@ -23,6 +23,8 @@ struct dataset {
     uint64_t seed;
     unsigned char *bytes; /* (n,) the file, or NULL for synthetic data */
     size_t n;
+    size_t n_train;   /* training reads bytes [0, n_train); evaluation [held_from, n) */
+    size_t held_from; /* n_train with a held-out split, 0 without (evaluation reads it all) */
     char describe[512];
 };
 
@@ -54,7 +56,15 @@ static unsigned char *read_file(const char *path, size_t *n_out) {
 }
 
 dataset *dataset_open(const char *path, int seq_len, uint64_t seed) {
+    return dataset_open_split(path, seq_len, seed, 1, 0);
+}
+
+dataset *dataset_open_split(const char *path, int seq_len, uint64_t seed, int train_weight,
+                            int held_out_weight) {
     if (seq_len < 1) die("dataset: sequence length %d must be at least 1", seq_len);
+    if (train_weight < 1 || held_out_weight < 0)
+        die("dataset: split %d,%d needs a training weight of at least 1 and a held-out weight of "
+            "at least 0", train_weight, held_out_weight);
     dataset *d = callocCheck(1, sizeof *d);
     d->T = seq_len;
     d->seed = seed;
@@ -63,8 +73,25 @@ dataset *dataset_open(const char *path, int seq_len, uint64_t seed) {
         if (d->n < (size_t)seq_len + 1)
             die("data file '%s' has %zu bytes, but --seq-length %d needs at least %d", path, d->n,
                 seq_len, seq_len + 1);
-        snprintf(d->describe, sizeof d->describe, "file '%s' (%zu bytes, seq_len %d)", path,
-                 d->n, seq_len);
+        d->n_train = d->n;
+        if (held_out_weight > 0) {
+            uint64_t total = (uint64_t)train_weight + (uint64_t)held_out_weight;
+            /* floor(n * TRAIN / total) without overflow: n = q * total + r. */
+            uint64_t q = (uint64_t)d->n / total, r = (uint64_t)d->n % total;
+            d->n_train = (size_t)(q * (uint64_t)train_weight + r * (uint64_t)train_weight / total);
+            d->held_from = d->n_train;
+            if (d->n_train < (size_t)seq_len + 1 || d->n - d->n_train < (size_t)seq_len + 1)
+                die("data file '%s' (%zu bytes) split %d,%d gives %zu training and %zu held-out "
+                    "bytes, but --seq-length %d needs at least %d in each part", path, d->n,
+                    train_weight, held_out_weight, d->n_train, d->n - d->n_train, seq_len,
+                    seq_len + 1);
+            snprintf(d->describe, sizeof d->describe,
+                     "file '%s' (%zu bytes: %zu training, %zu held-out; seq_len %d)", path, d->n,
+                     d->n_train, d->n - d->n_train, seq_len);
+        } else {
+            snprintf(d->describe, sizeof d->describe, "file '%s' (%zu bytes, seq_len %d)", path,
+                     d->n, seq_len);
+        }
     } else {
         snprintf(d->describe, sizeof d->describe,
                  "synthetic key/value records (seed %llu, seq_len %d)", (unsigned long long)seed,
@@ -104,7 +131,7 @@ void dataset_sample(const dataset *d, uint64_t sample_index, int32_t *tokens) {
     size_t len = (size_t)d->T + 1;
     if (d->bytes) {
         size_t start = (size_t)rng_below(d->seed, DATASET_STREAM_TRAIN, sample_index,
-                                         (uint64_t)(d->n - (size_t)d->T));
+                                         (uint64_t)(d->n_train - (size_t)d->T));
         for (size_t t = 0; t < len; t++) tokens[t] = d->bytes[start + t];
     } else {
         uint64_t s = rng_bits(d->seed, DATASET_STREAM_TRAIN, sample_index);
@@ -114,14 +141,14 @@ void dataset_sample(const dataset *d, uint64_t sample_index, int32_t *tokens) {
 
 size_t dataset_eval_windows(const dataset *d) {
     if (!d->bytes) return DATASET_SYNTH_EVAL_SAMPLES;
-    return (d->n - 1) / (size_t)d->T;
+    return (d->n - d->held_from - 1) / (size_t)d->T;
 }
 
 void dataset_eval_window(const dataset *d, size_t k, int32_t *tokens) {
     CHECK(k < dataset_eval_windows(d), "eval window index past dataset_eval_windows()");
     size_t len = (size_t)d->T + 1;
     if (d->bytes) {
-        const unsigned char *w = d->bytes + k * (size_t)d->T;
+        const unsigned char *w = d->bytes + d->held_from + k * (size_t)d->T;
         for (size_t t = 0; t < len; t++) tokens[t] = w[t];
     } else {
         uint64_t s = rng_bits(d->seed, DATASET_STREAM_EVAL, (uint64_t)k);

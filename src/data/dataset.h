@@ -12,15 +12,24 @@
  * Tokenizer. Byte level: token id = byte value, vocabulary 256 (dataset_vocab_size()).
  *
  * File data (path != NULL). The whole file is read into memory at open. With n the file size,
- * training sample i is the window of T + 1 bytes starting at
+ * a held-out split (dataset_open_split, `trident train --split TRAIN,HELD`, Megatron's flag in
+ * two parts) cuts it once, in file order, at
  *
- *     start(i) = rng_below(seed, DATASET_STREAM_TRAIN, i, n - T)      (src/core/rng.h)
+ *     s = floor(n * TRAIN / (TRAIN + HELD))       training bytes [0, s), held-out bytes [s, n)
  *
- * so start(i) + T + 1 <= n. Evaluation (dataset_eval_window) uses the file in order instead:
- * window k starts at byte k * T and holds T + 1 bytes, windows overlap by one byte (the last
- * target of window k is the first input of window k + 1), and there are (n - 1) / T of them.
- * Together their targets are exactly bytes [1, 1 + windows * T) of the file; the at most
- * T - 1 trailing bytes that do not fill a window are not evaluated.
+ * and each part must hold at least T + 1 bytes. Training sample i is the window of T + 1
+ * bytes starting at
+ *
+ *     start(i) = rng_below(seed, DATASET_STREAM_TRAIN, i, s - T)      (src/core/rng.h)
+ *
+ * so start(i) + T + 1 <= s: no training window touches a held-out byte. Evaluation
+ * (dataset_eval_window) reads the held-out part in order instead: window k starts at byte
+ * s + k * T and holds T + 1 bytes, windows overlap by one byte (the last target of window k is
+ * the first input of window k + 1), and there are (n - s - 1) / T of them. Together their
+ * targets are exactly bytes [s + 1, s + 1 + windows * T); the at most T - 1 trailing bytes
+ * that do not fill a window are not evaluated. Without a split (dataset_open, HELD = 0, as
+ * `trident eval --data-path` scores a whole file) s = n for training and evaluation reads the
+ * whole file from byte 0, so it measures the training text.
  *
  * Synthetic data (path == NULL), the default, so `trident train` needs no download.
  * The text is a run of records over the 16-letter alphabet a..p:
@@ -34,13 +43,14 @@
  * Every sample starts at the beginning of a record, and the text simply stops after T + 1
  * tokens (the last record is usually cut). The first half of each record is irreducible noise
  * (ln 16 nats per letter, plus ln 2 for the form); the value can only be predicted by
- * attending back to the key — copy (look 5 tokens back) or reversal (look 2j + 1 tokens back
- * for value letter j, decided by the form) — and ';' is free. Why a fixed key length: with
- * lengths 4 to 8 (this module's first version) the default model, in the 2 minutes the demo
- * has, learns the record structure but never the lookup (held-out loss 2.58 after 1,000
- * steps against a floor of 1.41); with one length both lookups are learned within ~800 steps
- * at lr 1e-3 (they are not at 3e-3). The draw of a length is kept (it is always 4), so the
- * grammar can be widened again by changing SYNTH_MAX_KEY in dataset.c.
+ * attending back to the key — copy (value letter j repeats the token 5 places back) or
+ * reversal (it repeats the token 2j + 2 places back), chosen by the form — and ';' is free. Why a fixed key length: with
+ * lengths 4 to 8 (this module's first version) the default model learns the record structure
+ * but not the lookup in the demo's 2 minutes (held-out 2.58 after 800 serial steps at lr 1e-3,
+ * floor 1.41; 2.555 after 3,000 steps at 3e-3). With one length both lookups are learned within
+ * ~800 steps at lr 1e-3 (held-out 1.46, floor 1.245) and not at all at 3e-3 (2.24 after 800).
+ * The draw of a length is kept (it is always 4), so the grammar can be widened again by
+ * changing SYNTH_MAX_KEY in dataset.c.
  *
  * Randomness of synthetic sample i: its draws are rng_bits(s_i, DATASET_STREAM_TRAIN, k)
  * with s_i = rng_bits(seed, DATASET_STREAM_TRAIN, i) and k = 0, 1, 2, ... counting the
@@ -89,9 +99,16 @@
 
 typedef struct dataset dataset;
 
-/* Opens the byte file at `path`, or the synthetic data when path is NULL. Dies with one line
- * when the file cannot be read or holds fewer than seq_len + 1 bytes, or seq_len < 1. */
+/* Opens the byte file at `path`, or the synthetic data when path is NULL, without a held-out
+ * split. Dies with one line when the file cannot be read or holds fewer than seq_len + 1
+ * bytes, or seq_len < 1. */
 dataset *dataset_open(const char *path, int seq_len, uint64_t seed);
+
+/* The same with the file cut into train_weight : held_out_weight (see above; held_out_weight
+ * 0 = no split; ignored for synthetic data, which has its own held-out stream). Also dies when
+ * a part is shorter than seq_len + 1 bytes. */
+dataset *dataset_open_split(const char *path, int seq_len, uint64_t seed, int train_weight,
+                            int held_out_weight);
 void dataset_close(dataset *d);
 
 /* Vocabulary size of the byte-level tokenizer: 256. */

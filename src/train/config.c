@@ -36,6 +36,9 @@ void train_config_defaults(train_config *c) {
     c->pipeline_model_parallel_size = 1;
     c->pipeline_schedule = "1f1b";
     c->rank_order = "tp-dp-pp";
+    c->split = "95,5"; /* Megatron's --split, in two parts: training and held-out text */
+    c->split_train = 95;
+    c->split_held = 5;
     c->run_dir = "runs/latest";
     c->save_interval = 0;
     c->log_interval = 10;
@@ -89,6 +92,8 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--bf16", FLAG_BOOL, &c->bf16, "bf16 parameters and gradients, fp32 master weights", NULL},
         {"--fp16", FLAG_BOOL, &c->fp16, "fp16 with dynamic loss scaling, fp32 master weights", NULL},
         {"--data-path", FLAG_STRING, &c->data_path, "text file to train on (default: synthetic data)", NULL},
+        {"--split", FLAG_STRING, &c->split,
+         "TRAIN,HELD: weights cutting a --data-path file into training text and held-out text, in file order", NULL},
         {"--run-dir", FLAG_STRING, &c->run_dir, "where metrics, traces and pictures go", NULL},
         {"--save", FLAG_STRING, &c->save, "checkpoint directory to save to", NULL},
         {"--load", FLAG_STRING, &c->load, "checkpoint directory to resume from", NULL},
@@ -135,6 +140,15 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     if (c->eval_interval < 0) FAIL("--eval-interval %d must not be negative", c->eval_interval);
     if (c->eval_iters < 0) FAIL("--eval-iters %d must not be negative", c->eval_iters);
     if (c->bf16 && c->fp16) FAIL("--bf16 and --fp16 exclude each other");
+    {
+        int a = -1, b = -1, used = 0;
+        if (!c->split || sscanf(c->split, "%d,%d%n", &a, &b, &used) != 2 || c->split[used] != '\0' || a < 1 ||
+            b < 0)
+            FAIL("--split '%s' must be two weights TRAIN,HELD with TRAIN >= 1 and HELD >= 0 (e.g. 95,5)",
+                 c->split ? c->split : "");
+        c->split_train = a;
+        c->split_held = b;
+    }
     c->world_size = world;
     c->dp = world / (tp * pp);
     if (c->global_batch_size < 1 || c->global_batch_size % (c->micro_batch_size * c->dp) != 0)

@@ -32,6 +32,8 @@ typedef struct {
     bool bf16, fp16;
     /* data, output */
     const char *data_path;  /* NULL = built-in synthetic data */
+    const char *split;      /* "TRAIN,HELD" weights of a --data-path file (src/data/dataset.h) */
+    int split_train, split_held; /* parsed from split by train_config_check */
     const char *run_dir;
     const char *save, *load;
     int save_interval, log_interval;

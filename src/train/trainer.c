@@ -97,7 +97,8 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         .dtype = cfg->bf16 ? PREC_BF16 : cfg->fp16 ? PREC_FP16 : PREC_FP32,
     };
     t->opt = distopt_create(t->model, &ac, &dg);
-    t->data = dataset_open(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed);
+    t->data = dataset_open_split(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed, cfg->split_train,
+                                 cfg->split_held);
     size_t n = (size_t)cfg->num_microbatches * (size_t)cfg->micro_batch_size * (size_t)cfg->seq_length;
     t->inputs = mallocCheck(n * sizeof(int32_t));
     t->targets = mallocCheck(n * sizeof(int32_t));

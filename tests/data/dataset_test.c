@@ -285,6 +285,72 @@ static void eval_windows_cover_the_file_in_order(void **state) {
     }
 }
 
+/* With a split, training windows lie in [0, s) and evaluation windows in [s, n), s = the cut
+ * of dataset.h: no training sample ever reads a held-out byte. */
+static void a_split_keeps_training_windows_off_the_held_out_bytes(void **state) {
+    (void)state;
+    enum { T = 16, N = 1003 };
+    unsigned char *bytes;
+    const char *path = make_random_file("split", N, &bytes);
+    const int weights[][2] = {{95, 5}, {9, 1}, {1, 1}, {969, 31}};
+    for (size_t c = 0; c < sizeof weights / sizeof *weights; c++) {
+        dataset *d = dataset_open_split(path, T, 4, weights[c][0], weights[c][1]);
+        size_t s = (size_t)N * (size_t)weights[c][0] / (size_t)(weights[c][0] + weights[c][1]);
+        int32_t x[T + 1];
+        size_t lowest = N, highest_end = 0;
+        for (uint64_t i = 0; i < 5000; i++) {
+            dataset_sample(d, i, x);
+            uint64_t start = rng_below(4, DATASET_STREAM_TRAIN, i, s - T);
+            for (int t = 0; t <= T; t++) assert_int_equal(x[t], bytes[start + t]);
+            if (start < lowest) lowest = start;
+            if (start + T + 1 > highest_end) highest_end = start + T + 1;
+        }
+        assert_int_equal(lowest, 0);
+        assert_int_equal(highest_end, s); /* the training part is used up to its last byte, not past */
+        size_t w = dataset_eval_windows(d);
+        assert_int_equal(w, (N - s - 1) / T);
+        assert_true(w >= 1);
+        for (size_t k = 0; k < w; k++) {
+            dataset_eval_window(d, k, x);
+            assert_true(s + k * T >= s && s + k * T + T + 1 <= N); /* inside the held-out part */
+            for (int t = 0; t <= T; t++) assert_int_equal(x[t], bytes[s + k * T + t]);
+        }
+        dataset_close(d);
+    }
+    /* HELD = 0 is no split: evaluation reads the whole file, as dataset_open does. */
+    dataset *d = dataset_open_split(path, T, 4, 1, 0);
+    assert_int_equal(dataset_eval_windows(d), (N - 1) / T);
+    dataset_close(d);
+    free(bytes);
+}
+
+typedef struct {
+    const char *path;
+    int seq_len, train, held;
+} split_args;
+
+static void open_split(const void *arg) {
+    const split_args *a = arg;
+    dataset_close(dataset_open_split(a->path, a->seq_len, 1, a->train, a->held));
+}
+
+static void a_split_too_small_for_a_window_dies_naming_both_parts(void **state) {
+    (void)state;
+    unsigned char *bytes;
+    const char *path = make_random_file("smallsplit", 400, &bytes);
+    free(bytes);
+    char out[2048], want[4400];
+    split_args tiny_held = {path, 64, 95, 5}; /* 380 training bytes, 20 held-out */
+    assert_int_equal(run_in_child(open_split, &tiny_held, out, sizeof out), 1);
+    snprintf(want, sizeof want,
+             "trident: data file '%s' (400 bytes) split 95,5 gives 380 training and 20 held-out bytes, "
+             "but --seq-length 64 needs at least 65 in each part\n", path);
+    assert_string_equal(out, want);
+    split_args bad = {path, 8, 0, 5};
+    assert_int_equal(run_in_child(open_split, &bad, out, sizeof out), 1);
+    assert_non_null(strstr(out, "split 0,5 needs a training weight of at least 1"));
+}
+
 static void missing_or_short_files_die_with_one_line(void **state) {
     (void)state;
     char out[2048];
@@ -320,6 +386,8 @@ int main(void) {
         cmocka_unit_test(synthetic_eval_uses_a_held_out_stream),
         cmocka_unit_test(file_samples_are_windows_at_the_documented_start),
         cmocka_unit_test(eval_windows_cover_the_file_in_order),
+        cmocka_unit_test(a_split_keeps_training_windows_off_the_held_out_bytes),
+        cmocka_unit_test(a_split_too_small_for_a_window_dies_naming_both_parts),
         cmocka_unit_test(missing_or_short_files_die_with_one_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,7 +27,7 @@ static void train(const char *env, const char *run_dir) {
     snprintf(cmd, sizeof cmd,
              "%s %s train --tensor-model-parallel-size 2 "
              "--pipeline-model-parallel-size 2 --num-layers %d --hidden-size 32 --num-attention-heads 4 "
-             "--seq-length 16 --global-batch-size 8 --micro-batch-size 2 --train-iters %d --quiet "
+             "--seq-length 16 --global-batch-size 8 --micro-batch-size 2 --train-iters %d --eval-iters 0 --quiet "
              "--run-dir %s",
              test_mpirun_prefix(mpirun, sizeof mpirun, 4, extra), test_trident_path(), LAYERS, STEPS,
              run_dir);
