@@ -22,6 +22,10 @@ and to a higher level (upward) are errors. The levels, bottom to top (STYLE.md's
   11  cli                                   the subcommands
   12  main                                  src/main.c: dispatches to cli
 
+Narrow edges: some packages may use only part of a lower one (NARROW below): runtime takes
+device memory (src/device/device_memory.h, //src/device:memory), never the kernels, so
+communication links no BLAS.
+
 Both graphs are checked: `#include "..."` lines (written from the repository root) in every
 .c/.h/.cu/.cuh file, and "//package:target" labels in every BUILD file of those packages.
 A folder that is not in the table is an error too (give a new package a level here).
@@ -53,6 +57,11 @@ LEVELS = {
     "bench": 10,
     "cli": 11,
     "main": 12,
+}
+
+# (from, to) -> the only headers / BUILD labels of `to` that `from` may use.
+NARROW = {
+    ("runtime", "device"): ("src/device/device_memory.h", "//src/device:memory"),
 }
 
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh")
@@ -98,7 +107,7 @@ def edges_of(root, path):
                 pkg = "main" if pkg_path == "" else package_of(pkg_path + "/x")
                 if pkg_path.startswith("tools") or pkg_path.startswith("tests"):
                     continue
-                found.append((i, "//" + pkg_path, pkg))
+                found.append((i, m.group(0).strip('"'), pkg))
     else:
         for i, line in enumerate(lines, 1):
             m = INCLUDE.match(line)
@@ -133,6 +142,9 @@ def main():
                 kind = "sideways" if LEVELS[dst] == LEVELS[src] else "upward"
                 errors.append("%s:%d: %s edge %s (level %d) -> %s (level %d): %s"
                               % (path, line, kind, src, LEVELS[src], dst, LEVELS[dst], target))
+            elif (src, dst) in NARROW and target not in NARROW[(src, dst)]:
+                errors.append("%s:%d: %s may use only %s of %s, not %s"
+                              % (path, line, src, " and ".join(NARROW[(src, dst)]), dst, target))
 
     if args.graph:
         print("# package graph of src/, kernels/, viz/ (includes + BUILD deps); level: package -> what it uses")

@@ -24,6 +24,7 @@
 #include "src/ckpt/tensorfile.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
+#include "src/core/json.h"
 #include "src/device/device.h"
 #include "src/precision/convert.h"
 #include "src/runtime/comm.h"
@@ -132,21 +133,39 @@ bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_siz
 
 /* ---- saving ----------------------------------------------------------------------------- */
 
+/* The metadata of a rank's file (FORMAT.md): one compact JSON object; old files written by
+ * hand in the same key order read the same (tf_meta_get_* look keys up by name). */
 static char *meta_json(int it, const ckpt_layout *c, const local_model *m, dist_optimizer *opt,
                        int rank) {
-    char *s = mallocCheck(2048);
-    snprintf(s, 2048,
-             "{\"format\":\"" CKPT_FORMAT "\",\"version\":%d,\"iteration\":%d,\"adam_step\":%d,"
-             "\"loss_scale\":%.9g,\"precision\":\"%s\",\"rank\":%d,\"world_size\":%d,\"tp\":%d,\"pp\":%d,"
-             "\"dp\":%d,\"vpp\":%d,\"zero\":%d,\"tp_rank\":%d,\"pp_rank\":%d,\"dp_rank\":%d,"
-             "\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"seq_length\":%d,"
-             "\"padded_vocab\":%d,\"make_vocab_size_divisible_by\":%d,\"seed\":%d,\"numel\":%zu}",
-             CKPT_VERSION, it, distopt_step_count(opt), (double)distopt_loss_scale(opt),
-             prec_dtype_name(c->dtype), rank, c->world_size, c->tp, c->pp, c->dp, c->vpp, c->zero ? 1 : 0,
-             m->tp_rank, m->pp_rank, dp_rank_of(c, rank), c->num_layers, c->hidden_size,
-             c->num_attention_heads, c->seq_length, c->padded_vocab, c->make_vocab_size_divisible_by,
-             c->seed, m->numel);
-    return s;
+    json_writer w;
+    json_init_buffer(&w, 0);
+    json_begin_object(&w, JSON_COMPACT);
+    json_field_string(&w, "format", CKPT_FORMAT);
+    json_field_int(&w, "version", CKPT_VERSION);
+    json_field_int(&w, "iteration", it);
+    json_field_int(&w, "adam_step", distopt_step_count(opt));
+    json_field_double(&w, "loss_scale", "%.9g", (double)distopt_loss_scale(opt));
+    json_field_string(&w, "precision", prec_dtype_name(c->dtype));
+    json_field_int(&w, "rank", rank);
+    json_field_int(&w, "world_size", c->world_size);
+    json_field_int(&w, "tp", c->tp);
+    json_field_int(&w, "pp", c->pp);
+    json_field_int(&w, "dp", c->dp);
+    json_field_int(&w, "vpp", c->vpp);
+    json_field_int(&w, "zero", c->zero ? 1 : 0);
+    json_field_int(&w, "tp_rank", m->tp_rank);
+    json_field_int(&w, "pp_rank", m->pp_rank);
+    json_field_int(&w, "dp_rank", dp_rank_of(c, rank));
+    json_field_int(&w, "num_layers", c->num_layers);
+    json_field_int(&w, "hidden_size", c->hidden_size);
+    json_field_int(&w, "num_attention_heads", c->num_attention_heads);
+    json_field_int(&w, "seq_length", c->seq_length);
+    json_field_int(&w, "padded_vocab", c->padded_vocab);
+    json_field_int(&w, "make_vocab_size_divisible_by", c->make_vocab_size_divisible_by);
+    json_field_int(&w, "seed", c->seed);
+    json_field_uint(&w, "numel", (unsigned long long)m->numel);
+    json_end_object(&w);
+    return json_take(&w);
 }
 
 /* The test hook of checkpoint.h: true when this save is the one TRIDENT_TEST_CRASH_IN_SAVE names. */

@@ -14,7 +14,8 @@
  *
  * The model, the tensor-parallel layers, the pipeline executor and the optimizer never call a
  * kernel or memcpy/memset on tensors directly; they call the dev_* functions below, which
- * run the kernel of the current device (one branch per call), and device_* for memory:
+ * run the kernel of the current device (one branch per call), and device_* for memory
+ * (src/device/device_memory.h, its own library without BLAS, included here):
  *
  *   device_init(DEVICE_CUDA, dist_bind_device(), err, sizeof err);  // once, after dist_init()
  *   float *w = device_alloc(n * sizeof(float), "parameters");  // zeroed, device memory
@@ -40,55 +41,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "src/device/device_memory.h"
 #include "src/precision/convert.h"
 
 struct adamw_config; /* src/optim/adamw.h: only the kernel's implementation needs its fields */
 
-typedef enum { DEVICE_CPU = 0, DEVICE_CUDA = 1, DEVICE_CPU_GUARDED = 2 } device_kind;
-
-/* "cpu", "cuda", "cpu-guarded". */
-const char *device_kind_name(device_kind k);
-/* Parses one of the names above; false for anything else. */
-bool device_kind_parse(const char *s, device_kind *out);
-/* Whether this build can run kind at all (cuda: built with nvcc). */
-bool device_kind_built(device_kind k);
-
-/* Makes `kind` this process's device. cuda: GPU number `gpu` (the rank's binding from
- * dist_bind_device(); -1 = none), one stream,
- * one cuBLAS handle. Returns false with a message naming the problem (no CUDA build, no GPU)
- * and changes nothing. Calling it again with the kind already current is a no-op. */
-bool device_init(device_kind kind, int gpu, char *err, size_t errlen);
-/* Back to the cpu device; frees the CUDA context. Every device_alloc'ed buffer must be freed. */
-void device_shutdown(void);
-device_kind device_current(void);
-/* True on the cpu device: device pointers are ordinary host pointers. */
-bool device_is_host(void);
-/* GPU index in use (cuda), else -1. */
-int device_gpu(void);
-/* GPUs visible to this process; 0 without a CUDA build, a driver or a GPU (never dies). */
-int device_cuda_count(void);
 /* Threads of the CPU kernels (BLAS) of this process, at least 1; the CUDA kernels ignore it. */
 void device_set_threads(int n);
-
-/* ---- memory --------------------------------------------------------------------------- */
-
-/* `bytes` of zeroed device memory (never NULL; dies naming `what` when it cannot). */
-void *device_alloc(size_t bytes, const char *what);
-void device_free(void *p);
-/* True when p points into a live device_alloc buffer of a non-host device (cuda,
- * cpu-guarded); always false on the cpu device, where everything is host memory. */
-bool device_owns(const void *p);
-/* Bytes currently allocated with device_alloc, and the most ever at once. */
-size_t device_bytes_in_use(void);
-size_t device_bytes_peak(void);
-
-void device_upload(void *dev_dst, const void *host_src, size_t bytes);
-void device_download(void *host_dst, const void *dev_src, size_t bytes);
-void device_copy(void *dev_dst, const void *dev_src, size_t bytes);
-void device_zero(void *dev, size_t bytes);
-/* Waits for everything queued (cuda); a no-op on the CPU devices. Trace spans call it so
- * the timeline measures kernels, not their launches. */
-void device_sync(void);
 
 /* ---- kernels: the contracts of kernels/ops.h ------------------------------------------ */
 

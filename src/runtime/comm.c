@@ -28,7 +28,7 @@
 
 #include "src/core/check.h"
 #include "src/core/clock.h"
-#include "src/device/device.h"
+#include "src/device/device_memory.h"
 #include "src/precision/convert.h"
 #include "src/runtime/comm_label.h"
 #include "src/runtime/comm_tag.h"

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 #include "src/core/check.h"
-#include "src/device/device.h"
+#include "src/device/device_memory.h"
 #include "src/runtime/comm_internal.h"
 
 bool comm_needs_staging(const comm_group *g, const void *p) {
