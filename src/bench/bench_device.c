@@ -62,21 +62,7 @@ static device_setup device_setup_of(const bench_ctx *ctx, bool gpu) {
 }
 
 static trainer *device_trainer(const bench_ctx *ctx, const device_setup *d, train_config *tc) {
-    train_config_defaults(tc);
-    tc->num_layers = d->L;
-    tc->hidden_size = d->C;
-    tc->num_attention_heads = d->NH;
-    tc->seq_length = d->T;
-    tc->micro_batch_size = d->B;
-    tc->global_batch_size = d->B;
-    tc->train_iters = 1000;
-    tc->lr_warmup_iters = 10;
-    tc->no_trace = true;
-    tc->device = ctx->device;
-    char err[512];
-    if (!train_config_check(tc, 1, err, sizeof err)) die("bench device: %s", err);
-    ops_set_threads(1);
-    return trainer_create(tc, NULL);
+    return bench_serial_trainer(tc, d->L, d->C, d->NH, d->T, d->B, ctx->device, "bench device");
 }
 
 /* Device buffers big enough for every shape: x (N, in), y (N, out), w (in, out), gradients. */

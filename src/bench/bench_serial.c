@@ -188,18 +188,24 @@ static kernel_times time_kernels(const serial_setup *c, int V) {
 
 /* The trainer of the suite: a serial GPT of the setup's shape, one BLAS thread. */
 static trainer *serial_trainer(const serial_setup *s, train_config *tc) {
+    return bench_serial_trainer(tc, s->L, s->C, s->NH, s->T, s->B, NULL, "bench serial");
+}
+
+trainer *bench_serial_trainer(train_config *tc, int L, int C, int NH, int T, int B, const char *device,
+                              const char *who) {
     train_config_defaults(tc);
-    tc->num_layers = s->L;
-    tc->hidden_size = s->C;
-    tc->num_attention_heads = s->NH;
-    tc->seq_length = s->T;
-    tc->micro_batch_size = s->B;
-    tc->global_batch_size = s->B;
+    tc->num_layers = L;
+    tc->hidden_size = C;
+    tc->num_attention_heads = NH;
+    tc->seq_length = T;
+    tc->micro_batch_size = B;
+    tc->global_batch_size = B;
     tc->train_iters = 1000;
     tc->lr_warmup_iters = 10;
     tc->no_trace = true;
+    if (device) tc->device = device;
     char err[512];
-    if (!train_config_check(tc, 1, err, sizeof err)) die("bench serial: %s", err);
+    if (!train_config_check(tc, 1, err, sizeof err)) die("%s: %s", who, err);
     ops_set_threads(1);
     return trainer_create(tc, NULL);
 }

@@ -105,12 +105,7 @@ int cmd_generate(int argc, char **argv) {
     train_config_defaults(&c);
     ckpt_layout saved = {0};
     checkpoint_read_model(load, &saved);
-    c.num_layers = saved.num_layers;
-    c.hidden_size = saved.hidden_size;
-    c.num_attention_heads = saved.num_attention_heads;
-    c.seq_length = saved.seq_length;
-    c.make_vocab_size_divisible_by = saved.make_vocab_size_divisible_by;
-    c.seed = saved.seed;
+    trainer_config_take_model(&c, &saved);
     c.tensor_model_parallel_size = tp;
     c.pipeline_model_parallel_size = pp;
     c.num_layers_per_virtual_pipeline_stage = 0;

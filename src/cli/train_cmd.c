@@ -44,12 +44,7 @@ int cmd_eval(int argc, char **argv) {
     checkpoint_read_model(load, &saved);
     /* The saved model; the precision stays fp32: evaluation computes with the saved (rounded)
      * parameters. */
-    c.num_layers = saved.num_layers;
-    c.hidden_size = saved.hidden_size;
-    c.num_attention_heads = saved.num_attention_heads;
-    c.seq_length = saved.seq_length;
-    c.make_vocab_size_divisible_by = saved.make_vocab_size_divisible_by;
-    c.seed = saved.seed;
+    trainer_config_take_model(&c, &saved);
     c.data_path = data;
     c.split = "100,0"; /* score the whole file */
     c.train_iters = 1;

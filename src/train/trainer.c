@@ -245,6 +245,15 @@ ckpt_layout trainer_ckpt_layout(const train_config *c) {
     };
 }
 
+void trainer_config_take_model(train_config *c, const ckpt_layout *saved) {
+    c->num_layers = saved->num_layers;
+    c->hidden_size = saved->hidden_size;
+    c->num_attention_heads = saved->num_attention_heads;
+    c->seq_length = saved->seq_length;
+    c->make_vocab_size_divisible_by = saved->make_vocab_size_divisible_by;
+    c->seed = saved->seed;
+}
+
 /* The groups of each kind, as rank lists (at most 16 groups per kind). */
 static void print_groups(const train_config *c, const parallel_state *ps) {
     printf("groups (rank order %s):\n", c->rank_order);

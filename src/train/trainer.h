@@ -55,6 +55,11 @@ int trainer_run(train_config *cfg);
 /* What checkpoints are told of a run configured by cfg (checked): layout, precision, model. */
 ckpt_layout trainer_ckpt_layout(const train_config *cfg);
 
+/* The other way round, for commands that load a checkpoint (eval, generate): cfg gets the
+ * saved model's shape (layers, hidden size, heads, sequence length, vocabulary padding) and
+ * seed; its layout, precision and data are left to the caller. */
+void trainer_config_take_model(train_config *cfg, const ckpt_layout *saved);
+
 /* Evaluation during training, on any layout: `batches` global batches of held-out samples
  * (sample k of the data's evaluation windows, taken in order and wrapping around), forward
  * passes only through the pipeline; the mean loss, known on every rank. */
