@@ -11,6 +11,12 @@
 # file also carries the notice of the atheism cookie file's compiler.
 # The text is a collection of quotations; keep that copyright file with any copy you share.
 #
+# A setting that reaches held-out loss 1.69 nats/byte (--split 95,5) in 1,600 steps, 5.1 minutes
+# serially on a shared 2-core machine: trident train --data-path OUT_FILE --num-layers 4
+# --hidden-size 128 --num-attention-heads 4 --seq-length 128 --micro-batch-size 16
+# --global-batch-size 16 --lr 5e-3 --min-lr 5e-4 --lr-warmup-iters 100 --train-iters 1600
+# --eval-iters 16 (lr 3e-3, min 3e-4, warmup 50: 1.73 in 4.8 minutes).
+#
 # Writes OUT_FILE through a temporary file and a rename, so a failed run never leaves half a
 # file over a good one, and prints the size. Dies with one line when the package is missing
 # or the text is under 1 MB.
