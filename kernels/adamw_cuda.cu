@@ -31,11 +31,11 @@ __global__ void adamw_kernel(float *p, const float *g, float *m, float *v, size_
 }
 
 extern "C" void cuda_adamw_update(const cuda_context *ctx, float *p, const float *g, float *m,
-                                  float *v, size_t n, float beta1, float beta2, float eps,
-                                  float lr, float wd, int t, float grad_scale) {
+                                  float *v, size_t n, float beta1, float beta2, float eps, float lr,
+                                  float wd, int t, float grad_scale) {
     if (n == 0) return;
     const float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
     adamw_kernel<<<grid_for(n), BLOCK, 0, ctx->stream>>>(p, g, m, v, n, beta1, beta2, eps, c1, c2,
-                                                        lr, wd, grad_scale);
+                                                         lr, wd, grad_scale);
     cudaCheckLast();
 }

@@ -63,8 +63,7 @@ __global__ void causal_softmax_backward_kernel(float *da, const float *att, size
 }
 
 extern "C" void cuda_attention_forward(const cuda_context *ctx, float *out, float *att,
-                                       const float *qkv, size_t B, size_t T, size_t NH,
-                                       size_t HS) {
+                                       const float *qkv, size_t B, size_t T, size_t NH, size_t HS) {
     if (B == 0 || T == 0 || NH == 0 || HS == 0) return;
     const size_t CH = NH * HS; /* width of Q (and of K, V) */
     const size_t ld = 3 * CH;  /* row stride of qkv */
@@ -74,8 +73,8 @@ extern "C" void cuda_attention_forward(const cuda_context *ctx, float *out, floa
         const float *k = q + CH;
         float *a = att + b * NH * T * T; /* (NH,T,T) */
         /* a_h (T,T) = scale * q_h (T,HS) @ k_h (T,HS)^T, for every head h */
-        rowmajor_gemm_batched(ctx, NO_TRANS, TRANS, T, T, HS, scale, q, ld, HS, k, ld, HS, 0.0f,
-                              a, T, T * T, NH);
+        rowmajor_gemm_batched(ctx, NO_TRANS, TRANS, T, T, HS, scale, q, ld, HS, k, ld, HS, 0.0f, a,
+                              T, T * T, NH);
     }
     const size_t rows = B * NH * T;
     causal_softmax_kernel<<<grid_for_rows(rows), BLOCK, 0, ctx->stream>>>(att, rows, T);
@@ -84,8 +83,8 @@ extern "C" void cuda_attention_forward(const cuda_context *ctx, float *out, floa
         const float *v = qkv + b * T * ld + 2 * CH;
         const float *a = att + b * NH * T * T;
         /* out_h (T,HS) = a_h (T,T) @ v_h (T,HS), written at columns h*HS of out (B,T,CH) */
-        rowmajor_gemm_batched(ctx, NO_TRANS, NO_TRANS, T, HS, T, 1.0f, a, T, T * T, v, ld, HS,
-                              0.0f, out + b * T * CH, CH, HS, NH);
+        rowmajor_gemm_batched(ctx, NO_TRANS, NO_TRANS, T, HS, T, 1.0f, a, T, T * T, v, ld, HS, 0.0f,
+                              out + b * T * CH, CH, HS, NH);
     }
 }
 
@@ -108,14 +107,14 @@ extern "C" void cuda_attention_backward(const cuda_context *ctx, float *dqkv, co
         const float *dy = dout + b * T * CH;
         float *da = scratch; /* (NH,T,T): the next b reuses it after these calls (one stream) */
         /* da_h (T,T) = dy_h (T,HS) @ v_h (T,HS)^T */
-        rowmajor_gemm_batched(ctx, NO_TRANS, TRANS, T, T, HS, 1.0f, dy, CH, HS, v, ld, HS, 0.0f,
-                              da, T, T * T, NH);
+        rowmajor_gemm_batched(ctx, NO_TRANS, TRANS, T, T, HS, 1.0f, dy, CH, HS, v, ld, HS, 0.0f, da,
+                              T, T * T, NH);
         /* dv_h (T,HS) += a_h (T,T)^T @ dy_h (T,HS) */
         rowmajor_gemm_batched(ctx, TRANS, NO_TRANS, T, HS, T, 1.0f, a, T, T * T, dy, CH, HS, 1.0f,
                               dv, ld, HS, NH);
         /* softmax backward, in place: da becomes dpre */
         causal_softmax_backward_kernel<<<grid_for_rows(rows), BLOCK, 0, ctx->stream>>>(da, a, rows,
-                                                                                      T, scale);
+                                                                                       T, scale);
         cudaCheckLast();
         /* dq_h (T,HS) += dpre_h (T,T) @ k_h (T,HS) */
         rowmajor_gemm_batched(ctx, NO_TRANS, NO_TRANS, T, HS, T, 1.0f, da, T, T * T, k, ld, HS,

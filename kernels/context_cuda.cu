@@ -24,22 +24,20 @@ static const char *cuda_hint(cudaError_t err) {
                "(tools/gpu/README.md)";
     case cudaErrorIllegalAddress:
         return "a kernel touched memory it does not own: run under compute-sanitizer";
-    default:
-        return "run with CUDA_LAUNCH_BLOCKING=1 to find the kernel that failed";
+    default: return "run with CUDA_LAUNCH_BLOCKING=1 to find the kernel that failed";
     }
 }
 
 extern "C" void cuda_check_(cudaError_t err, const char *what, const char *file, int line) {
     if (err == cudaSuccess) return;
-    fprintf(stderr, "%s:%d: CUDA error in %s: %s (%s)\n", file, line, what,
-            cudaGetErrorString(err), cudaGetErrorName(err));
+    fprintf(stderr, "%s:%d: CUDA error in %s: %s (%s)\n", file, line, what, cudaGetErrorString(err),
+            cudaGetErrorName(err));
     check_fail_(file, line, "cuda call failed", cuda_hint(err));
 }
 
 extern "C" void cublas_check_(cublasStatus_t st, const char *what, const char *file, int line) {
     if (st == CUBLAS_STATUS_SUCCESS) return;
-    fprintf(stderr, "%s:%d: cuBLAS error in %s: %s\n", file, line, what,
-            cublasGetStatusString(st));
+    fprintf(stderr, "%s:%d: cuBLAS error in %s: %s\n", file, line, what, cublasGetStatusString(st));
     check_fail_(file, line, "cublas call failed",
                 st == CUBLAS_STATUS_NOT_INITIALIZED ? "was cuda_context_init() called?"
                 : st == CUBLAS_STATUS_INVALID_VALUE ? "a size or leading dimension is wrong"

@@ -96,9 +96,8 @@ extern "C" void cuda_crossentropy_local_max(const cuda_context *ctx, float *rowm
 
 extern "C" void cuda_crossentropy_local_sums(const cuda_context *ctx, float *sumexp,
                                              float *target_logit, const float *logits,
-                                             const float *rowmax, const int32_t *targets,
-                                             size_t N, size_t V, int64_t v_start,
-                                             int64_t real_vocab) {
+                                             const float *rowmax, const int32_t *targets, size_t N,
+                                             size_t V, int64_t v_start, int64_t real_vocab) {
     if (N == 0) return;
     size_t R = real_cols(V, v_start, real_vocab);
     crossentropy_sums_kernel<<<grid_rows(N), BLOCK, 0, ctx->stream>>>(
@@ -107,19 +106,18 @@ extern "C" void cuda_crossentropy_local_sums(const cuda_context *ctx, float *sum
 }
 
 extern "C" void cuda_crossentropy_loss(const cuda_context *ctx, float *loss, const float *sumexp,
-                                       const float *rowmax, const float *target_logit,
-                                       size_t N) {
+                                       const float *rowmax, const float *target_logit, size_t N) {
     if (N == 0) return;
     crossentropy_loss_kernel<<<grid_for(N), BLOCK, 0, ctx->stream>>>(loss, sumexp, rowmax,
-                                                                    target_logit, N);
+                                                                     target_logit, N);
     cudaCheckLast();
 }
 
 extern "C" void cuda_crossentropy_backward(const cuda_context *ctx, float *dlogits,
                                            const float *logits, const float *rowmax,
                                            const float *sumexp, const int32_t *targets,
-                                           const float *dloss, size_t N, size_t V,
-                                           int64_t v_start, int64_t real_vocab) {
+                                           const float *dloss, size_t N, size_t V, int64_t v_start,
+                                           int64_t real_vocab) {
     if (N == 0 || V == 0) return;
     size_t R = real_cols(V, v_start, real_vocab);
     crossentropy_backward_kernel<<<grid_rows(N), BLOCK, 0, ctx->stream>>>(

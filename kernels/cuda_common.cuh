@@ -33,7 +33,7 @@ extern "C" {
 
 namespace trident_cuda {
 
-constexpr int BLOCK = 256;                   /* threads per block, elementwise kernels */
+constexpr int BLOCK = 256; /* threads per block, elementwise kernels */
 constexpr int WARP = 32;
 constexpr int ROWS_PER_BLOCK = BLOCK / WARP; /* row-wise kernels: one warp per row */
 
@@ -120,9 +120,9 @@ constexpr int ROWS_T = 16;
  * dimensions. `in_type` is CUDA_R_32F (plain fp32: CUBLAS_COMPUTE_32F, no TF32) or
  * CUDA_R_16BF (bf16 inputs on the tensor cores, fp32 accumulation); Y is always fp32. */
 static inline void rowmajor_gemm(const cuda_context *ctx, cudaDataType in_type,
-                                 cublasOperation_t opA, cublasOperation_t opB, size_t M,
-                                 size_t N, size_t K, float alpha, const void *A, size_t lda,
-                                 const void *B, size_t ldb, float beta, float *Y, size_t ldy) {
+                                 cublasOperation_t opA, cublasOperation_t opB, size_t M, size_t N,
+                                 size_t K, float alpha, const void *A, size_t lda, const void *B,
+                                 size_t ldb, float beta, float *Y, size_t ldy) {
     cublasCheck(cublasGemmEx(ctx->cublas, opB, opA, blas_int(N), blas_int(M), blas_int(K), &alpha,
                              B, in_type, blas_int(ldb), A, in_type, blas_int(lda), &beta, Y,
                              CUDA_R_32F, blas_int(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -137,9 +137,9 @@ static inline void rowmajor_gemm_batched(const cuda_context *ctx, cublasOperatio
                                          float *Y, size_t ldy, size_t strideY, size_t count) {
     cublasCheck(cublasGemmStridedBatchedEx(
         ctx->cublas, opB, opA, blas_int(N), blas_int(M), blas_int(K), &alpha, B, CUDA_R_32F,
-        blas_int(ldb), (long long)strideB, A, CUDA_R_32F, blas_int(lda), (long long)strideA,
-        &beta, Y, CUDA_R_32F, blas_int(ldy), (long long)strideY, blas_int(count),
-        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        blas_int(ldb), (long long)strideB, A, CUDA_R_32F, blas_int(lda), (long long)strideA, &beta,
+        Y, CUDA_R_32F, blas_int(ldy), (long long)strideY, blas_int(count), CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT));
 }
 
 constexpr cublasOperation_t NO_TRANS = CUBLAS_OP_N;

@@ -56,8 +56,7 @@ __global__ void add_bias_rows_kernel(float *x, const float *bias, size_t N, size
     for (size_t i = global_index(); i < N * OC; i += global_stride()) x[i] += bias[i % OC];
 }
 
-extern "C" void cuda_gelu_forward(const cuda_context *ctx, float *out, const float *inp,
-                                  size_t n) {
+extern "C" void cuda_gelu_forward(const cuda_context *ctx, float *out, const float *inp, size_t n) {
     if (n == 0) return;
     gelu_forward_kernel<<<grid_for(n), BLOCK, 0, ctx->stream>>>(out, inp, n);
     cudaCheckLast();

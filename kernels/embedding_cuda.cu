@@ -57,16 +57,16 @@ extern "C" void cuda_embedding_forward(const cuda_context *ctx, float *out, cons
                                        size_t V) {
     if (N == 0 || C == 0) return;
     embedding_forward_kernel<<<grid_for(N * C), BLOCK, 0, ctx->stream>>>(out, tokens, wte, N, C,
-                                                                        v_start, V);
+                                                                         v_start, V);
     cudaCheckLast();
 }
 
 extern "C" void cuda_embedding_backward(const cuda_context *ctx, float *dwte, const float *dout,
-                                        const int32_t *tokens, size_t N, size_t C,
-                                        int64_t v_start, size_t V) {
+                                        const int32_t *tokens, size_t N, size_t C, int64_t v_start,
+                                        size_t V) {
     if (N == 0 || C == 0) return;
     embedding_backward_kernel<<<grid_for(C, 128), 128, 0, ctx->stream>>>(dwte, dout, tokens, N, C,
-                                                                        v_start, V);
+                                                                         v_start, V);
     cudaCheckLast();
 }
 

@@ -40,8 +40,8 @@ __global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, c
 
 /* dinp (row) += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * w. */
 __global__ void layernorm_backward_dinp_kernel(float *dinp, const float *dout, const float *inp,
-                                               const float *w, const float *mean,
-                                               const float *rstd, size_t N, size_t C) {
+                                               const float *w, const float *mean, const float *rstd,
+                                               size_t N, size_t C) {
     const size_t row = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
     const int lane = threadIdx.x % WARP;
     if (row >= N) return;
@@ -102,14 +102,13 @@ extern "C" void cuda_layernorm_forward(const cuda_context *ctx, float *out, floa
                                        const float *b, size_t N, size_t C) {
     if (N == 0) return;
     layernorm_forward_kernel<<<grid_for_rows(N), BLOCK, 0, ctx->stream>>>(out, mean, rstd, inp, w,
-                                                                         b, N, C);
+                                                                          b, N, C);
     cudaCheckLast();
 }
 
-extern "C" void cuda_layernorm_backward(const cuda_context *ctx, float *dinp, float *dw,
-                                        float *db, const float *dout, const float *inp,
-                                        const float *w, const float *mean, const float *rstd,
-                                        size_t N, size_t C) {
+extern "C" void cuda_layernorm_backward(const cuda_context *ctx, float *dinp, float *dw, float *db,
+                                        const float *dout, const float *inp, const float *w,
+                                        const float *mean, const float *rstd, size_t N, size_t C) {
     if (N == 0 || C == 0) return;
     if (dinp) { /* the input-gradient part (B of a split backward) */
         layernorm_backward_dinp_kernel<<<grid_for_rows(N), BLOCK, 0, ctx->stream>>>(
@@ -118,8 +117,8 @@ extern "C" void cuda_layernorm_backward(const cuda_context *ctx, float *dinp, fl
     }
     if (dw) { /* the weight-gradient part (W) */
         dim3 block(COLS, ROWS_T);
-        layernorm_backward_dwdb_kernel<<<(unsigned)((C + COLS - 1) / COLS), block, 0, ctx->stream>>>(
-            dw, db, dout, inp, mean, rstd, N, C);
+        layernorm_backward_dwdb_kernel<<<(unsigned)((C + COLS - 1) / COLS), block, 0,
+                                         ctx->stream>>>(dw, db, dout, inp, mean, rstd, N, C);
         cudaCheckLast();
     }
 }

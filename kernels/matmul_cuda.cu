@@ -58,8 +58,8 @@ static void matmul_forward_any(const cuda_context *ctx, cudaDataType in_type, fl
         cuda_zero(ctx, out, N * OC * sizeof(float));
     } else {
         /* out (N,OC) = inp (N,C) @ weight (OC,C)^T */
-        rowmajor_gemm(ctx, in_type, NO_TRANS, TRANS, N, OC, C, 1.0f, inp, C, weight, C, 0.0f,
-                      out, OC);
+        rowmajor_gemm(ctx, in_type, NO_TRANS, TRANS, N, OC, C, 1.0f, inp, C, weight, C, 0.0f, out,
+                      OC);
     }
     if (bias) {
         bias_add_kernel<<<grid_for(N * OC), BLOCK, 0, ctx->stream>>>(out, bias, N, OC);
@@ -95,16 +95,15 @@ extern "C" void cuda_matmul_backward(const cuda_context *ctx, float *dinp, float
     if (dbias) column_sum<float>(ctx, dbias, dout, N, OC);
 }
 
-extern "C" void cuda_matmul_forward_bf16(const cuda_context *ctx, float *out,
-                                         const uint16_t *inp, const uint16_t *weight,
-                                         const float *bias, size_t N, size_t C, size_t OC) {
+extern "C" void cuda_matmul_forward_bf16(const cuda_context *ctx, float *out, const uint16_t *inp,
+                                         const uint16_t *weight, const float *bias, size_t N,
+                                         size_t C, size_t OC) {
     matmul_forward_any(ctx, CUDA_R_16BF, out, inp, weight, bias, N, C, OC);
 }
 
 extern "C" void cuda_matmul_backward_bf16(const cuda_context *ctx, float *dinp, float *dweight,
-                                          float *dbias, const uint16_t *dout,
-                                          const uint16_t *inp, const uint16_t *weight, size_t N,
-                                          size_t C, size_t OC) {
+                                          float *dbias, const uint16_t *dout, const uint16_t *inp,
+                                          const uint16_t *weight, size_t N, size_t C, size_t OC) {
     if (N == 0 || C == 0 || OC == 0) return;
     matmul_backward_any(ctx, CUDA_R_16BF, dinp, dweight, dout, inp, weight, N, C, OC);
     if (dbias) column_sum<__nv_bfloat16>(ctx, dbias, (const __nv_bfloat16 *)dout, N, OC);

@@ -24,12 +24,12 @@
 void ops_set_threads(int n);
 
 /* out (N,OC) = inp (N,C) @ weight(OC,C)^T + bias (OC); bias may be NULL. */
-void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
-                    size_t N, size_t C, size_t OC);
+void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, size_t N,
+                    size_t C, size_t OC);
 /* dinp (N,C) += dout @ weight;  dweight (OC,C) += dout^T @ inp;  dbias (OC) += sum_n dout.
  * Any of dinp, dweight, dbias may be NULL (not wanted). */
-void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                     const float *inp, const float *weight, size_t N, size_t C, size_t OC);
+void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, size_t N, size_t C, size_t OC);
 
 /* out (N,C) = (inp - mean) * rstd * w + b, per row; mean, rstd (N) are kept for backward. */
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
@@ -87,8 +87,8 @@ void position_backward(float *dwpe, const float *dout, size_t B, size_t T, size_
  *   3. (all-reduce SUM of both)  loss (N) = log(sumexp) + max - target_logit.
  *   backward: dlogits (N,V) = (exp(logit - max) / sumexp - [v == target]) * dloss[n];
  *      padding entries get 0. Writes (not accumulates) dlogits. */
-void crossentropy_local_max(float *rowmax, const float *logits, size_t N, size_t V,
-                            int64_t v_start, int64_t real_vocab);
+void crossentropy_local_max(float *rowmax, const float *logits, size_t N, size_t V, int64_t v_start,
+                            int64_t real_vocab);
 void crossentropy_local_sums(float *sumexp, float *target_logit, const float *logits,
                              const float *rowmax, const int32_t *targets, size_t N, size_t V,
                              int64_t v_start, int64_t real_vocab);

@@ -34,7 +34,8 @@ void openblas_set_num_threads(int num_threads);
  * vectorise. */
 static inline float exp_approx(float x) {
     const float log2e = 1.44269504088896341f, ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-    const float shifter = 12582912.0f; /* 1.5·2^23: adding it rounds to an integer in the low bits */
+    const float shifter =
+        12582912.0f;             /* 1.5·2^23: adding it rounds to an integer in the low bits */
     x = x > -87.3f ? x : -87.3f; /* written as max and min so loops stay branch-free */
     x = x < 88.3f ? x : 88.3f;
     float t = x * log2e + shifter;
@@ -65,8 +66,8 @@ static inline float tanh_approx(float u) { return 1.0f - 2.0f / (1.0f + exp_appr
 
 void ops_set_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
 
-void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
-                    size_t N, size_t C, size_t OC) {
+void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, size_t N,
+                    size_t C, size_t OC) {
     if (N == 0 || OC == 0) return;
     float beta = 0.0f;
     if (bias) {
@@ -77,12 +78,12 @@ void matmul_forward(float *out, const float *inp, const float *weight, const flo
         if (!bias) memset(out, 0, N * OC * sizeof(float));
         return;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1.0f, inp,
-                (int)C, weight, (int)C, beta, out, (int)OC);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)OC, (int)C, 1.0f, inp, (int)C,
+                weight, (int)C, beta, out, (int)OC);
 }
 
-void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                     const float *inp, const float *weight, size_t N, size_t C, size_t OC) {
+void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, size_t N, size_t C, size_t OC) {
     if (N == 0 || C == 0 || OC == 0) return;
     if (dinp)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)OC, 1.0f, dout,
@@ -171,25 +172,25 @@ static void causal_softmax_row(float *row, size_t t, size_t n) {
 
 void attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T, size_t NH,
                        size_t HS) {
-    const size_t CH = NH * HS;    /* width of Q (and of K, V) */
-    const size_t ld = 3 * CH;     /* row stride of qkv */
+    const size_t CH = NH * HS; /* width of Q (and of K, V) */
+    const size_t ld = 3 * CH;  /* row stride of qkv */
     const float scale = 1.0f / sqrtf((float)HS);
     for (size_t b = 0; b < B; b++) {
         for (size_t h = 0; h < NH; h++) {
             const float *q = qkv + b * T * ld + h * HS;
             const float *k = q + CH;
             const float *v = q + 2 * CH;
-            float *a = att + (b * NH + h) * T * T;   /* (T,T) */
-            float *o = out + b * T * CH + h * HS;    /* (T,HS), row stride CH */
+            float *a = att + (b * NH + h) * T * T; /* (T,T) */
+            float *o = out + b * T * CH + h * HS;  /* (T,HS), row stride CH */
             for (size_t r0 = 0; r0 < T; r0 += ATT_BLOCK) {
                 const size_t r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, nr = r1 - r0;
                 /* a[r0:r1, 0:r1] = scale * q[r0:r1] @ k[0:r1]^T */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)r1, (int)HS, scale,
-                            q + r0 * ld, (int)ld, k, (int)ld, 0.0f, a + r0 * T, (int)T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)r1, (int)HS,
+                            scale, q + r0 * ld, (int)ld, k, (int)ld, 0.0f, a + r0 * T, (int)T);
                 for (size_t t = r0; t < r1; t++) causal_softmax_row(a + t * T, t, T);
                 /* o[r0:r1] = a[r0:r1, 0:r1] @ v[0:r1] */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)HS, (int)r1, 1.0f,
-                            a + r0 * T, (int)T, v, (int)ld, 0.0f, o + r0 * CH, (int)CH);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)HS, (int)r1,
+                            1.0f, a + r0 * T, (int)T, v, (int)ld, 0.0f, o + r0 * CH, (int)CH);
             }
         }
     }
@@ -216,11 +217,11 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                 const float *ab = a + r0 * T;
                 float *db = da + r0 * T;
                 /* da[r0:r1, 0:r1] = dy[r0:r1] @ v[0:r1]^T */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)r1, (int)HS, 1.0f,
-                            dy + r0 * CH, (int)CH, v, (int)ld, 0.0f, db, (int)T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)r1, (int)HS,
+                            1.0f, dy + r0 * CH, (int)CH, v, (int)ld, 0.0f, db, (int)T);
                 /* dv[0:r1] += a[r0:r1, 0:r1]^T @ dy[r0:r1] */
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r1, (int)HS, (int)nr, 1.0f, ab,
-                            (int)T, dy + r0 * CH, (int)CH, 1.0f, dv, (int)ld);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r1, (int)HS, (int)nr,
+                            1.0f, ab, (int)T, dy + r0 * CH, (int)CH, 1.0f, dv, (int)ld);
                 /* softmax backward, in place: dpre = a * (da - sum(a * da)) * scale */
                 for (size_t t = r0; t < r1; t++) {
                     const float *ar = a + t * T;
@@ -231,10 +232,10 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                     for (size_t j = t + 1; j < r1; j++) dr[j] = 0.0f;
                 }
                 /* dq[r0:r1] += dpre[r0:r1, 0:r1] @ k[0:r1];  dk[0:r1] += dpre[r0:r1, 0:r1]^T @ q[r0:r1] */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)HS, (int)r1, 1.0f, db,
-                            (int)T, k, (int)ld, 1.0f, dq + r0 * ld, (int)ld);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r1, (int)HS, (int)nr, 1.0f, db,
-                            (int)T, q + r0 * ld, (int)ld, 1.0f, dk, (int)ld);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)HS, (int)r1,
+                            1.0f, db, (int)T, k, (int)ld, 1.0f, dq + r0 * ld, (int)ld);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)r1, (int)HS, (int)nr,
+                            1.0f, db, (int)T, q + r0 * ld, (int)ld, 1.0f, dk, (int)ld);
             }
         }
     }
@@ -320,8 +321,8 @@ static size_t real_cols(size_t V, int64_t v_start, int64_t real_vocab) {
     return (size_t)r < V ? (size_t)r : V;
 }
 
-void crossentropy_local_max(float *rowmax, const float *logits, size_t N, size_t V,
-                            int64_t v_start, int64_t real_vocab) {
+void crossentropy_local_max(float *rowmax, const float *logits, size_t N, size_t V, int64_t v_start,
+                            int64_t real_vocab) {
     size_t R = real_cols(V, v_start, real_vocab);
     for (size_t n = 0; n < N; n++) {
         const float *l = logits + n * V;

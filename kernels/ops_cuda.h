@@ -121,8 +121,8 @@ void cuda_arena_free(cuda_arena *a);
 /* ---- matrix products (cuBLAS) ------------------------------------------------------------- */
 
 /* out (N,OC) = inp (N,C) @ weight(OC,C)^T + bias (OC); bias may be NULL. */
-void cuda_matmul_forward(const cuda_context *ctx, float *out, const float *inp,
-                         const float *weight, const float *bias, size_t N, size_t C, size_t OC);
+void cuda_matmul_forward(const cuda_context *ctx, float *out, const float *inp, const float *weight,
+                         const float *bias, size_t N, size_t C, size_t OC);
 /* dinp (N,C) += dout @ weight;  dweight (OC,C) += dout^T @ inp;  dbias (OC) += sum_n dout.
  * Any of dinp, dweight, dbias may be NULL. */
 void cuda_matmul_backward(const cuda_context *ctx, float *dinp, float *dweight, float *dbias,
@@ -136,20 +136,19 @@ void cuda_matmul_forward_bf16(const cuda_context *ctx, float *out, const uint16_
                               size_t OC);
 /* dinp (N,C) += dout @ weight;  dweight (OC,C) += dout^T @ inp;  dbias (OC) += sum_n dout,
  * with dout, inp, weight in bf16 and the fp32 outputs accumulated in fp32. */
-void cuda_matmul_backward_bf16(const cuda_context *ctx, float *dinp, float *dweight,
-                               float *dbias, const uint16_t *dout, const uint16_t *inp,
-                               const uint16_t *weight, size_t N, size_t C, size_t OC);
+void cuda_matmul_backward_bf16(const cuda_context *ctx, float *dinp, float *dweight, float *dbias,
+                               const uint16_t *dout, const uint16_t *inp, const uint16_t *weight,
+                               size_t N, size_t C, size_t OC);
 
 /* ---- LayerNorm ---------------------------------------------------------------------------- */
 
 /* out (N,C) = (inp - mean) * rstd * w + b, per row; mean, rstd (N) are kept for backward. */
 void cuda_layernorm_forward(const cuda_context *ctx, float *out, float *mean, float *rstd,
-                            const float *inp, const float *w, const float *b, size_t N,
-                            size_t C);
+                            const float *inp, const float *w, const float *b, size_t N, size_t C);
 /* dinp (N,C) +=, dw (C) +=, db (C) += (see ops.h). */
 void cuda_layernorm_backward(const cuda_context *ctx, float *dinp, float *dw, float *db,
-                             const float *dout, const float *inp, const float *w,
-                             const float *mean, const float *rstd, size_t N, size_t C);
+                             const float *dout, const float *inp, const float *w, const float *mean,
+                             const float *rstd, size_t N, size_t C);
 
 /* ---- causal self-attention ----------------------------------------------------------------
  * qkv (B,T,3*NH*HS) = [Q | K | V], head h at columns h*HS of each; att (B,NH,T,T) keeps the
@@ -158,15 +157,15 @@ void cuda_attention_forward(const cuda_context *ctx, float *out, float *att, con
                             size_t B, size_t T, size_t NH, size_t HS);
 /* dqkv (B,T,3*NH*HS) += ...; scratch is (NH,T,T) floats of device work space. */
 void cuda_attention_backward(const cuda_context *ctx, float *dqkv, const float *dout,
-                             const float *qkv, const float *att, float *scratch, size_t B,
-                             size_t T, size_t NH, size_t HS);
+                             const float *qkv, const float *att, float *scratch, size_t B, size_t T,
+                             size_t NH, size_t HS);
 
 /* ---- elementwise -------------------------------------------------------------------------- */
 
 /* GELU, tanh approximation. out = gelu(inp);  dinp += gelu'(inp) * dout.  All (n). */
 void cuda_gelu_forward(const cuda_context *ctx, float *out, const float *inp, size_t n);
-void cuda_gelu_backward(const cuda_context *ctx, float *dinp, const float *inp,
-                        const float *dout, size_t n);
+void cuda_gelu_backward(const cuda_context *ctx, float *dinp, const float *inp, const float *dout,
+                        size_t n);
 /* out (n) = a + b;  y (n) += x. */
 void cuda_residual_forward(const cuda_context *ctx, float *out, const float *a, const float *b,
                            size_t n);
@@ -175,8 +174,7 @@ void cuda_add_inplace(const cuda_context *ctx, float *y, const float *x, size_t 
 void cuda_fill(const cuda_context *ctx, float *x, float value, size_t n);
 void cuda_scale(const cuda_context *ctx, float *x, float s, size_t n);
 /* x (N,OC) += bias (OC) on every row (ops.h add_bias_rows). */
-void cuda_add_bias_rows(const cuda_context *ctx, float *x, const float *bias, size_t N,
-                        size_t OC);
+void cuda_add_bias_rows(const cuda_context *ctx, float *x, const float *bias, size_t N, size_t OC);
 
 /* ---- reductions to the host (these two wait for the stream) ------------------------------- */
 
@@ -195,8 +193,7 @@ void cuda_embedding_forward(const cuda_context *ctx, float *out, const int32_t *
                             const float *wte, size_t N, size_t C, int64_t v_start, size_t V);
 /* dwte (V,C) += dout rows of the tokens in range (summed in position order, like the CPU). */
 void cuda_embedding_backward(const cuda_context *ctx, float *dwte, const float *dout,
-                             const int32_t *tokens, size_t N, size_t C, int64_t v_start,
-                             size_t V);
+                             const int32_t *tokens, size_t N, size_t C, int64_t v_start, size_t V);
 /* out (B,T,C) += wpe (T,C) for every batch row;  dwpe (T,C) += sum over B of dout. */
 void cuda_position_forward(const cuda_context *ctx, float *out, const float *wpe, size_t B,
                            size_t T, size_t C);
@@ -208,16 +205,15 @@ void cuda_position_backward(const cuda_context *ctx, float *dwpe, const float *d
 void cuda_crossentropy_local_max(const cuda_context *ctx, float *rowmax, const float *logits,
                                  size_t N, size_t V, int64_t v_start, int64_t real_vocab);
 void cuda_crossentropy_local_sums(const cuda_context *ctx, float *sumexp, float *target_logit,
-                                  const float *logits, const float *rowmax,
-                                  const int32_t *targets, size_t N, size_t V, int64_t v_start,
-                                  int64_t real_vocab);
+                                  const float *logits, const float *rowmax, const int32_t *targets,
+                                  size_t N, size_t V, int64_t v_start, int64_t real_vocab);
 void cuda_crossentropy_loss(const cuda_context *ctx, float *loss, const float *sumexp,
                             const float *rowmax, const float *target_logit, size_t N);
 /* Writes (not accumulates) dlogits (N,V); padding entries get 0. */
 void cuda_crossentropy_backward(const cuda_context *ctx, float *dlogits, const float *logits,
-                                const float *rowmax, const float *sumexp,
-                                const int32_t *targets, const float *dloss, size_t N, size_t V,
-                                int64_t v_start, int64_t real_vocab);
+                                const float *rowmax, const float *sumexp, const int32_t *targets,
+                                const float *dloss, size_t N, size_t V, int64_t v_start,
+                                int64_t real_vocab);
 
 /* ---- optimizer ---------------------------------------------------------------------------- */
 

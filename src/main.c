@@ -18,7 +18,8 @@ static const struct {
     int (*fn)(int, char **);
     const char *summary;
 } k_commands[] = {
-    {"train", cmd_train, "train a GPT: serial, or under mpirun with tensor/pipeline/data parallelism"},
+    {"train", cmd_train,
+     "train a GPT: serial, or under mpirun with tensor/pipeline/data parallelism"},
     {"eval", cmd_eval, "print the mean loss of a checkpoint over a text file"},
     {"generate", cmd_generate, "continue a prompt with text sampled from a checkpoint (stdout)"},
     {"groups", cmd_groups, "list or draw the process groups of a layout (no MPI needed)"},
@@ -28,13 +29,16 @@ static const struct {
 };
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "trident — Megatron-style distributed GPT training in C, with timelines you can see.\n\n"
-            "Usage: trident SUBCOMMAND [FLAGS]   (trident SUBCOMMAND --help for its flags)\n\n"
-            "Subcommands:\n");
+    fprintf(
+        out,
+        "trident — Megatron-style distributed GPT training in C, with timelines you can see.\n\n"
+        "Usage: trident SUBCOMMAND [FLAGS]   (trident SUBCOMMAND --help for its flags)\n\n"
+        "Subcommands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         fprintf(out, "  %-10s %s\n", k_commands[i].name, k_commands[i].summary);
-    fprintf(out, "\nMore than one rank: mpirun -np N trident train --tensor-model-parallel-size T ...\n");
+    fprintf(
+        out,
+        "\nMore than one rank: mpirun -np N trident train --tensor-model-parallel-size T ...\n");
 }
 
 int main(int argc, char **argv) {
@@ -45,6 +49,9 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 2, argv + 2);
-    fprintf(stderr, "trident: unknown subcommand '%s' (one of: train eval generate groups schedule render bench)\n", argv[1]);
+    fprintf(stderr,
+            "trident: unknown subcommand '%s' (one of: train eval generate groups schedule render "
+            "bench)\n",
+            argv[1]);
     return 1;
 }

@@ -9,7 +9,16 @@
 #include "viz/canvas.h"
 
 /* Page geometry (points). */
-enum { MIN_BAR = 4, PAGE_W = 1500, TOP = 70, ROW_H = 22, BOTTOM = 46, LABEL_X = 16, AXIS_X0 = 800, AXIS_X1 = 1220 };
+enum {
+    MIN_BAR = 4,
+    PAGE_W = 1500,
+    TOP = 70,
+    ROW_H = 22,
+    BOTTOM = 46,
+    LABEL_X = 16,
+    AXIS_X0 = 800,
+    AXIS_X1 = 1220
+};
 
 static const viz_rgb k_pass = {0.30, 0.66, 0.36};
 static const viz_rgb k_miss = {0.86, 0.30, 0.26};
@@ -61,7 +70,8 @@ void viz_bench_chart_draw(const viz_bench_bar *bars, int n, const char *title, c
     cairo_t *cr = c.cr;
     viz_text(cr, LABEL_X, 26, 15, true, VIZ_LEFT, VIZ_TEXT, title);
     viz_text(cr, LABEL_X, 48, 10, false, VIZ_LEFT, VIZ_TEXT,
-             "each bar: how a measured ratio stands to its target — right of the line the target is met");
+             "each bar: how a measured ratio stands to its target — right of the line the target "
+             "is met");
     viz_text(cr, l.value_x, TOP - 8, 10, true, VIZ_LEFT, VIZ_TEXT, "value");
     viz_text(cr, l.target_text_x, TOP - 8, 10, true, VIZ_LEFT, VIZ_TEXT, "target");
     for (int i = 0; i < n; i++) {
@@ -73,7 +83,8 @@ void viz_bench_chart_draw(const viz_bench_bar *bars, int n, const char *title, c
         viz_text(cr, l.label_x, l.baseline[i], 10, false, VIZ_LEFT, VIZ_TEXT, bars[i].label);
         const viz_bench_rect *b = &l.bars[i];
         if (b->w > 0) viz_box(cr, b->x, b->y, b->w, b->h, bars[i].score >= 1.0 ? k_pass : k_miss);
-        if (l.clipped[i]) viz_text(cr, b->x + b->w - 4, l.baseline[i], 10, true, VIZ_RIGHT, VIZ_TEXT, "»");
+        if (l.clipped[i])
+            viz_text(cr, b->x + b->w - 4, l.baseline[i], 10, true, VIZ_RIGHT, VIZ_TEXT, "»");
         viz_text(cr, l.value_x, l.baseline[i], 10, true, VIZ_LEFT, VIZ_TEXT, bars[i].value);
         viz_text(cr, l.target_text_x, l.baseline[i], 10, false, VIZ_LEFT, VIZ_TEXT, bars[i].target);
     }

@@ -36,14 +36,14 @@ typedef struct {
 } viz_bench_rect;
 
 typedef struct {
-    double width, height;    /* of the page */
-    double axis_x0, axis_x1; /* x of score 0 and of VIZ_BENCH_MAX_SCORE */
-    double target_x;         /* x of score 1 */
+    double width, height;                   /* of the page */
+    double axis_x0, axis_x1;                /* x of score 0 and of VIZ_BENCH_MAX_SCORE */
+    double target_x;                        /* x of score 1 */
     double label_x, value_x, target_text_x; /* left edges of the text columns */
     int n;
-    viz_bench_rect *bars;    /* (n) the bar of row i; w = 0 for information rows */
-    double *baseline;        /* (n) text baseline of row i */
-    bool *clipped;           /* (n) the score was larger than the axis */
+    viz_bench_rect *bars; /* (n) the bar of row i; w = 0 for information rows */
+    double *baseline;     /* (n) text baseline of row i */
+    bool *clipped;        /* (n) the score was larger than the axis */
 } viz_bench_layout;
 
 /* Where everything goes for n rows. Free with viz_bench_layout_free. */

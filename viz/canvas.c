@@ -55,7 +55,10 @@ int viz_format_of(const char *path) {
 void viz_canvas_open(viz_canvas *c, const char *path, double width, double height) {
     memset(c, 0, sizeof *c);
     c->format = viz_format_of(path);
-    if (!c->format) die("cannot draw '%s': the picture format follows the extension, which must be .png, .svg or .pdf", path);
+    if (!c->format)
+        die("cannot draw '%s': the picture format follows the extension, which must be .png, .svg "
+            "or .pdf",
+            path);
     if (strlen(path) >= sizeof c->path) die("output path too long: '%s'", path);
     /* Name a missing directory plainly (Cairo would only say "error while writing"). */
     char dir[4096];
@@ -71,11 +74,10 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
     c->width = width;
     c->height = height;
     if (c->format == VIZ_PNG)
-        c->surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)(width + 0.5), (int)(height + 0.5));
-    else if (c->format == VIZ_SVG)
-        c->surface = cairo_svg_surface_create(c->tmp, width, height);
-    else
-        c->surface = cairo_pdf_surface_create(c->tmp, width, height);
+        c->surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)(width + 0.5),
+                                                (int)(height + 0.5));
+    else if (c->format == VIZ_SVG) c->surface = cairo_svg_surface_create(c->tmp, width, height);
+    else c->surface = cairo_pdf_surface_create(c->tmp, width, height);
     if (cairo_surface_status(c->surface) != CAIRO_STATUS_SUCCESS)
         die("cannot create a picture at '%s': %s", path,
             cairo_status_to_string(cairo_surface_status(c->surface)));

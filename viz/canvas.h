@@ -34,7 +34,9 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
 /* Finishes the drawing and atomically moves it into place. */
 void viz_canvas_close(viz_canvas *c);
 
-typedef struct { double r, g, b; } viz_rgb;
+typedef struct {
+    double r, g, b;
+} viz_rgb;
 
 /* The shared palette. */
 extern const viz_rgb VIZ_FORWARD, VIZ_BACKWARD, VIZ_WEIGHT, VIZ_OPTIMIZER, VIZ_P2P, VIZ_COLLECTIVE,

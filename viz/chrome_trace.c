@@ -41,8 +41,8 @@ static void meta(json_writer *w, int pid, int tid, const char *what, const char 
 /* Begins a complete slice ("X") from a to b seconds, up to and including the opening of its
  * args object; the caller writes the args and ends with slice_end(). A slice whose times are
  * not finite numbers is left out (it has no place on a time axis): false, nothing written. */
-static bool slice_begin(json_writer *w, int pid, int tid, const char *name, const char *cat, double a,
-                        double b, double t0) {
+static bool slice_begin(json_writer *w, int pid, int tid, const char *name, const char *cat,
+                        double a, double b, double t0) {
     if (!isfinite(a - t0) || !isfinite(b - a)) return false;
     next(w);
     json_field_string(w, "ph", "X");
@@ -72,8 +72,8 @@ static void wait_args(json_writer *w, const char *kind, const trace_event *e) {
 }
 
 /* The tail of a transfer's args: wait, bandwidth, label and layer. */
-static void transfer_tail(json_writer *w, const trace_file *tf, const trace_event *e, double a, double m,
-                          double b) {
+static void transfer_tail(json_writer *w, const trace_file *tf, const trace_event *e, double a,
+                          double m, double b) {
     json_field_double(w, "wait_us", "%.3f", (m - a) * 1e6);
     json_field_double(w, "bandwidth_gbps", "%.3f", (double)e->bytes / (b - m) / 1e9);
     json_field_string(w, "label", trace_file_string(tf, e->label));
@@ -116,10 +116,8 @@ static void write_compute(const rank_out *o, const trace_event *e, double a, dou
     char name[512];
     if (e->microbatch >= 0 && e->chunk >= 0)
         snprintf(name, sizeof name, "%s mb %d chunk %d", kn, e->microbatch, e->chunk);
-    else if (e->microbatch >= 0)
-        snprintf(name, sizeof name, "%s mb %d", kn, e->microbatch);
-    else
-        snprintf(name, sizeof name, "%s", kn);
+    else if (e->microbatch >= 0) snprintf(name, sizeof name, "%s mb %d", kn, e->microbatch);
+    else snprintf(name, sizeof name, "%s", kn);
     if (!slice_begin(w, o->pid, VIZ_CT_TID_COMPUTE, name, "compute", a, b, o->t0)) return;
     json_field_string(w, "class", "compute");
     json_field_string(w, "kind", kn);
@@ -131,7 +129,8 @@ static void write_compute(const rank_out *o, const trace_event *e, double a, dou
 }
 
 /* A send or receive: its wait, its transfer, and its end of the flow arrow. */
-static void write_p2p(const rank_out *o, size_t i, const trace_event *e, double a, double m, double b) {
+static void write_p2p(const rank_out *o, size_t i, const trace_event *e, double a, double m,
+                      double b) {
     json_writer *w = o->w;
     const char *kn = trace_kind_name(e->kind);
     bool send = e->kind == TRACE_SEND;
@@ -168,7 +167,8 @@ static void write_p2p(const rank_out *o, size_t i, const trace_event *e, double 
     json_end_object(w);
 }
 
-static void write_collective(const rank_out *o, const trace_event *e, double a, double m, double b) {
+static void write_collective(const rank_out *o, const trace_event *e, double a, double m,
+                             double b) {
     json_writer *w = o->w;
     const char *group = trace_file_string(o->tf, e->group);
     if (m > a && slice_begin(w, o->pid, VIZ_CT_TID_COLL, "wait", "wait", a, m, o->t0)) {
@@ -231,11 +231,13 @@ static void write_run(json_writer *w, const trace_run *r, const char *prefix, in
         const trace_file *tf = r->ranks[k];
         const trace_header *h = trace_file_header(tf);
         const rank_out o = {w, r, tf, k, run_index * 100000 + k, run_index, t0};
-        snprintf(name, sizeof name, "%s%srank %d (tp %d, pp %d, dp %d)", prefix, prefix[0] ? ": " : "",
-                 k, h->tp_rank, h->pp_rank, h->dp_rank);
+        snprintf(name, sizeof name, "%s%srank %d (tp %d, pp %d, dp %d)", prefix,
+                 prefix[0] ? ": " : "", k, h->tp_rank, h->pp_rank, h->dp_rank);
         meta(w, o.pid, 0, "process", name, o.pid);
-        static const char *const threads[] = {"", "steps", "compute", "p2p send", "p2p recv", "collectives"};
-        for (int t = VIZ_CT_TID_STEPS; t <= VIZ_CT_TID_COLL; t++) meta(w, o.pid, t, "thread", threads[t], t);
+        static const char *const threads[] = {"",         "steps",    "compute",
+                                              "p2p send", "p2p recv", "collectives"};
+        for (int t = VIZ_CT_TID_STEPS; t <= VIZ_CT_TID_COLL; t++)
+            meta(w, o.pid, t, "thread", threads[t], t);
         for (size_t i = 0; i < trace_file_num_events(tf); i++) write_event(&o, i);
     }
 }

@@ -31,6 +31,12 @@
 void viz_chrome_trace_write(FILE *f, const trace_run *const *runs, const char *const *names,
                             int nruns);
 
-enum { VIZ_CT_TID_STEPS = 1, VIZ_CT_TID_COMPUTE, VIZ_CT_TID_SEND, VIZ_CT_TID_RECV, VIZ_CT_TID_COLL };
+enum {
+    VIZ_CT_TID_STEPS = 1,
+    VIZ_CT_TID_COMPUTE,
+    VIZ_CT_TID_SEND,
+    VIZ_CT_TID_RECV,
+    VIZ_CT_TID_COLL
+};
 
 #endif /* TRIDENT_VIZ_CHROME_TRACE_H */

@@ -18,8 +18,8 @@
 #include "src/core/check.h"
 
 enum { MAX_COLS = 8 };
-static const double MARGIN = 24, BOX_W = 124, BOX_H = 54, GAP = 16, ROW_GAP = 64,
-                    PAD_TOP = 14, LABEL_W = 78, BAND_GAP = 14, PAD = 10, MIN_WIDTH = 820;
+static const double MARGIN = 24, BOX_W = 124, BOX_H = 54, GAP = 16, ROW_GAP = 64, PAD_TOP = 14,
+                    LABEL_W = 78, BAND_GAP = 14, PAD = 10, MIN_WIDTH = 820;
 
 viz_rgb viz_groups_fill(int dp_group) { return viz_shade(viz_categorical(dp_group), 0.55); }
 viz_rgb viz_groups_tp_color(void) { return VIZ_COLLECTIVE; }
@@ -101,7 +101,8 @@ static void draw_legend(cairo_t *cr, const viz_groups_layout *gl, const pg_layou
         if (l->dp <= 4) {
             int len = snprintf(labels[i], sizeof labels[i], "[");
             for (int j = 0; j < l->dp; j++)
-                len += snprintf(labels[i] + len, sizeof labels[i] - (size_t)len, "%s%d", j ? "," : "", m[j]);
+                len += snprintf(labels[i] + len, sizeof labels[i] - (size_t)len, "%s%d",
+                                j ? "," : "", m[j]);
             snprintf(labels[i] + len, sizeof labels[i] - (size_t)len, "]");
         } else {
             snprintf(labels[i], sizeof labels[i], "dp group %d", i);
@@ -207,10 +208,11 @@ void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node) {
     viz_canvas_open(&c, path, gl.width, gl.height);
     cairo_t *cr = c.cr;
     char s[256];
-    snprintf(s, sizeof s, "Process groups: world %d = TP %d × PP %d × DP %d", l->world, l->tp, l->pp,
-             l->dp);
+    snprintf(s, sizeof s, "Process groups: world %d = TP %d × PP %d × DP %d", l->world, l->tp,
+             l->pp, l->dp);
     viz_text(cr, MARGIN, gl.title_y, 17, true, VIZ_LEFT, VIZ_TEXT, s);
-    snprintf(s, sizeof s, "rank order %s (rank = tp + TP·(%s)), %d ranks per node, virtual pipeline size %d",
+    snprintf(s, sizeof s,
+             "rank order %s (rank = tp + TP·(%s)), %d ranks per node, virtual pipeline size %d",
              pg_order_name(l->order), l->order == PG_ORDER_TP_DP_PP ? "dp + DP·pp" : "pp + PP·dp",
              ranks_per_node, l->vpp);
     viz_text(cr, MARGIN, gl.title_y + 20, 11, false, VIZ_LEFT, VIZ_TEXT, s);

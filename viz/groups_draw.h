@@ -25,14 +25,16 @@
 #include "src/runtime/groups.h"
 #include "viz/canvas.h"
 
-typedef struct { double x, y, w, h; } viz_rect;
+typedef struct {
+    double x, y, w, h;
+} viz_rect;
 
 typedef struct {
-    double width, height;   /* canvas size in points */
-    int world, ranks_per_node, nodes, cols;  /* cols: boxes per row inside a node band */
-    viz_rect *node;         /* (nodes) the band of each node */
-    viz_rect *box;          /* (world) the box of each rank */
-    int *dp_group;          /* (world) number of the rank's DP group = its colour index */
+    double width, height;                   /* canvas size in points */
+    int world, ranks_per_node, nodes, cols; /* cols: boxes per row inside a node band */
+    viz_rect *node;                         /* (nodes) the band of each node */
+    viz_rect *box;                          /* (world) the box of each rank */
+    int *dp_group;            /* (world) number of the rank's DP group = its colour index */
     double title_y, legend_y; /* baselines of the title and the first legend row */
 } viz_groups_layout;
 

@@ -8,11 +8,21 @@
 #include "src/core/check.h"
 #include "viz/canvas.h"
 
-enum { MARGIN_L = 78, MARGIN_R = 24, TITLE_H = 40, LEGEND_LINE = 17, PANEL_H = 150, PANEL_GAP = 34,
-       BOTTOM = 52 };
+enum {
+    MARGIN_L = 78,
+    MARGIN_R = 24,
+    TITLE_H = 40,
+    LEGEND_LINE = 17,
+    PANEL_H = 150,
+    PANEL_GAP = 34,
+    BOTTOM = 52
+};
 
 static const char *const k_titles[VIZ_MP_PANELS] = {
-    "loss (nats per token)", "learning rate", "gradient norm (before clipping)", "tokens/s (whole job)",
+    "loss (nats per token)",
+    "learning rate",
+    "gradient norm (before clipping)",
+    "tokens/s (whole job)",
 };
 
 double viz_mp_value(const run_metrics_step *s, viz_mp_quantity q) {
@@ -45,7 +55,8 @@ static void nice_range(double lo, double hi, double *out_lo, double *out_hi, dou
     *out_hi = ceil(hi / *step - 1e-9) * *step;
 }
 
-void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width, viz_metrics_layout *out) {
+void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
+                           viz_metrics_layout *out) {
     CHECK(n >= 1, "viz_metrics_layout_of: at least one run");
     memset(out, 0, sizeof *out);
     out->width = width;
@@ -83,7 +94,8 @@ void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width, 
             if (q == VIZ_MP_LOSS)
                 for (int i = 0; i < runs[r]->nevals; i++)
                     if (isfinite(runs[r]->evals[i].loss))
-                        lo = fmin(lo, runs[r]->evals[i].loss), hi = fmax(hi, runs[r]->evals[i].loss);
+                        lo = fmin(lo, runs[r]->evals[i].loss),
+                        hi = fmax(hi, runs[r]->evals[i].loss);
         }
         p->empty = !(hi >= lo);
         if (p->empty) lo = 0, hi = 1;
@@ -114,7 +126,8 @@ static void tick_text(char *buf, size_t cap, double v, double step) {
     snprintf(buf, cap, "%g", v);
 }
 
-static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_panel *p, bool x_labels) {
+static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_panel *p,
+                       bool x_labels) {
     char s[64];
     viz_text(cr, p->x, p->y - 7, 11, true, VIZ_LEFT, VIZ_TEXT, p->title);
     cairo_set_line_width(cr, 0.6);
@@ -146,7 +159,8 @@ static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     cairo_rectangle(cr, p->x, p->y, p->w, p->h);
     cairo_stroke(cr);
     if (p->empty)
-        viz_text(cr, p->x + p->w / 2, p->y + p->h / 2, 11, false, VIZ_CENTER, VIZ_GRID, "no data in these runs");
+        viz_text(cr, p->x + p->w / 2, p->y + p->h / 2, 11, false, VIZ_CENTER, VIZ_GRID,
+                 "no data in these runs");
 }
 
 /* Run r's line width: each later run thinner, so coinciding curves stay visible. */
@@ -193,12 +207,14 @@ static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     cairo_stroke(cr);
     cairo_set_dash(cr, NULL, 0, 0);
     for (int i = 0; i < m->nevals; i++) {
-        cairo_arc(cr, viz_mp_x(l, m->evals[i].step), viz_mp_y(p, m->evals[i].loss), 1.5 + lw * 0.6, 0, 2 * M_PI);
+        cairo_arc(cr, viz_mp_x(l, m->evals[i].step), viz_mp_y(p, m->evals[i].loss), 1.5 + lw * 0.6,
+                  0, 2 * M_PI);
         cairo_fill(cr);
     }
 }
 
-void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width, const char *title) {
+void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
+                      const char *title) {
     viz_metrics_layout l;
     viz_metrics_layout_of(runs, n, width, &l);
     viz_canvas c;
@@ -208,7 +224,8 @@ void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, d
     bool any_eval = false;
     for (int r = 0; r < n; r++) any_eval |= runs[r]->nevals > 0;
     viz_text(cr, l.width - MARGIN_R, 26, 10, false, VIZ_RIGHT, VIZ_TEXT,
-             any_eval ? "solid: training loss   dashed with dots: held-out loss" : "solid: training loss");
+             any_eval ? "solid: training loss   dashed with dots: held-out loss"
+                      : "solid: training loss");
     char label[4400];
     for (int r = 0; r < n; r++) { /* the legend: one line per run */
         double y = l.legend_y + LEGEND_LINE * r;
@@ -227,12 +244,15 @@ void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, d
         cairo_rectangle(cr, p->x, p->y, p->w, p->h);
         cairo_clip(cr);
         for (int r = 0; r < n; r++) {
-            draw_steps(cr, &l, p, runs[r], (viz_mp_quantity)q, viz_categorical(r), line_width(r, n));
-            if (q == VIZ_MP_LOSS) draw_evals(cr, &l, p, runs[r], viz_categorical(r), line_width(r, n));
+            draw_steps(cr, &l, p, runs[r], (viz_mp_quantity)q, viz_categorical(r),
+                       line_width(r, n));
+            if (q == VIZ_MP_LOSS)
+                draw_evals(cr, &l, p, runs[r], viz_categorical(r), line_width(r, n));
         }
         cairo_restore(cr);
     }
     const viz_mp_panel *last = &l.panel[VIZ_MP_PANELS - 1];
-    viz_text(cr, last->x + last->w / 2, last->y + last->h + 34, 11, true, VIZ_CENTER, VIZ_TEXT, "step");
+    viz_text(cr, last->x + last->w / 2, last->y + last->h + 34, 11, true, VIZ_CENTER, VIZ_TEXT,
+             "step");
     viz_canvas_close(&c);
 }

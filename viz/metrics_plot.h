@@ -28,14 +28,20 @@
 #include "src/trace/run_metrics.h"
 
 /* The panels, top to bottom. The loss panel also holds the held-out loss. */
-typedef enum { VIZ_MP_LOSS, VIZ_MP_LR, VIZ_MP_GRAD_NORM, VIZ_MP_TOKENS, VIZ_MP_PANELS } viz_mp_quantity;
+typedef enum {
+    VIZ_MP_LOSS,
+    VIZ_MP_LR,
+    VIZ_MP_GRAD_NORM,
+    VIZ_MP_TOKENS,
+    VIZ_MP_PANELS
+} viz_mp_quantity;
 
 typedef struct {
-    double x, y, w, h;      /* the plotting area */
-    double lo, hi;          /* value at the bottom and at the top edge */
-    double tick_step;       /* y ticks at lo, lo + tick_step, ..., hi */
-    bool empty;             /* no run has a value: drawn as "no data" */
-    const char *title;      /* "loss (nats)", "learning rate", ... */
+    double x, y, w, h; /* the plotting area */
+    double lo, hi;     /* value at the bottom and at the top edge */
+    double tick_step;  /* y ticks at lo, lo + tick_step, ..., hi */
+    bool empty;        /* no run has a value: drawn as "no data" */
+    const char *title; /* "loss (nats)", "learning rate", ... */
 } viz_mp_panel;
 
 typedef struct {
@@ -47,7 +53,8 @@ typedef struct {
 } viz_metrics_layout;
 
 /* Where everything goes for n runs on a page `width` points wide. */
-void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width, viz_metrics_layout *out);
+void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
+                           viz_metrics_layout *out);
 
 /* The x of a step and the y of a value in panel p. */
 double viz_mp_x(const viz_metrics_layout *l, double step);
@@ -62,6 +69,7 @@ void viz_mp_label(const run_metrics *m, char *buf, size_t cap);
 
 /* Draws the runs' curves to path (.png, .svg or .pdf); dies naming the path on a bad
  * extension. title NULL: "training curves". */
-void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width, const char *title);
+void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
+                      const char *title);
 
 #endif /* TRIDENT_VIZ_METRICS_PLOT_H */

@@ -14,11 +14,13 @@
 #include "viz/timeline_load.h"
 #include "viz/zero_draw.h"
 
-bool viz_run_load(const char *run_dir, bool want_replay, viz_run_views *out, char *err, size_t errlen) {
+bool viz_run_load(const char *run_dir, bool want_replay, viz_run_views *out, char *err,
+                  size_t errlen) {
     *out = (viz_run_views){0};
     out->wall = trace_run_read(run_dir, err, errlen);
     if (!out->wall) return false;
-    if (want_replay) out->replay = trace_run_replay(out->wall, out->replay_err, sizeof out->replay_err);
+    if (want_replay)
+        out->replay = trace_run_replay(out->wall, out->replay_err, sizeof out->replay_err);
     return true;
 }
 
@@ -48,16 +50,18 @@ static void print_bubble(FILE *out, bool replay, bool zero_bubble, const viz_tl_
             "inside the pipeline's forward/backward span, mean over ranks)\n",
             replay ? ", replay" : "", 100 * b->measured_total,
             zero_bubble ? "(p-1)/(3m+p-1) at F = B = W" : "(p-1)/(v·m+p-1)", 100 * b->theory_total,
-            100 * b->measured_ideal, zero_bubble ? "(p-1)/(3m)" : "(p-1)/(v·m)", 100 * b->theory_ideal,
-            100 * b->wait_total, 100 * b->idle_total);
+            100 * b->measured_ideal, zero_bubble ? "(p-1)/(3m)" : "(p-1)/(v·m)",
+            100 * b->theory_ideal, 100 * b->wait_total, 100 * b->idle_total);
 }
 
 /* The last step of both views: timeline.png (wall clock) and timeline-replay.png, each
  * followed by its bubble line when the run is pipelined. */
-static void draw_timelines(const viz_run_pictures *req, const viz_run_views *v, viz_run_bubbles *bubbles) {
+static void draw_timelines(const viz_run_pictures *req, const viz_run_views *v,
+                           viz_run_bubbles *bubbles) {
     const trace_run *views[2] = {v->wall, v->replay};
     const char *files[2] = {"timeline.png", "timeline-replay.png"};
-    const char *what[2] = {"the last step, every rank, wall clock", "the same step, " TRACE_REPLAY_LABEL};
+    const char *what[2] = {"the last step, every rank, wall clock",
+                           "the same step, " TRACE_REPLAY_LABEL};
     char path[4200], err[512];
     for (int k = 0; k < 2 && views[k]; k++) {
         viz_timeline *tl = viz_timeline_from_run(views[k], req->run_dir, -1, err, sizeof err);
@@ -88,11 +92,13 @@ static void draw_loss_curves(const viz_run_pictures *req) {
     snprintf(path, sizeof path, "%s/loss.png", req->run_dir);
     const run_metrics *runs[1] = {m};
     viz_metrics_plot(path, runs, 1, 1000, NULL);
-    fprintf(req->out, "  %s   (loss, learning rate, gradient norm, tokens/s against the step)\n", path);
+    fprintf(req->out, "  %s   (loss, learning rate, gradient norm, tokens/s against the step)\n",
+            path);
     run_metrics_free(m);
 }
 
-bool viz_render_run_dir(const viz_run_pictures *req, viz_run_bubbles *bubbles, char *err, size_t errlen) {
+bool viz_render_run_dir(const viz_run_pictures *req, viz_run_bubbles *bubbles, char *err,
+                        size_t errlen) {
     char path[4200];
     *bubbles = (viz_run_bubbles){0};
     fprintf(req->out, "pictures:\n");

@@ -36,14 +36,15 @@
 /* ---- loading: one run directory, as measured and as replayed --------------------------- */
 
 typedef struct {
-    trace_run *wall;      /* RUN_DIR/trace/ as measured */
-    trace_run *replay;    /* re-timed as if each rank had its own core (NULL: not asked, or failed) */
+    trace_run *wall;   /* RUN_DIR/trace/ as measured */
+    trace_run *replay; /* re-timed as if each rank had its own core (NULL: not asked, or failed) */
     char replay_err[512]; /* why replay is NULL when it was asked for */
 } viz_run_views;
 
 /* Reads RUN_DIR's trace files, and re-times them when want_replay. Returns false (err says
  * why) only when the traces cannot be read; a replay that fails leaves replay NULL. */
-bool viz_run_load(const char *run_dir, bool want_replay, viz_run_views *out, char *err, size_t errlen);
+bool viz_run_load(const char *run_dir, bool want_replay, viz_run_views *out, char *err,
+                  size_t errlen);
 void viz_run_views_free(viz_run_views *v);
 
 /* The runs as one Chrome trace JSON file (written atomically). */
@@ -54,23 +55,25 @@ void viz_chrome_trace_save(const char *path, const trace_run *const *runs, const
 
 typedef struct {
     const char *run_dir;
-    const pg_layout *layout;  /* groups.png (NULL: not drawn) */
-    const zero_ranges *zero;  /* zero.png, the ZeRO-1 cut of the optimizer buffer (NULL: not drawn) */
-    prec_dtype dtype;         /* of the parameters, for zero.png's memory plan */
-    bool traced;              /* the run wrote RUN_DIR/trace/: timelines and trace.json */
-    bool pipeline;            /* pp > 1: stage bands and the bubble lines */
-    const char *who;          /* prefix of the warning when there is no replay ("trident train") */
-    FILE *out;                /* where the lines naming the files go */
+    const pg_layout *layout; /* groups.png (NULL: not drawn) */
+    const zero_ranges
+        *zero;        /* zero.png, the ZeRO-1 cut of the optimizer buffer (NULL: not drawn) */
+    prec_dtype dtype; /* of the parameters, for zero.png's memory plan */
+    bool traced;      /* the run wrote RUN_DIR/trace/: timelines and trace.json */
+    bool pipeline;    /* pp > 1: stage bands and the bubble lines */
+    const char *who;  /* prefix of the warning when there is no replay ("trident train") */
+    FILE *out;        /* where the lines naming the files go */
 } viz_run_pictures;
 
 typedef struct {
-    bool have[2];             /* [0] wall clock, [1] replay: a timeline was drawn and pipelined */
-    viz_tl_bubble bubble[2];  /* the last step's bubble in each view */
+    bool have[2];            /* [0] wall clock, [1] replay: a timeline was drawn and pipelined */
+    viz_tl_bubble bubble[2]; /* the last step's bubble in each view */
 } viz_run_bubbles;
 
 /* Draws every picture the request names into req->run_dir and prints one line per file.
  * Returns false (err: why) when the traces cannot be read back. */
-bool viz_render_run_dir(const viz_run_pictures *req, viz_run_bubbles *bubbles, char *err, size_t errlen);
+bool viz_render_run_dir(const viz_run_pictures *req, viz_run_bubbles *bubbles, char *err,
+                        size_t errlen);
 
 /* The ZeRO buffer picture alone (`--draw-zero PATH`): shards, padding, buckets, and the
  * memory plan of `stage` (0: no ZeRO). */

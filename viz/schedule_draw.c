@@ -23,7 +23,16 @@
 
 #include "src/core/check.h"
 
-enum { LEFT = 78, RIGHT = 200, TOP = 58, BOX_H = 28, STRIP_H = 6, ROW_GAP = 14, AXIS_H = 40, LEGEND_H = 40 };
+enum {
+    LEFT = 78,
+    RIGHT = 200,
+    TOP = 58,
+    BOX_H = 28,
+    STRIP_H = 6,
+    ROW_GAP = 14,
+    AXIS_H = 40,
+    LEGEND_H = 40
+};
 
 static viz_rgb phase_color(pp_phase ph) {
     switch (ph) {
@@ -80,7 +89,8 @@ static void add_gap(viz_schedule_layout *out, int r, double y, double t0, double
 }
 
 /* Action i of rank r, simulated over sp. */
-static void add_box(viz_schedule_layout *out, int r, int i, double y, const pp_action *a, pp_span sp) {
+static void add_box(viz_schedule_layout *out, int r, int i, double y, const pp_action *a,
+                    pp_span sp) {
     viz_sched_rect *b = &out->boxes[out->nbox++];
     b->x = LEFT + sp.start * out->px_per_unit;
     b->w = (sp.end - sp.start) * out->px_per_unit;
@@ -113,7 +123,8 @@ static void layout_rank(viz_schedule_layout *out, const pp_schedule *s, const pp
         if (ph_lo[ph] < 0 || sp.start < ph_lo[ph]) ph_lo[ph] = sp.start;
         if (sp.end > ph_hi[ph]) ph_hi[ph] = sp.end;
     }
-    if (sim->makespan > prev_end + 1e-9) add_gap(out, r, y, prev_end, sim->makespan); /* idle at the end */
+    if (sim->makespan > prev_end + 1e-9)
+        add_gap(out, r, y, prev_end, sim->makespan); /* idle at the end */
     for (int ph = 0; ph < 3; ph++) {
         if (ph_lo[ph] < 0) continue;
         viz_sched_rect *st = &out->strips[out->nstrip++];
@@ -126,11 +137,12 @@ static void layout_rank(viz_schedule_layout *out, const pp_schedule *s, const pp
         st->phase = (pp_phase)ph;
         st->fill = phase_color((pp_phase)ph);
     }
-    snprintf(out->right[r], sizeof out->right[r], "idle %.1f%%   peak %d in flight", 100.0 * tl->idle_fraction,
-             tl->peak_inflight);
+    snprintf(out->right[r], sizeof out->right[r], "idle %.1f%%   peak %d in flight",
+             100.0 * tl->idle_fraction, tl->peak_inflight);
 }
 
-void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim, viz_schedule_layout *out) {
+void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
+                                 viz_schedule_layout *out) {
     const pp_config *c = &s->cfg;
     const int p = c->p;
     CHECK(sim->p == p, "simulate the same schedule you draw");
@@ -166,17 +178,20 @@ void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim, viz_sc
     if (c->kind == PP_ZB_H1)
         snprintf(out->title, sizeof out->title,
                  "%s   p = %d   m = %d  —  bubble %.1f%% of the time (textbook %s: %.1f%%)",
-                 pp_kind_name(c->kind), c->p, c->m, 100.0 * sim->bubble_fraction, formula, 100.0 * textbook);
+                 pp_kind_name(c->kind), c->p, c->m, 100.0 * sim->bubble_fraction, formula,
+                 100.0 * textbook);
     else if (c->v > 1)
         snprintf(out->title, sizeof out->title,
-                 "%s   p = %d   m = %d   v = %d  —  bubble %.1f%% of the time (textbook (p−1)/(v·m+p−1) = %.1f%%)",
+                 "%s   p = %d   m = %d   v = %d  —  bubble %.1f%% of the time (textbook "
+                 "(p−1)/(v·m+p−1) = %.1f%%)",
                  pp_kind_name(c->kind), c->p, c->m, c->v, 100.0 * sim->bubble_fraction,
                  100.0 * pp_bubble_of_total(c->p, c->m, c->v));
     else
-        snprintf(out->title, sizeof out->title,
-                 "%s   p = %d   m = %d  —  bubble %.1f%% of the time (textbook (p−1)/(m+p−1) = %.1f%%)",
-                 pp_kind_name(c->kind), c->p, c->m, 100.0 * sim->bubble_fraction,
-                 100.0 * pp_bubble_of_total(c->p, c->m, 1));
+        snprintf(
+            out->title, sizeof out->title,
+            "%s   p = %d   m = %d  —  bubble %.1f%% of the time (textbook (p−1)/(m+p−1) = %.1f%%)",
+            pp_kind_name(c->kind), c->p, c->m, 100.0 * sim->bubble_fraction,
+            100.0 * pp_bubble_of_total(c->p, c->m, 1));
 }
 
 void viz_schedule_layout_free(viz_schedule_layout *l) {
@@ -219,7 +234,8 @@ static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind,
     const double y = l->axis_y + AXIS_H + 16, size = 11;
     double x = l->plot_x;
     viz_rgb colors[4] = {VIZ_FORWARD, VIZ_BACKWARD, VIZ_IDLE, VIZ_WEIGHT};
-    const char *labels[4] = {"forward (micro-batch inside)", "backward", "idle (bubble)", "weight gradient W"};
+    const char *labels[4] = {"forward (micro-batch inside)", "backward", "idle (bubble)",
+                             "weight gradient W"};
     if (kind == PP_ZB_H1) { /* split backward: B is the input gradient, W comes after it */
         labels[1] = "backward B: input gradient";
         colors[2] = VIZ_WEIGHT, labels[2] = "weight gradient W";
@@ -230,7 +246,8 @@ static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind,
         viz_box(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, 0.45));
         viz_hatch(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, -0.3), 4);
         x += size * 1.4;
-        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, "chunk ≥ 1 (lighter, hatched)");
+        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT,
+                 "chunk ≥ 1 (lighter, hatched)");
         x += viz_text_width(cr, size, false, "chunk ≥ 1 (lighter, hatched)") + size * 1.6;
     }
     /* GPipe has no steady phase: leave it out of its legend */
@@ -261,7 +278,8 @@ void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path
         double y = l.row_y0 + r * l.row_pitch;
         snprintf(buf, sizeof buf, "rank %d", r);
         viz_text(cr, LEFT - 10, y + BOX_H * 0.65, 12, true, VIZ_RIGHT, VIZ_TEXT, buf);
-        viz_text(cr, l.plot_x + l.plot_w + 12, y + BOX_H * 0.65, 11, false, VIZ_LEFT, VIZ_TEXT, l.right[r]);
+        viz_text(cr, l.plot_x + l.plot_w + 12, y + BOX_H * 0.65, 11, false, VIZ_LEFT, VIZ_TEXT,
+                 l.right[r]);
     }
     for (int i = 0; i < l.ngap; i++) {
         const viz_sched_rect *g = &l.gaps[i];
@@ -274,17 +292,21 @@ void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path
         viz_box(cr, b->x, b->y, b->w, b->h, b->fill);
         const pp_action *a = &s->ranks[b->rank].actions[b->action];
         viz_rgb base = op_color(a->op);
-        if (b->hatched) viz_hatch(cr, b->x + 0.5, b->y + 0.5, b->w - 1, b->h - 1, viz_shade(base, -0.1), b->hatch_gap);
+        if (b->hatched)
+            viz_hatch(cr, b->x + 0.5, b->y + 0.5, b->w - 1, b->h - 1, viz_shade(base, -0.1),
+                      b->hatch_gap);
         if (b->label[0]) {
             double fs = b->w >= 22 ? 12 : 9;
             viz_rgb ink = b->hatched ? VIZ_TEXT : (viz_rgb){1, 1, 1};
             if (b->hatched) { /* a white patch under the number keeps it readable on hatching */
                 double tw = viz_text_width(cr, fs, true, b->label);
-                cairo_rectangle(cr, b->x + b->w / 2 - tw / 2 - 2, b->y + b->h / 2 - fs * 0.5 - 1, tw + 4, fs + 1);
+                cairo_rectangle(cr, b->x + b->w / 2 - tw / 2 - 2, b->y + b->h / 2 - fs * 0.5 - 1,
+                                tw + 4, fs + 1);
                 cairo_set_source_rgb(cr, 1, 1, 1);
                 cairo_fill(cr);
             }
-            viz_text(cr, b->x + b->w / 2, b->y + b->h / 2 + fs * 0.36, fs, true, VIZ_CENTER, ink, b->label);
+            viz_text(cr, b->x + b->w / 2, b->y + b->h / 2 + fs * 0.36, fs, true, VIZ_CENTER, ink,
+                     b->label);
         }
     }
     for (int i = 0; i < l.nstrip; i++) {
@@ -295,7 +317,8 @@ void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path
         /* Name the phase under the strip when it is wide enough. */
         const char *word = phase_word(s->cfg.kind, st->phase);
         if (viz_text_width(cr, 8, false, word) + 6 < st->w)
-            viz_text(cr, st->x + st->w / 2, st->y + st->h + 8, 8, false, VIZ_CENTER, viz_shade(VIZ_TEXT, 0.35), word);
+            viz_text(cr, st->x + st->w / 2, st->y + st->h + 8, 8, false, VIZ_CENTER,
+                     viz_shade(VIZ_TEXT, 0.35), word);
     }
     draw_legend(cr, &l, s->cfg.kind, s->cfg.v);
     viz_canvas_close(&cv);

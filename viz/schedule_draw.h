@@ -33,10 +33,10 @@
 /* One rectangle of the picture, in points (y grows downwards). */
 typedef struct {
     double x, y, w, h;
-    int rank;       /* pipeline rank (row) */
-    int action;     /* index in the rank's plan; -1 for idle gaps and phase strips */
+    int rank;   /* pipeline rank (row) */
+    int action; /* index in the rank's plan; -1 for idle gaps and phase strips */
     viz_rgb fill;
-    bool hatched;   /* chunk >= 1: diagonal hatching over the fill */
+    bool hatched; /* chunk >= 1: diagonal hatching over the fill */
     double hatch_gap;
     pp_phase phase; /* phase strips only */
     char label[24]; /* drawn inside: micro-batch number ("3"); "" when too narrow */

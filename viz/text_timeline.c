@@ -125,21 +125,28 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
         pct(tt, sizeof tt, bb.theory_total);
         pct(ti, sizeof ti, bb.theory_ideal);
         if (strcmp(tl->schedule, "zb-h1") == 0)
-            fprintf(f, "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
-                       "theory (p=%d, m=%d, F = B = W): (p-1)/(3m+p-1) = %s of total, (p-1)/(3m) = %s of ideal\n",
+            fprintf(f,
+                    "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
+                    "theory (p=%d, m=%d, F = B = W): (p-1)/(3m+p-1) = %s of total, (p-1)/(3m) = %s "
+                    "of ideal\n",
                     mt, mw, md, mi, tl->pp, tl->num_microbatches, tt, ti);
         else if (tl->vpp > 1)
-            fprintf(f, "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
-                       "theory (p=%d, m=%d, v=%d): (p-1)/(v*m+p-1) = %s of total, (p-1)/(v*m) = %s of ideal\n",
+            fprintf(f,
+                    "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
+                    "theory (p=%d, m=%d, v=%d): (p-1)/(v*m+p-1) = %s of total, (p-1)/(v*m) = %s of "
+                    "ideal\n",
                     mt, mw, md, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
         else
-            fprintf(f, "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
-                       "theory (p=%d, m=%d): (p-1)/(m+p-1) = %s of total, (p-1)/m = %s of ideal\n",
+            fprintf(f,
+                    "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
+                    "theory (p=%d, m=%d): (p-1)/(m+p-1) = %s of total, (p-1)/m = %s of ideal\n",
                     mt, mw, md, mi, tl->pp, tl->num_microbatches, tt, ti);
     }
-    fprintf(f, "legend: F forward  B backward  W weight gradient (f, b, w: odd model chunk)  O optimizer  D data  E eval "
-               "(compute) | > send  < recv  C collective (transfer: bytes moving) | ~ wait (blocked "
-               "on a peer) | . idle (nothing scheduled)\n"
-               "bubble = wait + idle inside the pipeline's first-forward..last-backward span, mean "
-               "over ranks; the four shares of a row add up to the step\n");
+    fprintf(f,
+            "legend: F forward  B backward  W weight gradient (f, b, w: odd model chunk)  O "
+            "optimizer  D data  E eval "
+            "(compute) | > send  < recv  C collective (transfer: bytes moving) | ~ wait (blocked "
+            "on a peer) | . idle (nothing scheduled)\n"
+            "bubble = wait + idle inside the pipeline's first-forward..last-backward span, mean "
+            "over ranks; the four shares of a row add up to the step\n");
 }

@@ -115,7 +115,10 @@ const char *viz_time_class_name(viz_time_class c) {
 /* A sweep over the row: every box adds +1/-1 to the count of its class at its edges;
  * between two consecutive edges the class is the first of transfer > wait > compute with a
  * positive count, else idle. */
-typedef struct { double t; int cls, delta; } edge;
+typedef struct {
+    double t;
+    int cls, delta;
+} edge;
 
 static int edge_cmp(const void *x, const void *y) {
     const edge *p = x, *q = y;
@@ -144,10 +147,15 @@ int viz_timeline_class_segments(const viz_timeline *tl, int rank, double a, doub
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *x = &row->boxes[i];
         if (viz_tl_is_comm(x->kind)) {
-            if (x->ready > x->start) e[ne++] = (edge){x->start, VIZ_TC_WAIT, 1}, e[ne++] = (edge){x->ready, VIZ_TC_WAIT, -1};
-            if (x->end > x->ready) e[ne++] = (edge){x->ready, VIZ_TC_TRANSFER, 1}, e[ne++] = (edge){x->end, VIZ_TC_TRANSFER, -1};
+            if (x->ready > x->start)
+                e[ne++] = (edge){x->start, VIZ_TC_WAIT, 1},
+                e[ne++] = (edge){x->ready, VIZ_TC_WAIT, -1};
+            if (x->end > x->ready)
+                e[ne++] = (edge){x->ready, VIZ_TC_TRANSFER, 1},
+                e[ne++] = (edge){x->end, VIZ_TC_TRANSFER, -1};
         } else if (x->end > x->start) {
-            e[ne++] = (edge){x->start, VIZ_TC_COMPUTE, 1}, e[ne++] = (edge){x->end, VIZ_TC_COMPUTE, -1};
+            e[ne++] = (edge){x->start, VIZ_TC_COMPUTE, 1},
+            e[ne++] = (edge){x->end, VIZ_TC_COMPUTE, -1};
         }
     }
     qsort(e, (size_t)ne, sizeof *e, edge_cmp);
@@ -191,8 +199,13 @@ static bool schedule_of(const viz_timeline *tl, pp_config *cfg) {
 }
 
 viz_tl_row_stats viz_timeline_row_stats(const viz_timeline *tl, int rank) {
-    viz_tl_row_stats st = {.first_fwd = -1, .first_bwd = -1, .last_fwd_end = -1, .last_bwd_end = -1,
-                           .warmup_end = -1, .cooldown_start = -1, .warmup_forwards = -1,
+    viz_tl_row_stats st = {.first_fwd = -1,
+                           .first_bwd = -1,
+                           .last_fwd_end = -1,
+                           .last_bwd_end = -1,
+                           .warmup_end = -1,
+                           .cooldown_start = -1,
+                           .warmup_forwards = -1,
                            .cooldown_backwards = -1};
     st.classes = viz_timeline_class_shares(tl, rank, 0, tl->duration);
     st.busy = st.classes.seconds[VIZ_TC_COMPUTE] + st.classes.seconds[VIZ_TC_TRANSFER];
@@ -241,7 +254,8 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     for (int r = 0; r < tl->nrows; r++)
         for (int i = 0; i < tl->rows[r].nboxes; i++) {
             const viz_tl_box *x = &tl->rows[r].boxes[i];
-            if (x->kind != VIZ_TL_FORWARD && x->kind != VIZ_TL_BACKWARD && x->kind != VIZ_TL_WEIGHT) continue;
+            if (x->kind != VIZ_TL_FORWARD && x->kind != VIZ_TL_BACKWARD && x->kind != VIZ_TL_WEIGHT)
+                continue;
             if (!any || x->start < lo) lo = x->start;
             if (!any || x->end > hi) hi = x->end;
             any = true;

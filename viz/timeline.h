@@ -67,7 +67,7 @@ typedef enum {
     VIZ_TL_COLLECTIVE,
     VIZ_TL_DATA,
     VIZ_TL_EVAL,
-    VIZ_TL_WEIGHT,             /* the W (weight gradient) of a split backward; BACKWARD is then B */
+    VIZ_TL_WEIGHT, /* the W (weight gradient) of a split backward; BACKWARD is then B */
     VIZ_TL_NUM_KINDS
 } viz_tl_kind;
 
@@ -78,35 +78,35 @@ bool viz_tl_is_comm(viz_tl_kind k);
 
 typedef struct {
     viz_tl_kind kind;
-    int microbatch;            /* -1 when not applicable */
-    int chunk;                 /* model chunk 0 .. vpp-1, -1 when not applicable */
-    double start, ready, end;  /* seconds; send/recv/collective: start -> ready is waiting for
+    int microbatch;           /* -1 when not applicable */
+    int chunk;                /* model chunk 0 .. vpp-1, -1 when not applicable */
+    double start, ready, end; /* seconds; send/recv/collective: start -> ready is waiting for
                                 * a peer, ready -> end the transfer; ready = start for compute */
-    int peer;                  /* p2p: the other global rank, else -1 */
-    int flow;                  /* p2p: id shared by a send and its matching receive, else -1 */
-    char op[24];               /* collective / p2p op name ("all-reduce"), may be empty */
+    int peer;                 /* p2p: the other global rank, else -1 */
+    int flow;                 /* p2p: id shared by a send and its matching receive, else -1 */
+    char op[24];              /* collective / p2p op name ("all-reduce"), may be empty */
 } viz_tl_box;
 
 typedef struct {
-    double t, bytes;           /* seconds, bytes in use */
+    double t, bytes; /* seconds, bytes in use */
 } viz_tl_sample;
 
 typedef struct {
     int rank, tp_rank, pp_rank, dp_rank;
-    viz_tl_box *boxes;         /* sorted by start after viz_timeline_finish() */
+    viz_tl_box *boxes; /* sorted by start after viz_timeline_finish() */
     int nboxes, cap_boxes;
-    viz_tl_sample *mem;        /* sorted by t */
+    viz_tl_sample *mem; /* sorted by t */
     int nmem, cap_mem;
 } viz_tl_row;
 
 typedef struct {
-    char name[256];            /* the panel's name: a run directory, "predicted", … */
-    char schedule[16];         /* "gpipe" | "1f1b" | "interleaved" | … */
+    char name[256];    /* the panel's name: a run directory, "predicted", … */
+    char schedule[16]; /* "gpipe" | "1f1b" | "interleaved" | … */
     int world_size, tp, pp, dp, vpp, num_microbatches;
-    int step;                  /* the step shown, -1 for a whole trace or a prediction */
-    double duration;           /* seconds; every box lies in [0, duration] */
-    uint64_t dropped;          /* events the recorder could not keep (a warning is shown) */
-    viz_tl_row *rows;          /* world_size rows, rows[k] is rank k */
+    int step;         /* the step shown, -1 for a whole trace or a prediction */
+    double duration;  /* seconds; every box lies in [0, duration] */
+    uint64_t dropped; /* events the recorder could not keep (a warning is shown) */
+    viz_tl_row *rows; /* world_size rows, rows[k] is rank k */
     int nrows;
 } viz_timeline;
 
@@ -135,7 +135,7 @@ const char *viz_time_class_name(viz_time_class c);
 
 /* A stretch of one row's time that has a single class. */
 typedef struct {
-    double a, b;               /* seconds, a < b */
+    double a, b; /* seconds, a < b */
     viz_time_class cls;
 } viz_tc_segment;
 
@@ -146,42 +146,42 @@ int viz_timeline_class_segments(const viz_timeline *tl, int rank, double a, doub
                                 viz_tc_segment **out);
 
 typedef struct {
-    double seconds[VIZ_TC_NUM];  /* per class; they add up to b - a */
-    double share[VIZ_TC_NUM];    /* seconds / (b - a); all 0 when b <= a */
+    double seconds[VIZ_TC_NUM]; /* per class; they add up to b - a */
+    double share[VIZ_TC_NUM];   /* seconds / (b - a); all 0 when b <= a */
 } viz_tc_shares;
 
 /* The seconds and shares of each class of row `rank` inside [a, b). */
 viz_tc_shares viz_timeline_class_shares(const viz_timeline *tl, int rank, double a, double b);
 
 typedef struct {
-    viz_tc_shares classes;     /* over the whole timeline [0, duration] */
-    double busy;               /* compute + transfer seconds (not waiting, not idle) */
-    double idle_frac;          /* idle share: nothing scheduled (waiting is NOT idle) */
-    double first_fwd, first_bwd;        /* starts; -1 when the row has none */
-    double last_fwd_end, last_bwd_end;  /* ends; -1 when the row has none */
-    bool has_phases;           /* the schedule is known: the phase fields below are set */
-    double warmup_end;         /* warmup = [first_fwd, warmup_end]: end of the W-th forward
+    viz_tc_shares classes;             /* over the whole timeline [0, duration] */
+    double busy;                       /* compute + transfer seconds (not waiting, not idle) */
+    double idle_frac;                  /* idle share: nothing scheduled (waiting is NOT idle) */
+    double first_fwd, first_bwd;       /* starts; -1 when the row has none */
+    double last_fwd_end, last_bwd_end; /* ends; -1 when the row has none */
+    bool has_phases;                   /* the schedule is known: the phase fields below are set */
+    double warmup_end;                 /* warmup = [first_fwd, warmup_end]: end of the W-th forward
                                 * in time order; -1 none */
-    double cooldown_start;     /* cooldown = [cooldown_start, last_bwd_end]: start of the
+    double cooldown_start;             /* cooldown = [cooldown_start, last_bwd_end]: start of the
                                 * (backwards - W + 1)-th backward; -1 none */
-    int forwards, backwards;   /* how many of each the row ran */
-    int warmup_forwards;       /* W, the schedule's warmup count for this pipeline rank
+    int forwards, backwards;           /* how many of each the row ran */
+    int warmup_forwards;               /* W, the schedule's warmup count for this pipeline rank
                                 * (clipped to the forwards present); -1 unknown schedule */
-    int cooldown_backwards;    /* W again (the schedule ends with W backwards), clipped */
-    double mem_peak;           /* bytes, 0 without samples */
+    int cooldown_backwards;            /* W again (the schedule ends with W backwards), clipped */
+    double mem_peak;                   /* bytes, 0 without samples */
 } viz_tl_row_stats;
 
 viz_tl_row_stats viz_timeline_row_stats(const viz_timeline *tl, int rank);
 
 typedef struct {
-    double span_start, span_end; /* the pipeline's forward/backward span, seconds */
-    double measured_total;       /* mean (wait + idle) / span      (compare theory_total) */
-    double measured_ideal;       /* mean (wait + idle) / mean (compute + transfer), in span
+    double span_start, span_end;   /* the pipeline's forward/backward span, seconds */
+    double measured_total;         /* mean (wait + idle) / span      (compare theory_total) */
+    double measured_ideal;         /* mean (wait + idle) / mean (compute + transfer), in span
                                   *                                (compare theory_ideal) */
     double wait_total, idle_total; /* the two parts of measured_total: mean wait / span,
                                     * mean idle / span */
-    double theory_total;         /* (p-1) / (v m + p - 1) */
-    double theory_ideal;         /* (p-1) / (v m) */
+    double theory_total;           /* (p-1) / (v m + p - 1) */
+    double theory_ideal;           /* (p-1) / (v m) */
 } viz_tl_bubble;
 
 /* All zeros when the timeline has no forward/backward boxes. */

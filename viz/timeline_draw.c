@@ -44,7 +44,11 @@ bool viz_tl_chunk_hatched(int chunk) { return chunk >= 0 && chunk % 2 == 1; }
 
 static void draw_phases(cairo_t *cr, const viz_tl_row_layout *R) {
     if (!R->has_phases) return;
-    const struct { double x0, x1; viz_rgb c; const char *name; } ph[3] = {
+    const struct {
+        double x0, x1;
+        viz_rgb c;
+        const char *name;
+    } ph[3] = {
         {R->warmup_x0, R->warmup_x1, viz_shade(VIZ_FORWARD, 0.72), "warmup"},
         {R->steady_x0, R->steady_x1, viz_shade(VIZ_GRID, 0.45), "steady"},
         {R->cooldown_x0, R->cooldown_x1, viz_shade(VIZ_BACKWARD, 0.70), "cooldown"},
@@ -226,10 +230,18 @@ static double legend_item(cairo_t *cr, double x, double y, double size, const ch
 
 /* Three lines: what the boxes are (kinds), what the time is (classes), what the shares mean. */
 static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
-    static const struct { viz_tl_kind k; const char *label; } order[] = {
-        {VIZ_TL_FORWARD, "forward"},     {VIZ_TL_BACKWARD, "backward"}, {VIZ_TL_WEIGHT, "weight gradient (W)"},
-        {VIZ_TL_OPTIMIZER, "optimizer"}, {VIZ_TL_DATA, "data"}, {VIZ_TL_EVAL, "eval"},
-        {VIZ_TL_SEND, "p2p message"},    {VIZ_TL_COLLECTIVE, "collective"},
+    static const struct {
+        viz_tl_kind k;
+        const char *label;
+    } order[] = {
+        {VIZ_TL_FORWARD, "forward"},
+        {VIZ_TL_BACKWARD, "backward"},
+        {VIZ_TL_WEIGHT, "weight gradient (W)"},
+        {VIZ_TL_OPTIMIZER, "optimizer"},
+        {VIZ_TL_DATA, "data"},
+        {VIZ_TL_EVAL, "eval"},
+        {VIZ_TL_SEND, "p2p message"},
+        {VIZ_TL_COLLECTIVE, "collective"},
     };
     viz_rgb colors[10];
     const char *labels[10];

@@ -24,8 +24,8 @@
 #include "viz/timeline.h"
 
 typedef struct {
-    double width;  /* page width in points (pixels for PNG); 0 means 1400 */
-    bool arrows;   /* draw send -> receive arrows */
+    double width; /* page width in points (pixels for PNG); 0 means 1400 */
+    bool arrows;  /* draw send -> receive arrows */
 } viz_tl_draw_options;
 
 /* Draws n timelines into `path` (.png, .svg or .pdf), atomically. */

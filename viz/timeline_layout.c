@@ -71,13 +71,15 @@ static void panel_texts(viz_tl_panel_layout *P) {
     if (strcmp(tl->schedule, "zb-h1") == 0)
         snprintf(P->info, sizeof P->info,
                  "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
-                 "theory (p=%d, m=%d, F = B = W): (p−1)/(3m+p−1) = %s of total, (p−1)/(3m) = %s of ideal",
+                 "theory (p=%d, m=%d, F = B = W): (p−1)/(3m+p−1) = %s of total, (p−1)/(3m) = %s of "
+                 "ideal",
                  mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tt, ti);
     else if (tl->vpp > 1)
-        snprintf(P->info, sizeof P->info,
-                 "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
-                 "theory (p=%d, m=%d, v=%d): (p−1)/(v·m+p−1) = %s of total, (p−1)/(v·m) = %s of ideal",
-                 mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
+        snprintf(
+            P->info, sizeof P->info,
+            "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
+            "theory (p=%d, m=%d, v=%d): (p−1)/(v·m+p−1) = %s of total, (p−1)/(v·m) = %s of ideal",
+            mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
     else
         snprintf(P->info, sizeof P->info,
                  "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
@@ -85,13 +87,15 @@ static void panel_texts(viz_tl_panel_layout *P) {
                  mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tt, ti);
     char dropped[96] = "";
     if (tl->dropped)
-        snprintf(dropped, sizeof dropped, "   WARNING: %llu events were dropped (trace buffer full)",
+        snprintf(dropped, sizeof dropped,
+                 "   WARNING: %llu events were dropped (trace buffer full)",
                  (unsigned long long)tl->dropped);
-    snprintf(P->note, sizeof P->note,
-             "bubble = wait + idle inside the pipeline's first-forward→last-backward span, mean over "
-             "ranks · compute = boxes minus messages inside them · transfer = bytes moving · "
-             "wait = blocked on a peer · idle = nothing scheduled%s",
-             dropped);
+    snprintf(
+        P->note, sizeof P->note,
+        "bubble = wait + idle inside the pipeline's first-forward→last-backward span, mean over "
+        "ranks · compute = boxes minus messages inside them · transfer = bytes moving · "
+        "wait = blocked on a peer · idle = nothing scheduled%s",
+        dropped);
 }
 
 static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layout *R, double y,
@@ -170,7 +174,8 @@ static void layout_arrows(viz_tl_panel_layout *P) {
     const viz_timeline *tl = P->tl;
     int nsend = 0;
     for (int r = 0; r < tl->nrows; r++)
-        for (int i = 0; i < tl->rows[r].nboxes; i++) nsend += tl->rows[r].boxes[i].kind == VIZ_TL_SEND;
+        for (int i = 0; i < tl->rows[r].nboxes; i++)
+            nsend += tl->rows[r].boxes[i].kind == VIZ_TL_SEND;
     P->arrows = callocCheck((size_t)nsend + 1, sizeof *P->arrows);
     /* Row layout by rank, to find a receiver's row. */
     int *display_of = mallocCheck((size_t)tl->nrows * sizeof *display_of);
@@ -180,13 +185,14 @@ static void layout_arrows(viz_tl_panel_layout *P) {
         const viz_tl_row *srow = &tl->rows[S->rank];
         for (int i = 0; i < srow->nboxes; i++) {
             const viz_tl_box *b = &srow->boxes[i];
-            if (b->kind != VIZ_TL_SEND || b->flow < 0 || b->peer < 0 || b->peer >= tl->nrows) continue;
+            if (b->kind != VIZ_TL_SEND || b->flow < 0 || b->peer < 0 || b->peer >= tl->nrows)
+                continue;
             const viz_tl_row_layout *D = &P->rows[display_of[b->peer]];
             const viz_tl_row *drow = &tl->rows[b->peer];
             for (int j = 0; j < drow->nboxes; j++) {
                 if (drow->boxes[j].kind != VIZ_TL_RECV || drow->boxes[j].flow != b->flow) continue;
-                P->arrows[P->narrows++] = (viz_tl_arrow){S->boxes[i].x_ready, comm_mid(S),
-                                                         D->boxes[j].x + D->boxes[j].w, comm_mid(D)};
+                P->arrows[P->narrows++] = (viz_tl_arrow){
+                    S->boxes[i].x_ready, comm_mid(S), D->boxes[j].x + D->boxes[j].w, comm_mid(D)};
                 break;
             }
         }

@@ -38,25 +38,25 @@ enum {
     VIZ_TL_ROW_GAP = 5,
     VIZ_TL_STAGE_GAP = 9,
 };
-#define VIZ_TL_LABEL_SIZE 10.0     /* micro-batch numbers, points */
-#define VIZ_TL_CHAR_W 6.4          /* estimated advance of one character at that size */
+#define VIZ_TL_LABEL_SIZE 10.0 /* micro-batch numbers, points */
+#define VIZ_TL_CHAR_W 6.4      /* estimated advance of one character at that size */
 
 typedef struct {
-    double x, w;          /* the whole box */
-    double x_ready;       /* p2p: where waiting ends and the transfer starts (= x otherwise) */
+    double x, w;    /* the whole box */
+    double x_ready; /* p2p: where waiting ends and the transfer starts (= x otherwise) */
     bool label_shown;
-    char label[16];       /* micro-batch number ("" when there is none) */
+    char label[16]; /* micro-batch number ("" when there is none) */
 } viz_tl_box_layout;
 
 typedef struct {
-    int rank;             /* which row of the timeline this is */
-    int stage;            /* its pipeline stage */
-    double y;             /* top of the row (the phase strip) */
+    int rank;                              /* which row of the timeline this is */
+    int stage;                             /* its pipeline stage */
+    double y;                              /* top of the row (the phase strip) */
     double phase_y, lane_y, comm_y, mem_y; /* tops of the four parts */
-    double mem_h;         /* 0 when the panel has no memory samples */
-    double bottom;        /* y just below the row */
-    viz_tl_box_layout *boxes; /* parallel to the timeline row's boxes */
-    int nseg;             /* the row's time classes over [0, duration], as x and width */
+    double mem_h;                          /* 0 when the panel has no memory samples */
+    double bottom;                         /* y just below the row */
+    viz_tl_box_layout *boxes;              /* parallel to the timeline row's boxes */
+    int nseg; /* the row's time classes over [0, duration], as x and width */
     double *seg_x, *seg_w;
     viz_time_class *seg_cls;
     viz_tc_shares shares; /* seconds and shares of each class over [0, duration] */
@@ -64,7 +64,7 @@ typedef struct {
                            * phase with x1 <= x0 is absent (GPipe has no steady phase) */
     double warmup_x0, warmup_x1, steady_x0, steady_x1, cooldown_x0, cooldown_x1;
     char share_text[2][48]; /* "compute 61.2% · transfer 4.0%", "wait 20.1% · idle 14.7%" */
-    char mem_text[32];    /* "peak 1.2 GiB" or "" */
+    char mem_text[32];      /* "peak 1.2 GiB" or "" */
 } viz_tl_row_layout;
 
 typedef struct {
@@ -80,7 +80,7 @@ typedef struct {
     viz_tl_row_layout *rows; /* in display order (by stage, then dp, then tp) */
     int nstages;
     double *stage_y0, *stage_y1; /* vertical extent of each stage group */
-    double mem_max;           /* bytes at the top of every memory strip of this panel */
+    double mem_max;              /* bytes at the top of every memory strip of this panel */
     int narrows;
     viz_tl_arrow *arrows;
 } viz_tl_panel_layout;
@@ -88,11 +88,11 @@ typedef struct {
 typedef struct {
     double width, height;
     double plot_x, plot_w, px_per_s, duration; /* duration: longest panel, seconds */
-    double tick_s;                              /* spacing of axis ticks, seconds */
+    double tick_s;                             /* spacing of axis ticks, seconds */
     double legend_y;
     bool kinds_present[VIZ_TL_NUM_KINDS];
-    bool any_chunks;          /* some box has chunk >= 1: the legend explains hatching */
-    bool any_wait;            /* some message waited: the legend shows the wait pattern */
+    bool any_chunks; /* some box has chunk >= 1: the legend explains hatching */
+    bool any_wait;   /* some message waited: the legend shows the wait pattern */
     int npanels;
     viz_tl_panel_layout *panels;
 } viz_tl_layout;

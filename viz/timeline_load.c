@@ -84,7 +84,9 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
         int *steps = mallocCheck(((size_t)nsteps + 1) * sizeof *steps);
         viz_run_complete_steps(r, steps, nsteps);
         if (nsteps == 0) {
-            snprintf(err, errlen, "'%s' has no step that every rank completed (did the run stop early?)", r->dir);
+            snprintf(err, errlen,
+                     "'%s' has no step that every rank completed (did the run stop early?)",
+                     r->dir);
             free(steps);
             return NULL;
         }
@@ -92,7 +94,8 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
         bool found = false;
         for (int i = 0; i < nsteps; i++) found |= steps[i] == step;
         if (!found) {
-            snprintf(err, errlen, "step %d is not a complete step of '%s' (complete steps: %d..%d, %d in all)",
+            snprintf(err, errlen,
+                     "step %d is not a complete step of '%s' (complete steps: %d..%d, %d in all)",
                      step, r->dir, steps[0], steps[nsteps - 1], nsteps);
             free(steps);
             return NULL;
@@ -154,8 +157,13 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
             if (kind == VIZ_TL_NUM_KINDS) continue;
             if (!whole && !in_step(e, step, s0, s1)) continue;
             viz_tl_box box = {
-                .kind = kind, .microbatch = e->microbatch, .chunk = e->chunk,
-                .start = a - t0, .ready = m - t0, .end = b - t0, .peer = e->peer,
+                .kind = kind,
+                .microbatch = e->microbatch,
+                .chunk = e->chunk,
+                .start = a - t0,
+                .ready = m - t0,
+                .end = b - t0,
+                .peer = e->peer,
                 .flow = r->flow[k][i],
             };
             snprintf(box.op, sizeof box.op, "%s", trace_file_string(f, e->op));

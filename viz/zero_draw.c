@@ -120,7 +120,8 @@ static double solve_scale(const zero_draw_layout *L, int first, int n, double U)
     for (int it = 0; it < 200; it++) {
         double mid = (lo + hi) / 2, sum = 0;
         for (int i = first; i < first + n; i++)
-            sum += fmax(L->min_w, (double)(L->pieces[i].world_end - L->pieces[i].world_start) * mid);
+            sum += fmax(L->min_w,
+                        (double)(L->pieces[i].world_end - L->pieces[i].world_start) * mid);
         if (sum < U) lo = mid;
         else hi = mid;
     }
@@ -145,7 +146,8 @@ static void assign_label_rows(const zero_ranges *r, zero_draw_layout *L) {
             double x0 = fmax(L->bar_x - 40, fmin(m->x - w / 2, L->width - 6 - w));
             int k = 0;
             while (k < LABEL_ROWS_MAX && !(x0 > right[k] + 8)) k++;
-            CHECK(k < LABEL_ROWS_MAX, "a line of the ZeRO picture holds at most two shard boundaries");
+            CHECK(k < LABEL_ROWS_MAX,
+                  "a line of the ZeRO picture holds at most two shard boundaries");
             m->label_row = k;
             right[k] = x0 + w;
             if (k + 1 > L->label_rows) L->label_rows = k + 1;
@@ -163,10 +165,16 @@ static int make_segments(const zero_ranges *r, zero_draw_layout *L) {
     int k = 0;
     for (int p = 0; p < r->n_params; p++) {
         if (r->params[p].numel == 0) continue;
-        L->segments[k++] = (zero_draw_segment){p, r->offsets[p], r->offsets[p] + r->params[p].numel,
-                                               0, 0, zero_ranges_param_is_cut(r, p), false};
+        L->segments[k++] = (zero_draw_segment){p,
+                                               r->offsets[p],
+                                               r->offsets[p] + r->params[p].numel,
+                                               0,
+                                               0,
+                                               zero_ranges_param_is_cut(r, p),
+                                               false};
     }
-    if (padded) L->segments[k++] = (zero_draw_segment){-1, r->numel, r->padded_numel, 0, 0, false, false};
+    if (padded)
+        L->segments[k++] = (zero_draw_segment){-1, r->numel, r->padded_numel, 0, 0, false, false};
     return n;
 }
 
@@ -194,7 +202,8 @@ static int make_pieces(const zero_ranges *r, zero_draw_layout *L, int *first) {
 
 /* Lines (k per shard, enough for SEGMENTS_PER_LINE pieces a line, at most MAX_LINES) and the
  * pieces' positions along them: proportional, small pieces widened to min_w. */
-static void place_pieces(const zero_ranges *r, zero_draw_layout *L, const int *first, int max_pieces) {
+static void place_pieces(const zero_ranges *r, zero_draw_layout *L, const int *first,
+                         int max_pieces) {
     int lps = (max_pieces + SEGMENTS_PER_LINE - 1) / SEGMENTS_PER_LINE;
     if (lps < 1) lps = 1;
     if (lps * r->dp > MAX_LINES) lps = MAX_LINES / r->dp > 1 ? MAX_LINES / r->dp : 1;
@@ -331,11 +340,14 @@ static bool text_if_fits(cairo_t *cr, double x0, double x1, double y, double siz
 static void draw_title(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r,
                        const zero_memory_plan *plan) {
     char s[512], c1[32], c2[32], c3[32], c4[32];
-    snprintf(s, sizeof s, "ZeRO-1 distributed optimizer: one flat gradient buffer, DP rank d owns shard d (dp = %d)",
-             r->dp);
+    snprintf(
+        s, sizeof s,
+        "ZeRO-1 distributed optimizer: one flat gradient buffer, DP rank d owns shard d (dp = %d)",
+        r->dp);
     viz_text(cr, 16, 26, 15, true, VIZ_LEFT, VIZ_TEXT, s);
     snprintf(s, sizeof s,
-             "Ψ = %s elements in %d parameter%s, padded by %s to %s (a multiple of dp × align = %d × %zu); "
+             "Ψ = %s elements in %d parameter%s, padded by %s to %s (a multiple of dp × align = %d "
+             "× %zu); "
              "shard S = %s elements per rank",
              count_str(r->numel, c1, sizeof c1), r->n_params, r->n_params == 1 ? "" : "s",
              count_str(r->padded_numel - r->numel, c2, sizeof c2),
@@ -347,16 +359,19 @@ static void draw_title(cairo_t *cr, const zero_draw_layout *L, const zero_ranges
         zero_memory_plan_summary(plan, m, sizeof m);
         snprintf(s, sizeof s, "Memory at start: %s", m);
     } else {
-        snprintf(s, sizeof s, "reduce-scatter the gradients, AdamW on the rank's shard, all-gather the parameters");
+        snprintf(
+            s, sizeof s,
+            "reduce-scatter the gradients, AdamW on the rank's shard, all-gather the parameters");
     }
     viz_text(cr, 16, 66, 10.5, false, VIZ_LEFT, VIZ_TEXT, s);
     if (L->n_widened)
         snprintf(s, sizeof s,
-                 "Widths are proportional to numel, except that %d small parameter%s (biases, LayerNorm, padding) "
+                 "Widths are proportional to numel, except that %d small parameter%s (biases, "
+                 "LayerNorm, padding) "
                  "%s drawn at a minimum of %.0f px so they stay visible.",
-                 L->n_widened, L->n_widened == 1 ? "" : "s", L->n_widened == 1 ? "is" : "are", L->min_w);
-    else
-        snprintf(s, sizeof s, "Widths are proportional to numel.");
+                 L->n_widened, L->n_widened == 1 ? "" : "s", L->n_widened == 1 ? "is" : "are",
+                 L->min_w);
+    else snprintf(s, sizeof s, "Widths are proportional to numel.");
     viz_text(cr, 16, 84, 9.5, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35), s);
 }
 
@@ -517,11 +532,10 @@ static void draw_legend(cairo_t *cr, const zero_draw_layout *L, const zero_range
     if (r->bucket_numel)
         snprintf(bucket_label, sizeof bucket_label, "gradient bucket (at most %s elements)",
                  count_str(r->bucket_numel, c, sizeof c));
-    else
-        snprintf(bucket_label, sizeof bucket_label, "gradient bucket (one for the whole buffer)");
+    else snprintf(bucket_label, sizeof bucket_label, "gradient bucket (one for the whole buffer)");
     const viz_rgb row1c[] = {param_color(0), CUT_INK, PAD_FILL};
-    const char *row1[] = {"parameter (width ∝ numel)", "parameter cut by a shard boundary (red outline)",
-                          "padding (hatched)"};
+    const char *row1[] = {"parameter (width ∝ numel)",
+                          "parameter cut by a shard boundary (red outline)", "padding (hatched)"};
     const viz_rgb row2c[] = {rank_color(0), bucket_color(0)};
     const char *row2[] = {"DP rank's shard (its fp32 master, Adam m and v)", bucket_label};
     double y2 = L->legend_y + 18;
@@ -547,7 +561,8 @@ static void draw_table(cairo_t *cr, const zero_draw_layout *L, const zero_ranges
     for (int d = 0; d < r->dp && d <= TABLE_ROWS_MAX; d++) {
         double y = L->table_y + 4 + d * 15;
         if (d == TABLE_ROWS_MAX) {
-            viz_text(cr, 16, y, 9, false, VIZ_LEFT, VIZ_TEXT, "… (more ranks: see trident train --verbose)");
+            viz_text(cr, 16, y, 9, false, VIZ_LEFT, VIZ_TEXT,
+                     "… (more ranks: see trident train --verbose)");
             break;
         }
         const zero_shard *sh = &r->shards[d];
@@ -571,7 +586,8 @@ static void draw_table(cairo_t *cr, const zero_draw_layout *L, const zero_ranges
                 viz_text(cr, x, y, 9, false, VIZ_LEFT, VIZ_TEXT, s);
                 break;
             }
-            viz_text(cr, x, y, 9, false, VIZ_LEFT, k == sh->n_pieces ? viz_shade(VIZ_TEXT, 0.45) : VIZ_TEXT, s);
+            viz_text(cr, x, y, 9, false, VIZ_LEFT,
+                     k == sh->n_pieces ? viz_shade(VIZ_TEXT, 0.45) : VIZ_TEXT, s);
             x += w + 18;
         }
     }

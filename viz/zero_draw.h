@@ -38,54 +38,54 @@
 /* One parameter (or the padding) as drawn along the unwrapped bar. u is the distance in
  * pixels from the bar's start if the lines were laid end to end. */
 typedef struct {
-    int param;                     /* index into r->params, or -1 for the padding */
+    int param; /* index into r->params, or -1 for the padding */
     size_t world_start, world_end;
     double u0, u1;
-    bool cut;                      /* split between two or more ranks' shards */
-    bool widened;                  /* some piece is drawn at the minimum width */
+    bool cut;     /* split between two or more ranks' shards */
+    bool widened; /* some piece is drawn at the minimum width */
 } zero_draw_segment;
 
 /* A segment's part inside one shard (a parameter cut by shard boundaries has several). */
 typedef struct {
-    int segment;                   /* index into segments */
-    int shard;                     /* the DP rank owning it */
+    int segment; /* index into segments */
+    int shard;   /* the DP rank owning it */
     size_t world_start, world_end;
     double u0, u1;
-    bool widened;                  /* drawn at the minimum width */
+    bool widened; /* drawn at the minimum width */
 } zero_draw_piece;
 
 /* A position in the buffer that gets a vertical mark (shard or bucket boundary). */
 typedef struct {
     size_t world;
     double u;
-    int line;       /* which wrapped line */
-    double x;       /* on the canvas */
-    int label_row;  /* shard marks: row (0 or 1) of its text block under the line, always
+    int line;      /* which wrapped line */
+    double x;      /* on the canvas */
+    int label_row; /* shard marks: row (0 or 1) of its text block under the line, always
                      * found (zero_draw.c); bucket marks: -1, they carry no label */
 } zero_draw_mark;
 
 typedef struct {
-    double width, height;           /* canvas */
-    double bar_x, line_w;           /* every line starts at bar_x and is line_w long */
-    int n_lines;                    /* dp * lines_per_shard */
-    int lines_per_shard;            /* shard d fills lines [d*k, (d+1)*k) */
-    double first_line_y, line_pitch;/* top of line i's bar = first_line_y + i * line_pitch */
+    double width, height;            /* canvas */
+    double bar_x, line_w;            /* every line starts at bar_x and is line_w long */
+    int n_lines;                     /* dp * lines_per_shard */
+    int lines_per_shard;             /* shard d fills lines [d*k, (d+1)*k) */
+    double first_line_y, line_pitch; /* top of line i's bar = first_line_y + i * line_pitch */
     double bar_h, band_y, band_h, bucket_y, bucket_h, label_y; /* offsets from a line's top */
-    int label_rows;                 /* rows of boundary labels used under each line */
-    double min_w;                   /* minimum segment width in px */
-    double px_per_elem;             /* scale of a shard where nothing is widened */
-    double *shard_px_per_elem;      /* (dp,) the scale of the pieces not widened, per shard */
+    int label_rows;            /* rows of boundary labels used under each line */
+    double min_w;              /* minimum segment width in px */
+    double px_per_elem;        /* scale of a shard where nothing is widened */
+    double *shard_px_per_elem; /* (dp,) the scale of the pieces not widened, per shard */
     int n_widened;
     int n_segments;
-    zero_draw_segment *segments;    /* parameters with numel > 0, then the padding */
+    zero_draw_segment *segments; /* parameters with numel > 0, then the padding */
     int n_pieces;
-    zero_draw_piece *pieces;        /* segments cut at shard boundaries, in buffer order */
+    zero_draw_piece *pieces; /* segments cut at shard boundaries, in buffer order */
     int n_marks;
-    zero_draw_mark *marks;          /* shard boundaries: world d * S for d = 0..dp; mark d
+    zero_draw_mark *marks; /* shard boundaries: world d * S for d = 0..dp; mark d
                                      * starts line d * lines_per_shard, mark dp ends the bar */
     int n_bucket_marks;
-    zero_draw_mark *bucket_marks;   /* bucket starts, then the end of the last bucket */
-    double legend_y, table_y;       /* baselines of the legend and the first table row */
+    zero_draw_mark *bucket_marks; /* bucket starts, then the end of the last bucket */
+    double legend_y, table_y;     /* baselines of the legend and the first table row */
 } zero_draw_layout;
 
 /* The whole geometry for a canvas `width` pixels wide (<= 0: 1400). */

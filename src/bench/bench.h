@@ -33,12 +33,12 @@
 typedef enum { BENCH_PASS, BENCH_MISS, BENCH_INFO } bench_verdict;
 
 typedef struct {
-    char suite[16];      /* "serial", "pipeline", ... */
-    char metric[160];    /* what is compared, e.g. "1f1b p=2 m=4: measured − predicted bubble" */
-    double value;        /* the measured ratio (or difference) */
-    char shown[48];      /* value as printed */
-    char target[48];     /* "≥ 0.6", "≤ 1.02", "0.5 ± 0.1", "—" */
-    double score;        /* how the value stands to its target: >= 1 met, < 1 missed; NAN: info */
+    char suite[16];   /* "serial", "pipeline", ... */
+    char metric[160]; /* what is compared, e.g. "1f1b p=2 m=4: measured − predicted bubble" */
+    double value;     /* the measured ratio (or difference) */
+    char shown[48];   /* value as printed */
+    char target[48];  /* "≥ 0.6", "≤ 1.02", "0.5 ± 0.1", "—" */
+    double score;     /* how the value stands to its target: >= 1 met, < 1 missed; NAN: info */
     bench_verdict verdict;
 } bench_row;
 
@@ -77,10 +77,10 @@ void bench_report_draw(const bench_report *r, const char *title, const char *pat
 /* ---- the context a suite runs in ------------------------------------------------------ */
 
 typedef struct {
-    bool quick;           /* shrink everything (the smoke test) */
-    const char *run_dir;  /* everything a suite writes goes under here */
-    char self[4096];      /* this program's path, for mpirun (from /proc/self/exe) */
-    const char *device;   /* --device: where the device suite runs ("cpu", "cuda", "cpu-guarded") */
+    bool quick;          /* shrink everything (the smoke test) */
+    const char *run_dir; /* everything a suite writes goes under here */
+    char self[4096];     /* this program's path, for mpirun (from /proc/self/exe) */
+    const char *device;  /* --device: where the device suite runs ("cpu", "cuda", "cpu-guarded") */
     bench_report *report;
 } bench_ctx;
 
@@ -109,8 +109,8 @@ const char *bench_pp_run(bench_ctx *ctx, const char *schedule, int p, int m, cha
  * the default), one BLAS thread, no trace: what the serial and device suites time. Dies as
  * `who` on a bad shape. (bench_serial.c) */
 typedef struct trainer trainer;
-trainer *bench_serial_trainer(train_config *tc, int L, int C, int NH, int T, int B, const char *device,
-                              const char *who);
+trainer *bench_serial_trainer(train_config *tc, int L, int C, int NH, int T, int B,
+                              const char *device, const char *who);
 
 /* The hidden worker runs inside `mpirun -np 2 trident bench --worker comm --run-dir DIR` and
  * writes DIR/worker_comm.txt ("key value" lines). bench_comm_results() launches it once per

@@ -38,7 +38,8 @@
 /* The model of the worker's trainers. */
 enum { WORKER_LAYERS = 8 };
 
-static void worker_config(train_config *c, bool quick, int tp, int pp, int vpp_layers, bool zero, int m) {
+static void worker_config(train_config *c, bool quick, int tp, int pp, int vpp_layers, bool zero,
+                          int m) {
     train_config_defaults(c);
     c->num_layers = WORKER_LAYERS;
     c->hidden_size = quick ? 64 : 256;
@@ -55,7 +56,8 @@ static void worker_config(train_config *c, bool quick, int tp, int pp, int vpp_l
     const int dp = dist_world_size() / (tp * pp);
     c->global_batch_size = c->micro_batch_size * m * dp;
     char err[512];
-    if (!train_config_check(c, dist_world_size(), err, sizeof err)) dist_fail_all("bench worker: %s", err);
+    if (!train_config_check(c, dist_world_size(), err, sizeof err))
+        dist_fail_all("bench worker: %s", err);
 }
 
 typedef struct {
@@ -66,8 +68,8 @@ typedef struct {
 static worker_trainer trainer_open(const train_config *c) {
     pg_layout l;
     char err[512];
-    if (!pg_layout_make(&l, dist_world_size(), c->tensor_model_parallel_size, c->pipeline_model_parallel_size,
-                        c->vpp, c->rank_order, err, sizeof err))
+    if (!pg_layout_make(&l, dist_world_size(), c->tensor_model_parallel_size,
+                        c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("bench worker: %s", err);
     worker_trainer w;
     w.ps = ps_create(&l, dist_rank());
@@ -114,7 +116,8 @@ static size_t measure_dp(kv_out *o, bool quick, int m, int repeats) {
     worker_config(&c, quick, 1, 1, 0, false, m);
     worker_trainer w = trainer_open(&c);
     local_model *lm = trainer_model(w.t);
-    const size_t n = lm->numel, per = (n + (size_t)world - 1) / (size_t)world, padded = per * (size_t)world;
+    const size_t n = lm->numel, per = (n + (size_t)world - 1) / (size_t)world,
+                 padded = per * (size_t)world;
     float *buf = callocCheck(padded, sizeof(float)), *shard = callocCheck(per, sizeof(float));
     for (size_t i = 0; i < n; i++) buf[i] = 1e-3f * (float)((i * 2654435761u) % 1000u) / 1000.0f;
     double *t_comm = mallocCheck((size_t)repeats * sizeof(double));
@@ -193,7 +196,8 @@ static void measure_pp_bytes(kv_out *o, bool quick, int m) {
         trainer_step(w.t, 1);
         comm_reset_counters(w.ps->pp);
         trainer_step(w.t, 2);
-        double sent = (double)comm_bytes_sent(w.ps->pp), recvd = (double)comm_bytes_received(w.ps->pp);
+        double sent = (double)comm_bytes_sent(w.ps->pp),
+               recvd = (double)comm_bytes_received(w.ps->pp);
         MPI_Allreduce(MPI_IN_PLACE, &sent, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         MPI_Allreduce(MPI_IN_PLACE, &recvd, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         const int S = 2 * c.vpp;
@@ -203,7 +207,8 @@ static void measure_pp_bytes(kv_out *o, bool quick, int m) {
         put(o, "pp_v%d_formula %.0f\n", v, 2.0 * m * (S - 1) * N * C * 4.0);
         trainer_close(&w);
     }
-    put(o, "model_layers %d\nmodel_hidden %d\nmodel_seq %d\nmodel_micro_batch %d\nmicrobatches %d\n",
+    put(o,
+        "model_layers %d\nmodel_hidden %d\nmodel_seq %d\nmodel_micro_batch %d\nmicrobatches %d\n",
         c.num_layers, c.hidden_size, c.seq_length, c.micro_batch_size, m);
 }
 
@@ -213,7 +218,9 @@ int bench_worker_comm(const char *run_dir, bool quick) {
     dist_init(&argc, &argv);
     ops_set_threads(1);
     const int world = dist_world_size(), rank = dist_rank();
-    if (world < 2) dist_fail_all("bench --worker comm runs under mpirun with at least 2 ranks (got %d)", world);
+    if (world < 2)
+        dist_fail_all("bench --worker comm runs under mpirun with at least 2 ranks (got %d)",
+                      world);
     const int m = 4, repeats = quick ? 3 : 15;
     static kv_out o;
     o.used = 0;
@@ -244,7 +251,8 @@ const char *bench_comm_results(bench_ctx *ctx, char *path, size_t cap) {
         char log[4200];
         bench_path(ctx, log, sizeof log, "worker_comm.log");
         remove(path);
-        bench_launch(ctx, 2, log, "bench --worker comm --run-dir %s%s", ctx->run_dir, ctx->quick ? " --quick" : "");
+        bench_launch(ctx, 2, log, "bench --worker comm --run-dir %s%s", ctx->run_dir,
+                     ctx->quick ? " --quick" : "");
         g_worker_ran = true;
     }
     return path;
@@ -255,23 +263,30 @@ void bench_comm(bench_ctx *ctx) {
     bench_comm_results(ctx, path, sizeof path);
 #define GET(key) bench_kv_get(path, key)
     const double world = GET("world"), elems = GET("grad_elems"), bytes = 4 * elems;
-    const double t_comm = GET("allreduce_comm_s"), t_mpi = GET("allreduce_mpi_s"), t_rsag = GET("rs_ag_s");
+    const double t_comm = GET("allreduce_comm_s"), t_mpi = GET("allreduce_mpi_s"),
+                 t_rsag = GET("rs_ag_s");
     const double busbw = 2 * (world - 1) / world * bytes;
     char metric[160];
-    snprintf(metric, sizeof metric, "gradient all-reduce (%.1f MB, %g ranks): bus bandwidth comm.h ÷ plain MPI_Allreduce",
+    snprintf(metric, sizeof metric,
+             "gradient all-reduce (%.1f MB, %g ranks): bus bandwidth comm.h ÷ plain MPI_Allreduce",
              bytes / 1e6, world);
     bench_row_min(ctx->report, "comm", metric, t_mpi / t_comm, "%.2f", 0.8);
-    bench_row_max(ctx->report, "comm", "reduce-scatter + all-gather time ÷ all-reduce time (same bytes)",
+    bench_row_max(ctx->report, "comm",
+                  "reduce-scatter + all-gather time ÷ all-reduce time (same bytes)",
                   t_rsag / t_comm, "%.2f", 1.2);
     bench_note(ctx->report, "comm",
-               "all-reduce of the trainer's gradient buffer (%.0f floats): comm.h %.2f ms (%.2f GB/s bus), MPI "
-               "%.2f ms (%.2f GB/s bus); reduce-scatter + all-gather %.2f ms; best of the slower rank's times",
-               elems, 1e3 * t_comm, busbw / t_comm / 1e9, 1e3 * t_mpi, busbw / t_mpi / 1e9, 1e3 * t_rsag);
+               "all-reduce of the trainer's gradient buffer (%.0f floats): comm.h %.2f ms (%.2f "
+               "GB/s bus), MPI "
+               "%.2f ms (%.2f GB/s bus); reduce-scatter + all-gather %.2f ms; best of the slower "
+               "rank's times",
+               elems, 1e3 * t_comm, busbw / t_comm / 1e9, 1e3 * t_mpi, busbw / t_mpi / 1e9,
+               1e3 * t_rsag);
     const double tp = GET("tp_bytes"), tpf = GET("tp_formula");
-    bench_row_within(ctx->report, "comm", "TP bytes per step (tp=2), counted ÷ formula", tp / tpf, "%.6f", 1.0,
-                     1e-9, "1 exactly");
+    bench_row_within(ctx->report, "comm", "TP bytes per step (tp=2), counted ÷ formula", tp / tpf,
+                     "%.6f", 1.0, 1e-9, "1 exactly");
     bench_note(ctx->report, "comm",
-               "tensor parallel (tp = 2, %g layers, hidden %g, seq %g, micro-batch %g, m = %g): %.0f bytes counted "
+               "tensor parallel (tp = 2, %g layers, hidden %g, seq %g, micro-batch %g, m = %g): "
+               "%.0f bytes counted "
                "in %g collectives; formula m·(4·L·N·C + 2·N·C + 3·N)·4 = %.0f",
                GET("model_layers"), GET("model_hidden"), GET("model_seq"), GET("model_micro_batch"),
                GET("microbatches"), tp, GET("tp_calls"), tpf);
@@ -284,10 +299,11 @@ void bench_comm(bench_ctx *ctx) {
         snprintf(metric, sizeof metric, "PP bytes per step (pp=2, %s), sent ÷ formula",
                  v == 1 ? "1f1b" : "interleaved v=2");
         bench_row_within(ctx->report, "comm", metric, sent / f, "%.6f", 1.0, 1e-9, "1 exactly");
-        bench_note(ctx->report, "comm",
-                   "pipeline (pp = 2, v = %d): %.0f bytes sent, %.0f received over all ranks; formula "
-                   "2·m·(S−1)·N·C·4 = %.0f",
-                   v, sent, recvd, f);
+        bench_note(
+            ctx->report, "comm",
+            "pipeline (pp = 2, v = %d): %.0f bytes sent, %.0f received over all ranks; formula "
+            "2·m·(S−1)·N·C·4 = %.0f",
+            v, sent, recvd, f);
     }
 #undef GET
 }

@@ -100,7 +100,8 @@ void bench_device(bench_ctx *ctx) {
     device_kind dk;
     CHECK(device_kind_parse(ctx->device, &dk), "device name checked by the flag parser");
     char err[512];
-    if (!device_init(dk, dk == DEVICE_CUDA ? dist_bind_device() : -1, err, sizeof err)) die("trident bench --suite device: %s", err);
+    if (!device_init(dk, dk == DEVICE_CUDA ? dist_bind_device() : -1, err, sizeof err))
+        die("trident bench --suite device: %s", err);
     const bool gpu = dk == DEVICE_CUDA;
     const device_setup d = device_setup_of(ctx, gpu);
     const int L = d.L, C = d.C, NH = d.NH, T = d.T, B = d.B, repeats = d.repeats;
@@ -111,15 +112,16 @@ void bench_device(bench_ctx *ctx) {
     const double tokens = (double)N, flops_per_step = gpt_flops_per_token(&g, T) * tokens;
 
     const linear_shape shapes[5] = {
-        {(size_t)C, 3 * (size_t)C, L},    /* qkv */
-        {(size_t)C, (size_t)C, L},        /* attention projection */
-        {(size_t)C, 4 * (size_t)C, L},    /* fc */
-        {4 * (size_t)C, (size_t)C, L},    /* fc projection */
+        {(size_t)C, 3 * (size_t)C, L},           /* qkv */
+        {(size_t)C, (size_t)C, L},               /* attention projection */
+        {(size_t)C, 4 * (size_t)C, L},           /* fc */
+        {4 * (size_t)C, (size_t)C, L},           /* fc projection */
         {(size_t)C, (size_t)tc.padded_vocab, 1}, /* LM head */
     };
     double gemm_flops = 0;
     for (int i = 0; i < 5; i++)
-        gemm_flops += 6.0 * (double)N * (double)shapes[i].in * (double)shapes[i].out * shapes[i].per_step;
+        gemm_flops += 6.0 * (double)N * (double)shapes[i].in * (double)shapes[i].out *
+                      shapes[i].per_step;
     linear_buffers lb = linear_buffers_make(shapes, 5, N);
 
     int it = 1;
@@ -138,17 +140,23 @@ void bench_device(bench_ctx *ctx) {
     const double t_step = bench_median(step, repeats), t_ref = bench_median(ref, repeats);
     const double model_rate = flops_per_step / t_step, gemm_rate = gemm_flops / t_ref;
     char metric[160];
-    snprintf(metric, sizeof metric, "%s: model FLOP/s ÷ GEMM FLOP/s on its linear shapes (L=%d C=%d T=%d B=%d)",
+    snprintf(metric, sizeof metric,
+             "%s: model FLOP/s ÷ GEMM FLOP/s on its linear shapes (L=%d C=%d T=%d B=%d)",
              device_kind_name(dk), L, C, T, B);
     bench_row_min(ctx->report, "device", metric, model_rate / gemm_rate, "%.2f", 0.5);
     bench_note(ctx->report, "device",
-               "device %s%s; training step (forward + backward + AdamW, fp32): %.4f s = %.0f tokens/s = %.2f "
-               "GFLOP/s of model FLOPs; the model's linear GEMMs alone (%.3g FLOP): %.4f s = %.2f GFLOP/s; "
+               "device %s%s; training step (forward + backward + AdamW, fp32): %.4f s = %.0f "
+               "tokens/s = %.2f "
+               "GFLOP/s of model FLOPs; the model's linear GEMMs alone (%.3g FLOP): %.4f s = %.2f "
+               "GFLOP/s; "
                "median of %d interleaved repeats",
-               device_kind_name(dk), gpu ? " (cuBLAS fp32, no TF32)" : " (OpenBLAS, one thread)", t_step,
-               tokens / t_step, model_rate / 1e9, gemm_flops, t_ref, gemm_rate / 1e9, repeats);
-    bench_command(ctx->report, "trident bench --suite device --device %s%s   (in process: trainer_step vs dev_matmul_*)",
-                  device_kind_name(dk), ctx->quick ? " --quick" : "");
+               device_kind_name(dk), gpu ? " (cuBLAS fp32, no TF32)" : " (OpenBLAS, one thread)",
+               t_step, tokens / t_step, model_rate / 1e9, gemm_flops, t_ref, gemm_rate / 1e9,
+               repeats);
+    bench_command(
+        ctx->report,
+        "trident bench --suite device --device %s%s   (in process: trainer_step vs dev_matmul_*)",
+        device_kind_name(dk), ctx->quick ? " --quick" : "");
     free(step);
     free(ref);
     linear_buffers_free(&lb);

@@ -28,8 +28,8 @@ void bench_launch(bench_ctx *ctx, int np, const char *log_path, const char *fmt,
     char cmd[12288];
     if (np >= 1) {
         mpi_environment();
-        snprintf(cmd, sizeof cmd, "mpirun -np %d --oversubscribe '%s' %s > '%s' 2>&1", np, ctx->self,
-                 args, log_path);
+        snprintf(cmd, sizeof cmd, "mpirun -np %d --oversubscribe '%s' %s > '%s' 2>&1", np,
+                 ctx->self, args, log_path);
         bench_command(ctx->report, "mpirun -np %d trident %s", np, args);
     } else {
         snprintf(cmd, sizeof cmd, "'%s' %s > '%s' 2>&1", ctx->self, args, log_path);

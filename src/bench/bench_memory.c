@@ -53,17 +53,23 @@ void bench_memory(bench_ctx *ctx) {
             const int warm = 2 * (p - 1) + (v - 1) * p + 1;
             const double want2 = (double)(m * v < warm ? m * v : warm) / (double)(v * keep1);
             char metric[160], target[48];
-            snprintf(metric, sizeof metric, "p=%d m=%d: peak activations on stage 0, 1f1b ÷ gpipe", p, m);
+            snprintf(metric, sizeof metric, "p=%d m=%d: peak activations on stage 0, 1f1b ÷ gpipe",
+                     p, m);
             snprintf(target, sizeof target, "%.3f ± 5%%", want1);
-            bench_row_within(ctx->report, "memory", metric, f1b / gpipe, "%.3f", want1, 0.05 * want1, target);
-            snprintf(metric, sizeof metric, "p=%d m=%d: peak activations on stage 0, interleaved ÷ 1f1b", p, m);
+            bench_row_within(ctx->report, "memory", metric, f1b / gpipe, "%.3f", want1,
+                             0.05 * want1, target);
+            snprintf(metric, sizeof metric,
+                     "p=%d m=%d: peak activations on stage 0, interleaved ÷ 1f1b", p, m);
             snprintf(target, sizeof target, "%.3f ± 5%%", want2);
-            bench_row_within(ctx->report, "memory", metric, inter / f1b, "%.3f", want2, 0.05 * want2, target);
+            bench_row_within(ctx->report, "memory", metric, inter / f1b, "%.3f", want2,
+                             0.05 * want2, target);
             bench_note(ctx->report, "memory",
-                       "p=%d m=%d stage 0 peak activation bytes: gpipe %.2f MB, 1f1b %.2f MB, interleaved %.2f MB "
+                       "p=%d m=%d stage 0 peak activation bytes: gpipe %.2f MB, 1f1b %.2f MB, "
+                       "interleaved %.2f MB "
                        "(formulas: min(p,m)/m = %.3f; interleaved %s = %.3f)",
                        p, m, gpipe / 1e6, f1b / 1e6, inter / 1e6, want1,
-                       m * v >= warm ? "1 + (p−1)/(p·v)" : "min(m·v, 2(p−1)+(v−1)p+1)/(v·min(p,m))", want2);
+                       m * v >= warm ? "1 + (p−1)/(p·v)" : "min(m·v, 2(p−1)+(v−1)p+1)/(v·min(p,m))",
+                       want2);
         }
     /* ZeRO-1: the comm worker measured the optimizer state at dp = 2. */
     char path[4200];
@@ -73,11 +79,13 @@ void bench_memory(bench_ctx *ctx) {
     const double sharded = bench_kv_get(path, "zero_state_bytes_sharded");
     const double padded = bench_kv_get(path, "zero_padding_elems");
     char metric[160], target[48];
-    snprintf(metric, sizeof metric, "ZeRO-1 optimizer-state bytes per rank, unsharded ÷ sharded at dp=%g", dp);
+    snprintf(metric, sizeof metric,
+             "ZeRO-1 optimizer-state bytes per rank, unsharded ÷ sharded at dp=%g", dp);
     snprintf(target, sizeof target, "%g ± 1%% (padding)", dp);
     bench_row_within(ctx->report, "memory", metric, plain / sharded, "%.4f", dp, 0.01 * dp, target);
     bench_note(ctx->report, "memory",
-               "optimizer state per rank (Adam m, v and the fp32 master shard with ZeRO): %.2f MB without ZeRO, "
+               "optimizer state per rank (Adam m, v and the fp32 master shard with ZeRO): %.2f MB "
+               "without ZeRO, "
                "%.2f MB with ZeRO-1 at dp = %g (shards padded by %g elements)",
                plain / 1e6, sharded / 1e6, dp, padded);
 }

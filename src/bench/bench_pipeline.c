@@ -61,7 +61,8 @@ bench_pp_model bench_pp_model_of(const bench_ctx *ctx) { return model_of(ctx); }
 static char g_done[64][4200];
 static int g_ndone;
 
-const char *bench_pp_run(bench_ctx *ctx, const char *schedule, int p, int m, char *dir, size_t cap) {
+const char *bench_pp_run(bench_ctx *ctx, const char *schedule, int p, int m, char *dir,
+                         size_t cap) {
     const bench_pp_model md = model_of(ctx);
     snprintf(dir, cap, "%s/pipeline/%s_p%d_m%d", ctx->run_dir, schedule, p, m);
     for (int i = 0; i < g_ndone; i++)
@@ -110,7 +111,8 @@ static pp_bubble bubble_of(const trace_run *run, const char *dir) {
         b.bubble_of_ideal += tb.measured_ideal;
         b.steps++;
     }
-    if (b.steps == 0) die("bench pipeline: the run in %s has no complete step after the first", dir);
+    if (b.steps == 0)
+        die("bench pipeline: the run in %s has no complete step after the first", dir);
     b.bubble /= b.steps;
     b.bubble_of_ideal /= b.steps;
     return b;
@@ -139,8 +141,10 @@ void bench_pipeline(bench_ctx *ctx) {
     const int nps = ctx->quick ? 2 : 3;
     const bench_pp_model md = model_of(ctx);
     bench_note(ctx->report, "pipeline",
-               "model: %d layers, hidden %d, %d heads, seq %d, micro-batch %d; %d steps per run, the first "
-               "not counted; even split of layers; interleaved has v = 2 chunks per rank; p = 2: wall clock "
+               "model: %d layers, hidden %d, %d heads, seq %d, micro-batch %d; %d steps per run, "
+               "the first "
+               "not counted; even split of layers; interleaved has v = 2 chunks per rank; p = 2: "
+               "wall clock "
                "(one rank per core), p > 2: replay view (ranks time-share the cores)",
                md.L, md.C, md.NH, md.T, md.B, md.steps);
     for (int pi = 0; pi < nps; pi++)
@@ -165,29 +169,35 @@ void bench_pipeline(bench_ctx *ctx) {
                 if (cfg.kind == PP_INTERLEAVED) cfg.v = 2;
                 const double textbook = pp_textbook_of_total(&cfg, NULL, 0);
                 char metric[160];
-                snprintf(metric, sizeof metric, "%s p=%d m=%d (%s): bubble measured %.1f%% − textbook %.1f%%",
-                         kinds[k], p, m, replay ? "replay" : "wall clock", 100 * shown.bubble, 100 * textbook);
-                bench_row_within(ctx->report, "pipeline", metric, 100 * (shown.bubble - textbook), "%+.1f pp",
-                                 0.0, 3.0, "±3 pp");
+                snprintf(metric, sizeof metric,
+                         "%s p=%d m=%d (%s): bubble measured %.1f%% − textbook %.1f%%", kinds[k], p,
+                         m, replay ? "replay" : "wall clock", 100 * shown.bubble, 100 * textbook);
+                bench_row_within(ctx->report, "pipeline", metric, 100 * (shown.bubble - textbook),
+                                 "%+.1f pp", 0.0, 3.0, "±3 pp");
                 bench_note(ctx->report, "pipeline",
-                           "%s p=%d m=%d: bubble %.1f%% wall clock, textbook %.1f%%; forward of one chunk %.1f ms CPU",
+                           "%s p=%d m=%d: bubble %.1f%% wall clock, textbook %.1f%%; forward of "
+                           "one chunk %.1f ms CPU",
                            kinds[k], p, m, 100 * bw.bubble, 100 * textbook, forward_ms(wall));
                 if (replay)
-                    bench_note(ctx->report, "pipeline", "%s p=%d m=%d: bubble %.1f%% in the replay view", kinds[k],
-                               p, m, 100 * shown.bubble);
+                    bench_note(ctx->report, "pipeline",
+                               "%s p=%d m=%d: bubble %.1f%% in the replay view", kinds[k], p, m,
+                               100 * shown.bubble);
                 of_ideal[k] = shown.bubble_of_ideal;
                 of_total[k] = shown.bubble;
                 trace_run_free(wall);
             }
             char metric[160];
-            snprintf(metric, sizeof metric, "p=%d m=%d (%s): interleaved ÷ 1f1b bubble (of busy time), vs 1/v", p,
-                     m, replay ? "replay" : "wall clock");
-            bench_row_within(ctx->report, "pipeline", metric, of_ideal[2] / of_ideal[1], "%.2f", 0.5, 0.1,
-                             "0.50 ± 20%");
-            /* Zero bubble (Qi et al.): W fills what 1F1B leaves idle; at m = 8 at most half. */
-            snprintf(metric, sizeof metric, "p=%d m=%d (%s): zb-h1 ÷ 1f1b bubble (of total time)", p, m,
+            snprintf(metric, sizeof metric,
+                     "p=%d m=%d (%s): interleaved ÷ 1f1b bubble (of busy time), vs 1/v", p, m,
                      replay ? "replay" : "wall clock");
-            if (m >= 8) bench_row_max(ctx->report, "pipeline", metric, of_total[3] / of_total[1], "%.2f", 0.5);
+            bench_row_within(ctx->report, "pipeline", metric, of_ideal[2] / of_ideal[1], "%.2f",
+                             0.5, 0.1, "0.50 ± 20%");
+            /* Zero bubble (Qi et al.): W fills what 1F1B leaves idle; at m = 8 at most half. */
+            snprintf(metric, sizeof metric, "p=%d m=%d (%s): zb-h1 ÷ 1f1b bubble (of total time)",
+                     p, m, replay ? "replay" : "wall clock");
+            if (m >= 8)
+                bench_row_max(ctx->report, "pipeline", metric, of_total[3] / of_total[1], "%.2f",
+                              0.5);
             else bench_row_info(ctx->report, "pipeline", metric, of_total[3] / of_total[1], "%.2f");
         }
 }

@@ -149,7 +149,8 @@ void bench_report_write_markdown(const bench_report *r, const char *title, FILE 
         if (!first) continue;
         fprintf(f, "\n### %s\n\n", r->notes[i].suite);
         for (int j = i; j < r->nnotes; j++)
-            if (strcmp(r->notes[j].suite, r->notes[i].suite) == 0) fprintf(f, "- %s\n", r->notes[j].text);
+            if (strcmp(r->notes[j].suite, r->notes[i].suite) == 0)
+                fprintf(f, "- %s\n", r->notes[j].text);
     }
     if (r->ncommands) {
         fprintf(f, "\n### commands that measured it\n\n```\n");

@@ -28,7 +28,8 @@ void bench_scaling(bench_ctx *ctx) {
     const int L = 8, C = ctx->quick ? 64 : 256, NH = 4, T = ctx->quick ? 32 : 128, B = 2, G = 16;
     const int steps = ctx->quick ? 3 : 4, rounds = ctx->quick ? 1 : 3;
     static const char *const names[] = {"serial", "tp", "pp", "dp"};
-    static const char *const flags[] = {"", "--tensor-model-parallel-size 2", "--pipeline-model-parallel-size 2", ""};
+    static const char *const flags[] = {"", "--tensor-model-parallel-size 2",
+                                        "--pipeline-model-parallel-size 2", ""};
     double tps[4][16], ratio[4][16];
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < 4; k++) {
@@ -39,22 +40,26 @@ void bench_scaling(bench_ctx *ctx) {
             bench_path(ctx, parent, sizeof parent, "scaling");
             make_dirs(parent);
             bench_launch(ctx, k == 0 ? 0 : 2, log,
-                         "train %s --num-layers %d --hidden-size %d --num-attention-heads %d --seq-length %d "
-                         "--micro-batch-size %d --global-batch-size %d --train-iters %d --log-interval 1 --no-trace "
+                         "train %s --num-layers %d --hidden-size %d --num-attention-heads %d "
+                         "--seq-length %d "
+                         "--micro-batch-size %d --global-batch-size %d --train-iters %d "
+                         "--log-interval 1 --no-trace "
                          "--quiet --threads 1 --run-dir %s",
                          flags[k], L, C, NH, T, B, G, steps, run);
             tps[k][r] = run_throughput(run);
             ratio[k][r] = tps[k][r] / tps[0][r];
         }
     bench_note(ctx->report, "scaling",
-               "model: %d layers, hidden %d, %d heads, seq %d, micro-batch %d, global batch %d; %d steps per run "
+               "model: %d layers, hidden %d, %d heads, seq %d, micro-batch %d, global batch %d; %d "
+               "steps per run "
                "(first not counted), %d round%s; one BLAS thread per rank on a %s machine",
                L, C, NH, T, B, G, steps, rounds, rounds == 1 ? "" : "s", "2-core");
-    bench_note(ctx->report, "scaling", "serial throughput: %.0f tokens/s (median over rounds)", bench_median(tps[0], rounds));
+    bench_note(ctx->report, "scaling", "serial throughput: %.0f tokens/s (median over rounds)",
+               bench_median(tps[0], rounds));
     for (int k = 1; k < 4; k++) {
         char metric[160];
-        snprintf(metric, sizeof metric, "tokens/s at 2 ranks ÷ serial, %s = 2 (%.0f tokens/s)", names[k],
-                 bench_median(tps[k], rounds));
+        snprintf(metric, sizeof metric, "tokens/s at 2 ranks ÷ serial, %s = 2 (%.0f tokens/s)",
+                 names[k], bench_median(tps[k], rounds));
         bench_row_info(ctx->report, "scaling", metric, bench_median(ratio[k], rounds), "%.2f");
     }
 }

@@ -45,7 +45,10 @@ typedef struct {
     int count;
 } gemm_shape;
 
-enum { MAX_SHAPES = 32, LINEAR_SHAPES = 12 }; /* block_shapes: 4 linear layers × 3, then attention */
+enum {
+    MAX_SHAPES = 32,
+    LINEAR_SHAPES = 12
+}; /* block_shapes: 4 linear layers × 3, then attention */
 
 /* Adds the three products of a linear layer (N,C) -> (N,OC): forward, dinp, dweight. */
 static int add_linear(gemm_shape *s, int n, const char *what, int N, int C, int OC) {
@@ -119,8 +122,8 @@ static double time_shapes(const gemm_shape *s, int n, gemm_buffers *g) {
     double t0 = time_now();
     for (int i = 0; i < n; i++)
         for (int k = 0; k < s[i].count; k++)
-            cblas_sgemm(CblasRowMajor, s[i].ta, s[i].tb, s[i].M, s[i].N, s[i].K, 1.0f, g->a, s[i].lda,
-                        g->b, s[i].ldb, s[i].beta, g->c, s[i].ldc);
+            cblas_sgemm(CblasRowMajor, s[i].ta, s[i].tb, s[i].M, s[i].N, s[i].K, 1.0f, g->a,
+                        s[i].lda, g->b, s[i].ldb, s[i].beta, g->c, s[i].ldc);
     return time_now() - t0;
 }
 
@@ -132,20 +135,24 @@ typedef struct {
 
 static float *randoms(size_t n, float scale) {
     float *x = mallocCheck(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) x[i] = scale * ((float)((i * 2654435761u) % 2001u) / 1000.0f - 1.0f);
+    for (size_t i = 0; i < n; i++)
+        x[i] = scale * ((float)((i * 2654435761u) % 2001u) / 1000.0f - 1.0f);
     return x;
 }
 
 /* One block's kernels once, timed per kind, then × L (plus the head's product). */
 static kernel_times time_kernels(const serial_setup *c, int V) {
-    const size_t B = (size_t)c->B, T = (size_t)c->T, C = (size_t)c->C, N = B * T, NH = (size_t)c->NH;
+    const size_t B = (size_t)c->B, T = (size_t)c->T, C = (size_t)c->C, N = B * T,
+                 NH = (size_t)c->NH;
     const size_t HS = C / NH, big = N * 4 * C;
     float *x = randoms(big, 1.0f), *y = randoms(big, 0.5f), *dy = randoms(big, 0.01f);
-    float *w = randoms(4 * C * C + (size_t)V * C, 0.02f), *dw = callocCheck(4 * C * C + (size_t)V * C, sizeof(float));
+    float *w = randoms(4 * C * C + (size_t)V * C, 0.02f),
+          *dw = callocCheck(4 * C * C + (size_t)V * C, sizeof(float));
     float *bias = randoms(4 * C, 0.1f), *dbias = callocCheck(4 * C, sizeof(float));
     float *out = callocCheck(big > N * (size_t)V ? big : N * (size_t)V, sizeof(float));
     float *mean = mallocCheck(N * sizeof(float)), *rstd = mallocCheck(N * sizeof(float));
-    float *att = callocCheck(B * NH * T * T, sizeof(float)), *scratch = callocCheck(T * T, sizeof(float));
+    float *att = callocCheck(B * NH * T * T, sizeof(float)),
+          *scratch = callocCheck(T * T, sizeof(float));
     float *qkv = randoms(N * 3 * C, 0.5f), *dqkv = callocCheck(N * 3 * C, sizeof(float));
     kernel_times k = {0};
     double t;
@@ -191,8 +198,8 @@ static trainer *serial_trainer(const serial_setup *s, train_config *tc) {
     return bench_serial_trainer(tc, s->L, s->C, s->NH, s->T, s->B, NULL, "bench serial");
 }
 
-trainer *bench_serial_trainer(train_config *tc, int L, int C, int NH, int T, int B, const char *device,
-                              const char *who) {
+trainer *bench_serial_trainer(train_config *tc, int L, int C, int NH, int T, int B,
+                              const char *device, const char *who) {
     train_config_defaults(tc);
     tc->num_layers = L;
     tc->hidden_size = C;
@@ -212,12 +219,12 @@ trainer *bench_serial_trainer(train_config *tc, int L, int C, int NH, int T, int
 
 /* Medians of the interleaved repeats: a step, sgemm on its shapes, the kernels alone. */
 typedef struct {
-    double step, ref, opt, attn_gemm;  /* step; sgemm on all shapes; AdamW; the T×T sgemm parts */
-    double lin, att, ln, gelu;         /* kernels timed alone (kernel_times) */
+    double step, ref, opt, attn_gemm; /* step; sgemm on all shapes; AdamW; the T×T sgemm parts */
+    double lin, att, ln, gelu;        /* kernels timed alone (kernel_times) */
 } serial_times;
 
-static serial_times time_serial(const serial_setup *s, trainer *t, int padded_vocab, gemm_shape *layer, int nlayer,
-                                gemm_shape *head, int nhead) {
+static serial_times time_serial(const serial_setup *s, trainer *t, int padded_vocab,
+                                gemm_shape *layer, int nlayer, gemm_shape *head, int nhead) {
     gemm_buffers gb = gemm_buffers_make(layer, nlayer);
     gemm_buffers gh = gemm_buffers_make(head, nhead);
     /* Warm up both (first-touch of the model's buffers, BLAS's own buffers). */
@@ -241,8 +248,10 @@ static serial_times time_serial(const serial_setup *s, trainer *t, int padded_vo
         opt[r] = time_now() - t0;
         kt[r] = time_kernels(s, padded_vocab);
     }
-    serial_times st = {.step = bench_median(step, s->repeats), .ref = bench_median(ref, s->repeats),
-                       .opt = bench_median(opt, s->repeats), .attn_gemm = bench_median(attn_gemm, s->repeats)};
+    serial_times st = {.step = bench_median(step, s->repeats),
+                       .ref = bench_median(ref, s->repeats),
+                       .opt = bench_median(opt, s->repeats),
+                       .attn_gemm = bench_median(attn_gemm, s->repeats)};
     double col[4][64];
     for (int r = 0; r < s->repeats; r++) {
         col[0][r] = kt[r].linear;
@@ -280,34 +289,43 @@ void bench_serial(bench_ctx *ctx) {
     const double model_rate = flops_per_step / t_step, gemm_rate = gemm_flops / t_ref;
     const double ratio = model_rate / gemm_rate;
     char metric[160];
-    snprintf(metric, sizeof metric, "model FLOP/s ÷ sgemm FLOP/s on the model's own shapes (L=%d C=%d T=%d B=%d)",
-             s.L, s.C, s.T, s.B);
+    snprintf(metric, sizeof metric,
+             "model FLOP/s ÷ sgemm FLOP/s on the model's own shapes (L=%d C=%d T=%d B=%d)", s.L,
+             s.C, s.T, s.B);
     bench_row_min(ctx->report, "serial", metric, ratio, "%.2f", 0.6);
-    bench_row_info(ctx->report, "serial",
-                   "attention kernels (causal blocks + softmax) ÷ sgemm of the full T×T products alone",
-                   t_att / t_attn_gemm, "%.3f");
+    bench_row_info(
+        ctx->report, "serial",
+        "attention kernels (causal blocks + softmax) ÷ sgemm of the full T×T products alone",
+        t_att / t_attn_gemm, "%.3f");
 
+    bench_note(
+        ctx->report, "serial",
+        "model: %d layers, hidden %d, %d heads, sequence length %d, micro-batch %d, vocabulary 256 "
+        "bytes padded to %d; one BLAS thread; median of %d interleaved repeats",
+        s.L, s.C, s.NH, s.T, s.B, tc.padded_vocab, s.repeats);
     bench_note(ctx->report, "serial",
-               "model: %d layers, hidden %d, %d heads, sequence length %d, micro-batch %d, vocabulary 256 "
-               "bytes padded to %d; one BLAS thread; median of %d interleaved repeats",
-               s.L, s.C, s.NH, s.T, s.B, tc.padded_vocab, s.repeats);
-    bench_note(ctx->report, "serial",
-               "training step (forward + backward + AdamW): %.3f s = %.1f tokens/s = %.2f GFLOP/s of model "
+               "training step (forward + backward + AdamW): %.3f s = %.1f tokens/s = %.2f GFLOP/s "
+               "of model "
                "FLOPs (%.3g FLOP/token)",
                t_step, tokens / t_step, model_rate / 1e9, gpt_flops_per_token(&g, s.T));
     bench_note(ctx->report, "serial",
-               "sgemm alone on the same %d shapes (%.3g FLOP per step, equal to the model count): %.3f s = "
-               "%.2f GFLOP/s", nlayer + nhead, gemm_flops, t_ref, gemm_rate / 1e9);
+               "sgemm alone on the same %d shapes (%.3g FLOP per step, equal to the model count): "
+               "%.3f s = "
+               "%.2f GFLOP/s",
+               nlayer + nhead, gemm_flops, t_ref, gemm_rate / 1e9);
     const double parts = t_lin + t_att + t_ln + t_gelu + t_opt;
     bench_note(ctx->report, "serial",
                "where a step goes (kernels timed alone on the model's shapes, share of the step): "
-               "linear-layer GEMMs %.1f%%, attention with its softmax %.1f%% (the full T×T sgemm products alone "
-               "would be %.1f%%), LayerNorm %.1f%%, GELU %.1f%%, AdamW %.1f%%, the rest (residuals, embedding, "
+               "linear-layer GEMMs %.1f%%, attention with its softmax %.1f%% (the full T×T sgemm "
+               "products alone "
+               "would be %.1f%%), LayerNorm %.1f%%, GELU %.1f%%, AdamW %.1f%%, the rest "
+               "(residuals, embedding, "
                "loss, copies, memsets) %.1f%%",
                100 * t_lin / t_step, 100 * t_att / t_step, 100 * t_attn_gemm / t_step,
-               100 * t_ln / t_step, 100 * t_gelu / t_step,
-               100 * t_opt / t_step, 100 * (t_step - parts) / t_step);
-    bench_command(ctx->report, "trident bench --suite serial%s   (in process: trainer_step vs cblas_sgemm)",
+               100 * t_ln / t_step, 100 * t_gelu / t_step, 100 * t_opt / t_step,
+               100 * (t_step - parts) / t_step);
+    bench_command(ctx->report,
+                  "trident bench --suite serial%s   (in process: trainer_step vs cblas_sgemm)",
                   ctx->quick ? " --quick" : "");
     trainer_destroy(t);
 }

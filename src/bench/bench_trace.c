@@ -35,17 +35,20 @@ void bench_trace(bench_ctx *ctx) {
             snprintf(log, sizeof log, "%s.log", run);
             bench_launch(ctx, 2, log,
                          "train --pipeline-model-parallel-size 2 --num-layers %d --hidden-size %d "
-                         "--num-attention-heads %d --seq-length %d --micro-batch-size %d --global-batch-size %d "
+                         "--num-attention-heads %d --seq-length %d --micro-batch-size %d "
+                         "--global-batch-size %d "
                          "--train-iters %d --log-interval 1 --quiet%s --run-dir %s",
                          L, C, NH, T, B, B * m, steps, traced ? "" : " --no-trace", run);
             (traced ? on : off)[r] = step_time(run, (double)B * m * T);
         }
         ratio[r] = on[r] / off[r];
     }
-    bench_row_max(ctx->report, "trace", "step time with tracing ÷ without (pp=2, 1f1b)", bench_median(ratio, pairs),
-                  "%.3f", 1.02);
+    bench_row_max(ctx->report, "trace", "step time with tracing ÷ without (pp=2, 1f1b)",
+                  bench_median(ratio, pairs), "%.3f", 1.02);
     bench_note(ctx->report, "trace",
-               "model: %d layers, hidden %d, seq %d, micro-batch %d, m = %d; %d interleaved pairs of %d-step runs; "
+               "model: %d layers, hidden %d, seq %d, micro-batch %d, m = %d; %d interleaved pairs "
+               "of %d-step runs; "
                "median step %.1f ms traced, %.1f ms untraced",
-               L, C, T, B, m, pairs, steps, 1e3 * bench_median(on, pairs), 1e3 * bench_median(off, pairs));
+               L, C, T, B, m, pairs, steps, 1e3 * bench_median(on, pairs),
+               1e3 * bench_median(off, pairs));
 }

@@ -40,7 +40,8 @@ enum { ZERO_SIZES = 2 };
 
 /* Parameters per model: not a multiple of the ranks, so the padding is exercised. */
 static size_t zero_numel(bool quick, int which) {
-    static const size_t full[ZERO_SIZES] = {1u << 20, 1u << 22}, small[ZERO_SIZES] = {1u << 17, 1u << 19};
+    static const size_t full[ZERO_SIZES] = {1u << 20, 1u << 22},
+                        small[ZERO_SIZES] = {1u << 17, 1u << 19};
     return (quick ? small : full)[which] - 7;
 }
 
@@ -49,7 +50,7 @@ typedef struct {
     comm_group *dp;
     int p, d;
     size_t numel, S, padded;
-    float *params, *grads, *m, *v;        /* (padded): the model's buffers, padded (now) */
+    float *params, *grads, *m, *v;         /* (padded): the model's buffers, padded (now) */
     float *gbuf, *gshard, *pbuf, *sendbuf; /* before: (padded), (S), (padded), (S) */
     adamw_config cfg;
 } zero_bufs;
@@ -69,9 +70,17 @@ static void bufs_open(zero_bufs *b, comm_group *dp, size_t numel) {
     b->gshard = callocCheck(b->S, sizeof(float));
     b->pbuf = callocCheck(b->padded, sizeof(float));
     b->sendbuf = callocCheck(b->S, sizeof(float));
-    for (size_t i = 0; i < numel; i++) b->params[i] = 0.02f * (float)((i * 2654435761u) % 1000u) / 1000.0f;
-    b->cfg = (adamw_config){.lr = 1e-3f, .min_lr = 1e-4f, .warmup_iters = 0, .decay_iters = 100,
-                           .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .clip_grad = 1.0f};
+    for (size_t i = 0; i < numel; i++)
+        b->params[i] = 0.02f * (float)((i * 2654435761u) % 1000u) / 1000.0f;
+    b->cfg = (adamw_config){.lr = 1e-3f,
+                            .min_lr = 1e-4f,
+                            .warmup_iters = 0,
+                            .decay_iters = 100,
+                            .beta1 = 0.9f,
+                            .beta2 = 0.95f,
+                            .eps = 1e-8f,
+                            .weight_decay = 0.1f,
+                            .clip_grad = 1.0f};
 }
 
 static void bufs_close(zero_bufs *b) {
@@ -81,7 +90,8 @@ static void bufs_close(zero_bufs *b) {
 
 /* The gradients a backward pass would leave (the padding zero), different on every rank. */
 static void fill_grads(zero_bufs *b) {
-    for (size_t i = 0; i < b->numel; i++) b->grads[i] = 1e-3f * (float)((i + (size_t)b->d * 31u) % 97u);
+    for (size_t i = 0; i < b->numel; i++)
+        b->grads[i] = 1e-3f * (float)((i + (size_t)b->d * 31u) % 97u);
     memset(b->grads + b->numel, 0, (b->padded - b->numel) * sizeof(float));
 }
 
@@ -101,7 +111,8 @@ static void step_in_place(zero_bufs *b, int t) {
     comm_reduce_scatter(b->dp, b->grads, b->grads, b->S, COMM_FLOAT32, COMM_SUM);
     float clip = scale_and_clip(b, b->grads);
     float *mine = b->params + (size_t)b->d * b->S;
-    adamw_update(mine, b->grads, b->m, b->v, b->S, &b->cfg, b->cfg.lr, b->cfg.weight_decay, t, clip);
+    adamw_update(mine, b->grads, b->m, b->v, b->S, &b->cfg, b->cfg.lr, b->cfg.weight_decay, t,
+                 clip);
     comm_all_gather(b->dp, mine, b->params, b->S, COMM_FLOAT32);
 }
 
@@ -111,7 +122,8 @@ static void step_copying(zero_bufs *b, int t) {
     float clip = scale_and_clip(b, b->gshard);
     memcpy(b->pbuf, b->params, b->numel * sizeof(float));
     float *mine = b->pbuf + (size_t)b->d * b->S;
-    adamw_update(mine, b->gshard, b->m, b->v, b->S, &b->cfg, b->cfg.lr, b->cfg.weight_decay, t, clip);
+    adamw_update(mine, b->gshard, b->m, b->v, b->S, &b->cfg, b->cfg.lr, b->cfg.weight_decay, t,
+                 clip);
     memcpy(b->sendbuf, mine, b->S * sizeof(float));
     comm_all_gather(b->dp, b->sendbuf, b->pbuf, b->S, COMM_FLOAT32);
     memcpy(b->params, b->pbuf, b->numel * sizeof(float));
@@ -126,7 +138,8 @@ static double slowest(double local) {
 
 /* Median over interleaved repeats (the two variants take turns going first) of each step. */
 static void time_both(zero_bufs *b, int repeats, double *t_now, double *t_before) {
-    double *tn = mallocCheck(sizeof(double) * (size_t)repeats), *tb = mallocCheck(sizeof(double) * (size_t)repeats);
+    double *tn = mallocCheck(sizeof(double) * (size_t)repeats),
+           *tb = mallocCheck(sizeof(double) * (size_t)repeats);
     step_in_place(b, 1); /* warm-up: first touch of every buffer */
     step_copying(b, 1);
     for (int r = 0; r < repeats; r++) {
@@ -150,7 +163,9 @@ int bench_worker_zero(const char *run_dir, bool quick) {
     char **argv = NULL;
     dist_init(&argc, &argv);
     const int world = dist_world_size();
-    if (world < 2) dist_fail_all("bench --worker zero runs under mpirun with at least 2 ranks (got %d)", world);
+    if (world < 2)
+        dist_fail_all("bench --worker zero runs under mpirun with at least 2 ranks (got %d)",
+                      world);
     comm_group *dp = comm_group_world(COMM_MPI);
     char out[2048];
     size_t used = 0;
@@ -192,12 +207,15 @@ static void zero_rows(bench_ctx *ctx, const char *path) {
         const double numel = GET("numel"), t_now = GET("in_place_s"), t_before = GET("copying_s");
         const double c_now = GET("copied_in_place"), c_before = GET("copied_copying");
 #undef GET
-        snprintf(metric, sizeof metric, "ZeRO optimizer step ÷ old copying step (dp=%g, %.1f MB of fp32 params)",
-                 dp, 4 * numel / 1e6);
+        snprintf(metric, sizeof metric,
+                 "ZeRO optimizer step ÷ old copying step (dp=%g, %.1f MB of fp32 params)", dp,
+                 4 * numel / 1e6);
         bench_row_max(ctx->report, "zero", metric, t_now / t_before, "%.2f", 1.0);
         bench_note(ctx->report, "zero",
-                   "dp = %g, %.0f params: in place %.2f ms, copying %.2f ms (medians of interleaved repeats, "
-                   "slowest rank); bytes copied per step %.2f MB in place (the ring moves this rank's block to "
+                   "dp = %g, %.0f params: in place %.2f ms, copying %.2f ms (medians of "
+                   "interleaved repeats, "
+                   "slowest rank); bytes copied per step %.2f MB in place (the ring moves this "
+                   "rank's block to "
                    "the front) vs %.2f MB copying (3 whole buffers + the shard)",
                    dp, numel, 1e3 * t_now, 1e3 * t_before, c_now / 1e6, c_before / 1e6);
     }
@@ -212,7 +230,8 @@ void bench_zero(bench_ctx *ctx) {
         snprintf(name, sizeof name, "worker_zero_np%d.log", nps[i]);
         bench_path(ctx, log, sizeof log, name);
         remove(path);
-        bench_launch(ctx, nps[i], log, "bench --worker zero --run-dir %s%s", ctx->run_dir, ctx->quick ? " --quick" : "");
+        bench_launch(ctx, nps[i], log, "bench --worker zero --run-dir %s%s", ctx->run_dir,
+                     ctx->quick ? " --quick" : "");
         zero_rows(ctx, path);
     }
 }

@@ -200,7 +200,8 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
         tf_writer_add(w, name, TF_F32, p->cols == 1 ? 1 : 2, shape, params + p->offset);
     }
     if (crash) {
-        fprintf(stderr, "trident: TRIDENT_TEST_CRASH_IN_SAVE: rank 0 stops halfway through '%s'\n", path);
+        fprintf(stderr, "trident: TRIDENT_TEST_CRASH_IN_SAVE: rank 0 stops halfway through '%s'\n",
+                path);
         _exit(9);
     }
     /* Optimizer state, piece by piece, each named by its range of the local parameter. */
@@ -223,7 +224,8 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
     }
     prec_scaler *s = distopt_scaler(opt);
     int64_t four = 4;
-    int32_t sc[4] = {s->growth_tracker, s->hysteresis_tracker, (int32_t)s->steps, (int32_t)s->skipped};
+    int32_t sc[4] = {s->growth_tracker, s->hysteresis_tracker, (int32_t)s->steps,
+                     (int32_t)s->skipped};
     tf_writer_add(w, "loss_scaler", TF_I32, 1, &four, sc);
     tf_writer_commit(w);
     host_view_release(m->params, params, m->numel, false);
@@ -237,9 +239,11 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
             char old[4300];
             snprintf(old, sizeof old, "%s.old", findir);
             remove_iteration_dir(old);
-            if (rename(findir, old) != 0) die("cannot move aside '%s': %s", findir, strerror(errno));
+            if (rename(findir, old) != 0)
+                die("cannot move aside '%s': %s", findir, strerror(errno));
         }
-        if (rename(tmpdir, findir) != 0) die("cannot rename '%s' to '%s': %s", tmpdir, findir, strerror(errno));
+        if (rename(tmpdir, findir) != 0)
+            die("cannot rename '%s' to '%s': %s", tmpdir, findir, strerror(errno));
         snprintf(path, sizeof path, "%s/latest", dir);
         atomic_file af;
         FILE *f = atomic_file_open(&af, path);
@@ -263,7 +267,8 @@ int checkpoint_latest(const char *dir) {
     errno = 0;
     long it = got ? strtol(text, &end, 10) : -1;
     if (!got || errno || end == text || (*end && *end != '\n') || it < 0 || it > 99999999)
-        die("--load %s: '%s' does not hold an iteration number (expected a line like \"100\")", dir, path);
+        die("--load %s: '%s' does not hold an iteration number (expected a line like \"100\")", dir,
+            path);
     return (int)it;
 }
 
@@ -278,7 +283,8 @@ typedef struct {
 static long long meta_int(const saved_rank *f, const char *key) {
     long long v;
     if (!tf_meta_get_int(tf_reader_meta(f->r), key, &v))
-        die("checkpoint '%s': the metadata has no integer '%s' (not a Trident checkpoint file?)", f->path, key);
+        die("checkpoint '%s': the metadata has no integer '%s' (not a Trident checkpoint file?)",
+            f->path, key);
     return v;
 }
 
@@ -293,12 +299,13 @@ static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, in
     char format[64];
     if (!tf_meta_get_string(tf_reader_meta(f->r), "format", format, sizeof format) ||
         strcmp(format, CKPT_FORMAT) != 0)
-        die("checkpoint '%s': a tensor file, but its metadata does not say \"format\":\"" CKPT_FORMAT "\"",
+        die("checkpoint '%s': a tensor file, but its metadata does not say "
+            "\"format\":\"" CKPT_FORMAT "\"",
             path);
     long long version = meta_int(f, "version");
     if (version != CKPT_VERSION)
-        die("checkpoint '%s': checkpoint version %lld, this program reads version %d", path, version,
-            CKPT_VERSION);
+        die("checkpoint '%s': checkpoint version %lld, this program reads version %d", path,
+            version, CKPT_VERSION);
     if (!tf_meta_get_string(tf_reader_meta(f->r), "precision", f->precision, sizeof f->precision))
         die("checkpoint '%s': the metadata has no \"precision\"", path);
     f->iteration = meta_int(f, "iteration");
@@ -308,13 +315,17 @@ static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, in
     f->padded_vocab = meta_int(f, "padded_vocab");
     f->adam_step = meta_int(f, "adam_step");
     if (f->iteration != it)
-        die("checkpoint '%s': the file says iteration %lld, its directory %d", path, f->iteration, it);
+        die("checkpoint '%s': the file says iteration %lld, its directory %d", path, f->iteration,
+            it);
     if (meta_int(f, "rank") != rank)
-        die("checkpoint '%s': the file says rank %lld, its name %d", path, meta_int(f, "rank"), rank);
+        die("checkpoint '%s': the file says rank %lld, its name %d", path, meta_int(f, "rank"),
+            rank);
     if (f->world < 1 || f->world > MAX_SAVED_WORLD)
-        die("checkpoint '%s': world_size %lld is not between 1 and %d", path, f->world, MAX_SAVED_WORLD);
+        die("checkpoint '%s': world_size %lld is not between 1 and %d", path, f->world,
+            MAX_SAVED_WORLD);
     if (f->tp < 1 || f->tp > f->world || f->tp_rank < 0 || f->tp_rank >= f->tp)
-        die("checkpoint '%s': tp_rank %lld of tp %lld is not a tensor-parallel coordinate in a world of %lld",
+        die("checkpoint '%s': tp_rank %lld of tp %lld is not a tensor-parallel coordinate in a "
+            "world of %lld",
             path, f->tp_rank, f->tp, f->world);
     if (f->padded_vocab < 1 || f->padded_vocab % f->tp != 0)
         die("checkpoint '%s': padded_vocab %lld is not a positive multiple of tp %lld", path,
@@ -323,15 +334,22 @@ static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, in
 
 /* The model must be the same; the layout may differ. */
 static void check_same_model(const saved_rank *f, const char *dir, const ckpt_layout *c) {
-    struct { const char *key; long long want; } checks[] = {
-        {"num_layers", c->num_layers}, {"hidden_size", c->hidden_size},
-        {"num_attention_heads", c->num_attention_heads}, {"seq_length", c->seq_length},
+    struct {
+        const char *key;
+        long long want;
+    } checks[] = {
+        {"num_layers", c->num_layers},
+        {"hidden_size", c->hidden_size},
+        {"num_attention_heads", c->num_attention_heads},
+        {"seq_length", c->seq_length},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         long long got = meta_int(f, checks[i].key);
         if (got != checks[i].want)
-            die("--load %s: the checkpoint has %s = %lld but this run has %lld (the model must match; "
-                "the parallel layout may differ)", dir, checks[i].key, got, checks[i].want);
+            die("--load %s: the checkpoint has %s = %lld but this run has %lld (the model must "
+                "match; "
+                "the parallel layout may differ)",
+                dir, checks[i].key, got, checks[i].want);
     }
 }
 
@@ -341,9 +359,10 @@ static void check_same_model(const saved_rank *f, const char *dir, const ckpt_la
 typedef struct {
     local_model *m;
     prec_dtype dtype;
-    float *params;                /* host view of m->params */
-    float *mom[2], *master;       /* host views of the optimizer state, indexed by the pieces' local_start */
-    const zero_shard *pieces;     /* what of the state this rank holds */
+    float *params; /* host view of m->params */
+    float *mom[2],
+        *master; /* host views of the optimizer state, indexed by the pieces' local_start */
+    const zero_shard *pieces; /* what of the state this rank holds */
     bool *param_done, *state_done;
     size_t params_left, state_left;
 } load_target;
@@ -368,8 +387,8 @@ static const float *saved_param(const saved_rank *f, const gpt_param *p, size_t 
 
 /* Where my local element i of parameter j sits in the saved file f: false if f's tp rank does
  * not hold it. */
-static bool find_in_file(const saved_rank *f, const load_target *t, int j, size_t full_rows, size_t i,
-                         size_t *saved_local) {
+static bool find_in_file(const saved_rank *f, const load_target *t, int j, size_t full_rows,
+                         size_t i, size_t *saved_local) {
     const gpt_param *p = t->m->plist[j];
     size_t s = gpt_param_serial_index(p, t->m->pshard[j], i);
     int holder;
@@ -403,7 +422,8 @@ static bool parse_piece(const char *tensor, char *pname, size_t cap, size_t *a, 
     if (!at || (size_t)(at - tensor - 7) >= cap || at == tensor + 7) return false;
     unsigned long long x, y;
     int used = 0;
-    if (sscanf(at + 1, "%llu-%llu%n", &x, &y, &used) != 2 || at[1 + used] != 0 || x >= y) return false;
+    if (sscanf(at + 1, "%llu-%llu%n", &x, &y, &used) != 2 || at[1 + used] != 0 || x >= y)
+        return false;
     memcpy(pname, tensor + 7, (size_t)(at - tensor - 7));
     pname[at - tensor - 7] = 0;
     *a = (size_t)x;
@@ -426,7 +446,8 @@ static void copy_state(const saved_rank *f, load_target *t) {
         size_t a, b;
         if (!parse_piece(tm->name, pname, sizeof pname, &a, &b)) {
             if (strncmp(tm->name, "adam_m/", 7) == 0)
-                die("checkpoint '%s': tensor '%s' is not named adam_m/PARAM@START-END", f->path, tm->name);
+                die("checkpoint '%s': tensor '%s' is not named adam_m/PARAM@START-END", f->path,
+                    tm->name);
             continue;
         }
         int j = param_index(m, pname);
@@ -450,7 +471,8 @@ static void copy_state(const saved_rank *f, load_target *t) {
             if (pc->param != j) continue;
             for (size_t i = pc->param_start; i < pc->param_end; i++) {
                 size_t at = pc->local_start + (i - pc->param_start), li;
-                if (t->state_done[at] || !find_in_file(f, t, j, full_rows, i, &li) || li < a || li >= b)
+                if (t->state_done[at] || !find_in_file(f, t, j, full_rows, i, &li) || li < a ||
+                    li >= b)
                     continue;
                 t->mom[0][at] = src[0][li - a];
                 t->mom[1][at] = src[1][li - a];
@@ -472,10 +494,11 @@ static void fill_padding_or_die(load_target *t, const char *dir, int it, const c
             if (t->param_done[p->offset + i]) continue;
             size_t s = gpt_param_serial_index(p, m->pshard[j], i);
             if (p->kind != GPT_WTE || s / p->full_cols < (size_t)m->cfg.real_vocab)
-                die("--load %s: iteration %d has no value for element %zu of '%s' (is a rank file missing?)",
+                die("--load %s: iteration %d has no value for element %zu of '%s' (is a rank file "
+                    "missing?)",
                     dir, it, s, p->name);
-            t->params[p->offset + i] =
-                prec_round(t->dtype, gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer, s));
+            t->params[p->offset + i] = prec_round(
+                t->dtype, gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer, s));
             t->param_done[p->offset + i] = true;
         }
     }
@@ -487,10 +510,13 @@ static void fill_padding_or_die(load_target *t, const char *dir, int it, const c
             if (t->state_done[at]) continue;
             size_t s = gpt_param_serial_index(p, m->pshard[pc->param], i);
             if (p->kind != GPT_WTE || s / p->full_cols < (size_t)m->cfg.real_vocab)
-                die("--load %s: iteration %d has no optimizer state for element %zu of '%s' (is a rank "
-                    "file missing?)", dir, it, s, p->name);
+                die("--load %s: iteration %d has no optimizer state for element %zu of '%s' (is a "
+                    "rank "
+                    "file missing?)",
+                    dir, it, s, p->name);
             t->mom[0][at] = t->mom[1][at] = 0.0f;
-            if (t->master) t->master[at] = gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer, s);
+            if (t->master)
+                t->master[at] = gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer, s);
         }
     }
 }
@@ -539,7 +565,8 @@ int checkpoint_load(const char *dir, const ckpt_layout *c, local_model *m, dist_
             open_rank(&f, path, sizeof path, dir, it, r);
             check_same_model(&f, dir, c);
             if (f.world != world)
-                die("checkpoint '%s': world_size %lld, but rank 0's file says %lld", path, f.world, world);
+                die("checkpoint '%s': world_size %lld, but rank 0's file says %lld", path, f.world,
+                    world);
         }
         copy_params(&f, &t);
         copy_state(&f, &t);

@@ -55,11 +55,11 @@ typedef struct dist_optimizer dist_optimizer;
 
 /* The run as a checkpoint sees it: who holds what, in which precision, of which model. */
 typedef struct {
-    int world_size;          /* ranks (1 for a serial run) */
-    int tp, pp, dp, vpp;     /* tensor, pipeline, data parallel sizes; model chunks per rank */
-    const char *rank_order;  /* "tp-dp-pp" | "tp-pp-dp" (src/runtime/groups.h) */
-    bool zero;               /* the distributed optimizer (ZeRO-1): moments sharded over dp */
-    prec_dtype dtype;        /* fp32, bf16 or fp16 parameters */
+    int world_size;         /* ranks (1 for a serial run) */
+    int tp, pp, dp, vpp;    /* tensor, pipeline, data parallel sizes; model chunks per rank */
+    const char *rank_order; /* "tp-dp-pp" | "tp-pp-dp" (src/runtime/groups.h) */
+    bool zero;              /* the distributed optimizer (ZeRO-1): moments sharded over dp */
+    prec_dtype dtype;       /* fp32, bf16 or fp16 parameters */
     /* the model: must match when loading (the layout above may differ) */
     int num_layers, hidden_size, num_attention_heads, seq_length;
     int padded_vocab, make_vocab_size_divisible_by, seed;

@@ -151,16 +151,19 @@ void tf_writer_add(tf_writer *w, const char *name, tf_dtype dtype, int ndim, con
                     TF_MAX_NAME);
     for (size_t i = 0; i < w->count; i++) /* quadratic, but files hold hundreds of tensors */
         if (strcmp(w->entries[i].name, name) == 0) writer_fail(w, "tensor '%s' added twice", name);
-    if (tf_dtype_size(dtype) == 0) writer_fail(w, "tensor '%s': unknown dtype code %d", name, (int)dtype);
+    if (tf_dtype_size(dtype) == 0)
+        writer_fail(w, "tensor '%s': unknown dtype code %d", name, (int)dtype);
     if (ndim < 0 || ndim > TF_MAX_NDIM)
-        writer_fail(w, "tensor '%s': %d dimensions, the format allows 0 to %d", name, ndim, TF_MAX_NDIM);
+        writer_fail(w, "tensor '%s': %d dimensions, the format allows 0 to %d", name, ndim,
+                    TF_MAX_NDIM);
     tf_entry t = {0};
     memcpy(t.name, name, len + 1);
     t.dtype = (uint32_t)dtype;
     t.ndim = (uint32_t)ndim;
     uint64_t numel = 1;
     for (int d = 0; d < ndim; d++) {
-        if (shape[d] < 0) writer_fail(w, "tensor '%s': dimension %d is %lld", name, d, (long long)shape[d]);
+        if (shape[d] < 0)
+            writer_fail(w, "tensor '%s': dimension %d is %lld", name, d, (long long)shape[d]);
         t.shape[d] = shape[d];
         if (shape[d] && numel > (SIZE_MAX / 8) / (uint64_t)shape[d])
             writer_fail(w, "tensor '%s': shape is too large to address", name);
@@ -256,8 +259,8 @@ struct tf_reader {
     char path[4096];
     unsigned char *buf; /* the whole file, 64-byte aligned */
     size_t size;
-    char *meta; /* NUL-terminated copy of the metadata */
-    tf_tensor *tensors; /* (count,) in file order; names point into buf */
+    char *meta;                /* NUL-terminated copy of the metadata */
+    tf_tensor *tensors;        /* (count,) in file order; names point into buf */
     const tf_tensor **by_name; /* (count,) the same tensors sorted by name, for lookup */
     size_t count;
 };
@@ -339,18 +342,20 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
             else m[i] = '.';
         }
         m[8] = 0;
-        return bad(r, err, errlen, "not a Trident tensor file (magic '%s' at byte 0, expected '%s')",
-                   m, TF_MAGIC);
+        return bad(r, err, errlen,
+                   "not a Trident tensor file (magic '%s' at byte 0, expected '%s')", m, TF_MAGIC);
     }
     uint32_t version = get_u32(b + 8);
     if (version != TF_VERSION)
-        return bad(r, err, errlen, "format version %u is not supported (this build reads version %u)",
-                   version, TF_VERSION);
+        return bad(r, err, errlen,
+                   "format version %u is not supported (this build reads version %u)", version,
+                   TF_VERSION);
     if (crc32_update(0, b, 60) != get_u32(b + 60))
         return bad(r, err, errlen, "header checksum mismatch (bytes 0..59): the header is corrupt");
     if (get_u32(b + 12) != 0)
         return bad(r, err, errlen, "unknown flags 0x%x at byte 12", get_u32(b + 12));
-    if (get_u32(b + 56) != 0) return bad(r, err, errlen, "reserved header bytes 56..59 are not zero");
+    if (get_u32(b + 56) != 0)
+        return bad(r, err, errlen, "reserved header bytes 56..59 are not zero");
     uint64_t header_len = get_u64(b + 16), meta_len = get_u64(b + 24), count = get_u64(b + 32);
     uint64_t table_offset = get_u64(b + 40), file_length = get_u64(b + 48);
 
@@ -359,10 +364,12 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
         return bad(r, err, errlen, "truncated at byte %llu of expected %llu", (unsigned long long)n,
                    (unsigned long long)file_length);
     if (n > file_length)
-        return bad(r, err, errlen, "is %llu bytes long but its header says %llu (extra bytes at the end)",
+        return bad(r, err, errlen,
+                   "is %llu bytes long but its header says %llu (extra bytes at the end)",
                    (unsigned long long)n, (unsigned long long)file_length);
     if (n < HEADER_SIZE + TRAILER_SIZE)
-        return bad(r, err, errlen, "file length %llu at byte 48 leaves no room for the %d-byte trailer",
+        return bad(r, err, errlen,
+                   "file length %llu at byte 48 leaves no room for the %d-byte trailer",
                    (unsigned long long)n, TRAILER_SIZE);
     const uint64_t trailer_at = n - TRAILER_SIZE;
 
@@ -374,27 +381,31 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
         return bad(r, err, errlen,
                    "header length %llu at byte 16 should be %llu (64 + %llu bytes of metadata, "
                    "rounded up to 64)",
-                   (unsigned long long)header_len, (unsigned long long)align_up(HEADER_SIZE + meta_len),
+                   (unsigned long long)header_len,
+                   (unsigned long long)align_up(HEADER_SIZE + meta_len),
                    (unsigned long long)meta_len);
     if (table_offset % TF_ALIGN != 0 || table_offset < header_len || table_offset > trailer_at)
-        return bad(r, err, errlen,
-                   "table offset %llu at byte 40 is not a 64-byte aligned offset between %llu and %llu",
-                   (unsigned long long)table_offset, (unsigned long long)header_len,
-                   (unsigned long long)trailer_at);
+        return bad(
+            r, err, errlen,
+            "table offset %llu at byte 40 is not a 64-byte aligned offset between %llu and %llu",
+            (unsigned long long)table_offset, (unsigned long long)header_len,
+            (unsigned long long)trailer_at);
     if (count > (trailer_at - table_offset) / ENTRY_SIZE ||
         table_offset + count * ENTRY_SIZE != trailer_at)
-        return bad(r, err, errlen,
-                   "tensor count %llu at byte 32 does not fit: a table at byte %llu must end at the "
-                   "trailer (byte %llu) in %d-byte entries",
-                   (unsigned long long)count, (unsigned long long)table_offset,
-                   (unsigned long long)trailer_at, ENTRY_SIZE);
+        return bad(
+            r, err, errlen,
+            "tensor count %llu at byte 32 does not fit: a table at byte %llu must end at the "
+            "trailer (byte %llu) in %d-byte entries",
+            (unsigned long long)count, (unsigned long long)table_offset,
+            (unsigned long long)trailer_at, ENTRY_SIZE);
 
     /* Trailer. */
     if (memcmp(b + trailer_at + 12, END_MARK, 4) != 0)
         return bad(r, err, errlen, "the end mark '%s' is missing at byte %llu", END_MARK,
                    (unsigned long long)(trailer_at + 12));
     if (get_u64(b + trailer_at) != file_length)
-        return bad(r, err, errlen, "the trailer at byte %llu says the file is %llu bytes, the header %llu",
+        return bad(r, err, errlen,
+                   "the trailer at byte %llu says the file is %llu bytes, the header %llu",
                    (unsigned long long)trailer_at, (unsigned long long)get_u64(b + trailer_at),
                    (unsigned long long)file_length);
 
@@ -405,7 +416,8 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
                    (unsigned long long)(nul - b));
     if (!all_zero(b + HEADER_SIZE + meta_len, (size_t)(header_len - HEADER_SIZE - meta_len)))
         return bad(r, err, errlen, "padding bytes %llu..%llu after the metadata are not zero",
-                   (unsigned long long)(HEADER_SIZE + meta_len), (unsigned long long)(header_len - 1));
+                   (unsigned long long)(HEADER_SIZE + meta_len),
+                   (unsigned long long)(header_len - 1));
 
     /* Table: entries in file order, data packed from header_len, each at the next multiple of 64. */
     r->count = (size_t)count;
@@ -418,23 +430,25 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
         tf_tensor *t = &r->tensors[i];
         const unsigned char *end = memchr(e, 0, TF_MAX_NAME + 1);
         if (!end)
-            return bad(r, err, errlen, "table entry %zu at byte %llu: the name has no NUL within %d bytes",
-                       i, (unsigned long long)at, TF_MAX_NAME + 1);
+            return bad(r, err, errlen,
+                       "table entry %zu at byte %llu: the name has no NUL within %d bytes", i,
+                       (unsigned long long)at, TF_MAX_NAME + 1);
         if (end == e)
             return bad(r, err, errlen, "table entry %zu at byte %llu: the name is empty", i,
                        (unsigned long long)at);
         t->name = (const char *)e;
         printable(t->name, pn);
         if (!all_zero(end, (size_t)(e + TF_MAX_NAME + 1 - end)))
-            return bad(r, err, errlen, "tensor '%s' (entry at byte %llu): bytes after the name are not zero",
-                       pn, (unsigned long long)at);
+            return bad(r, err, errlen,
+                       "tensor '%s' (entry at byte %llu): bytes after the name are not zero", pn,
+                       (unsigned long long)at);
         uint32_t dtype = get_u32(e + 128), ndim = get_u32(e + 132);
         if (tf_dtype_size((tf_dtype)dtype) == 0)
             return bad(r, err, errlen, "tensor '%s': unknown dtype code %u at byte %llu", pn, dtype,
                        (unsigned long long)(at + 128));
         if (ndim > TF_MAX_NDIM)
-            return bad(r, err, errlen, "tensor '%s': %u dimensions at byte %llu (at most %d)", pn, ndim,
-                       (unsigned long long)(at + 132), TF_MAX_NDIM);
+            return bad(r, err, errlen, "tensor '%s': %u dimensions at byte %llu (at most %d)", pn,
+                       ndim, (unsigned long long)(at + 132), TF_MAX_NDIM);
         t->dtype = (tf_dtype)dtype;
         t->ndim = (int)ndim;
         /* numel is capped at n (no tensor can hold more elements than the file has bytes),
@@ -446,8 +460,9 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
             uint64_t s_at = at + 136 + 8 * (uint64_t)d;
             if (d >= t->ndim) {
                 if (s != 0)
-                    return bad(r, err, errlen, "tensor '%s': unused dimension %d at byte %llu is not zero",
-                               pn, d, (unsigned long long)s_at);
+                    return bad(r, err, errlen,
+                               "tensor '%s': unused dimension %d at byte %llu is not zero", pn, d,
+                               (unsigned long long)s_at);
                 continue;
             }
             if (s < 0)
@@ -460,23 +475,26 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
         }
         if (empty) numel = 0;
         else if (too_big)
-            return bad(r, err, errlen, "tensor '%s': its shape holds more elements than the file has bytes",
-                       pn);
+            return bad(r, err, errlen,
+                       "tensor '%s': its shape holds more elements than the file has bytes", pn);
         uint64_t nbytes = get_u64(e + 176), offset = get_u64(e + 168);
         if (nbytes != numel * tf_dtype_size(t->dtype))
-            return bad(r, err, errlen,
-                       "tensor '%s': byte size %llu at byte %llu does not match its shape (%llu bytes)",
-                       pn, (unsigned long long)nbytes, (unsigned long long)(at + 176),
-                       (unsigned long long)(numel * tf_dtype_size(t->dtype)));
+            return bad(
+                r, err, errlen,
+                "tensor '%s': byte size %llu at byte %llu does not match its shape (%llu bytes)",
+                pn, (unsigned long long)nbytes, (unsigned long long)(at + 176),
+                (unsigned long long)(numel * tf_dtype_size(t->dtype)));
         if (offset != expected)
-            return bad(r, err, errlen,
-                       "tensor '%s': data offset %llu at byte %llu should be %llu (data is packed in "
-                       "table order, each tensor at the next multiple of 64)",
-                       pn, (unsigned long long)offset, (unsigned long long)(at + 168),
-                       (unsigned long long)expected);
+            return bad(
+                r, err, errlen,
+                "tensor '%s': data offset %llu at byte %llu should be %llu (data is packed in "
+                "table order, each tensor at the next multiple of 64)",
+                pn, (unsigned long long)offset, (unsigned long long)(at + 168),
+                (unsigned long long)expected);
         if (nbytes > table_offset - offset)
-            return bad(r, err, errlen, "tensor '%s': data at bytes %llu..%llu runs into the table at byte %llu",
-                       pn, (unsigned long long)offset, (unsigned long long)(offset + nbytes - 1),
+            return bad(r, err, errlen,
+                       "tensor '%s': data at bytes %llu..%llu runs into the table at byte %llu", pn,
+                       (unsigned long long)offset, (unsigned long long)(offset + nbytes - 1),
                        (unsigned long long)table_offset);
         if (get_u32(e + 188) != 0)
             return bad(r, err, errlen, "tensor '%s': reserved bytes at byte %llu are not zero", pn,
@@ -484,20 +502,23 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
         expected = align_up(offset + nbytes);
         if (!all_zero(b + offset + nbytes, (size_t)(expected - offset - nbytes)))
             return bad(r, err, errlen, "padding bytes %llu..%llu after tensor '%s' are not zero",
-                       (unsigned long long)(offset + nbytes), (unsigned long long)(expected - 1), pn);
+                       (unsigned long long)(offset + nbytes), (unsigned long long)(expected - 1),
+                       pn);
         t->numel = (size_t)numel;
         t->nbytes = (size_t)nbytes;
         t->data = b + offset;
         r->by_name[i] = t;
     }
     if (expected != table_offset)
-        return bad(r, err, errlen, "the table at byte %llu should start at byte %llu, after the last tensor",
+        return bad(r, err, errlen,
+                   "the table at byte %llu should start at byte %llu, after the last tensor",
                    (unsigned long long)table_offset, (unsigned long long)expected);
 
     qsort(r->by_name, r->count, sizeof *r->by_name, compare_by_name);
     for (size_t i = 1; i < r->count; i++)
         if (strcmp(r->by_name[i - 1]->name, r->by_name[i]->name) == 0)
-            return bad(r, err, errlen, "two tensors are named '%s'", printable(r->by_name[i]->name, pn));
+            return bad(r, err, errlen, "two tensors are named '%s'",
+                       printable(r->by_name[i]->name, pn));
 
     /* Checksums: each tensor first (names the damaged one), then the whole file. */
     for (size_t i = 0; i < r->count; i++) {
@@ -508,10 +529,12 @@ static bool validate(tf_reader *r, char *err, size_t errlen) {
                        printable(t->name, pn), t->nbytes,
                        (unsigned long long)((const unsigned char *)t->data - b));
     }
-    uint32_t stored = get_u32(b + trailer_at + 8), computed = crc32_update(0, b, (size_t)trailer_at);
+    uint32_t stored = get_u32(b + trailer_at + 8),
+             computed = crc32_update(0, b, (size_t)trailer_at);
     if (computed != stored)
         return bad(r, err, errlen,
-                   "file checksum mismatch: 0x%08x stored at byte %llu, 0x%08x computed over bytes 0..%llu",
+                   "file checksum mismatch: 0x%08x stored at byte %llu, 0x%08x computed over bytes "
+                   "0..%llu",
                    stored, (unsigned long long)(trailer_at + 8), computed,
                    (unsigned long long)(trailer_at - 1));
 
@@ -598,8 +621,10 @@ static int hex4(const char *p) {
     int v = 0;
     for (int i = 0; i < 4; i++) {
         char c = p[i];
-        int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int x = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (x < 0) return -1;
         v = v * 16 + x;
     }
@@ -657,9 +682,14 @@ static const char *scan_string(const char *p, char *out, size_t cap) {
         /* UTF-8 encode cp. */
         unsigned char u[4];
         size_t k;
-        if (cp < 0x80) { u[0] = (unsigned char)cp; k = 1; }
-        else if (cp < 0x800) { u[0] = (unsigned char)(0xC0 | (cp >> 6)); u[1] = (unsigned char)(0x80 | (cp & 0x3F)); k = 2; }
-        else if (cp < 0x10000) {
+        if (cp < 0x80) {
+            u[0] = (unsigned char)cp;
+            k = 1;
+        } else if (cp < 0x800) {
+            u[0] = (unsigned char)(0xC0 | (cp >> 6));
+            u[1] = (unsigned char)(0x80 | (cp & 0x3F));
+            k = 2;
+        } else if (cp < 0x10000) {
             u[0] = (unsigned char)(0xE0 | (cp >> 12));
             u[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
             u[2] = (unsigned char)(0x80 | (cp & 0x3F));
@@ -730,7 +760,8 @@ static const char *find_value(const char *json, const char *key) {
 }
 
 static bool ends_value(char c) {
-    return c == 0 || c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    return c == 0 || c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' ||
+           c == '\r';
 }
 
 bool tf_meta_get_int(const char *json, const char *key, long long *out) {

@@ -25,31 +25,36 @@
 #include "src/core/flags.h"
 
 static const char k_usage[] =
-    "Usage: trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all] [--device cpu|cuda|cpu-guarded]\n"
+    "Usage: trident bench [--suite "
+    "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all] [--device "
+    "cpu|cuda|cpu-guarded]\n"
     "                     [--quick] [--run-dir DIR]\n\n"
     "Measures performance as ratios of things timed side by side in the same run (medians of\n"
     "interleaved repeats), prints one table with a PASS/MISS column against each target, and\n"
-    "writes RUN_DIR/bench.md (table, details, the commands that measured it) and RUN_DIR/bench.png.\n"
+    "writes RUN_DIR/bench.md (table, details, the commands that measured it) and "
+    "RUN_DIR/bench.png.\n"
     "  serial    model FLOP/s of a GPT-2-small training step ÷ sgemm FLOP/s on its own shapes\n"
-    "  pipeline  measured vs simulated bubble of gpipe, 1f1b, interleaved at p = 2, 4 and m = 4, 8\n"
+    "  pipeline  measured vs simulated bubble of gpipe, 1f1b, interleaved at p = 2, 4 and m = 4, "
+    "8\n"
     "  memory    peak activations 1f1b ÷ gpipe, interleaved ÷ 1f1b, ZeRO-1 optimizer state ÷ dp\n"
     "  comm      gradient all-reduce vs plain MPI, reduce-scatter + all-gather vs all-reduce,\n"
     "            counted tensor- and pipeline-parallel bytes vs their formulas\n"
     "  scaling   tokens/s at 2 ranks (TP, PP, DP) ÷ serial\n"
     "  trace     step time with tracing ÷ without\n"
     "  device    model FLOP/s of a training step on --device ÷ that device's GEMM FLOP/s on the\n"
-    "            model's linear shapes (on a GPU: --suite device --device cuda); `all` includes it\n"
+    "            model's linear shapes (on a GPU: --suite device --device cuda); `all` includes "
+    "it\n"
     "            only when --device is not cpu\n"
     "  zero      ZeRO optimizer step in place ÷ the old step that copied the buffers, dp 2 and 4\n"
     "  generate  `trident generate` with the KV cache: cost per token of 256 ÷ 128 new tokens\n"
     "            after a 16-token prompt at the demo's model size (and the no-cache contrast)\n"
     "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
 
-static const char *const k_suites[] = {"serial", "pipeline", "memory", "comm", "scaling", "trace", "device",
-                                       "zero", "generate"};
-static void (*const k_suite_fns[])(bench_ctx *) = {bench_serial, bench_pipeline, bench_memory, bench_comm,
-                                                    bench_scaling, bench_trace,   bench_device, bench_zero,
-                                                    bench_generate};
+static const char *const k_suites[] = {"serial", "pipeline", "memory", "comm",    "scaling",
+                                       "trace",  "device",   "zero",   "generate"};
+static void (*const k_suite_fns[])(bench_ctx *) = {bench_serial, bench_pipeline, bench_memory,
+                                                   bench_comm,   bench_scaling,  bench_trace,
+                                                   bench_device, bench_zero,     bench_generate};
 enum { NUM_SUITES = 9 };
 
 static void find_self(bench_ctx *ctx, const char *argv0) {
@@ -75,11 +80,16 @@ int cmd_bench(int argc, char **argv) {
     const char *suite = "all", *run_dir = "runs/bench", *worker = NULL, *device = "cpu";
     bool quick = false;
     flag_spec specs[] = {
-        {"--suite", FLAG_CHOICE, &suite, "which measurements", "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all"},
-        {"--device", FLAG_CHOICE, &device, "the device of the device suite", "cpu|cuda|cpu-guarded"},
-        {"--quick", FLAG_BOOL, &quick, "small models and few repeats: the whole suite in under a minute", NULL},
-        {"--run-dir", FLAG_STRING, &run_dir, "where bench.md, bench.png and the measured runs go", NULL},
-        {"--worker", FLAG_STRING, &worker, "internal: the part that runs under mpirun (comm, zero)", NULL},
+        {"--suite", FLAG_CHOICE, &suite, "which measurements",
+         "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all"},
+        {"--device", FLAG_CHOICE, &device, "the device of the device suite",
+         "cpu|cuda|cpu-guarded"},
+        {"--quick", FLAG_BOOL, &quick,
+         "small models and few repeats: the whole suite in under a minute", NULL},
+        {"--run-dir", FLAG_STRING, &run_dir, "where bench.md, bench.png and the measured runs go",
+         NULL},
+        {"--worker", FLAG_STRING, &worker, "internal: the part that runs under mpirun (comm, zero)",
+         NULL},
     };
     const char *pos[1];
     int npos = flags_parse("bench", k_usage, specs, 5, argc, argv, pos, 0);
@@ -89,15 +99,18 @@ int cmd_bench(int argc, char **argv) {
         if (strcmp(worker, "zero") == 0) return bench_worker_zero(run_dir, quick);
         die("trident bench: --worker %s is not a worker (they are comm and zero)", worker);
     }
-    bench_ctx ctx = {.quick = quick, .run_dir = run_dir, .device = device, .report = bench_report_new()};
+    bench_ctx ctx = {
+        .quick = quick, .run_dir = run_dir, .device = device, .report = bench_report_new()};
     find_self(&ctx, NULL);
     make_dirs(run_dir);
     char title[256];
-    snprintf(title, sizeof title, "suite %s%s", suite, quick ? " (--quick: small models, few repeats)" : "");
+    snprintf(title, sizeof title, "suite %s%s", suite,
+             quick ? " (--quick: small models, few repeats)" : "");
     double t0 = time_now();
     for (int i = 0; i < NUM_SUITES; i++) {
         if (strcmp(suite, "all") != 0 && strcmp(suite, k_suites[i]) != 0) continue;
-        if (strcmp(suite, "all") == 0 && strcmp(k_suites[i], "device") == 0 && strcmp(device, "cpu") == 0)
+        if (strcmp(suite, "all") == 0 && strcmp(k_suites[i], "device") == 0 &&
+            strcmp(device, "cpu") == 0)
             continue; /* on the cpu it would repeat the serial suite */
         fprintf(stderr, "bench: %s ...\n", k_suites[i]);
         double ts = time_now();

@@ -41,7 +41,8 @@ static void print_members(FILE *f, const int *m, int n) {
 }
 
 static void write_text(FILE *f, const pg_layout *l, int ranks_per_node) {
-    fprintf(f, "layout: world %d = tp %d × pp %d × dp %d, vpp %d, rank order %s, %d ranks per node\n",
+    fprintf(f,
+            "layout: world %d = tp %d × pp %d × dp %d, vpp %d, rank order %s, %d ranks per node\n",
             l->world, l->tp, l->pp, l->dp, l->vpp, pg_order_name(l->order), ranks_per_node);
     int *m = mallocCheck(sizeof(int) * (size_t)l->world);
     for (int k = 0; k < PG_NKINDS; k++) {
@@ -126,23 +127,27 @@ int cmd_groups(int argc, char **argv) {
         {"--world-size", FLAG_INT, &world, "number of ranks (required)", NULL},
         {"--tensor-model-parallel-size", FLAG_INT, &tp, "ranks per tensor-parallel group", NULL},
         {"--pipeline-model-parallel-size", FLAG_INT, &pp, "pipeline stages", NULL},
-        {"--virtual-pipeline-model-parallel-size", FLAG_INT, &vpp, "model chunks per stage (interleaved)", NULL},
+        {"--virtual-pipeline-model-parallel-size", FLAG_INT, &vpp,
+         "model chunks per stage (interleaved)", NULL},
         {"--rank-order", FLAG_CHOICE, &order, "how coordinates map to ranks", "tp-dp-pp|tp-pp-dp"},
-        {"--ranks-per-node", FLAG_INT, &per_node, "ranks per node, for the picture and the node column", NULL},
+        {"--ranks-per-node", FLAG_INT, &per_node,
+         "ranks per node, for the picture and the node column", NULL},
         {"--format", FLAG_CHOICE, &format, "what to print when there is no --output", "text|json"},
-        {"--output", FLAG_STRING, &output, "file: .png .svg .pdf (picture), .json or .txt; -o for short", NULL},
+        {"--output", FLAG_STRING, &output,
+         "file: .png .svg .pdf (picture), .json or .txt; -o for short", NULL},
     };
-    const char *usage =
-        "Usage: trident groups --world-size N --tensor-model-parallel-size T "
-        "--pipeline-model-parallel-size P [-o FILE]\n"
-        "Lists (or draws) the tensor, data, pipeline, model-parallel and embedding groups of a layout.";
+    const char *usage = "Usage: trident groups --world-size N --tensor-model-parallel-size T "
+                        "--pipeline-model-parallel-size P [-o FILE]\n"
+                        "Lists (or draws) the tensor, data, pipeline, model-parallel and embedding "
+                        "groups of a layout.";
     flags_parse("groups", usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv, NULL, 0);
 
     if (world == 0) die("trident groups: --world-size is required (the number of ranks, e.g. 8)");
     if (per_node < 1) die("trident groups: --ranks-per-node %d must be at least 1", per_node);
     pg_layout l;
     char err[512];
-    if (!pg_layout_make(&l, world, tp, pp, vpp, order, err, sizeof err)) die("trident groups: %s", err);
+    if (!pg_layout_make(&l, world, tp, pp, vpp, order, err, sizeof err))
+        die("trident groups: %s", err);
 
     if (!output) {
         if (strcmp(format, "json") == 0) write_json(stdout, &l, per_node);

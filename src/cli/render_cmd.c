@@ -44,15 +44,18 @@
 enum { MAX_RUNS = 16 };
 
 static const char *k_usage =
-    "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--arrows] [--replay | --replay-and-wall]\n"
+    "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--arrows] [--replay | "
+    "--replay-and-wall]\n"
     "       trident render --metrics RUN_DIR [RUN_DIR ...] -o FILE.png|.svg|.pdf\n"
     "Turns the per-rank traces of training runs (RUN_DIR/trace/rank<k>.trace) into a timeline:\n"
     "  .png .svg .pdf  one row per rank grouped by pipeline stage, idle %, bubble, phases, memory\n"
     "  .json           Chrome trace for ui.perfetto.dev or chrome://tracing (every step)\n"
     "  .txt            one line of characters per rank, for terminals\n"
     "Several RUN_DIRs are stacked on one time scale (e.g. gpipe vs 1f1b vs interleaved).\n"
-    "--replay draws each run re-timed \"as if each rank had its own core\" (compute lasts its thread\n"
-    "CPU time, messages wait for their sender): for runs of more ranks than cores, whose wall clock\n"
+    "--replay draws each run re-timed \"as if each rank had its own core\" (compute lasts its "
+    "thread\n"
+    "CPU time, messages wait for their sender): for runs of more ranks than cores, whose wall "
+    "clock\n"
     "counts the time a rank sat descheduled. --replay-and-wall draws both, wall clock first.\n"
     "--metrics draws, from each RUN_DIR/metrics.jsonl, training loss and held-out loss, learning\n"
     "rate, gradient norm and tokens/s against the step, one panel each, the runs overlaid and\n"
@@ -66,7 +69,7 @@ typedef struct {
     const trace_run *runs[MAX_RUNS];
     char names[MAX_RUNS][512];
     const char *name_ptrs[MAX_RUNS];
-    int n;          /* panels */
+    int n; /* panels */
     int total_ranks;
 } panels;
 
@@ -76,7 +79,8 @@ static void load_panels(panels *p, const char *const *dirs, int ndirs, bool repl
     p->n = ndirs * per_dir;
     for (int i = 0; i < ndirs; i++) {
         viz_run_views *v = &p->views[i];
-        if (!viz_run_load(dirs[i], replay || both, v, err, sizeof err)) die("trident render: %s", err);
+        if (!viz_run_load(dirs[i], replay || both, v, err, sizeof err))
+            die("trident render: %s", err);
         if (!trace_run_check_causality(v->wall, err, sizeof err))
             fprintf(stderr, "trident render: warning: %s\n", err);
         char dir[256];
@@ -87,7 +91,8 @@ static void load_panels(panels *p, const char *const *dirs, int ndirs, bool repl
         if (replay || both) {
             if (!v->replay) die("trident render: %s: %s", dir, v->replay_err);
             p->runs[k + per_dir - 1] = v->replay;
-            snprintf(p->names[k + per_dir - 1], sizeof p->names[0], "%s (" TRACE_REPLAY_LABEL ")", dir);
+            snprintf(p->names[k + per_dir - 1], sizeof p->names[0], "%s (" TRACE_REPLAY_LABEL ")",
+                     dir);
         }
         if (!replay) {
             p->runs[k] = v->wall;
@@ -124,7 +129,9 @@ static void write_timelines(const char *output, const panels *p, int step, int w
 /* --metrics: every run's metrics.jsonl read and checked, then one picture. */
 static void write_metrics(const char *output, const char *const *dirs, int ndirs, int width) {
     if (!viz_format_of(output))
-        die("trident render: cannot write '%s': --metrics draws a picture, the extension must be .png, .svg or .pdf", output);
+        die("trident render: cannot write '%s': --metrics draws a picture, the extension must be "
+            ".png, .svg or .pdf",
+            output);
     run_metrics *runs[MAX_RUNS];
     char err[1024];
     for (int i = 0; i < ndirs; i++) {
@@ -146,40 +153,56 @@ int cmd_render(int argc, char **argv) {
     int step = -1, width = 0, columns = 100;
     bool arrows = false, replay = false, both = false, metrics = false;
     flag_spec specs[] = {
-        {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)", NULL},
+        {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)",
+         NULL},
         {"--step", FLAG_INT, &step, "training step to show (-1: the last complete step)", NULL},
         {"--arrows", FLAG_BOOL, &arrows, "draw an arrow from every send to its receive", NULL},
-        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 0: 1400 for timelines, 1000 for --metrics", NULL},
+        {"--width", FLAG_INT, &width,
+         "picture width in points (pixels for PNG); 0: 1400 for timelines, 1000 for --metrics",
+         NULL},
         {"--columns", FLAG_INT, &columns, "time buckets per row in .txt output", NULL},
         {"--replay", FLAG_BOOL, &replay, "draw the replay: as if each rank had its own core", NULL},
-        {"--replay-and-wall", FLAG_BOOL, &both, "draw the wall clock and, below it, the replay", NULL},
-        {"--metrics", FLAG_BOOL, &metrics, "draw the runs' loss curves (metrics.jsonl), not timelines", NULL},
+        {"--replay-and-wall", FLAG_BOOL, &both, "draw the wall clock and, below it, the replay",
+         NULL},
+        {"--metrics", FLAG_BOOL, &metrics,
+         "draw the runs' loss curves (metrics.jsonl), not timelines", NULL},
     };
     const char *dirs[MAX_RUNS + 1];
     int ndirs = flags_parse("render", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
                             argv, dirs, MAX_RUNS + 1);
 
     if (ndirs == 0) die("trident render: no RUN_DIR given (see trident render --help)");
-    if (ndirs > MAX_RUNS) die("trident render: %d run directories given, at most %d fit in one picture", ndirs, MAX_RUNS);
+    if (ndirs > MAX_RUNS)
+        die("trident render: %d run directories given, at most %d fit in one picture", ndirs,
+            MAX_RUNS);
     if (!output) die("trident render: -o FILE is required (.png, .svg, .pdf, .json or .txt)");
     if (width == 0) width = metrics ? 1000 : 1400;
-    if (width < 400 || width > 20000) die("trident render: --width %d is out of range (400 to 20000)", width);
+    if (width < 400 || width > 20000)
+        die("trident render: --width %d is out of range (400 to 20000)", width);
     if (metrics) {
         if (replay || both || arrows || step != -1)
-            die("trident render: --metrics draws curves; --replay, --replay-and-wall, --arrows and --step "
+            die("trident render: --metrics draws curves; --replay, --replay-and-wall, --arrows and "
+                "--step "
                 "are for timelines");
         write_metrics(output, dirs, ndirs, width);
         return 0;
     }
     bool json = path_has_ext(output, ".json"), text = path_has_ext(output, ".txt");
     if (!json && !text && !viz_format_of(output))
-        die("trident render: cannot write '%s': the extension must be .png, .svg, .pdf, .json or .txt", output);
-    if (step < -1) die("trident render: --step %d is not a step (steps count from 0; -1 means the last)", step);
-    if (columns < 10 || columns > 2000) die("trident render: --columns %d is out of range (10 to 2000)", columns);
+        die("trident render: cannot write '%s': the extension must be .png, .svg, .pdf, .json or "
+            ".txt",
+            output);
+    if (step < -1)
+        die("trident render: --step %d is not a step (steps count from 0; -1 means the last)",
+            step);
+    if (columns < 10 || columns > 2000)
+        die("trident render: --columns %d is out of range (10 to 2000)", columns);
 
-    if (replay && both) die("trident render: --replay and --replay-and-wall exclude each other (pick one view)");
+    if (replay && both)
+        die("trident render: --replay and --replay-and-wall exclude each other (pick one view)");
     if (ndirs * (both ? 2 : 1) > MAX_RUNS)
-        die("trident render: %d run directories with --replay-and-wall make %d panels, at most %d fit in one picture",
+        die("trident render: %d run directories with --replay-and-wall make %d panels, at most %d "
+            "fit in one picture",
             ndirs, ndirs * 2, MAX_RUNS);
 
     static panels p; /* large: keep it off the stack */
@@ -188,6 +211,7 @@ int cmd_render(int argc, char **argv) {
     if (json) viz_chrome_trace_save(output, p.runs, p.name_ptrs, p.n);
     else write_timelines(output, &p, step, width, columns, arrows);
     for (int i = 0; i < ndirs; i++) viz_run_views_free(&p.views[i]);
-    printf("trident render: wrote %s (%d run%s, %d ranks)\n", output, p.n, p.n == 1 ? "" : "s", p.total_ranks);
+    printf("trident render: wrote %s (%d run%s, %d ranks)\n", output, p.n, p.n == 1 ? "" : "s",
+           p.total_ranks);
     return 0;
 }

@@ -51,10 +51,12 @@ static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const p
     const pp_config *c = &s->cfg;
     char name[32];
     const double fcost = costs->forward, bcost = costs->backward;
-    fprintf(f, "%s schedule: p = %d pipeline ranks, m = %d micro-batches, v = %d model chunk%s per rank\n",
-            pp_kind_name(c->kind), c->p, c->m, c->v, c->v > 1 ? "s" : "");
-    fprintf(f, "costs of one chunk: forward %g, backward %g, p2p latency %g (%s); makespan %g\n\n", fcost,
-            bcost, costs->p2p_latency, origin, sim->makespan);
+    fprintf(
+        f,
+        "%s schedule: p = %d pipeline ranks, m = %d micro-batches, v = %d model chunk%s per rank\n",
+        pp_kind_name(c->kind), c->p, c->m, c->v, c->v > 1 ? "s" : "");
+    fprintf(f, "costs of one chunk: forward %g, backward %g, p2p latency %g (%s); makespan %g\n\n",
+            fcost, bcost, costs->p2p_latency, origin, sim->makespan);
 
     /* The grid: one cell per dt of time, showing the action that covers the cell's middle. */
     double dt = fcost < bcost ? fcost : bcost;
@@ -82,7 +84,8 @@ static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const p
             double mid = (k + 0.5) * dt;
             while (i < pl->n && tl->spans[i].end <= mid) i++;
             const char *cell = ".";
-            if (i < pl->n && tl->spans[i].start <= mid) cell = pp_action_name(&pl->actions[i], c->v, name, sizeof name);
+            if (i < pl->n && tl->spans[i].start <= mid)
+                cell = pp_action_name(&pl->actions[i], c->v, name, sizeof name);
             if (k + 1 < ncell) fprintf(f, "%-*s ", cw, cell);
             else fprintf(f, "%s", cell); /* no trailing blanks */
         }
@@ -96,13 +99,19 @@ static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const p
     const double ot = pp_textbook_of_total(c, NULL, 0), oi = pp_textbook_of_ideal(c);
     fprintf(f, "\nbubble (simulated): %.1f%% of the total time\n", 100.0 * sim->bubble_fraction);
     if (c->kind == PP_ZB_H1)
-        fprintf(f, "bubble (textbook, F = B = W):  (p-1)/(3m+p-1) = %.1f%% of the total time, (p-1)/(3m) = %.1f%% of the ideal time\n",
+        fprintf(f,
+                "bubble (textbook, F = B = W):  (p-1)/(3m+p-1) = %.1f%% of the total time, "
+                "(p-1)/(3m) = %.1f%% of the ideal time\n",
                 100.0 * ot, 100.0 * oi);
     else if (c->v > 1)
-        fprintf(f, "bubble (textbook):  (p-1)/(v*m+p-1) = %.1f%% of the total time, (p-1)/(v*m) = %.1f%% of the ideal time\n",
+        fprintf(f,
+                "bubble (textbook):  (p-1)/(v*m+p-1) = %.1f%% of the total time, (p-1)/(v*m) = "
+                "%.1f%% of the ideal time\n",
                 100.0 * ot, 100.0 * oi);
     else
-        fprintf(f, "bubble (textbook):  (p-1)/(m+p-1) = %.1f%% of the total time, (p-1)/m = %.1f%% of the ideal time\n",
+        fprintf(f,
+                "bubble (textbook):  (p-1)/(m+p-1) = %.1f%% of the total time, (p-1)/m = %.1f%% of "
+                "the ideal time\n",
                 100.0 * ot, 100.0 * oi);
 }
 
@@ -128,11 +137,12 @@ static void write_json(FILE *f, const pp_schedule *s) {
 /* ---- costs measured in a run -------------------------------------------------------------- */
 
 typedef struct {
-    double forward, backward, latency; /* mean of one chunk's forward / backward, one p2p transfer */
-    double weight;                     /* mean of one W (split backward runs), else 0 */
+    double forward, backward,
+        latency;   /* mean of one chunk's forward / backward, one p2p transfer */
+    double weight; /* mean of one W (split backward runs), else 0 */
     int nforward, nbackward, ntransfer, nweight;
-    bool cpu;                          /* forward/backward from thread CPU time (else wall) */
-    int v;                             /* chunks per rank of the measured run */
+    bool cpu; /* forward/backward from thread CPU time (else wall) */
+    int v;    /* chunks per rank of the measured run */
 } measured_costs;
 
 /* Means over every rank's forwards and backwards and over the transfer part (t_ready -> t_end)
@@ -161,7 +171,8 @@ static measured_costs measure_costs(const trace_run *run, const char *dir) {
     for (int k = 0; k < re->nranks; k++)
         for (size_t i = 0; i < trace_file_num_events(re->ranks[k]); i++) {
             const trace_event *e = trace_file_event(re->ranks[k], i);
-            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD || e->kind == TRACE_WEIGHT) &&
+            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD ||
+                 e->kind == TRACE_WEIGHT) &&
                 e->step >= from) {
                 if (e->kind == TRACE_FORWARD) mc.forward += e->t_end - e->t_start, mc.nforward++;
                 else if (e->kind == TRACE_WEIGHT) mc.weight += e->t_end - e->t_start, mc.nweight++;
@@ -173,7 +184,8 @@ static measured_costs measure_costs(const trace_run *run, const char *dir) {
         }
     trace_run_free(re);
     if (mc.nforward == 0 || mc.nbackward == 0)
-        die(WHO ": --costs-from %s: the run has %d forwards and %d backwards from step %d on; both are needed",
+        die(WHO ": --costs-from %s: the run has %d forwards and %d backwards from step %d on; both "
+                "are needed",
             dir, mc.nforward, mc.nbackward, from);
     mc.forward /= mc.nforward;
     mc.backward /= mc.nbackward;
@@ -196,17 +208,21 @@ static int output_kind(const char *output, const char *format) {
     else if (path_has_ext(output, ".json")) by_ext = OUT_JSON;
     else if (path_has_ext(output, ".txt")) by_ext = OUT_TEXT;
     else
-        die(WHO ": cannot tell what to write to '%s': the output must end in .png, .svg, .pdf, .json or .txt",
+        die(WHO ": cannot tell what to write to '%s': the output must end in .png, .svg, .pdf, "
+                ".json or .txt",
             output);
     if (format && by_ext != by_format)
-        die(WHO ": --format %s does not match the output '%s' (its extension decides: .png/.svg/.pdf draw, "
-            ".json lists, .txt prints the grid)", format, output);
+        die(WHO ": --format %s does not match the output '%s' (its extension decides: "
+                ".png/.svg/.pdf draw, "
+                ".json lists, .txt prints the grid)",
+            format, output);
     return by_ext;
 }
 
 /* --costs-from RUN_DIR: the costs measured in the run's traces, and its layout for every
  * flag left at 0 / unset. */
-static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, const char **kind_name, int *v) {
+static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, const char **kind_name,
+                                            int *v) {
     char err[1024];
     trace_run *run = trace_run_read(dir, err, sizeof err);
     if (!run) die(WHO ": --costs-from: %s", err);
@@ -226,7 +242,8 @@ static void write_output(int kind, const char *output, const pp_schedule *s, con
     if (kind == OUT_PICTURE) {
         viz_schedule_draw(s, sim, output);
         printf("wrote %s (%s, p = %d, m = %d, v = %d: makespan %g, bubble %.1f%%)\n", output,
-               pp_kind_name(s->cfg.kind), s->cfg.p, s->cfg.m, s->cfg.v, sim->makespan, 100.0 * sim->bubble_fraction);
+               pp_kind_name(s->cfg.kind), s->cfg.p, s->cfg.m, s->cfg.v, sim->makespan,
+               100.0 * sim->bubble_fraction);
     } else if (output) {
         atomic_file af;
         FILE *f = atomic_file_open(&af, output);
@@ -246,48 +263,64 @@ int cmd_schedule(int argc, char **argv) {
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
     const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL;
     const flag_spec specs[] = {
-        {"--pipeline-model-parallel-size", FLAG_INT, &p, "pipeline ranks P (required; --costs-from: the run's)", NULL},
-        {"--num-microbatches", FLAG_INT, &m, "micro-batches M per step (required; --costs-from: the run's)", NULL},
-        {"--pipeline-schedule", FLAG_CHOICE, &kind_name, "the schedule (1f1b; --costs-from: the run's)",
-         "gpipe|1f1b|interleaved|zb-h1"},
-        {"--virtual-stages", FLAG_INT, &v, "model chunks per rank (0: 2 for interleaved, else 1)", NULL},
-        {"--forward-cost", FLAG_FLOAT, &fcost, "time of one forward of a whole stage (a chunk: 1/v of it)", NULL},
-        {"--backward-cost", FLAG_FLOAT, &bcost, "time of one backward of a whole stage (0: 2 x forward)", NULL},
+        {"--pipeline-model-parallel-size", FLAG_INT, &p,
+         "pipeline ranks P (required; --costs-from: the run's)", NULL},
+        {"--num-microbatches", FLAG_INT, &m,
+         "micro-batches M per step (required; --costs-from: the run's)", NULL},
+        {"--pipeline-schedule", FLAG_CHOICE, &kind_name,
+         "the schedule (1f1b; --costs-from: the run's)", "gpipe|1f1b|interleaved|zb-h1"},
+        {"--virtual-stages", FLAG_INT, &v, "model chunks per rank (0: 2 for interleaved, else 1)",
+         NULL},
+        {"--forward-cost", FLAG_FLOAT, &fcost,
+         "time of one forward of a whole stage (a chunk: 1/v of it)", NULL},
+        {"--backward-cost", FLAG_FLOAT, &bcost,
+         "time of one backward of a whole stage (0: 2 x forward)", NULL},
         {"--p2p-latency", FLAG_FLOAT, &latency, "time from a send to its receive", NULL},
         {"--costs-from", FLAG_STRING, &costs_from,
          "RUN_DIR: mean forward/backward of one chunk and p2p transfer measured in its traces "
-         "(instead of the three costs above)", NULL},
-        {"--format", FLAG_CHOICE, &format, "what to print without -o (-o's extension decides otherwise)",
-         "text|json"},
-        {"--output", FLAG_STRING, &output, "FILE.png|.svg|.pdf (picture), .json or .txt; -o for short", NULL},
+         "(instead of the three costs above)",
+         NULL},
+        {"--format", FLAG_CHOICE, &format,
+         "what to print without -o (-o's extension decides otherwise)", "text|json"},
+        {"--output", FLAG_STRING, &output,
+         "FILE.png|.svg|.pdf (picture), .json or .txt; -o for short", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    flags_parse("schedule",
-                "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
-                "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]\n"
-                "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] [-o FILE]\n\n"
-                "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
-                "Costs are per stage: backward 2 x forward unless given, and a chunk of the interleaved\n"
-                "schedule costs 1/v of a stage; --costs-from RUN_DIR uses the costs measured in a run.",
-                specs, nspecs, argc, argv, NULL, 0);
+    flags_parse(
+        "schedule",
+        "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
+        "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]\n"
+        "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
+        "[-o FILE]\n\n"
+        "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
+        "Costs are per stage: backward 2 x forward unless given, and a chunk of the interleaved\n"
+        "schedule costs 1/v of a stage; --costs-from RUN_DIR uses the costs measured in a run.",
+        specs, nspecs, argc, argv, NULL, 0);
 
     measured_costs mc = {0};
     if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, &v);
     if (p < 1)
-        die(WHO ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
-            "pipeline ranks)", p);
+        die(WHO
+            ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
+            "pipeline ranks)",
+            p);
     if (m < 1)
-        die(WHO ": --num-microbatches %d must be at least 1 (it is required: micro-batches per step)", m);
+        die(WHO
+            ": --num-microbatches %d must be at least 1 (it is required: micro-batches per step)",
+            m);
     if (v < 0) die(WHO ": --virtual-stages %d must be at least 1 (or 0 for the default)", v);
     if (!kind_name) kind_name = "1f1b";
     pp_config cfg = {PP_1F1B, p, m, v};
-    if (!pp_kind_parse(kind_name, &cfg.kind)) die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
+    if (!pp_kind_parse(kind_name, &cfg.kind))
+        die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
     if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED ? 2 : 1;
     char msg[512];
     if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
     if (!(fcost > 0)) die(WHO ": --forward-cost %g must be positive", (double)fcost);
     if (bcost == 0) bcost = PP_BACKWARD_OVER_FORWARD * fcost;
-    if (!(bcost > 0)) die(WHO ": --backward-cost %g must be positive (0 means 2 x --forward-cost)", (double)bcost);
+    if (!(bcost > 0))
+        die(WHO ": --backward-cost %g must be positive (0 means 2 x --forward-cost)",
+            (double)bcost);
     if (!(latency >= 0)) die(WHO ": --p2p-latency %g must not be negative", (double)latency);
     const int kind = output_kind(output, format);
 
@@ -298,14 +331,16 @@ int cmd_schedule(int argc, char **argv) {
      * run of v_run chunks per rank (a stage = v_run of them, split over this schedule's v). */
     pp_costs costs = pp_costs_per_chunk(&cfg, fcost, bcost, latency);
     char origin[600];
-    snprintf(origin, sizeof origin, "a stage: forward %g, backward %g, over v = %d chunk%s", (double)fcost,
-             (double)bcost, cfg.v, cfg.v > 1 ? "s" : "");
+    snprintf(origin, sizeof origin, "a stage: forward %g, backward %g, over v = %d chunk%s",
+             (double)fcost, (double)bcost, cfg.v, cfg.v > 1 ? "s" : "");
     if (costs_from) {
         costs = pp_costs_per_chunk(&cfg, mc.forward * mc.v, mc.backward * mc.v, mc.latency);
         if (mc.nweight) costs.weight_share = mc.weight / mc.backward;
-        snprintf(origin, sizeof origin, "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
-                 "the replay of %s, from %s time", mc.nforward, mc.nbackward, mc.v != cfg.v ? " rescaled to this v" : "", mc.ntransfer,
-                 costs_from, mc.cpu ? "thread CPU" : "wall");
+        snprintf(origin, sizeof origin,
+                 "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
+                 "the replay of %s, from %s time",
+                 mc.nforward, mc.nbackward, mc.v != cfg.v ? " rescaled to this v" : "",
+                 mc.ntransfer, costs_from, mc.cpu ? "thread CPU" : "wall");
     }
     pp_sim sim;
     CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);

@@ -31,7 +31,8 @@ int cmd_eval(int argc, char **argv) {
     int windows = 0;
     flag_spec specs[] = {
         {"--load", FLAG_STRING, &load, "checkpoint directory (from trident train --save)", NULL},
-        {"--data-path", FLAG_STRING, &data, "text file to score (default: held-out synthetic data)", NULL},
+        {"--data-path", FLAG_STRING, &data, "text file to score (default: held-out synthetic data)",
+         NULL},
         {"--eval-iters", FLAG_INT, &windows, "score at most this many windows (0 = all)", NULL},
     };
     const char *pos[1];

@@ -53,10 +53,12 @@ void make_dirs(const char *dir) {
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/') continue;
         *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) die("cannot create directory '%s': %s", buf, strerror(errno));
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            die("cannot create directory '%s': %s", buf, strerror(errno));
         *p = '/';
     }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) die("cannot create directory '%s': %s", buf, strerror(errno));
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        die("cannot create directory '%s': %s", buf, strerror(errno));
     struct stat st;
     if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) die("'%s' exists and is not a directory", buf);
 }

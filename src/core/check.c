@@ -53,8 +53,9 @@ void die(const char *fmt, ...) {
 
 void check_fail_(const char *file, int line, const char *what, const char *hint) {
     char body[1800];
-    snprintf(body, sizeof body, "%s:%d: %s\n%s%s%s", file, line, what, hint && hint[0] ? "  hint: " : "",
-             hint && hint[0] ? hint : "", hint && hint[0] ? "\n" : "");
+    snprintf(body, sizeof body, "%s:%d: %s\n%s%s%s", file, line, what,
+             hint && hint[0] ? "  hint: " : "", hint && hint[0] ? hint : "",
+             hint && hint[0] ? "\n" : "");
     emit(body, true);
     fatal_exit(2);
 }

@@ -35,9 +35,9 @@ void check_fail_(const char *file, int line, const char *what, const char *hint)
     __attribute__((noreturn));
 
 /* CHECK(cond, hint): an internal invariant; `hint` says what probably went wrong. */
-#define CHECK(cond, hint)                                                                    \
-    do {                                                                                     \
-        if (!(cond)) check_fail_(__FILE__, __LINE__, "check failed: " #cond, (hint));        \
+#define CHECK(cond, hint)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) check_fail_(__FILE__, __LINE__, "check failed: " #cond, (hint));              \
     } while (0)
 
 void *malloc_check_(size_t size, const char *file, int line);

@@ -27,8 +27,7 @@ void flags_print_help(const char *cmd, const char *usage, const flag_spec *specs
     for (int i = 0; i < nspecs; i++) {
         const flag_spec *s = &specs[i];
         char left[96];
-        if (s->type == FLAG_CHOICE)
-            snprintf(left, sizeof left, "%s %s", s->name, s->choices);
+        if (s->type == FLAG_CHOICE) snprintf(left, sizeof left, "%s %s", s->name, s->choices);
         else
             snprintf(left, sizeof left, "%s%s%s", s->name, s->type == FLAG_BOOL ? "" : " ",
                      type_word(s->type));
@@ -95,8 +94,8 @@ static void set_value(const char *cmd, const flag_spec *s, const char *v) {
     }
 }
 
-int flags_parse(const char *cmd, const char *usage, const flag_spec *specs, int nspecs,
-                int argc, char **argv, const char **positional, int max_positional) {
+int flags_parse(const char *cmd, const char *usage, const flag_spec *specs, int nspecs, int argc,
+                char **argv, const char **positional, int max_positional) {
     int npos = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];

@@ -34,8 +34,8 @@ typedef struct {
  * Words that do not start with "--" are positionals: up to `max_positional` of them are
  * stored in `positional` and their count returned. `usage` is printed above the flag
  * list by --help (then the process exits 0). `cmd` names the subcommand in errors. */
-int flags_parse(const char *cmd, const char *usage, const flag_spec *specs, int nspecs,
-                int argc, char **argv, const char **positional, int max_positional);
+int flags_parse(const char *cmd, const char *usage, const flag_spec *specs, int nspecs, int argc,
+                char **argv, const char **positional, int max_positional);
 
 /* Prints the help text that --help prints. */
 void flags_print_help(const char *cmd, const char *usage, const flag_spec *specs, int nspecs);

@@ -45,7 +45,8 @@ static void putf(json_writer *w, const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    CHECK(n >= 0 && (size_t)n < sizeof tmp, "a JSON number longer than 63 characters (check the format)");
+    CHECK(n >= 0 && (size_t)n < sizeof tmp,
+          "a JSON number longer than 63 characters (check the format)");
     put(w, tmp, (size_t)n);
 }
 

@@ -41,12 +41,12 @@ typedef enum { JSON_COMPACT, JSON_SPACED, JSON_LINES } json_style;
 enum { JSON_MAX_DEPTH = 16 };
 
 typedef struct {
-    FILE *f;          /* where the bytes go, or NULL: into buf */
-    char *buf;        /* (cap) the document so far, NUL-terminated, when f == NULL */
+    FILE *f;   /* where the bytes go, or NULL: into buf */
+    char *buf; /* (cap) the document so far, NUL-terminated, when f == NULL */
     size_t len, cap;
-    int indent;       /* spaces per level inside JSON_LINES containers */
-    int depth;        /* open containers */
-    bool after_key;   /* a key was written; its value comes next */
+    int indent;     /* spaces per level inside JSON_LINES containers */
+    int depth;      /* open containers */
+    bool after_key; /* a key was written; its value comes next */
     struct {
         json_style style;
         bool object, empty;

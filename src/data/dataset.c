@@ -14,12 +14,12 @@
 #include "src/core/rng.h"
 
 #define SYNTH_LETTERS 16 /* alphabet a..p */
-#define SYNTH_MIN_KEY 4   /* key lengths are uniform in [SYNTH_MIN_KEY, SYNTH_MAX_KEY] */
+#define SYNTH_MIN_KEY 4  /* key lengths are uniform in [SYNTH_MIN_KEY, SYNTH_MAX_KEY] */
 #define SYNTH_MAX_KEY 4
 #define SYNTH_KEY_LENGTHS (SYNTH_MAX_KEY - SYNTH_MIN_KEY + 1)
 
 struct dataset {
-    int T;            /* seq_len: a sample is T + 1 tokens */
+    int T; /* seq_len: a sample is T + 1 tokens */
     uint64_t seed;
     unsigned char *bytes; /* (n,) the file, or NULL for synthetic data */
     size_t n;
@@ -42,7 +42,8 @@ static unsigned char *read_file(const char *path, size_t *n_out) {
         if (n == cap) {
             cap *= 2;
             unsigned char *grown = realloc(buf, cap);
-            if (!grown) die("data file '%s' does not fit in memory (%zu bytes read so far)", path, n);
+            if (!grown)
+                die("data file '%s' does not fit in memory (%zu bytes read so far)", path, n);
             buf = grown;
         }
         size_t got = fread(buf + n, 1, cap - n, f);
@@ -64,7 +65,8 @@ dataset *dataset_open_split(const char *path, int seq_len, uint64_t seed, int tr
     if (seq_len < 1) die("dataset: sequence length %d must be at least 1", seq_len);
     if (train_weight < 1 || held_out_weight < 0)
         die("dataset: split %d,%d needs a training weight of at least 1 and a held-out weight of "
-            "at least 0", train_weight, held_out_weight);
+            "at least 0",
+            train_weight, held_out_weight);
     dataset *d = callocCheck(1, sizeof *d);
     d->T = seq_len;
     d->seed = seed;
@@ -82,9 +84,9 @@ dataset *dataset_open_split(const char *path, int seq_len, uint64_t seed, int tr
             d->held_from = d->n_train;
             if (d->n_train < (size_t)seq_len + 1 || d->n - d->n_train < (size_t)seq_len + 1)
                 die("data file '%s' (%zu bytes) split %d,%d gives %zu training and %zu held-out "
-                    "bytes, but --seq-length %d needs at least %d in each part", path, d->n,
-                    train_weight, held_out_weight, d->n_train, d->n - d->n_train, seq_len,
-                    seq_len + 1);
+                    "bytes, but --seq-length %d needs at least %d in each part",
+                    path, d->n, train_weight, held_out_weight, d->n_train, d->n - d->n_train,
+                    seq_len, seq_len + 1);
             snprintf(d->describe, sizeof d->describe,
                      "file '%s' (%zu bytes: %zu training, %zu held-out; seq_len %d)", path, d->n,
                      d->n_train, d->n - d->n_train, seq_len);

@@ -32,17 +32,17 @@ void device_set_threads(int n) { ops_set_threads(n); }
         if (ON_CUDA) {                                                                             \
             cuda_call;                                                                             \
         } else {                                                                                   \
-            device_guard_open();                                                                          \
+            device_guard_open();                                                                   \
             cpu_call;                                                                              \
-            device_guard_close();                                                                         \
+            device_guard_close();                                                                  \
         }                                                                                          \
     } while (0)
 #else
 #define KERNEL(cuda_call, cpu_call)                                                                \
     do {                                                                                           \
-        device_guard_open();                                                                              \
+        device_guard_open();                                                                       \
         cpu_call;                                                                                  \
-        device_guard_close();                                                                             \
+        device_guard_close();                                                                      \
     } while (0)
 #endif
 
@@ -58,21 +58,21 @@ void dev_matmul_backward(float *dinp, float *dweight, float *dbias, const float 
            matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC));
 }
 
-void dev_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                           const float *w, const float *b, size_t N, size_t C) {
+void dev_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                           const float *b, size_t N, size_t C) {
     KERNEL(cuda_layernorm_forward(CTX, out, mean, rstd, inp, w, b, N, C),
            layernorm_forward(out, mean, rstd, inp, w, b, N, C));
 }
 
-void dev_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                            const float *inp, const float *w, const float *mean,
-                            const float *rstd, size_t N, size_t C) {
+void dev_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                            const float *w, const float *mean, const float *rstd, size_t N,
+                            size_t C) {
     KERNEL(cuda_layernorm_backward(CTX, dinp, dw, db, dout, inp, w, mean, rstd, N, C),
            layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C));
 }
 
-void dev_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T,
-                           size_t NH, size_t HS) {
+void dev_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T, size_t NH,
+                           size_t HS) {
     KERNEL(cuda_attention_forward(CTX, out, att, qkv, B, T, NH, HS),
            attention_forward(out, att, qkv, B, T, NH, HS));
 }
@@ -104,8 +104,8 @@ void dev_add_bias_rows(float *x, const float *bias, size_t N, size_t OC) {
     KERNEL(cuda_add_bias_rows(CTX, x, bias, N, OC), add_bias_rows(x, bias, N, OC));
 }
 
-void dev_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N,
-                           size_t C, int64_t v_start, size_t V) {
+void dev_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N, size_t C,
+                           int64_t v_start, size_t V) {
     KERNEL(cuda_embedding_forward(CTX, out, tokens, wte, N, C, v_start, V),
            embedding_forward(out, tokens, wte, N, C, v_start, V));
 }
@@ -121,7 +121,8 @@ void dev_position_forward(float *out, const float *wpe, size_t B, size_t T, size
 }
 
 void dev_position_backward(float *dwpe, const float *dout, size_t B, size_t T, size_t C) {
-    KERNEL(cuda_position_backward(CTX, dwpe, dout, B, T, C), position_backward(dwpe, dout, B, T, C));
+    KERNEL(cuda_position_backward(CTX, dwpe, dout, B, T, C),
+           position_backward(dwpe, dout, B, T, C));
 }
 
 void dev_crossentropy_local_max(float *rowmax, const float *logits, size_t N, size_t V,

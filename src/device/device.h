@@ -55,13 +55,13 @@ void dev_matmul_forward(float *out, const float *inp, const float *weight, const
                         size_t N, size_t C, size_t OC);
 void dev_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                          const float *inp, const float *weight, size_t N, size_t C, size_t OC);
-void dev_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                           const float *w, const float *b, size_t N, size_t C);
-void dev_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                            const float *inp, const float *w, const float *mean,
-                            const float *rstd, size_t N, size_t C);
-void dev_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T,
-                           size_t NH, size_t HS);
+void dev_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                           const float *b, size_t N, size_t C);
+void dev_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                            const float *w, const float *mean, const float *rstd, size_t N,
+                            size_t C);
+void dev_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T, size_t NH,
+                           size_t HS);
 /* scratch: dev_attention_scratch_floats(T, NH) floats of device memory. */
 void dev_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                             float *scratch, size_t B, size_t T, size_t NH, size_t HS);
@@ -71,8 +71,8 @@ void dev_gelu_backward(float *dinp, const float *inp, const float *dout, size_t 
 void dev_add_inplace(float *y, const float *x, size_t n);
 /* x (N,OC) += bias (OC) on every row. */
 void dev_add_bias_rows(float *x, const float *bias, size_t N, size_t OC);
-void dev_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N,
-                           size_t C, int64_t v_start, size_t V);
+void dev_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N, size_t C,
+                           int64_t v_start, size_t V);
 void dev_embedding_backward(float *dwte, const float *dout, const int32_t *tokens, size_t N,
                             size_t C, int64_t v_start, size_t V);
 void dev_position_forward(float *out, const float *wpe, size_t B, size_t T, size_t C);

@@ -123,10 +123,11 @@ static void guard_fault(int sig, siginfo_t *info, void *uctx) {
     const char *a = (const char *)info->si_addr;
     if (g.region && a >= g.region && a < g.region + g.reserved) {
         char line[256];
-        int n = snprintf(line, sizeof line,
-                         "trident: host code touched device memory at offset %zu of the cpu-guarded "
-                         "region outside a kernel (a missing device_download / device_upload?)\n",
-                         (size_t)(a - g.region));
+        int n = snprintf(
+            line, sizeof line,
+            "trident: host code touched device memory at offset %zu of the cpu-guarded "
+            "region outside a kernel (a missing device_download / device_upload?)\n",
+            (size_t)(a - g.region));
         if (n > 0) {
             ssize_t w = write(2, line, (size_t)n);
             (void)w;
@@ -169,7 +170,8 @@ static char *guard_take(size_t bytes, size_t *capacity) {
         return p;
     }
     if (g.used + need > g.reserved)
-        die("cpu-guarded device: out of reserved address space (%zu of %zu bytes used, %zu more asked)",
+        die("cpu-guarded device: out of reserved address space (%zu of %zu bytes used, %zu more "
+            "asked)",
             g.used, g.reserved, need);
     char *p = g.region + g.used;
     g.used += need;
@@ -198,7 +200,8 @@ static void record(char *base, size_t bytes, size_t capacity) {
 static int find_block(const void *p) {
     const char *c = p;
     for (int i = 0; i < g.nblocks; i++)
-        if (g.blocks[i].live && c >= g.blocks[i].base && c < g.blocks[i].base + (g.blocks[i].bytes ? g.blocks[i].bytes : 1))
+        if (g.blocks[i].live && c >= g.blocks[i].base &&
+            c < g.blocks[i].base + (g.blocks[i].bytes ? g.blocks[i].bytes : 1))
             return i;
     return -1;
 }
@@ -211,18 +214,20 @@ bool device_init(device_kind kind, int gpu, char *err, size_t errlen) {
     if (kind == g.kind) return true;
     CHECK(g.nblocks == 0 || g.kind == DEVICE_CPU, "device_init: device memory still allocated");
     if (!device_kind_built(kind)) {
-        snprintf(err, errlen,
-                 "--device %s: this trident was built without CUDA (nvcc was not found at build time); "
-                 "use --device cpu",
-                 device_kind_name(kind));
+        snprintf(
+            err, errlen,
+            "--device %s: this trident was built without CUDA (nvcc was not found at build time); "
+            "use --device cpu",
+            device_kind_name(kind));
         return false;
     }
     if (g.kind != DEVICE_CPU) device_shutdown();
     if (kind == DEVICE_CUDA) {
 #ifdef TRIDENT_CUDA
         if (gpu < 0 || gpu >= cuda_device_count()) {
-            snprintf(err, errlen, "--device cuda: no GPU is visible to this process (no driver, or "
-                                  "CUDA_VISIBLE_DEVICES is empty); use --device cpu");
+            snprintf(err, errlen,
+                     "--device cuda: no GPU is visible to this process (no driver, or "
+                     "CUDA_VISIBLE_DEVICES is empty); use --device cpu");
             return false;
         }
         g.gpu = gpu;
@@ -238,7 +243,8 @@ bool device_init(device_kind kind, int gpu, char *err, size_t errlen) {
 
 void device_shutdown(void) {
     if (g.kind == DEVICE_CPU) return;
-    CHECK(g.in_use == 0, "device_shutdown: device memory is still allocated (a missing device_free)");
+    CHECK(g.in_use == 0,
+          "device_shutdown: device memory is still allocated (a missing device_free)");
 #ifdef TRIDENT_CUDA
     if (ON_CUDA) cuda_context_free(&g.ctx);
 #endif
@@ -266,7 +272,8 @@ void *device_alloc(size_t bytes, const char *what) {
         void *d = NULL;
         cudaError_t e = cudaMalloc(&d, bytes ? bytes : 1);
         if (e != cudaSuccess)
-            die("--device cuda: cudaMalloc of %zu bytes for %s failed (%s); %zu bytes already in use",
+            die("--device cuda: cudaMalloc of %zu bytes for %s failed (%s); %zu bytes already in "
+                "use",
                 bytes, what, cudaGetErrorString(e), g.in_use);
         p = d;
         cuda_zero(CTX, p, bytes);

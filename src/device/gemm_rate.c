@@ -19,9 +19,9 @@
 enum { KEY_MAX = 256, CACHE_MAX_LINES = 256 };
 
 double gemm_rate_measure(size_t N, size_t C, size_t OC, double seconds) {
-    float *inp = mallocCheck(N * C * sizeof(float));     /* (N, C) */
-    float *w = mallocCheck(OC * C * sizeof(float));      /* (OC, C) */
-    float *out = mallocCheck(N * OC * sizeof(float));    /* (N, OC) */
+    float *inp = mallocCheck(N * C * sizeof(float));  /* (N, C) */
+    float *w = mallocCheck(OC * C * sizeof(float));   /* (OC, C) */
+    float *out = mallocCheck(N * OC * sizeof(float)); /* (N, OC) */
     for (size_t i = 0; i < N * C; i++) inp[i] = (float)((i * 7) % 13) * 0.01f;
     for (size_t i = 0; i < OC * C; i++) w[i] = (float)((i * 5) % 11) * 0.01f;
     matmul_forward(out, inp, w, NULL, N, C, OC); /* warm-up: threads started, pages touched */
@@ -167,8 +167,10 @@ gemm_rate gemm_rate_get(int threads, size_t N, size_t C, size_t OC) {
         char *end;
         double v = strtod(env, &end);
         if (end == env || *end || !isfinite(v) || v <= 0)
-            die("TRIDENT_GEMM_RATE='%s' is not a rate: give the machine's sgemm FLOP/s per process as "
-                "a positive number (e.g. 2.4e10), or unset it to measure", env);
+            die("TRIDENT_GEMM_RATE='%s' is not a rate: give the machine's sgemm FLOP/s per process "
+                "as "
+                "a positive number (e.g. 2.4e10), or unset it to measure",
+                env);
         r.flops_per_s = v;
         r.source = "TRIDENT_GEMM_RATE";
         return r;

@@ -32,16 +32,17 @@
 #include <stddef.h>
 
 #define GEMM_RATE_SECONDS 0.3 /* length of one measurement */
-#define GEMM_RATE_WINDOWS 6    /* ... cut into windows; the fastest counts */
-#define GEMM_RATE_PEAK_DIM 512 /* the trainer's peak: a (512,512) @ (512,512) product, where
+#define GEMM_RATE_WINDOWS 6   /* ... cut into windows; the fastest counts */
+#define GEMM_RATE_PEAK_DIM                                                                         \
+    512 /* the trainer's peak: a (512,512) @ (512,512) product, where
                                 * OpenBLAS runs near the core's peak (the model's own products,
                                 * often far smaller, reach less: MFU counts that shortfall) */
 
 typedef struct {
-    double flops_per_s;  /* one process, `threads` BLAS threads, at the shape below */
+    double flops_per_s; /* one process, `threads` BLAS threads, at the shape below */
     int threads;
-    size_t N, C, OC;     /* the product measured: (N,C) @ (OC,C)^T */
-    const char *source;  /* "measured", "cached" or "TRIDENT_GEMM_RATE" */
+    size_t N, C, OC;    /* the product measured: (N,C) @ (OC,C)^T */
+    const char *source; /* "measured", "cached" or "TRIDENT_GEMM_RATE" */
 } gemm_rate;
 
 /* The rate from TRIDENT_GEMM_RATE, else the cache, else measured now (and cached). Dies

@@ -32,8 +32,10 @@ bool gpt_config_check(const gpt_config *cfg, int tp, char *err, size_t errlen) {
         return false;
     }
     if (cfg->hidden < 1 || cfg->num_heads < 1 || cfg->seq_len < 1) {
-        snprintf(err, errlen, "--hidden-size %d, --num-attention-heads %d and --seq-length %d must all be at least 1",
-                 cfg->hidden, cfg->num_heads, cfg->seq_len);
+        snprintf(
+            err, errlen,
+            "--hidden-size %d, --num-attention-heads %d and --seq-length %d must all be at least 1",
+            cfg->hidden, cfg->num_heads, cfg->seq_len);
         return false;
     }
     if (cfg->hidden % cfg->num_heads != 0) {
@@ -43,12 +45,15 @@ bool gpt_config_check(const gpt_config *cfg, int tp, char *err, size_t errlen) {
     }
     if (cfg->num_heads % tp != 0) {
         snprintf(err, errlen,
-                 "--num-attention-heads %d is not divisible by --tensor-model-parallel-size %d (each rank holds whole heads)",
+                 "--num-attention-heads %d is not divisible by --tensor-model-parallel-size %d "
+                 "(each rank holds whole heads)",
                  cfg->num_heads, tp);
         return false;
     }
     if (cfg->vocab_size % tp != 0 || cfg->vocab_size < cfg->real_vocab) {
-        snprintf(err, errlen, "padded vocabulary %d is not a multiple of --tensor-model-parallel-size %d covering %d tokens",
+        snprintf(err, errlen,
+                 "padded vocabulary %d is not a multiple of --tensor-model-parallel-size %d "
+                 "covering %d tokens",
                  cfg->vocab_size, tp, cfg->real_vocab);
         return false;
     }
@@ -92,9 +97,9 @@ void gpt_chunk_init(gpt_chunk *c, const gpt_config *cfg, const gpt_shard *shard,
     if (shard->has_embedding || shard->has_head)
         add_param(c, &off, "wte", GPT_WTE, -1, V, C, SPLIT_ROWS, true);
     if (shard->has_embedding) add_param(c, &off, "wpe", GPT_WPE, -1, T, C, SPLIT_NONE, true);
-    static const char *k_block_names[BLOCK_KINDS] = {
-        "ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w", "proj_b",
-        "ln2_w", "ln2_b", "fc_w",  "fc_b",  "fcproj_w", "fcproj_b"};
+    static const char *k_block_names[BLOCK_KINDS] = {"ln1_w",  "ln1_b",  "qkv_w",    "qkv_b",
+                                                     "proj_w", "proj_b", "ln2_w",    "ln2_b",
+                                                     "fc_w",   "fc_b",   "fcproj_w", "fcproj_b"};
     for (int l = shard->layer_begin; l < shard->layer_end; l++) {
         for (int k = 0; k < BLOCK_KINDS; k++) {
             int kind = GPT_LN1_W + k;
@@ -144,11 +149,20 @@ float gpt_init_value(const gpt_config *cfg, uint64_t seed, int kind, int layer,
                      size_t serial_index) {
     uint64_t stream = (uint64_t)kind * 100003u + (uint64_t)(layer + 1);
     switch (kind) {
-    case GPT_LN1_W: case GPT_LN2_W: case GPT_LNF_W: return 1.0f;
-    case GPT_LN1_B: case GPT_LN2_B: case GPT_LNF_B: case GPT_QKV_B: case GPT_PROJ_B:
-    case GPT_FC_B: case GPT_FCPROJ_B: return 0.0f;
-    case GPT_PROJ_W: case GPT_FCPROJ_W: /* residual projections scaled as in GPT-2 */
-        return 0.02f / sqrtf(2.0f * (float)cfg->num_layers) * rng_normal(seed, stream, serial_index);
+    case GPT_LN1_W:
+    case GPT_LN2_W:
+    case GPT_LNF_W: return 1.0f;
+    case GPT_LN1_B:
+    case GPT_LN2_B:
+    case GPT_LNF_B:
+    case GPT_QKV_B:
+    case GPT_PROJ_B:
+    case GPT_FC_B:
+    case GPT_FCPROJ_B: return 0.0f;
+    case GPT_PROJ_W:
+    case GPT_FCPROJ_W: /* residual projections scaled as in GPT-2 */
+        return 0.02f / sqrtf(2.0f * (float)cfg->num_layers) *
+               rng_normal(seed, stream, serial_index);
     default: return 0.02f * rng_normal(seed, stream, serial_index);
     }
 }
@@ -179,25 +193,25 @@ typedef struct {
 struct gpt_acts {
     int B, T, nblocks;
     size_t bytes;
-    float *mem;        /* one allocation; everything below is a view into it */
-    int32_t *tokens;   /* (N) copy, for the embedding backward */
-    int32_t *targets;  /* (N) copy, for the loss backward */
-    float **x;         /* nblocks+1 views (N,C): residual stream at block boundaries */
+    float *mem;       /* one allocation; everything below is a view into it */
+    int32_t *tokens;  /* (N) copy, for the embedding backward */
+    int32_t *targets; /* (N) copy, for the loss backward */
+    float **x;        /* nblocks+1 views (N,C): residual stream at block boundaries */
     block_acts *blocks;
     float *lnf, *lnf_mean, *lnf_rstd; /* (N,C) (N) (N) */
-    float *logits;     /* (N,Vl) */
-    float *ce_stats;   /* (3,N): row max, sum of exponentials, target logit (all-reduced) */
-    float *losses;     /* (N) */
+    float *logits;                    /* (N,Vl) */
+    float *ce_stats; /* (3,N): row max, sum of exponentials, target logit (all-reduced) */
+    float *losses;   /* (N) */
 };
 
 /* Per block: the output gradients its weight-gradient pass needs (see gpt.h). */
 typedef struct {
-    float *dfcproj;   /* (N,C)   dY of fcproj: the residual gradient after the block */
-    float *dfch;      /* (N,4Cl) dY of fc */
-    float *dln2;      /* (N,C)   dY of LN2 */
-    float *dproj;     /* (N,C)   dY of proj: the residual gradient after attention */
-    float *dqkv;      /* (N,3Cl) dY of qkv */
-    float *dln1;      /* (N,C)   dY of LN1 */
+    float *dfcproj; /* (N,C)   dY of fcproj: the residual gradient after the block */
+    float *dfch;    /* (N,4Cl) dY of fc */
+    float *dln2;    /* (N,C)   dY of LN2 */
+    float *dproj;   /* (N,C)   dY of proj: the residual gradient after attention */
+    float *dqkv;    /* (N,3Cl) dY of qkv */
+    float *dln1;    /* (N,C)   dY of LN1 */
 } block_wgrad;
 
 struct gpt_wgrad {
@@ -205,9 +219,9 @@ struct gpt_wgrad {
     size_t bytes;
     float *mem;
     block_wgrad *blocks;
-    float *dlogits;   /* (N,Vl) dY of the head (last stage) */
-    float *dlnf;      /* (N,C)  dY of LNf (last stage) */
-    float *demb;      /* (N,C)  dY of the embedding: the residual gradient at the bottom (first stage) */
+    float *dlogits; /* (N,Vl) dY of the head (last stage) */
+    float *dlnf;    /* (N,C)  dY of LNf (last stage) */
+    float *demb; /* (N,C)  dY of the embedding: the residual gradient at the bottom (first stage) */
 };
 
 struct gpt_scratch {
@@ -364,14 +378,16 @@ typedef struct {
 } block_params;
 
 static const gpt_param *block_param(const gpt_chunk *c, int i, int kind) {
-    int first = (c->shard.has_embedding || c->shard.has_head ? 1 : 0) + (c->shard.has_embedding ? 1 : 0);
+    int first = (c->shard.has_embedding || c->shard.has_head ? 1 : 0) +
+                (c->shard.has_embedding ? 1 : 0);
     return &c->params[first + i * BLOCK_KINDS + (kind - GPT_LN1_W)];
 }
 
 static block_params block_views(const gpt_chunk *c, const float *base, int i) {
     block_params v;
-    const float **dst[BLOCK_KINDS] = {&v.ln1_w, &v.ln1_b, &v.qkv_w, &v.qkv_b, &v.proj_w, &v.proj_b,
-                                      &v.ln2_w, &v.ln2_b, &v.fc_w,  &v.fc_b,  &v.fcproj_w, &v.fcproj_b};
+    const float **dst[BLOCK_KINDS] = {&v.ln1_w,  &v.ln1_b,  &v.qkv_w,    &v.qkv_b,
+                                      &v.proj_w, &v.proj_b, &v.ln2_w,    &v.ln2_b,
+                                      &v.fc_w,   &v.fc_b,   &v.fcproj_w, &v.fcproj_b};
     for (int k = 0; k < BLOCK_KINDS; k++) *dst[k] = base + block_param(c, i, GPT_LN1_W + k)->offset;
     return v;
 }
@@ -452,21 +468,23 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
  * residual stream's gradient, is walked backwards in place and copied out where it is some
  * layer's dY. Each layer below is called with its weight gradients NULL. */
 void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
-                        gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
+                        gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss,
+                        comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads, Vl = c->Vl;
     const gpt_shard *sh = &c->shard;
     float *dres = s->dres;
 
     if (sh->has_head) {
-        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pe = gpt_chunk_find(c, GPT_WTE, -1);
+        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1),
+                        *pe = gpt_chunk_find(c, GPT_WTE, -1);
         dev_fill(s->dloss, dloss, N);
-        tp_vocab_cross_entropy_backward(tp, wg->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
-                                        N, Vl, c->v_start, c->cfg.real_vocab);
+        tp_vocab_cross_entropy_backward(tp, wg->dlogits, a->ce_stats, a->logits, a->targets,
+                                        s->dloss, N, Vl, c->v_start, c->cfg.real_vocab);
         device_zero(wg->dlnf, N * C * sizeof(float));
         comm_label_set("f bwd head", -1);
-        tp_column_linear_backward(tp, wg->dlnf, NULL, NULL, wg->dlogits, a->lnf, params + pe->offset,
-                                  N, C, Vl, false);
+        tp_column_linear_backward(tp, wg->dlnf, NULL, NULL, wg->dlogits, a->lnf,
+                                  params + pe->offset, N, C, Vl, false);
         comm_label_clear();
         device_zero(dres, N * C * sizeof(float));
         dev_layernorm_backward(dres, NULL, NULL, wg->dlnf, a->x[a->nblocks], params + pw->offset,
@@ -491,11 +509,12 @@ void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
         dev_gelu_backward(g->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
         device_zero(g->dln2, N * C * sizeof(float));
         comm_label_set("f bwd mlp", layer);
-        tp_column_linear_backward(tp, g->dln2, NULL, NULL, g->dfch, b->ln2, w.fc_w, N, C, 4 * Cl, false);
+        tp_column_linear_backward(tp, g->dln2, NULL, NULL, g->dfch, b->ln2, w.fc_w, N, C, 4 * Cl,
+                                  false);
         comm_label_clear();
         /* dres += LN2 backward: now the gradient of x_mid */
-        dev_layernorm_backward(dres, NULL, NULL, g->dln2, b->x_mid, w.ln2_w, b->ln2_mean, b->ln2_rstd,
-                               N, C);
+        dev_layernorm_backward(dres, NULL, NULL, g->dln2, b->x_mid, w.ln2_w, b->ln2_mean,
+                               b->ln2_rstd, N, C);
 
         /* Attention backward: the same two layers around this rank's heads. */
         device_copy(g->dproj, dres, N * C * sizeof(float));
@@ -505,11 +524,12 @@ void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
         dev_attention_backward(g->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
         device_zero(g->dln1, N * C * sizeof(float));
         comm_label_set("f bwd attn", layer);
-        tp_column_linear_backward(tp, g->dln1, NULL, NULL, g->dqkv, b->ln1, w.qkv_w, N, C, 3 * Cl, false);
+        tp_column_linear_backward(tp, g->dln1, NULL, NULL, g->dqkv, b->ln1, w.qkv_w, N, C, 3 * Cl,
+                                  false);
         comm_label_clear();
         /* dres += LN1 backward: now the gradient of the block input */
-        dev_layernorm_backward(dres, NULL, NULL, g->dln1, a->x[i], w.ln1_w, b->ln1_mean, b->ln1_rstd,
-                               N, C);
+        dev_layernorm_backward(dres, NULL, NULL, g->dln1, a->x[i], w.ln1_w, b->ln1_mean,
+                               b->ln1_rstd, N, C);
     }
 
     if (sh->has_embedding) device_copy(wg->demb, dres, N * C * sizeof(float));
@@ -526,25 +546,29 @@ void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
     const gpt_shard *sh = &c->shard;
 
     if (sh->has_head) {
-        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
+        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1),
+                        *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
         const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
         dev_matmul_backward(NULL, grad_of(grads, pe), NULL, wg->dlogits, a->lnf, NULL, N, C, Vl);
-        dev_layernorm_backward(NULL, grad_of(grads, pw), grad_of(grads, pb), wg->dlnf, a->x[a->nblocks],
-                               NULL, a->lnf_mean, a->lnf_rstd, N, C);
+        dev_layernorm_backward(NULL, grad_of(grads, pw), grad_of(grads, pb), wg->dlnf,
+                               a->x[a->nblocks], NULL, a->lnf_mean, a->lnf_rstd, N, C);
     }
     for (int i = a->nblocks - 1; i >= 0; i--) {
         const block_acts *b = &a->blocks[i];
         const block_wgrad *g = &wg->blocks[i];
 #define GRAD(kind) grad_of(grads, block_param(c, i, kind))
-        dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu, NULL, N,
-                            4 * Cl, C);
-        dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, b->ln2, NULL, N, C, 4 * Cl);
-        dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL, b->ln2_mean,
-                               b->ln2_rstd, N, C);
-        dev_matmul_backward(NULL, GRAD(GPT_PROJ_W), GRAD(GPT_PROJ_B), g->dproj, b->atty, NULL, N, Cl, C);
-        dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, b->ln1, NULL, N, C, 3 * Cl);
-        dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, a->x[i], NULL, b->ln1_mean,
-                               b->ln1_rstd, N, C);
+        dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu,
+                            NULL, N, 4 * Cl, C);
+        dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, b->ln2, NULL, N, C,
+                            4 * Cl);
+        dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL,
+                               b->ln2_mean, b->ln2_rstd, N, C);
+        dev_matmul_backward(NULL, GRAD(GPT_PROJ_W), GRAD(GPT_PROJ_B), g->dproj, b->atty, NULL, N,
+                            Cl, C);
+        dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, b->ln1, NULL, N, C,
+                            3 * Cl);
+        dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, a->x[i], NULL,
+                               b->ln1_mean, b->ln1_rstd, N, C);
 #undef GRAD
     }
     if (sh->has_embedding) {
@@ -552,7 +576,8 @@ void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
          * the full gradient into the rows it holds. */
         const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1), *pp = gpt_chunk_find(c, GPT_WPE, -1);
         dev_position_backward(grad_of(grads, pp), wg->demb, B, T, C);
-        tp_vocab_embedding_backward(NULL, grad_of(grads, pe), wg->demb, a->tokens, N, C, c->v_start, Vl);
+        tp_vocab_embedding_backward(NULL, grad_of(grads, pe), wg->demb, a->tokens, N, C, c->v_start,
+                                    Vl);
     }
 }
 

@@ -37,12 +37,12 @@
 typedef struct comm_group comm_group;
 
 typedef struct {
-    int vocab_size;  /* V: padded vocabulary, a multiple of make_vocab_size_divisible_by * tp */
-    int real_vocab;  /* tokens that exist (256 for bytes); padded rows never get probability */
-    int seq_len;     /* T: maximum sequence length (rows of wpe) */
-    int num_layers;  /* L */
-    int hidden;      /* C */
-    int num_heads;   /* NH */
+    int vocab_size; /* V: padded vocabulary, a multiple of make_vocab_size_divisible_by * tp */
+    int real_vocab; /* tokens that exist (256 for bytes); padded rows never get probability */
+    int seq_len;    /* T: maximum sequence length (rows of wpe) */
+    int num_layers; /* L */
+    int hidden;     /* C */
+    int num_heads;  /* NH */
 } gpt_config;
 
 /* The part of the model a chunk holds. */
@@ -55,28 +55,42 @@ typedef struct {
 
 /* How a tensor is cut across tensor-parallel ranks (the serial tensor is (full_rows, full_cols)). */
 typedef enum {
-    SPLIT_NONE,    /* replicated: LayerNorms, wpe, biases of row-parallel layers */
-    SPLIT_ROWS,    /* column-parallel: output rows split (fc_w, fc_b, wte by vocabulary) */
-    SPLIT_QKV,     /* column-parallel over heads: rows of Q, K and V each split */
-    SPLIT_COLS,    /* row-parallel: input columns split (proj_w, fcproj_w) */
+    SPLIT_NONE, /* replicated: LayerNorms, wpe, biases of row-parallel layers */
+    SPLIT_ROWS, /* column-parallel: output rows split (fc_w, fc_b, wte by vocabulary) */
+    SPLIT_QKV,  /* column-parallel over heads: rows of Q, K and V each split */
+    SPLIT_COLS, /* row-parallel: input columns split (proj_w, fcproj_w) */
 } gpt_split;
 
 enum {
-    GPT_WTE, GPT_WPE, GPT_LN1_W, GPT_LN1_B, GPT_QKV_W, GPT_QKV_B, GPT_PROJ_W, GPT_PROJ_B,
-    GPT_LN2_W, GPT_LN2_B, GPT_FC_W, GPT_FC_B, GPT_FCPROJ_W, GPT_FCPROJ_B, GPT_LNF_W, GPT_LNF_B,
+    GPT_WTE,
+    GPT_WPE,
+    GPT_LN1_W,
+    GPT_LN1_B,
+    GPT_QKV_W,
+    GPT_QKV_B,
+    GPT_PROJ_W,
+    GPT_PROJ_B,
+    GPT_LN2_W,
+    GPT_LN2_B,
+    GPT_FC_W,
+    GPT_FC_B,
+    GPT_FCPROJ_W,
+    GPT_FCPROJ_B,
+    GPT_LNF_W,
+    GPT_LNF_B,
     GPT_NUM_KINDS
 };
 
 typedef struct {
-    char name[40];          /* "blocks.3.qkv_w" */
-    int kind;               /* GPT_* */
-    int layer;              /* block index, -1 for embeddings and the final norm */
-    size_t rows, cols;      /* local shape; vectors have cols = 1 */
+    char name[40];               /* "blocks.3.qkv_w" */
+    int kind;                    /* GPT_* */
+    int layer;                   /* block index, -1 for embeddings and the final norm */
+    size_t rows, cols;           /* local shape; vectors have cols = 1 */
     size_t full_rows, full_cols; /* shape in the serial model */
     gpt_split split;
-    size_t offset;          /* element offset in the process's parameter buffer */
-    size_t numel;           /* rows * cols */
-    bool decay;             /* weight decay applies (matrices and embeddings) */
+    size_t offset; /* element offset in the process's parameter buffer */
+    size_t numel;  /* rows * cols */
+    bool decay;    /* weight decay applies (matrices and embeddings) */
 } gpt_param;
 
 #define GPT_MAX_PARAMS 1024
@@ -87,13 +101,13 @@ typedef struct {
     gpt_shard shard;
     int nparams;
     gpt_param params[GPT_MAX_PARAMS];
-    size_t param_offset;    /* where this chunk's parameters start in the process buffer */
-    size_t num_elements;    /* parameters in this chunk */
+    size_t param_offset; /* where this chunk's parameters start in the process buffer */
+    size_t num_elements; /* parameters in this chunk */
     /* local sizes */
-    size_t Cl;              /* C / tp: attention width held (heads * head size) */
-    size_t NHl;             /* heads held */
-    size_t Vl;              /* vocabulary rows held */
-    int64_t v_start;        /* first vocabulary row held */
+    size_t Cl;       /* C / tp: attention width held (heads * head size) */
+    size_t NHl;      /* heads held */
+    size_t Vl;       /* vocabulary rows held */
+    int64_t v_start; /* first vocabulary row held */
 } gpt_chunk;
 
 /* Checks the configuration for a given tp; writes a message naming the values and the rule. */
@@ -179,7 +193,8 @@ void gpt_wgrad_destroy(gpt_wgrad *wg);
 size_t gpt_wgrad_bytes(const gpt_wgrad *wg);
 
 void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
-                        gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss, comm_group *tp);
+                        gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss,
+                        comm_group *tp);
 void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg);
 
 /* Model FLOPs of forward+backward for one token through the whole (serial) model:

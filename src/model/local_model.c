@@ -11,10 +11,11 @@ bool local_model_partition(int L, int S, const int *stage_layers, int *begin, ch
                            size_t errlen) {
     if (!stage_layers) {
         if (L % S != 0) {
-            snprintf(err, errlen,
-                     "--num-layers %d is not divisible by the %d virtual pipeline stages "
-                     "(pipeline size × chunks per rank): every stage needs the same number of layers",
-                     L, S);
+            snprintf(
+                err, errlen,
+                "--num-layers %d is not divisible by the %d virtual pipeline stages "
+                "(pipeline size × chunks per rank): every stage needs the same number of layers",
+                L, S);
             return false;
         }
         for (int s = 0; s <= S; s++) begin[s] = s * (L / S);
@@ -23,7 +24,8 @@ bool local_model_partition(int L, int S, const int *stage_layers, int *begin, ch
     int sum = 0;
     for (int s = 0; s < S; s++) {
         if (stage_layers[s] < 1) {
-            snprintf(err, errlen, "stage %d is given %d layers: every pipeline stage needs at least 1", s,
+            snprintf(err, errlen,
+                     "stage %d is given %d layers: every pipeline stage needs at least 1", s,
                      stage_layers[s]);
             return false;
         }
@@ -59,9 +61,12 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
     for (int c = 0; c < vpp; c++) {
         int s = c * pp_size + pp_rank;
         gpt_shard sh = {
-            .tp_size = tp_size, .tp_rank = tp_rank,
-            .layer_begin = begin[s], .layer_end = begin[s + 1],
-            .has_embedding = s == 0, .has_head = s == S - 1,
+            .tp_size = tp_size,
+            .tp_rank = tp_rank,
+            .layer_begin = begin[s],
+            .layer_end = begin[s + 1],
+            .has_embedding = s == 0,
+            .has_head = s == S - 1,
         };
         gpt_chunk_init(&m->chunks[c], cfg, &sh, off);
         off += m->chunks[c].num_elements;
@@ -111,7 +116,9 @@ void local_model_destroy(local_model *m) {
     free(m);
 }
 
-void local_model_zero_grads(local_model *m) { device_zero(m->grads, m->numel_padded * sizeof(float)); }
+void local_model_zero_grads(local_model *m) {
+    device_zero(m->grads, m->numel_padded * sizeof(float));
+}
 
 /* One buffer of n floats holding the first `keep` floats of old (the rest zero). */
 static float *grown(float *old, size_t keep, size_t n, const char *what) {

@@ -30,18 +30,18 @@
 typedef struct {
     gpt_config cfg;
     int tp_size, tp_rank, pp_size, pp_rank, vpp;
-    int nchunks;          /* vpp */
-    gpt_chunk *chunks;    /* (nchunks) chunk c is virtual stage c·pp_size + pp_rank */
-    size_t numel;         /* parameters in the buffers (the real count, without padding) */
-    size_t numel_padded;  /* length of the buffers: numel, or the ZeRO layout's padded length */
-    float *params;        /* (numel_padded) device memory (src/device/device.h) */
-    float *grads;         /* (numel_padded) device memory */
-    int nparams;          /* tensors over all chunks, in buffer order */
-    const gpt_param **plist; /* (nparams) */
+    int nchunks;              /* vpp */
+    gpt_chunk *chunks;        /* (nchunks) chunk c is virtual stage c·pp_size + pp_rank */
+    size_t numel;             /* parameters in the buffers (the real count, without padding) */
+    size_t numel_padded;      /* length of the buffers: numel, or the ZeRO layout's padded length */
+    float *params;            /* (numel_padded) device memory (src/device/device.h) */
+    float *grads;             /* (numel_padded) device memory */
+    int nparams;              /* tensors over all chunks, in buffer order */
+    const gpt_param **plist;  /* (nparams) */
     const gpt_shard **pshard; /* (nparams) the shard each tensor belongs to */
-    bool *in_norm;        /* (nparams) */
+    bool *in_norm;            /* (nparams) */
     const gpt_param *wte_embedding; /* wte on the first stage (NULL elsewhere) */
-    const gpt_param *wte_head;      /* wte on the last stage (NULL elsewhere; == embedding if both) */
+    const gpt_param *wte_head; /* wte on the last stage (NULL elsewhere; == embedding if both) */
 } local_model;
 
 /* Blocks of each virtual stage: an even split of L over S stages when stage_layers is NULL

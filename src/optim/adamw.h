@@ -13,14 +13,14 @@
 #include <stddef.h>
 
 typedef struct adamw_config {
-    float lr;            /* peak learning rate (--lr) */
-    float min_lr;        /* floor of the cosine decay (--min-lr) */
-    int warmup_iters;    /* linear warmup length (--lr-warmup-iters) */
-    int decay_iters;     /* cosine decay ends here (= --train-iters) */
-    float beta1, beta2;  /* 0.9, 0.95 */
-    float eps;           /* 1e-8 */
-    float weight_decay;  /* --weight-decay, applied to matrices and embeddings only */
-    float clip_grad;     /* --clip-grad: max global gradient norm, 0 = no clipping */
+    float lr;           /* peak learning rate (--lr) */
+    float min_lr;       /* floor of the cosine decay (--min-lr) */
+    int warmup_iters;   /* linear warmup length (--lr-warmup-iters) */
+    int decay_iters;    /* cosine decay ends here (= --train-iters) */
+    float beta1, beta2; /* 0.9, 0.95 */
+    float eps;          /* 1e-8 */
+    float weight_decay; /* --weight-decay, applied to matrices and embeddings only */
+    float clip_grad;    /* --clip-grad: max global gradient norm, 0 = no clipping */
 } adamw_config;
 
 /* Learning rate at iteration `it` (1-based): linear warmup it/warmup * lr for it <= warmup,

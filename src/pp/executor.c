@@ -15,15 +15,15 @@ struct pp_executor {
     pp_config cfg;
     pp_rank_plan plan;
     int pp_rank, B, T;
-    size_t act_elems;          /* B*T*C: one activation message */
-    gpt_acts **live;           /* (m*v) activations of (mb, chunk) between its F and B (or W) */
-    gpt_acts ***pool;          /* (v) stacks of free activation sets, per chunk */
-    int *pool_n;               /* (v) */
-    gpt_wgrad **live_wg;       /* (m*v) split backward: what W of (mb, chunk) needs, B to W */
-    gpt_wgrad ***wg_pool;      /* (v) stacks of free ones, per chunk */
-    int *wg_pool_n;            /* (v) */
-    gpt_scratch **scratch;     /* (v) */
-    float *xin, *xout;         /* (B,T,C) message buffers, device memory */
+    size_t act_elems;      /* B*T*C: one activation message */
+    gpt_acts **live;       /* (m*v) activations of (mb, chunk) between its F and B (or W) */
+    gpt_acts ***pool;      /* (v) stacks of free activation sets, per chunk */
+    int *pool_n;           /* (v) */
+    gpt_wgrad **live_wg;   /* (m*v) split backward: what W of (mb, chunk) needs, B to W */
+    gpt_wgrad ***wg_pool;  /* (v) stacks of free ones, per chunk */
+    int *wg_pool_n;        /* (v) */
+    gpt_scratch **scratch; /* (v) */
+    float *xin, *xout;     /* (B,T,C) message buffers, device memory */
     size_t live_bytes, peak_bytes;
     int live_sets, peak_sets;
     trace_recorder *trace;
@@ -69,7 +69,8 @@ void pp_executor_destroy(pp_executor *ex) {
         free(ex->wg_pool[c]);
         gpt_scratch_destroy(ex->scratch[c]);
     }
-    for (int i = 0; i < ex->cfg.m * ex->cfg.v; i++) gpt_acts_destroy(ex->live[i]), gpt_wgrad_destroy(ex->live_wg[i]);
+    for (int i = 0; i < ex->cfg.m * ex->cfg.v; i++)
+        gpt_acts_destroy(ex->live[i]), gpt_wgrad_destroy(ex->live_wg[i]);
     free(ex->live);
     free(ex->live_wg);
     free(ex->wg_pool);
@@ -123,7 +124,9 @@ static void wgrad_give_back(pp_executor *ex, int c, gpt_wgrad *w) {
 
 /* The p2p of action a, labelled for the trace: activations travel forward ("act fwd"),
  * their gradients backward ("grad bwd"). */
-static const char *p2p_label(const pp_action *a) { return a->op == PP_FORWARD ? "act fwd" : "grad bwd"; }
+static const char *p2p_label(const pp_action *a) {
+    return a->op == PP_FORWARD ? "act fwd" : "grad bwd";
+}
 
 static void recv_input(pp_executor *ex, const pp_action *a) {
     comm_label_set(p2p_label(a), -1);
@@ -145,8 +148,8 @@ static float forward(pp_executor *ex, const pp_action *a, gpt_acts *acts, const 
     const gpt_chunk *ch = &ex->model->chunks[a->chunk];
     int h = ex->trace ? trace_begin(ex->trace, kind, step, a->mb, a->chunk) : -1;
     float loss = gpt_forward(ch, ex->model->params, acts, inputs + (size_t)a->mb * BT,
-                             targets + (size_t)a->mb * BT, ex->xin, a->send_peer >= 0 ? ex->xout : NULL,
-                             ex->tp);
+                             targets + (size_t)a->mb * BT, ex->xin,
+                             a->send_peer >= 0 ? ex->xout : NULL, ex->tp);
     if (ex->trace) trace_end(ex->trace, h);
     return ch->shard.has_head ? loss : 0.0f;
 }
@@ -163,13 +166,14 @@ static void backward(pp_executor *ex, const pp_action *a, gpt_acts **slot, float
     const trace_kind kind = a->op == PP_WEIGHT ? TRACE_WEIGHT : TRACE_BACKWARD;
     int h = ex->trace ? trace_begin(ex->trace, kind, step, a->mb, a->chunk) : -1;
     if (a->op == PP_BACKWARD) {
-        gpt_backward(ch, ex->model->params, ex->model->grads, *slot, ex->scratch[a->chunk], ex->xin, dx_in,
-                     dloss, ex->tp);
+        gpt_backward(ch, ex->model->params, ex->model->grads, *slot, ex->scratch[a->chunk], ex->xin,
+                     dx_in, dloss, ex->tp);
     } else if (a->op == PP_BACKWARD_INPUT) {
-        CHECK(*wslot == NULL, "input-gradient backward of a micro-batch whose weight gradient is pending");
+        CHECK(*wslot == NULL,
+              "input-gradient backward of a micro-batch whose weight gradient is pending");
         *wslot = wgrad_take(ex, a->chunk);
-        gpt_backward_input(ch, ex->model->params, *slot, ex->scratch[a->chunk], *wslot, ex->xin, dx_in, dloss,
-                           ex->tp);
+        gpt_backward_input(ch, ex->model->params, *slot, ex->scratch[a->chunk], *wslot, ex->xin,
+                           dx_in, dloss, ex->tp);
     } else {
         CHECK(*wslot != NULL, "weight-gradient backward before the input-gradient backward");
         gpt_backward_weight(ch, ex->model->grads, *slot, *wslot);

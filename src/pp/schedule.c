@@ -20,8 +20,13 @@
 #include "src/runtime/comm_tag.h"
 
 bool pp_kind_parse(const char *name, pp_kind *out) {
-    static const struct { const char *name; pp_kind kind; } k[] = {
-        {"gpipe", PP_GPIPE}, {"1f1b", PP_1F1B}, {"interleaved", PP_INTERLEAVED}, {"zb-h1", PP_ZB_H1}};
+    static const struct {
+        const char *name;
+        pp_kind kind;
+    } k[] = {{"gpipe", PP_GPIPE},
+             {"1f1b", PP_1F1B},
+             {"interleaved", PP_INTERLEAVED},
+             {"zb-h1", PP_ZB_H1}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (name && strcmp(name, k[i].name) == 0) {
             *out = k[i].kind;
@@ -42,37 +47,39 @@ const char *pp_kind_name(pp_kind kind) {
 
 bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
     const int p = cfg->p, m = cfg->m, v = cfg->v;
-    if (cfg->kind != PP_GPIPE && cfg->kind != PP_1F1B && cfg->kind != PP_INTERLEAVED && cfg->kind != PP_ZB_H1)
-        snprintf(msg, cap, "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved, zb-h1)", (int)cfg->kind);
-    else if (p < 1)
-        snprintf(msg, cap, "pipeline size p = %d must be at least 1", p);
-    else if (m < 1)
-        snprintf(msg, cap, "number of micro-batches m = %d must be at least 1", m);
-    else if (v < 1)
-        snprintf(msg, cap, "v = %d model chunks per rank must be at least 1", v);
+    if (cfg->kind != PP_GPIPE && cfg->kind != PP_1F1B && cfg->kind != PP_INTERLEAVED &&
+        cfg->kind != PP_ZB_H1)
+        snprintf(msg, cap, "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved, zb-h1)",
+                 (int)cfg->kind);
+    else if (p < 1) snprintf(msg, cap, "pipeline size p = %d must be at least 1", p);
+    else if (m < 1) snprintf(msg, cap, "number of micro-batches m = %d must be at least 1", m);
+    else if (v < 1) snprintf(msg, cap, "v = %d model chunks per rank must be at least 1", v);
     else if (cfg->kind == PP_INTERLEAVED && p < 2)
         snprintf(msg, cap,
                  "the interleaved schedule needs a pipeline of at least 2 ranks, got p = %d "
-                 "(--pipeline-model-parallel-size > 1)", p);
+                 "(--pipeline-model-parallel-size > 1)",
+                 p);
     else if (cfg->kind == PP_INTERLEAVED && v < 2)
         snprintf(msg, cap,
                  "the interleaved schedule needs at least 2 model chunks per rank, got v = %d "
-                 "(use 1f1b for one chunk)", v);
+                 "(use 1f1b for one chunk)",
+                 v);
     else if (cfg->kind != PP_INTERLEAVED && v != 1)
         snprintf(msg, cap,
-                 "v = %d model chunks per rank needs the interleaved schedule; %s runs one chunk per rank",
+                 "v = %d model chunks per rank needs the interleaved schedule; %s runs one chunk "
+                 "per rank",
                  v, pp_kind_name(cfg->kind));
     else if (cfg->kind == PP_INTERLEAVED && m % p != 0)
         snprintf(msg, cap,
                  "m = %d micro-batches is not a multiple of the pipeline size p = %d: the "
-                 "interleaved schedule walks micro-batches in groups of p", m, p);
+                 "interleaved schedule walks micro-batches in groups of p",
+                 m, p);
     else if ((long long)2 * m * p * v > COMM_MAX_TAG + 1LL)
         snprintf(msg, cap,
                  "m = %d micro-batches × p·v = %d stages need 2·m·p·v = %lld message tags; "
                  "tags stop at COMM_MAX_TAG = %d (src/runtime/comm_tag.h)",
                  m, p * v, 2LL * m * p * v, COMM_MAX_TAG);
-    else
-        return true;
+    else return true;
     return false;
 }
 
@@ -165,10 +172,10 @@ static void kth_backward(const pp_config *cfg, int k, int *mb, int *chunk) {
 static void zb_h1_plan(const pp_config *cfg, int rank, pp_rank_plan *out) {
     const int m = cfg->m, W = pp_warmup(cfg, rank);
     int n = 0, nf = 0, nb = 0, nw = 0;
-#define ZB_PUSH(op, counter, ph)                                                     \
-    do {                                                                             \
-        out->actions[n] = pp_action_make(cfg, rank, op, counter++, 0);               \
-        out->actions[n++].phase = ph;                                                \
+#define ZB_PUSH(op, counter, ph)                                                                   \
+    do {                                                                                           \
+        out->actions[n] = pp_action_make(cfg, rank, op, counter++, 0);                             \
+        out->actions[n++].phase = ph;                                                              \
     } while (0)
     for (int i = 0; i < W; i++) ZB_PUSH(PP_FORWARD, nf, PP_WARMUP);
     for (int i = 0; i < rank && nf < m; i++) { /* keep this rank's first W's back */
@@ -193,7 +200,8 @@ static void zb_h1_plan(const pp_config *cfg, int rank, pp_rank_plan *out) {
 
 void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
     char msg[256];
-    CHECK(pp_config_valid(cfg, msg, sizeof msg), "check the configuration with pp_config_check first");
+    CHECK(pp_config_valid(cfg, msg, sizeof msg),
+          "check the configuration with pp_config_check first");
     CHECK(rank >= 0 && rank < cfg->p, "the pipeline rank must be in [0, p)");
     const int N = cfg->m * cfg->v; /* forwards (and backwards) on this rank */
     const int W = pp_warmup(cfg, rank);
@@ -208,11 +216,11 @@ void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
         return;
     }
     int n = 0, nf = 0, nb = 0, mb, chunk;
-#define PUSH(op, next_fn, counter, ph)                                          \
-    do {                                                                        \
-        next_fn(cfg, counter++, &mb, &chunk);                                   \
-        out->actions[n] = pp_action_make(cfg, rank, op, mb, chunk);             \
-        out->actions[n++].phase = ph;                                           \
+#define PUSH(op, next_fn, counter, ph)                                                             \
+    do {                                                                                           \
+        next_fn(cfg, counter++, &mb, &chunk);                                                      \
+        out->actions[n] = pp_action_make(cfg, rank, op, mb, chunk);                                \
+        out->actions[n++].phase = ph;                                                              \
     } while (0)
     for (int i = 0; i < W; i++) PUSH(PP_FORWARD, kth_forward, nf, PP_WARMUP);
     for (int i = 0; i < N - W; i++) {
@@ -260,13 +268,12 @@ double pp_textbook_of_ideal(const pp_config *cfg) {
 }
 
 double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap) {
-    const char *f = cfg->kind == PP_ZB_H1 ? "(p-1)/(3m+p-1), F = B = W"
-                    : cfg->kind == PP_INTERLEAVED ? "(p-1)/(v*m+p-1)" : "(p-1)/(m+p-1)";
+    const char *f = cfg->kind == PP_ZB_H1         ? "(p-1)/(3m+p-1), F = B = W"
+                    : cfg->kind == PP_INTERLEAVED ? "(p-1)/(v*m+p-1)"
+                                                  : "(p-1)/(m+p-1)";
     if (formula) snprintf(formula, cap, "%s", f);
     if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m + cfg->p - 1);
     return pp_bubble_of_total(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
 }
 
-double pp_bubble_of_total(int p, int m, int v) {
-    return (double)(p - 1) / ((double)v * m + p - 1);
-}
+double pp_bubble_of_total(int p, int m, int v) { return (double)(p - 1) / ((double)v * m + p - 1); }

@@ -34,10 +34,13 @@ pp_costs pp_costs_default(const pp_config *cfg) {
     return pp_costs_per_chunk(cfg, 1.0, PP_BACKWARD_OVER_FORWARD, 0.0);
 }
 
-static const char *dir_word(int tag) { return (tag & 1) == PP_ACTIVATION ? "activation" : "gradient"; }
+static const char *dir_word(int tag) {
+    return (tag & 1) == PP_ACTIVATION ? "activation" : "gradient";
+}
 
 static double action_cost(const pp_costs *c, const pp_action *a) {
-    if (a->op == PP_FORWARD) return c->forward_per_stage ? c->forward_per_stage[a->stage] : c->forward;
+    if (a->op == PP_FORWARD)
+        return c->forward_per_stage ? c->forward_per_stage[a->stage] : c->forward;
     const double whole = c->backward_per_stage ? c->backward_per_stage[a->stage] : c->backward;
     const double w = c->weight_share > 0 ? c->weight_share : 0.5;
     return a->op == PP_BACKWARD ? whole : a->op == PP_WEIGHT ? w * whole : (1 - w) * whole;
@@ -72,17 +75,21 @@ static void explain_deadlock(const pp_schedule *s, const int *next, char *msg, s
         if (next[r] >= pl->n) continue;
         const pp_action *a = &pl->actions[next[r]];
         pp_action_name(a, c->v, name, sizeof name);
-        append(msg, cap, &len, "%s rank %d is stuck at action %d (%s) waiting for the %s of micro-batch %d from rank %d",
+        append(msg, cap, &len,
+               "%s rank %d is stuck at action %d (%s) waiting for the %s of micro-batch %d from "
+               "rank %d",
                len > 10 ? ";" : "", r, next[r], name, dir_word(a->recv_tag), a->mb, a->recv_peer);
         /* Where does the sender send it, if at all? */
         int found = -1;
         if (a->recv_peer >= 0 && a->recv_peer < c->p) {
             const pp_rank_plan *sp = &s->ranks[a->recv_peer];
             for (int j = 0; j < sp->n && found < 0; j++)
-                if (sp->actions[j].send_tag == a->recv_tag && sp->actions[j].send_peer == r) found = j;
+                if (sp->actions[j].send_tag == a->recv_tag && sp->actions[j].send_peer == r)
+                    found = j;
             if (found >= 0)
-                append(msg, cap, &len, ", which rank %d sends only at its action %d (%s)", a->recv_peer,
-                       found, pp_action_name(&sp->actions[found], c->v, sname, sizeof sname));
+                append(msg, cap, &len, ", which rank %d sends only at its action %d (%s)",
+                       a->recv_peer, found,
+                       pp_action_name(&sp->actions[found], c->v, sname, sizeof sname));
         }
         if (found < 0) append(msg, cap, &len, ", which no action sends");
     }
@@ -97,9 +104,10 @@ static bool plan_in_range(const pp_schedule *s, char *msg, size_t cap) {
             const pp_action *a = &s->ranks[r].actions[i];
             if (a->stage < 0 || a->stage >= S || a->recv_tag >= ntags || a->send_tag >= ntags ||
                 (a->recv_tag >= 0 && (a->recv_peer < 0 || a->recv_peer >= p))) {
-                snprintf(msg, cap, "rank %d action %d: stage %d, tags %d/%d or peer %d out of range "
-                         "(S = %d stages, %d tags, %d ranks)", r, i, a->stage, a->recv_tag, a->send_tag,
-                         a->recv_peer, S, ntags, p);
+                snprintf(msg, cap,
+                         "rank %d action %d: stage %d, tags %d/%d or peer %d out of range "
+                         "(S = %d stages, %d tags, %d ranks)",
+                         r, i, a->stage, a->recv_tag, a->send_tag, a->recv_peer, S, ntags, p);
                 return false;
             }
         }
@@ -138,7 +146,8 @@ static bool run_plans(const pp_schedule *s, const pp_costs *costs, sim_state *st
                 tl->spans[st->next[r]].end = start + cost;
                 tl->busy += cost;
                 st->free_at[r] = start + cost;
-                if (a->send_tag >= 0 && st->sent[a->send_tag] < 0) st->sent[a->send_tag] = start + cost;
+                if (a->send_tag >= 0 && st->sent[a->send_tag] < 0)
+                    st->sent[a->send_tag] = start + cost;
                 st->inflight[r] += a->op == PP_FORWARD ? 1 : releases(a) ? -1 : 0;
                 if (st->inflight[r] > tl->peak_inflight) tl->peak_inflight = st->inflight[r];
                 st->next[r]++;
@@ -208,53 +217,62 @@ void pp_sim_free(pp_sim *sim) {
 
 /* What the validator learns from the plans: where each (mb, stage) runs, who sends what. */
 typedef struct {
-    int *fpos, *bpos;        /* (m, S) index of the forward / backward on its rank, -1 = none */
-    int *wpos;               /* (m, S) split backward: index of its W, -1 = none */
-    int *nsend, *nrecv;      /* (ntags) how often each tag is sent / received */
-    int *sender, *sendpeer;  /* (ntags) the rank sending it and to whom */
+    int *fpos, *bpos;       /* (m, S) index of the forward / backward on its rank, -1 = none */
+    int *wpos;              /* (m, S) split backward: index of its W, -1 = none */
+    int *nsend, *nrecv;     /* (ntags) how often each tag is sent / received */
+    int *sender, *sendpeer; /* (ntags) the rank sending it and to whom */
 } plan_index;
 
 /* Action i of the rank's plan: its (mb, chunk, stage) is this rank's, its messages are the
  * ones they imply, it runs once, a backward after its forward, a W after its own B. Records it
  * in the index. */
-static bool check_action(const pp_config *c, int r, int i, const pp_action *plan, plan_index *ix, char *msg,
-                         size_t cap) {
+static bool check_action(const pp_config *c, int r, int i, const pp_action *plan, plan_index *ix,
+                         char *msg, size_t cap) {
     const pp_action *a = &plan[i];
     const int m = c->m, v = c->v, S = c->p * c->v;
     char name[32];
-    if (a->mb < 0 || a->mb >= m || a->chunk < 0 || a->chunk >= v || a->stage != pp_stage(c, r, a->chunk)) {
-        snprintf(msg, cap, "rank %d action %d: micro-batch %d chunk %d stage %d is not one of this "
-                 "rank's (m = %d, v = %d, stage = chunk·p + rank)", r, i, a->mb, a->chunk, a->stage, m, v);
+    if (a->mb < 0 || a->mb >= m || a->chunk < 0 || a->chunk >= v ||
+        a->stage != pp_stage(c, r, a->chunk)) {
+        snprintf(msg, cap,
+                 "rank %d action %d: micro-batch %d chunk %d stage %d is not one of this "
+                 "rank's (m = %d, v = %d, stage = chunk·p + rank)",
+                 r, i, a->mb, a->chunk, a->stage, m, v);
         return false;
     }
     /* Its messages must be the ones its (op, mb, stage) implies. */
     pp_action want = pp_action_make(c, r, a->op, a->mb, a->chunk);
-    if (a->recv_tag != want.recv_tag || a->recv_peer != want.recv_peer || a->send_tag != want.send_tag ||
-        a->send_peer != want.send_peer) {
-        snprintf(msg, cap, "rank %d action %d (%s): its messages (recv tag %d from %d, send tag %d to %d) "
+    if (a->recv_tag != want.recv_tag || a->recv_peer != want.recv_peer ||
+        a->send_tag != want.send_tag || a->send_peer != want.send_peer) {
+        snprintf(msg, cap,
+                 "rank %d action %d (%s): its messages (recv tag %d from %d, send tag %d to %d) "
                  "are not the ones of stage %d (recv tag %d from %d, send tag %d to %d)",
                  r, i, pp_action_name(a, v, name, sizeof name), a->recv_tag, a->recv_peer,
-                 a->send_tag, a->send_peer, a->stage, want.recv_tag, want.recv_peer,
-                 want.send_tag, want.send_peer);
+                 a->send_tag, a->send_peer, a->stage, want.recv_tag, want.recv_peer, want.send_tag,
+                 want.send_peer);
         return false;
     }
     int *pos = a->op == PP_FORWARD ? ix->fpos : a->op == PP_WEIGHT ? ix->wpos : ix->bpos;
     int key = a->mb * S + a->stage;
     if (pos[key] >= 0) {
-        snprintf(msg, cap, "rank %d runs %s twice (actions %d and %d); each (micro-batch, stage) "
-                 "needs exactly one forward and one backward", r, pp_action_name(a, v, name, sizeof name),
-                 pos[key], i);
+        snprintf(msg, cap,
+                 "rank %d runs %s twice (actions %d and %d); each (micro-batch, stage) "
+                 "needs exactly one forward and one backward",
+                 r, pp_action_name(a, v, name, sizeof name), pos[key], i);
         return false;
     }
     pos[key] = i;
     if (a->op == PP_WEIGHT && (ix->bpos[key] < 0 || plan[ix->bpos[key]].op != PP_BACKWARD_INPUT)) {
-        snprintf(msg, cap, "rank %d runs %s (action %d) before the input-gradient backward of its "
-                 "micro-batch: W needs the output gradients B saves", r, pp_action_name(a, v, name, sizeof name), i);
+        snprintf(msg, cap,
+                 "rank %d runs %s (action %d) before the input-gradient backward of its "
+                 "micro-batch: W needs the output gradients B saves",
+                 r, pp_action_name(a, v, name, sizeof name), i);
         return false;
     }
     if (a->op != PP_FORWARD && a->op != PP_WEIGHT && ix->fpos[key] < 0) {
-        snprintf(msg, cap, "rank %d runs %s (action %d) before its forward: a backward needs the "
-                 "activations its forward stored", r, pp_action_name(a, v, name, sizeof name), i);
+        snprintf(msg, cap,
+                 "rank %d runs %s (action %d) before its forward: a backward needs the "
+                 "activations its forward stored",
+                 r, pp_action_name(a, v, name, sizeof name), i);
         return false;
     }
     if (a->send_tag >= 0) {
@@ -267,42 +285,54 @@ static bool check_action(const pp_config *c, int r, int i, const pp_action *plan
 }
 
 /* Every (micro-batch, stage) has a forward and a backward, and a split backward its W. */
-static bool check_every_pair_runs(const pp_schedule *s, const plan_index *ix, char *msg, size_t cap) {
+static bool check_every_pair_runs(const pp_schedule *s, const plan_index *ix, char *msg,
+                                  size_t cap) {
     const pp_config *c = &s->cfg;
     const int p = c->p, v = c->v, S = p * v;
     char name[32];
     for (int key = 0; key < c->m * S; key++) {
-        const bool split = ix->bpos[key] >= 0 && s->ranks[(key % S) % p].actions[ix->bpos[key]].op == PP_BACKWARD_INPUT;
+        const bool split = ix->bpos[key] >= 0 &&
+                           s->ranks[(key % S) % p].actions[ix->bpos[key]].op == PP_BACKWARD_INPUT;
         if (split && ix->wpos[key] < 0) {
             const int mb = key / S, st = key % S;
             pp_action a = pp_action_make(c, st % p, PP_WEIGHT, mb, st / p);
-            snprintf(msg, cap, "rank %d never runs %s (micro-batch %d, stage %d): its input-gradient backward "
-                     "ran, so its weight gradient must too", st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
+            snprintf(
+                msg, cap,
+                "rank %d never runs %s (micro-batch %d, stage %d): its input-gradient backward "
+                "ran, so its weight gradient must too",
+                st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
             return false;
         }
         if (ix->fpos[key] >= 0 && ix->bpos[key] >= 0) continue;
         int mb = key / S, st = key % S;
-        pp_action a = pp_action_make(c, st % p, ix->fpos[key] < 0 ? PP_FORWARD : PP_BACKWARD, mb, st / p);
-        snprintf(msg, cap, "rank %d never runs %s (micro-batch %d, stage %d); each (micro-batch, stage) needs "
-                 "exactly one forward and one backward", st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
+        pp_action a = pp_action_make(c, st % p, ix->fpos[key] < 0 ? PP_FORWARD : PP_BACKWARD, mb,
+                                     st / p);
+        snprintf(
+            msg, cap,
+            "rank %d never runs %s (micro-batch %d, stage %d); each (micro-batch, stage) needs "
+            "exactly one forward and one backward",
+            st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
         return false;
     }
     return true;
 }
 
 /* Every receive has exactly one matching send (and every send one receive). */
-static bool check_messages_pair_up(const pp_schedule *s, const plan_index *ix, char *msg, size_t cap) {
+static bool check_messages_pair_up(const pp_schedule *s, const plan_index *ix, char *msg,
+                                   size_t cap) {
     char name[32];
     for (int r = 0; r < s->cfg.p; r++)
         for (int i = 0; i < s->ranks[r].n; i++) {
             const pp_action *a = &s->ranks[r].actions[i];
             if (a->recv_tag < 0) continue;
             int t = a->recv_tag;
-            if (ix->nsend[t] != 1 || ix->sender[t] != a->recv_peer || ix->sendpeer[t] != r || ix->nrecv[t] != 1) {
-                snprintf(msg, cap, "rank %d action %d (%s): the %s it receives (tag %d) is sent %d times "
-                         "and received %d times; it needs exactly one send from rank %d", r, i,
-                         pp_action_name(a, s->cfg.v, name, sizeof name), dir_word(t), t, ix->nsend[t],
-                         ix->nrecv[t], a->recv_peer);
+            if (ix->nsend[t] != 1 || ix->sender[t] != a->recv_peer || ix->sendpeer[t] != r ||
+                ix->nrecv[t] != 1) {
+                snprintf(msg, cap,
+                         "rank %d action %d (%s): the %s it receives (tag %d) is sent %d times "
+                         "and received %d times; it needs exactly one send from rank %d",
+                         r, i, pp_action_name(a, s->cfg.v, name, sizeof name), dir_word(t), t,
+                         ix->nsend[t], ix->nrecv[t], a->recv_peer);
                 return false;
             }
         }
@@ -319,7 +349,8 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
     ix.fpos = mallocCheck((size_t)m * S * sizeof *ix.fpos);
     ix.bpos = mallocCheck((size_t)m * S * sizeof *ix.bpos);
     ix.wpos = mallocCheck((size_t)m * S * sizeof *ix.wpos);
-    ix.nsend = callocCheck((size_t)ntags, sizeof *ix.nsend), ix.nrecv = callocCheck((size_t)ntags, sizeof *ix.nrecv);
+    ix.nsend = callocCheck((size_t)ntags, sizeof *ix.nsend),
+    ix.nrecv = callocCheck((size_t)ntags, sizeof *ix.nrecv);
     ix.sender = callocCheck((size_t)ntags, sizeof *ix.sender);
     ix.sendpeer = callocCheck((size_t)ntags, sizeof *ix.sendpeer);
     for (int i = 0; i < m * S; i++) ix.fpos[i] = ix.bpos[i] = ix.wpos[i] = -1;
@@ -330,7 +361,8 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
             snprintf(msg, cap, "plan %d says it is rank %d", r, pl->rank);
             ok = false;
         }
-        for (int i = 0; i < pl->n && ok; i++) ok = check_action(c, r, i, pl->actions, &ix, msg, cap);
+        for (int i = 0; i < pl->n && ok; i++)
+            ok = check_action(c, r, i, pl->actions, &ix, msg, cap);
     }
     ok = ok && check_every_pair_runs(s, &ix, msg, cap) && check_messages_pair_up(s, &ix, msg, cap);
     /* Finally: does it run to the end? */

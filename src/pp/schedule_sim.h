@@ -67,11 +67,11 @@ typedef struct {
 } pp_span;
 
 typedef struct {
-    int n;               /* actions of the rank */
-    pp_span *spans;      /* (n): spans[i] is when the rank's action i runs */
-    double busy;         /* sum of the action costs */
+    int n;                /* actions of the rank */
+    pp_span *spans;       /* (n): spans[i] is when the rank's action i runs */
+    double busy;          /* sum of the action costs */
     double idle_fraction; /* 1 − busy / makespan: the rank's bubble */
-    int peak_inflight;   /* most (micro-batch, chunk) activations held at once */
+    int peak_inflight;    /* most (micro-batch, chunk) activations held at once */
 } pp_rank_timeline;
 
 typedef struct {

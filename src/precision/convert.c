@@ -85,13 +85,13 @@ uint16_t prec_fp32_to_fp16(float x) {
     int e = (int)exp32 - 112;
     if (e >= 31) return (uint16_t)(sign | 0x7c00u);
     if (e >= 1) {
-        uint32_t q = ((uint32_t)e << 23) | man;      /* exponent and mantissa side by side */
+        uint32_t q = ((uint32_t)e << 23) | man;            /* exponent and mantissa side by side */
         return (uint16_t)(sign | shift_round_even(q, 13)); /* may carry up to 0x7c00 = inf */
     }
     /* Subnormal result (or zero). Below 2^-25 everything rounds to zero, so the shift
      * 14 - e is at most 24 here; fp32 subnormal inputs (exp32 == 0) land in this case. */
     if (e < -10) return sign;
-    uint32_t m24 = man | 0x00800000u; /* the implicit leading 1 */
+    uint32_t m24 = man | 0x00800000u;                        /* the implicit leading 1 */
     return (uint16_t)(sign | shift_round_even(m24, 14 - e)); /* 0x400 = smallest normal */
 }
 

@@ -64,15 +64,15 @@ static MPI_Datatype mpi_type(comm_dtype dt) {
 
 /* User-defined reductions for 16-bit floats: widen, combine in fp32, round back (to nearest
  * even, with the one converter of src/precision). */
-#define HALF_OP(fn, to32, to16, combine)                                                      \
-    static void fn(void *in, void *inout, int *len, MPI_Datatype *type) {                      \
-        (void)type;                                                                            \
-        const uint16_t *a = in;                                                                \
-        uint16_t *b = inout;                                                                   \
-        for (int i = 0; i < *len; i++) {                                                       \
-            float x = to32(a[i]), y = to32(b[i]);                                              \
-            b[i] = to16(combine);                                                              \
-        }                                                                                      \
+#define HALF_OP(fn, to32, to16, combine)                                                           \
+    static void fn(void *in, void *inout, int *len, MPI_Datatype *type) {                          \
+        (void)type;                                                                                \
+        const uint16_t *a = in;                                                                    \
+        uint16_t *b = inout;                                                                       \
+        for (int i = 0; i < *len; i++) {                                                           \
+            float x = to32(a[i]), y = to32(b[i]);                                                  \
+            b[i] = to16(combine);                                                                  \
+        }                                                                                          \
     }
 HALF_OP(bf16_sum, prec_bf16_to_fp32, prec_fp32_to_bf16, x + y)
 HALF_OP(bf16_max, prec_bf16_to_fp32, prec_fp32_to_bf16, (x > y || y != y) ? x : y)
@@ -94,7 +94,8 @@ static MPI_Op mpi_op(comm_dtype dt, comm_op op) {
 }
 
 int comm_mpi_count(size_t count) {
-    CHECK(count <= (size_t)INT_MAX, "a single MPI message is limited to INT_MAX elements; split it");
+    CHECK(count <= (size_t)INT_MAX,
+          "a single MPI message is limited to INT_MAX elements; split it");
     return (int)count;
 }
 
@@ -115,9 +116,18 @@ void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t byt
     else if (strcmp(op, "recv") == 0) g->bytes_received += bytes;
     else if (strcmp(op, "sendrecv") != 0) g->bytes_collective += bytes;
     if (!g_hook) return;
-    comm_event e = {op,  g->name, peer_group_rank >= 0 ? g->members[peer_group_rank] : -1,
-                    bytes, tag, t_start, t_ready, t_end, comm_label(), comm_label_layer(),
-                    g->members[0], thread_cpu_now() - cpu_start};
+    comm_event e = {op,
+                    g->name,
+                    peer_group_rank >= 0 ? g->members[peer_group_rank] : -1,
+                    bytes,
+                    tag,
+                    t_start,
+                    t_ready,
+                    t_end,
+                    comm_label(),
+                    comm_label_layer(),
+                    g->members[0],
+                    thread_cpu_now() - cpu_start};
     g_hook(&e, g_hook_ctx);
 }
 
@@ -244,7 +254,8 @@ void comm_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm
     } else {
         comm_wait_site w = {g, "all_reduce", NULL, -1, -1};
         comm_wait_begin(&w);
-        MPI_Allreduce(MPI_IN_PLACE, buf, comm_mpi_count(count), mpi_type(dt), mpi_op(dt, op), g->mpi);
+        MPI_Allreduce(MPI_IN_PLACE, buf, comm_mpi_count(count), mpi_type(dt), mpi_op(dt, op),
+                      g->mpi);
         comm_wait_end();
     }
     if (!comm_is_local(g)) comm_stage_out(&sb);
@@ -258,7 +269,8 @@ void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_p
     size_t part = count_per_rank * comm_dtype_size(dt);
     comm_staged ss, sr;
     if (device_owns(send) && send == (const char *)recv + (size_t)g->rank * part) {
-        recv = comm_stage_in(g, &sr, 1, recv, part * (size_t)g->size, true); /* in place, comm_staged whole */
+        recv = comm_stage_in(g, &sr, 1, recv, part * (size_t)g->size,
+                             true); /* in place, comm_staged whole */
         send = (const char *)recv + (size_t)g->rank * part;
         ss.bytes = 0;
     } else {
@@ -276,7 +288,8 @@ void comm_all_gather(comm_group *g, const void *send, void *recv, size_t count_p
             comm_ring_all_gather(g, send, recv, part);
         } else {
             /* Sending from our own slot of recv is MPI_IN_PLACE. */
-            const void *src = send == (const char *)recv + (size_t)g->rank * part ? MPI_IN_PLACE : send;
+            const void *src = send == (const char *)recv + (size_t)g->rank * part ? MPI_IN_PLACE
+                                                                                  : send;
             int n = comm_mpi_count(count_per_rank);
             comm_wait_site w = {g, "all_gather", NULL, -1, -1};
             comm_wait_begin(&w);
@@ -438,7 +451,8 @@ void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int 
         memcpy(s->copy, &head, sizeof head);
         unsigned char *payload = (unsigned char *)s->copy + SEND_HEAD;
         if (bytes) memcpy(payload, buf, bytes);
-        MPI_Isend(payload, comm_mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi, &s->req);
+        MPI_Isend(payload, comm_mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi,
+                  &s->req);
         dist_progress_add_sends(1); /* keeps it moving while we compute (dist.h) */
     }
     double t1 = time_now();
@@ -455,7 +469,8 @@ static void probe_message(comm_group *g, size_t count, comm_dtype dt, const comm
     int got = 0;
     MPI_Get_count(&st, mpi_type(dt), &got);
     if ((size_t)got != count) {
-        fprintf(stderr, "comm_recv on group %s: peer %d sent %d elements with tag %d, expected %zu\n",
+        fprintf(stderr,
+                "comm_recv on group %s: peer %d sent %d elements with tag %d, expected %zu\n",
                 g->name, g->members[w->peer], got, w->tag, count);
         CHECK(0, "sender and receiver disagree on the message size");
     }
@@ -481,7 +496,8 @@ void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_g
         comm_loop_msg **p = &g->loop;
         while (*p && (*p)->tag != tag) p = &(*p)->next;
         if (!*p)
-            die("comm_recv on group %s (size 1) waits for a message with tag %d that this rank never "
+            die("comm_recv on group %s (size 1) waits for a message with tag %d that this rank "
+                "never "
                 "sent to itself",
                 g->name, tag);
         comm_loop_msg *m = *p;

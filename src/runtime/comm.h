@@ -118,11 +118,11 @@ void comm_group_destroy(comm_group *g);
 /* --- who is in the group --------------------------------------------------------------- */
 
 int comm_size(const comm_group *g);
-int comm_rank(const comm_group *g);                   /* this rank's rank in the group */
+int comm_rank(const comm_group *g); /* this rank's rank in the group */
 const char *comm_name(const comm_group *g);
 int comm_global_rank(const comm_group *g, int group_rank);
 comm_backend comm_backend_of(const comm_group *g);
-size_t comm_dtype_size(comm_dtype dt);                /* 4 2 2 4 8 1 */
+size_t comm_dtype_size(comm_dtype dt); /* 4 2 2 4 8 1 */
 
 /* --- collectives (every member calls, same counts) ------------------------------------- */
 
@@ -138,8 +138,7 @@ void comm_barrier(comm_group *g);
 
 void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int peer_group_rank,
                int tag);
-void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_group_rank,
-               int tag);
+void comm_recv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_group_rank, int tag);
 void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, void *recvbuf,
                    size_t rcount, int src, comm_dtype dt, int tag);
 void comm_wait_sends(comm_group *g); /* completes outstanding sends and frees their copies */

@@ -41,16 +41,16 @@ struct comm_group {
     int size, rank;
     int *members; /* (size) global ranks */
     comm_backend backend;
-    MPI_Comm mpi; /* MPI_COMM_NULL when size 1 or no MPI */
+    MPI_Comm mpi;  /* MPI_COMM_NULL when size 1 or no MPI */
     bool owns_mpi; /* we created mpi (split), so we free it */
     struct comm_nccl *nccl;
     comm_pending_send *sends;
     int nsends, cap_sends;
     comm_loop_msg *loop;
     size_t bytes_sent, bytes_received, bytes_collective, calls;
-    float *ring;      /* work space of the ring reduce-scatter (grown on demand) */
-    size_t ring_cap;  /* its size in floats */
-    void *stage[2];   /* staging slots for buffers on the wrong side (comm_stage.c) */
+    float *ring;     /* work space of the ring reduce-scatter (grown on demand) */
+    size_t ring_cap; /* its size in floats */
+    void *stage[2];  /* staging slots for buffers on the wrong side (comm_stage.c) */
     size_t stage_cap[2];
     bool stage_on_device[2];
 };

@@ -42,7 +42,8 @@ struct comm_nccl {
 static void cuda_check(cudaError_t err, const char *what, const char *file, int line) {
     if (err == cudaSuccess) return;
     fprintf(stderr, "%s:%d: CUDA error in %s: %s\n", file, line, what, cudaGetErrorString(err));
-    check_fail_(file, line, "cuda call failed", "is a GPU visible (nvidia-smi) and the buffer on the device?");
+    check_fail_(file, line, "cuda call failed",
+                "is a GPU visible (nvidia-smi) and the buffer on the device?");
 }
 
 static void nccl_check(ncclResult_t r, const char *what, const char *file, int line) {
@@ -122,7 +123,8 @@ void comm_nccl_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt,
     finish(n);
 }
 
-void comm_nccl_all_gather(comm_group *g, const void *send, void *recv, size_t count, comm_dtype dt) {
+void comm_nccl_all_gather(comm_group *g, const void *send, void *recv, size_t count,
+                          comm_dtype dt) {
     struct comm_nccl *n = g->nccl;
     comm_nccl_flush(g);
     if (count) ncclCheck(ncclAllGather(send, recv, count, nccl_type(dt), n->comm, n->stream));
@@ -140,7 +142,9 @@ void comm_nccl_reduce_scatter(comm_group *g, const void *send, void *recv, size_
     const size_t part = count * comm_dtype_size(dt);
     const bool in_place = send == recv;
     void *out = in_place ? (char *)recv + (size_t)g->rank * part : recv;
-    if (count) ncclCheck(ncclReduceScatter(send, out, count, nccl_type(dt), nccl_op(op), n->comm, n->stream));
+    if (count)
+        ncclCheck(
+            ncclReduceScatter(send, out, count, nccl_type(dt), nccl_op(op), n->comm, n->stream));
     if (count && out != recv) /* rank > 0: blocks rank and 0 do not overlap */
         cudaCheck(cudaMemcpyAsync(recv, out, part, cudaMemcpyDeviceToDevice, n->stream));
     finish(n);

@@ -35,8 +35,8 @@ static void ring_exchange(comm_group *g, const void *out, void *in, size_t bytes
     const int p = g->size, next = (g->rank + 1) % p, prev = (g->rank + p - 1) % p;
     comm_wait_site w = {g, op, NULL, -1, -1};
     comm_wait_begin(&w);
-    MPI_Sendrecv(out, comm_mpi_count(bytes), MPI_BYTE, next, COMM_RING_TAG, in, comm_mpi_count(bytes), MPI_BYTE, prev,
-                 COMM_RING_TAG, g->mpi, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(out, comm_mpi_count(bytes), MPI_BYTE, next, COMM_RING_TAG, in,
+                 comm_mpi_count(bytes), MPI_BYTE, prev, COMM_RING_TAG, g->mpi, MPI_STATUS_IGNORE);
     comm_wait_end();
 }
 
@@ -52,7 +52,8 @@ void comm_ring_reduce_scatter(comm_group *g, const float *send, float *recv, siz
         /* What goes out is the block summed in the previous step (at step 0, our own):
          * block (r-s-1) mod p. Out of place the running sum lives in recv; in place it is
          * added into its own block of the buffer, so nothing else is overwritten. */
-        const float *out = s == 0 || in_place ? send + (size_t)ring_block(r, s + 1, p) * count : recv;
+        const float *out = s == 0 || in_place ? send + (size_t)ring_block(r, s + 1, p) * count
+                                              : recv;
         const float *own = send + (size_t)ring_block(r, s + 2, p) * count;
         float *sum = in_place ? recv + (size_t)ring_block(r, s + 2, p) * count : recv;
         /* In segments, so each one is added while it is still in cache. */

@@ -78,9 +78,9 @@ static void abort_job(int code) {
  * 21%, every 100 us: 13%); backed off to 1 ms, ~2%. 20 us moved 16 MiB no faster than 50 us
  * on 2 loaded cores. */
 enum {
-    PROGRESS_POLL_NS = 50000,      /* 50 us right after a send is posted */
+    PROGRESS_POLL_NS = 50000,       /* 50 us right after a send is posted */
     PROGRESS_POLL_MAX_NS = 1000000, /* 1 ms at most */
-    PROGRESS_BACKOFF_POLLS = 128,  /* polls between two doublings of the nap */
+    PROGRESS_BACKOFF_POLLS = 128,   /* polls between two doublings of the nap */
 };
 
 /* Whether one rank can read another's memory with process_vm_readv (Linux CMA). Two ranks
@@ -127,7 +127,8 @@ static bool cma_probe(char *why, size_t cap) {
     }
     close(go[0]);
     memset((void *)probe, 0x5A, sizeof probe); /* only the parent's memory holds this */
-    if (write(go[1], "x", 1) != 1) { /* the child sees EOF and fails: reported below */ }
+    if (write(go[1], "x", 1) != 1) {           /* the child sees EOF and fails: reported below */
+    }
     close(go[1]);
     int st = 0;
     while (waitpid(child, &st, 0) < 0 && errno == EINTR) {}
@@ -145,8 +146,7 @@ static bool cma_probe(char *why, size_t cap) {
                  WTERMSIG(st), scope);
     else if (WEXITSTATUS(st) >= 253)
         snprintf(why, cap, "process_vm_readv did not read the parent's memory%s", scope);
-    else
-        snprintf(why, cap, "process_vm_readv: %s%s", strerror(WEXITSTATUS(st)), scope);
+    else snprintf(why, cap, "process_vm_readv: %s%s", strerror(WEXITSTATUS(st)), scope);
     return false;
 }
 
@@ -158,13 +158,14 @@ static bool cma_probe(char *why, size_t cap) {
 static struct {
     bool running;
     pthread_t thread;
-    MPI_Comm comm; /* private duplicate of MPI_COMM_WORLD; nothing is ever sent on it */
+    MPI_Comm comm;       /* private duplicate of MPI_COMM_WORLD; nothing is ever sent on it */
     _Atomic long sends;  /* sends in flight, from comm.c */
     _Atomic long posted; /* sends ever posted: a new one resets the thread's nap */
     _Atomic bool stop;
     pthread_mutex_t mu;
     pthread_cond_t wake; /* signalled when sends goes 0 -> 1, and to stop */
-} g_prog = {false, 0, MPI_COMM_NULL, 0, 0, false, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+} g_prog = {
+    false, 0, MPI_COMM_NULL, 0, 0, false, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 void dist_progress_add_sends(int delta) {
     if (delta > 0) atomic_fetch_add_explicit(&g_prog.posted, delta, memory_order_relaxed);

@@ -150,7 +150,10 @@ static int leader_of(const pg_layout *l, pg_kind kind, int rank) {
     case PG_TP: c.tp = 0; break;
     case PG_DP: c.dp = 0; break;
     case PG_PP: c.pp = 0; break;
-    case PG_MP: c.tp = 0; c.pp = 0; break;
+    case PG_MP:
+        c.tp = 0;
+        c.pp = 0;
+        break;
     case PG_EMBEDDING:
         if (c.pp != 0 && c.pp != l->pp - 1) return -1;
         c.pp = 0;
@@ -210,6 +213,4 @@ int pg_prev_pp_rank(const pg_layout *l, int rank) {
 
 bool pg_is_first_stage(const pg_layout *l, int rank) { return pg_coord_of(l, rank).pp == 0; }
 
-bool pg_is_last_stage(const pg_layout *l, int rank) {
-    return pg_coord_of(l, rank).pp == l->pp - 1;
-}
+bool pg_is_last_stage(const pg_layout *l, int rank) { return pg_coord_of(l, rank).pp == l->pp - 1; }

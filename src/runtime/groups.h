@@ -41,13 +41,15 @@ typedef enum { PG_ORDER_TP_DP_PP, PG_ORDER_TP_PP_DP } pg_order;
 typedef enum { PG_TP, PG_DP, PG_PP, PG_MP, PG_EMBEDDING, PG_NKINDS } pg_kind;
 
 typedef struct {
-    int world;     /* number of ranks = tp · pp · dp */
+    int world;      /* number of ranks = tp · pp · dp */
     int tp, pp, dp; /* tensor, pipeline, data parallel sizes (dp is derived) */
-    int vpp;       /* virtual pipeline size (model chunks per stage); 1 = not interleaved */
+    int vpp;        /* virtual pipeline size (model chunks per stage); 1 = not interleaved */
     pg_order order;
 } pg_layout;
 
-typedef struct { int tp, pp, dp; } pg_coord;
+typedef struct {
+    int tp, pp, dp;
+} pg_coord;
 
 /* Validates and fills a layout. order is "tp-dp-pp" or "tp-pp-dp" (NULL = "tp-dp-pp").
  * On a bad layout returns false and writes one sentence naming the values and the rule

@@ -12,18 +12,20 @@ static comm_group *make_group(const pg_layout *l, pg_kind kind, int rank, comm_b
     int size = pg_group_size(l, kind);
     int *members = mallocCheck(sizeof(int) * (size_t)size);
     int number = pg_group_of(l, kind, rank, members, NULL);
-    comm_group *g = number >= 0 ? comm_group_split(pg_kind_name(kind), number, members, size, backend)
-                                : comm_group_split(pg_kind_name(kind), 0, NULL, 0, backend);
+    comm_group *g = number >= 0
+                        ? comm_group_split(pg_kind_name(kind), number, members, size, backend)
+                        : comm_group_split(pg_kind_name(kind), 0, NULL, 0, backend);
     free(members);
     return g;
 }
 
 parallel_state *ps_create_with(const pg_layout *l, int world_rank, comm_backend backend) {
     if (l->world != dist_world_size()) /* every rank sees the same mismatch: one message */
-        dist_fail_all("the layout needs world size %d (tensor %d × pipeline %d × data %d) but this job has %d "
-            "rank%s: launch with mpirun -np %d",
-            l->world, l->tp, l->pp, l->dp, dist_world_size(), dist_world_size() == 1 ? "" : "s",
-            l->world);
+        dist_fail_all("the layout needs world size %d (tensor %d × pipeline %d × data %d) but this "
+                      "job has %d "
+                      "rank%s: launch with mpirun -np %d",
+                      l->world, l->tp, l->pp, l->dp, dist_world_size(),
+                      dist_world_size() == 1 ? "" : "s", l->world);
     CHECK(world_rank == dist_rank(), "ps_create takes this process's own rank");
     parallel_state *ps = callocCheck(1, sizeof *ps);
     ps->layout = *l;

@@ -28,8 +28,8 @@ void tp_column_linear_forward(comm_group *tp, float *out, const float *inp, cons
 }
 
 void tp_column_linear_backward(comm_group *tp, float *dinp, float *dweight, float *dbias,
-                               const float *dout, const float *inp, const float *weight,
-                               size_t N, size_t C, size_t OCl, bool gather_output) {
+                               const float *dout, const float *inp, const float *weight, size_t N,
+                               size_t C, size_t OCl, bool gather_output) {
     float *dlocal = NULL;
     const float *dy = dout;
     if (gather_output) { /* gather's backward: keep this rank's columns of dY */
@@ -58,7 +58,7 @@ void tp_column_linear_backward(comm_group *tp, float *dinp, float *dweight, floa
 void tp_row_linear_forward(comm_group *tp, float *out, const float *inp, const float *weight,
                            const float *bias, size_t N, size_t Cl, size_t OC) {
     dev_matmul_forward(out, inp, weight, NULL, N, Cl, OC); /* X_i A_i^T: a partial sum */
-    tp_reduce_from_region_forward(tp, out, N * OC);    /* g */
+    tp_reduce_from_region_forward(tp, out, N * OC);        /* g */
     if (bias) dev_add_bias_rows(out, bias, N, OC);         /* once, after the sum */
 }
 
@@ -71,10 +71,11 @@ void tp_row_linear_backward(comm_group *tp, float *dinp, float *dweight, float *
 
 /* ---------------------------------------------------------------- vocab-parallel embedding */
 
-void tp_vocab_embedding_forward(comm_group *tp, float *out, const int32_t *tokens,
-                                const float *wte, size_t N, size_t C, int64_t v_start, size_t Vl) {
-    dev_embedding_forward(out, tokens, wte, N, C, v_start, Vl); /* zeros for tokens held elsewhere */
-    tp_reduce_from_region_forward(tp, out, N * C);          /* g: exactly one rank adds a row */
+void tp_vocab_embedding_forward(comm_group *tp, float *out, const int32_t *tokens, const float *wte,
+                                size_t N, size_t C, int64_t v_start, size_t Vl) {
+    dev_embedding_forward(out, tokens, wte, N, C, v_start,
+                          Vl);                     /* zeros for tokens held elsewhere */
+    tp_reduce_from_region_forward(tp, out, N * C); /* g: exactly one rank adds a row */
 }
 
 void tp_vocab_embedding_backward(comm_group *tp, float *dwte, const float *dout,
@@ -86,15 +87,15 @@ void tp_vocab_embedding_backward(comm_group *tp, float *dwte, const float *dout,
 
 /* ---------------------------------------------------------------- vocab-parallel cross-entropy */
 
-void tp_vocab_cross_entropy_forward(comm_group *tp, float *loss, float *stats,
-                                    const float *logits, const int32_t *targets, size_t N,
-                                    size_t Vl, int64_t v_start, int64_t real_vocab) {
+void tp_vocab_cross_entropy_forward(comm_group *tp, float *loss, float *stats, const float *logits,
+                                    const int32_t *targets, size_t N, size_t Vl, int64_t v_start,
+                                    int64_t real_vocab) {
     float *rowmax = stats, *sumexp = stats + N, *target_logit = stats + 2 * N;
     dev_crossentropy_local_max(rowmax, logits, N, Vl, v_start, real_vocab);
     comm_label_set("loss max", -1);
     tp_all_reduce_max(tp, rowmax, N);
     dev_crossentropy_local_sums(sumexp, target_logit, logits, rowmax, targets, N, Vl, v_start,
-                            real_vocab);
+                                real_vocab);
     comm_label_set("loss sum", -1);
     tp_all_reduce_sum(tp, target_logit, N); /* only the owner of the target adds non-zero */
     tp_all_reduce_sum(tp, sumexp, N);
@@ -108,5 +109,5 @@ void tp_vocab_cross_entropy_backward(comm_group *tp, float *dlogits, const float
                                      int64_t real_vocab) {
     (void)tp; /* the global max and sum are in stats: nothing to exchange */
     dev_crossentropy_backward(dlogits, logits, stats, stats + N, targets, dloss, N, Vl, v_start,
-                          real_vocab);
+                              real_vocab);
 }

@@ -62,8 +62,8 @@ void tp_column_linear_forward(comm_group *tp, float *out, const float *inp, cons
                               bool gather_output);
 /* dout is (N,OCl), or (N,OCl*p) with gather_output. dinp (N,C) += the whole dX. */
 void tp_column_linear_backward(comm_group *tp, float *dinp, float *dweight, float *dbias,
-                               const float *dout, const float *inp, const float *weight,
-                               size_t N, size_t C, size_t OCl, bool gather_output);
+                               const float *dout, const float *inp, const float *weight, size_t N,
+                               size_t C, size_t OCl, bool gather_output);
 
 /* Row-parallel linear. inp (N,Cl) = X_i; weight (OC,Cl) = A_i; bias (OC) whole or NULL.
  * out (N,OC) = Y on every rank. */
@@ -75,8 +75,8 @@ void tp_row_linear_backward(comm_group *tp, float *dinp, float *dweight, float *
                             size_t Cl, size_t OC);
 
 /* Vocab-parallel embedding. wte (Vl,C) holds rows [v_start, v_start+Vl). out (N,C) whole. */
-void tp_vocab_embedding_forward(comm_group *tp, float *out, const int32_t *tokens,
-                                const float *wte, size_t N, size_t C, int64_t v_start, size_t Vl);
+void tp_vocab_embedding_forward(comm_group *tp, float *out, const int32_t *tokens, const float *wte,
+                                size_t N, size_t C, int64_t v_start, size_t Vl);
 /* dout (N,C) whole; dwte (Vl,C) += the rows of the tokens this rank holds. */
 void tp_vocab_embedding_backward(comm_group *tp, float *dwte, const float *dout,
                                  const int32_t *tokens, size_t N, size_t C, int64_t v_start,
@@ -85,9 +85,9 @@ void tp_vocab_embedding_backward(comm_group *tp, float *dwte, const float *dout,
 /* Vocab-parallel cross-entropy. logits (N,Vl): columns [v_start, v_start+Vl) of the padded
  * logits; loss (N) per position, the same on every rank; stats (3N) is written with
  * [rowmax | sumexp | target_logit] (global values) and kept for the backward. */
-void tp_vocab_cross_entropy_forward(comm_group *tp, float *loss, float *stats,
-                                    const float *logits, const int32_t *targets, size_t N,
-                                    size_t Vl, int64_t v_start, int64_t real_vocab);
+void tp_vocab_cross_entropy_forward(comm_group *tp, float *loss, float *stats, const float *logits,
+                                    const int32_t *targets, size_t N, size_t Vl, int64_t v_start,
+                                    int64_t real_vocab);
 /* dlogits (N,Vl) = (softmax - onehot(target)) * dloss[n] on this rank's columns; 0 on padding. */
 void tp_vocab_cross_entropy_backward(comm_group *tp, float *dlogits, const float *stats,
                                      const float *logits, const int32_t *targets,

@@ -8,7 +8,9 @@
 static int active(const comm_group *tp) { return tp && comm_size(tp) > 1; }
 
 void tp_copy_to_region_forward(comm_group *tp, float *x, size_t n) {
-    (void)tp; (void)x; (void)n; /* identity: every TP rank already holds the full input */
+    (void)tp;
+    (void)x;
+    (void)n; /* identity: every TP rank already holds the full input */
 }
 
 void tp_copy_to_region_backward(comm_group *tp, float *dx, size_t n) {
@@ -20,7 +22,9 @@ void tp_reduce_from_region_forward(comm_group *tp, float *x, size_t n) {
 }
 
 void tp_reduce_from_region_backward(comm_group *tp, float *dx, size_t n) {
-    (void)tp; (void)dx; (void)n; /* identity: the sum's gradient reaches every term unchanged */
+    (void)tp;
+    (void)dx;
+    (void)n; /* identity: the sum's gradient reaches every term unchanged */
 }
 
 void tp_all_reduce_sum(comm_group *tp, float *x, size_t n) {
@@ -33,7 +37,8 @@ void tp_all_reduce_max(comm_group *tp, float *x, size_t n) {
 
 /* Columns [r*K, (r+1)*K) of each of the N rows of x (N, K*tp). */
 static void take_columns(float *out, const float *x, size_t N, size_t K, size_t tp, size_t r) {
-    for (size_t n = 0; n < N; n++) device_copy(out + n * K, x + n * K * tp + r * K, K * sizeof(float));
+    for (size_t n = 0; n < N; n++)
+        device_copy(out + n * K, x + n * K * tp + r * K, K * sizeof(float));
 }
 
 /* x_all (N, K*tp) from per-rank blocks gathered as (tp, N, K). */
@@ -60,7 +65,8 @@ static void gather_columns(comm_group *tp, float *out, const float *x, size_t N,
     device_free(blocks);
 }
 
-void tp_scatter_to_region_backward(comm_group *tp, float *dx, const float *dout, size_t N, size_t K) {
+void tp_scatter_to_region_backward(comm_group *tp, float *dx, const float *dout, size_t N,
+                                   size_t K) {
     gather_columns(tp, dx, dout, N, K);
 }
 
@@ -68,7 +74,8 @@ void tp_gather_from_region_forward(comm_group *tp, float *out, const float *x, s
     gather_columns(tp, out, x, N, K);
 }
 
-void tp_gather_from_region_backward(comm_group *tp, float *dx, const float *dout, size_t N, size_t K) {
+void tp_gather_from_region_backward(comm_group *tp, float *dx, const float *dout, size_t N,
+                                    size_t K) {
     size_t p = tp ? (size_t)comm_size(tp) : 1, r = tp ? (size_t)comm_rank(tp) : 0;
     take_columns(dx, dout, N, K, p, r);
 }

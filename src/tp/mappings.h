@@ -30,10 +30,12 @@ void tp_reduce_from_region_backward(comm_group *tp, float *dx, size_t n);
 
 /* Scatter to region: x (N, K*tp) -> this rank's columns (N, K). Backward: all-gather. */
 void tp_scatter_to_region_forward(comm_group *tp, float *out, const float *x, size_t N, size_t K);
-void tp_scatter_to_region_backward(comm_group *tp, float *dx, const float *dout, size_t N, size_t K);
+void tp_scatter_to_region_backward(comm_group *tp, float *dx, const float *dout, size_t N,
+                                   size_t K);
 /* Gather from region: x (N, K) -> (N, K*tp) all columns. Backward: take own columns. */
 void tp_gather_from_region_forward(comm_group *tp, float *out, const float *x, size_t N, size_t K);
-void tp_gather_from_region_backward(comm_group *tp, float *dx, const float *dout, size_t N, size_t K);
+void tp_gather_from_region_backward(comm_group *tp, float *dx, const float *dout, size_t N,
+                                    size_t K);
 
 /* All-reduce helpers used by the vocab-parallel embedding and cross-entropy. */
 void tp_all_reduce_sum(comm_group *tp, float *x, size_t n);

@@ -27,8 +27,12 @@ typedef struct {
     char what[768];
 } violations;
 
-static double offset_of(const trace_run *r, int k) { return trace_file_header(r->ranks[k])->clock_offset; }
-static double unc_of(const trace_run *r, int k) { return trace_file_header(r->ranks[k])->clock_uncertainty; }
+static double offset_of(const trace_run *r, int k) {
+    return trace_file_header(r->ranks[k])->clock_offset;
+}
+static double unc_of(const trace_run *r, int k) {
+    return trace_file_header(r->ranks[k])->clock_uncertainty;
+}
 
 static void note(violations *v, double when, const char *what) {
     v->count++;
@@ -46,7 +50,8 @@ static void check_p2p(const trace_run *r, violations *v) {
     for (int k = 0; k < r->nranks; k++)
         for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
             int f = r->flow[k][i];
-            if (f >= 0 && trace_file_event(r->ranks[k], i)->kind == TRACE_SEND) send_rank[f] = k, send_idx[f] = i;
+            if (f >= 0 && trace_file_event(r->ranks[k], i)->kind == TRACE_SEND)
+                send_rank[f] = k, send_idx[f] = i;
         }
     for (int k = 0; k < r->nranks; k++)
         for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
@@ -60,11 +65,12 @@ static void check_p2p(const trace_run *r, violations *v) {
             if (got >= sent - slack) continue;
             char what[768];
             snprintf(what, sizeof what,
-                     "rank %d's recv from rank %d (tag %d, group %s, label '%s', step %d) ends at %.6f s "
+                     "rank %d's recv from rank %d (tag %d, group %s, label '%s', step %d) ends at "
+                     "%.6f s "
                      "but the send began at %.6f s, %.1f us later (slack %.1f us)",
                      k, a, rv->tag, trace_file_string(r->ranks[k], rv->group),
-                     trace_file_string(r->ranks[k], rv->label), rv->step, got, sent, (sent - got) * 1e6,
-                     slack * 1e6);
+                     trace_file_string(r->ranks[k], rv->label), rv->step, got, sent,
+                     (sent - got) * 1e6, slack * 1e6);
             note(v, got, what);
             v->p2p++;
         }
@@ -84,10 +90,12 @@ static void check_collectives(const trace_run *r, violations *v) {
             if (done >= entered - slack) continue;
             char what[768];
             snprintf(what, sizeof what,
-                     "rank %d's %s on group %s of rank %d (label '%s', layer %d, step %d) ends at %.6f s "
+                     "rank %d's %s on group %s of rank %d (label '%s', layer %d, step %d) ends at "
+                     "%.6f s "
                      "but rank %d entered it only at %.6f s, %.1f us later (slack %.1f us)",
-                     k, trace_file_string(r->ranks[k], e->op), trace_file_string(r->ranks[k], e->group),
-                     e->group_first, trace_file_string(r->ranks[k], e->label), e->layer, e->step, done, last,
+                     k, trace_file_string(r->ranks[k], e->op),
+                     trace_file_string(r->ranks[k], e->group), e->group_first,
+                     trace_file_string(r->ranks[k], e->label), e->layer, e->step, done, last,
                      entered, (entered - done) * 1e6, slack * 1e6);
             note(v, done, what);
             v->coll++;
@@ -102,7 +110,8 @@ bool trace_run_check_causality(const trace_run *r, char *err, size_t errlen) {
     if (v.count == 0) return true;
     if (err && errlen)
         snprintf(err, errlen,
-                 "trace '%s' is not causal: %d violation%s (%d receive%s ending before the send began, %d "
+                 "trace '%s' is not causal: %d violation%s (%d receive%s ending before the send "
+                 "began, %d "
                  "collective%s ending before the last member entered); earliest: %s",
                  r->dir, v.count, v.count == 1 ? "" : "s", v.p2p, v.p2p == 1 ? "" : "s", v.coll,
                  v.coll == 1 ? "" : "s", v.what);

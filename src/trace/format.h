@@ -16,33 +16,36 @@ enum {
     TRACE_VERSION = 2,
     /* ten i32, schedule[16], clock_offset f64, clock_uncertainty f64, run_id[32] */
     TRACE_HEADER_BYTES = 10 * 4 + 16 + 8 + 8 + 32,
-    TRACE_EVENT_BYTES = 80, /* one fixed-size event record */
-    TRACE_NO_STRING = 0xFFFF,             /* string id meaning "none" */
+    TRACE_EVENT_BYTES = 80,   /* one fixed-size event record */
+    TRACE_NO_STRING = 0xFFFF, /* string id meaning "none" */
 };
 
 /* Offsets inside one 64-byte event record. */
 enum {
-    EV_KIND = 0,   /* u8  */
-    EV_FLAGS = 1,  /* u8  */
-    EV_OP = 2,     /* u16 string id */
-    EV_GROUP = 4,  /* u16 string id */
-    EV_LABEL = 6,  /* u16 string id */
-    EV_STEP = 8,   /* i32 */
-    EV_MB = 12,    /* i32 */
-    EV_CHUNK = 16, /* i32 */
-    EV_PEER = 20,  /* i32 */
-    EV_TAG = 24,   /* i32 */
-    EV_LAYER = 28, /* i32 */
-    EV_BYTES = 32, /* u64 */
-    EV_START = 40, /* f64 */
-    EV_READY = 48, /* f64 */
-    EV_END = 56,   /* f64 */
-    EV_CPU = 64,   /* f64 */
+    EV_KIND = 0,         /* u8  */
+    EV_FLAGS = 1,        /* u8  */
+    EV_OP = 2,           /* u16 string id */
+    EV_GROUP = 4,        /* u16 string id */
+    EV_LABEL = 6,        /* u16 string id */
+    EV_STEP = 8,         /* i32 */
+    EV_MB = 12,          /* i32 */
+    EV_CHUNK = 16,       /* i32 */
+    EV_PEER = 20,        /* i32 */
+    EV_TAG = 24,         /* i32 */
+    EV_LAYER = 28,       /* i32 */
+    EV_BYTES = 32,       /* u64 */
+    EV_START = 40,       /* f64 */
+    EV_READY = 48,       /* f64 */
+    EV_END = 56,         /* f64 */
+    EV_CPU = 64,         /* f64 */
     EV_GROUP_FIRST = 72, /* i32 */
-    EV_PAD = 76,   /* u32 zero */
+    EV_PAD = 76,         /* u32 zero */
 };
 
-static inline void le_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void le_put16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
 static inline void le_put32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }

@@ -60,28 +60,30 @@ typedef struct {
     rp_op *ops;
 } rp_program;
 
-typedef struct {             /* one rank during the replay */
+typedef struct { /* one rank during the replay */
     const trace_file *f;
-    int n;                   /* events */
-    int nkept;               /* events replayed (all but TRACE_OPEN ones) */
-    int *order;              /* (nkept) their indices, by start time */
-    double *t0, *tr, *t1;    /* (n) replayed times */
-    int *inst;               /* (n) collective instance, -1 otherwise */
+    int n;                /* events */
+    int nkept;            /* events replayed (all but TRACE_OPEN ones) */
+    int *order;           /* (nkept) their indices, by start time */
+    double *t0, *tr, *t1; /* (n) replayed times */
+    int *inst;            /* (n) collective instance, -1 otherwise */
     rp_program prog;
-    int pc;                  /* next op */
-    bool arrived;            /* the collective at pc has registered its arrival */
-    double now;              /* the rank's replay clock */
-    double p2p_bandwidth;    /* bytes per second of the fastest measured p2p copy, 0 unknown */
+    int pc;               /* next op */
+    bool arrived;         /* the collective at pc has registered its arrival */
+    double now;           /* the rank's replay clock */
+    double p2p_bandwidth; /* bytes per second of the fastest measured p2p copy, 0 unknown */
 } rp_rank;
 
-typedef struct {             /* one collective instance */
+typedef struct { /* one collective instance */
     int members, arrived;
     double latest, cost;
 } rp_inst;
 
 static const trace_event *ev(const rp_rank *k, int i) { return trace_file_event(k->f, (size_t)i); }
 static double wall(const trace_event *e) { return e->t_end - e->t_start; }
-static bool is_comm(trace_kind k) { return k == TRACE_SEND || k == TRACE_RECV || k == TRACE_COLLECTIVE; }
+static bool is_comm(trace_kind k) {
+    return k == TRACE_SEND || k == TRACE_RECV || k == TRACE_COLLECTIVE;
+}
 
 static void emit(rp_program *p, int type, int e, double dt) {
     if (p->n == p->cap) {
@@ -125,7 +127,8 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
     }
     /* Own wall time = the gaps between children; own replay time from the CPU clock. */
     double own_wall = 0, child_cpu = 0, prev = x->t_start;
-    const double share = x->cpu >= 0 && wall(x) > 0 ? (x->cpu < wall(x) ? x->cpu / wall(x) : 1.0) : 1.0;
+    const double share = x->cpu >= 0 && wall(x) > 0 ? (x->cpu < wall(x) ? x->cpu / wall(x) : 1.0)
+                                                    : 1.0;
     for (int c = first_child[e]; c >= 0; c = next_sib[c]) {
         const trace_event *y = ev(k, c);
         if (y->t_start > prev) own_wall += y->t_start - prev;
@@ -193,7 +196,7 @@ static void build_program(rp_rank *k) {
 /* ---- pass 2: collective instances ---------------------------------------------------- */
 
 typedef struct {
-    const char *group; /* name */
+    const char *group;                       /* name */
     int instance, occurrence, rank, seq, ev; /* seq: position in the rank's start order */
 } rp_coll;
 
@@ -209,7 +212,8 @@ static int cmp_by_rank(const void *a, const void *b) {
 }
 
 static bool same_instance(const rp_coll *x, const rp_coll *y) {
-    return strcmp(x->group, y->group) == 0 && x->instance == y->instance && x->occurrence == y->occurrence;
+    return strcmp(x->group, y->group) == 0 && x->instance == y->instance &&
+           x->occurrence == y->occurrence;
 }
 
 /* (group, instance, occurrence, rank): the members of one collective call side by side. */
@@ -229,7 +233,8 @@ static int group_instance(const trace_header *h, const char *group, const trace_
     int key = 0;
     if (strcmp(group, "tp") == 0) key = h->pp_rank * h->dp + h->dp_rank;
     else if (strcmp(group, "dp") == 0) key = h->tp_rank * h->pp + h->pp_rank;
-    else if (strcmp(group, "pp") == 0 || strcmp(group, "embedding") == 0) key = h->tp_rank * h->dp + h->dp_rank;
+    else if (strcmp(group, "pp") == 0 || strcmp(group, "embedding") == 0)
+        key = h->tp_rank * h->dp + h->dp_rank;
     else if (strcmp(group, "mp") == 0) key = h->dp_rank;
     return h->world_size + key;
 }
@@ -240,7 +245,8 @@ static int group_instance(const trace_header *h, const char *group, const trace_
 static double bus_bytes(const char *op, int n, double bytes) {
     if (n <= 1) return 0;
     if (strcmp(op, "all_reduce") == 0) return 2.0 * (n - 1) / n * bytes;
-    if (strcmp(op, "all_gather") == 0 || strcmp(op, "reduce_scatter") == 0) return (double)(n - 1) / n * bytes;
+    if (strcmp(op, "all_gather") == 0 || strcmp(op, "reduce_scatter") == 0)
+        return (double)(n - 1) / n * bytes;
     return bytes;
 }
 
@@ -268,7 +274,8 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
     /* The k-th call of a rank on a group instance is its occurrence k. */
     qsort(all, (size_t)n, sizeof *all, cmp_by_rank);
     for (int a = 0; a < n; a++)
-        all[a].occurrence = a > 0 && all[a - 1].rank == all[a].rank && all[a - 1].instance == all[a].instance &&
+        all[a].occurrence = a > 0 && all[a - 1].rank == all[a].rank &&
+                                    all[a - 1].instance == all[a].instance &&
                                     strcmp(all[a - 1].group, all[a].group) == 0
                                 ? all[a - 1].occurrence + 1
                                 : 0;
@@ -289,7 +296,8 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
         const rp_rank *k0 = &ks[all[a].rank];
         const trace_event *e0 = ev(k0, all[a].ev);
         if (k0->p2p_bandwidth > 0) { /* no slower than its bus bytes at the fastest p2p copy */
-            double t = bus_bytes(trace_file_string(k0->f, e0->op), b - a, (double)e0->bytes) / k0->p2p_bandwidth;
+            double t = bus_bytes(trace_file_string(k0->f, e0->op), b - a, (double)e0->bytes) /
+                       k0->p2p_bandwidth;
             if (t < inst[ni].cost) inst[ni].cost = t;
         }
         ni++;
@@ -307,7 +315,8 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
  * a time-shared sender does late, measured that wait too). */
 static double p2p_cost(const rp_rank *k, const trace_event *e) {
     double t = transfer(e);
-    if (k->p2p_bandwidth > 0 && (double)e->bytes / k->p2p_bandwidth < t) t = (double)e->bytes / k->p2p_bandwidth;
+    if (k->p2p_bandwidth > 0 && (double)e->bytes / k->p2p_bandwidth < t)
+        t = (double)e->bytes / k->p2p_bandwidth;
     return t;
 }
 
@@ -381,12 +390,15 @@ static void explain_deadlock(const trace_run *r, const rp_rank *ks, char *err, s
         const int i = k->prog.ops[k->pc].ev;
         const trace_event *e = ev(k, i);
         if (e->kind == TRACE_RECV)
-            snprintf(err, errlen, "replay deadlock: rank %d waits at its event %d (recv from rank %d, tag %d, "
-                     "group %s) for its matched send, which rank %d never reaches in the replay", q, i, e->peer,
-                     e->tag, trace_file_string(k->f, e->group), e->peer);
+            snprintf(err, errlen,
+                     "replay deadlock: rank %d waits at its event %d (recv from rank %d, tag %d, "
+                     "group %s) for its matched send, which rank %d never reaches in the replay",
+                     q, i, e->peer, e->tag, trace_file_string(k->f, e->group), e->peer);
         else
-            snprintf(err, errlen, "replay deadlock: rank %d waits at its event %d (%s %s on group %s) for a "
-                     "member that never reaches it", q, i, trace_file_string(k->f, e->op), trace_kind_name(e->kind),
+            snprintf(err, errlen,
+                     "replay deadlock: rank %d waits at its event %d (%s %s on group %s) for a "
+                     "member that never reaches it",
+                     q, i, trace_file_string(k->f, e->op), trace_kind_name(e->kind),
                      trace_file_string(k->f, e->group));
         return;
     }
@@ -410,9 +422,19 @@ static void write_replayed(const trace_run *r, const rp_rank *ks, const char *di
                 trace_memory_at(t, (size_t)e->bytes, k->t0[i]);
             } else if (is_comm(e->kind)) {
                 const char *label = e->label >= 0 ? trace_file_string(k->f, e->label) : NULL;
-                trace_comm_info ci = {e->kind, trace_file_string(k->f, e->op), trace_file_string(k->f, e->group),
-                                      label, e->peer, e->tag, e->layer, e->group_first, (size_t)e->bytes,
-                                      k->t0[i], k->tr[i], k->t1[i], k->t1[i] - k->tr[i]};
+                trace_comm_info ci = {e->kind,
+                                      trace_file_string(k->f, e->op),
+                                      trace_file_string(k->f, e->group),
+                                      label,
+                                      e->peer,
+                                      e->tag,
+                                      e->layer,
+                                      e->group_first,
+                                      (size_t)e->bytes,
+                                      k->t0[i],
+                                      k->tr[i],
+                                      k->t1[i],
+                                      k->t1[i] - k->tr[i]};
                 trace_comm_full(t, &ci);
             } else {
                 trace_record(t, e->kind, e->step, e->microbatch, e->chunk, k->t0[i], k->t1[i]);
@@ -467,7 +489,8 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
         char dir[4096];
         snprintf(dir, sizeof dir, "%s/trident-replay-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(dir)) {
-            snprintf(err, errlen, "replay: cannot create a temporary directory under %s for the replayed traces",
+            snprintf(err, errlen,
+                     "replay: cannot create a temporary directory under %s for the replayed traces",
                      tmp && *tmp ? tmp : "/tmp");
         } else {
             write_replayed(r, ks, dir);
@@ -498,7 +521,6 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
 }
 
 bool trace_run_is_replay(const trace_run *r) {
-    return r->nranks > 0 &&
-           strncmp(trace_file_header(r->ranks[0])->run_id, TRACE_REPLAY_ID_PREFIX,
-                   strlen(TRACE_REPLAY_ID_PREFIX)) == 0;
+    return r->nranks > 0 && strncmp(trace_file_header(r->ranks[0])->run_id, TRACE_REPLAY_ID_PREFIX,
+                                    strlen(TRACE_REPLAY_ID_PREFIX)) == 0;
 }

@@ -17,10 +17,10 @@ enum { FIELD_MAX = 64, KEY_LEN = 64, STR_LEN = 64 };
 typedef enum { V_NUMBER, V_STRING, V_BOOL, V_NULL } value_kind;
 
 typedef struct {
-    char key[KEY_LEN];  /* truncated when longer */
+    char key[KEY_LEN]; /* truncated when longer */
     value_kind kind;
-    double num;         /* V_NUMBER; V_BOOL: 0 or 1 */
-    char str[STR_LEN];  /* V_STRING, truncated */
+    double num;        /* V_NUMBER; V_BOOL: 0 or 1 */
+    char str[STR_LEN]; /* V_STRING, truncated */
 } field;
 
 typedef struct {
@@ -57,10 +57,15 @@ static const char *parse_string(const char *p, char *out, size_t cap) {
 static bool parse_object(const char *s, object *o, char *why, size_t whylen) {
     const char *p = skip_ws(s);
     o->n = 0;
-#define BAD(...) do { snprintf(why, whylen, __VA_ARGS__); return false; } while (0)
+#define BAD(...)                                                                                   \
+    do {                                                                                           \
+        snprintf(why, whylen, __VA_ARGS__);                                                        \
+        return false;                                                                              \
+    } while (0)
     if (*p != '{') BAD("expected '{' at column %d", (int)(p - s) + 1);
     p = skip_ws(p + 1);
-    if (*p == '}') return *skip_ws(p + 1) == 0 ? true : (snprintf(why, whylen, "text after '}'"), false);
+    if (*p == '}')
+        return *skip_ws(p + 1) == 0 ? true : (snprintf(why, whylen, "text after '}'"), false);
     for (;;) {
         field tmp, *f = o->n < FIELD_MAX ? &o->f[o->n] : &tmp;
         memset(f, 0, sizeof *f);
@@ -82,12 +87,14 @@ static bool parse_object(const char *s, object *o, char *why, size_t whylen) {
             f->num = NAN;
             q = p + 4;
         } else if (*p == '{' || *p == '[') {
-            BAD("\"%s\" holds a nested %s; metrics lines are flat", f->key, *p == '{' ? "object" : "array");
+            BAD("\"%s\" holds a nested %s; metrics lines are flat", f->key,
+                *p == '{' ? "object" : "array");
         } else {
             char *end;
             f->kind = V_NUMBER;
             f->num = strtod(p, &end);
-            if (end == p || !strchr("-0123456789", *p)) BAD("\"%s\" has no value at column %d", f->key, (int)(p - s) + 1);
+            if (end == p || !strchr("-0123456789", *p))
+                BAD("\"%s\" has no value at column %d", f->key, (int)(p - s) + 1);
             q = end;
         }
         if (o->n < FIELD_MAX) o->n++;
@@ -123,11 +130,14 @@ bool run_metrics_layout_label(const char *config_json, char *buf, size_t cap) {
     char why[128];
     buf[0] = 0;
     if (!config_json || !parse_object(config_json, &o, why, sizeof why)) return false;
-    const field *tp = find(&o, "tensor_model_parallel_size"), *pp = find(&o, "pipeline_model_parallel_size"),
+    const field *tp = find(&o, "tensor_model_parallel_size"),
+                *pp = find(&o, "pipeline_model_parallel_size"),
                 *dp = find(&o, "data_parallel_size");
-    if (!tp || !pp || !dp || tp->kind != V_NUMBER || pp->kind != V_NUMBER || dp->kind != V_NUMBER) return false;
+    if (!tp || !pp || !dp || tp->kind != V_NUMBER || pp->kind != V_NUMBER || dp->kind != V_NUMBER)
+        return false;
     const int t = (int)tp->num, p = (int)pp->num, d = (int)dp->num;
-    int n = t * p * d == 1 ? snprintf(buf, cap, "serial") : snprintf(buf, cap, "tp%d×pp%d×dp%d", t, p, d);
+    int n = t * p * d == 1 ? snprintf(buf, cap, "serial")
+                           : snprintf(buf, cap, "tp%d×pp%d×dp%d", t, p, d);
     const field *sched = find(&o, "pipeline_schedule"), *vpp = find(&o, "virtual_pipeline_size");
     if (p > 1 && sched && sched->kind == V_STRING && n >= 0 && (size_t)n < cap) {
         n += snprintf(buf + n, cap - (size_t)n, ", %s", sched->str);
@@ -137,7 +147,8 @@ bool run_metrics_layout_label(const char *config_json, char *buf, size_t cap) {
     const field *zero = find(&o, "use_distributed_optimizer"), *prec = find(&o, "precision");
     if (zero && zero->kind == V_BOOL && zero->num == 1 && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, ", ZeRO");
-    if (prec && prec->kind == V_STRING && strcmp(prec->str, "fp32") != 0 && n >= 0 && (size_t)n < cap)
+    if (prec && prec->kind == V_STRING && strcmp(prec->str, "fp32") != 0 && n >= 0 &&
+        (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n, ", %s", prec->str);
     return true;
 }
@@ -196,7 +207,8 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
     snprintf(path, sizeof path, "%s/metrics.jsonl", m->dir);
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, errlen, "cannot read %s (%s): RUN_DIR must be the --run-dir of a finished `trident train`",
+        snprintf(err, errlen,
+                 "cannot read %s (%s): RUN_DIR must be the --run-dir of a finished `trident train`",
                  path, strerror(errno));
         run_metrics_free(m);
         return NULL;
@@ -207,7 +219,8 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
     while (ok && fgets(line, sizeof line, f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {
-            snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, lineno, sizeof line - 1);
+            snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, lineno,
+                     sizeof line - 1);
             ok = false;
             break;
         }
@@ -239,9 +252,13 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
             }
             double g = number_or_nan(&o, "grad_norm");
             m->steps[m->nsteps++] = (run_metrics_step){
-                .step = step, .loss = loss->num, .lr = number_or_nan(&o, "lr"),
-                .grad_norm = g < 0 ? NAN : g, .tokens_per_sec = number_or_nan(&o, "tokens_per_sec"),
-                .model_flops_per_s = number_or_nan(&o, "model_flops_per_s"), .mfu = number_or_nan(&o, "mfu"),
+                .step = step,
+                .loss = loss->num,
+                .lr = number_or_nan(&o, "lr"),
+                .grad_norm = g < 0 ? NAN : g,
+                .tokens_per_sec = number_or_nan(&o, "tokens_per_sec"),
+                .model_flops_per_s = number_or_nan(&o, "model_flops_per_s"),
+                .mfu = number_or_nan(&o, "mfu"),
             };
         } else {
             if (m->nevals == cap_e) {

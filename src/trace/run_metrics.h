@@ -40,8 +40,8 @@ typedef struct {
 } run_metrics_eval;
 
 typedef struct {
-    char dir[4096];       /* as given, without trailing '/' */
-    char layout[160];     /* "tp2×pp2×dp2, interleaved v2, ZeRO", "serial"; "" when unknown */
+    char dir[4096];   /* as given, without trailing '/' */
+    char layout[160]; /* "tp2×pp2×dp2, interleaved v2, ZeRO", "serial"; "" when unknown */
     int nsteps, nevals;
     run_metrics_step *steps; /* (nsteps) in file order */
     run_metrics_eval *evals; /* (nevals) in file order */

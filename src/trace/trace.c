@@ -16,9 +16,9 @@
 #include "src/trace/format.h"
 
 struct trace_recorder {
-    trace_header h;   /* h.config_json points at `config` */
-    char *config;     /* owned copy */
-    trace_event *ev;  /* (cap) events, the first n used */
+    trace_header h;  /* h.config_json points at `config` */
+    char *config;    /* owned copy */
+    trace_event *ev; /* (cap) events, the first n used */
     size_t cap, n;
     uint64_t dropped;
     char strings[TRACE_MAX_STRINGS][TRACE_MAX_STRING]; /* id 0 is "(other)" */
@@ -30,8 +30,8 @@ void trace_set_sync(trace_recorder *t, void (*sync)(void)) { t->sync = sync; }
 
 const char *trace_kind_name(int kind) {
     static const char *const names[TRACE_NUM_KINDS] = {
-        "forward", "backward", "send", "recv", "collective",
-        "optimizer", "step", "memory", "data", "eval", "weight",
+        "forward", "backward", "send", "recv", "collective", "optimizer",
+        "step",    "memory",   "data", "eval", "weight",
     };
     return kind >= 0 && kind < TRACE_NUM_KINDS ? names[kind] : "?";
 }
@@ -144,9 +144,18 @@ void trace_comm_full(trace_recorder *t, const trace_comm_info *ci) {
 
 void trace_comm(trace_recorder *t, trace_kind kind, const char *op, const char *group, int peer,
                 size_t bytes, int tag, double t_start, double t_ready, double t_end) {
-    trace_comm_info ci = {.kind = kind, .op = op, .group = group, .peer = peer, .tag = tag,
-                          .layer = -1, .group_first = -1, .bytes = bytes, .t_start = t_start,
-                          .t_ready = t_ready, .t_end = t_end, .cpu = -1};
+    trace_comm_info ci = {.kind = kind,
+                          .op = op,
+                          .group = group,
+                          .peer = peer,
+                          .tag = tag,
+                          .layer = -1,
+                          .group_first = -1,
+                          .bytes = bytes,
+                          .t_start = t_start,
+                          .t_ready = t_ready,
+                          .t_end = t_end,
+                          .cpu = -1};
     trace_comm_full(t, &ci);
 }
 
@@ -157,7 +166,9 @@ void trace_memory_at(trace_recorder *t, size_t bytes_in_use, double when) {
     e->t_start = e->t_ready = e->t_end = when;
 }
 
-void trace_memory(trace_recorder *t, size_t bytes_in_use) { trace_memory_at(t, bytes_in_use, time_now()); }
+void trace_memory(trace_recorder *t, size_t bytes_in_use) {
+    trace_memory_at(t, bytes_in_use, time_now());
+}
 
 size_t trace_num_events(const trace_recorder *t) { return t->n; }
 uint64_t trace_num_dropped(const trace_recorder *t) { return t->dropped; }
@@ -185,8 +196,8 @@ void trace_write(trace_recorder *t, const char *path) {
     memcpy(p, TRACE_MAGIC, 8), p += 8;
     le_put32(p, TRACE_VERSION), p += 4;
     const trace_header *h = &t->h;
-    const int ints[10] = {h->rank,    h->world_size, h->tp,      h->pp,      h->dp,
-                          h->vpp,     h->tp_rank,    h->pp_rank, h->dp_rank, h->num_microbatches};
+    const int ints[10] = {h->rank, h->world_size, h->tp,      h->pp,      h->dp,
+                          h->vpp,  h->tp_rank,    h->pp_rank, h->dp_rank, h->num_microbatches};
     for (int i = 0; i < 10; i++) le_put32(p, (uint32_t)ints[i]), p += 4;
     memcpy(p, h->schedule, strnlen(h->schedule, 15)), p += 16; /* NUL-padded */
     le_putf64(p, h->clock_offset), p += 8;

@@ -62,7 +62,7 @@ typedef enum {
  * "eval", "weight"; "?" for anything else. */
 const char *trace_kind_name(int kind);
 
-typedef struct { /* who recorded and under which configuration */
+typedef struct {                           /* who recorded and under which configuration */
     int rank, world_size, tp, pp, dp, vpp; /* layout; vpp = model chunks per pipeline rank (>= 1) */
     int tp_rank, pp_rank, dp_rank;         /* this rank's coordinates */
     int num_microbatches;                  /* per step, per DP rank */
@@ -79,19 +79,19 @@ enum { TRACE_OPEN = 1 }; /* trace_event.flags: begun but never ended (e.g. a cra
 
 typedef struct {
     trace_kind kind;
-    uint32_t flags;           /* TRACE_OPEN */
-    int step, microbatch;     /* -1 when not applicable */
-    int chunk;                /* model chunk (virtual pipeline stage on this rank), -1 n/a */
-    int peer;                 /* p2p: the other side's global rank; -1 otherwise */
-    int tag;                  /* p2p tag; -1 otherwise */
-    int op, group;            /* string ids (trace_string / trace_file_string), -1 none */
-    int label;                /* string id of what a message is for, e.g. "g fwd attn"; -1 none */
-    int layer;                /* transformer layer (global index) a message belongs to; -1 n/a */
-    int group_first;          /* collectives: lowest global rank of the group, which together
+    uint32_t flags;       /* TRACE_OPEN */
+    int step, microbatch; /* -1 when not applicable */
+    int chunk;            /* model chunk (virtual pipeline stage on this rank), -1 n/a */
+    int peer;             /* p2p: the other side's global rank; -1 otherwise */
+    int tag;              /* p2p tag; -1 otherwise */
+    int op, group;        /* string ids (trace_string / trace_file_string), -1 none */
+    int label;            /* string id of what a message is for, e.g. "g fwd attn"; -1 none */
+    int layer;            /* transformer layer (global index) a message belongs to; -1 n/a */
+    int group_first;      /* collectives: lowest global rank of the group, which together
                                * with the group name identifies the group instance; -1 n/a */
-    uint64_t bytes;           /* message size, or bytes in use for TRACE_MEMORY */
+    uint64_t bytes;       /* message size, or bytes in use for TRACE_MEMORY */
     double t_start, t_ready, t_end; /* local seconds; t_ready = t_start unless p2p wait known */
-    double cpu;               /* CPU seconds the recording thread spent inside the event
+    double cpu;                     /* CPU seconds the recording thread spent inside the event
                                * (CLOCK_THREAD_CPUTIME_ID); -1 when unknown */
 } trace_event;
 
@@ -159,7 +159,7 @@ const char *trace_file_string(const trace_file *f, int id); /* "" for -1 */
 /* ---- reading a run: every rank, sends paired with receives ------------------------------ */
 
 typedef struct {
-    char dir[4096];       /* as given */
+    char dir[4096]; /* as given */
     int nranks;
     trace_file **ranks;   /* ranks[k] is rank k's file */
     int **flow;           /* flow[k][i]: pair id of rank k's event i if it is a matched

@@ -28,9 +28,9 @@
 
 struct trace_file {
     char path[4096];
-    trace_header h;     /* h.config_json points at config */
+    trace_header h; /* h.config_json points at config */
     char *config;
-    char **strings;     /* nstrings NUL-terminated copies */
+    char **strings; /* nstrings NUL-terminated copies */
     int nstrings;
     trace_event *ev;
     size_t n;
@@ -158,8 +158,8 @@ static trace_file *parse(cursor *c) {
     c->off += 16;
     uint32_t ev_bytes = take32(c);
     if (ev_bytes != TRACE_EVENT_BYTES) {
-        fail(c, "event size %u at byte %zu (version %d events are %d bytes)", ev_bytes,
-             c->off - 4, TRACE_VERSION, TRACE_EVENT_BYTES);
+        fail(c, "event size %u at byte %zu (version %d events are %d bytes)", ev_bytes, c->off - 4,
+             TRACE_VERSION, TRACE_EVENT_BYTES);
         goto bad;
     }
     size_t left = c->size - c->off;
@@ -167,8 +167,7 @@ static trace_file *parse(cursor *c) {
         /* Reported like any truncation: where the data ends and how much the events need. */
         if (n > (uint64_t)SIZE_MAX / TRACE_EVENT_BYTES)
             fail(c, "event count %llu at byte %zu is impossible", (unsigned long long)n, count_off);
-        else
-            need(c, (size_t)n * TRACE_EVENT_BYTES, "the events");
+        else need(c, (size_t)n * TRACE_EVENT_BYTES, "the events");
         goto bad;
     }
     size_t ev_off = c->off;
@@ -183,7 +182,9 @@ static trace_file *parse(cursor *c) {
     }
     uint32_t crc = crc32_update(0, c->b, crc_off);
     if (crc != crc_file) {
-        fail(c, "checksum mismatch at byte %zu (stored 0x%08x, contents give 0x%08x): the file is corrupt",
+        fail(c,
+             "checksum mismatch at byte %zu (stored 0x%08x, contents give 0x%08x): the file is "
+             "corrupt",
              crc_off, crc_file, crc);
         goto bad;
     }
@@ -197,7 +198,8 @@ static trace_file *parse(cursor *c) {
         fail(c, "run id at byte %zu is not NUL-terminated", run_id_off);
         goto bad;
     }
-    if (!isfinite(h->clock_offset) || !(h->clock_uncertainty >= 0) || !isfinite(h->clock_uncertainty)) {
+    if (!isfinite(h->clock_offset) || !(h->clock_uncertainty >= 0) ||
+        !isfinite(h->clock_uncertainty)) {
         fail(c, "clock offset %g / uncertainty %g at byte %zu are not finite, non-negative numbers",
              h->clock_offset, h->clock_uncertainty, sched_off + 16);
         goto bad;
@@ -205,7 +207,9 @@ static trace_file *parse(cursor *c) {
     if (h->world_size < 1 || h->rank < 0 || h->rank >= h->world_size || h->tp < 1 || h->pp < 1 ||
         h->dp < 1 || h->vpp < 1 || (long long)h->tp * h->pp > h->world_size ||
         (long long)h->tp * h->pp * h->dp != h->world_size) {
-        fail(c, "header at byte 12 has an impossible layout (rank %d, world %d, tp %d, pp %d, dp %d, vpp %d)",
+        fail(c,
+             "header at byte 12 has an impossible layout (rank %d, world %d, tp %d, pp %d, dp %d, "
+             "vpp %d)",
              h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp);
         goto bad;
     }
@@ -222,10 +226,12 @@ static trace_file *parse(cursor *c) {
         }
         e->kind = (trace_kind)p[EV_KIND];
         e->flags = p[EV_FLAGS];
-        const uint16_t ids[3] = {le_get16(p + EV_OP), le_get16(p + EV_GROUP), le_get16(p + EV_LABEL)};
+        const uint16_t ids[3] = {le_get16(p + EV_OP), le_get16(p + EV_GROUP),
+                                 le_get16(p + EV_LABEL)};
         for (int s = 0; s < 3; s++)
             if (ids[s] != TRACE_NO_STRING && ids[s] >= nstr) {
-                fail(c, "event %zu at byte %zu names string %u but the table has %u", i, at, ids[s], nstr);
+                fail(c, "event %zu at byte %zu names string %u but the table has %u", i, at, ids[s],
+                     nstr);
                 goto bad;
             }
         e->op = ids[0] == TRACE_NO_STRING ? -1 : ids[0];
@@ -248,7 +254,8 @@ static trace_file *parse(cursor *c) {
             goto bad;
         }
         if (!(e->t_start <= e->t_ready && e->t_ready <= e->t_end)) {
-            fail(c, "event %zu at byte %zu has times out of order (start %.9g, ready %.9g, end %.9g)",
+            fail(c,
+                 "event %zu at byte %zu has times out of order (start %.9g, ready %.9g, end %.9g)",
                  i, at, e->t_start, e->t_ready, e->t_end);
             goto bad;
         }
@@ -369,7 +376,7 @@ static void match_p2p(trace_run *r) {
     int matched = 0;
     while (i < ns && j < nr) {
         endpoint a = s[i], b = v[j];
-        int key = a.src != b.src ? (a.src < b.src ? -1 : 1)
+        int key = a.src != b.src   ? (a.src < b.src ? -1 : 1)
                   : a.dst != b.dst ? (a.dst < b.dst ? -1 : 1)
                   : a.tag != b.tag ? (a.tag < b.tag ? -1 : 1)
                                    : 0;
@@ -425,7 +432,8 @@ static int group_size_of(const char *name, const trace_header *h) {
 static void match_collectives(trace_run *r) {
     size_t n = 0;
     for (int k = 0; k < r->nranks; k++)
-        for (size_t i = 0; i < r->ranks[k]->n; i++) n += r->ranks[k]->ev[i].kind == TRACE_COLLECTIVE;
+        for (size_t i = 0; i < r->ranks[k]->n; i++)
+            n += r->ranks[k]->ev[i].kind == TRACE_COLLECTIVE;
     coll_entry *e = mallocCheck((n + 1) * sizeof *e);
     n = 0;
     for (int k = 0; k < r->nranks; k++) {
@@ -435,7 +443,8 @@ static void match_collectives(trace_run *r) {
             const trace_event *ev = &f->ev[i];
             r->coll[k][i] = -1;
             if (ev->kind == TRACE_COLLECTIVE && ev->group_first >= 0)
-                e[n++] = (coll_entry){trace_file_string(f, ev->group), ev->group_first, k, ev->t_start, i};
+                e[n++] = (coll_entry){trace_file_string(f, ev->group), ev->group_first, k,
+                                      ev->t_start, i};
         }
     }
     qsort(e, n, sizeof *e, coll_entry_cmp);
@@ -468,14 +477,18 @@ static void match_collectives(trace_run *r) {
             for (int m = 0; m < members; m++) {
                 const coll_entry *x = &e[a + (size_t)m * count + k];
                 double entered = x->t + trace_file_header(r->ranks[x->rank])->clock_offset;
-                if (entered > r->coll_entered[id]) r->coll_entered[id] = entered, r->coll_last[id] = x->rank;
+                if (entered > r->coll_entered[id])
+                    r->coll_entered[id] = entered, r->coll_last[id] = x->rank;
                 r->coll[x->rank][x->idx] = id;
             }
             for (int m = 0; m < members; m++) { /* the last entry, on each member's own clock */
                 const coll_entry *x = &e[a + (size_t)m * count + k];
                 trace_event *ev = &r->ranks[x->rank]->ev[x->idx];
-                double ready = r->coll_entered[id] - trace_file_header(r->ranks[x->rank])->clock_offset;
-                ev->t_ready = ready < ev->t_start ? ev->t_start : ready > ev->t_end ? ev->t_end : ready;
+                double ready = r->coll_entered[id] -
+                               trace_file_header(r->ranks[x->rank])->clock_offset;
+                ev->t_ready = ready < ev->t_start ? ev->t_start
+                              : ready > ev->t_end ? ev->t_end
+                                                  : ready;
             }
         }
         a = b;
@@ -495,7 +508,8 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
     if (!is_dir(tdir)) snprintf(tdir, sizeof tdir, "%s", run_dir);
     snprintf(path, sizeof path, "%s/rank0.trace", tdir);
     if (!is_file(path)) {
-        snprintf(err, errlen, "run directory '%s' has no trace/rank0.trace (was it trained with tracing on?)",
+        snprintf(err, errlen,
+                 "run directory '%s' has no trace/rank0.trace (was it trained with tracing on?)",
                  run_dir);
         return NULL;
     }
@@ -513,8 +527,8 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
     for (int k = 1; k < r->nranks; k++) {
         snprintf(path, sizeof path, "%s/rank%d.trace", tdir, k);
         if (!is_file(path)) {
-            snprintf(err, errlen, "trace '%s' is missing (rank 0's header says world size %d)", path,
-                     r->nranks);
+            snprintf(err, errlen, "trace '%s' is missing (rank 0's header says world size %d)",
+                     path, r->nranks);
             trace_run_free(r);
             return NULL;
         }
@@ -528,10 +542,11 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
             h->dp != h0.dp || h->vpp != h0.vpp || strcmp(h->schedule, h0.schedule) != 0 ||
             strcmp(h->run_id, h0.run_id) != 0) {
             snprintf(err, errlen,
-                     "trace '%s' does not belong with rank0.trace (it says rank %d of %d, tp %d pp %d dp %d vpp %d '%s', "
+                     "trace '%s' does not belong with rank0.trace (it says rank %d of %d, tp %d pp "
+                     "%d dp %d vpp %d '%s', "
                      "run '%s'; rank 0 says world %d, tp %d pp %d dp %d vpp %d '%s', run '%s')",
-                     path, h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->schedule, h->run_id,
-                     h0.world_size, h0.tp, h0.pp, h0.dp, h0.vpp, h0.schedule, h0.run_id);
+                     path, h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->schedule,
+                     h->run_id, h0.world_size, h0.tp, h0.pp, h0.dp, h0.vpp, h0.schedule, h0.run_id);
             trace_run_free(r);
             return NULL;
         }

@@ -51,7 +51,8 @@ void train_config_defaults(train_config *c) {
 
 static const char k_usage[] =
     "Usage: trident train [FLAGS]\n"
-    "       mpirun -np N trident train --tensor-model-parallel-size T --pipeline-model-parallel-size P [FLAGS]\n\n"
+    "       mpirun -np N trident train --tensor-model-parallel-size T "
+    "--pipeline-model-parallel-size P [FLAGS]\n\n"
     "Trains a GPT on the built-in synthetic data (or --data-path FILE, byte-level) and writes\n"
     "RUN_DIR/metrics.jsonl, RUN_DIR/trace/rank<k>.trace and pictures. The data-parallel size is\n"
     "world / (tensor × pipeline); every layout computes what one process computes.\n"
@@ -62,7 +63,8 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
     flag_spec specs[] = {
         {"--num-layers", FLAG_INT, &c->num_layers, "transformer blocks L", NULL},
         {"--hidden-size", FLAG_INT, &c->hidden_size, "hidden size C", NULL},
-        {"--num-attention-heads", FLAG_INT, &c->num_attention_heads, "attention heads NH (C % NH == 0)", NULL},
+        {"--num-attention-heads", FLAG_INT, &c->num_attention_heads,
+         "attention heads NH (C % NH == 0)", NULL},
         {"--seq-length", FLAG_INT, &c->seq_length, "sequence length T", NULL},
         {"--make-vocab-size-divisible-by", FLAG_INT, &c->make_vocab_size_divisible_by,
          "pad the 256-token vocabulary to a multiple of this × tensor-parallel size", NULL},
@@ -73,65 +75,89 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--min-lr", FLAG_FLOAT, &c->min_lr, "learning rate at the end of the cosine decay", NULL},
         {"--lr-warmup-iters", FLAG_INT, &c->lr_warmup_iters, "linear warmup iterations", NULL},
         {"--train-iters", FLAG_INT, &c->train_iters, "training iterations (steps)", NULL},
-        {"--weight-decay", FLAG_FLOAT, &c->weight_decay, "AdamW decoupled weight decay (matrices only)", NULL},
-        {"--clip-grad", FLAG_FLOAT, &c->clip_grad, "clip the global gradient norm to this (0 = off)", NULL},
+        {"--weight-decay", FLAG_FLOAT, &c->weight_decay,
+         "AdamW decoupled weight decay (matrices only)", NULL},
+        {"--clip-grad", FLAG_FLOAT, &c->clip_grad,
+         "clip the global gradient norm to this (0 = off)", NULL},
         {"--adam-beta1", FLAG_FLOAT, &c->adam_beta1, "Adam beta1", NULL},
         {"--adam-beta2", FLAG_FLOAT, &c->adam_beta2, "Adam beta2", NULL},
         {"--adam-eps", FLAG_FLOAT, &c->adam_eps, "Adam epsilon", NULL},
         {"--seed", FLAG_INT, &c->seed, "seed of weights and data sampling", NULL},
-        {"--tensor-model-parallel-size", FLAG_INT, &c->tensor_model_parallel_size, "tensor-parallel size", NULL},
-        {"--pipeline-model-parallel-size", FLAG_INT, &c->pipeline_model_parallel_size, "pipeline-parallel size", NULL},
-        {"--num-layers-per-virtual-pipeline-stage", FLAG_INT, &c->num_layers_per_virtual_pipeline_stage,
+        {"--tensor-model-parallel-size", FLAG_INT, &c->tensor_model_parallel_size,
+         "tensor-parallel size", NULL},
+        {"--pipeline-model-parallel-size", FLAG_INT, &c->pipeline_model_parallel_size,
+         "pipeline-parallel size", NULL},
+        {"--num-layers-per-virtual-pipeline-stage", FLAG_INT,
+         &c->num_layers_per_virtual_pipeline_stage,
          "layers per model chunk: enables the interleaved schedule (0 = off)", NULL},
-        {"--pipeline-schedule", FLAG_CHOICE, &c->pipeline_schedule, "pipeline schedule (zb-h1: zero bubble, split backward)", "gpipe|1f1b|interleaved|zb-h1"},
+        {"--pipeline-schedule", FLAG_CHOICE, &c->pipeline_schedule,
+         "pipeline schedule (zb-h1: zero bubble, split backward)", "gpipe|1f1b|interleaved|zb-h1"},
         {"--stage-layers", FLAG_STRING, &c->stage_layers,
          "explicit layers per virtual stage, e.g. 3,3,2 (default: even split)", NULL},
-        {"--rank-order", FLAG_CHOICE, &c->rank_order, "how ranks map to (tp, dp, pp)", "tp-dp-pp|tp-pp-dp"},
+        {"--rank-order", FLAG_CHOICE, &c->rank_order, "how ranks map to (tp, dp, pp)",
+         "tp-dp-pp|tp-pp-dp"},
         {"--use-distributed-optimizer", FLAG_BOOL, &c->use_distributed_optimizer,
          "ZeRO-1: shard the optimizer state over data-parallel ranks", NULL},
         {"--bf16", FLAG_BOOL, &c->bf16, "bf16 parameters and gradients, fp32 master weights", NULL},
-        {"--fp16", FLAG_BOOL, &c->fp16, "fp16 with dynamic loss scaling, fp32 master weights", NULL},
-        {"--data-path", FLAG_STRING, &c->data_path, "text file to train on (default: synthetic data)", NULL},
+        {"--fp16", FLAG_BOOL, &c->fp16, "fp16 with dynamic loss scaling, fp32 master weights",
+         NULL},
+        {"--data-path", FLAG_STRING, &c->data_path,
+         "text file to train on (default: synthetic data)", NULL},
         {"--split", FLAG_STRING, &c->split,
-         "TRAIN,HELD: weights cutting a --data-path file into training text and held-out text, in file order", NULL},
+         "TRAIN,HELD: weights cutting a --data-path file into training text and held-out text, in "
+         "file order",
+         NULL},
         {"--run-dir", FLAG_STRING, &c->run_dir, "where metrics, traces and pictures go", NULL},
         {"--save", FLAG_STRING, &c->save, "checkpoint directory to save to", NULL},
         {"--load", FLAG_STRING, &c->load, "checkpoint directory to resume from", NULL},
-        {"--save-interval", FLAG_INT, &c->save_interval, "save every N iterations (0 = only at the end)", NULL},
+        {"--save-interval", FLAG_INT, &c->save_interval,
+         "save every N iterations (0 = only at the end)", NULL},
         {"--log-interval", FLAG_INT, &c->log_interval, "print and log every N iterations", NULL},
         {"--eval-interval", FLAG_INT, &c->eval_interval,
          "evaluate on held-out data every N iterations (0 = only at the end)", NULL},
-        {"--eval-iters", FLAG_INT, &c->eval_iters, "global batches of held-out samples per evaluation (0 = no evaluation)", NULL},
+        {"--eval-iters", FLAG_INT, &c->eval_iters,
+         "global batches of held-out samples per evaluation (0 = no evaluation)", NULL},
         {"--no-trace", FLAG_BOOL, &c->no_trace, "do not record the per-rank timeline", NULL},
-        {"--draw-zero", FLAG_STRING, &c->draw_zero, "draw how the optimizer buffer is cut (.png/.svg/.pdf)", NULL},
+        {"--draw-zero", FLAG_STRING, &c->draw_zero,
+         "draw how the optimizer buffer is cut (.png/.svg/.pdf)", NULL},
         {"--threads", FLAG_INT, &c->threads, "BLAS threads per rank", NULL},
         {"--device", FLAG_CHOICE, &c->device,
-         "where tensors live and kernels run (cpu-guarded: CPU kernels, host access to tensors trapped)",
+         "where tensors live and kernels run (cpu-guarded: CPU kernels, host access to tensors "
+         "trapped)",
          "cpu|cuda|cpu-guarded"},
         {"--quiet", FLAG_BOOL, &c->quiet, "only the final summary", NULL},
         {"--distributed-timeout-minutes", FLAG_FLOAT, &c->distributed_timeout_minutes,
          "end the job if a rank waits longer than this", NULL},
     };
     const char *pos[1];
-    int np = flags_parse(cmd, k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv, pos, 0);
+    int np = flags_parse(cmd, k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv,
+                         pos, 0);
     (void)np;
 }
 
 bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
-#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return false; } while (0)
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(err, errlen, __VA_ARGS__);                                                        \
+        return false;                                                                              \
+    } while (0)
     if (tp < 1) FAIL("--tensor-model-parallel-size %d must be at least 1", tp);
     if (pp < 1) FAIL("--pipeline-model-parallel-size %d must be at least 1", pp);
     if (world % (tp * pp) != 0)
-        FAIL("world size %d is not divisible by --tensor-model-parallel-size %d × --pipeline-model-parallel-size %d",
+        FAIL("world size %d is not divisible by --tensor-model-parallel-size %d × "
+             "--pipeline-model-parallel-size %d",
              world, tp, pp);
-    if (c->micro_batch_size < 1) FAIL("--micro-batch-size %d must be at least 1", c->micro_batch_size);
+    if (c->micro_batch_size < 1)
+        FAIL("--micro-batch-size %d must be at least 1", c->micro_batch_size);
     if (c->train_iters < 0) FAIL("--train-iters %d must not be negative", c->train_iters);
     if (c->log_interval < 1) FAIL("--log-interval %d must be at least 1", c->log_interval);
     if (c->seq_length < 1) FAIL("--seq-length %d must be at least 1", c->seq_length);
     if (c->make_vocab_size_divisible_by < 1)
-        FAIL("--make-vocab-size-divisible-by %d must be at least 1", c->make_vocab_size_divisible_by);
-    if (c->lr < 0 || c->min_lr < 0) FAIL("--lr %g and --min-lr %g must not be negative", (double)c->lr, (double)c->min_lr);
+        FAIL("--make-vocab-size-divisible-by %d must be at least 1",
+             c->make_vocab_size_divisible_by);
+    if (c->lr < 0 || c->min_lr < 0)
+        FAIL("--lr %g and --min-lr %g must not be negative", (double)c->lr, (double)c->min_lr);
     if (c->threads < 1) FAIL("--threads %d must be at least 1", c->threads);
     if (!(c->distributed_timeout_minutes >= 0))
         FAIL("--distributed-timeout-minutes %g must not be negative (0 waits forever)",
@@ -142,9 +168,10 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     if (c->bf16 && c->fp16) FAIL("--bf16 and --fp16 exclude each other");
     {
         int a = -1, b = -1, used = 0;
-        if (!c->split || sscanf(c->split, "%d,%d%n", &a, &b, &used) != 2 || c->split[used] != '\0' || a < 1 ||
-            b < 0)
-            FAIL("--split '%s' must be two weights TRAIN,HELD with TRAIN >= 1 and HELD >= 0 (e.g. 95,5)",
+        if (!c->split || sscanf(c->split, "%d,%d%n", &a, &b, &used) != 2 ||
+            c->split[used] != '\0' || a < 1 || b < 0)
+            FAIL("--split '%s' must be two weights TRAIN,HELD with TRAIN >= 1 and HELD >= 0 (e.g. "
+                 "95,5)",
                  c->split ? c->split : "");
         c->split_train = a;
         c->split_held = b;
@@ -152,7 +179,8 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     c->world_size = world;
     c->dp = world / (tp * pp);
     if (c->global_batch_size < 1 || c->global_batch_size % (c->micro_batch_size * c->dp) != 0)
-        FAIL("--global-batch-size %d is not divisible by --micro-batch-size %d × data-parallel size %d",
+        FAIL("--global-batch-size %d is not divisible by --micro-batch-size %d × data-parallel "
+             "size %d",
              c->global_batch_size, c->micro_batch_size, c->dp);
     c->num_microbatches = c->global_batch_size / (c->micro_batch_size * c->dp);
     c->vpp = 1;
@@ -161,9 +189,13 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
              c->num_layers_per_virtual_pipeline_stage);
     if (c->num_layers_per_virtual_pipeline_stage > 0) {
         int k = c->num_layers_per_virtual_pipeline_stage;
-        if (pp < 2) FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1 (got %d)", pp);
+        if (pp < 2)
+            FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1 "
+                 "(got %d)",
+                 pp);
         if (c->num_layers % (k * pp) != 0)
-            FAIL("--num-layers %d is not divisible by --num-layers-per-virtual-pipeline-stage %d × --pipeline-model-parallel-size %d",
+            FAIL("--num-layers %d is not divisible by --num-layers-per-virtual-pipeline-stage %d × "
+                 "--pipeline-model-parallel-size %d",
                  c->num_layers, k, pp);
         c->vpp = c->num_layers / (k * pp);
         if (strcmp(c->pipeline_schedule, "1f1b") == 0) c->pipeline_schedule = "interleaved";
@@ -171,28 +203,35 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     if (strcmp(c->pipeline_schedule, "interleaved") == 0) {
         if (c->vpp < 2)
             FAIL("--pipeline-schedule interleaved needs at least 2 model chunks per rank: set "
-                 "--num-layers-per-virtual-pipeline-stage so that num-layers / (it × pipeline size) >= 2 (now %d chunk%s)",
+                 "--num-layers-per-virtual-pipeline-stage so that num-layers / (it × pipeline "
+                 "size) >= 2 (now %d chunk%s)",
                  c->vpp, c->vpp == 1 ? "" : "s");
         if (c->num_microbatches % pp != 0)
-            FAIL("interleaved schedule: %d micro-batches per data-parallel rank is not a multiple of "
-                 "--pipeline-model-parallel-size %d", c->num_microbatches, pp);
+            FAIL("interleaved schedule: %d micro-batches per data-parallel rank is not a multiple "
+                 "of "
+                 "--pipeline-model-parallel-size %d",
+                 c->num_microbatches, pp);
     } else if (c->vpp > 1) {
-        FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-schedule interleaved (got %s)",
+        FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-schedule interleaved (got "
+             "%s)",
              c->pipeline_schedule);
     }
     if (!c->stage_layers && c->num_layers % (pp * c->vpp) != 0)
-        FAIL("--num-layers %d is not divisible by the %d virtual pipeline stages (pipeline size %d × %d chunks per rank)",
+        FAIL("--num-layers %d is not divisible by the %d virtual pipeline stages (pipeline size %d "
+             "× %d chunks per rank)",
              c->num_layers, pp * c->vpp, pp, c->vpp);
     if (2LL * c->num_microbatches * pp * c->vpp > COMM_MAX_TAG + 1LL)
         FAIL("%d micro-batches × %d virtual pipeline stages need %lld message tags; tags stop at "
-             "COMM_MAX_TAG = %d (use fewer, larger micro-batches)", c->num_microbatches, pp * c->vpp,
-             2LL * c->num_microbatches * pp * c->vpp, COMM_MAX_TAG);
+             "COMM_MAX_TAG = %d (use fewer, larger micro-batches)",
+             c->num_microbatches, pp * c->vpp, 2LL * c->num_microbatches * pp * c->vpp,
+             COMM_MAX_TAG);
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
-    gpt_config g = {c->padded_vocab, 256, c->seq_length, c->num_layers, c->hidden_size,
+    gpt_config g = {c->padded_vocab,       256, c->seq_length, c->num_layers, c->hidden_size,
                     c->num_attention_heads};
     if (!gpt_config_check(&g, tp, err, errlen)) return false;
     if (c->hidden_size % tp != 0)
-        FAIL("--hidden-size %d is not divisible by --tensor-model-parallel-size %d", c->hidden_size, tp);
+        FAIL("--hidden-size %d is not divisible by --tensor-model-parallel-size %d", c->hidden_size,
+             tp);
 #undef FAIL
     return true;
 }

@@ -26,22 +26,22 @@ typedef struct {
     int tensor_model_parallel_size, pipeline_model_parallel_size;
     int num_layers_per_virtual_pipeline_stage; /* 0 = not interleaved */
     const char *pipeline_schedule;             /* gpipe | 1f1b | interleaved */
-    const char *stage_layers;                  /* "2,3,3" explicit layers per virtual stage, or NULL */
-    const char *rank_order;                    /* tp-dp-pp | tp-pp-dp */
+    const char *stage_layers; /* "2,3,3" explicit layers per virtual stage, or NULL */
+    const char *rank_order;   /* tp-dp-pp | tp-pp-dp */
     bool use_distributed_optimizer;
     bool bf16, fp16;
     /* data, output */
-    const char *data_path;  /* NULL = built-in synthetic data */
-    const char *split;      /* "TRAIN,HELD" weights of a --data-path file (src/data/dataset.h) */
+    const char *data_path; /* NULL = built-in synthetic data */
+    const char *split;     /* "TRAIN,HELD" weights of a --data-path file (src/data/dataset.h) */
     int split_train, split_held; /* parsed from split by train_config_check */
     const char *run_dir;
     const char *save, *load;
     int save_interval, log_interval;
     int eval_interval, eval_iters;
-    bool no_trace;          /* tracing is on unless --no-trace */
-    const char *draw_zero;  /* picture of the ZeRO buffer cut */
-    int threads;            /* BLAS threads per rank */
-    const char *device;     /* cpu | cuda | cpu-guarded (src/device/device.h) */
+    bool no_trace;         /* tracing is on unless --no-trace */
+    const char *draw_zero; /* picture of the ZeRO buffer cut */
+    int threads;           /* BLAS threads per rank */
+    const char *device;    /* cpu | cuda | cpu-guarded (src/device/device.h) */
     bool quiet;
     float distributed_timeout_minutes;
     /* derived by train_config_check */

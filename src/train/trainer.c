@@ -27,7 +27,7 @@
 
 struct trainer {
     train_config cfg;
-    parallel_state *ps;    /* NULL: serial */
+    parallel_state *ps; /* NULL: serial */
     gpt_config gcfg;
     local_model *model;
     pp_executor *exec;
@@ -48,14 +48,18 @@ static int *parse_stage_layers(const char *s, int nstages) {
     while (*p) {
         char *end;
         long v = strtol(p, &end, 10);
-        if (end == p) die("trident train: --stage-layers '%s': expected comma-separated layer counts", s);
+        if (end == p)
+            die("trident train: --stage-layers '%s': expected comma-separated layer counts", s);
         if (n >= nstages)
-            die("trident train: --stage-layers '%s' names more than the %d virtual pipeline stages", s, nstages);
+            die("trident train: --stage-layers '%s' names more than the %d virtual pipeline stages",
+                s, nstages);
         out[n++] = (int)v;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') die("trident train: --stage-layers '%s': expected comma-separated layer counts", s);
+        if (*end && *end != ',')
+            die("trident train: --stage-layers '%s': expected comma-separated layer counts", s);
     }
-    if (n != nstages) die("trident train: --stage-layers '%s' names %d stages, the layout has %d", s, n, nstages);
+    if (n != nstages)
+        die("trident train: --stage-layers '%s' names %d stages, the layout has %d", s, n, nstages);
     return out;
 }
 
@@ -69,8 +73,9 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     t->dp_rank = ps ? ps->dp_rank : 0;
     t->is_last_stage = ps ? ps->is_last_stage : true;
     if (!ps) CHECK(tp == 1 && pp == 1 && cfg->dp == 1, "a serial trainer needs tp = pp = dp = 1");
-    gpt_config g = {cfg->padded_vocab, 256, cfg->seq_length, cfg->num_layers, cfg->hidden_size,
-                    cfg->num_attention_heads};
+    gpt_config g = {cfg->padded_vocab, 256,
+                    cfg->seq_length,   cfg->num_layers,
+                    cfg->hidden_size,  cfg->num_attention_heads};
     t->gcfg = g;
     int *stage_layers = parse_stage_layers(cfg->stage_layers, pp * cfg->vpp);
     t->model = local_model_create(&g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp, stage_layers,
@@ -83,9 +88,15 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
                                  cfg->micro_batch_size, cfg->seq_length);
     adamw_config ac = {
-        .lr = cfg->lr, .min_lr = cfg->min_lr, .warmup_iters = cfg->lr_warmup_iters,
-        .decay_iters = cfg->train_iters, .beta1 = cfg->adam_beta1, .beta2 = cfg->adam_beta2,
-        .eps = cfg->adam_eps, .weight_decay = cfg->weight_decay, .clip_grad = cfg->clip_grad,
+        .lr = cfg->lr,
+        .min_lr = cfg->min_lr,
+        .warmup_iters = cfg->lr_warmup_iters,
+        .decay_iters = cfg->train_iters,
+        .beta1 = cfg->adam_beta1,
+        .beta2 = cfg->adam_beta2,
+        .eps = cfg->adam_eps,
+        .weight_decay = cfg->weight_decay,
+        .clip_grad = cfg->clip_grad,
     };
     distopt_groups dg = {
         .dp = ps ? ps->dp : NULL,
@@ -94,12 +105,15 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         .zero = cfg->use_distributed_optimizer,
         .bucket_numel = 1u << 20,
         .world = ps ? ps->world : NULL,
-        .dtype = cfg->bf16 ? PREC_BF16 : cfg->fp16 ? PREC_FP16 : PREC_FP32,
+        .dtype = cfg->bf16   ? PREC_BF16
+                 : cfg->fp16 ? PREC_FP16
+                             : PREC_FP32,
     };
     t->opt = distopt_create(t->model, &ac, &dg);
-    t->data = dataset_open_split(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed, cfg->split_train,
-                                 cfg->split_held);
-    size_t n = (size_t)cfg->num_microbatches * (size_t)cfg->micro_batch_size * (size_t)cfg->seq_length;
+    t->data = dataset_open_split(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed,
+                                 cfg->split_train, cfg->split_held);
+    size_t n = (size_t)cfg->num_microbatches * (size_t)cfg->micro_batch_size *
+               (size_t)cfg->seq_length;
     t->inputs = mallocCheck(n * sizeof(int32_t));
     t->targets = mallocCheck(n * sizeof(int32_t));
     t->sample = mallocCheck(((size_t)cfg->seq_length + 1) * sizeof(int32_t));
@@ -153,7 +167,8 @@ step_result trainer_step(trainer *t, int it) {
     local_model_zero_grads(t->model);
     /* Each position's loss weighs 1/(B·T·m) of the step's objective (times the fp16 loss scale). */
     const float dloss = distopt_loss_scale(t->opt) /
-                        ((float)c->micro_batch_size * (float)c->seq_length * (float)c->num_microbatches);
+                        ((float)c->micro_batch_size * (float)c->seq_length *
+                         (float)c->num_microbatches);
     double loss_sum = pp_executor_run(t->exec, t->inputs, t->targets, dloss, it);
     int ho = t->trace ? trace_begin(t->trace, TRACE_OPTIMIZER, it, -1, -1) : -1;
     distopt_stats st = distopt_step(t->opt, it);
@@ -173,7 +188,8 @@ step_result trainer_step(trainer *t, int it) {
         comm_label_set("peak mem", -1);
         comm_all_reduce(t->ps->world, &peak, 1, COMM_INT64, COMM_MAX);
         comm_label_set("loss", -1);
-        if (!isfinite(loss)) comm_all_reduce(t->ps->world, &bad, 1, COMM_INT32, COMM_MAX); /* all see it */
+        if (!isfinite(loss))
+            comm_all_reduce(t->ps->world, &bad, 1, COMM_INT32, COMM_MAX); /* all see it */
         comm_label_clear();
     }
     r.loss_rank = bad == INT32_MIN ? -1 : -bad;
@@ -190,7 +206,8 @@ step_result trainer_step(trainer *t, int it) {
 float trainer_evaluate(trainer *t, int batches, int step) {
     const train_config *c = &t->cfg;
     if (dataset_eval_windows(t->data) == 0)
-        die("trident train: the data has no evaluation window of --seq-length %d + 1 tokens", c->seq_length);
+        die("trident train: the data has no evaluation window of --seq-length %d + 1 tokens",
+            c->seq_length);
     double sum = 0.0;
     for (int b = 0; b < batches; b++) {
         load_batch(t, (uint64_t)b * (uint64_t)c->global_batch_size, true);
@@ -211,10 +228,13 @@ float trainer_evaluate(trainer *t, int batches, int step) {
 double trainer_eval(trainer *t, const char *data_path, int max_windows) {
     CHECK(!t->ps || comm_size(t->ps->world) == 1, "evaluation runs serially");
     const gpt_chunk *ch = &t->model->chunks[0];
-    dataset *d = data_path ? dataset_open(data_path, t->cfg.seq_length, (uint64_t)t->cfg.seed) : t->data;
+    dataset *d = data_path ? dataset_open(data_path, t->cfg.seq_length, (uint64_t)t->cfg.seed)
+                           : t->data;
     size_t nw = dataset_eval_windows(d);
     if (max_windows > 0 && (size_t)max_windows < nw) nw = (size_t)max_windows;
-    if (nw == 0) die("no evaluation window: the data is shorter than --seq-length %d + 1 tokens", t->cfg.seq_length);
+    if (nw == 0)
+        die("no evaluation window: the data is shorter than --seq-length %d + 1 tokens",
+            t->cfg.seq_length);
     const int T = t->cfg.seq_length;
     gpt_acts *a = gpt_acts_create(ch, 1, T);
     double sum = 0.0;
@@ -235,12 +255,20 @@ static prec_dtype run_dtype(const train_config *c) {
 
 ckpt_layout trainer_ckpt_layout(const train_config *c) {
     return (ckpt_layout){
-        .world_size = c->world_size, .tp = c->tensor_model_parallel_size,
-        .pp = c->pipeline_model_parallel_size, .dp = c->dp, .vpp = c->vpp,
-        .rank_order = c->rank_order, .zero = c->use_distributed_optimizer, .dtype = run_dtype(c),
-        .num_layers = c->num_layers, .hidden_size = c->hidden_size,
-        .num_attention_heads = c->num_attention_heads, .seq_length = c->seq_length,
-        .padded_vocab = c->padded_vocab, .make_vocab_size_divisible_by = c->make_vocab_size_divisible_by,
+        .world_size = c->world_size,
+        .tp = c->tensor_model_parallel_size,
+        .pp = c->pipeline_model_parallel_size,
+        .dp = c->dp,
+        .vpp = c->vpp,
+        .rank_order = c->rank_order,
+        .zero = c->use_distributed_optimizer,
+        .dtype = run_dtype(c),
+        .num_layers = c->num_layers,
+        .hidden_size = c->hidden_size,
+        .num_attention_heads = c->num_attention_heads,
+        .seq_length = c->seq_length,
+        .padded_vocab = c->padded_vocab,
+        .make_vocab_size_divisible_by = c->make_vocab_size_divisible_by,
         .seed = c->seed,
     };
 }
@@ -280,14 +308,17 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
            c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule);
     if (c->vpp > 1) printf(" (%d chunks per rank)", c->vpp);
     printf(", ZeRO %s, %s\n", c->use_distributed_optimizer ? "on" : "off",
-           c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
+           c->bf16   ? "bf16"
+           : c->fp16 ? "fp16"
+                     : "fp32");
     if (c->world_size > 1) printf("%s\n", dist_transport_description());
     if (device_current() != DEVICE_CPU) {
         printf("device: %s", device_kind_name(device_current()));
-        if (device_gpu() >= 0) printf(" (GPU %d of %d on this node)", device_gpu(), device_cuda_count());
-        printf(", communication: %s\n",
-               ps && comm_backend_of(ps->world) == COMM_NCCL ? "NCCL on device memory"
-                                                              : "MPI, device buffers staged through host memory");
+        if (device_gpu() >= 0)
+            printf(" (GPU %d of %d on this node)", device_gpu(), device_cuda_count());
+        printf(", communication: %s\n", ps && comm_backend_of(ps->world) == COMM_NCCL
+                                            ? "NCCL on device memory"
+                                            : "MPI, device buffers staged through host memory");
     }
     printf("model: %d layers, hidden %d, %d heads, seq %d, vocab 256 (padded %d)\n", c->num_layers,
            c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab);
@@ -296,22 +327,32 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
     if (ps) print_groups(c, ps);
     /* The ZeRO paper's accounting for this rank's Ψ parameters (src/zero/memory_plan.h). */
     const zero_ranges *r = distopt_ranges(opt);
-    size_t shard = c->use_distributed_optimizer ? r->shard_numel : (m->numel + (size_t)c->dp - 1) / (size_t)c->dp;
+    size_t shard = c->use_distributed_optimizer ? r->shard_numel
+                                                : (m->numel + (size_t)c->dp - 1) / (size_t)c->dp;
     zero_memory_plan plan = zero_memory_plan_make(m->numel, c->dp, shard, run_dtype(c),
                                                   c->use_distributed_optimizer ? 1 : 0);
     char buf[256];
-    printf("memory plan (rank 0, %zu parameters): %s\n", m->numel, zero_memory_plan_summary(&plan, buf, sizeof buf));
+    printf("memory plan (rank 0, %zu parameters): %s\n", m->numel,
+           zero_memory_plan_summary(&plan, buf, sizeof buf));
 }
 
 static void trace_comm_hook(const comm_event *e, void *ctx) {
     trace_recorder *tr = ctx;
     trace_kind kind = TRACE_COLLECTIVE;
     if (e->peer >= 0) kind = strncmp(e->op, "recv", 4) == 0 ? TRACE_RECV : TRACE_SEND;
-    trace_comm_info ci = {.kind = kind, .op = e->op, .group = e->group, .label = e->label,
-                          .peer = e->peer, .tag = e->tag, .layer = e->layer,
+    trace_comm_info ci = {.kind = kind,
+                          .op = e->op,
+                          .group = e->group,
+                          .label = e->label,
+                          .peer = e->peer,
+                          .tag = e->tag,
+                          .layer = e->layer,
                           .group_first = kind == TRACE_COLLECTIVE ? e->group_first : -1,
-                          .bytes = e->bytes, .t_start = e->t_start, .t_ready = e->t_ready,
-                          .t_end = e->t_end, .cpu = e->cpu};
+                          .bytes = e->bytes,
+                          .t_start = e->t_start,
+                          .t_ready = e->t_ready,
+                          .t_end = e->t_end,
+                          .cpu = e->cpu};
     trace_comm_full(tr, &ci);
 }
 
@@ -323,8 +364,8 @@ static void make_run_id(char id[32], comm_group *world) {
     if (dist_rank() == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf(id, 32, "%llx-%lx-%x-%x", (unsigned long long)ts.tv_sec, (unsigned long)ts.tv_nsec / 1000,
-                 (unsigned)getpid(), counter);
+        snprintf(id, 32, "%llx-%lx-%x-%x", (unsigned long long)ts.tv_sec,
+                 (unsigned long)ts.tv_nsec / 1000, (unsigned)getpid(), counter);
     }
     counter++;
     if (world && comm_size(world) > 1) comm_broadcast(world, id, 32, COMM_BYTE, 0);
@@ -335,7 +376,8 @@ static void make_run_id(char id[32], comm_group *world) {
  * ranks can share one GPU. */
 static comm_backend comm_backend_for(device_kind dk, int world) {
 #ifdef TRIDENT_CUDA
-    if (dk == DEVICE_CUDA && world > 1 && dist_local_size() <= device_cuda_count()) return COMM_NCCL;
+    if (dk == DEVICE_CUDA && world > 1 && dist_local_size() <= device_cuda_count())
+        return COMM_NCCL;
 #else
     (void)dk;
     (void)world;
@@ -347,22 +389,22 @@ static comm_backend comm_backend_for(device_kind dk, int world) {
 typedef struct {
     train_config *c;
     int world, rank;
-    bool lead;              /* rank 0: prints, writes metrics and pictures */
+    bool lead; /* rank 0: prints, writes metrics and pictures */
     pg_layout layout;
     device_kind dk;
     parallel_state *ps;
     trainer *t;
-    ckpt_layout ckpt;       /* what checkpoints are told of the run */
-    char *cfg_json;         /* the configuration, stored in every trace header */
-    atomic_file metrics;    /* RUN_DIR/metrics.jsonl (lead only) */
+    ckpt_layout ckpt;    /* what checkpoints are told of the run */
+    char *cfg_json;      /* the configuration, stored in every trace header */
+    atomic_file metrics; /* RUN_DIR/metrics.jsonl (lead only) */
     FILE *mf;
-    int start;              /* the iteration resumed from (0: a fresh run) */
+    int start; /* the iteration resumed from (0: a fresh run) */
     int last_logged, last_saved;
     double t_start, t_last; /* wall clock of the loop's start and of the last progress line */
     float first_loss, last_loss;
     double flops_per_token; /* model FLOPs of one trained token (src/model/flops.h) */
     double peak_flops;      /* what the job is compared with (gemm_rate.h); 0: unknown (cuda) */
-    float held_out; /* the last evaluation's loss, NAN before one */
+    float held_out;         /* the last evaluation's loss, NAN before one */
 } run_state;
 
 /* Checks the configuration and the layout, then sets up communication, the device, the
@@ -374,8 +416,8 @@ static void run_setup(run_state *r, train_config *c) {
     r->rank = dist_rank();
     r->lead = r->rank == 0;
     if (!train_config_check(c, r->world, err, sizeof err)) dist_fail_all("trident train: %s", err);
-    if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size, c->pipeline_model_parallel_size,
-                        c->vpp, c->rank_order, err, sizeof err))
+    if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size,
+                        c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("trident train: %s", err);
     comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes); /* 0 waits forever */
     device_set_threads(c->threads);
@@ -416,7 +458,9 @@ static void run_trace_begin(run_state *r) {
     /* Events per step: for each (micro-batch, chunk) a forward and a backward, their p2p,
      * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the
      * embedding and loss ones; then the optimizer's collectives and the step's own events. */
-    size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp * (12 + 4 * (size_t)c->num_layers) + 64;
+    size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp *
+                          (12 + 4 * (size_t)c->num_layers) +
+                      64;
     trainer *t = r->t;
     t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
     pp_executor_set_trace(t->exec, t->trace);
@@ -430,7 +474,8 @@ static void run_resume(run_state *r) {
     r->start = checkpoint_load(c->load, &r->ckpt, r->t->model, r->t->opt, r->rank);
     if (r->lead && !c->quiet) printf("resumed from %s at iteration %d\n", c->load, r->start);
     if (r->start >= c->train_iters && r->lead)
-        printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", r->start, c->train_iters);
+        printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", r->start,
+               c->train_iters);
 }
 
 /* MFU's two numbers (lead only): the model FLOPs of a token and the job's peak, the sgemm
@@ -447,7 +492,8 @@ static void run_throughput_setup(run_state *r) {
     const int cores = gemm_rate_cores();
     r->peak_flops = gemm_rate_job_peak(&g, r->world, cores);
     if (!c->quiet)
-        printf("throughput: %.3g model FLOPs per token; peak %.3g GFLOP/s = sgemm %.3g GFLOP/s per process "
+        printf("throughput: %.3g model FLOPs per token; peak %.3g GFLOP/s = sgemm %.3g GFLOP/s per "
+               "process "
                "(%s; %d thread%s, %zux%zux%zu) x %d process%s at once on %d core%s\n",
                r->flops_per_token, 1e-9 * r->peak_flops, 1e-9 * g.flops_per_s, g.source, c->threads,
                c->threads == 1 ? "" : "s", N, C, OC, (int)(r->peak_flops / g.flops_per_s + 0.5),
@@ -458,17 +504,20 @@ static void run_throughput_setup(run_state *r) {
 static void log_step(run_state *r, int it, const step_result *s, double tps) {
     const train_config *c = r->c;
     const double mfs = tps * r->flops_per_token; /* the whole job's model FLOP/s */
-    fprintf(r->mf, "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
-                   "\"peak_activation_bytes\":%zu,\"model_flops_per_s\":%.4g",
+    fprintf(r->mf,
+            "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
+            "\"peak_activation_bytes\":%zu,\"model_flops_per_s\":%.4g",
             it, (double)s->loss, (double)s->lr, isfinite(s->grad_norm) ? s->grad_norm : -1.0, tps,
             s->peak_activation_bytes, mfs);
     if (r->peak_flops > 0) fprintf(r->mf, ",\"mfu\":%.4g", mfs / r->peak_flops);
-    if (c->fp16) fprintf(r->mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)s->loss_scale, s->skipped ? "true" : "false");
+    if (c->fp16)
+        fprintf(r->mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)s->loss_scale,
+                s->skipped ? "true" : "false");
     fprintf(r->mf, "}\n");
     fflush(r->mf);
     if (!c->quiet) {
-        printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.3g GFLOP/s", it,
-               c->train_iters, (double)s->loss, (double)s->lr, s->grad_norm, tps, 1e-9 * mfs);
+        printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.3g GFLOP/s",
+               it, c->train_iters, (double)s->loss, (double)s->lr, s->grad_norm, tps, 1e-9 * mfs);
         if (r->peak_flops > 0) printf(" (MFU %.1f%%)", 100 * mfs / r->peak_flops);
         printf("\n");
     }
@@ -484,11 +533,13 @@ static void run_evaluate(run_state *r, int it) {
     fprintf(r->mf, "{\"step\":%d,\"eval_loss\":%.7g}\n", it, (double)el);
     fflush(r->mf);
     if (!c->quiet)
-        printf("eval  %5d/%d | loss %.4f on %d held-out batches\n", it, c->train_iters, (double)el, c->eval_iters);
+        printf("eval  %5d/%d | loss %.4f on %d held-out batches\n", it, c->train_iters, (double)el,
+               c->eval_iters);
 }
 
 static void run_save(run_state *r, int it) {
-    checkpoint_save(r->c->save, it, &r->ckpt, r->t->model, r->t->opt, r->world > 1 ? r->ps->world : NULL, r->rank);
+    checkpoint_save(r->c->save, it, &r->ckpt, r->t->model, r->t->opt,
+                    r->world > 1 ? r->ps->world : NULL, r->rank);
     r->last_saved = it;
 }
 
@@ -504,8 +555,10 @@ static void run_loop(run_state *r) {
         if (it == r->start + 1) r->first_loss = s.loss;
         r->last_loss = s.loss;
         if (!isfinite(s.loss))
-            dist_fail_all("trident train: the loss became %g at iteration %d, first on rank %d (last "
-                          "pipeline stage); lower --lr or check the data", (double)s.loss, it, s.loss_rank);
+            dist_fail_all(
+                "trident train: the loss became %g at iteration %d, first on rank %d (last "
+                "pipeline stage); lower --lr or check the data",
+                (double)s.loss, it, s.loss_rank);
         if (it % c->log_interval == 0 || it == c->train_iters || it == r->start + 1) {
             double now = time_now();
             double tps = tokens_per_step * (it - r->last_logged) / (now - r->t_last);
@@ -513,11 +566,13 @@ static void run_loop(run_state *r) {
             r->last_logged = it;
             if (r->lead) log_step(r, it, &s, tps);
         }
-        if (c->eval_iters > 0 && ((c->eval_interval > 0 && it % c->eval_interval == 0) || it == c->train_iters))
+        if (c->eval_iters > 0 &&
+            ((c->eval_interval > 0 && it % c->eval_interval == 0) || it == c->train_iters))
             run_evaluate(r, it);
         if (c->save && c->save_interval > 0 && it % c->save_interval == 0) run_save(r, it);
     }
-    if (c->save && r->last_saved != c->train_iters && c->train_iters > r->start) run_save(r, c->train_iters);
+    if (c->save && r->last_saved != c->train_iters && c->train_iters > r->start)
+        run_save(r, c->train_iters);
 }
 
 /* Every rank writes RUN_DIR/trace/rank<k>.trace; then all ranks meet. */
@@ -542,7 +597,8 @@ static void run_trace_end(run_state *r) {
 static void run_summary(run_state *r, double elapsed) {
     const train_config *c = r->c;
     if (c->draw_zero) {
-        viz_draw_zero_buffer(c->draw_zero, distopt_ranges(r->t->opt), run_dtype(c), c->use_distributed_optimizer ? 1 : 0);
+        viz_draw_zero_buffer(c->draw_zero, distopt_ranges(r->t->opt), run_dtype(c),
+                             c->use_distributed_optimizer ? 1 : 0);
         printf("ZeRO buffer picture: %s\n", c->draw_zero);
     }
     printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - r->start, elapsed,
@@ -554,14 +610,19 @@ static void run_summary(run_state *r, double elapsed) {
     printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
     if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
     viz_run_pictures req = {
-        .run_dir = c->run_dir, .layout = &r->layout,
-        .zero = c->use_distributed_optimizer ? distopt_ranges(r->t->opt) : NULL, .dtype = run_dtype(c),
-        .traced = !c->no_trace, .pipeline = c->pipeline_model_parallel_size > 1,
-        .who = "trident train", .out = stdout,
+        .run_dir = c->run_dir,
+        .layout = &r->layout,
+        .zero = c->use_distributed_optimizer ? distopt_ranges(r->t->opt) : NULL,
+        .dtype = run_dtype(c),
+        .traced = !c->no_trace,
+        .pipeline = c->pipeline_model_parallel_size > 1,
+        .who = "trident train",
+        .out = stdout,
     };
     viz_run_bubbles bubbles;
     char err[512];
-    if (!viz_render_run_dir(&req, &bubbles, err, sizeof err)) die("cannot read back the traces: %s", err);
+    if (!viz_render_run_dir(&req, &bubbles, err, sizeof err))
+        die("cannot read back the traces: %s", err);
     fflush(stdout);
 }
 

@@ -33,10 +33,10 @@ typedef struct {
     float loss;       /* mean over the global batch */
     double grad_norm; /* before clipping */
     float lr;
-    bool skipped;     /* fp16 overflow: the update was skipped */
-    float loss_scale; /* fp16 loss scale after this step (1 otherwise) */
+    bool skipped;                 /* fp16 overflow: the update was skipped */
+    float loss_scale;             /* fp16 loss scale after this step (1 otherwise) */
     size_t peak_activation_bytes; /* the largest peak of activations held, over all ranks */
-    int loss_rank;    /* loss not finite: the lowest rank whose own share was not; else -1 */
+    int loss_rank; /* loss not finite: the lowest rank whose own share was not; else -1 */
 } step_result;
 
 /* Runs iteration `it` (1-based). */

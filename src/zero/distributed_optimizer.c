@@ -29,13 +29,13 @@ struct dist_optimizer {
     adamw_config cfg;
     distopt_groups g;
     int dp_size, dp_rank;
-    zero_ranges *ranges; /* ZeRO: dp shards; without: the dp = 1 layout (one shard) */
+    zero_ranges *ranges;    /* ZeRO: dp shards; without: the dp = 1 layout (one shard) */
     const zero_shard *mine; /* the shard this rank updates */
-    float *m, *v;        /* Adam moments: (numel) without ZeRO, (shard) with ZeRO */
+    float *m, *v;           /* Adam moments: (numel) without ZeRO, (shard) with ZeRO */
     size_t nstate;
-    int t;               /* steps taken (Adam bias correction) */
-    float *master;       /* mixed precision: fp32 master weights (numel, or the shard) */
-    prec_scaler scaler;  /* fp16 loss scaling */
+    int t;              /* steps taken (Adam bias correction) */
+    float *master;      /* mixed precision: fp32 master weights (numel, or the shard) */
+    prec_scaler scaler; /* fp16 loss scaling */
     bool inject_overflow;
 };
 
@@ -57,7 +57,8 @@ static zero_ranges *build_ranges(const local_model *model, int shards, size_t bu
 /* This rank's parameters that the optimizer updates: the whole buffer, or its shard. */
 static float *my_params(dist_optimizer *o) { return o->model->params + o->mine->world_start; }
 
-dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg, const distopt_groups *g) {
+dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
+                               const distopt_groups *g) {
     dist_optimizer *o = callocCheck(1, sizeof *o);
     o->model = model;
     o->cfg = *cfg;
@@ -205,8 +206,8 @@ static void update_mine(dist_optimizer *o, float lr, float clip) {
         const zero_piece *pc = &sh->pieces[k];
         const size_t at = pc->local_start;
         const float wd = o->ranges->params[pc->param].weight_decay ? o->cfg.weight_decay : 0.0f;
-        dev_adamw_update(w + at, o->model->grads + at, o->m + at, o->v + at, pc->local_end - at, &o->cfg,
-                         lr, wd, o->t, clip);
+        dev_adamw_update(w + at, o->model->grads + at, o->m + at, o->v + at, pc->local_end - at,
+                         &o->cfg, lr, wd, o->t, clip);
     }
     if (o->master) {
         device_copy(my_params(o), o->master, o->nstate * sizeof(float));

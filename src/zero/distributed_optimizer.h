@@ -55,7 +55,8 @@ typedef struct dist_optimizer dist_optimizer;
 
 /* With g->zero, pads model->params and model->grads to the shard layout (their pointers
  * change: take them from the model after this call). */
-dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg, const distopt_groups *g);
+dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
+                               const distopt_groups *g);
 void distopt_destroy(dist_optimizer *o);
 
 typedef struct {

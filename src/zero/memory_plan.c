@@ -8,8 +8,8 @@ zero_memory_plan zero_memory_plan_make(size_t psi, int dp, size_t shard_numel, p
     if (dp < 1) die("zero: data-parallel size %d must be at least 1", dp);
     if (stage < 0 || stage > 3) die("zero: ZeRO stage %d is not one of 0, 1, 2, 3", stage);
     if (shard_numel * (size_t)dp < psi)
-        die("zero: shards of %zu elements on %d ranks cannot hold %zu parameters", shard_numel,
-            dp, psi);
+        die("zero: shards of %zu elements on %d ranks cannot hold %zu parameters", shard_numel, dp,
+            psi);
     zero_memory_plan m = {0};
     m.psi = psi;
     m.dp = dp;
@@ -40,8 +40,8 @@ zero_memory_plan zero_memory_plan_make(size_t psi, int dp, size_t shard_numel, p
     m.formula_grad_bytes = (double)wb * f_grad;
     m.formula_master_bytes = (double)master_b * f_optim;
     m.formula_optim_bytes = (double)adam_b * f_optim;
-    m.formula_total_bytes = m.formula_param_bytes + m.formula_grad_bytes +
-                            m.formula_master_bytes + m.formula_optim_bytes;
+    m.formula_total_bytes = m.formula_param_bytes + m.formula_grad_bytes + m.formula_master_bytes +
+                            m.formula_optim_bytes;
     return m;
 }
 
@@ -76,14 +76,12 @@ const char *zero_memory_plan_summary(const zero_memory_plan *m, char *buf, size_
                  human((double)m->grad_bytes, g, sizeof g),
                  human((double)m->optim_bytes, o, sizeof o));
     else
-        snprintf(buf, cap,
-                 "%s, %s, dp %d: %s per rank (params %s + grads %s + master %s + Adam m,v %s)",
-                 stage_name(m->stage), prec_dtype_name(m->dtype), m->dp,
-                 human((double)m->total_bytes, t, sizeof t),
-                 human((double)m->param_bytes, p, sizeof p),
-                 human((double)m->grad_bytes, g, sizeof g),
-                 human((double)m->master_bytes, w, sizeof w),
-                 human((double)m->optim_bytes, o, sizeof o));
+        snprintf(
+            buf, cap, "%s, %s, dp %d: %s per rank (params %s + grads %s + master %s + Adam m,v %s)",
+            stage_name(m->stage), prec_dtype_name(m->dtype), m->dp,
+            human((double)m->total_bytes, t, sizeof t), human((double)m->param_bytes, p, sizeof p),
+            human((double)m->grad_bytes, g, sizeof g), human((double)m->master_bytes, w, sizeof w),
+            human((double)m->optim_bytes, o, sizeof o));
     return buf;
 }
 
@@ -94,7 +92,11 @@ void zero_memory_plan_print(FILE *f, const zero_memory_plan *m) {
             m->psi, m->dp, prec_dtype_name(m->dtype), mixed ? " mixed precision" : "",
             stage_name(m->stage), m->shard_numel);
     fprintf(f, "  %-16s %14s %14s\n", "", "actual", "formula");
-    struct { const char *name; size_t actual; double formula; } rows[] = {
+    struct {
+        const char *name;
+        size_t actual;
+        double formula;
+    } rows[] = {
         {"parameters", m->param_bytes, m->formula_param_bytes},
         {"gradients", m->grad_bytes, m->formula_grad_bytes},
         {"fp32 master", m->master_bytes, m->formula_master_bytes},

@@ -30,11 +30,11 @@
 #include "src/zero/shard_ranges.h"
 
 typedef struct {
-    size_t psi;          /* Ψ: parameters on this rank */
-    int dp;              /* Nd */
-    size_t shard_numel;  /* S: elements of one shard, padding included (>= ceil(Ψ/Nd)) */
-    prec_dtype dtype;    /* of params and grads; the optimizer is always fp32 */
-    int stage;           /* 0..3 */
+    size_t psi;         /* Ψ: parameters on this rank */
+    int dp;             /* Nd */
+    size_t shard_numel; /* S: elements of one shard, padding included (>= ceil(Ψ/Nd)) */
+    prec_dtype dtype;   /* of params and grads; the optimizer is always fp32 */
+    int stage;          /* 0..3 */
     /* bytes per rank, from the actual (padded) shard size */
     size_t param_bytes, grad_bytes, master_bytes, optim_bytes, total_bytes;
     /* the same from the paper's formula (Ψ/Nd exactly, no padding) */

@@ -175,8 +175,9 @@ void zero_ranges_print(FILE *f, const zero_ranges *r) {
     int nw = name_width(r);
     fprintf(f, "ZeRO-1 shard ranges: %d parameters, psi = %zu elements, dp = %d\n", r->n_params,
             r->numel, r->dp);
-    fprintf(f, "  buffer padded to %zu (a multiple of dp * align = %d * %zu; %zu padding), "
-               "shard S = %zu elements per rank\n",
+    fprintf(f,
+            "  buffer padded to %zu (a multiple of dp * align = %d * %zu; %zu padding), "
+            "shard S = %zu elements per rank\n",
             r->padded_numel, r->dp, r->align, r->padded_numel - r->numel, r->shard_numel);
     fprintf(f, "  %4s  %-*s  %-24s  %-20s  %-24s  %3s  %4s\n", "rank", nw, "param", "world",
             "local", "param range / numel", "wd", "norm");
@@ -202,10 +203,10 @@ void zero_ranges_print(FILE *f, const zero_ranges *r) {
         }
     }
     if (r->bucket_numel)
-        fprintf(f, "  buckets: %d of at most %zu elements (ending on parameter ends where possible)\n",
+        fprintf(f,
+                "  buckets: %d of at most %zu elements (ending on parameter ends where possible)\n",
                 r->n_buckets, r->bucket_numel);
-    else
-        fprintf(f, "  buckets: %d (one for the whole buffer)\n", r->n_buckets);
+    else fprintf(f, "  buckets: %d (one for the whole buffer)\n", r->n_buckets);
     for (int i = 0; i < r->n_buckets; i++) {
         const zero_bucket *bk = &r->buckets[i];
         fprintf(f, "  %6d  %-24s  %10zu elements  %s .. %s\n", i,

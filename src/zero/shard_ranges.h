@@ -57,10 +57,10 @@ typedef struct {
 
 /* The same elements of one parameter, seen in the three index spaces; all [start, end). */
 typedef struct {
-    int param;                      /* index into the parameter list */
-    size_t world_start, world_end;  /* in the whole buffer */
-    size_t local_start, local_end;  /* in the owning rank's shard */
-    size_t param_start, param_end;  /* in the parameter */
+    int param;                     /* index into the parameter list */
+    size_t world_start, world_end; /* in the whole buffer */
+    size_t local_start, local_end; /* in the owning rank's shard */
+    size_t param_start, param_end; /* in the parameter */
 } zero_piece;
 
 /* What DP rank `rank` owns. */
@@ -69,7 +69,7 @@ typedef struct {
     size_t world_start, world_end; /* = rank*S, (rank+1)*S */
     size_t real_numel;             /* elements that belong to parameters (the rest is padding) */
     int n_pieces;
-    zero_piece *pieces;            /* in buffer order; NULL when n_pieces == 0 */
+    zero_piece *pieces; /* in buffer order; NULL when n_pieces == 0 */
 } zero_shard;
 
 /* A run of consecutive gradient elements synchronised together. */
@@ -80,15 +80,15 @@ typedef struct {
 
 typedef struct {
     int n_params;
-    zero_param *params;   /* own copies (names too) */
-    size_t *offsets;      /* (n_params,) world offset of each parameter */
-    size_t numel;         /* Ψ: sum of numel */
-    size_t padded_numel;  /* buffer length with padding: multiple of dp * align */
-    size_t shard_numel;   /* S = padded_numel / dp */
+    zero_param *params;  /* own copies (names too) */
+    size_t *offsets;     /* (n_params,) world offset of each parameter */
+    size_t numel;        /* Ψ: sum of numel */
+    size_t padded_numel; /* buffer length with padding: multiple of dp * align */
+    size_t shard_numel;  /* S = padded_numel / dp */
     int dp;
     size_t align;
-    zero_shard *shards;   /* (dp,) */
-    size_t bucket_numel;  /* the B asked for (0: one bucket) */
+    zero_shard *shards;  /* (dp,) */
+    size_t bucket_numel; /* the B asked for (0: one bucket) */
     int n_buckets;
     zero_bucket *buckets;
 } zero_ranges;

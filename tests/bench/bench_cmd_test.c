@@ -26,7 +26,8 @@ static int count_rows(const char *text, const char *suite) {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "| %s | ", suite);
     int n = 0;
-    for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    for (const char *line = text; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
         if (strncmp(line, prefix, strlen(prefix)) != 0) continue;
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
@@ -61,7 +62,8 @@ static void quick_run_prints_every_suites_rows(void **state) {
     assert_int_equal(rc, 0);
     snprintf(args, sizeof args, "%s/run", dir); /* the traced runs it measured are causal */
     assert_true(assert_run_traces_causal_under(args) > 0);
-    assert_non_null(strstr(g_out, "| suite | ratio measured side by side | value | target | verdict |"));
+    assert_non_null(
+        strstr(g_out, "| suite | ratio measured side by side | value | target | verdict |"));
     /* serial: the FLOP/s ratio + attention; pipeline: 4 schedules × 4 (p, m) + 4 interleaved
      * and 4 zero-bubble ratios; memory: 2 × 4 + ZeRO; comm: 2 timings + TP + 2 PP; scaling: 3;
      * trace: 1; zero: dp 2 and 4 × two sizes; generate: 2. */
@@ -76,7 +78,8 @@ static void quick_run_prints_every_suites_rows(void **state) {
     assert_int_equal(count_rows(g_out, "generate"), 2); /* KV cache per token + total */
     assert_non_null(strstr(g_out, "model FLOP/s ÷ sgemm FLOP/s"));
     /* Counted bytes are exact, whatever the machine. */
-    assert_non_null(strstr(g_out, "TP bytes per step (tp=2), counted ÷ formula | 1.000000 | 1 exactly | PASS |"));
+    assert_non_null(strstr(
+        g_out, "TP bytes per step (tp=2), counted ÷ formula | 1.000000 | 1 exactly | PASS |"));
 
     char path[4400];
     snprintf(path, sizeof path, "%s/run/bench.md", dir);

@@ -52,12 +52,12 @@ static void round_trip(gpt_split split, size_t full_rows, size_t full_cols) {
 
 static void locate_inverts_the_serial_index_for_every_split(void **state) {
     (void)state;
-    round_trip(SPLIT_NONE, 16, 8);  /* wpe, LayerNorms */
-    round_trip(SPLIT_ROWS, 32, 8);  /* wte, fc_w */
-    round_trip(SPLIT_ROWS, 32, 1);  /* fc_b */
-    round_trip(SPLIT_COLS, 8, 32);  /* proj_w, fcproj_w */
-    round_trip(SPLIT_QKV, 24, 8);   /* qkv_w: [Q; K; V] */
-    round_trip(SPLIT_QKV, 24, 1);   /* qkv_b */
+    round_trip(SPLIT_NONE, 16, 8); /* wpe, LayerNorms */
+    round_trip(SPLIT_ROWS, 32, 8); /* wte, fc_w */
+    round_trip(SPLIT_ROWS, 32, 1); /* fc_b */
+    round_trip(SPLIT_COLS, 8, 32); /* proj_w, fcproj_w */
+    round_trip(SPLIT_QKV, 24, 8);  /* qkv_w: [Q; K; V] */
+    round_trip(SPLIT_QKV, 24, 1);  /* qkv_b */
 }
 
 static void elements_past_the_saved_vocabulary_are_absent(void **state) {

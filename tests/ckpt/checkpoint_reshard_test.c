@@ -19,9 +19,9 @@
 #include "tests/support/testing.h"
 
 /* A small model so that eight ranks on two cores stay quick. */
-#define MODEL                                                                                    \
-    "--num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 16 "                   \
-    "--global-batch-size 8 --micro-batch-size 2 --lr-warmup-iters 2 --log-interval 1 "           \
+#define MODEL                                                                                      \
+    "--num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 16 "                     \
+    "--global-batch-size 8 --micro-batch-size 2 --lr-warmup-iters 2 --log-interval 1 "             \
     "--no-trace --quiet"
 
 enum { N_SAVED = 3, N_TOTAL = 6 };
@@ -49,7 +49,8 @@ static void must_run(int np, const char *env, const char *args) {
  * then the final iteration is dropped and `latest` points back at N_SAVED. */
 static void save_at(const char *dir, const char *ck, int np, const char *layout) {
     char a[8192];
-    snprintf(a, sizeof a, "train " MODEL " %s --train-iters %d --save-interval %d --run-dir %s/saved --save %s",
+    snprintf(a, sizeof a,
+             "train " MODEL " %s --train-iters %d --save-interval %d --run-dir %s/saved --save %s",
              layout, N_TOTAL, N_SAVED, dir, ck);
     must_run(np, "", a);
     snprintf(a, sizeof a, "rm -rf %s/iter_%07d && echo %d > %s/latest", ck, N_TOTAL, N_SAVED, ck);
@@ -61,10 +62,11 @@ static void save_at(const char *dir, const char *ck, int np, const char *layout)
 static void expect_continuation(const char *dir, const char *name, int np, const char *layout,
                                 const char *ck, double rtol) {
     char a[8192], run[4400];
-    snprintf(a, sizeof a, "train " MODEL " %s --train-iters %d --run-dir %s/%s_full", layout, N_TOTAL, dir, name);
+    snprintf(a, sizeof a, "train " MODEL " %s --train-iters %d --run-dir %s/%s_full", layout,
+             N_TOTAL, dir, name);
     must_run(np, "", a);
-    snprintf(a, sizeof a, "train " MODEL " %s --train-iters %d --run-dir %s/%s_loaded --load %s", layout,
-             N_TOTAL, dir, name, ck);
+    snprintf(a, sizeof a, "train " MODEL " %s --train-iters %d --run-dir %s/%s_loaded --load %s",
+             layout, N_TOTAL, dir, name, ck);
     must_run(np, "", a);
     double full[16], loaded[16];
     snprintf(run, sizeof run, "%s/%s_full", dir, name);
@@ -74,10 +76,11 @@ static void expect_continuation(const char *dir, const char *name, int np, const
     for (int i = 0; i < N_TOTAL - N_SAVED; i++) {
         double want = full[N_SAVED + i], got = loaded[i];
         if (!(fabs(got - want) <= rtol * fabs(want)))
-            fail_msg("%s (%s): step %d: uninterrupted %.9g, loaded %.9g", name, layout, N_SAVED + i + 1,
-                     want, got);
+            fail_msg("%s (%s): step %d: uninterrupted %.9g, loaded %.9g", name, layout,
+                     N_SAVED + i + 1, want, got);
     }
-    printf("  %-12s %-70s losses %.7f %.7f %.7f match\n", name, layout, loaded[0], loaded[1], loaded[2]);
+    printf("  %-12s %-70s losses %.7f %.7f %.7f match\n", name, layout, loaded[0], loaded[1],
+           loaded[2]);
 }
 
 static void a_zero_checkpoint_continues_at_other_layouts(void **state) {
@@ -85,18 +88,24 @@ static void a_zero_checkpoint_continues_at_other_layouts(void **state) {
     const char *dir = test_tmpdir("reshard");
     char ck[4400];
     snprintf(ck, sizeof ck, "%s/ck", dir);
-    save_at(dir, ck, 8, "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --use-distributed-optimizer");
+    save_at(dir, ck, 8,
+            "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+            "--use-distributed-optimizer");
     expect_continuation(dir, "tp1_pp4_dp2", 8,
-                        "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 4 --use-distributed-optimizer",
+                        "--tensor-model-parallel-size 1 --pipeline-model-parallel-size 4 "
+                        "--use-distributed-optimizer",
                         ck, 1e-5);
-    expect_continuation(dir, "tp2_pp1_dp4", 8, "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 1", ck,
+    expect_continuation(dir, "tp2_pp1_dp4", 8,
+                        "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 1", ck,
                         1e-5);
-    expect_continuation(dir, "interleaved", 4,
-                        "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 "
-                        "--pipeline-schedule interleaved",
-                        ck, 1e-5);
+    expect_continuation(
+        dir, "interleaved", 4,
+        "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 "
+        "--pipeline-schedule interleaved",
+        ck, 1e-5);
     /* tp 4 pads the vocabulary to 512 rows, the saved layout had 256 */
-    expect_continuation(dir, "tp4_zero", 4, "--tensor-model-parallel-size 4 --use-distributed-optimizer", ck, 1e-5);
+    expect_continuation(dir, "tp4_zero", 4,
+                        "--tensor-model-parallel-size 4 --use-distributed-optimizer", ck, 1e-5);
     expect_continuation(dir, "serial", 1, "", ck, 1e-5);
 }
 
@@ -118,7 +127,9 @@ static void a_crash_mid_save_leaves_the_previous_checkpoint_loadable(void **stat
     snprintf(ck, sizeof ck, "%s/ck", dir);
     const char *layout = "--use-distributed-optimizer"; /* dp 2, ZeRO */
     /* saves at 3 (the first) and 6 (the second, where rank 0 dies halfway through its file) */
-    snprintf(a, sizeof a, "train " MODEL " %s --train-iters %d --save-interval %d --run-dir %s/crashed --save %s",
+    snprintf(a, sizeof a,
+             "train " MODEL
+             " %s --train-iters %d --save-interval %d --run-dir %s/crashed --save %s",
              layout, N_TOTAL, N_SAVED, dir, ck);
     int rc = trident(2, "TRIDENT_TEST_CRASH_IN_SAVE=2", a);
     if (rc == 0) fail_msg("the crash hook did not fire:\n%s", g_out);
@@ -134,10 +145,11 @@ static void a_crash_mid_save_leaves_the_previous_checkpoint_loadable(void **stat
     snprintf(p, sizeof p, "%s/iter_%07d", ck, N_TOTAL);
     assert_int_not_equal(stat(p, &st), 0); /* the crashed iteration never became visible */
     snprintf(p, sizeof p, "%s/iter_%07d.tmp", ck, N_TOTAL);
-    assert_int_equal(stat(p, &st), 0);     /* ... its half-written directory is left behind */
+    assert_int_equal(stat(p, &st), 0); /* ... its half-written directory is left behind */
     expect_continuation(dir, "after_crash", 2, layout, ck, 0.0);
     /* saving the crashed iteration again replaces the leftover */
-    snprintf(a, sizeof a, "train " MODEL " %s --train-iters %d --run-dir %s/again --load %s --save %s", layout,
+    snprintf(a, sizeof a,
+             "train " MODEL " %s --train-iters %d --run-dir %s/again --load %s --save %s", layout,
              N_TOTAL, dir, ck, ck);
     must_run(2, "", a);
     snprintf(p, sizeof p, "%s/iter_%07d/rank_00001.tck", ck, N_TOTAL);
@@ -160,17 +172,21 @@ static void damage_is_refused_naming_the_file(void **state) {
     snprintf(ck, sizeof ck, "%s/ck", dir);
     snprintf(a, sizeof a,
              "train " MODEL " --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
-             "--use-distributed-optimizer --train-iters 1 --run-dir %s/saved --save %s", dir, ck);
+             "--use-distributed-optimizer --train-iters 1 --run-dir %s/saved --save %s",
+             dir, ck);
     must_run(8, "", a);
     snprintf(file, sizeof file, "%s/iter_0000001/rank_00005.tck", ck);
-    snprintf(a, sizeof a, "cp %s %s.good && printf '\\x55' | dd of=%s bs=1 seek=3000 conv=notrunc status=none",
+    snprintf(a, sizeof a,
+             "cp %s %s.good && printf '\\x55' | dd of=%s bs=1 seek=3000 conv=notrunc status=none",
              file, file, file);
     assert_int_equal(system(a), 0);
     snprintf(a, sizeof a, "train " MODEL " --train-iters 2 --run-dir %s/r --load %s", dir, ck);
     expect_refusal(1, a, "rank_00005.tck': tensor");
     assert_non_null(strstr(g_out, "checksum mismatch"));
     /* at another parallel layout too, on the ranks that need that file */
-    snprintf(a, sizeof a, "train " MODEL " --pipeline-model-parallel-size 4 --train-iters 2 --run-dir %s/r --load %s",
+    snprintf(a, sizeof a,
+             "train " MODEL
+             " --pipeline-model-parallel-size 4 --train-iters 2 --run-dir %s/r --load %s",
              dir, ck);
     expect_refusal(4, a, "rank_00005.tck");
     /* a missing rank file */
@@ -181,7 +197,8 @@ static void damage_is_refused_naming_the_file(void **state) {
     snprintf(a, sizeof a, "mv %s.moved %s", file, file);
     assert_int_equal(system(a), 0);
     /* another model */
-    snprintf(a, sizeof a, "train " MODEL " --hidden-size 64 --train-iters 2 --run-dir %s/r --load %s", dir, ck);
+    snprintf(a, sizeof a,
+             "train " MODEL " --hidden-size 64 --train-iters 2 --run-dir %s/r --load %s", dir, ck);
     expect_refusal(1, a, "the checkpoint has hidden_size = 32 but this run has 64");
     /* and the intact checkpoint still loads serially */
     snprintf(a, sizeof a, "train " MODEL " --train-iters 2 --run-dir %s/ok --load %s", dir, ck);

@@ -73,8 +73,8 @@ static int read_dataset(const char *path) {
         return ACCEPTED; /* the harness skips inputs shorter than 2 bytes */
     }
     char data[4200];
-    snprintf(data, sizeof data, "%s/dataset_input.%d", getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp",
-             (int)getpid());
+    snprintf(data, sizeof data, "%s/dataset_input.%d",
+             getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", (int)getpid());
     FILE *out = fopen(data, "wb");
     int c;
     while ((c = fgetc(in)) != EOF) fputc(c, out);
@@ -88,7 +88,8 @@ static int read_dataset(const char *path) {
         for (int k = 0; k <= T; k++)
             if (tokens[k] < 0 || tokens[k] > 255) return 4;
     }
-    for (size_t k = 0; k < dataset_eval_windows(d) && k < 64; k++) dataset_eval_window(d, k, tokens);
+    for (size_t k = 0; k < dataset_eval_windows(d) && k < 64; k++)
+        dataset_eval_window(d, k, tokens);
     dataset_close(d);
     unlink(data);
     return ACCEPTED;
@@ -109,7 +110,8 @@ static int replay(int (*reader)(const char *), const char *path) {
     if (WIFSIGNALED(st)) fail_msg("'%s' crashed the reader (signal %d)", path, WTERMSIG(st));
     int code = WEXITSTATUS(st);
     if (code == REFUSED_SILENTLY) fail_msg("'%s' was refused without a message", path);
-    if (code != ACCEPTED && code != REFUSED) fail_msg("'%s': the reader's child exited %d", path, code);
+    if (code != ACCEPTED && code != REFUSED)
+        fail_msg("'%s': the reader's child exited %d", path, code);
     return code;
 }
 
@@ -129,7 +131,8 @@ static int replay_dir(const char *sub, int (*reader)(const char *), int *accepte
         n++;
     }
     closedir(d);
-    printf("  %-10s %d inputs replayed, %d accepted, the rest refused with a message\n", sub, n, *accepted);
+    printf("  %-10s %d inputs replayed, %d accepted, the rest refused with a message\n", sub, n,
+           *accepted);
     return n;
 }
 

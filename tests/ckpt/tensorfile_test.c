@@ -71,7 +71,8 @@ static const char *expect_refused(const char *path, const char *want) {
     }
     char prefix[4200];
     snprintf(prefix, sizeof prefix, "checkpoint '%s': ", path);
-    if (strncmp(err, prefix, strlen(prefix)) != 0 || strlen(err) <= strlen(prefix) || strchr(err, '\n'))
+    if (strncmp(err, prefix, strlen(prefix)) != 0 || strlen(err) <= strlen(prefix) ||
+        strchr(err, '\n'))
         fail_msg("bad message for '%s': '%s'", path, err);
     if (want && !strstr(err, want)) fail_msg("message '%s' does not contain '%s'", err, want);
     return err;
@@ -134,10 +135,12 @@ static void every_dtype_and_shape_round_trips(void **state) {
         {"bytes", TF_U8, 1, {65}, u8, sizeof u8},
     };
     const int n = (int)(sizeof cases / sizeof *cases);
-    const char *meta = "{\"step\": 1099511627776, \"lr\": 3e-4, \"note\": \"caf\xc3\xa9 \\\"q\\\"\"}";
+    const char *meta =
+        "{\"step\": 1099511627776, \"lr\": 3e-4, \"note\": \"caf\xc3\xa9 \\\"q\\\"\"}";
     tf_writer *w = tf_writer_open(path, meta);
     for (int i = 0; i < n; i++)
-        tf_writer_add(w, cases[i].name, cases[i].dtype, cases[i].ndim, cases[i].shape, cases[i].data);
+        tf_writer_add(w, cases[i].name, cases[i].dtype, cases[i].ndim, cases[i].shape,
+                      cases[i].data);
     tf_writer_commit(w);
     assert_int_equal(count_entries(dir), 1); /* no temporary left */
 
@@ -218,9 +221,9 @@ static void the_small_file_has_the_documented_layout(void **state) {
     unsigned char *b = slurp(path, &n);
     assert_int_equal(n, SMALL_LEN);
     assert_memory_equal(b, "TRIDENTT", 8);
-    assert_int_equal(get_u64(b + 16), 128);     /* header_len */
-    assert_int_equal(get_u64(b + 24), 29);      /* meta_len */
-    assert_int_equal(get_u64(b + 32), 3);       /* tensor_count */
+    assert_int_equal(get_u64(b + 16), 128); /* header_len */
+    assert_int_equal(get_u64(b + 24), 29);  /* meta_len */
+    assert_int_equal(get_u64(b + 32), 3);   /* tensor_count */
     assert_int_equal(get_u64(b + 40), SMALL_TABLE);
     assert_int_equal(get_u64(b + 48), SMALL_LEN);
     assert_int_equal(get_u64(b + SMALL_TABLE + 168), SMALL_A);
@@ -238,7 +241,8 @@ static void metadata_lookups_read_top_level_keys(void **state) {
     (void)state;
     const char *j = " { \"config\": {\"step\": 5, \"list\": [1, {\"x\": \"]}\"}]},\n"
                     "  \"step\" : 7, \"neg\": -42, \"lr\": 2.5e-4, \"frac\": 1.5,\n"
-                    "  \"s\": \"a\\\"b\\\\c\\n\\u00e9\\ud83d\\ude00/\", \"t\": true, \"big\": 99999999999999999999 } ";
+                    "  \"s\": \"a\\\"b\\\\c\\n\\u00e9\\ud83d\\ude00/\", \"t\": true, \"big\": "
+                    "99999999999999999999 } ";
     long long v;
     double x;
     char s[64];
@@ -261,8 +265,18 @@ static void metadata_lookups_read_top_level_keys(void **state) {
     assert_false(tf_meta_get_string(j, "s", s, 5)); /* does not fit */
     assert_false(tf_meta_get_string(j, "step", s, sizeof s));
     /* Not an object, malformed, or empty: every lookup is false, nothing crashes. */
-    const char *bad[] = {"", "[]", "{", "{\"a\"", "{\"a\":", "{\"a\" 1}", "{\"x\": \"\\q\", \"a\": 1}",
-                         "{\"x\": \"\\u12\", \"a\": 1}", "{\"x\": {\"a\": 1}", "{\"a\": -}", "{\"a\": 1x}", "null"};
+    const char *bad[] = {"",
+                         "[]",
+                         "{",
+                         "{\"a\"",
+                         "{\"a\":",
+                         "{\"a\" 1}",
+                         "{\"x\": \"\\q\", \"a\": 1}",
+                         "{\"x\": \"\\u12\", \"a\": 1}",
+                         "{\"x\": {\"a\": 1}",
+                         "{\"a\": -}",
+                         "{\"a\": 1x}",
+                         "null"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         assert_false(tf_meta_get_int(bad[i], "a", &v));
         assert_false(tf_meta_get_string(bad[i], "a", s, sizeof s));
@@ -287,7 +301,9 @@ static void every_truncation_is_refused_with_its_length(void **state) {
     for (size_t len = 0; len < n; len++) {
         spit(cut, b, len);
         char want[128];
-        if (len < 64) snprintf(want, sizeof want, "truncated at byte %zu: the header alone needs 64 bytes", len);
+        if (len < 64)
+            snprintf(want, sizeof want, "truncated at byte %zu: the header alone needs 64 bytes",
+                     len);
         else snprintf(want, sizeof want, "truncated at byte %zu of expected %zu", len, n);
         expect_refused(cut, want);
     }
@@ -318,7 +334,8 @@ static void every_flipped_byte_is_refused(void **state) {
             else if (i >= 12 && i < 64) want = "header checksum mismatch";
             else if (i >= SMALL_A && i < SMALL_A + 24) want = "tensor 'a' checksum mismatch";
             else if (i >= SMALL_B && i < SMALL_B + 12) want = "tensor 'b' checksum mismatch";
-            else if (i >= SMALL_TRAILER + 8 && i < SMALL_TRAILER + 12) want = "file checksum mismatch";
+            else if (i >= SMALL_TRAILER + 8 && i < SMALL_TRAILER + 12)
+                want = "file checksum mismatch";
             expect_refused(bad_path, want);
             b[i] ^= masks[m];
         }
@@ -343,42 +360,52 @@ static void forged_headers_and_tables_are_refused_by_name(void **state) {
     const uint64_t huge = 0x7fffffffffffffffull;
     const size_t e0 = SMALL_TABLE, e1 = SMALL_TABLE + 192; /* entries of 'a' and 'b' */
 
-#define FORGE(edit, want)                 \
-    do {                                  \
-        memcpy(b, orig, n);               \
-        edit;                             \
-        spit(bad_path, b, n);             \
-        expect_refused(bad_path, want);   \
+#define FORGE(edit, want)                                                                          \
+    do {                                                                                           \
+        memcpy(b, orig, n);                                                                        \
+        edit;                                                                                      \
+        spit(bad_path, b, n);                                                                      \
+        expect_refused(bad_path, want);                                                            \
     } while (0)
 
-    FORGE(memcpy(b, "GGUF\0\0\0\0", 8), "not a Trident tensor file (magic 'GGUF....' at byte 0, expected 'TRIDENTT')");
-    FORGE((put_u32(b + 8, 2), reseal_header(b)), "format version 2 is not supported (this build reads version 1)");
+    FORGE(memcpy(b, "GGUF\0\0\0\0", 8),
+          "not a Trident tensor file (magic 'GGUF....' at byte 0, expected 'TRIDENTT')");
+    FORGE((put_u32(b + 8, 2), reseal_header(b)),
+          "format version 2 is not supported (this build reads version 1)");
     FORGE(put_u32(b + 8, 0), "format version 0 is not supported");
     FORGE((put_u32(b + 12, 4), reseal_header(b)), "unknown flags 0x4 at byte 12");
     FORGE((put_u32(b + 56, 1), reseal_header(b)), "reserved header bytes 56..59 are not zero");
-    FORGE((put_u64(b + 48, huge), reseal_header(b)), "truncated at byte 912 of expected 9223372036854775807");
+    FORGE((put_u64(b + 48, huge), reseal_header(b)),
+          "truncated at byte 912 of expected 9223372036854775807");
     FORGE((put_u64(b + 48, 70), reseal_header(b)), "is 912 bytes long but its header says 70");
-    FORGE((put_u64(b + 24, huge), reseal_header(b)), "metadata length 9223372036854775807 at byte 24");
+    FORGE((put_u64(b + 24, huge), reseal_header(b)),
+          "metadata length 9223372036854775807 at byte 24");
     FORGE((put_u64(b + 24, 30), reseal_header(b)), "the metadata holds a NUL byte at byte 93");
     FORGE((put_u64(b + 16, 64), reseal_header(b)), "header length 64 at byte 16 should be 128");
     FORGE((put_u64(b + 40, 321), reseal_header(b)), "table offset 321 at byte 40");
     FORGE((put_u64(b + 40, huge), reseal_header(b)), "table offset 9223372036854775807");
-    FORGE((put_u64(b + 32, huge), reseal_header(b)), "tensor count 9223372036854775807 at byte 32 does not fit");
+    FORGE((put_u64(b + 32, huge), reseal_header(b)),
+          "tensor count 9223372036854775807 at byte 32 does not fit");
     FORGE((put_u64(b + 32, 2), reseal_header(b)), "tensor count 2 at byte 32 does not fit");
     FORGE(memcpy(b + SMALL_TRAILER + 12, "DONE", 4), "the end mark 'TEND' is missing at byte 908");
-    FORGE(put_u64(b + SMALL_TRAILER, 1000), "the trailer at byte 896 says the file is 1000 bytes, the header 912");
+    FORGE(put_u64(b + SMALL_TRAILER, 1000),
+          "the trailer at byte 896 says the file is 1000 bytes, the header 912");
     FORGE(b[100] = 1, "padding bytes 93..127 after the metadata are not zero");
-    FORGE(memset(b + e0, 'x', 128), "table entry 0 at byte 320: the name has no NUL within 128 bytes");
+    FORGE(memset(b + e0, 'x', 128),
+          "table entry 0 at byte 320: the name has no NUL within 128 bytes");
     FORGE(b[e0] = 0, "table entry 0 at byte 320: the name is empty");
     FORGE(b[e0 + 100] = 'z', "tensor 'a' (entry at byte 320): bytes after the name are not zero");
     FORGE(put_u32(b + e0 + 128, 77), "tensor 'a': unknown dtype code 77 at byte 448");
     FORGE(put_u32(b + e0 + 128, 0), "tensor 'a': unknown dtype code 0");
     FORGE(put_u32(b + e0 + 132, 9), "tensor 'a': 9 dimensions at byte 452 (at most 4)");
     FORGE(put_u64(b + e0 + 136, (uint64_t)-3), "tensor 'a': dimension 0 is -3 at byte 456");
-    FORGE(put_u64(b + e0 + 144, huge), "tensor 'a': its shape holds more elements than the file has bytes");
+    FORGE(put_u64(b + e0 + 144, huge),
+          "tensor 'a': its shape holds more elements than the file has bytes");
     FORGE(put_u64(b + e0 + 160, 1), "tensor 'a': unused dimension 3 at byte 480 is not zero");
-    FORGE(put_u64(b + e0 + 176, huge), "tensor 'a': byte size 9223372036854775807 at byte 496 does not match its shape (24 bytes)");
-    FORGE(put_u64(b + e0 + 168, huge), "tensor 'a': data offset 9223372036854775807 at byte 488 should be 128");
+    FORGE(put_u64(b + e0 + 176, huge), "tensor 'a': byte size 9223372036854775807 at byte 496 does "
+                                       "not match its shape (24 bytes)");
+    FORGE(put_u64(b + e0 + 168, huge),
+          "tensor 'a': data offset 9223372036854775807 at byte 488 should be 128");
     FORGE(put_u64(b + e1 + 168, 160), "tensor 'b': data offset 160 at byte 680 should be 192");
     FORGE(put_u32(b + e0 + 188, 5), "tensor 'a': reserved bytes at byte 508 are not zero");
     FORGE(b[SMALL_A + 30] = 9, "padding bytes 152..191 after tensor 'a' are not zero");
@@ -388,7 +415,8 @@ static void forged_headers_and_tables_are_refused_by_name(void **state) {
     FORGE(put_u32(b + e1 + 184, 0), "tensor 'b' checksum mismatch (12 bytes at byte 192)");
     /* 'b' grows to 17 elements (68 bytes): its data would run into 'step', whose offset no
      * longer follows the packing rule. */
-    FORGE((put_u64(b + e1 + 136, 17), put_u64(b + e1 + 176, 68)), "tensor 'step': data offset 256 at byte 872 should be 320");
+    FORGE((put_u64(b + e1 + 136, 17), put_u64(b + e1 + 176, 68)),
+          "tensor 'step': data offset 256 at byte 872 should be 320");
 #undef FORGE
     free(b);
     free(orig);
@@ -413,8 +441,9 @@ static void random_damage_never_crashes(void **state) {
             b[at] ^= (unsigned char)(1 + rng_below(3, 4, it * 16 + (uint64_t)e, 255));
         }
         if (kind == 1) len = (size_t)rng_below(3, 5, it, n); /* and truncated */
-        if (kind == 2) {                                       /* header fields kept consistent */
-            put_u64(b + 16 + 8 * rng_below(3, 6, it, 5), rng_bits(3, 7, it) >> rng_below(3, 8, it, 64));
+        if (kind == 2) {                                     /* header fields kept consistent */
+            put_u64(b + 16 + 8 * rng_below(3, 6, it, 5),
+                    rng_bits(3, 7, it) >> rng_below(3, 8, it, 64));
             reseal_header(b);
         }
         if (kind == 3)
@@ -553,7 +582,9 @@ static void writer_and_require_misuse_die_with_one_line(void **state) {
     const char *small = make_small_file(dir, "small.bin");
     require_args wrong = {small, 4}, missing = {small, 0};
     assert_int_equal(run_in_child(require_shape, &wrong, out, sizeof out), 1);
-    snprintf(want, sizeof want, "trident: checkpoint '%s': tensor 'a' is f32 (2, 3) but f32 (4, 3) was expected\n", small);
+    snprintf(want, sizeof want,
+             "trident: checkpoint '%s': tensor 'a' is f32 (2, 3) but f32 (4, 3) was expected\n",
+             small);
     assert_string_equal(out, want);
     assert_int_equal(run_in_child(require_shape, &missing, out, sizeof out), 1);
     snprintf(want, sizeof want, "trident: checkpoint '%s': has no tensor 'nope'\n", small);

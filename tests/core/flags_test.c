@@ -19,8 +19,8 @@ static void parses_every_type_and_both_forms(void **state) {
         {"--bf16", FLAG_BOOL, &flag, "bf16", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &sched, "schedule", "gpipe|1f1b|interleaved"},
     };
-    char *argv[] = {"--num-layers", "4", "--lr=0.5", "pos", "--data-path", "x.txt", "--bf16",
-                    "--pipeline-schedule=gpipe"};
+    char *argv[] = {"--num-layers", "4",     "--lr=0.5", "pos",
+                    "--data-path",  "x.txt", "--bf16",   "--pipeline-schedule=gpipe"};
     const char *pos[2];
     int np = flags_parse("test", "usage", specs, 5, 8, argv, pos, 2);
     assert_int_equal(n, 4);

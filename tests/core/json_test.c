@@ -22,8 +22,9 @@ static void compact_objects_have_no_spaces_and_keep_key_order(void **state) {
     json_end_array(&w);
     json_end_object(&w);
     char *s = json_take(&w);
-    assert_string_equal(s, "{\"step\":3,\"loss\":2.5,\"bytes\":18446744073709551615,\"skipped\":false,"
-                           "\"list\":[-1,null]}");
+    assert_string_equal(s,
+                        "{\"step\":3,\"loss\":2.5,\"bytes\":18446744073709551615,\"skipped\":false,"
+                        "\"list\":[-1,null]}");
     free(s);
     /* the writer is empty again */
     json_begin_array(&w, JSON_COMPACT);

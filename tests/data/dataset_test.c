@@ -48,7 +48,8 @@ static void open_dataset(const void *arg) {
 static void synthetic_samples_are_a_pure_function_of_seed_and_index(void **state) {
     (void)state;
     enum { T = 64 };
-    dataset *a = dataset_open(NULL, T, 42), *b = dataset_open(NULL, T, 42), *c = dataset_open(NULL, T, 43);
+    dataset *a = dataset_open(NULL, T, 42), *b = dataset_open(NULL, T, 42),
+            *c = dataset_open(NULL, T, 43);
     int32_t x[T + 1], y[T + 1];
     for (uint64_t i = 0; i < 200; i++) {
         dataset_sample(a, i, x);
@@ -148,7 +149,8 @@ static void loss_floor_matches_a_perfect_predictor(void **state) {
     }
     nll /= (double)N * T;
     double floor = dataset_loss_floor(d);
-    print_message("loss floor at T=64: %.5f, perfect predictor on %d samples: %.5f\n", floor, N, nll);
+    print_message("loss floor at T=64: %.5f, perfect predictor on %d samples: %.5f\n", floor, N,
+                  nll);
     assert_true(fabs(nll - floor) < 0.01);
     assert_true(fabs(floor - 1.245) < 0.001); /* the value quoted in dataset.h */
     dataset_close(d);
@@ -180,9 +182,10 @@ static void no_copy_baseline_matches_a_predictor_blind_to_the_key(void **state) 
     }
     nll /= (double)N * T;
     double no_copy = dataset_loss_no_copy(d);
-    print_message("no-copy baseline at T=64: %.5f, blind predictor on %d samples: %.5f\n", no_copy, N, nll);
+    print_message("no-copy baseline at T=64: %.5f, blind predictor on %d samples: %.5f\n", no_copy,
+                  N, nll);
     assert_true(fabs(nll - no_copy) < 0.01);
-    assert_true(fabs(no_copy - 2.285) < 0.001); /* the value quoted in dataset.h */
+    assert_true(fabs(no_copy - 2.285) < 0.001);         /* the value quoted in dataset.h */
     assert_true(no_copy > dataset_loss_floor(d) + 1.0); /* the lookup is worth more than a nat */
     dataset_close(d);
 
@@ -306,7 +309,8 @@ static void a_split_keeps_training_windows_off_the_held_out_bytes(void **state) 
             if (start + T + 1 > highest_end) highest_end = start + T + 1;
         }
         assert_int_equal(lowest, 0);
-        assert_int_equal(highest_end, s); /* the training part is used up to its last byte, not past */
+        assert_int_equal(highest_end,
+                         s); /* the training part is used up to its last byte, not past */
         size_t w = dataset_eval_windows(d);
         assert_int_equal(w, (N - s - 1) / T);
         assert_true(w >= 1);
@@ -342,9 +346,11 @@ static void a_split_too_small_for_a_window_dies_naming_both_parts(void **state) 
     char out[2048], want[4400];
     split_args tiny_held = {path, 64, 95, 5}; /* 380 training bytes, 20 held-out */
     assert_int_equal(run_in_child(open_split, &tiny_held, out, sizeof out), 1);
-    snprintf(want, sizeof want,
-             "trident: data file '%s' (400 bytes) split 95,5 gives 380 training and 20 held-out bytes, "
-             "but --seq-length 64 needs at least 65 in each part\n", path);
+    snprintf(
+        want, sizeof want,
+        "trident: data file '%s' (400 bytes) split 95,5 gives 380 training and 20 held-out bytes, "
+        "but --seq-length 64 needs at least 65 in each part\n",
+        path);
     assert_string_equal(out, want);
     split_args bad = {path, 8, 0, 5};
     assert_int_equal(run_in_child(open_split, &bad, out, sizeof out), 1);
@@ -356,8 +362,8 @@ static void missing_or_short_files_die_with_one_line(void **state) {
     char out[2048];
     open_args missing = {"/nonexistent/trident/data.txt", 8};
     assert_int_equal(run_in_child(open_dataset, &missing, out, sizeof out), 1);
-    assert_string_equal(out,
-                        "trident: cannot open data file '/nonexistent/trident/data.txt': No such file or directory\n");
+    assert_string_equal(out, "trident: cannot open data file '/nonexistent/trident/data.txt': No "
+                             "such file or directory\n");
 
     unsigned char *bytes;
     const char *path = make_random_file("short", 10, &bytes);
@@ -365,7 +371,8 @@ static void missing_or_short_files_die_with_one_line(void **state) {
     open_args too_short = {path, 16};
     assert_int_equal(run_in_child(open_dataset, &too_short, out, sizeof out), 1);
     char want[4400];
-    snprintf(want, sizeof want, "trident: data file '%s' has 10 bytes, but --seq-length 16 needs at least 17\n", path);
+    snprintf(want, sizeof want,
+             "trident: data file '%s' has 10 bytes, but --seq-length 16 needs at least 17\n", path);
     assert_string_equal(out, want);
 
     open_args just_enough = {path, 9}; /* 10 bytes = seq_len + 1 is enough */

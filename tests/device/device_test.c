@@ -149,7 +149,8 @@ static pair make(size_t n) {
 static void same(const pair *p, const char *what) {
     float *back = malloc(p->n * sizeof(float) + 4);
     device_download(back, p->d, p->n * sizeof(float));
-    if (memcmp(back, p->h, p->n * sizeof(float)) != 0) fail_msg("%s: device result differs from the CPU", what);
+    if (memcmp(back, p->h, p->n * sizeof(float)) != 0)
+        fail_msg("%s: device result differs from the CPU", what);
     free(back);
 }
 
@@ -185,7 +186,8 @@ static void every_kernel_on_guarded_memory_equals_the_cpu_kernel(void **state) {
     layernorm_backward(dinp.h, lw.h, lb.h, lo.h, inp.h, lw.h, mean.h, rstd.h, N, C);
     same(&dinp, "layernorm_backward");
 
-    pair qkv = make(N * 3 * C), att = make(B * NH * T * T), ay = make(N * C), dqkv = make(N * 3 * C);
+    pair qkv = make(N * 3 * C), att = make(B * NH * T * T), ay = make(N * C),
+         dqkv = make(N * 3 * C);
     pair scratch = make(dev_attention_scratch_floats(T, NH));
     dev_attention_forward(ay.d, att.d, qkv.d, B, T, NH, HS);
     attention_forward(ay.h, att.h, qkv.h, B, T, NH, HS);
@@ -250,7 +252,8 @@ static void every_kernel_on_guarded_memory_equals_the_cpu_kernel(void **state) {
     scale_inplace(dw.h, 0.5f, dw.n);
     same(&dw, "scale");
     assert_true(dev_sumsq(dw.d, dw.n) == sum_squares(dw.h, dw.n));
-    adamw_config cfg = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
+    adamw_config cfg = {
+        .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
     pair m = make(w.n), v = make(w.n);
     for (size_t i = 0; i < v.n; i++) v.h[i] = fabsf(v.h[i]);
     device_upload(v.d, v.h, v.n * sizeof(float));
@@ -269,9 +272,9 @@ static void every_kernel_on_guarded_memory_equals_the_cpu_kernel(void **state) {
     device_upload(w.d + 17, &inf, sizeof inf);
     assert_true(dev_has_inf_or_nan(w.d, w.n));
 
-    pair *all[] = {&inp, &w, &bias, &out, &dinp, &dw, &db, &dout, &lw, &lb, &lo, &mean, &rstd,
-                   &qkv, &att, &ay, &dqkv, &scratch, &wte, &wpe, &emb, &logits, &rowmax, &sumexp,
-                   &tl, &loss, &dloss, &dlogits, &m, &v};
+    pair *all[] = {&inp, &w,      &bias,   &out,    &dinp, &dw,   &db,    &dout,    &lw,  &lb,
+                   &lo,  &mean,   &rstd,   &qkv,    &att,  &ay,   &dqkv,  &scratch, &wte, &wpe,
+                   &emb, &logits, &rowmax, &sumexp, &tl,   &loss, &dloss, &dlogits, &m,   &v};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
     guarded_off();
 }

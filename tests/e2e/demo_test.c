@@ -39,10 +39,12 @@ static void the_demo_trains_and_draws_its_pictures(void **state) {
     const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
     char script[4400];
     snprintf(script, sizeof script, "%s/%s/tools/demo.sh", srcdir ? srcdir : ".", ws ? ws : ".");
-    snprintf(cmd, sizeof cmd, "TRIDENT_BIN=%s RUN_DIR=%s bash %s", test_trident_path(), run, script);
+    snprintf(cmd, sizeof cmd, "TRIDENT_BIN=%s RUN_DIR=%s bash %s", test_trident_path(), run,
+             script);
     int rc = run_capture(cmd, g_out, sizeof g_out);
     if (rc != 0) fail_msg("demo exited %d:\n%s", rc, g_out);
-    assert_non_null(strstr(g_out, "8 ranks = tensor 2 × pipeline 2 × data 2, schedule interleaved (2 chunks per rank), ZeRO on"));
+    assert_non_null(strstr(g_out, "8 ranks = tensor 2 × pipeline 2 × data 2, schedule interleaved "
+                                  "(2 chunks per rank), ZeRO on"));
     const char *done = strstr(g_out, "done: ");
     assert_non_null(done);
     double first = 0, last = 0;
@@ -61,9 +63,11 @@ static void the_demo_trains_and_draws_its_pictures(void **state) {
     dataset *data = dataset_open(NULL, defaults.seq_length, (uint64_t)defaults.seed);
     double floor = dataset_loss_floor(data), no_copy = dataset_loss_no_copy(data);
     dataset_close(data);
-    printf("  demo held-out loss %.4f, floor %.4f, no-copy baseline %.4f\n", held_out, floor, no_copy);
+    printf("  demo held-out loss %.4f, floor %.4f, no-copy baseline %.4f\n", held_out, floor,
+           no_copy);
     if (!(held_out <= floor + 0.3))
-        fail_msg("the demo did not learn its task: held-out loss %.4f > floor %.4f + 0.3", held_out, floor);
+        fail_msg("the demo did not learn its task: held-out loss %.4f > floor %.4f + 0.3", held_out,
+                 floor);
     expect_picture(run, "timeline.png", 10000);
     expect_picture(run, "timeline-replay.png", 10000);
     expect_picture(run, "trace.json", 10000);

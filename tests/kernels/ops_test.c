@@ -63,11 +63,13 @@ static void check_grad(const char *what, float *x, const float *grad, size_t n, 
         double fd = (lp - lm) / h, g = grad[i];
         if (!(fabs(fd - g) <= atol * gmax + rtol * fabs(g))) {
             if (bad < 5)
-                fprintf(stderr, "  %s[%zu]: analytic %.7g, finite difference %.7g\n", what, i, g, fd);
+                fprintf(stderr, "  %s[%zu]: analytic %.7g, finite difference %.7g\n", what, i, g,
+                        fd);
             bad++;
         }
     }
-    if (bad) fail_msg("%s: %zu of %zu gradient elements disagree with finite differences", what, bad, n);
+    if (bad)
+        fail_msg("%s: %zu of %zu gradient elements disagree with finite differences", what, bad, n);
 }
 
 /* ------------------------------------------------------------------ matmul */
@@ -111,8 +113,16 @@ static void matmul_backward_matches_finite_differences(void **state) {
     for (size_t n = 0; n < m.N; n++)
         for (size_t o = 0; o < m.OC; o++) out_nb[n * m.OC + o] += m.b[o];
     expect_close(out_nb, m.out, m.N * m.OC, 1e-6, 1e-6, "matmul bias is added once per row");
-    free(m.inp); free(m.w); free(m.b); free(m.R); free(m.out);
-    free(dinp); free(dw); free(db); free(dinp2); free(out_nb);
+    free(m.inp);
+    free(m.w);
+    free(m.b);
+    free(m.R);
+    free(m.out);
+    free(dinp);
+    free(dw);
+    free(db);
+    free(dinp2);
+    free(out_nb);
 }
 
 /* ------------------------------------------------------------------ layernorm */
@@ -153,9 +163,19 @@ static void layernorm_backward_matches_finite_differences(void **state) {
     assert_memory_equal(dinp_b, dinp, l.N * l.C * sizeof(float));
     assert_memory_equal(dw_w, dw, l.C * sizeof(float));
     assert_memory_equal(db_w, db, l.C * sizeof(float));
-    free(dinp_b); free(dw_w); free(db_w);
-    free(l.inp); free(l.w); free(l.b); free(l.R); free(l.out); free(l.mean); free(l.rstd);
-    free(dinp); free(dw); free(db);
+    free(dinp_b);
+    free(dw_w);
+    free(db_w);
+    free(l.inp);
+    free(l.w);
+    free(l.b);
+    free(l.R);
+    free(l.out);
+    free(l.mean);
+    free(l.rstd);
+    free(dinp);
+    free(dw);
+    free(db);
 }
 
 static void layernorm_rows_have_mean_zero_and_unit_variance_before_the_affine(void **state) {
@@ -176,9 +196,13 @@ static void layernorm_rows_have_mean_zero_and_unit_variance_before_the_affine(vo
         v /= (double)C;
         if (fabs(m) > 1e-5) fail_msg("row %zu: mean %.3g after layernorm", n, m);
         if (fabs(v - 1.0) > 1e-3) fail_msg("row %zu: variance %.6g after layernorm", n, v);
-        if (fabs(mean[n] - xm) > 1e-4 * fabs(xm)) fail_msg("row %zu: saved mean %.7g, true %.7g", n, (double)mean[n], xm);
+        if (fabs(mean[n] - xm) > 1e-4 * fabs(xm))
+            fail_msg("row %zu: saved mean %.7g, true %.7g", n, (double)mean[n], xm);
     }
-    free(inp); free(w); free(b); free(out);
+    free(inp);
+    free(w);
+    free(b);
+    free(out);
 }
 
 /* ------------------------------------------------------------------ attention */
@@ -206,7 +230,12 @@ static void attention_backward_matches_finite_differences(void **state) {
     float *dqkv = zeros(n_qkv), *scratch = zeros(a.T * a.T);
     attention_backward(dqkv, a.R, a.qkv, a.att, scratch, a.B, a.T, a.NH, a.HS);
     check_grad("attention dqkv", a.qkv, dqkv, n_qkv, att_loss, &a);
-    free(a.qkv); free(a.R); free(a.out); free(a.att); free(dqkv); free(scratch);
+    free(a.qkv);
+    free(a.R);
+    free(a.out);
+    free(a.att);
+    free(dqkv);
+    free(scratch);
 }
 
 static void attention_is_causal_in_forward_and_backward(void **state) {
@@ -221,14 +250,16 @@ static void attention_is_causal_in_forward_and_backward(void **state) {
             const float *row = att + (bh * T + t) * T;
             double s = 0;
             for (size_t j = 0; j < T; j++) {
-                if (j > t && row[j] != 0.0f) fail_msg("att[%zu][%zu][%zu] = %g looks ahead", bh, t, j, (double)row[j]);
+                if (j > t && row[j] != 0.0f)
+                    fail_msg("att[%zu][%zu][%zu] = %g looks ahead", bh, t, j, (double)row[j]);
                 if (row[j] < 0.0f) fail_msg("negative probability");
                 s += row[j];
             }
             if (fabs(s - 1.0) > 1e-5) fail_msg("softmax row (%zu, %zu) sums to %.7g", bh, t, s);
         }
     /* Outputs at t <= t0 depend only on positions <= t0: changing later q, k, v changes nothing. */
-    float *out2 = zeros(B * T * CH), *att2 = zeros(B * NH * T * T), *qkv2 = malloc(B * T * 3 * CH * sizeof(float));
+    float *out2 = zeros(B * T * CH), *att2 = zeros(B * NH * T * T),
+          *qkv2 = malloc(B * T * 3 * CH * sizeof(float));
     memcpy(qkv2, qkv, B * T * 3 * CH * sizeof(float));
     for (size_t b = 0; b < B; b++)
         for (size_t t = t0 + 1; t < T; t++)
@@ -250,11 +281,20 @@ static void attention_is_causal_in_forward_and_backward(void **state) {
         for (size_t t = 0; t < T; t++)
             for (size_t k = 0; k < 3 * CH; k++) {
                 float g = dqkv[(b * T + t) * 3 * CH + k];
-                if (t > t0 && g != 0.0f) fail_msg("future position %zu got gradient %g", t, (double)g);
+                if (t > t0 && g != 0.0f)
+                    fail_msg("future position %zu got gradient %g", t, (double)g);
                 if (t <= t0 && g != 0.0f) nonzero_past++;
             }
     assert_true(nonzero_past > 0);
-    free(qkv); free(out); free(att); free(out2); free(att2); free(qkv2); free(dout); free(dqkv); free(scratch);
+    free(qkv);
+    free(out);
+    free(att);
+    free(out2);
+    free(att2);
+    free(qkv2);
+    free(dout);
+    free(dqkv);
+    free(scratch);
 }
 
 /* ------------------------------------------------------------------ gelu */
@@ -284,7 +324,10 @@ static void gelu_backward_matches_finite_differences(void **state) {
     gelu_forward(y, x, 3);
     float want[3] = {0.0f, 0.841192f, -0.158808f};
     expect_close(y, want, 3, 1e-5, 1e-5, "gelu(0), gelu(1), gelu(-1)");
-    free(g.inp); free(g.R); free(g.out); free(dinp);
+    free(g.inp);
+    free(g.R);
+    free(g.out);
+    free(dinp);
 }
 
 /* ------------------------------------------------------------------ embedding, position */
@@ -320,7 +363,8 @@ static void embedding_backward_matches_finite_differences_and_masks_other_rows(v
         int64_t r = tokens[n] - e.v_start;
         for (size_t c = 0; c < e.C; c++) {
             float want = (r >= 0 && r < (int64_t)e.V) ? e.wte[(size_t)r * e.C + c] : 0.0f;
-            if (e.out[n * e.C + c] != want) fail_msg("embedding row %zu (token %d) col %zu", n, tokens[n], c);
+            if (e.out[n * e.C + c] != want)
+                fail_msg("embedding row %zu (token %d) col %zu", n, tokens[n], c);
         }
     }
     /* Row 12 - 8 = 4 is never used: no gradient. Row 0 (token 8) is used twice: sum of both. */
@@ -329,7 +373,10 @@ static void embedding_backward_matches_finite_differences_and_masks_other_rows(v
         float want = e.R[1 * e.C + c] + e.R[6 * e.C + c];
         assert_true(fabsf(dwte[0 * e.C + c] - want) <= 1e-6f);
     }
-    free(e.wte); free(e.R); free(e.out); free(dwte);
+    free(e.wte);
+    free(e.R);
+    free(e.out);
+    free(dwte);
 }
 
 typedef struct {
@@ -355,7 +402,11 @@ static void position_backward_matches_finite_differences(void **state) {
     float *dwpe = zeros(q.T * q.C);
     position_backward(dwpe, q.R, q.B, q.T, q.C);
     check_grad("position dwpe", q.wpe, dwpe, q.T * q.C, pos_loss, &q);
-    free(q.wpe); free(q.base); free(q.R); free(q.out); free(dwpe);
+    free(q.wpe);
+    free(q.base);
+    free(q.R);
+    free(q.out);
+    free(dwpe);
 }
 
 static void residual_and_add_inplace_add(void **state) {
@@ -438,8 +489,13 @@ static ce_case ce_make(void) {
 }
 
 static void ce_free(ce_case *c) {
-    free(c->targets); free(c->logits); free(c->rowmax); free(c->sumexp); free(c->tlogit);
-    free(c->loss); free(c->R);
+    free(c->targets);
+    free(c->logits);
+    free(c->rowmax);
+    free(c->sumexp);
+    free(c->tlogit);
+    free(c->loss);
+    free(c->R);
 }
 
 static void crossentropy_equals_direct_log_softmax_and_ignores_padding(void **state) {
@@ -478,17 +534,20 @@ static void crossentropy_backward_matches_finite_differences(void **state) {
     ce_forward(&c);
     float *dlogits = malloc(c.N * c.V * sizeof(float));
     for (size_t i = 0; i < c.N * c.V; i++) dlogits[i] = 123.0f; /* written, not accumulated */
-    crossentropy_backward(dlogits, c.logits, c.rowmax, c.sumexp, c.targets, c.R, c.N, c.V, 0, c.real);
+    crossentropy_backward(dlogits, c.logits, c.rowmax, c.sumexp, c.targets, c.R, c.N, c.V, 0,
+                          c.real);
     check_grad("crossentropy dlogits", c.logits, dlogits, c.N * c.V, ce_loss, &c);
     for (size_t n = 0; n < c.N; n++) {
         double rowsum = 0;
         for (size_t v = 0; v < c.V; v++) {
             float d = dlogits[n * c.V + v];
-            if ((int64_t)v >= c.real && d != 0.0f) fail_msg("padded entry (%zu, %zu) got gradient %g", n, v, (double)d);
+            if ((int64_t)v >= c.real && d != 0.0f)
+                fail_msg("padded entry (%zu, %zu) got gradient %g", n, v, (double)d);
             rowsum += d;
         }
         /* softmax - onehot sums to 0 over the row */
-        if (fabs(rowsum) > 1e-5 * fmax(1.0, fabs(c.R[n]))) fail_msg("row %zu: dlogits sum to %.3g", n, rowsum);
+        if (fabs(rowsum) > 1e-5 * fmax(1.0, fabs(c.R[n])))
+            fail_msg("row %zu: dlogits sum to %.3g", n, rowsum);
     }
     free(dlogits);
     ce_free(&c);
@@ -503,13 +562,16 @@ static void crossentropy_pieces_combine_across_vocabulary_slices(void **state) {
     float *part = malloc(N * Vl * sizeof(float));
     float mx[2][6], se[2][6], tl[2][6], gmax[6], gse[6], gtl[6], loss[6];
     for (size_t r = 0; r < 2; r++) {
-        for (size_t n = 0; n < N; n++) memcpy(part + n * Vl, c.logits + n * V + r * Vl, Vl * sizeof(float));
+        for (size_t n = 0; n < N; n++)
+            memcpy(part + n * Vl, c.logits + n * V + r * Vl, Vl * sizeof(float));
         crossentropy_local_max(mx[r], part, N, Vl, (int64_t)(r * Vl), c.real);
     }
     for (size_t n = 0; n < N; n++) gmax[n] = fmaxf(mx[0][n], mx[1][n]);
     for (size_t r = 0; r < 2; r++) {
-        for (size_t n = 0; n < N; n++) memcpy(part + n * Vl, c.logits + n * V + r * Vl, Vl * sizeof(float));
-        crossentropy_local_sums(se[r], tl[r], part, gmax, c.targets, N, Vl, (int64_t)(r * Vl), c.real);
+        for (size_t n = 0; n < N; n++)
+            memcpy(part + n * Vl, c.logits + n * V + r * Vl, Vl * sizeof(float));
+        crossentropy_local_sums(se[r], tl[r], part, gmax, c.targets, N, Vl, (int64_t)(r * Vl),
+                                c.real);
     }
     for (size_t n = 0; n < N; n++) gse[n] = se[0][n] + se[1][n], gtl[n] = tl[0][n] + tl[1][n];
     crossentropy_loss(loss, gse, gmax, gtl, N);

@@ -115,8 +115,8 @@ void twin_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const 
     drop(d_dout), drop(d_inp), drop(d_w);
 }
 
-void twin_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                            const float *w, const float *b, size_t N, size_t C) {
+void twin_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                            const float *b, size_t N, size_t C) {
     float *d_out = up(out, F(N * C)), *d_mean = up(mean, F(N)), *d_rstd = up(rstd, F(N));
     const float *d_inp = up(inp, F(N * C)), *d_w = up(w, F(C)), *d_b = up(b, F(C));
     cuda_layernorm_forward(&ctx, d_out, d_mean, d_rstd, d_inp, d_w, d_b, N, C);
@@ -124,9 +124,9 @@ void twin_layernorm_forward(float *out, float *mean, float *rstd, const float *i
     drop(d_inp), drop(d_w), drop(d_b);
 }
 
-void twin_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                             const float *inp, const float *w, const float *mean,
-                             const float *rstd, size_t N, size_t C) {
+void twin_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                             const float *w, const float *mean, const float *rstd, size_t N,
+                             size_t C) {
     float *d_dinp = up(dinp, F(N * C)), *d_dw = up(dw, F(C)), *d_db = up(db, F(C));
     const float *d_dout = up(dout, F(N * C)), *d_inp = up(inp, F(N * C)), *d_w = up(w, F(C)),
                 *d_mean = up(mean, F(N)), *d_rstd = up(rstd, F(N));
@@ -135,8 +135,8 @@ void twin_layernorm_backward(float *dinp, float *dw, float *db, const float *dou
     drop(d_dout), drop(d_inp), drop(d_w), drop(d_mean), drop(d_rstd);
 }
 
-void twin_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T,
-                            size_t NH, size_t HS) {
+void twin_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T, size_t NH,
+                            size_t HS) {
     const size_t CH = NH * HS;
     float *d_out = up(out, F(B * T * CH)), *d_att = up(att, F(B * NH * T * T));
     const float *d_qkv = up(qkv, F(B * T * 3 * CH));
@@ -224,8 +224,8 @@ bool twin_has_inf_or_nan(const float *x, size_t n) {
     return bad;
 }
 
-void twin_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N,
-                            size_t C, int64_t v_start, size_t V) {
+void twin_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N, size_t C,
+                            int64_t v_start, size_t V) {
     float *d_out = up(out, F(N * C));
     const int32_t *d_tok = up(tokens, I(N));
     const float *d_wte = up(wte, F(V * C));

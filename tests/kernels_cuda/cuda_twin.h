@@ -40,14 +40,14 @@ void twin_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const 
                                const uint16_t *inp, const uint16_t *weight, size_t N, size_t C,
                                size_t OC);
 
-void twin_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                            const float *w, const float *b, size_t N, size_t C);
-void twin_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                             const float *inp, const float *w, const float *mean,
-                             const float *rstd, size_t N, size_t C);
+void twin_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                            const float *b, size_t N, size_t C);
+void twin_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                             const float *w, const float *mean, const float *rstd, size_t N,
+                             size_t C);
 
-void twin_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T,
-                            size_t NH, size_t HS);
+void twin_attention_forward(float *out, float *att, const float *qkv, size_t B, size_t T, size_t NH,
+                            size_t HS);
 /* The (NH,T,T) device scratch is allocated inside. */
 void twin_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
                              size_t B, size_t T, size_t NH, size_t HS);
@@ -64,8 +64,8 @@ void twin_add_bias_rows(float *x, const float *bias, size_t N, size_t OC);
 double twin_sumsq(const float *x, size_t n);
 bool twin_has_inf_or_nan(const float *x, size_t n);
 
-void twin_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N,
-                            size_t C, int64_t v_start, size_t V);
+void twin_embedding_forward(float *out, const int32_t *tokens, const float *wte, size_t N, size_t C,
+                            int64_t v_start, size_t V);
 void twin_embedding_backward(float *dwte, const float *dout, const int32_t *tokens, size_t N,
                              size_t C, int64_t v_start, size_t V);
 void twin_position_forward(float *out, const float *wpe, size_t B, size_t T, size_t C);

@@ -364,9 +364,9 @@ static void crossentropy_shard(size_t N, size_t V, int64_t v_start, int64_t real
 
 static void crossentropy_pieces_match_cpu_and_ignore_padding(void **state) {
     (void)state;
-    crossentropy_shard(33, 50, 100, 140);   /* last shard: 40 real columns, 10 padding */
-    crossentropy_shard(19, 3001, 0, 5000);  /* a wide shard with no padding */
-    crossentropy_shard(7, 16, 48, 40);      /* a shard of padding only */
+    crossentropy_shard(33, 50, 100, 140);  /* last shard: 40 real columns, 10 padding */
+    crossentropy_shard(19, 3001, 0, 5000); /* a wide shard with no padding */
+    crossentropy_shard(7, 16, 48, 40);     /* a shard of padding only */
 }
 
 /* ------------------------------------------------------------------ optimizer */
@@ -374,8 +374,8 @@ static void crossentropy_pieces_match_cpu_and_ignore_padding(void **state) {
 static void adamw_step_matches_cpu(void **state) {
     (void)state;
     const size_t n = 5003;
-    adamw_config cfg = {.lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
-                        .weight_decay = 0.1f};
+    adamw_config cfg = {
+        .lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
     float *p = randn(n, 1, 1.0f), *g = randn(n, 2, 1.0f), *m = randn(n, 3, 0.1f);
     float *v = randn(n, 4, 0.1f);
     for (size_t i = 0; i < n; i++) v[i] = v[i] * v[i]; /* second moments are >= 0 */
@@ -403,23 +403,24 @@ static float bits_to_float(uint32_t b) {
  * fp32 subnormals, signed zeros, infinities, NaN — then random values over many scales. */
 static float *cast_inputs(size_t *count) {
     static const uint32_t special[] = {
-        0x00000000u, 0x80000000u, 0x3f800000u, 0xbf800000u,
-        0x3f808000u, /* 1 + 2^-8: bf16 tie, stays 1 (even) */
-        0x3f818000u, /* bf16 tie, rounds up to the even neighbour */
-        0x3f808001u, /* just above a tie: rounds up */
-        0x3f801000u, /* 1 + 2^-11: fp16 tie, stays 1 */
-        0x3f803000u, /* fp16 tie, rounds up */
-        0x477fe000u, /* 65504: the largest fp16 */
-        0x477fefffu, /* just below 65520: rounds to 65504 */
-        0x477ff000u, /* 65520: rounds to inf */
-        0x33800000u, /* 2^-24: the smallest fp16 subnormal */
-        0x33000000u, /* 2^-25: tie between 0 and 2^-24, goes to 0 */
-        0x33400000u, /* 1.5 * 2^-25: rounds to 2^-24 */
-        0x387fc000u, /* just below the smallest fp16 normal */
-        0x00000001u, /* the smallest fp32 subnormal */
-        0x007fffffu, /* the largest fp32 subnormal */
-        0x7f7fffffu, /* FLT_MAX: bf16 rounds it to inf */
-        0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u,
+        0x00000000u, 0x80000000u, 0x3f800000u,
+        0xbf800000u, 0x3f808000u, /* 1 + 2^-8: bf16 tie, stays 1 (even) */
+        0x3f818000u,              /* bf16 tie, rounds up to the even neighbour */
+        0x3f808001u,              /* just above a tie: rounds up */
+        0x3f801000u,              /* 1 + 2^-11: fp16 tie, stays 1 */
+        0x3f803000u,              /* fp16 tie, rounds up */
+        0x477fe000u,              /* 65504: the largest fp16 */
+        0x477fefffu,              /* just below 65520: rounds to 65504 */
+        0x477ff000u,              /* 65520: rounds to inf */
+        0x33800000u,              /* 2^-24: the smallest fp16 subnormal */
+        0x33000000u,              /* 2^-25: tie between 0 and 2^-24, goes to 0 */
+        0x33400000u,              /* 1.5 * 2^-25: rounds to 2^-24 */
+        0x387fc000u,              /* just below the smallest fp16 normal */
+        0x00000001u,              /* the smallest fp32 subnormal */
+        0x007fffffu,              /* the largest fp32 subnormal */
+        0x7f7fffffu,              /* FLT_MAX: bf16 rounds it to inf */
+        0x7f800000u, 0xff800000u, 0x7fc00000u,
+        0xffc00001u, 0x7f800001u,
     };
     size_t ns = sizeof special / sizeof special[0], nr = 4000;
     float *x = malloc((ns + nr) * sizeof(float));
@@ -430,8 +431,8 @@ static float *cast_inputs(size_t *count) {
     return x;
 }
 
-static void expect_same_bits16(const uint16_t *got, const uint16_t *want, const float *in,
-                               size_t n, const char *what) {
+static void expect_same_bits16(const uint16_t *got, const uint16_t *want, const float *in, size_t n,
+                               const char *what) {
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
         if (isnan(in[i])) continue; /* checked separately: NaN payloads may differ */

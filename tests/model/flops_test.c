@@ -15,7 +15,11 @@
  *   training = 3 · 3584 = 10752 */
 static void test_hand_count_of_a_tiny_model(void **state) {
     (void)state;
-    gpt_config g = {.vocab_size = 16, .real_vocab = 16, .seq_len = 4, .num_layers = 2, .hidden = 8,
+    gpt_config g = {.vocab_size = 16,
+                    .real_vocab = 16,
+                    .seq_len = 4,
+                    .num_layers = 2,
+                    .hidden = 8,
                     .num_heads = 2};
     assert_true(flops_forward_per_token(&g) == 3584.0);
     assert_true(flops_train_per_token(&g) == 10752.0);
@@ -26,10 +30,18 @@ static void test_hand_count_of_a_tiny_model(void **state) {
  * fcproj matrices and the tied wte; biases, LayerNorms and wpe are not products). */
 static void test_weight_part_is_six_per_matrix_weight(void **state) {
     (void)state;
-    gpt_config g = {.vocab_size = 64, .real_vocab = 60, .seq_len = 16, .num_layers = 3, .hidden = 32,
+    gpt_config g = {.vocab_size = 64,
+                    .real_vocab = 60,
+                    .seq_len = 16,
+                    .num_layers = 3,
+                    .hidden = 32,
                     .num_heads = 4};
-    gpt_shard whole = {.tp_size = 1, .tp_rank = 0, .layer_begin = 0, .layer_end = g.num_layers,
-                       .has_embedding = true, .has_head = true};
+    gpt_shard whole = {.tp_size = 1,
+                       .tp_rank = 0,
+                       .layer_begin = 0,
+                       .layer_end = g.num_layers,
+                       .has_embedding = true,
+                       .has_head = true};
     static gpt_chunk c; /* large: off the stack */
     gpt_chunk_init(&c, &g, &whole, 0);
     double N = 0;
@@ -46,8 +58,12 @@ static void test_weight_part_is_six_per_matrix_weight(void **state) {
 /* Megatron's per-iteration formula 72·B·T·L·C²·(1 + T/(6C) + V/(12·L·C)), per token. */
 static void test_agrees_with_megatron_formula(void **state) {
     (void)state;
-    gpt_config g = {.vocab_size = 512, .real_vocab = 256, .seq_len = 128, .num_layers = 4,
-                    .hidden = 128, .num_heads = 4};
+    gpt_config g = {.vocab_size = 512,
+                    .real_vocab = 256,
+                    .seq_len = 128,
+                    .num_layers = 4,
+                    .hidden = 128,
+                    .num_heads = 4};
     double L = 4, C = 128, T = 128, V = 512;
     double megatron = 72.0 * L * C * C * (1.0 + T / (6.0 * C) + V / (12.0 * L * C));
     assert_true(fabs(flops_train_per_token(&g) - megatron) <= 1e-9 * megatron);

@@ -25,14 +25,22 @@
 
 /* The tiny model of the gradient test: L=2, C=16, NH=2, T=8, V=64 padded from 50. */
 static gpt_config tiny_config(void) {
-    gpt_config cfg = {.vocab_size = 64, .real_vocab = 50, .seq_len = 8, .num_layers = 2,
-                      .hidden = 16, .num_heads = 2};
+    gpt_config cfg = {.vocab_size = 64,
+                      .real_vocab = 50,
+                      .seq_len = 8,
+                      .num_layers = 2,
+                      .hidden = 16,
+                      .num_heads = 2};
     return cfg;
 }
 
 static gpt_shard whole_model(const gpt_config *cfg) {
-    gpt_shard s = {.tp_size = 1, .tp_rank = 0, .layer_begin = 0, .layer_end = cfg->num_layers,
-                   .has_embedding = true, .has_head = true};
+    gpt_shard s = {.tp_size = 1,
+                   .tp_rank = 0,
+                   .layer_begin = 0,
+                   .layer_end = cfg->num_layers,
+                   .has_embedding = true,
+                   .has_head = true};
     return s;
 }
 
@@ -63,7 +71,9 @@ static void fill_test_params(const gpt_chunk *c, float *params) {
             float z = rng_normal(77, (uint64_t)i, k);
             float v;
             switch (p->kind) {
-            case GPT_LN1_W: case GPT_LN2_W: case GPT_LNF_W: v = 1.0f + 0.2f * z; break;
+            case GPT_LN1_W:
+            case GPT_LN2_W:
+            case GPT_LNF_W: v = 1.0f + 0.2f * z; break;
             case GPT_WTE: v = 0.5f * z; break;
             case GPT_WPE: v = 0.3f * z; break;
             default: v = (p->cols == 1 ? 0.2f : 0.3f) * z; break; /* biases, matrices */
@@ -124,13 +134,16 @@ static void whole_model_gradient_matches_finite_differences(void **state) {
             checked++;
             if (!(fabs(fd - g) <= 2e-3 * gmax + 1e-2 * fabs(g))) {
                 if (bad < 8)
-                    fprintf(stderr, "  %s[%zu]: analytic %.7g, finite difference %.7g (max |g| %.3g)\n",
+                    fprintf(stderr,
+                            "  %s[%zu]: analytic %.7g, finite difference %.7g (max |g| %.3g)\n",
                             p->name, k, g, fd, gmax);
                 bad++;
             }
         }
     }
-    if (bad) fail_msg("%zu of %zu sampled gradient elements disagree with finite differences", bad, checked);
+    if (bad)
+        fail_msg("%zu of %zu sampled gradient elements disagree with finite differences", bad,
+                 checked);
 
     /* Padded vocabulary rows of the tied embedding: no token, no probability, no gradient. */
     const gpt_param *wte = gpt_chunk_find(c, GPT_WTE, -1);
@@ -140,7 +153,8 @@ static void whole_model_gradient_matches_finite_differences(void **state) {
                 fail_msg("padded wte row %zu got gradient", r);
     /* ... and changing them leaves the loss bit-identical. */
     double l0 = model_loss(&m);
-    for (size_t k = (size_t)cfg.real_vocab * wte->cols; k < wte->numel; k++) params[wte->offset + k] += 3.0f;
+    for (size_t k = (size_t)cfg.real_vocab * wte->cols; k < wte->numel; k++)
+        params[wte->offset + k] += 3.0f;
     assert_true(model_loss(&m) == l0);
 
     gpt_acts_destroy(a);
@@ -158,7 +172,8 @@ static void backward_accumulates_into_the_gradient_buffer(void **state) {
     gpt_chunk *c = malloc(sizeof *c);
     gpt_chunk_init(c, &cfg, &sh, 0);
     float *params = malloc(c->num_elements * sizeof(float));
-    float *g1 = calloc(c->num_elements, sizeof(float)), *g2 = calloc(c->num_elements, sizeof(float));
+    float *g1 = calloc(c->num_elements, sizeof(float)),
+          *g2 = calloc(c->num_elements, sizeof(float));
     fill_test_params(c, params);
     int32_t tok[16], tgt[16];
     for (int n = 0; n < 16; n++) tok[n] = (int32_t)(n * 7 % 50), tgt[n] = (int32_t)(n * 3 % 50);
@@ -172,7 +187,10 @@ static void backward_accumulates_into_the_gradient_buffer(void **state) {
     expect_close(g2, g1, c->num_elements, 1e-7, 1e-5, "two backwards = twice one backward");
     gpt_acts_destroy(a);
     gpt_scratch_destroy(s);
-    free(params); free(g1); free(g2); free(c);
+    free(params);
+    free(g1);
+    free(g2);
+    free(c);
 }
 
 /* The split backward of the zero-bubble schedules: B of two micro-batches, then their W's in
@@ -191,13 +209,15 @@ static void split_backward_b_then_w_equals_the_fused_backward(void **state) {
         gpt_chunk *c = malloc(sizeof *c);
         gpt_chunk_init(c, &cfg, &sh, 0);
         float *params = malloc(c->num_elements * sizeof(float));
-        float *fused = calloc(c->num_elements, sizeof(float)), *split = calloc(c->num_elements, sizeof(float));
+        float *fused = calloc(c->num_elements, sizeof(float)),
+              *split = calloc(c->num_elements, sizeof(float));
         fill_test_params(c, params);
         int32_t tok[2][16], tgt[2][16];
         float x_in[2][16 * 16], dx_out[2][16 * 16], dx_fused[2][16 * 16], dx_split[2][16 * 16];
         for (int m = 0; m < 2; m++)
             for (size_t n = 0; n < N; n++) {
-                tok[m][n] = (int32_t)((n * 7 + 5 * m) % 50), tgt[m][n] = (int32_t)((n * 3 + m) % 50);
+                tok[m][n] = (int32_t)((n * 7 + 5 * m) % 50),
+                tgt[m][n] = (int32_t)((n * 3 + m) % 50);
                 for (size_t k = 0; k < C; k++) {
                     x_in[m][n * C + k] = 0.5f * rng_normal(7, 11 + m, n * C + k);
                     dx_out[m][n * C + k] = 0.1f * rng_normal(7, 21 + m, n * C + k);
@@ -210,12 +230,15 @@ static void split_backward_b_then_w_equals_the_fused_backward(void **state) {
         /* fused, W order 1 then 0 */
         for (int m = 1; m >= 0; m--) {
             gpt_forward(c, params, a[m], tok[m], tgt[m], x_in[m], out, NULL);
-            gpt_backward(c, params, fused, a[m], s, dx_out[m], middle ? dx_fused[m] : NULL, 0.25f, NULL);
+            gpt_backward(c, params, fused, a[m], s, dx_out[m], middle ? dx_fused[m] : NULL, 0.25f,
+                         NULL);
         }
         /* split: forward 0, 1; B 0, B 1; W 1, W 0 */
-        for (int m = 0; m < 2; m++) gpt_forward(c, params, a[m], tok[m], tgt[m], x_in[m], out, NULL);
         for (int m = 0; m < 2; m++)
-            gpt_backward_input(c, params, a[m], s, wg[m], dx_out[m], middle ? dx_split[m] : NULL, 0.25f, NULL);
+            gpt_forward(c, params, a[m], tok[m], tgt[m], x_in[m], out, NULL);
+        for (int m = 0; m < 2; m++)
+            gpt_backward_input(c, params, a[m], s, wg[m], dx_out[m], middle ? dx_split[m] : NULL,
+                               0.25f, NULL);
         for (size_t k = 0; k < c->num_elements; k++) assert_true(split[k] == 0.0f);
         for (int m = 1; m >= 0; m--) gpt_backward_weight(c, split, a[m], wg[m]);
         assert_memory_equal(split, fused, c->num_elements * sizeof(float));
@@ -223,7 +246,11 @@ static void split_backward_b_then_w_equals_the_fused_backward(void **state) {
         assert_true(gpt_wgrad_bytes(wg[0]) > 0);
         for (int m = 0; m < 2; m++) gpt_acts_destroy(a[m]), gpt_wgrad_destroy(wg[m]);
         gpt_scratch_destroy(s);
-        free(out); free(params); free(fused); free(split); free(c);
+        free(out);
+        free(params);
+        free(fused);
+        free(split);
+        free(c);
     }
 }
 
@@ -248,8 +275,12 @@ static size_t formula_elements(const gpt_config *cfg, const gpt_shard *sh) {
 
 static void parameter_table_is_contiguous_and_counts_match_the_formula(void **state) {
     (void)state;
-    gpt_config cfg = {.vocab_size = 128, .real_vocab = 100, .seq_len = 12, .num_layers = 4,
-                      .hidden = 32, .num_heads = 4};
+    gpt_config cfg = {.vocab_size = 128,
+                      .real_vocab = 100,
+                      .seq_len = 12,
+                      .num_layers = 4,
+                      .hidden = 32,
+                      .num_heads = 4};
     const size_t C = 32, V = 128, T = 12, L = 4;
     /* The serial count, written out once more without the tp terms. */
     gpt_shard serial = whole_model(&cfg);
@@ -259,8 +290,8 @@ static void parameter_table_is_contiguous_and_counts_match_the_formula(void **st
     assert_int_equal(c->nparams, 2 + 12 * (int)L + 2);
 
     const gpt_shard shards[] = {
-        {1, 0, 0, 4, true, true},   {2, 1, 0, 4, true, true},   {4, 3, 0, 4, true, true},
-        {2, 0, 0, 2, true, false},  {2, 1, 2, 4, false, true},  {4, 2, 1, 3, false, false},
+        {1, 0, 0, 4, true, true},  {2, 1, 0, 4, true, true},  {4, 3, 0, 4, true, true},
+        {2, 0, 0, 2, true, false}, {2, 1, 2, 4, false, true}, {4, 2, 1, 3, false, false},
         {1, 0, 3, 4, false, true},
     };
     for (size_t si = 0; si < sizeof shards / sizeof shards[0]; si++) {
@@ -270,10 +301,12 @@ static void parameter_table_is_contiguous_and_counts_match_the_formula(void **st
         size_t off = base, sum = 0;
         for (int i = 0; i < c->nparams; i++) {
             const gpt_param *p = &c->params[i];
-            if (p->offset != off) fail_msg("shard %zu: %s starts at %zu, expected %zu", si, p->name, p->offset, off);
+            if (p->offset != off)
+                fail_msg("shard %zu: %s starts at %zu, expected %zu", si, p->name, p->offset, off);
             assert_int_equal(p->numel, p->rows * p->cols);
             size_t tp = (size_t)sh->tp_size;
-            size_t want_rows = (p->split == SPLIT_ROWS || p->split == SPLIT_QKV) ? p->full_rows / tp : p->full_rows;
+            size_t want_rows = (p->split == SPLIT_ROWS || p->split == SPLIT_QKV) ? p->full_rows / tp
+                                                                                 : p->full_rows;
             size_t want_cols = p->split == SPLIT_COLS ? p->full_cols / tp : p->full_cols;
             assert_int_equal(p->rows, want_rows);
             assert_int_equal(p->cols, want_cols);
@@ -282,8 +315,9 @@ static void parameter_table_is_contiguous_and_counts_match_the_formula(void **st
         }
         assert_int_equal(c->num_elements, sum);
         if (c->num_elements != formula_elements(&cfg, sh))
-            fail_msg("shard %zu (tp %d, layers [%d,%d)): %zu elements, formula says %zu", si, sh->tp_size,
-                     sh->layer_begin, sh->layer_end, c->num_elements, formula_elements(&cfg, sh));
+            fail_msg("shard %zu (tp %d, layers [%d,%d)): %zu elements, formula says %zu", si,
+                     sh->tp_size, sh->layer_begin, sh->layer_end, c->num_elements,
+                     formula_elements(&cfg, sh));
         /* Every block tensor is there, with its name and layer. */
         for (int l = sh->layer_begin; l < sh->layer_end; l++)
             for (int k = GPT_LN1_W; k <= GPT_FCPROJ_B; k++) {
@@ -302,8 +336,12 @@ static void parameter_table_is_contiguous_and_counts_match_the_formula(void **st
 
 static void serial_index_maps_are_bijections_over_the_tp_ranks(void **state) {
     (void)state;
-    gpt_config cfg = {.vocab_size = 64, .real_vocab = 50, .seq_len = 8, .num_layers = 1,
-                      .hidden = 16, .num_heads = 4};
+    gpt_config cfg = {.vocab_size = 64,
+                      .real_vocab = 50,
+                      .seq_len = 8,
+                      .num_layers = 1,
+                      .hidden = 16,
+                      .num_heads = 4};
     gpt_chunk *c = malloc(sizeof *c);
     int seen_split[4] = {0};
     for (int tp = 2; tp <= 4; tp *= 2) {
@@ -322,20 +360,25 @@ static void serial_index_maps_are_bijections_over_the_tp_ranks(void **state) {
                 const gpt_param *p = &c->params[i];
                 for (size_t k = 0; k < p->numel; k++) {
                     size_t s = gpt_param_serial_index(p, &sh, k);
-                    if (s >= full) fail_msg("tp %d rank %d %s[%zu] -> %zu outside %zu", tp, r, p->name, k, s, full);
-                    if (p->split == SPLIT_NONE && s != k) fail_msg("replicated %s[%zu] -> %zu", p->name, k, s);
+                    if (s >= full)
+                        fail_msg("tp %d rank %d %s[%zu] -> %zu outside %zu", tp, r, p->name, k, s,
+                                 full);
+                    if (p->split == SPLIT_NONE && s != k)
+                        fail_msg("replicated %s[%zu] -> %zu", p->name, k, s);
                     hits[s]++;
                 }
             }
             int want = p0.split == SPLIT_NONE ? tp : 1; /* replicated: every rank holds all */
             for (size_t s = 0; s < full; s++)
                 if (hits[s] != want)
-                    fail_msg("tp %d %s: serial element %zu held %d times, expected %d", tp, p0.name, s, hits[s], want);
+                    fail_msg("tp %d %s: serial element %zu held %d times, expected %d", tp, p0.name,
+                             s, hits[s], want);
             seen_split[p0.split] = 1;
             free(hits);
         }
     }
-    assert_true(seen_split[SPLIT_NONE] && seen_split[SPLIT_ROWS] && seen_split[SPLIT_COLS] && seen_split[SPLIT_QKV]);
+    assert_true(seen_split[SPLIT_NONE] && seen_split[SPLIT_ROWS] && seen_split[SPLIT_COLS] &&
+                seen_split[SPLIT_QKV]);
 
     /* The pictures, at C = 16, tp = 2, rank 1:
      *   SPLIT_QKV  local rows [Q_1; K_1; V_1] (8 each) -> serial rows 8.., 24.., 40..
@@ -344,7 +387,8 @@ static void serial_index_maps_are_bijections_over_the_tp_ranks(void **state) {
     gpt_shard sh = {2, 1, 0, 1, true, true};
     gpt_chunk_init(c, &cfg, &sh, 0);
     const gpt_param *qkv = gpt_chunk_find(c, GPT_QKV_W, 0), *fc = gpt_chunk_find(c, GPT_FC_W, 0);
-    const gpt_param *proj = gpt_chunk_find(c, GPT_PROJ_W, 0), *qkvb = gpt_chunk_find(c, GPT_QKV_B, 0);
+    const gpt_param *proj = gpt_chunk_find(c, GPT_PROJ_W, 0),
+                    *qkvb = gpt_chunk_find(c, GPT_QKV_B, 0);
     assert_int_equal(gpt_param_serial_index(qkv, &sh, 0), 8 * 16);
     assert_int_equal(gpt_param_serial_index(qkv, &sh, 8 * 16 + 3), 24 * 16 + 3);
     assert_int_equal(gpt_param_serial_index(qkv, &sh, 16 * 16 + 5), 40 * 16 + 5);
@@ -356,16 +400,22 @@ static void serial_index_maps_are_bijections_over_the_tp_ranks(void **state) {
 
 static void tp_shard_initialisation_is_the_slice_of_the_serial_init(void **state) {
     (void)state;
-    gpt_config cfg = {.vocab_size = 64, .real_vocab = 50, .seq_len = 8, .num_layers = 2,
-                      .hidden = 16, .num_heads = 4};
+    gpt_config cfg = {.vocab_size = 64,
+                      .real_vocab = 50,
+                      .seq_len = 8,
+                      .num_layers = 2,
+                      .hidden = 16,
+                      .num_heads = 4};
     const uint64_t seed = 1234;
     gpt_shard ssh = whole_model(&cfg);
     gpt_chunk *serial = malloc(sizeof *serial), *c = malloc(sizeof *c);
     gpt_chunk_init(serial, &cfg, &ssh, 0);
     float *sp = malloc(serial->num_elements * sizeof(float));
     gpt_chunk_init_params(serial, sp, seed);
-    const gpt_shard shards[] = {{2, 0, 0, 2, true, true}, {2, 1, 0, 2, true, true},
-                                {4, 2, 0, 2, true, true}, {4, 3, 1, 2, false, true},
+    const gpt_shard shards[] = {{2, 0, 0, 2, true, true},
+                                {2, 1, 0, 2, true, true},
+                                {4, 2, 0, 2, true, true},
+                                {4, 3, 1, 2, false, true},
                                 {1, 0, 1, 2, false, false}};
     for (size_t si = 0; si < sizeof shards / sizeof shards[0]; si++) {
         const size_t base = 5;
@@ -386,7 +436,8 @@ static void tp_shard_initialisation_is_the_slice_of_the_serial_init(void **state
         free(buf);
     }
     /* The serial init itself: unit norm weights, zero biases, small random matrices. */
-    const gpt_param *lnw = gpt_chunk_find(serial, GPT_LN1_W, 1), *fcb = gpt_chunk_find(serial, GPT_FC_B, 0);
+    const gpt_param *lnw = gpt_chunk_find(serial, GPT_LN1_W, 1),
+                    *fcb = gpt_chunk_find(serial, GPT_FC_B, 0);
     const gpt_param *qkv = gpt_chunk_find(serial, GPT_QKV_W, 0);
     for (size_t k = 0; k < lnw->numel; k++) assert_true(sp[lnw->offset + k] == 1.0f);
     for (size_t k = 0; k < fcb->numel; k++) assert_true(sp[fcb->offset + k] == 0.0f);
@@ -421,7 +472,8 @@ static void bad_configs_are_rejected_with_messages_naming_the_values(void **stat
     c.num_heads = 3; /* 16 % 3 != 0 */
     expect_rejected(c, 1, (const char *const[]){"hidden-size 16", "num-attention-heads 3", NULL});
     c = ok; /* 2 heads cannot be split over 4 ranks */
-    expect_rejected(c, 4, (const char *const[]){"num-attention-heads 2", "tensor-model-parallel-size 4", NULL});
+    expect_rejected(
+        c, 4, (const char *const[]){"num-attention-heads 2", "tensor-model-parallel-size 4", NULL});
     c = ok;
     c.vocab_size = 50; /* not padded to a multiple of tp 4 */
     c.num_heads = 4;

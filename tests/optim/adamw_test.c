@@ -28,7 +28,8 @@ static const adamw_config k_cfg = {
 };
 
 static void expect_float(double got, double want, double tol, const char *what) {
-    if (fabs(got - want) > tol) fail_msg("%s: got %.9g, want %.9g (tolerance %g)", what, got, want, tol);
+    if (fabs(got - want) > tol)
+        fail_msg("%s: got %.9g, want %.9g (tolerance %g)", what, got, want, tol);
 }
 
 /* it ≤ warmup: lr · it / warmup.  warmup < it < decay: r = (it − warmup) / (decay − warmup),
@@ -36,14 +37,14 @@ static void expect_float(double got, double want, double tol, const char *what) 
 static void lr_warms_up_linearly_then_decays_along_a_cosine_to_the_floor(void **state) {
     (void)state;
     const double want[8] = {
-        0.0,       /* it 0: 0.1 · 0/2 (before the first step) */
-        0.05,      /* it 1: 0.1 · 1/2 */
-        0.1,       /* it 2: 0.1 · 2/2, the peak */
+        0.0,  /* it 0: 0.1 · 0/2 (before the first step) */
+        0.05, /* it 1: 0.1 · 1/2 */
+        0.1,  /* it 2: 0.1 · 2/2, the peak */
         0.0868198, /* it 3: r = 1/4, ½(1 + cos π/4) = ½(1 + 0.7071068) = 0.8535534; 0.01 + 0.0768198 */
-        0.055,     /* it 4: r = 1/2, ½(1 + cos π/2) = 0.5;                        0.01 + 0.045 */
+        0.055, /* it 4: r = 1/2, ½(1 + cos π/2) = 0.5;                        0.01 + 0.045 */
         0.0231802, /* it 5: r = 3/4, ½(1 + cos 3π/4) = ½(1 − 0.7071068) = 0.1464466; 0.01 + 0.0131802 */
-        0.01,      /* it 6: the end of the decay: the floor */
-        0.01,      /* it 7: after it, still the floor */
+        0.01, /* it 6: the end of the decay: the floor */
+        0.01, /* it 7: after it, still the floor */
     };
     for (int it = 0; it < 8; it++) {
         char what[32];
@@ -118,7 +119,8 @@ static void clipping_scales_only_a_norm_above_the_limit(void **state) {
  *       m̂ = 0.1196/0.271 = 0.4413284,  v̂ = 0.06962/0.142625 = 0.4881332,  √v̂ = 0.6986653
  *       m̂/√v̂ = 0.6316736;  p = 0.5136626 − 0.0868198·0.6316736 = 0.5136626 − 0.0548418 = 0.4588208
  */
-static void three_steps_with_warmup_cosine_clipping_and_decay_match_the_hand_computation(void **state) {
+static void
+three_steps_with_warmup_cosine_clipping_and_decay_match_the_hand_computation(void **state) {
     (void)state;
     float w[2] = {1.0f, -2.0f}, b[1] = {0.5f}; /* decayed "matrix", undecayed "bias" */
     float mw[2] = {0}, vw[2] = {0}, mb[1] = {0}, vb[1] = {0};
@@ -146,7 +148,8 @@ static void three_steps_with_warmup_cosine_clipping_and_decay_match_the_hand_com
     }
     /* The moments after step 3, from the lines "m = ..., v = ..." above. */
     const float got_m[3] = {mw[0], mw[1], mb[0]}, got_v[3] = {vw[0], vw[1], vb[0]};
-    const float want_m[3] = {-0.0357f, 0.054f, 0.1196f}, want_v[3] = {0.02206125f, 0.0171f, 0.06962f};
+    const float want_m[3] = {-0.0357f, 0.054f, 0.1196f},
+                want_v[3] = {0.02206125f, 0.0171f, 0.06962f};
     expect_close(got_m, want_m, 3, 1e-7, 1e-6, "first moments after step 3");
     expect_close(got_v, want_v, 3, 1e-8, 1e-6, "second moments after step 3");
 }
@@ -156,7 +159,8 @@ int main(void) {
         cmocka_unit_test(lr_warms_up_linearly_then_decays_along_a_cosine_to_the_floor),
         cmocka_unit_test(without_warmup_the_cosine_starts_at_the_peak),
         cmocka_unit_test(clipping_scales_only_a_norm_above_the_limit),
-        cmocka_unit_test(three_steps_with_warmup_cosine_clipping_and_decay_match_the_hand_computation),
+        cmocka_unit_test(
+            three_steps_with_warmup_cosine_clipping_and_decay_match_the_hand_computation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,17 +30,20 @@ static void squeeze(char *s) { /* drop all whitespace */
 
 static void text_prints_the_grid_idle_and_bubbles(void **state) {
     (void)state;
-    assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule 1f1b"), 0);
+    assert_int_equal(
+        schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule 1f1b"),
+        0);
     /* default costs: a backward takes twice a forward (two cells) */
     expect_output("rank 0 F0 F1 F2 F3 .  .  .  .  .  .  B0 B0 F4 B1 B1");
     expect_output("rank 3 .  .  .  F0 B0 B0 F1 B1 B1");
     expect_output("makespan 33\n"); /* (m+p-1)(F+B) = 11 * 3 */
-    expect_output("27.3%");                /* simulated = (p-1)/(m+p-1) = 3/11 */
+    expect_output("27.3%");         /* simulated = (p-1)/(m+p-1) = 3/11 */
     expect_output("(p-1)/(m+p-1) = 27.3%");
     expect_output("(p-1)/m = 37.5%");
-    assert_int_equal(schedule("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule gpipe "
-                              "--forward-cost 1 --backward-cost 2"),
-                     0);
+    assert_int_equal(
+        schedule("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule gpipe "
+                 "--forward-cost 1 --backward-cost 2"),
+        0);
     /* a backward takes two cells; rank 0 waits for rank 1's backward of 0 */
     expect_output("rank 0 F0 F1 .  .  .  B0 B0 B1 B1\n");
     expect_output("rank 1 .  F0 F1 B0 B0 B1 B1 .  .\n");
@@ -49,9 +52,12 @@ static void text_prints_the_grid_idle_and_bubbles(void **state) {
 /* A chunk of the interleaved schedule costs 1/v of a stage: the same work in less time. */
 static void interleaving_is_faster_at_default_costs(void **state) {
     (void)state;
-    assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved"), 0);
+    assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 "
+                              "--pipeline-schedule interleaved"),
+                     0);
     expect_output("costs of one chunk: forward 0.5, backward 1, p2p latency 0");
-    expect_output("makespan 28.5\n"); /* 24 of work + (p-1)(F+B)/v = 4.5 of bubble, below 1f1b's 33 */
+    expect_output(
+        "makespan 28.5\n"); /* 24 of work + (p-1)(F+B)/v = 4.5 of bubble, below 1f1b's 33 */
     expect_output("bubble (simulated): 15.8%");
 }
 
@@ -73,7 +79,8 @@ static void costs_come_from_a_run(void **state) {
             for (int i = 0; i < 4; i++) {
                 double cpu = i < 2 ? 0.010 : 0.020;
                 if (step == 0) cpu *= 5; /* warm-up: left out */
-                trace_record(t, i < 2 ? TRACE_FORWARD : TRACE_BACKWARD, step, i % 2, 0, now, now + 2 * cpu);
+                trace_record(t, i < 2 ? TRACE_FORWARD : TRACE_BACKWARD, step, i % 2, 0, now,
+                             now + 2 * cpu);
                 ((trace_event *)trace_event_at(t, trace_num_events(t) - 1))->cpu = cpu;
                 now += 2 * cpu;
             }
@@ -93,20 +100,26 @@ static void costs_come_from_a_run(void **state) {
 
 static void json_is_exactly_the_action_lists(void **state) {
     (void)state;
-    assert_int_equal(schedule("--pipeline-model-parallel-size 2 --num-microbatches 2 --format json"), 0);
+    assert_int_equal(
+        schedule("--pipeline-model-parallel-size 2 --num-microbatches 2 --format json"), 0);
     squeeze(g_out);
-    assert_string_equal(g_out, "{\"0\":[\"F0\",\"F1\",\"B0\",\"B1\"],\"1\":[\"F0\",\"B0\",\"F1\",\"B1\"]}");
-    assert_int_equal(schedule("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule interleaved "
-                              "--format=json"),
-                     0);
+    assert_string_equal(
+        g_out, "{\"0\":[\"F0\",\"F1\",\"B0\",\"B1\"],\"1\":[\"F0\",\"B0\",\"F1\",\"B1\"]}");
+    assert_int_equal(
+        schedule(
+            "--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule interleaved "
+            "--format=json"),
+        0);
     squeeze(g_out);
-    assert_string_equal(g_out, "{\"0\":[\"F0c0\",\"F1c0\",\"F0c1\",\"F1c1\",\"B0c1\",\"B1c1\",\"B0c0\",\"B1c0\"],"
-                               "\"1\":[\"F0c0\",\"F1c0\",\"F0c1\",\"B0c1\",\"F1c1\",\"B1c1\",\"B0c0\",\"B1c0\"]}");
+    assert_string_equal(
+        g_out, "{\"0\":[\"F0c0\",\"F1c0\",\"F0c1\",\"F1c1\",\"B0c1\",\"B1c1\",\"B0c0\",\"B1c0\"],"
+               "\"1\":[\"F0c0\",\"F1c0\",\"F0c1\",\"B0c1\",\"F1c1\",\"B1c1\",\"B0c0\",\"B1c0\"]}");
     /* -o x.json writes the same document to the file */
     const char *dir = test_tmpdir("schedule_cmd_json");
     char args[4400], path[4200];
     snprintf(path, sizeof path, "%s/s.json", dir);
-    snprintf(args, sizeof args, "--pipeline-model-parallel-size 2 --num-microbatches 2 -o '%s'", path);
+    snprintf(args, sizeof args, "--pipeline-model-parallel-size 2 --num-microbatches 2 -o '%s'",
+             path);
     assert_int_equal(schedule(args), 0);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
@@ -114,7 +127,8 @@ static void json_is_exactly_the_action_lists(void **state) {
     g_out[n] = 0;
     fclose(f);
     squeeze(g_out);
-    assert_string_equal(g_out, "{\"0\":[\"F0\",\"F1\",\"B0\",\"B1\"],\"1\":[\"F0\",\"B0\",\"F1\",\"B1\"]}");
+    assert_string_equal(
+        g_out, "{\"0\":[\"F0\",\"F1\",\"B0\",\"B1\"],\"1\":[\"F0\",\"B0\",\"F1\",\"B1\"]}");
 }
 
 static void pictures_are_written_in_three_formats(void **state) {
@@ -125,9 +139,11 @@ static void pictures_are_written_in_three_formats(void **state) {
     for (int i = 0; i < 3; i++) {
         char path[4200], args[4400];
         snprintf(path, sizeof path, "%s/sched.%s", dir, ext[i]);
-        snprintf(args, sizeof args,
-                 "--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved "
-                 "--virtual-stages 2 --backward-cost 2 -o '%s'", path);
+        snprintf(
+            args, sizeof args,
+            "--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved "
+            "--virtual-stages 2 --backward-cost 2 -o '%s'",
+            path);
         assert_int_equal(schedule(args), 0);
         FILE *f = fopen(path, "rb");
         if (!f) fail_msg("%s was not written: %s", path, g_out);
@@ -152,28 +168,33 @@ static void expect_failure(const char *args, const char *needle) {
 
 static void bad_input_fails_with_one_clear_line(void **state) {
     (void)state;
-    expect_failure("--pipeline-model-parallel-size 4 --num-microbatches 6 --pipeline-schedule interleaved",
-                   "trident schedule: m = 6 micro-batches is not a multiple of the pipeline size p = 4");
-    expect_failure("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved "
-                   "--virtual-stages 1",
-                   "v = 1");
+    expect_failure(
+        "--pipeline-model-parallel-size 4 --num-microbatches 6 --pipeline-schedule interleaved",
+        "trident schedule: m = 6 micro-batches is not a multiple of the pipeline size p = 4");
+    expect_failure(
+        "--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule interleaved "
+        "--virtual-stages 1",
+        "v = 1");
     expect_failure("--pipeline-model-parallel-size 4 --num-microbatches 8 --virtual-stages 2",
                    "needs the interleaved schedule");
     expect_failure("--num-microbatches 8", "--pipeline-model-parallel-size 0 must be at least 1");
     expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 0",
                    "--num-microbatches 0 must be at least 1");
-    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule zigzag",
-                   "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1, got 'zigzag'");
+    expect_failure(
+        "--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule zigzag",
+        "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1, got 'zigzag'");
     expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --backward-cost -1",
                    "--backward-cost -1 must be positive");
     const char *dir = test_tmpdir("schedule_cmd_bad");
     char args[4400], path[4200];
     snprintf(path, sizeof path, "%s/x.bmp", dir);
-    snprintf(args, sizeof args, "--pipeline-model-parallel-size 2 --num-microbatches 2 -o '%s'", path);
+    snprintf(args, sizeof args, "--pipeline-model-parallel-size 2 --num-microbatches 2 -o '%s'",
+             path);
     expect_failure(args, "must end in .png, .svg, .pdf, .json or .txt");
     assert_int_equal(access(path, F_OK), -1);
     snprintf(path, sizeof path, "%s/x.png", dir);
-    snprintf(args, sizeof args, "--pipeline-model-parallel-size 2 --num-microbatches 2 --format json -o '%s'", path);
+    snprintf(args, sizeof args,
+             "--pipeline-model-parallel-size 2 --num-microbatches 2 --format json -o '%s'", path);
     expect_failure(args, "--format json does not match the output");
     assert_int_equal(access(path, F_OK), -1);
 }

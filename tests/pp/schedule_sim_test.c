@@ -26,7 +26,8 @@ static void validator_accepts_the_three_schedules_at_many_sizes(void **state) {
                     pp_schedule s;
                     pp_schedule_build(&cfg, &s);
                     if (!pp_validate(&s, msg, sizeof msg))
-                        fail_msg("%s p=%d m=%d v=%d rejected: %s", pp_kind_name(cfg.kind), p, m, v, msg);
+                        fail_msg("%s p=%d m=%d v=%d rejected: %s", pp_kind_name(cfg.kind), p, m, v,
+                                 msg);
                     pp_schedule_free(&s);
                     checked++;
                 }
@@ -43,7 +44,8 @@ static void swapping_a_backward_before_its_forward_is_rejected(void **state) {
     a[0] = a[1];
     a[1] = t;
     char msg[512];
-    expect_message(pp_validate(&s, msg, sizeof msg), msg, "rank 3 runs B0 (action 0) before its forward");
+    expect_message(pp_validate(&s, msg, sizeof msg), msg,
+                   "rank 3 runs B0 (action 0) before its forward");
     pp_schedule_free(&s);
 }
 
@@ -97,7 +99,9 @@ static void interleaved_with_too_short_a_warmup_deadlocks(void **state) {
     char msg[1024];
     bool ok = pp_validate(&s, msg, sizeof msg);
     expect_message(ok, msg, "deadlock");
-    expect_message(ok, msg, "rank 0 is stuck at action 5 (B0c1) waiting for the gradient of micro-batch 0 from rank 1");
+    expect_message(
+        ok, msg,
+        "rank 0 is stuck at action 5 (B0c1) waiting for the gradient of micro-batch 0 from rank 1");
     pp_schedule_free(&s);
 }
 
@@ -138,7 +142,9 @@ static void simulator_names_a_message_nobody_sends(void **state) {
     pp_sim sim;
     char msg[512];
     bool ok = pp_simulate(&s, NULL, &sim, msg, sizeof msg);
-    expect_message(ok, msg, "rank 1 is stuck at action 0 (F0) waiting for the activation of micro-batch 0 from rank 0");
+    expect_message(
+        ok, msg,
+        "rank 1 is stuck at action 0 (F0) waiting for the activation of micro-batch 0 from rank 0");
     expect_message(ok, msg, "which no action sends");
     pp_schedule_free(&s);
 }
@@ -188,7 +194,8 @@ static void bubble_matches_the_textbook_for_gpipe_and_1f1b(void **state) {
                 assert_true(fabs(sim.bubble_fraction - pp_bubble_of_total(p, m, 1)) < 1e-12);
                 assert_true(fabs(sim.makespan - 3.0 * (m + p - 1)) < 1e-9);
                 /* with uniform costs every rank idles equally */
-                for (int r = 0; r < p; r++) assert_true(fabs(sim.ranks[r].idle_fraction - want) < 1e-12);
+                for (int r = 0; r < p; r++)
+                    assert_true(fabs(sim.ranks[r].idle_fraction - want) < 1e-12);
                 pp_sim_free(&sim);
                 pp_schedule_free(&s);
             }
@@ -203,7 +210,8 @@ static void interleaving_shrinks_the_bubble(void **state) {
                 pp_schedule s1, si;
                 pp_config one = {PP_1F1B, p, m, 1}, inter = {PP_INTERLEAVED, p, m, v};
                 pp_sim a = simulate(&one, 1, 2, &s1);
-                pp_sim b = simulate(&inter, 1, 2, &si); /* a chunk costs 1/v of a whole stage: same ratio */
+                pp_sim b = simulate(&inter, 1, 2,
+                                    &si); /* a chunk costs 1/v of a whole stage: same ratio */
                 if (!(b.bubble_fraction < a.bubble_fraction))
                     fail_msg("p=%d m=%d v=%d: interleaved bubble %g not below 1f1b's %g", p, m, v,
                              b.bubble_fraction, a.bubble_fraction);
@@ -234,9 +242,10 @@ static void interleaved_is_faster_than_1f1b_at_default_costs(void **state) {
     assert_true(pp_simulate(&s1, &c1, &a, msg, sizeof msg));
     assert_true(pp_simulate(&si, &ci, &b, msg, sizeof msg));
     if (!(b.makespan < a.makespan))
-        fail_msg("interleaved makespan %g is not below 1f1b's %g at default costs", b.makespan, a.makespan);
-    assert_true(fabs(a.makespan - 33.0) < 1e-9);  /* (m+p-1)(F+B) */
-    assert_true(fabs(b.makespan - 28.5) < 1e-9);  /* m(F+B) + (p-1)(F+B)/v */
+        fail_msg("interleaved makespan %g is not below 1f1b's %g at default costs", b.makespan,
+                 a.makespan);
+    assert_true(fabs(a.makespan - 33.0) < 1e-9); /* (m+p-1)(F+B) */
+    assert_true(fabs(b.makespan - 28.5) < 1e-9); /* m(F+B) + (p-1)(F+B)/v */
     pp_sim_free(&a);
     pp_sim_free(&b);
     pp_schedule_free(&s1);
@@ -248,7 +257,8 @@ static void interleaved_peak_is_its_warmup_plus_one(void **state) {
     pp_config cfg = {PP_INTERLEAVED, 4, 8, 2};
     pp_schedule s;
     pp_sim sim = simulate(&cfg, 1, 2, &s);
-    for (int r = 0; r < 4; r++) assert_int_equal(sim.ranks[r].peak_inflight, pp_warmup(&cfg, r) + 1);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(sim.ranks[r].peak_inflight, pp_warmup(&cfg, r) + 1);
     pp_sim_free(&sim);
     pp_schedule_free(&s);
 }
@@ -295,7 +305,8 @@ static void zb_h1_has_a_third_of_1f1b_bubble_at_1f1b_memory(void **state) {
             if (m >= p) {
                 assert_true(fabs(sim.bubble_fraction - pp_textbook_of_total(&zb, NULL, 0)) < 1e-12);
                 const double ideal = 3.0 * m, ideal1 = 3.0 * m; /* F + B + W = F + whole B */
-                const double of_ideal = (sim.makespan - ideal) / ideal, of_ideal1 = (sim1.makespan - ideal1) / ideal1;
+                const double of_ideal = (sim.makespan - ideal) / ideal,
+                             of_ideal1 = (sim1.makespan - ideal1) / ideal1;
                 assert_true(fabs(of_ideal - of_ideal1 / 3.0) < 1e-12);
             }
             pp_sim_free(&sim);
@@ -312,7 +323,8 @@ static void zb_h1_has_a_third_of_1f1b_bubble_at_1f1b_memory(void **state) {
     pp_action wa = pl->actions[w];
     memmove(&pl->actions[1], &pl->actions[0], (size_t)w * sizeof wa);
     pl->actions[0] = wa;
-    expect_message(pp_validate(&s, msg, sizeof msg), msg, "rank 2 runs W0 (action 0) before the input-gradient backward");
+    expect_message(pp_validate(&s, msg, sizeof msg), msg,
+                   "rank 2 runs W0 (action 0) before the input-gradient backward");
     pp_schedule_free(&s);
 }
 

@@ -36,10 +36,11 @@ static void interleaved_matches_megatrons_order(void **state) {
     pp_config cfg = {PP_INTERLEAVED, 4, 8, 2};
     char buf[2048];
     assert_int_equal(pp_warmup(&cfg, 0), 10);
-    assert_string_equal(plan_string(&cfg, 0, buf, sizeof buf),
-                        "F0c0 F1c0 F2c0 F3c0 F0c1 F1c1 F2c1 F3c1 F4c0 F5c0 F6c0 B0c1 "
-                        "F7c0 B1c1 F4c1 B2c1 F5c1 B3c1 F6c1 B0c0 F7c1 B1c0 B2c0 B3c0 B4c1 B5c1 B6c1 B7c1 "
-                        "B4c0 B5c0 B6c0 B7c0");
+    assert_string_equal(
+        plan_string(&cfg, 0, buf, sizeof buf),
+        "F0c0 F1c0 F2c0 F3c0 F0c1 F1c1 F2c1 F3c1 F4c0 F5c0 F6c0 B0c1 "
+        "F7c0 B1c1 F4c1 B2c1 F5c1 B3c1 F6c1 B0c0 F7c1 B1c0 B2c0 B3c0 B4c1 B5c1 B6c1 B7c1 "
+        "B4c0 B5c0 B6c0 B7c0");
 }
 
 /* zb-h1: the header's example, and for many (p, m): every F, B, W once, each B after its F
@@ -124,9 +125,12 @@ static void warmup_sizes_follow_the_formulas(void **state) {
                         assert_int_equal(lead, want < N ? want + 1 : N);
                         /* steady part alternates F, B */
                         for (int i = want; i < plan.n - want; i++)
-                            assert_int_equal(plan.actions[i].op, (i - want) % 2 ? PP_BACKWARD : PP_FORWARD);
+                            assert_int_equal(plan.actions[i].op,
+                                             (i - want) % 2 ? PP_BACKWARD : PP_FORWARD);
                         for (int i = 0; i < plan.n; i++) {
-                            pp_phase ph = i < want ? PP_WARMUP : i >= plan.n - want ? PP_COOLDOWN : PP_STEADY;
+                            pp_phase ph = i < want             ? PP_WARMUP
+                                          : i >= plan.n - want ? PP_COOLDOWN
+                                                               : PP_STEADY;
                             assert_int_equal(plan.actions[i].phase, ph);
                         }
                         pp_rank_plan_free(&plan);
@@ -169,7 +173,8 @@ static void messages_follow_the_virtual_stages(void **state) {
 
 static void tags_are_unique_and_each_receive_has_its_send(void **state) {
     (void)state;
-    pp_config cfgs[] = {{PP_GPIPE, 4, 5, 1}, {PP_1F1B, 3, 7, 1}, {PP_INTERLEAVED, 4, 8, 3}, {PP_1F1B, 1, 3, 1}};
+    pp_config cfgs[] = {
+        {PP_GPIPE, 4, 5, 1}, {PP_1F1B, 3, 7, 1}, {PP_INTERLEAVED, 4, 8, 3}, {PP_1F1B, 1, 3, 1}};
     for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) {
         pp_schedule s;
         pp_schedule_build(&cfgs[k], &s);
@@ -226,7 +231,8 @@ static void bad_parameters_are_named_with_their_rule(void **state) {
     expect_invalid(PP_1F1B, 4, 0, 1, "m = 0");
     expect_invalid(PP_GPIPE, 0, 4, 1, "p = 0");
     expect_invalid(PP_INTERLEAVED, 4, 8, 1, "v = 1");
-    expect_invalid(PP_INTERLEAVED, 4, 6, 2, "m = 6 micro-batches is not a multiple of the pipeline size p = 4");
+    expect_invalid(PP_INTERLEAVED, 4, 6, 2,
+                   "m = 6 micro-batches is not a multiple of the pipeline size p = 4");
     expect_invalid(PP_1F1B, 4, 8, 2, "v = 2");
     expect_invalid(PP_GPIPE, 4, 8, 0, "v = 0");
     pp_config ok = {PP_INTERLEAVED, 4, 8, 2};

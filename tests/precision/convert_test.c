@@ -47,8 +47,8 @@ static void fp16_rounds_ties_to_even(void **state) {
 static void fp16_max_finite_and_overflow_to_inf(void **state) {
     (void)state;
     assert_int_equal(prec_fp32_to_fp16(65504.0f), 0x7BFF);
-    assert_int_equal(prec_fp32_to_fp16(65519.0f), 0x7BFF);  /* below the midpoint 65520 */
-    assert_int_equal(prec_fp32_to_fp16(65520.0f), 0x7C00);  /* tie: to the even side, inf */
+    assert_int_equal(prec_fp32_to_fp16(65519.0f), 0x7BFF); /* below the midpoint 65520 */
+    assert_int_equal(prec_fp32_to_fp16(65520.0f), 0x7C00); /* tie: to the even side, inf */
     assert_int_equal(prec_fp32_to_fp16(-1e6f), 0xFC00);
     assert_int_equal(prec_fp32_to_fp16(3.4e38f), 0x7C00);
     assert_int_equal(prec_fp32_to_fp16(INFINITY), 0x7C00);
@@ -59,16 +59,16 @@ static void fp16_max_finite_and_overflow_to_inf(void **state) {
 
 static void fp16_subnormals_round_to_even_then_zero(void **state) {
     (void)state;
-    assert_int_equal(prec_fp32_to_fp16(ldexpf(1, -14)), 0x0400);         /* smallest normal */
-    assert_int_equal(prec_fp32_to_fp16(ldexpf(1023, -24)), 0x03FF);      /* largest subnormal */
-    assert_int_equal(prec_fp32_to_fp16(ldexpf(1, -24)), 0x0001);         /* smallest subnormal */
-    assert_int_equal(prec_fp32_to_fp16(ldexpf(1, -25)), 0x0000);         /* tie 0|1: to 0 */
-    assert_int_equal(prec_fp32_to_fp16(ldexpf(3, -26)), 0x0001);         /* 0.75 units: up */
-    assert_int_equal(prec_fp32_to_fp16(ldexpf(3, -25)), 0x0002);         /* tie 1|2: to 2 */
-    assert_int_equal(prec_fp32_to_fp16(-ldexpf(5, -25)), 0x8002);        /* tie 2|3: to 2 */
+    assert_int_equal(prec_fp32_to_fp16(ldexpf(1, -14)), 0x0400);    /* smallest normal */
+    assert_int_equal(prec_fp32_to_fp16(ldexpf(1023, -24)), 0x03FF); /* largest subnormal */
+    assert_int_equal(prec_fp32_to_fp16(ldexpf(1, -24)), 0x0001);    /* smallest subnormal */
+    assert_int_equal(prec_fp32_to_fp16(ldexpf(1, -25)), 0x0000);    /* tie 0|1: to 0 */
+    assert_int_equal(prec_fp32_to_fp16(ldexpf(3, -26)), 0x0001);    /* 0.75 units: up */
+    assert_int_equal(prec_fp32_to_fp16(ldexpf(3, -25)), 0x0002);    /* tie 1|2: to 2 */
+    assert_int_equal(prec_fp32_to_fp16(-ldexpf(5, -25)), 0x8002);   /* tie 2|3: to 2 */
     assert_int_equal(prec_fp32_to_fp16(ldexpf(1, -30)), 0x0000);
     assert_int_equal(prec_fp32_to_fp16(-ldexpf(1, -30)), 0x8000);
-    assert_int_equal(prec_fp32_to_fp16(f_of(0x00000001u)), 0x0000);      /* fp32 subnormal */
+    assert_int_equal(prec_fp32_to_fp16(f_of(0x00000001u)), 0x0000); /* fp32 subnormal */
     /* 2^-14 - 2^-25 sits halfway between the largest subnormal and the smallest normal. */
     assert_int_equal(prec_fp32_to_fp16(ldexpf(1, -14) - ldexpf(1, -25)), 0x0400);
     assert_true(prec_fp16_to_fp32(0x0001) == ldexpf(1, -24));

@@ -43,14 +43,14 @@ static void expect_same_on_every_rank(const void *buf, size_t bytes, const char 
     if (bytes) memcpy(r0, buf, bytes);
     comm_set_timeout(0);
     comm_broadcast(g_world, r0, bytes, COMM_BYTE, 0);
-    if (bytes && memcmp(r0, buf, bytes) != 0) fail_msg("%s differs between rank 0 and rank %d", what, R());
+    if (bytes && memcmp(r0, buf, bytes) != 0)
+        fail_msg("%s differs between rank 0 and rank %d", what, R());
     free(r0);
 }
 
 static void expect_same_bits(const void *a, const void *b, size_t bytes, const char *what) {
     if (bytes && memcmp(a, b, bytes) != 0) fail_msg("%s: the timed path gave other bits", what);
 }
-
 
 
 /* Runs `op` on a fresh copy of `in` (timed or not) into out. */
@@ -187,7 +187,8 @@ static void a_timed_recv_still_splits_waiting_from_transfer(void **state) {
         assert_int_equal(t.n, 1);
         assert_string_equal(t.ev[0].op, "recv");
         assert_int_equal(t.ev[0].peer, 0);
-        double waiting = t.ev[0].t_ready - t.ev[0].t_start, transfer = t.ev[0].t_end - t.ev[0].t_ready;
+        double waiting = t.ev[0].t_ready - t.ev[0].t_start,
+               transfer = t.ev[0].t_end - t.ev[0].t_ready;
         assert_true(waiting > 0.15); /* rank 0 sleeps 0.3 s before sending */
         assert_true(transfer < waiting);
         assert_true(x[3] == 4.0f);
@@ -232,7 +233,8 @@ int main(int argc, char **argv) {
     int np = argc > 1 ? atoi(argv[1]) : 2;
     mpi_test_launch(argc, argv, np);
     dist_init(&argc, &argv);
-    if (dist_world_size() != np) fail_msg("launched with %d ranks, expected %d", dist_world_size(), np);
+    if (dist_world_size() != np)
+        fail_msg("launched with %d ranks, expected %d", dist_world_size(), np);
     g_world = comm_group_world(COMM_MPI);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_timeout_is_a_process_wide_setting),

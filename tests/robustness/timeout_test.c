@@ -45,8 +45,9 @@ static void expect_timeout(const char *mode, const char *const *want) {
     for (const char *const *w = want; *w; w++) matched += count(g_out, *w);
     if (st == 0 || strstr(g_out, MPIRUN_TIME_LIMIT) || lines == 0 || matched != lines ||
         strstr(g_out, "was not stopped"))
-        fprintf(stderr, "--- %s: status %d after %.1f s, %d timeout lines (%d expected ones):\n%s\n",
-                mode, st, secs, lines, matched, g_out);
+        fprintf(stderr,
+                "--- %s: status %d after %.1f s, %d timeout lines (%d expected ones):\n%s\n", mode,
+                st, secs, lines, matched, g_out);
     assert_int_not_equal(st, 0);
     assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
     assert_true(lines >= 1);
@@ -58,46 +59,48 @@ static void expect_timeout(const char *mode, const char *const *want) {
 
 static void a_recv_from_a_silent_peer_names_the_peer_and_tag(void **state) {
     (void)state;
-    const char *want[] = {"trident[rank 0]: timed out after 1 s in recv from rank 1 (group world, tag 17)" TAIL,
-                          NULL};
+    const char *want[] = {
+        "trident[rank 0]: timed out after 1 s in recv from rank 1 (group world, tag 17)" TAIL,
+        NULL};
     expect_timeout("recv", want);
 }
 
 static void an_all_reduce_names_the_group_and_its_members(void **state) {
     (void)state;
-    const char *want[] = {"trident[rank 0]: timed out after 1 s in all_reduce (group world, ranks 0,1,2)" TAIL,
-                          "trident[rank 2]: timed out after 1 s in all_reduce (group world, ranks 0,1,2)" TAIL,
-                          NULL};
+    const char *want[] = {
+        "trident[rank 0]: timed out after 1 s in all_reduce (group world, ranks 0,1,2)" TAIL,
+        "trident[rank 2]: timed out after 1 s in all_reduce (group world, ranks 0,1,2)" TAIL, NULL};
     expect_timeout("all_reduce", want);
 }
 
 static void a_barrier_times_out(void **state) {
     (void)state;
-    const char *want[] = {"trident[rank 0]: timed out after 1 s in barrier (group world, ranks 0,1,2)" TAIL,
-                          "trident[rank 2]: timed out after 1 s in barrier (group world, ranks 0,1,2)" TAIL,
-                          NULL};
+    const char *want[] = {
+        "trident[rank 0]: timed out after 1 s in barrier (group world, ranks 0,1,2)" TAIL,
+        "trident[rank 2]: timed out after 1 s in barrier (group world, ranks 0,1,2)" TAIL, NULL};
     expect_timeout("barrier", want);
 }
 
 static void a_sendrecv_waits_for_the_source(void **state) {
     (void)state;
-    const char *want[] = {"trident[rank 0]: timed out after 1 s in sendrecv from rank 1 (group world, tag 9)" TAIL,
-                          NULL};
+    const char *want[] = {
+        "trident[rank 0]: timed out after 1 s in sendrecv from rank 1 (group world, tag 9)" TAIL,
+        NULL};
     expect_timeout("sendrecv", want);
 }
 
 static void a_send_nobody_receives_times_out_in_wait_sends(void **state) {
     (void)state;
-    const char *want[] = {"trident[rank 0]: timed out after 1 s in send to rank 1 (group world, tag 5)" TAIL,
-                          NULL};
+    const char *want[] = {
+        "trident[rank 0]: timed out after 1 s in send to rank 1 (group world, tag 5)" TAIL, NULL};
     expect_timeout("wait_sends", want);
 }
 
 static void a_subgroup_names_the_global_rank_of_the_peer(void **state) {
     (void)state;
     /* In "pp" = {1, 2}, group rank 0 is global rank 1. */
-    const char *want[] = {"trident[rank 2]: timed out after 1 s in recv from rank 1 (group pp, tag 3)" TAIL,
-                          NULL};
+    const char *want[] = {
+        "trident[rank 2]: timed out after 1 s in recv from rank 1 (group pp, tag 3)" TAIL, NULL};
     expect_timeout("subgroup", want);
 }
 

@@ -29,10 +29,11 @@ static char g_out[1 << 17];
 static int run_train(const char *env, const char *args, double *secs) {
     char extra[512], train[4096];
     snprintf(extra, sizeof extra, TEST_MPI_NO_SINGLE_COPY " %s", env); /* progress-thread path */
-    snprintf(train, sizeof train,
-             "train --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --train-iters 30 "
-             "--log-interval 1 --no-trace --run-dir %s %s",
-             test_tmpdir("run"), args);
+    snprintf(
+        train, sizeof train,
+        "train --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --train-iters 30 "
+        "--log-interval 1 --no-trace --run-dir %s %s",
+        test_tmpdir("run"), args);
     return test_run_job(4, extra, test_trident_path(), train, g_out, sizeof g_out, secs);
 }
 
@@ -59,7 +60,7 @@ static void a_killed_rank_ends_the_job_and_is_named(void **state) {
     if (st == 0 || strstr(g_out, MPIRUN_TIME_LIMIT) || !strstr(g_out, "process rank 3"))
         fprintf(stderr, "status %d after %.1f s:\n%s\n", st, secs, g_out);
     assert_int_not_equal(st, 0);
-    assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
+    assert_null(strstr(g_out, MPIRUN_TIME_LIMIT));   /* it ended by itself */
     assert_non_null(strstr(g_out, "step     2/30")); /* it was training ... */
     assert_non_null(strstr(g_out, "trident[rank 3]: TRIDENT_TEST_FAULT: killing this rank"));
     assert_non_null(strstr(g_out, "process rank 3")); /* ... and mpirun says who died */
@@ -69,7 +70,8 @@ static void a_killed_rank_ends_the_job_and_is_named(void **state) {
 static void a_hung_rank_times_out_and_the_waiting_ranks_name_it(void **state) {
     (void)state;
     double secs;
-    int st = run_train("TRIDENT_TEST_FAULT=hang:3:150", "--distributed-timeout-minutes 0.05", &secs);
+    int st = run_train("TRIDENT_TEST_FAULT=hang:3:150", "--distributed-timeout-minutes 0.05",
+                       &secs);
     int lines = count(g_out, ": timed out after 3 s in ");
     if (st == 0 || strstr(g_out, MPIRUN_TIME_LIMIT) || lines == 0)
         fprintf(stderr, "status %d after %.1f s:\n%s\n", st, secs, g_out);

@@ -40,7 +40,8 @@ static void check_skew(double skew) {
     double err = fabs(cs.measured_offset + rank * skew);
     if (err > cs.uncertainty + 1e-9)
         fail_msg("rank %d: estimated %.9f s for a true offset of %.9f s: error %.3g s beyond the "
-                 "uncertainty %.3g s", rank, cs.measured_offset, -rank * skew, err, cs.uncertainty);
+                 "uncertainty %.3g s",
+                 rank, cs.measured_offset, -rank * skew, err, cs.uncertainty);
     /* With the pretend skew taken back out, the offset of the real clock is ~0. */
     assert_true(fabs(cs.offset) <= cs.uncertainty + 1e-9);
 }

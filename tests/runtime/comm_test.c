@@ -53,14 +53,15 @@ static void half_precision_sums_round_like_fp32_then_nearest_even(void **state) 
     (void)state;
     /* The conversions themselves. */
     assert_int_equal(prec_fp32_to_bf16(1.0f), 0x3F80);
-    assert_int_equal(prec_fp32_to_bf16(1.0f + 1.0f / 256), 0x3F80);      /* tie -> even (down) */
-    assert_int_equal(prec_fp32_to_bf16(1.0f + 3.0f / 256), 0x3F82);      /* tie -> even (up) */
+    assert_int_equal(prec_fp32_to_bf16(1.0f + 1.0f / 256), 0x3F80); /* tie -> even (down) */
+    assert_int_equal(prec_fp32_to_bf16(1.0f + 3.0f / 256), 0x3F82); /* tie -> even (up) */
     assert_true(prec_bf16_to_fp32(prec_fp32_to_bf16(-2.5f)) == -2.5f);
     assert_int_equal(prec_fp32_to_fp16(1.0f), 0x3C00);
     assert_int_equal(prec_fp32_to_fp16(65504.0f), 0x7BFF);
-    assert_int_equal(prec_fp32_to_fp16(65520.0f), 0x7C00);               /* rounds to inf */
-    assert_int_equal(prec_fp32_to_fp16(1.0f + 1.0f / 2048), 0x3C00);     /* tie -> even */
-    assert_true(prec_fp16_to_fp32(prec_fp32_to_fp16(5.9604645e-8f)) == 5.9604645e-8f); /* subnormal */
+    assert_int_equal(prec_fp32_to_fp16(65520.0f), 0x7C00);           /* rounds to inf */
+    assert_int_equal(prec_fp32_to_fp16(1.0f + 1.0f / 2048), 0x3C00); /* tie -> even */
+    assert_true(prec_fp16_to_fp32(prec_fp32_to_fp16(5.9604645e-8f)) ==
+                5.9604645e-8f); /* subnormal */
     assert_true(prec_fp16_to_fp32(0xC500) == -5.0f);
 
     enum { n = 11 };
@@ -130,9 +131,13 @@ static void large_reduce_scatter_and_all_gather_take_the_ring_and_stay_exact(voi
     comm_all_gather(g_world, all + (size_t)r * count, all, count, COMM_FLOAT32);
     for (int q = 0; q < size; q++)
         for (size_t k = 0; k < count; k++)
-            if (all[(size_t)q * count + k] != (float)(size * (size + 1) / 2 * (int)(((size_t)q * count + k) % 1000)))
+            if (all[(size_t)q * count + k] !=
+                (float)(size * (size + 1) / 2 * (int)(((size_t)q * count + k) % 1000)))
                 fail_msg("ring all_gather: part %d element %zu", q, k);
-    free(send); free(recv); free(want); free(all);
+    free(send);
+    free(recv);
+    free(want);
+    free(all);
 }
 
 /* In place (comm.h): the ring sums each block where it lies and leaves this rank's part at the
@@ -145,11 +150,14 @@ static void in_place_reduce_scatter_leaves_the_part_at_the_front_like_out_of_pla
         const size_t count = counts[c], total = count * (size_t)size;
         float *buf = malloc(sizeof(float) * total), *send = malloc(sizeof(float) * total);
         float *want = malloc(sizeof(float) * count);
-        for (size_t j = 0; j < total; j++) send[j] = buf[j] = 0.25f * (float)((r + 3) * (int)(j % 997));
+        for (size_t j = 0; j < total; j++)
+            send[j] = buf[j] = 0.25f * (float)((r + 3) * (int)(j % 997));
         comm_reduce_scatter(g_world, send, want, count, COMM_FLOAT32, COMM_SUM);
         comm_reduce_scatter(g_world, buf, buf, count, COMM_FLOAT32, COMM_SUM);
         expect_close(buf, want, count, 0, 0, "in-place reduce_scatter");
-        free(buf); free(send); free(want);
+        free(buf);
+        free(send);
+        free(want);
     }
 }
 
@@ -196,7 +204,7 @@ static void send_send_then_recv_recv_does_not_deadlock(void **state) {
     }
     comm_send(g_world, a, n, COMM_FLOAT32, peer, 1);
     comm_send(g_world, b, n, COMM_FLOAT32, peer, 2);
-    a[0] = b[0] = -1; /* the copies went out, not these buffers */
+    a[0] = b[0] = -1;                                 /* the copies went out, not these buffers */
     comm_recv(g_world, rb, n, COMM_FLOAT32, peer, 2); /* tags match out of order */
     comm_recv(g_world, ra, n, COMM_FLOAT32, peer, 1);
     comm_wait_sends(g_world);
@@ -231,7 +239,8 @@ static void subgroups_of_parallel_state_reduce_over_their_members(void **state) 
                 if (size % (tp * pp)) continue;
                 pg_layout l;
                 char err[256];
-                assert_true(pg_layout_make(&l, size, tp, pp, 1, o ? "tp-pp-dp" : "tp-dp-pp", err, sizeof err));
+                assert_true(pg_layout_make(&l, size, tp, pp, 1, o ? "tp-pp-dp" : "tp-dp-pp", err,
+                                           sizeof err));
                 parallel_state *ps = ps_create(&l, me);
                 assert_int_equal(comm_size(ps->tp), tp);
                 assert_int_equal(comm_size(ps->pp), pp);
@@ -265,7 +274,8 @@ static void subgroups_of_parallel_state_reduce_over_their_members(void **state) 
                 }
                 for (int i = 0; i < 6; i++) act[i] = (float)(me + i);
                 if (!ps->is_last_stage) comm_send(ps->pp, act, 6, COMM_FLOAT32, ps->pp_rank + 1, 0);
-                assert_int_equal(comm_global_rank(ps->pp, (ps->pp_rank + 1) % pp), ps->next_pp_rank);
+                assert_int_equal(comm_global_rank(ps->pp, (ps->pp_rank + 1) % pp),
+                                 ps->next_pp_rank);
                 comm_barrier(ps->world);
                 ps_destroy(ps);
             }
@@ -336,7 +346,8 @@ static void recv_waits_for_a_late_sender_and_says_so(void **state) {
         comm_set_trace_hook(NULL, NULL);
         assert_int_equal(t.n, 1);
         /* rank 0 sleeps 0.3 s before sending: that is waiting, not transfer */
-        double waiting = t.ev[0].t_ready - t.ev[0].t_start, transfer = t.ev[0].t_end - t.ev[0].t_ready;
+        double waiting = t.ev[0].t_ready - t.ev[0].t_start,
+               transfer = t.ev[0].t_end - t.ev[0].t_ready;
         assert_true(waiting > 0.15);
         assert_true(transfer < waiting);
     } else if (R() == 0) {
@@ -453,7 +464,8 @@ int main(int argc, char **argv) {
     dist_init(&argc, &argv);
     if (np > 0) {
         assert_true(dist_is_mpi());
-        if (dist_world_size() != np) fail_msg("launched with %d ranks, expected %d", dist_world_size(), np);
+        if (dist_world_size() != np)
+            fail_msg("launched with %d ranks, expected %d", dist_world_size(), np);
     }
     g_world = comm_group_world(COMM_MPI);
     const struct CMUnitTest tests[] = {

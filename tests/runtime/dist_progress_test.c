@@ -85,15 +85,17 @@ static void a_large_send_arrives_while_the_sender_computes(void **state) {
         /* Compute, and no MPI call, until rank 1 has the message or patience runs out. */
         double t0 = time_now(), waited = 0;
         volatile double x = 1.0;
-        while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE) && (waited = time_now() - t0) < k_patience_s)
+        while (!__atomic_load_n(flag, __ATOMIC_ACQUIRE) &&
+               (waited = time_now() - t0) < k_patience_s)
             for (int i = 0; i < 10000; i++) x = x * 1.0000001 + 1e-9;
         int arrived = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
         if (arrived)
             printf("[%s] 16 MiB arrived after %.3f s of compute on the sender (%s)\n", g_mode,
                    waited, dist_transport_description());
         else
-            fprintf(stderr, "rank 1 did not receive 16 MiB within %.0f s while rank 0 computed "
-                            "without calling MPI (%s)\n",
+            fprintf(stderr,
+                    "rank 1 did not receive 16 MiB within %.0f s while rank 0 computed "
+                    "without calling MPI (%s)\n",
                     k_patience_s, dist_transport_description());
         assert_true(arrived);
     } else {

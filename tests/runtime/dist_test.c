@@ -58,7 +58,10 @@ static void an_error_every_rank_finds_prints_once_and_fails(void **state) {
     if (st == 0 || count(g_out, "does not divide") != 1) fprintf(stderr, "%s\n", g_out);
     assert_int_not_equal(st, 0);
     assert_null(strstr(g_out, MPIRUN_TIME_LIMIT)); /* it ended by itself */
-    assert_int_equal(count(g_out, "trident: helper: --tensor-model-parallel-size 3 does not divide the world size 4"), 1);
+    assert_int_equal(
+        count(g_out,
+              "trident: helper: --tensor-model-parallel-size 3 does not divide the world size 4"),
+        1);
     assert_null(strstr(g_out, "MPI_ABORT"));
 }
 
@@ -83,7 +86,9 @@ static void a_plain_run_is_one_rank_without_mpi(void **state) {
     assert_non_null(strstr(g_out, "ok rank 0 of 1 local 0 mpi 0"));
     snprintf(cmd, sizeof cmd, "env -u OMPI_COMM_WORLD_SIZE %s fail_all", helper());
     assert_int_equal(run_capture(cmd, g_out, sizeof g_out), 1);
-    assert_string_equal(g_out, "trident: helper: --tensor-model-parallel-size 3 does not divide the world size 1\n");
+    assert_string_equal(
+        g_out,
+        "trident: helper: --tensor-model-parallel-size 3 does not divide the world size 1\n");
 }
 
 int main(void) {

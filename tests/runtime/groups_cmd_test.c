@@ -37,11 +37,14 @@ static void json_has_the_five_kinds_and_the_layout(void **state) {
     snprintf(args, sizeof args, "%s --format json", k_example);
     assert_int_equal(run(args), 0);
     assert_int_equal(g_out[0], '{');
-    assert_non_null(strstr(g_out, "\"layout\": {\"world_size\": 16, \"tensor_model_parallel_size\": 2, "
-                                  "\"pipeline_model_parallel_size\": 4, \"data_parallel_size\": 2"));
+    assert_non_null(strstr(g_out,
+                           "\"layout\": {\"world_size\": 16, \"tensor_model_parallel_size\": 2, "
+                           "\"pipeline_model_parallel_size\": 4, \"data_parallel_size\": 2"));
     assert_non_null(strstr(g_out, "\"rank_order\": \"tp-dp-pp\""));
-    assert_non_null(strstr(g_out, "\"tp\": [[0,1], [2,3], [4,5], [6,7], [8,9], [10,11], [12,13], [14,15]]"));
-    assert_non_null(strstr(g_out, "\"dp\": [[0,2], [1,3], [4,6], [5,7], [8,10], [9,11], [12,14], [13,15]]"));
+    assert_non_null(
+        strstr(g_out, "\"tp\": [[0,1], [2,3], [4,5], [6,7], [8,9], [10,11], [12,13], [14,15]]"));
+    assert_non_null(
+        strstr(g_out, "\"dp\": [[0,2], [1,3], [4,6], [5,7], [8,10], [9,11], [12,14], [13,15]]"));
     assert_non_null(strstr(g_out, "\"pp\": [[0,4,8,12], [1,5,9,13], [2,6,10,14], [3,7,11,15]]"));
     assert_non_null(strstr(g_out, "\"mp\": [[0,1,4,5,8,9,12,13], [2,3,6,7,10,11,14,15]]"));
     assert_non_null(strstr(g_out, "\"embedding\": [[0,12], [1,13], [2,14], [3,15]]"));

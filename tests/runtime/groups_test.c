@@ -15,7 +15,8 @@ static pg_layout make(int world, int tp, int pp, const char *order) {
 }
 
 /* All groups of a kind, flattened, compared with the expected list. */
-static void expect_groups(const pg_layout *l, pg_kind kind, int ngroups, int size, const int *want) {
+static void expect_groups(const pg_layout *l, pg_kind kind, int ngroups, int size,
+                          const int *want) {
     assert_int_equal(pg_num_groups(l, kind), ngroups);
     assert_int_equal(pg_group_size(l, kind), size);
     int m[64];
@@ -168,7 +169,8 @@ static void bad_layouts_are_rejected_with_the_rule(void **state) {
     assert_non_null(strstr(err, "at least 1"));
     assert_non_null(strstr(err, "tensor-model-parallel-size 0"));
     assert_false(pg_layout_make(&l, 8, 2, 1, 2, NULL, err, sizeof err));
-    assert_non_null(strstr(err, "virtual-pipeline-model-parallel-size 2 needs pipeline-model-parallel-size > 1"));
+    assert_non_null(strstr(
+        err, "virtual-pipeline-model-parallel-size 2 needs pipeline-model-parallel-size > 1"));
     assert_false(pg_layout_make(&l, 8, 2, 2, 1, "dp-tp-pp", err, sizeof err));
     assert_string_equal(err, "rank order 'dp-tp-pp' is not one of tp-dp-pp, tp-pp-dp");
     assert_true(pg_layout_make(&l, 8, 2, 2, 2, "tp-pp-dp", err, sizeof err));

@@ -27,7 +27,9 @@ void expect_close(const float *got, const float *want, size_t n, double atol, do
             bad++;
         }
     }
-    if (bad) fail_msg("%s: %zu of %zu elements differ beyond atol %.2g rtol %.2g", what, bad, n, atol, rtol);
+    if (bad)
+        fail_msg("%s: %zu of %zu elements differ beyond atol %.2g rtol %.2g", what, bad, n, atol,
+                 rtol);
 }
 
 double max_rel_diff(const float *got, const float *want, size_t n) {
@@ -83,14 +85,16 @@ static const struct {
 enum { N_MPI_ENV = sizeof k_mpi_env / sizeof k_mpi_env[0] };
 
 void test_mpi_setenv(void) {
-    for (int i = 0; i < N_MPI_ENV; i++) setenv(k_mpi_env[i].name, k_mpi_env[i].value, !k_mpi_env[i].keep_user);
+    for (int i = 0; i < N_MPI_ENV; i++)
+        setenv(k_mpi_env[i].name, k_mpi_env[i].value, !k_mpi_env[i].keep_user);
 }
 
 const char *test_mpirun_prefix(char *buf, size_t cap, int np, const char *extra_env) {
     size_t k = (size_t)snprintf(buf, cap, "env");
     for (int i = 0; i < N_MPI_ENV && k < cap; i++) {
         const char *user = k_mpi_env[i].keep_user ? getenv(k_mpi_env[i].name) : NULL;
-        k += (size_t)snprintf(buf + k, cap - k, " %s='%s'", k_mpi_env[i].name, user ? user : k_mpi_env[i].value);
+        k += (size_t)snprintf(buf + k, cap - k, " %s='%s'", k_mpi_env[i].name,
+                              user ? user : k_mpi_env[i].value);
     }
     if (k < cap)
         k += (size_t)snprintf(buf + k, cap - k, " %s%smpirun -np %d --oversubscribe", extra_env,
@@ -220,7 +224,8 @@ void assert_run_trace_causal(const char *run_dir) {
     trace_run_free(r);
     if (!causal) fail_msg("%s", err);
     if (p2p || coll)
-        fail_msg("trace of '%s': %d sends/receives and %d collectives found no partner", run_dir, p2p, coll);
+        fail_msg("trace of '%s': %d sends/receives and %d collectives found no partner", run_dir,
+                 p2p, coll);
 }
 
 static int causal_under(const char *root, int depth) {
@@ -238,7 +243,8 @@ static int causal_under(const char *root, int depth) {
     while ((de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.') continue;
         snprintf(path, sizeof path, "%s/%s", root, de->d_name);
-        if (strlen(path) < 4000 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) n += causal_under(path, depth + 1);
+        if (strlen(path) < 4000 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            n += causal_under(path, depth + 1);
     }
     closedir(d);
     return n;

@@ -29,19 +29,30 @@ enum { B = 2, T = 8 };
 #define NPOS ((size_t)B * (size_t)T)
 
 static gpt_config test_config(int layers) {
-    gpt_config cfg = {.vocab_size = 64, .real_vocab = 50, .seq_len = T, .num_layers = layers,
-                      .hidden = 16, .num_heads = 4};
+    gpt_config cfg = {.vocab_size = 64,
+                      .real_vocab = 50,
+                      .seq_len = T,
+                      .num_layers = layers,
+                      .hidden = 16,
+                      .num_heads = 4};
     return cfg;
 }
 
 static float test_value(int kind, int layer, size_t si) {
     float z = rng_normal(99, (uint64_t)kind * 1000u + (uint64_t)(layer + 1), si);
     switch (kind) {
-    case GPT_LN1_W: case GPT_LN2_W: case GPT_LNF_W: return 1.0f + 0.2f * z;
+    case GPT_LN1_W:
+    case GPT_LN2_W:
+    case GPT_LNF_W: return 1.0f + 0.2f * z;
     case GPT_WTE: return 0.5f * z;
     case GPT_WPE: return 0.3f * z;
-    case GPT_QKV_B: case GPT_PROJ_B: case GPT_FC_B: case GPT_FCPROJ_B:
-    case GPT_LN1_B: case GPT_LN2_B: case GPT_LNF_B: return 0.2f * z;
+    case GPT_QKV_B:
+    case GPT_PROJ_B:
+    case GPT_FC_B:
+    case GPT_FCPROJ_B:
+    case GPT_LN1_B:
+    case GPT_LN2_B:
+    case GPT_LNF_B: return 0.2f * z;
     default: return 0.3f * z;
     }
 }
@@ -50,7 +61,8 @@ static void fill_params(const gpt_chunk *c, float *params) {
     for (int i = 0; i < c->nparams; i++) {
         const gpt_param *p = &c->params[i];
         for (size_t k = 0; k < p->numel; k++)
-            params[p->offset + k] = test_value(p->kind, p->layer, gpt_param_serial_index(p, &c->shard, k));
+            params[p->offset + k] = test_value(p->kind, p->layer,
+                                               gpt_param_serial_index(p, &c->shard, k));
     }
 }
 
@@ -106,7 +118,8 @@ static void expect_grads_match(const chunk_run *par, const chunk_run *ser) {
         for (size_t k = 0; k < p->numel; k++)
             want[k] = ser->grads[q->offset + gpt_param_serial_index(p, &par->c.shard, k)];
         char what[80];
-        snprintf(what, sizeof what, "tp %d rank %d grad %s", par->c.shard.tp_size, par->c.shard.tp_rank, p->name);
+        snprintf(what, sizeof what, "tp %d rank %d grad %s", par->c.shard.tp_size,
+                 par->c.shard.tp_rank, p->name);
         expect_close(par->grads + p->offset, want, p->numel, 1e-7 + 1e-5 * gmax, 1e-4, what);
         free(want);
     }
@@ -124,8 +137,10 @@ static void one_block_chunk_with_embedding_and_head_matches_tp1(void **state) {
 
     float ls = gpt_forward(&ser->c, ser->params, ser->a, tokens, targets, NULL, NULL, NULL);
     float lp = gpt_forward(&par->c, par->params, par->a, tokens, targets, NULL, NULL, tp);
-    if (!(fabs((double)lp - ls) <= 1e-5 * fabs(ls))) fail_msg("loss %.9g at tp %d, %.9g at tp 1", (double)lp, p, (double)ls);
-    expect_close(gpt_acts_losses(par->a), gpt_acts_losses(ser->a), NPOS, 1e-6, 1e-5, "per-position losses");
+    if (!(fabs((double)lp - ls) <= 1e-5 * fabs(ls)))
+        fail_msg("loss %.9g at tp %d, %.9g at tp 1", (double)lp, p, (double)ls);
+    expect_close(gpt_acts_losses(par->a), gpt_acts_losses(ser->a), NPOS, 1e-6, 1e-5,
+                 "per-position losses");
 
     const float dloss = 1.0f / (float)NPOS;
     gpt_backward(&ser->c, ser->params, ser->grads, ser->a, ser->s, NULL, NULL, dloss, NULL);
@@ -160,7 +175,12 @@ static void middle_chunk_output_and_input_gradient_match_tp1(void **state) {
     gpt_backward(&par->c, par->params, par->grads, par->a, par->s, dx_out, dxp, 0.0f, tp);
     expect_close(dxp, dxs, n, 1e-5, 1e-4, "chunk input gradient");
     expect_grads_match(par, ser);
-    free(x_in); free(dx_out); free(ys); free(yp); free(dxs); free(dxp);
+    free(x_in);
+    free(dx_out);
+    free(ys);
+    free(yp);
+    free(dxs);
+    free(dxp);
     run_free(ser);
     run_free(par);
 }
@@ -187,11 +207,13 @@ static void expect_chunk_traffic(bool emb, bool head, int L, size_t C, size_t fw
     size_t bb = f * N * C * (2 * (size_t)L + (head ? 1 : 0));
     if (p == 1) fc = fb = bc = bb = 0;
     if (fwd_calls_seen != fc || fwd_bytes_seen != fb)
-        fail_msg("%s forward: %zu all-reduces, %zu bytes; formula %zu, %zu", what, fwd_calls_seen, fwd_bytes_seen, fc, fb);
+        fail_msg("%s forward: %zu all-reduces, %zu bytes; formula %zu, %zu", what, fwd_calls_seen,
+                 fwd_bytes_seen, fc, fb);
     if (bwd.all_reduce_calls != bc || bwd.all_reduce_bytes != bb)
-        fail_msg("%s backward: %zu all-reduces, %zu bytes; formula %zu, %zu", what, bwd.all_reduce_calls,
-                 bwd.all_reduce_bytes, bc, bb);
-    if (bwd.all_gather_calls || bwd.other_calls) fail_msg("%s backward: unexpected collectives", what);
+        fail_msg("%s backward: %zu all-reduces, %zu bytes; formula %zu, %zu", what,
+                 bwd.all_reduce_calls, bwd.all_reduce_bytes, bc, bb);
+    if (bwd.all_gather_calls || bwd.other_calls)
+        fail_msg("%s backward: unexpected collectives", what);
 }
 
 static void one_micro_batch_moves_exactly_the_formulas_bytes(void **state) {
@@ -202,28 +224,37 @@ static void one_micro_batch_moves_exactly_the_formulas_bytes(void **state) {
     const size_t n = NPOS * (size_t)cfg.hidden;
     int32_t tokens[NPOS], targets[NPOS];
     make_tokens(tokens, targets, cfg.real_vocab);
-    float *x = tp_fixture_fill(NULL, n, 60, 1.0f), *y = malloc(n * sizeof(float)), *dx = malloc(n * sizeof(float));
-    struct { int l0, l1; bool emb, head; const char *name; } cases[] = {
-        {0, 3, true, true, "whole 3-block chunk"},
-        {0, 1, false, false, "1 middle block"},
-        {0, 3, false, false, "3 middle blocks"},
-        {0, 2, true, false, "first stage, 2 blocks"},
+    float *x = tp_fixture_fill(NULL, n, 60, 1.0f), *y = malloc(n * sizeof(float)),
+          *dx = malloc(n * sizeof(float));
+    struct {
+        int l0, l1;
+        bool emb, head;
+        const char *name;
+    } cases[] = {
+        {0, 3, true, true, "whole 3-block chunk"},   {0, 1, false, false, "1 middle block"},
+        {0, 3, false, false, "3 middle blocks"},     {0, 2, true, false, "first stage, 2 blocks"},
         {1, 3, false, true, "last stage, 2 blocks"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        chunk_run *par = run_make(&cfg, p, r, cases[i].l0, cases[i].l1, cases[i].emb, cases[i].head);
+        chunk_run *par = run_make(&cfg, p, r, cases[i].l0, cases[i].l1, cases[i].emb,
+                                  cases[i].head);
         tp_traffic_reset();
         gpt_forward(&par->c, par->params, par->a, tokens, targets, x, cases[i].head ? NULL : y, tp);
         tp_traffic fwd = tp_traffic_get();
         size_t counter_bytes = comm_bytes_collective(tp), counter_calls = comm_calls(tp);
-        if (fwd.all_gather_calls || fwd.other_calls) fail_msg("%s forward: collectives other than all-reduce", cases[i].name);
-        if (p > 1 && (counter_bytes != fwd.all_reduce_bytes || counter_calls != fwd.all_reduce_calls))
-            fail_msg("%s: group counters (%zu B, %zu calls) disagree with the trace", cases[i].name, counter_bytes, counter_calls);
+        if (fwd.all_gather_calls || fwd.other_calls)
+            fail_msg("%s forward: collectives other than all-reduce", cases[i].name);
+        if (p > 1 &&
+            (counter_bytes != fwd.all_reduce_bytes || counter_calls != fwd.all_reduce_calls))
+            fail_msg("%s: group counters (%zu B, %zu calls) disagree with the trace", cases[i].name,
+                     counter_bytes, counter_calls);
         tp_traffic_reset();
-        gpt_backward(&par->c, par->params, par->grads, par->a, par->s, y, cases[i].emb ? NULL : dx, 1.0f, tp);
+        gpt_backward(&par->c, par->params, par->grads, par->a, par->s, y, cases[i].emb ? NULL : dx,
+                     1.0f, tp);
         tp_traffic bwd = tp_traffic_get();
-        expect_chunk_traffic(cases[i].emb, cases[i].head, cases[i].l1 - cases[i].l0, (size_t)cfg.hidden,
-                             fwd.all_reduce_calls, fwd.all_reduce_bytes, bwd, cases[i].name);
+        expect_chunk_traffic(cases[i].emb, cases[i].head, cases[i].l1 - cases[i].l0,
+                             (size_t)cfg.hidden, fwd.all_reduce_calls, fwd.all_reduce_bytes, bwd,
+                             cases[i].name);
         /* Blocks alone: exactly two all-reduces forward (g, g) and two backward (f, f) each. */
         const size_t blocks = (size_t)(cases[i].l1 - cases[i].l0);
         if (p > 1 && !cases[i].emb && !cases[i].head &&
@@ -232,7 +263,9 @@ static void one_micro_batch_moves_exactly_the_formulas_bytes(void **state) {
                      fwd.all_reduce_calls, bwd.all_reduce_calls, blocks);
         run_free(par);
     }
-    free(x); free(y); free(dx);
+    free(x);
+    free(y);
+    free(dx);
 }
 
 int main(int argc, char **argv) {

@@ -24,10 +24,11 @@ static void expect_traffic(size_t reduces, size_t reduce_bytes, size_t gathers, 
     tp_traffic t = tp_traffic_get();
     if (t.all_reduce_calls != reduces || t.all_reduce_bytes != reduce_bytes ||
         t.all_gather_calls != gathers || t.all_gather_bytes != gather_bytes || t.other_calls)
-        fail_msg("%s: %zu all-reduces (%zu B), %zu all-gathers (%zu B), %zu other; expected %zu (%zu B), "
+        fail_msg("%s: %zu all-reduces (%zu B), %zu all-gathers (%zu B), %zu other; expected %zu "
+                 "(%zu B), "
                  "%zu (%zu B), 0",
-                 what, t.all_reduce_calls, t.all_reduce_bytes, t.all_gather_calls, t.all_gather_bytes,
-                 t.other_calls, reduces, reduce_bytes, gathers, gather_bytes);
+                 what, t.all_reduce_calls, t.all_reduce_bytes, t.all_gather_calls,
+                 t.all_gather_bytes, t.other_calls, reduces, reduce_bytes, gathers, gather_bytes);
 }
 
 #define ATOL 1e-5
@@ -55,7 +56,14 @@ static serial_linear serial_linear_make(size_t N, size_t C, size_t OC) {
 }
 
 static void serial_linear_free(serial_linear *s) {
-    free(s->X); free(s->A); free(s->b); free(s->Y); free(s->dY); free(s->dX); free(s->dA); free(s->db);
+    free(s->X);
+    free(s->A);
+    free(s->b);
+    free(s->Y);
+    free(s->dY);
+    free(s->dX);
+    free(s->dA);
+    free(s->db);
 }
 
 static void column_parallel_case(bool gather_output) {
@@ -71,7 +79,8 @@ static void column_parallel_case(bool gather_output) {
     tp_column_linear_forward(tp, out, s.X, Ar, br, N, C, OCl, gather_output);
     if (gather_output) {
         expect_close(out, s.Y, N * OC, ATOL, RTOL, "column-parallel Y (gathered)");
-        expect_traffic(0, 0, p > 1, p > 1 ? N * OC * sizeof(float) : 0, "column-parallel forward, gathered");
+        expect_traffic(0, 0, p > 1, p > 1 ? N * OC * sizeof(float) : 0,
+                       "column-parallel forward, gathered");
     } else {
         tp_fixture_columns(want, s.Y, N, OC, r * OCl, OCl);
         expect_close(out, want, N * OCl, ATOL, RTOL, "column-parallel Y_r");
@@ -82,7 +91,8 @@ static void column_parallel_case(bool gather_output) {
     float *dout = malloc(N * out_w * sizeof(float));
     if (gather_output) memcpy(dout, s.dY, N * OC * sizeof(float));
     else tp_fixture_columns(dout, s.dY, N, OC, r * OCl, OCl);
-    float *dinp = malloc(N * C * sizeof(float)), *dw = calloc(OCl * C, sizeof(float)), *db = calloc(OCl, sizeof(float));
+    float *dinp = malloc(N * C * sizeof(float)), *dw = calloc(OCl * C, sizeof(float)),
+          *db = calloc(OCl, sizeof(float));
     for (size_t i = 0; i < N * C; i++) dinp[i] = 1.0f;
     tp_traffic_reset();
     tp_column_linear_backward(tp, dinp, dw, db, dout, s.X, Ar, N, C, OCl, gather_output);
@@ -92,7 +102,13 @@ static void column_parallel_case(bool gather_output) {
     expect_close(dw, s.dA + r * OCl * C, OCl * C, ATOL, RTOL, "column-parallel dA_r");
     expect_close(db, s.db + r * OCl, OCl, ATOL, RTOL, "column-parallel db_r");
     expect_traffic(p > 1, p > 1 ? N * C * sizeof(float) : 0, 0, 0, "column-parallel backward");
-    free(out); free(want); free(dout); free(dinp); free(dw); free(db); free(dX1);
+    free(out);
+    free(want);
+    free(dout);
+    free(dinp);
+    free(dw);
+    free(db);
+    free(dX1);
     serial_linear_free(&s);
 }
 
@@ -122,7 +138,8 @@ static void row_parallel_linear_matches_serial_and_adds_the_bias_once(void **sta
     expect_close(out, s.Y, N * OC, ATOL, RTOL, "row-parallel Y (bias once)");
     expect_traffic(p > 1, p > 1 ? N * OC * sizeof(float) : 0, 0, 0, "row-parallel forward");
 
-    float *dinp = calloc(N * Cl, sizeof(float)), *dw = calloc(OC * Cl, sizeof(float)), *db = calloc(OC, sizeof(float));
+    float *dinp = calloc(N * Cl, sizeof(float)), *dw = calloc(OC * Cl, sizeof(float)),
+          *db = calloc(OC, sizeof(float));
     float *want = malloc((N > OC ? N : OC) * C * sizeof(float)); /* holds dX_r, then dA_r */
     tp_traffic_reset();
     tp_row_linear_backward(tp, dinp, dw, db, s.dY, Xr, Ar, N, Cl, OC);
@@ -132,7 +149,13 @@ static void row_parallel_linear_matches_serial_and_adds_the_bias_once(void **sta
     expect_close(dw, want, OC * Cl, ATOL, RTOL, "row-parallel dA_r");
     expect_close(db, s.db, OC, ATOL, RTOL, "row-parallel db (whole on every rank)");
     expect_traffic(0, 0, 0, 0, "row-parallel backward");
-    free(Xr); free(Ar); free(out); free(dinp); free(dw); free(db); free(want);
+    free(Xr);
+    free(Ar);
+    free(out);
+    free(dinp);
+    free(dw);
+    free(db);
+    free(want);
     serial_linear_free(&s);
 }
 
@@ -153,7 +176,8 @@ static void column_then_row_parallel_is_the_serial_two_layer_product(void **stat
     matmul_backward(dHs, NULL, NULL, dY, Hs, Bw, N, H, C);
     matmul_backward(dXs, NULL, NULL, dHs, X, A, N, C, H);
 
-    float *Br = malloc(C * Hl * sizeof(float)), *Hr = calloc(N * Hl, sizeof(float)), *Y = calloc(N * C, sizeof(float));
+    float *Br = malloc(C * Hl * sizeof(float)), *Hr = calloc(N * Hl, sizeof(float)),
+          *Y = calloc(N * C, sizeof(float));
     tp_fixture_columns(Br, Bw, C, H, r * Hl, Hl);
     tp_traffic_reset();
     tp_column_linear_forward(tp, Hr, X, A + r * Hl * C, a + r * Hl, N, C, Hl, false);
@@ -163,9 +187,23 @@ static void column_then_row_parallel_is_the_serial_two_layer_product(void **stat
     tp_row_linear_backward(tp, dHr, NULL, NULL, dY, Hr, Br, N, Hl, C);
     tp_column_linear_backward(tp, dX, NULL, NULL, dHr, X, A + r * Hl * C, N, C, Hl, false);
     expect_close(dX, dXs, N * C, ATOL, RTOL, "two-layer dX");
-    expect_traffic(2 * (p > 1), p > 1 ? 2 * N * C * sizeof(float) : 0, 0, 0, "two-layer forward+backward");
-    free(X); free(A); free(a); free(Bw); free(b); free(dY); free(Hs); free(Ys); free(dHs); free(dXs);
-    free(Br); free(Hr); free(Y); free(dHr); free(dX);
+    expect_traffic(2 * (p > 1), p > 1 ? 2 * N * C * sizeof(float) : 0, 0, 0,
+                   "two-layer forward+backward");
+    free(X);
+    free(A);
+    free(a);
+    free(Bw);
+    free(b);
+    free(dY);
+    free(Hs);
+    free(Ys);
+    free(dHs);
+    free(dXs);
+    free(Br);
+    free(Hr);
+    free(Y);
+    free(dHr);
+    free(dX);
 }
 
 static void vocab_parallel_embedding_matches_serial(void **state) {
@@ -178,7 +216,8 @@ static void vocab_parallel_embedding_matches_serial(void **state) {
     for (size_t n = 0; n < N; n++) tokens[n] = (int32_t)((n * 11 + 3) % (size_t)real);
     tokens[0] = (int32_t)real - 1;
     tokens[1] = 0;
-    float *wte = tp_fixture_fill(NULL, V * C, 20, 1.0f), *dout = tp_fixture_fill(NULL, N * C, 21, 1.0f);
+    float *wte = tp_fixture_fill(NULL, V * C, 20, 1.0f),
+          *dout = tp_fixture_fill(NULL, N * C, 21, 1.0f);
     float *ys = calloc(N * C, sizeof(float)), *dwte_s = calloc(V * C, sizeof(float));
     embedding_forward(ys, tokens, wte, N, C, 0, V);
     embedding_backward(dwte_s, dout, tokens, N, C, 0, V);
@@ -192,7 +231,12 @@ static void vocab_parallel_embedding_matches_serial(void **state) {
     tp_vocab_embedding_backward(tp, dwte, dout, tokens, N, C, v_start, Vl);
     expect_close(dwte, dwte_s + (size_t)v_start * C, Vl * C, 0, 0, "vocab-parallel dwte slice");
     expect_traffic(0, 0, 0, 0, "embedding backward");
-    free(wte); free(dout); free(ys); free(dwte_s); free(y); free(dwte);
+    free(wte);
+    free(dout);
+    free(ys);
+    free(dwte_s);
+    free(y);
+    free(dwte);
 }
 
 static void vocab_parallel_cross_entropy_matches_serial_without_gathering_logits(void **state) {
@@ -220,10 +264,12 @@ static void vocab_parallel_cross_entropy_matches_serial_without_gathering_logits
         for (int64_t v = 0; v < real; v++) mx = fmax(mx, logits[n * V + (size_t)v]);
         for (int64_t v = 0; v < real; v++) se += exp((double)logits[n * V + (size_t)v] - mx);
         double want = log(se) + mx - logits[n * V + (size_t)targets[n]];
-        if (fabs(loss_s[n] - want) > 1e-5 * fmax(1.0, want)) fail_msg("serial loss[%zu] %.7g vs %.7g", n, (double)loss_s[n], want);
+        if (fabs(loss_s[n] - want) > 1e-5 * fmax(1.0, want))
+            fail_msg("serial loss[%zu] %.7g vs %.7g", n, (double)loss_s[n], want);
     }
 
-    float *lg = malloc(N * Vl * sizeof(float)), *dl = malloc(N * Vl * sizeof(float)), *want = malloc(N * Vl * sizeof(float));
+    float *lg = malloc(N * Vl * sizeof(float)), *dl = malloc(N * Vl * sizeof(float)),
+          *want = malloc(N * Vl * sizeof(float));
     float loss[10], stats[30];
     tp_fixture_columns(lg, logits, N, V, (size_t)v_start, Vl);
     tp_traffic_reset();
@@ -240,7 +286,12 @@ static void vocab_parallel_cross_entropy_matches_serial_without_gathering_logits
         for (size_t v = 0; v < Vl; v++)
             if ((int64_t)v + v_start >= real && dl[n * Vl + v] != 0.0f)
                 fail_msg("padded entry %lld got gradient", (long long)((int64_t)v + v_start));
-    free(logits); free(dloss); free(dl_s); free(lg); free(dl); free(want);
+    free(logits);
+    free(dloss);
+    free(dl_s);
+    free(lg);
+    free(dl);
+    free(want);
 }
 
 int main(int argc, char **argv) {

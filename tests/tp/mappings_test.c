@@ -38,10 +38,11 @@ static void expect_traffic(size_t reduces, size_t reduce_bytes, size_t gathers, 
     tp_traffic t = tp_traffic_get();
     if (t.all_reduce_calls != reduces || t.all_reduce_bytes != reduce_bytes ||
         t.all_gather_calls != gathers || t.all_gather_bytes != gather_bytes || t.other_calls)
-        fail_msg("%s: %zu all-reduces (%zu B), %zu all-gathers (%zu B), %zu other; expected %zu (%zu B), "
+        fail_msg("%s: %zu all-reduces (%zu B), %zu all-gathers (%zu B), %zu other; expected %zu "
+                 "(%zu B), "
                  "%zu (%zu B), 0",
-                 what, t.all_reduce_calls, t.all_reduce_bytes, t.all_gather_calls, t.all_gather_bytes,
-                 t.other_calls, reduces, reduce_bytes, gathers, gather_bytes);
+                 what, t.all_reduce_calls, t.all_reduce_bytes, t.all_gather_calls,
+                 t.all_gather_bytes, t.other_calls, reduces, reduce_bytes, gathers, gather_bytes);
 }
 
 static size_t active(void) { return tp_fixture_size() > 1; }
@@ -109,13 +110,15 @@ static void scatter_takes_own_columns_and_its_backward_gathers(void **state) {
     expect_close(out, want, LEN, 0, 0, "scatter forward = own columns");
     expect_traffic(0, 0, 0, 0, "scatter forward");
     /* Backward: rank q's dout (N,K) lands in columns [q*K, (q+1)*K) of the whole dx. */
-    float dout[LEN], *dx = malloc(N * K * p * sizeof(float)), *dwant = malloc(N * K * p * sizeof(float));
+    float dout[LEN], *dx = malloc(N * K * p * sizeof(float)),
+                     *dwant = malloc(N * K * p * sizeof(float));
     tp_fixture_fill(dout, LEN, 700 + r, 1.0f);
     tp_scatter_to_region_backward(tp, dx, dout, N, K);
     for (size_t q = 0; q < p; q++) {
         float part[LEN];
         tp_fixture_fill(part, LEN, 700 + q, 1.0f);
-        for (size_t n = 0; n < N; n++) memcpy(dwant + n * K * p + q * K, part + n * K, K * sizeof(float));
+        for (size_t n = 0; n < N; n++)
+            memcpy(dwant + n * K * p + q * K, part + n * K, K * sizeof(float));
     }
     expect_close(dx, dwant, N * K * p, 0, 0, "scatter backward = all-gather of columns");
     expect_traffic(0, 0, p > 1, p > 1 ? N * K * p * sizeof(float) : 0, "scatter backward");
@@ -128,14 +131,16 @@ static void gather_joins_columns_and_its_backward_takes_own_columns(void **state
     (void)state;
     comm_group *tp = tp_fixture_group();
     const size_t p = (size_t)tp_fixture_size(), r = (size_t)tp_fixture_rank();
-    float x[LEN], *out = malloc(N * K * p * sizeof(float)), *want = malloc(N * K * p * sizeof(float));
+    float x[LEN], *out = malloc(N * K * p * sizeof(float)),
+                  *want = malloc(N * K * p * sizeof(float));
     tp_fixture_fill(x, LEN, 800 + r, 1.0f);
     tp_traffic_reset();
     tp_gather_from_region_forward(tp, out, x, N, K);
     for (size_t q = 0; q < p; q++) {
         float part[LEN];
         tp_fixture_fill(part, LEN, 800 + q, 1.0f);
-        for (size_t n = 0; n < N; n++) memcpy(want + n * K * p + q * K, part + n * K, K * sizeof(float));
+        for (size_t n = 0; n < N; n++)
+            memcpy(want + n * K * p + q * K, part + n * K, K * sizeof(float));
     }
     expect_close(out, want, N * K * p, 0, 0, "gather forward = [x_0 | x_1 | ...]");
     expect_traffic(0, 0, p > 1, p > 1 ? N * K * p * sizeof(float) : 0, "gather forward");

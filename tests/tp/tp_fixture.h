@@ -38,7 +38,7 @@ typedef struct {
     size_t all_gather_calls, all_gather_bytes;
     size_t other_calls; /* anything else: reduce_scatter, broadcast, p2p, barrier */
 } tp_traffic;
-void tp_traffic_reset(void);        /* also resets the TP group's counters */
+void tp_traffic_reset(void); /* also resets the TP group's counters */
 tp_traffic tp_traffic_get(void);
 
 /* Columns [c0, c0+w) of the rows of x (rows, ld) into out (rows, w). */

@@ -25,13 +25,14 @@ static trace_header header(int rank, int world, int tp, int pp, int dp) {
 
 /* A compute event with an exact CPU time (the recorder's explicit-time call leaves cpu
  * unknown; a real trace_begin/trace_end pair measures it). */
-static void compute(trace_recorder *t, trace_kind k, int step, int mb, double t0, double t1, double cpu) {
+static void compute(trace_recorder *t, trace_kind k, int step, int mb, double t0, double t1,
+                    double cpu) {
     trace_record(t, k, step, mb, 0, t0, t1);
     ((trace_event *)trace_event_at(t, trace_num_events(t) - 1))->cpu = cpu;
 }
 
-static void comm(trace_recorder *t, trace_kind k, const char *group, int peer, int tag, double t0, double tr,
-                 double t1) {
+static void comm(trace_recorder *t, trace_kind k, const char *group, int peer, int tag, double t0,
+                 double tr, double t1) {
     const char *op = k == TRACE_SEND ? "send" : k == TRACE_RECV ? "recv" : "all_reduce";
     trace_comm_info ci = {k, op, group, NULL, peer, tag, -1, -1, 4096, t0, tr, t1, -1};
     trace_comm_full(t, &ci);
@@ -84,7 +85,9 @@ static double makespan(const trace_run *r) {
  * for their send and copy for no time. Every rank's step holds all its events. */
 static trace_run *gpipe_run(int m, double F, double B, double stretch) {
     enum { FWD, BWD, SEND, RECV };
-    typedef struct { int type, mb, tag; } act;
+    typedef struct {
+        int type, mb, tag;
+    } act;
     act prog[2][64];
     int n[2] = {0, 0};
     for (int mb = 0; mb < m; mb++) {
@@ -123,15 +126,16 @@ static trace_run *gpipe_run(int m, double F, double B, double stretch) {
                     sent[a->tag] = now[k];
                 } else {
                     double cpu = a->type == FWD ? F : B;
-                    compute(ts[k], a->type == FWD ? TRACE_FORWARD : TRACE_BACKWARD, 0, a->mb, now[k],
-                            now[k] + stretch * cpu, cpu);
+                    compute(ts[k], a->type == FWD ? TRACE_FORWARD : TRACE_BACKWARD, 0, a->mb,
+                            now[k], now[k] + stretch * cpu, cpu);
                     now[k] += stretch * cpu;
                 }
             }
     }
     assert_int_equal(pc[0], n[0]);
     assert_int_equal(pc[1], n[1]);
-    for (int k = 0; k < 2; k++) compute(ts[k], TRACE_STEP, 0, -1, k ? 0.0 : 0.25, now[k], m * (F + B));
+    for (int k = 0; k < 2; k++)
+        compute(ts[k], TRACE_STEP, 0, -1, k ? 0.0 : 0.25, now[k], m * (F + B));
     return run_of("replay_gpipe", ts, 2);
 }
 
@@ -149,16 +153,19 @@ static void stretched_gpipe_replays_to_the_textbook_timeline(void **state) {
     assert_int_equal(r->nflows, rec->nflows);
     assert_int_equal(r->unmatched, 0);
     if (fabs(makespan(r) - (m + p - 1) * (F + B)) > 1e-9)
-        fail_msg("replayed makespan %g, textbook (m+p-1)(F+B) = %g", makespan(r), (m + p - 1) * (F + B));
+        fail_msg("replayed makespan %g, textbook (m+p-1)(F+B) = %g", makespan(r),
+                 (m + p - 1) * (F + B));
     for (int mb = 0; mb < m; mb++) {
         /* rank 0: F0..F3 back to back; rank 1: each forward right after rank 0's */
         assert_true(fabs(find(r, 0, TRACE_FORWARD, mb, 0)->t_start - mb * F) < 1e-9);
         assert_true(fabs(find(r, 1, TRACE_FORWARD, mb, 0)->t_start - (mb + 1) * F) < 1e-9);
         /* rank 1's backwards follow its last forward; rank 0's wait for rank 1's */
         assert_true(fabs(find(r, 1, TRACE_BACKWARD, mb, 0)->t_start - (m + 1) * F - mb * B) < 1e-9);
-        assert_true(fabs(find(r, 0, TRACE_BACKWARD, mb, 0)->t_start - (m + 1) * F - (mb + 1) * B) < 1e-9);
+        assert_true(fabs(find(r, 0, TRACE_BACKWARD, mb, 0)->t_start - (m + 1) * F - (mb + 1) * B) <
+                    1e-9);
         for (int k = 0; k < 2; k++) {
-            const trace_event *f = find(r, k, TRACE_FORWARD, mb, 0), *b = find(r, k, TRACE_BACKWARD, mb, 0);
+            const trace_event *f = find(r, k, TRACE_FORWARD, mb, 0),
+                              *b = find(r, k, TRACE_BACKWARD, mb, 0);
             assert_true(fabs(f->t_end - f->t_start - F) < 1e-9);
             assert_true(fabs(b->t_end - b->t_start - B) < 1e-9);
         }
@@ -220,7 +227,8 @@ static void a_collective_waits_for_its_last_member(void **state) {
     comm(ts[1], TRACE_COLLECTIVE, "dp", -1, -1, 9.3, 9.3, 11.0);
     trace_run *rec = run_of("replay_coll", ts, 2), *r = replay(rec);
     for (int k = 0; k < 2; k++) {
-        const trace_event *a = find(r, k, TRACE_COLLECTIVE, -1, 0), *b = find(r, k, TRACE_COLLECTIVE, -1, 1);
+        const trace_event *a = find(r, k, TRACE_COLLECTIVE, -1, 0),
+                          *b = find(r, k, TRACE_COLLECTIVE, -1, 1);
         assert_true(fabs(a->t_start - (k ? 4 : 1)) < 1e-9);
         assert_true(fabs(a->t_ready - 4) < 1e-9);
         assert_true(fabs(a->t_end - 4.3) < 1e-9);
@@ -247,7 +255,8 @@ static void nested_communication_stays_inside_its_forward(void **state) {
     }
     trace_run *rec = run_of("replay_nested", ts, 2), *r = replay(rec);
     for (int k = 0; k < 2; k++) {
-        const trace_event *f = find(r, k, TRACE_FORWARD, 0, 0), *c = find(r, k, TRACE_COLLECTIVE, -1, 0);
+        const trace_event *f = find(r, k, TRACE_FORWARD, 0, 0),
+                          *c = find(r, k, TRACE_COLLECTIVE, -1, 0);
         assert_true(fabs(f->t_start - 0) < 1e-9);
         assert_true(fabs(c->t_start - 0.5) < 1e-9);
         assert_true(fabs(c->t_end - 1.5) < 1e-9);

@@ -30,7 +30,8 @@ static void test_reads_steps_evals_and_layout(void **state) {
                "{\"note\":\"a line of another kind\",\"x\":null}\n"
                "{ \"step\" : 10 , \"loss\" : 4.7 }\n");
     write_file(dir, "config.json",
-               "{\"tensor_model_parallel_size\":2,\"pipeline_model_parallel_size\":2,\"data_parallel_size\":2,"
+               "{\"tensor_model_parallel_size\":2,\"pipeline_model_parallel_size\":2,\"data_"
+               "parallel_size\":2,"
                "\"virtual_pipeline_size\":2,\"pipeline_schedule\":\"interleaved\","
                "\"use_distributed_optimizer\":true,\"precision\":\"fp32\"}\n");
     char err[512] = "";
@@ -42,9 +43,10 @@ static void test_reads_steps_evals_and_layout(void **state) {
     assert_int_equal(m->nsteps, 3);
     assert_int_equal(m->nevals, 1);
     assert_int_equal(m->steps[0].step, 1);
-    assert_true(m->steps[0].loss == 5.5 && m->steps[0].lr == 1.5e-4 && m->steps[0].grad_norm == 3.2);
+    assert_true(m->steps[0].loss == 5.5 && m->steps[0].lr == 1.5e-4 &&
+                m->steps[0].grad_norm == 3.2);
     assert_true(m->steps[0].tokens_per_sec == 9625.5 && m->steps[0].mfu == 0.44);
-    assert_true(isnan(m->steps[1].grad_norm));        /* -1: the norm was not finite */
+    assert_true(isnan(m->steps[1].grad_norm));         /* -1: the norm was not finite */
     assert_true(isnan(m->steps[1].model_flops_per_s)); /* absent */
     assert_int_equal(m->steps[2].step, 10);
     assert_true(isnan(m->steps[2].lr));
@@ -57,12 +59,16 @@ static void test_reads_steps_evals_and_layout(void **state) {
 static void test_layout_labels(void **state) {
     (void)state;
     char buf[160];
-    assert_true(run_metrics_layout_label("{\"tensor_model_parallel_size\":1,\"pipeline_model_parallel_size\":1,"
-                                         "\"data_parallel_size\":1,\"pipeline_schedule\":\"1f1b\"}", buf, sizeof buf));
+    assert_true(run_metrics_layout_label(
+        "{\"tensor_model_parallel_size\":1,\"pipeline_model_parallel_size\":1,"
+        "\"data_parallel_size\":1,\"pipeline_schedule\":\"1f1b\"}",
+        buf, sizeof buf));
     assert_string_equal(buf, "serial");
-    assert_true(run_metrics_layout_label("{\"tensor_model_parallel_size\":1,\"pipeline_model_parallel_size\":4,"
-                                         "\"data_parallel_size\":1,\"pipeline_schedule\":\"gpipe\","
-                                         "\"virtual_pipeline_size\":1,\"precision\":\"bf16\"}", buf, sizeof buf));
+    assert_true(run_metrics_layout_label(
+        "{\"tensor_model_parallel_size\":1,\"pipeline_model_parallel_size\":4,"
+        "\"data_parallel_size\":1,\"pipeline_schedule\":\"gpipe\","
+        "\"virtual_pipeline_size\":1,\"precision\":\"bf16\"}",
+        buf, sizeof buf));
     assert_string_equal(buf, "tp1×pp4×dp1, gpipe, bf16");
     assert_false(run_metrics_layout_label("{\"seed\":3}", buf, sizeof buf));
     assert_false(run_metrics_layout_label("not json", buf, sizeof buf));
@@ -95,7 +101,8 @@ static void test_bad_files_are_named_with_their_line(void **state) {
     expect_error(NULL, "metrics.jsonl (No such file");
     expect_error("", "the file is empty");
     expect_error("{\"step\":1,\"eval_loss\":2}\n", "no line with a \"loss\"");
-    expect_error("{\"step\":1,\"loss\":2}\nnot json\n", "metrics.jsonl:2: not a flat JSON object: expected '{'");
+    expect_error("{\"step\":1,\"loss\":2}\nnot json\n",
+                 "metrics.jsonl:2: not a flat JSON object: expected '{'");
     expect_error("{\"step\":1,\"loss\":}\n", ":1: not a flat JSON object: \"loss\" has no value");
     expect_error("{\"step\":1,\"loss\":2\n", ":1: not a flat JSON object: expected ',' or '}'");
     expect_error("{\"step\":1,\"loss\":2} x\n", "text after '}'");

@@ -38,7 +38,8 @@ static void events_are_kept_in_order_with_handles(void **state) {
     assert_int_equal(f, 1);
     assert_int_equal(b, 2);
     assert_int_equal(trace_num_events(t), 3);
-    const trace_event *es = trace_event_at(t, 0), *ef = trace_event_at(t, 1), *eb = trace_event_at(t, 2);
+    const trace_event *es = trace_event_at(t, 0), *ef = trace_event_at(t, 1),
+                      *eb = trace_event_at(t, 2);
     assert_int_equal(es->kind, TRACE_STEP);
     assert_int_equal(ef->kind, TRACE_FORWARD);
     assert_int_equal(ef->microbatch, 1);
@@ -106,9 +107,18 @@ static void write_small(const char *path, int rank, int world) {
     trace_record(t, TRACE_BACKWARD, 7, 2, 1, 12.0, 14.0);
     trace_comm(t, TRACE_SEND, "send", "pp", (rank + 1) % world, 4096, 5, 11.5, 11.75, 12.0);
     trace_comm(t, TRACE_RECV, "recv", "pp", (rank + world - 1) % world, 4096, 5, 10.0, 10.25, 10.5);
-    trace_comm_info ci = {.kind = TRACE_COLLECTIVE, .op = "all-reduce", .group = "dp",
-                          .label = "grads", .peer = -1, .tag = -1, .layer = 3, .group_first = 0,
-                          .bytes = 1 << 20, .t_start = 14.0, .t_ready = 14.0, .t_end = 15.0,
+    trace_comm_info ci = {.kind = TRACE_COLLECTIVE,
+                          .op = "all-reduce",
+                          .group = "dp",
+                          .label = "grads",
+                          .peer = -1,
+                          .tag = -1,
+                          .layer = 3,
+                          .group_first = 0,
+                          .bytes = 1 << 20,
+                          .t_start = 14.0,
+                          .t_ready = 14.0,
+                          .t_end = 15.0,
                           .cpu = 0.5};
     trace_comm_full(t, &ci);
     trace_record(t, TRACE_OPTIMIZER, 7, -1, -1, 15.0, 16.0);
@@ -250,8 +260,9 @@ static void every_truncation_gives_one_error_naming_file_and_offset(void **state
     assert_null(trace_file_read(bad, err, sizeof err));
     char want[4600];
     size_t ev_bytes = 10 * 80; /* ten 80-byte event records */
-    snprintf(want, sizeof want, "trace '%s': truncated at byte %zu (the events at byte %zu need %zu bytes)",
-             bad, n - 20, n - 4 - ev_bytes, ev_bytes);
+    snprintf(want, sizeof want,
+             "trace '%s': truncated at byte %zu (the events at byte %zu need %zu bytes)", bad,
+             n - 20, n - 4 - ev_bytes, ev_bytes);
     assert_string_equal(err, want);
     free(b);
 }
@@ -273,7 +284,8 @@ static void every_flipped_byte_is_detected(void **state) {
             char err[1024] = "";
             trace_file *f = trace_file_read(bad, err, sizeof err);
             if (f) fail_msg("flipping bit %d of byte %zu went unnoticed", bit, i);
-            if (!strstr(err, bad) || !strstr(err, "byte")) fail_msg("byte %zu: unclear error '%s'", i, err);
+            if (!strstr(err, bad) || !strstr(err, "byte"))
+                fail_msg("byte %zu: unclear error '%s'", i, err);
         }
     /* Garbage appended after the checksum. */
     unsigned char *longer = malloc(n + 3);
@@ -362,13 +374,13 @@ static void pairs_follow_sender_receiver_and_tag_in_order(void **state) {
     trace_header h0 = header(0, 2), h1 = header(1, 2);
     trace_recorder *a = trace_create(&h0, 16), *b = trace_create(&h1, 16);
     /* rank 0 sends tag 1 twice and tag 2 once; reported out of order (after the fact). */
-    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 1, 3.0, 3.0, 3.5);   /* second tag-1 send */
-    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 1, 1.0, 1.0, 1.5);   /* first tag-1 send */
+    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 1, 3.0, 3.0, 3.5); /* second tag-1 send */
+    trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 1, 1.0, 1.0, 1.5); /* first tag-1 send */
     trace_comm(a, TRACE_SEND, "send", "pp", 1, 8, 2, 2.0, 2.0, 2.5);
     trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 2, 1.9, 2.0, 2.5);
     trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 1, 0.5, 1.0, 1.5);
     trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 1, 2.9, 3.0, 3.5);
-    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 3, 4.0, 4.0, 4.5);   /* nobody sent it */
+    trace_comm(b, TRACE_RECV, "recv", "pp", 0, 8, 3, 4.0, 4.0, 4.5); /* nobody sent it */
     snprintf(path, sizeof path, "%s/trace/rank0.trace", dir);
     trace_write(a, path);
     snprintf(path, sizeof path, "%s/trace/rank1.trace", dir);
@@ -392,9 +404,19 @@ static void pairs_follow_sender_receiver_and_tag_in_order(void **state) {
 /* A collective with its group instance, as the trainer's hook records it. */
 static void coll(trace_recorder *t, const char *group, int first, const char *label, int layer,
                  double t0, double t1) {
-    trace_comm_info ci = {.kind = TRACE_COLLECTIVE, .op = "all_reduce", .group = group, .label = label,
-                          .peer = -1, .tag = -1, .layer = layer, .group_first = first, .bytes = 64,
-                          .t_start = t0, .t_ready = t0, .t_end = t1, .cpu = -1};
+    trace_comm_info ci = {.kind = TRACE_COLLECTIVE,
+                          .op = "all_reduce",
+                          .group = group,
+                          .label = label,
+                          .peer = -1,
+                          .tag = -1,
+                          .layer = layer,
+                          .group_first = first,
+                          .bytes = 64,
+                          .t_start = t0,
+                          .t_ready = t0,
+                          .t_end = t1,
+                          .cpu = -1};
     trace_comm_full(t, &ci);
 }
 
@@ -492,11 +514,13 @@ static void causality_check_finds_receives_before_sends_and_early_collectives(vo
     coll(b, "tp", 0, "loss max", -1, 1.6, 2.0);
     run = write_and_read(test_tmpdir("causal_bad"), a, b);
     assert_false(trace_run_check_causality(run, err, sizeof err));
-    assert_non_null(strstr(err, "is not causal: 2 violations (1 receive ending before the send began, "
-                                "1 collective ending before the last member entered)"));
+    assert_non_null(strstr(err,
+                           "is not causal: 2 violations (1 receive ending before the send began, "
+                           "1 collective ending before the last member entered)"));
     /* the earliest is the receive, at 0.95 s */
     assert_non_null(strstr(err, "earliest: rank 1's recv from rank 0 (tag 5, group pp"));
-    assert_non_null(strstr(err, "ends at 0.950000 s but the send began at 1.000000 s, 50000.0 us later"));
+    assert_non_null(
+        strstr(err, "ends at 0.950000 s but the send began at 1.000000 s, 50000.0 us later"));
     /* the collective's t_ready is clamped to its end: the wait covers the whole call */
     assert_true(trace_file_event(run->ranks[0], 1)->t_ready == 2.05);
     trace_run_free(run);
@@ -520,8 +544,10 @@ static void causality_check_finds_receives_before_sends_and_early_collectives(vo
     coll(b, "tp", 0, "g fwd mlp", 7, 1.6, 2.0);
     run = write_and_read(test_tmpdir("causal_coll"), a, b);
     assert_false(trace_run_check_causality(run, err, sizeof err));
-    assert_non_null(strstr(err, "1 violation (0 receives ending before the send began, 1 collective"));
-    assert_non_null(strstr(err, "rank 0's all_reduce on group tp of rank 0 (label 'g fwd mlp', layer 7"));
+    assert_non_null(
+        strstr(err, "1 violation (0 receives ending before the send began, 1 collective"));
+    assert_non_null(
+        strstr(err, "rank 0's all_reduce on group tp of rank 0 (label 'g fwd mlp', layer 7"));
     assert_non_null(strstr(err, "but rank 1 entered it only at 2.100000 s"));
     trace_run_free(run);
 }

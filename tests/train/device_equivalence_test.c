@@ -23,9 +23,9 @@ static void train(int np, const char *device, const char *dir, const char *args)
     char cmd[8192], mpirun[2048];
     if (np > 1)
         snprintf(cmd, sizeof cmd, "%s --timeout 300 %s train --device %s %s",
-                 test_mpirun_prefix(mpirun, sizeof mpirun, np, ""), test_trident_path(), device, args);
-    else
-        snprintf(cmd, sizeof cmd, "%s train --device %s %s", test_trident_path(), device, args);
+                 test_mpirun_prefix(mpirun, sizeof mpirun, np, ""), test_trident_path(), device,
+                 args);
+    else snprintf(cmd, sizeof cmd, "%s train --device %s %s", test_trident_path(), device, args);
     int rc = run_capture(cmd, g_out, sizeof g_out);
     if (rc != 0) fail_msg("%s (in %s) exited with %d:\n%s", cmd, dir, rc, g_out);
 }
@@ -46,7 +46,8 @@ static void same_checkpoints(const char *a, const char *b, int it, int world) {
             if (!y) fail_msg("rank %d: tensor %s missing on the guarded device", r, x->name);
             assert_int_equal(x->nbytes, y->nbytes);
             if (memcmp(x->data, y->data, x->nbytes) != 0)
-                fail_msg("rank %d: tensor %s differs between --device cpu and cpu-guarded", r, x->name);
+                fail_msg("rank %d: tensor %s differs between --device cpu and cpu-guarded", r,
+                         x->name);
         }
         tf_reader_close(ra);
         tf_reader_close(rb);
@@ -61,11 +62,13 @@ static void one_process_is_bit_identical(void **state) {
     for (int d = 0; d < 2; d++) {
         char args[8192];
         snprintf(ck[d], sizeof ck[d], "%s/%s_ck", base, devs[d]);
-        snprintf(args, sizeof args,
-                 "--train-iters 6 --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 "
-                 "--global-batch-size 4 --micro-batch-size 2 --eval-interval 3 --eval-iters 1 --quiet "
-                 "--run-dir %s/%s --save %s",
-                 base, devs[d], ck[d]);
+        snprintf(
+            args, sizeof args,
+            "--train-iters 6 --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length "
+            "32 "
+            "--global-batch-size 4 --micro-batch-size 2 --eval-interval 3 --eval-iters 1 --quiet "
+            "--run-dir %s/%s --save %s",
+            base, devs[d], ck[d]);
         train(1, devs[d], base, args);
     }
     same_checkpoints(ck[0], ck[1], 6, 1);
@@ -86,7 +89,8 @@ static void eight_ranks_3d_zero_bf16_with_resume_are_bit_identical(void **state)
                      "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
                      "--num-layers-per-virtual-pipeline-stage 1 --use-distributed-optimizer --bf16 "
                      "--quiet --no-trace --run-dir %s/%s_%d --save %s %s %s",
-                     half ? 6 : 3, base, devs[d], half, ck[d], half ? "--load" : "", half ? ck[d] : "");
+                     half ? 6 : 3, base, devs[d], half, ck[d], half ? "--load" : "",
+                     half ? ck[d] : "");
             train(8, devs[d], base, args);
         }
     }

@@ -54,8 +54,9 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     pc.use_distributed_optimizer = lc->zero;
     if (!train_config_check(&pc, world, err, sizeof err)) fail_msg("layout rejected: %s", err);
     pg_layout l;
-    assert_true(pg_layout_make(&l, world, pc.tensor_model_parallel_size, pc.pipeline_model_parallel_size,
-                               pc.vpp, pc.rank_order, err, sizeof err));
+    assert_true(pg_layout_make(&l, world, pc.tensor_model_parallel_size,
+                               pc.pipeline_model_parallel_size, pc.vpp, pc.rank_order, err,
+                               sizeof err));
     parallel_state *ps = ps_create(&l, rank);
     trainer *par = trainer_create(&pc, ps);
     double worst_loss = 0.0;
@@ -64,9 +65,9 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
         double rel = fabs((double)lp - ls) / fabs((double)ls);
         if (rel > worst_loss) worst_loss = rel;
         if (!(rel <= loss_rtol))
-            fail_msg("tp%d pp%d dp%d %s%s: loss at step %d is %.9g, serial %.9g (rel %.3g > %.3g)", lc->tp,
-                     lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "", it, (double)lp, (double)ls, rel,
-                     loss_rtol);
+            fail_msg("tp%d pp%d dp%d %s%s: loss at step %d is %.9g, serial %.9g (rel %.3g > %.3g)",
+                     lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "", it, (double)lp,
+                     (double)ls, rel, loss_rtol);
     }
     /* Every local parameter element against its serial counterpart. */
     const local_model *pm = trainer_model(par), *sm = trainer_model(serial);
@@ -86,14 +87,15 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
             compared++;
             if (!(d <= param_atol + param_rtol * fabs(b))) {
                 if (bad < 5)
-                    fprintf(stderr, "  rank %d %s[%zu] (serial %zu): %.9g vs serial %.9g\n", rank, p->name, k,
-                            si, a, b);
+                    fprintf(stderr, "  rank %d %s[%zu] (serial %zu): %.9g vs serial %.9g\n", rank,
+                            p->name, k, si, a, b);
                 bad++;
             }
         }
     }
     if (rank == 0)
-        printf("  tp%d pp%d dp%d %-11s%s: %d steps, worst loss rel diff %.2e, worst param diff %.2e (%zu compared)\n",
+        printf("  tp%d pp%d dp%d %-11s%s: %d steps, worst loss rel diff %.2e, worst param diff "
+               "%.2e (%zu compared)\n",
                lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "     ", steps, worst_loss,
                worst_param, compared);
     trainer_destroy(par);
@@ -102,5 +104,6 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     free(serial_loss);
     int local_bad = bad > 0, any_bad = 0;
     MPI_Allreduce(&local_bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (any_bad) fail_msg("parameters differ from the serial run (%zu elements on rank %d)", bad, rank);
+    if (any_bad)
+        fail_msg("parameters differ from the serial run (%zu elements on rank %d)", bad, rank);
 }

@@ -10,8 +10,8 @@
 #include "src/train/config.h"
 
 typedef struct {
-    int tp, pp, vpp_layers;   /* vpp_layers: --num-layers-per-virtual-pipeline-stage (0 = off) */
-    const char *schedule;     /* gpipe | 1f1b | interleaved */
+    int tp, pp, vpp_layers; /* vpp_layers: --num-layers-per-virtual-pipeline-stage (0 = off) */
+    const char *schedule;   /* gpipe | 1f1b | interleaved */
     bool zero;
 } layout_case;
 

@@ -26,21 +26,21 @@ static const layout_case k_cases[] = {
     {1, 1, 0, "1f1b", true},         /* DP2 + ZeRO */
     {1, 2, 0, "zb-h1", false},       /* PP2 zero bubble (split backward) */
 #elif WORLD == 4
-    {4, 1, 0, "1f1b", false},        /* TP4 */
-    {1, 4, 0, "1f1b", false},        /* PP4 1F1B */
-    {1, 4, 0, "gpipe", false},       /* PP4 GPipe */
-    {1, 1, 0, "1f1b", true},         /* DP4 + ZeRO */
-    {1, 1, 0, "1f1b", false},        /* DP4 */
-    {2, 2, 0, "1f1b", false},        /* TP2 × PP2 */
-    {1, 4, 0, "zb-h1", false},       /* PP4 zero bubble */
+    {4, 1, 0, "1f1b", false},  /* TP4 */
+    {1, 4, 0, "1f1b", false},  /* PP4 1F1B */
+    {1, 4, 0, "gpipe", false}, /* PP4 GPipe */
+    {1, 1, 0, "1f1b", true},   /* DP4 + ZeRO */
+    {1, 1, 0, "1f1b", false},  /* DP4 */
+    {2, 2, 0, "1f1b", false},  /* TP2 × PP2 */
+    {1, 4, 0, "zb-h1", false}, /* PP4 zero bubble */
 #elif WORLD == 8
-    {2, 2, 1, "interleaved", true},  /* TP2 × PP2 × DP2, interleaved, ZeRO (the demo layout) */
-    {2, 2, 0, "1f1b", false},        /* TP2 × PP2 × DP2, 1F1B */
-    {2, 2, 0, "gpipe", true},        /* TP2 × PP2 × DP2, GPipe, ZeRO */
-    {1, 2, 0, "1f1b", true},         /* PP2 × DP4, ZeRO */
-    {4, 2, 0, "1f1b", false},        /* TP4 × PP2 */
-    {2, 1, 0, "1f1b", true},         /* TP2 × DP4, ZeRO */
-    {2, 2, 0, "zb-h1", true},        /* TP2 × PP2 × DP2, zero bubble, ZeRO */
+    {2, 2, 1, "interleaved", true}, /* TP2 × PP2 × DP2, interleaved, ZeRO (the demo layout) */
+    {2, 2, 0, "1f1b", false},       /* TP2 × PP2 × DP2, 1F1B */
+    {2, 2, 0, "gpipe", true},       /* TP2 × PP2 × DP2, GPipe, ZeRO */
+    {1, 2, 0, "1f1b", true},        /* PP2 × DP4, ZeRO */
+    {4, 2, 0, "1f1b", false},       /* TP4 × PP2 */
+    {2, 1, 0, "1f1b", true},        /* TP2 × DP4, ZeRO */
+    {2, 2, 0, "zb-h1", true},       /* TP2 × PP2 × DP2, zero bubble, ZeRO */
 #endif
 };
 

@@ -28,11 +28,11 @@ static int train(int np, const char *device, const char *run, const char *extra)
     char cmd[8192], mpirun[2048];
     if (np > 1)
         snprintf(cmd, sizeof cmd, "%s --timeout 600 %s train --device %s %s --run-dir %s %s",
-                 test_mpirun_prefix(mpirun, sizeof mpirun, np, ""), test_trident_path(), device, k_model,
-                 run, extra);
-    else
-        snprintf(cmd, sizeof cmd, "%s train --device %s %s --run-dir %s %s", test_trident_path(), device,
+                 test_mpirun_prefix(mpirun, sizeof mpirun, np, ""), test_trident_path(), device,
                  k_model, run, extra);
+    else
+        snprintf(cmd, sizeof cmd, "%s train --device %s %s --run-dir %s %s", test_trident_path(),
+                 device, k_model, run, extra);
     return run_capture(cmd, g_out, sizeof g_out);
 }
 
@@ -49,9 +49,11 @@ static void compare(const char *cpu_run, const char *gpu_run, double rtol, const
     assert_int_equal(nb, 20);
     double worst = 0;
     for (int i = 0; i < na; i++) worst = fmax(worst, fabs(a[i] - b[i]) / fabs(a[i]));
-    printf("  %s: max relative loss difference %.3g over %d steps (tolerance %g); loss %.4f -> %.4f\n",
-           what, worst, na, rtol, b[0], b[na - 1]);
-    if (!(worst <= rtol)) fail_msg("%s: losses differ by %.3g relative (tolerance %g)", what, worst, rtol);
+    printf(
+        "  %s: max relative loss difference %.3g over %d steps (tolerance %g); loss %.4f -> %.4f\n",
+        what, worst, na, rtol, b[0], b[na - 1]);
+    if (!(worst <= rtol))
+        fail_msg("%s: losses differ by %.3g relative (tolerance %g)", what, worst, rtol);
 }
 
 static void cuda_matches_cpu(void **state) {
@@ -76,7 +78,8 @@ static void cuda_matches_cpu(void **state) {
             compare(cpu, ranks, 1e-4, "8 ranks sharing one GPU (MPI staging)");
             if (gpus() >= 2) {
                 snprintf(ranks, sizeof ranks, "%s/nccl2", d);
-                if (train(2, "cuda", ranks, "") != 0) fail_msg("2 ranks on NCCL failed:\n%s", g_out);
+                if (train(2, "cuda", ranks, "") != 0)
+                    fail_msg("2 ranks on NCCL failed:\n%s", g_out);
                 compare(cpu, ranks, 1e-4, "2 data-parallel ranks on NCCL");
             }
         }

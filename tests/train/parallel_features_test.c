@@ -29,7 +29,8 @@ static trainer *make(train_config *c, parallel_state **ps_out) {
     if (!train_config_check(c, dist_world_size(), err, sizeof err)) fail_msg("%s", err);
     pg_layout l;
     assert_true(pg_layout_make(&l, dist_world_size(), c->tensor_model_parallel_size,
-                               c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err));
+                               c->pipeline_model_parallel_size, c->vpp, c->rank_order, err,
+                               sizeof err));
     *ps_out = ps_create(&l, dist_rank());
     return trainer_create(c, *ps_out);
 }
@@ -49,9 +50,12 @@ static void pipeline_holds_the_expected_number_of_microbatches(void **state) {
         int got = pp_executor_peak_microbatches(trainer_executor(t));
         int m = c.num_microbatches, p = 4, r = ps->pp_rank;
         int want = k == 0 ? m : (p - r < m ? p - r : m);
-        if (got != want) fail_msg("%s rank %d: held %d micro-batches at the peak, expected %d", kinds[k], r, got, want);
+        if (got != want)
+            fail_msg("%s rank %d: held %d micro-batches at the peak, expected %d", kinds[k], r, got,
+                     want);
         size_t per = pp_executor_activation_bytes_per_microbatch(trainer_executor(t));
-        assert_int_equal(pp_executor_peak_activation_bytes(trainer_executor(t)), per * (size_t)want);
+        assert_int_equal(pp_executor_peak_activation_bytes(trainer_executor(t)),
+                         per * (size_t)want);
         trainer_destroy(t);
         ps_destroy(ps);
     }
@@ -73,7 +77,8 @@ static void zero_on_and_off_agree_and_shard_the_state(void **state) {
     const local_model *ma = trainer_model(a), *mb = trainer_model(b);
     assert_int_equal(ma->numel, mb->numel);
     double worst = max_rel_diff(mb->params, ma->params, ma->numel);
-    if (dist_rank() == 0) printf("  ZeRO on vs off after 4 steps: max relative difference %.2e\n", worst);
+    if (dist_rank() == 0)
+        printf("  ZeRO on vs off after 4 steps: max relative difference %.2e\n", worst);
     assert_true(worst <= 1e-6);
     /* state bytes: m and v of the shard = unsharded / dp, up to the padding */
     const zero_ranges *r = distopt_ranges(trainer_optimizer(b));
@@ -114,8 +119,8 @@ static void bf16_and_fp16_train_close_to_fp32(void **state) {
     losses(1, N, lbf);
     losses(2, N, lfp);
     if (dist_rank() == 0)
-        printf("  loss after %d steps: fp32 %.4f, bf16 %.4f, fp16 %.4f (start %.4f)\n", N, l32[N - 1], lbf[N - 1],
-               lfp[N - 1], l32[0]);
+        printf("  loss after %d steps: fp32 %.4f, bf16 %.4f, fp16 %.4f (start %.4f)\n", N,
+               l32[N - 1], lbf[N - 1], lfp[N - 1], l32[0]);
     /* all three learn, and 16-bit stays within 3% of fp32 (the tolerance we state) */
     assert_true(lbf[N - 1] < lbf[0] - 1.5f);
     assert_true(lfp[N - 1] < lfp[0] - 1.5f);
@@ -136,7 +141,8 @@ static void fp16_loss_scaling_recovers_from_an_overflow(void **state) {
     float first = 0, last = 0;
     int skipped = 0;
     for (int it = 1; it <= 12; it++) {
-        if ((it == 4 || it == 6) && dist_rank() == 1) distopt_inject_overflow(o); /* one rank sees inf */
+        if ((it == 4 || it == 6) && dist_rank() == 1)
+            distopt_inject_overflow(o); /* one rank sees inf */
         step_result r = trainer_step(t, it);
         if (it == 1) first = r.loss;
         last = r.loss;
@@ -171,7 +177,8 @@ static void evaluation_gives_the_serial_loss_on_any_layout(void **state) {
         trainer_step(t, 1);
         float got = trainer_evaluate(t, 2, 1);
         if (fabsf(got - want) > 1e-5f * want)
-            fail_msg("tp%d pp%d: evaluation loss %.9g, serial %.9g", layouts[k][0], layouts[k][1], got, want);
+            fail_msg("tp%d pp%d: evaluation loss %.9g, serial %.9g", layouts[k][0], layouts[k][1],
+                     got, want);
         trainer_destroy(t);
         ps_destroy(ps);
     }

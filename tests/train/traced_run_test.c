@@ -24,13 +24,15 @@ static char g_out[1 << 16];
 static void train(const char *env, const char *run_dir) {
     char cmd[8192], extra[1024], mpirun[2048];
     snprintf(extra, sizeof extra, TEST_MPI_NO_SINGLE_COPY " %s", env); /* progress-thread path */
-    snprintf(cmd, sizeof cmd,
-             "%s %s train --tensor-model-parallel-size 2 "
-             "--pipeline-model-parallel-size 2 --num-layers %d --hidden-size 32 --num-attention-heads 4 "
-             "--seq-length 16 --global-batch-size 8 --micro-batch-size 2 --train-iters %d --eval-iters 0 --quiet "
-             "--run-dir %s",
-             test_mpirun_prefix(mpirun, sizeof mpirun, 4, extra), test_trident_path(), LAYERS, STEPS,
-             run_dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "%s %s train --tensor-model-parallel-size 2 "
+        "--pipeline-model-parallel-size 2 --num-layers %d --hidden-size 32 --num-attention-heads 4 "
+        "--seq-length 16 --global-batch-size 8 --micro-batch-size 2 --train-iters %d --eval-iters "
+        "0 --quiet "
+        "--run-dir %s",
+        test_mpirun_prefix(mpirun, sizeof mpirun, 4, extra), test_trident_path(), LAYERS, STEPS,
+        run_dir);
     int rc = run_capture(cmd, g_out, sizeof g_out);
     if (rc != 0) fail_msg("%s\nexited %d:\n%s", cmd, rc, g_out);
 }
@@ -83,7 +85,8 @@ static void one_host_traces_are_exact_labelled_and_causal(void **state) {
             for (int o = 0; o < 4; o++) {
                 int want = l >= first_layer && l < first_layer + LAYERS / 2 ? per_run : 0;
                 if (tally[l][o] != want)
-                    fail_msg("rank %d: %d '%s' all-reduces at layer %d, expected %d", k, tally[l][o], ops[o], l, want);
+                    fail_msg("rank %d: %d '%s' all-reduces at layer %d, expected %d", k,
+                             tally[l][o], ops[o], l, want);
             }
         bool first = h->pp_rank == 0, last = h->pp_rank == 1;
         assert_int_equal(embed, first ? per_run : 0);

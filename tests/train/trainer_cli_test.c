@@ -46,7 +46,8 @@ static void resume_is_bit_identical(void **state) {
     const char *common = "--train-iters 16 --log-interval 1 --no-trace --quiet --lr-warmup-iters 4";
     snprintf(a, sizeof a, "train %s --run-dir %s/full", common, dir);
     assert_int_equal(run(a), 0);
-    snprintf(a, sizeof a, "train %s --run-dir %s/first --save %s/ck --save-interval 8", common, dir, dir);
+    snprintf(a, sizeof a, "train %s --run-dir %s/first --save %s/ck --save-interval 8", common, dir,
+             dir);
     assert_int_equal(run(a), 0);
     /* the save at 8 became "latest" first; remove the final one to resume from 8 */
     snprintf(a, sizeof a, "rm -rf %s/ck/iter_0000016 && echo 8 > %s/ck/latest", dir, dir);
@@ -72,7 +73,8 @@ static void eval_scores_a_checkpoint(void **state) {
     (void)state;
     const char *dir = test_tmpdir("eval");
     char a[4400];
-    snprintf(a, sizeof a, "train --train-iters 3 --no-trace --quiet --run-dir %s/r --save %s/ck", dir, dir);
+    snprintf(a, sizeof a, "train --train-iters 3 --no-trace --quiet --run-dir %s/r --save %s/ck",
+             dir, dir);
     assert_int_equal(run(a), 0);
     snprintf(a, sizeof a, "eval --load %s/ck", dir);
     assert_int_equal(run(a), 0);
@@ -80,7 +82,10 @@ static void eval_scores_a_checkpoint(void **state) {
     assert_non_null(p);
     double loss = atof(p + strlen("eval: mean loss "));
     assert_true(loss > 1.0 && loss < 6.0);
-    snprintf(a, sizeof a, "printf 'hello trident, this is a small text file for evaluation. %%0300d' 7 > %s/t.txt", dir);
+    snprintf(
+        a, sizeof a,
+        "printf 'hello trident, this is a small text file for evaluation. %%0300d' 7 > %s/t.txt",
+        dir);
     assert_int_equal(system(a), 0);
     snprintf(a, sizeof a, "eval --load %s/ck --data-path %s/t.txt", dir, dir);
     assert_int_equal(run(a), 0);
@@ -103,12 +108,15 @@ static void bad_input_gives_one_clear_line(void **state) {
     const char *dir = test_tmpdir("bad");
     char a[4400];
     expect_error("train --no-such-flag 3", "unknown flag '--no-such-flag'");
-    expect_error("train --hidden-size 30 --num-attention-heads 4", "--hidden-size 30 is not divisible by --num-attention-heads 4");
+    expect_error("train --hidden-size 30 --num-attention-heads 4",
+                 "--hidden-size 30 is not divisible by --num-attention-heads 4");
     expect_error("train --num-layers abc", "--num-layers expects an integer, got 'abc'");
     snprintf(a, sizeof a, "train --data-path %s/missing.txt --run-dir %s/r", dir, dir);
     expect_error(a, "missing.txt");
-    expect_error("train --global-batch-size 10 --micro-batch-size 4", "--global-batch-size 10 is not divisible by --micro-batch-size 4");
-    expect_error("train --pipeline-schedule zigzag", "--pipeline-schedule must be one of gpipe|1f1b|interleaved");
+    expect_error("train --global-batch-size 10 --micro-batch-size 4",
+                 "--global-batch-size 10 is not divisible by --micro-batch-size 4");
+    expect_error("train --pipeline-schedule zigzag",
+                 "--pipeline-schedule must be one of gpipe|1f1b|interleaved");
     expect_error("train --tensor-model-parallel-size 2", "world size 1 is not divisible");
     expect_error("eval", "--load CHECKPOINT_DIR is required");
     snprintf(a, sizeof a, "eval --load %s/nothing", dir);
@@ -120,22 +128,29 @@ static void a_corrupt_checkpoint_is_refused_and_nothing_is_overwritten(void **st
     (void)state;
     const char *dir = test_tmpdir("corrupt");
     char a[4400];
-    snprintf(a, sizeof a, "train --train-iters 2 --log-interval 1 --no-trace --quiet --run-dir %s/r --save %s/ck", dir, dir);
+    snprintf(
+        a, sizeof a,
+        "train --train-iters 2 --log-interval 1 --no-trace --quiet --run-dir %s/r --save %s/ck",
+        dir, dir);
     assert_int_equal(run(a), 0);
     char file[4400];
     snprintf(file, sizeof file, "%s/ck/iter_0000002/rank_00000.tck", dir);
     struct stat st;
     assert_int_equal(stat(file, &st), 0);
     /* truncated */
-    snprintf(a, sizeof a, "cp %s %s.good && truncate -s %ld %s", file, file, (long)st.st_size / 2, file);
+    snprintf(a, sizeof a, "cp %s %s.good && truncate -s %ld %s", file, file, (long)st.st_size / 2,
+             file);
     assert_int_equal(system(a), 0);
-    snprintf(a, sizeof a, "train --train-iters 4 --no-trace --quiet --run-dir %s/r2 --load %s/ck --save %s/ck", dir, dir, dir);
+    snprintf(a, sizeof a,
+             "train --train-iters 4 --no-trace --quiet --run-dir %s/r2 --load %s/ck --save %s/ck",
+             dir, dir, dir);
     expect_error(a, "truncated");
     snprintf(a, sizeof a, "%s/r2/metrics.jsonl", dir);
     assert_int_not_equal(stat(a, &st), 0); /* the failed run wrote no metrics file */
     /* one flipped byte in the middle */
-    snprintf(a, sizeof a, "cp %s.good %s && printf '\\x55' | dd of=%s bs=1 seek=%ld conv=notrunc status=none", file, file, file,
-             (long)st.st_size > 0 ? 4000L : 4000L);
+    snprintf(a, sizeof a,
+             "cp %s.good %s && printf '\\x55' | dd of=%s bs=1 seek=%ld conv=notrunc status=none",
+             file, file, file, (long)st.st_size > 0 ? 4000L : 4000L);
     assert_int_equal(system(a), 0);
     snprintf(a, sizeof a, "eval --load %s/ck", dir);
     expect_error(a, "checkpoint");

@@ -42,21 +42,21 @@
 /* ------------------------------------------------------------------ pages as data */
 
 typedef struct {
-    char *cmd;           /* the shell command, continuation lines joined */
-    char **expect;       /* expected output lines, trimmed, non-empty */
+    char *cmd;     /* the shell command, continuation lines joined */
+    char **expect; /* expected output lines, trimmed, non-empty */
     int nexpect;
-    int want_status;     /* 0 unless the block says [exit status N] */
-    int line;            /* line of the `$ ` in the page, for messages */
+    int want_status; /* 0 unless the block says [exit status N] */
+    int line;        /* line of the `$ ` in the page, for messages */
 } tut_command;
 
 typedef struct {
-    char file[256];      /* "01-groups.md" */
+    char file[256]; /* "01-groups.md" */
     char *text;
     tut_command *cmds;
     int ncmds;
-    char **images;       /* "images/NAME.png" as written in the page */
+    char **images; /* "images/NAME.png" as written in the page */
     int nimages;
-    char **links;        /* other relative link targets, anchors removed */
+    char **links; /* other relative link targets, anchors removed */
     int nlinks;
 } tut_page;
 
@@ -159,7 +159,7 @@ static void parse_page(tut_page *p) {
             collect_links(p, line);
             continue;
         }
-        if (continuing) { /* the previous command line ended with a backslash */
+        if (continuing) {                    /* the previous command line ended with a backslash */
             size_t n = strlen(cur->cmd) - 1; /* drop the backslash and the blanks before it */
             while (n && (cur->cmd[n - 1] == ' ' || cur->cmd[n - 1] == '\t')) n--;
             cur->cmd[n] = 0;
@@ -434,8 +434,9 @@ static void readme_indexes_every_page_in_order(void **state) {
         char link[300];
         snprintf(link, sizeof link, "](%s)", g_pages[i].file);
         const char *hit = strstr(last, link);
-        if (!hit) fail_msg("tutorials/README.md does not link %s (after the page before it)",
-                           g_pages[i].file);
+        if (!hit)
+            fail_msg("tutorials/README.md does not link %s (after the page before it)",
+                     g_pages[i].file);
         last = hit;
         if (g_pages[i].ncmds == 0) fail_msg("%s has no ```console commands", g_pages[i].file);
     }
@@ -451,9 +452,10 @@ static void committed_pictures_are_small_pngs_that_pages_show(void **state) {
             snprintf(path, sizeof path, "%s/%s", g_src_dir, g_pages[i].images[k]);
             long size = file_size(path);
             if (size <= 0 || !is_png(path)) {
-                fprintf(stderr, "%s shows %s, which is not a committed PNG (run the page's "
-                        "commands in tutorials/ and add the file)\n", g_pages[i].file,
-                        g_pages[i].images[k]);
+                fprintf(stderr,
+                        "%s shows %s, which is not a committed PNG (run the page's "
+                        "commands in tutorials/ and add the file)\n",
+                        g_pages[i].file, g_pages[i].images[k]);
                 problems++;
             } else if (size > MAX_IMAGE_BYTES) {
                 fprintf(stderr, "%s is %ld bytes; keep pictures under %d (a smaller --width?)\n",

@@ -14,9 +14,14 @@
 
 /* ---- a JSON validity checker (RFC 8259 grammar, no semantics) ---------------------------- */
 
-typedef struct { const char *p; int depth; } js;
+typedef struct {
+    const char *p;
+    int depth;
+} js;
 
-static void ws(js *j) { while (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t') j->p++; }
+static void ws(js *j) {
+    while (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t') j->p++;
+}
 static bool value(js *j);
 
 static bool string(js *j) {
@@ -43,7 +48,8 @@ static bool number(js *j) {
     const char *s = j->p;
     if (*j->p == '-') j->p++;
     if (*j->p == '0') j->p++;
-    else if (isdigit((unsigned char)*j->p)) while (isdigit((unsigned char)*j->p)) j->p++;
+    else if (isdigit((unsigned char)*j->p))
+        while (isdigit((unsigned char)*j->p)) j->p++;
     else return false;
     if (*j->p == '.') {
         j->p++;
@@ -76,8 +82,14 @@ static bool seq(js *j, char close, bool object) {
         }
         if (!value(j)) return false;
         ws(j);
-        if (*j->p == ',') { j->p++; continue; }
-        if (*j->p == close) { j->p++, j->depth--; return true; }
+        if (*j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (*j->p == close) {
+            j->p++, j->depth--;
+            return true;
+        }
         return false;
     }
 }
@@ -157,7 +169,8 @@ static void every_send_flows_to_its_receive_and_every_rank_is_named(void **state
         const trace_header *h = trace_file_header(run->ranks[k]);
         char want[160];
         snprintf(want, sizeof want,
-                 "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank %d (tp %d, pp %d, dp %d)\"}}",
+                 "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":"
+                 "\"rank %d (tp %d, pp %d, dp %d)\"}}",
                  k, k, h->tp_rank, h->pp_rank, h->dp_rank);
         if (!strstr(text, want)) fail_msg("no process named for rank %d", k);
     }
@@ -166,7 +179,8 @@ static void every_send_flows_to_its_receive_and_every_rank_is_named(void **state
 
     /* Flows: each "s" id appears in exactly one "f", on the receiving rank's recv thread. */
     int nflows = run->nflows;
-    int *starts = calloc((size_t)nflows, sizeof *starts), *finishes = calloc((size_t)nflows, sizeof *finishes);
+    int *starts = calloc((size_t)nflows, sizeof *starts),
+        *finishes = calloc((size_t)nflows, sizeof *finishes);
     int counters = 0, waits = 0;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (strstr(line, "\"ph\":\"C\"")) counters++;
@@ -185,7 +199,8 @@ static void every_send_flows_to_its_receive_and_every_rank_is_named(void **state
         }
     }
     for (int i = 0; i < nflows; i++)
-        if (starts[i] != 1 || finishes[i] != 1) fail_msg("flow %d: %d starts, %d finishes", i, starts[i], finishes[i]);
+        if (starts[i] != 1 || finishes[i] != 1)
+            fail_msg("flow %d: %d starts, %d finishes", i, starts[i], finishes[i]);
     /* 2 steps x 4 micro-batches x (activation + gradient) x 2 tp ranks. */
     assert_int_equal(nflows, 2 * 4 * 2 * 2);
     assert_true(counters > 0);
@@ -202,7 +217,8 @@ static void several_runs_share_one_file(void **state) {
     char a[4200], b[4200];
     snprintf(a, sizeof a, "%s/gpipe", base);
     snprintf(b, sizeof b, "%s/inter", base);
-    fixture_run ca = fixture_defaults("gpipe", 2, 2, 1), cb = fixture_defaults("interleaved", 2, 2, 2);
+    fixture_run ca = fixture_defaults("gpipe", 2, 2, 1),
+                cb = fixture_defaults("interleaved", 2, 2, 2);
     fixture_write_run(a, &ca);
     fixture_write_run(b, &cb);
     char err[1024];
@@ -237,9 +253,17 @@ static void slices_carry_their_class_and_no_nan_reaches_json(void **state) {
         /* a receive that waits 3 ms and transfers 1 ms; a send of 0 bytes in 0 s */
         if (r == 1) trace_comm(t, TRACE_RECV, "recv", "pp", 0, 64, 0, 5e-3, 8e-3, 9e-3);
         else trace_comm(t, TRACE_SEND, "send", "pp", 1, 0, 0, 8e-3, 8e-3, 8e-3);
-        trace_comm_info ci = {.kind = TRACE_COLLECTIVE, .op = "all-reduce", .group = "tp",
-                              .label = "g fwd attn", .peer = -1, .tag = -1, .layer = 3,
-                              .group_first = -1, .t_start = 1e-3, .t_ready = 2e-3, .t_end = 2e-3,
+        trace_comm_info ci = {.kind = TRACE_COLLECTIVE,
+                              .op = "all-reduce",
+                              .group = "tp",
+                              .label = "g fwd attn",
+                              .peer = -1,
+                              .tag = -1,
+                              .layer = 3,
+                              .group_first = -1,
+                              .t_start = 1e-3,
+                              .t_ready = 2e-3,
+                              .t_end = 2e-3,
                               .cpu = -1};
         trace_comm_full(t, &ci);
         char path[4200];

@@ -17,7 +17,8 @@ static pg_layout make(int world, int tp, int pp, const char *order) {
 }
 
 static bool inside(viz_rect in, viz_rect out) {
-    return in.x >= out.x && in.y >= out.y && in.x + in.w <= out.x + out.w && in.y + in.h <= out.y + out.h;
+    return in.x >= out.x && in.y >= out.y && in.x + in.w <= out.x + out.w &&
+           in.y + in.h <= out.y + out.h;
 }
 
 static bool overlap(viz_rect a, viz_rect b) {
@@ -38,7 +39,8 @@ static void boxes_sit_in_their_node_without_overlapping(void **state) {
             assert_true(inside(gl.box[r], page));
             for (int q = 0; q < r; q++) assert_false(overlap(gl.box[r], gl.box[q]));
         }
-        for (int n = 1; n < gl.nodes; n++) assert_true(gl.node[n].y >= gl.node[n - 1].y + gl.node[n - 1].h);
+        for (int n = 1; n < gl.nodes; n++)
+            assert_true(gl.node[n].y >= gl.node[n - 1].y + gl.node[n - 1].h);
         viz_groups_layout_free(&gl);
     }
 }
@@ -85,8 +87,8 @@ static void rendered_png_has_the_fill_colour_inside_each_box(void **state) {
         int red = (p >> 16) & 255, green = (p >> 8) & 255, blue = p & 255;
         if (abs(red - (int)(want.r * 255)) > 3 || abs(green - (int)(want.g * 255)) > 3 ||
             abs(blue - (int)(want.b * 255)) > 3)
-            fail_msg("rank %d at (%d,%d): pixel %d,%d,%d, want the DP fill %.0f,%.0f,%.0f", r, x, y, red,
-                     green, blue, want.r * 255, want.g * 255, want.b * 255);
+            fail_msg("rank %d at (%d,%d): pixel %d,%d,%d, want the DP fill %.0f,%.0f,%.0f", r, x, y,
+                     red, green, blue, want.r * 255, want.g * 255, want.b * 255);
     }
     /* the page margin is white */
     uint32_t corner;

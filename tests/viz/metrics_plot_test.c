@@ -26,9 +26,13 @@ static void fake(fake_run *r, const char *dir, const char *layout, double slope,
     snprintf(r->m.dir, sizeof r->m.dir, "%s", dir);
     snprintf(r->m.layout, sizeof r->m.layout, "%s", layout);
     for (int i = 0; i < STEPS; i++)
-        r->steps[i] = (run_metrics_step){.step = i + 1, .loss = 5 - slope * i, .lr = 1e-4 * (i + 1),
-                                         .grad_norm = i == 4 ? NAN : 2.0 / (i + 1), .tokens_per_sec = tps,
-                                         .model_flops_per_s = NAN, .mfu = NAN};
+        r->steps[i] = (run_metrics_step){.step = i + 1,
+                                         .loss = 5 - slope * i,
+                                         .lr = 1e-4 * (i + 1),
+                                         .grad_norm = i == 4 ? NAN : 2.0 / (i + 1),
+                                         .tokens_per_sec = tps,
+                                         .model_flops_per_s = NAN,
+                                         .mfu = NAN};
     r->evals[0] = (run_metrics_eval){5, 4.2};
     r->evals[1] = (run_metrics_eval){10, 3.9};
     r->m.steps = r->steps;
@@ -51,7 +55,7 @@ static void test_layout_shares_the_step_axis_and_holds_every_value(void **state)
     for (int q = 0; q < VIZ_MP_PANELS; q++) {
         const viz_mp_panel *p = &l.panel[q];
         assert_false(p->empty);
-        assert_true(p->x == l.panel[0].x && p->w == l.panel[0].w); /* one step axis */
+        assert_true(p->x == l.panel[0].x && p->w == l.panel[0].w);          /* one step axis */
         if (q > 0) assert_true(p->y > l.panel[q - 1].y + l.panel[q - 1].h); /* below, apart */
         for (int r = 0; r < 2; r++)
             for (int i = 0; i < STEPS; i++) {
@@ -101,7 +105,8 @@ static bool colour_near(cairo_surface_t *s, double x, double y, viz_rgb c) {
         for (int dx = -1; dx <= 1; dx++) {
             const unsigned char *p = px + ((int)y + dy) * stride + 4 * ((int)x + dx);
             /* ARGB32, little-endian: B G R A */
-            if (fabs(p[2] / 255.0 - c.r) < 0.08 && fabs(p[1] / 255.0 - c.g) < 0.08 && fabs(p[0] / 255.0 - c.b) < 0.08)
+            if (fabs(p[2] / 255.0 - c.r) < 0.08 && fabs(p[1] / 255.0 - c.g) < 0.08 &&
+                fabs(p[0] / 255.0 - c.b) < 0.08)
                 return true;
         }
     return false;
@@ -129,7 +134,8 @@ static void test_png_has_the_layout_size_and_each_run_where_its_curve_is(void **
     assert_true(colour_near(s, x, viz_mp_y(t, 9000), viz_categorical(0)));
     assert_true(colour_near(s, x, viz_mp_y(t, 3000), viz_categorical(1)));
     /* The loss of run 0 at step 3 (5 - 0.2·2 = 4.6) is drawn in run 0's colour. */
-    assert_true(colour_near(s, viz_mp_x(&l, 3), viz_mp_y(&l.panel[VIZ_MP_LOSS], 4.6), viz_categorical(0)));
+    assert_true(
+        colour_near(s, viz_mp_x(&l, 3), viz_mp_y(&l.panel[VIZ_MP_LOSS], 4.6), viz_categorical(0)));
     cairo_surface_destroy(s);
 }
 

@@ -9,13 +9,24 @@
 #include "src/trace/trace.h"
 
 fixture_run fixture_defaults(const char *schedule, int pp, int m, int vpp) {
-    fixture_run f = {.schedule = schedule, .tp = 1, .pp = pp, .dp = 1, .vpp = vpp, .m = m,
-                     .steps = 2, .t_fwd = 1e-3, .t_bwd = 2e-3, .t_xfer = 1e-4, .t_opt = 5e-4,
+    fixture_run f = {.schedule = schedule,
+                     .tp = 1,
+                     .pp = pp,
+                     .dp = 1,
+                     .vpp = vpp,
+                     .m = m,
+                     .steps = 2,
+                     .t_fwd = 1e-3,
+                     .t_bwd = 2e-3,
+                     .t_xfer = 1e-4,
+                     .t_opt = 5e-4,
                      .with_memory = 1};
     return f;
 }
 
-typedef struct { int fwd, mb, chunk; } op;
+typedef struct {
+    int fwd, mb, chunk;
+} op;
 
 /* The order in which stage s runs its forwards and backwards. */
 static int stage_ops(const fixture_run *c, int s, op *out) {
@@ -68,7 +79,8 @@ void fixture_write_run(const char *dir, const fixture_run *c) {
         snprintf(h.schedule, sizeof h.schedule, "%s", c->schedule);
         h.clock_offset = 0.25 + 0.001 * r; /* local = global - offset */
         char cfg[256];
-        snprintf(cfg, sizeof cfg, "{\"schedule\":\"%s\",\"pp\":%d,\"m\":%d,\"vpp\":%d}", c->schedule, p, m, v);
+        snprintf(cfg, sizeof cfg, "{\"schedule\":\"%s\",\"pp\":%d,\"m\":%d,\"vpp\":%d}",
+                 c->schedule, p, m, v);
         h.config_json = cfg;
         rec[r] = trace_create(&h, 1 << 14);
     }
@@ -110,7 +122,8 @@ void fixture_write_run(const char *dir, const fixture_run *c) {
                     double ready = dep > start ? dep : start, end = ready + c->t_xfer;
                     for (int tp = 0; tp < c->tp; tp++)
                         for (int dp = 0; dp < c->dp; dp++) {
-                            int me = tp + c->tp * (dp + c->dp * s), peer = tp + c->tp * (dp + c->dp * src);
+                            int me = tp + c->tp * (dp + c->dp * s),
+                                peer = tp + c->tp * (dp + c->dp * src);
                             double offm = 0.25 + 0.001 * me, offp = 0.25 + 0.001 * peer;
                             trace_comm(rec[peer], TRACE_SEND, "send", "pp", me, 4096, o.fwd ? 0 : 1,
                                        dep - offp, ready - offp, end - offp);
@@ -132,7 +145,8 @@ void fixture_write_run(const char *dir, const fixture_run *c) {
                         trace_record(rec[me], o.fwd ? TRACE_FORWARD : TRACE_BACKWARD, step, o.mb,
                                      o.chunk, start - off, end - off);
                         if (c->with_memory)
-                            trace_memory_at(rec[me], (size_t)(1 << 20) + (size_t)inflight[s] * (256u << 10),
+                            trace_memory_at(rec[me],
+                                            (size_t)(1 << 20) + (size_t)inflight[s] * (256u << 10),
                                             end - off);
                     }
                 free_at[s] = end;
@@ -146,13 +160,17 @@ void fixture_write_run(const char *dir, const fixture_run *c) {
         for (int r = 0; r < world; r++) {
             double off = 0.25 + 0.001 * r;
             int s = r / (c->tp * c->dp);
-            trace_record(rec[r], TRACE_DATA, step, -1, -1, step_start - off, step_start + 2e-4 - off);
-            double ar0 = free_at[s], ar1 = last + 3e-4; /* DP gradient all-reduce waits for the slowest */
+            trace_record(rec[r], TRACE_DATA, step, -1, -1, step_start - off,
+                         step_start + 2e-4 - off);
+            double ar0 = free_at[s],
+                   ar1 = last + 3e-4; /* DP gradient all-reduce waits for the slowest */
             trace_comm(rec[r], TRACE_COLLECTIVE, "all-reduce", "dp", -1, 1 << 20, -1, ar0 - off,
                        last - off, ar1 - off);
             if (!open) {
-                trace_record(rec[r], TRACE_OPTIMIZER, step, -1, -1, ar1 - off, ar1 + c->t_opt - off);
-                trace_record(rec[r], TRACE_STEP, step, -1, -1, step_start - off, ar1 + c->t_opt - off);
+                trace_record(rec[r], TRACE_OPTIMIZER, step, -1, -1, ar1 - off,
+                             ar1 + c->t_opt - off);
+                trace_record(rec[r], TRACE_STEP, step, -1, -1, step_start - off,
+                             ar1 + c->t_opt - off);
             } else {
                 trace_begin(rec[r], TRACE_STEP, step, -1, -1); /* never ended */
             }

@@ -124,7 +124,8 @@ static void replay_is_drawn_and_labelled(void **state) {
     char text[16384] = "";
     assert_true(fread(text, 1, sizeof text - 1, f) > 0);
     fclose(f);
-    if (!strstr(text, "replay: as if each rank had its own core")) fail_msg("no replay label in:\n%s", text);
+    if (!strstr(text, "replay: as if each rank had its own core"))
+        fail_msg("no replay label in:\n%s", text);
     snprintf(out, sizeof out, "%s/both.png", base);
     snprintf(args, sizeof args, "%s -o %s --replay-and-wall", run, out);
     if (render(args) != 0) fail_msg("--replay-and-wall failed: %s", g_out);
@@ -143,16 +144,20 @@ static void write_metrics_run(const char *dir, int tp, int pp, int dp, double to
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     for (int step = 1; step <= 20; step++) {
-        fprintf(f, "{\"step\":%d,\"loss\":%.4f,\"lr\":%g,\"grad_norm\":%.3f,\"tokens_per_sec\":%.1f}\n", step,
-                5.5 - 0.12 * step, 1e-4 * step, 3.0 / step, tokens_per_sec);
-        if (step % 5 == 0) fprintf(f, "{\"step\":%d,\"eval_loss\":%.4f}\n", step, 5.4 - 0.12 * step);
+        fprintf(
+            f, "{\"step\":%d,\"loss\":%.4f,\"lr\":%g,\"grad_norm\":%.3f,\"tokens_per_sec\":%.1f}\n",
+            step, 5.5 - 0.12 * step, 1e-4 * step, 3.0 / step, tokens_per_sec);
+        if (step % 5 == 0)
+            fprintf(f, "{\"step\":%d,\"eval_loss\":%.4f}\n", step, 5.4 - 0.12 * step);
     }
     fclose(f);
     snprintf(path, sizeof path, "%s/config.json", dir);
     f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f, "{\"tensor_model_parallel_size\":%d,\"pipeline_model_parallel_size\":%d,"
-               "\"data_parallel_size\":%d,\"pipeline_schedule\":\"1f1b\",\"use_distributed_optimizer\":%s}\n",
+    fprintf(f,
+            "{\"tensor_model_parallel_size\":%d,\"pipeline_model_parallel_size\":%d,"
+            "\"data_parallel_size\":%d,\"pipeline_schedule\":\"1f1b\",\"use_distributed_"
+            "optimizer\":%s}\n",
             tp, pp, dp, dp > 1 ? "true" : "false");
     fclose(f);
 }
@@ -165,7 +170,8 @@ static void expect_magic(const char *path, const char *magic) {
     size_t n = fread(head, 1, sizeof head - 1, f);
     fclose(f);
     head[n] = 0;
-    if (memcmp(head, magic, strlen(magic)) != 0) fail_msg("%s does not start with '%s'", path, magic);
+    if (memcmp(head, magic, strlen(magic)) != 0)
+        fail_msg("%s does not start with '%s'", path, magic);
 }
 
 static void metrics_of_two_runs_in_every_picture_format(void **state) {

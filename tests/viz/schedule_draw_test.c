@@ -58,7 +58,8 @@ static void boxes_sit_at_their_simulated_times(void **state) {
     /* phases: rank 0 has warmup [0,1], steady [1,4], cooldown [5,6]; rank 1 only steady */
     assert_int_equal(l.nstrip, 4);
     assert_true(l.strips[0].phase == PP_WARMUP && l.strips[0].w == u);
-    assert_true(l.strips[1].phase == PP_STEADY && l.strips[1].x == l.plot_x + u && l.strips[1].w == 3 * u);
+    assert_true(l.strips[1].phase == PP_STEADY && l.strips[1].x == l.plot_x + u &&
+                l.strips[1].w == 3 * u);
     assert_true(l.strips[2].phase == PP_COOLDOWN && l.strips[2].x == l.plot_x + 5 * u);
     assert_true(l.strips[3].phase == PP_STEADY && l.strips[3].rank == 1);
     /* the title gives the configuration, the bubble and the textbook figure (1/3 here) */
@@ -142,11 +143,12 @@ static void png_is_deterministic_and_boxes_are_where_the_layout_says(void **stat
     for (int i = 0; i < l.nbox; i++) { /* a point inside each box, away from its label */
         const viz_sched_rect *r = &l.boxes[i];
         pixel(img, r->x + 3, r->y + 4, rgb);
-        int want[3] = {(int)(r->fill.r * 255 + 0.5), (int)(r->fill.g * 255 + 0.5), (int)(r->fill.b * 255 + 0.5)};
+        int want[3] = {(int)(r->fill.r * 255 + 0.5), (int)(r->fill.g * 255 + 0.5),
+                       (int)(r->fill.b * 255 + 0.5)};
         for (int k = 0; k < 3; k++)
             if (abs(rgb[k] - want[k]) > 2)
-                fail_msg("box %d (rank %d action %d): pixel %d,%d,%d, fill %d,%d,%d", i, r->rank, r->action,
-                         rgb[0], rgb[1], rgb[2], want[0], want[1], want[2]);
+                fail_msg("box %d (rank %d action %d): pixel %d,%d,%d, fill %d,%d,%d", i, r->rank,
+                         r->action, rgb[0], rgb[1], rgb[2], want[0], want[1], want[2]);
     }
     for (int i = 0; i < l.ngap; i++) { /* idle gaps are grey, not white */
         const viz_sched_rect *g = &l.gaps[i];

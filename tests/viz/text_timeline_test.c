@@ -8,8 +8,14 @@
 #include "viz/text_timeline.h"
 
 static viz_tl_box box(viz_tl_kind k, int mb, int chunk, double a, double b) {
-    return (viz_tl_box){.kind = k, .microbatch = mb, .chunk = chunk, .start = a, .ready = a,
-                        .end = b, .peer = -1, .flow = -1};
+    return (viz_tl_box){.kind = k,
+                        .microbatch = mb,
+                        .chunk = chunk,
+                        .start = a,
+                        .ready = a,
+                        .end = b,
+                        .peer = -1,
+                        .flow = -1};
 }
 
 static void buckets_tell_wait_from_transfer_and_idle(void **state) {
@@ -28,9 +34,13 @@ static void buckets_tell_wait_from_transfer_and_idle(void **state) {
     const viz_timeline *one[1] = {tl};
     viz_text_timeline_write(f, one, 1, 8);
     fclose(f);
-    assert_non_null(strstr(buf, "stage 0  rank 0   |FF..BBBB| compute  75.0% transfer   0.0% wait   0.0% idle  25.0%"));
+    assert_non_null(strstr(
+        buf,
+        "stage 0  rank 0   |FF..BBBB| compute  75.0% transfer   0.0% wait   0.0% idle  25.0%"));
     /* rank 1 waits 0 .. 1.5 ('~'), receives 1.5 .. 2 ('<'), computes 2 .. 3.5, idles 3.5 .. 4. */
-    assert_non_null(strstr(buf, "stage 1  rank 1   |~~~<ffO.| compute  37.5% transfer  12.5% wait  37.5% idle  12.5%"));
+    assert_non_null(strstr(
+        buf,
+        "stage 1  rank 1   |~~~<ffO.| compute  37.5% transfer  12.5% wait  37.5% idle  12.5%"));
     assert_non_null(strstr(buf, "(p-1)/(m+p-1) = 50.0% of total, (p-1)/m = 100.0% of ideal"));
     assert_non_null(strstr(buf, "legend: F forward"));
     assert_non_null(strstr(buf, "~ wait (blocked on a peer)"));

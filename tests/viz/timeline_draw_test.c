@@ -62,7 +62,9 @@ static viz_timeline *load(const char *dir) {
     return tl;
 }
 
-typedef struct { int r, g, b; } px;
+typedef struct {
+    int r, g, b;
+} px;
 
 static px pixel(cairo_surface_t *s, double x, double y) {
     unsigned char *data = cairo_image_surface_get_data(s);
@@ -121,7 +123,8 @@ static void png_has_boxes_where_the_layout_puts_them(void **state) {
     viz_rgb f = viz_tl_box_color(VIZ_TL_FORWARD, 1);
     for (double x = R0->boxes[k1].x + 2; x < R0->boxes[k1].x + R0->boxes[k1].w - 2; x++) {
         px p = pixel(s, x, R0->lane_y + 4);
-        if (abs(p.r - (int)(f.r * 255 + 0.5)) <= 2 && abs(p.b - (int)(f.b * 255 + 0.5)) <= 2) fill++;
+        if (abs(p.r - (int)(f.r * 255 + 0.5)) <= 2 && abs(p.b - (int)(f.b * 255 + 0.5)) <= 2)
+            fill++;
         else if (p.r < f.r * 255 - 20) ink++;
     }
     assert_true(fill > 10 && ink > 5);
@@ -139,11 +142,14 @@ static void png_has_boxes_where_the_layout_puts_them(void **state) {
     for (double x = R1->seg_x[1] + 2; x < R1->seg_x[1] + R1->seg_w[1] - 2; x++) {
         px p = pixel(s, x, mid);
         assert_false(p.r == 255 && p.g == 255 && p.b == 255); /* waiting is never blank */
-        if (abs(p.r - (int)(VIZ_TL_WAIT_RGB.r * 255 + 0.5)) <= 2 && abs(p.b - (int)(VIZ_TL_WAIT_RGB.b * 255 + 0.5)) <= 2) pale++;
+        if (abs(p.r - (int)(VIZ_TL_WAIT_RGB.r * 255 + 0.5)) <= 2 &&
+            abs(p.b - (int)(VIZ_TL_WAIT_RGB.b * 255 + 0.5)) <= 2)
+            pale++;
         else hatch++;
     }
     assert_true(pale > 10 && hatch > 3);
-    expect_rgb(pixel(s, R1->seg_x[2] + R1->seg_w[2] / 2, mid), VIZ_TL_TRANSFER_RGB, "rank 1 transfer");
+    expect_rgb(pixel(s, R1->seg_x[2] + R1->seg_w[2] / 2, mid), VIZ_TL_TRANSFER_RGB,
+               "rank 1 transfer");
     /* The left margin stays white. */
     px margin = pixel(s, 5, R0->lane_y + 5);
     assert_true(margin.r == 255 && margin.g == 255 && margin.b == 255);

@@ -13,8 +13,14 @@
 #include "viz/timeline_load.h"
 
 static viz_tl_box box(viz_tl_kind k, int mb, int chunk, double a, double b) {
-    return (viz_tl_box){.kind = k, .microbatch = mb, .chunk = chunk, .start = a, .ready = a,
-                        .end = b, .peer = -1, .flow = -1};
+    return (viz_tl_box){.kind = k,
+                        .microbatch = mb,
+                        .chunk = chunk,
+                        .start = a,
+                        .ready = a,
+                        .end = b,
+                        .peer = -1,
+                        .flow = -1};
 }
 
 /* GPipe, p = 2, m = 2, forward 1 s, backward 2 s:
@@ -87,12 +93,14 @@ static void nested_messages_take_their_time_out_of_compute(void **state) {
     assert_true(fabs(total - 1) < 1e-12);
     /* Only the receive: it waits 3 ms and transfers 1 ms of [5, 10]. */
     viz_tc_shares r = viz_timeline_class_shares(tl, 0, 5e-3, 10e-3);
-    assert_true(fabs(r.seconds[VIZ_TC_WAIT] - 3e-3) < 1e-15 && fabs(r.seconds[VIZ_TC_TRANSFER] - 1e-3) < 1e-15);
+    assert_true(fabs(r.seconds[VIZ_TC_WAIT] - 3e-3) < 1e-15 &&
+                fabs(r.seconds[VIZ_TC_TRANSFER] - 1e-3) < 1e-15);
     /* The segments, in order: compute, wait, transfer, compute, wait, transfer, idle. */
     viz_tc_segment *seg;
     int n = viz_timeline_class_segments(tl, 0, 0, tl->duration, &seg);
-    const viz_time_class want[7] = {VIZ_TC_COMPUTE, VIZ_TC_WAIT, VIZ_TC_TRANSFER, VIZ_TC_COMPUTE,
-                                    VIZ_TC_WAIT, VIZ_TC_TRANSFER, VIZ_TC_IDLE};
+    const viz_time_class want[7] = {VIZ_TC_COMPUTE, VIZ_TC_WAIT, VIZ_TC_TRANSFER,
+                                    VIZ_TC_COMPUTE, VIZ_TC_WAIT, VIZ_TC_TRANSFER,
+                                    VIZ_TC_IDLE};
     assert_int_equal(n, 7);
     for (int i = 0; i < n; i++) {
         assert_int_equal(seg[i].cls, want[i]);
@@ -114,13 +122,14 @@ static void bubble_matches_both_definitions_for_even_stages(void **state) {
     assert_true(near(b.measured_total, 2.75 / 9));
     assert_true(near(b.wait_total, 0.5 / 9) && near(b.idle_total, 2.25 / 9));
     assert_true(near(b.measured_ideal, 5.5 / 12.5)); /* (wait + idle) / (compute + transfer) */
-    assert_true(near(b.theory_total, 1.0 / 3));     /* (p-1)/(m+p-1) */
-    assert_true(near(b.theory_ideal, 0.5));         /* (p-1)/m */
-    viz_tl_layout L; /* the figures printed above the picture */
+    assert_true(near(b.theory_total, 1.0 / 3));      /* (p-1)/(m+p-1) */
+    assert_true(near(b.theory_ideal, 0.5));          /* (p-1)/m */
+    viz_tl_layout L;                                 /* the figures printed above the picture */
     const viz_timeline *one[1] = {tl};
     viz_tl_layout_compute(&L, one, 1, 1000);
-    assert_non_null(strstr(L.panels[0].info,
-                           "measured: 30.6% of total time (wait 5.6% + idle 25.0%), 44.0% of ideal time"));
+    assert_non_null(
+        strstr(L.panels[0].info,
+               "measured: 30.6% of total time (wait 5.6% + idle 25.0%), 44.0% of ideal time"));
     assert_non_null(strstr(L.panels[0].note, "bubble = wait + idle"));
     viz_tl_layout_free(&L);
     tl->vpp = 2; /* interleaved: divide by v */
@@ -182,8 +191,9 @@ static void phases_come_from_the_schedule_counts(void **state) {
 static void boxes_sit_at_their_times_and_labels_show_only_when_they_fit(void **state) {
     (void)state;
     viz_timeline *tl = gpipe_2x2();
-    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 12, 0, 9.0, 9.2)); /* 13.5 px: "12" does not fit */
-    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 3, 0, 9.5, 9.7));  /* 13.5 px: "3" fits */
+    viz_timeline_add_box(tl, 1,
+                         box(VIZ_TL_FORWARD, 12, 0, 9.0, 9.2)); /* 13.5 px: "12" does not fit */
+    viz_timeline_add_box(tl, 1, box(VIZ_TL_FORWARD, 3, 0, 9.5, 9.7)); /* 13.5 px: "3" fits */
     viz_timeline_finish(tl);
     viz_tl_layout L;
     const viz_timeline *one[1] = {tl};
@@ -212,8 +222,8 @@ static void boxes_sit_at_their_times_and_labels_show_only_when_they_fit(void **s
 
     /* Stage 0's time classes: compute 0..2, wait 2..3, transfer 3..3.5, idle 3.5..5,
      * compute 5..9, idle 9..10. */
-    const viz_time_class want[6] = {VIZ_TC_COMPUTE, VIZ_TC_WAIT, VIZ_TC_TRANSFER, VIZ_TC_IDLE,
-                                    VIZ_TC_COMPUTE, VIZ_TC_IDLE};
+    const viz_time_class want[6] = {VIZ_TC_COMPUTE, VIZ_TC_WAIT,    VIZ_TC_TRANSFER,
+                                    VIZ_TC_IDLE,    VIZ_TC_COMPUTE, VIZ_TC_IDLE};
     assert_int_equal(R0->nseg, 6);
     for (int i = 0; i < 6; i++) assert_int_equal(R0->seg_cls[i], want[i]);
     assert_true(fabs(R0->seg_x[1] - viz_tl_x(&L, 2)) < 1e-9 && fabs(R0->seg_w[1] - 67.4) < 1e-9);

@@ -14,7 +14,8 @@
 
 static zero_ranges *small_ranges(void) {
     /* a(10) b(7) c(5) = 22, dp 4 -> padded 24, S = 6; buckets of at most 8 */
-    static const zero_param ps[] = {{"a", 10, true, true}, {"b", 7, false, true}, {"c", 5, true, true}};
+    static const zero_param ps[] = {
+        {"a", 10, true, true}, {"b", 7, false, true}, {"c", 5, true, true}};
     return zero_ranges_build(ps, 3, 4, 1, 8);
 }
 
@@ -165,7 +166,8 @@ static void wrapping_folds_the_bar_into_lines(void **state) {
 
 static void tiny_parameters_get_the_minimum_width(void **state) {
     (void)state;
-    zero_param ps[] = {{"big", 1000000, true, true}, {"bias", 1, false, true}, {"big2", 500000, true, true}};
+    zero_param ps[] = {
+        {"big", 1000000, true, true}, {"bias", 1, false, true}, {"big2", 500000, true, true}};
     zero_ranges *r = zero_ranges_build(ps, 3, 2, 1, 0);
     zero_draw_layout L;
     zero_draw_layout_make(r, 1400, &L);
@@ -222,8 +224,8 @@ static void png_has_the_layout_size_and_boxes_where_they_belong(void **state) {
     expect_pixel(img, x, L.first_line_y + 2 * L.line_pitch + 6, viz_shade(viz_categorical(1), 0.45),
                  "parameter b");
     /* DP rank 0's band, near its left end. */
-    expect_pixel(img, L.bar_x + 10, L.first_line_y + L.band_y + 3,
-                 viz_shade(VIZ_OPTIMIZER, 0.25), "shard of rank 0");
+    expect_pixel(img, L.bar_x + 10, L.first_line_y + L.band_y + 3, viz_shade(VIZ_OPTIMIZER, 0.25),
+                 "shard of rank 0");
     /* The background right of the last segment is white. */
     expect_pixel(img, L.width - 5, L.first_line_y + 5, (viz_rgb){1, 1, 1}, "margin");
     cairo_surface_destroy(img);
@@ -278,7 +280,8 @@ static void every_shard_boundary_gets_a_label_row(void **state) {
                 if (L.marks[d].label_row != 0 && L.marks[d].label_row != 1)
                     fail_msg("dp %d width %g: shard mark %d has label row %d", dps[a], widths[b], d,
                              L.marks[d].label_row);
-            for (int k = 0; k < L.n_bucket_marks; k++) assert_int_equal(L.bucket_marks[k].label_row, -1);
+            for (int k = 0; k < L.n_bucket_marks; k++)
+                assert_int_equal(L.bucket_marks[k].label_row, -1);
             assert_true(L.label_rows >= 1 && L.label_rows <= 2);
             zero_draw_layout_free(&L);
             zero_ranges_free(r);

@@ -39,14 +39,16 @@ static void zero_paper_table_for_7_5b_on_64_ranks(void **state) {
     zero_memory_plan p1 = zero_memory_plan_make(psi + 1, dp, S1, PREC_FP16, 1);
     assert_int_equal(S1 * 64, psi + 64);
     assert_int_equal(p1.master_bytes + p1.optim_bytes, 12 * (psi + 64) / 64);
-    expect_close((float[]){(float)p1.total_bytes}, (float[]){(float)p1.formula_total_bytes}, 1,
-                 0, 1e-6, "ZeRO-1 total with padding");
+    expect_close((float[]){(float)p1.total_bytes}, (float[]){(float)p1.formula_total_bytes}, 1, 0,
+                 1e-6, "ZeRO-1 total with padding");
 }
 
 static void optimizer_bytes_per_rank_are_unsharded_over_dp_up_to_padding(void **state) {
     (void)state;
-    zero_param ps[] = {{"wte", 65 * 48, true, true}, {"wpe", 64 * 48, true, true},
-                       {"ln", 48, false, true},      {"fc", 4 * 48 * 48, true, true},
+    zero_param ps[] = {{"wte", 65 * 48, true, true},
+                       {"wpe", 64 * 48, true, true},
+                       {"ln", 48, false, true},
+                       {"fc", 4 * 48 * 48, true, true},
                        {"b", 7, false, true}};
     for (int dp = 1; dp <= 8; dp++) {
         zero_ranges *r = zero_ranges_build(ps, 5, dp, 64, 0);

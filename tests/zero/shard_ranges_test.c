@@ -226,18 +226,18 @@ static void empty_parameters_and_empty_lists_are_harmless(void **state) {
  * then lnf w/b: the parameters of GPT-2 with V, maxT, C, L. */
 static int gpt_params(zero_param *ps, char names[][32], size_t V, size_t maxT, size_t C, int L) {
     int n = 0;
-#define ADD(nm, ne, wd)                                                                        \
-    do {                                                                                       \
-        snprintf(names[n], 32, "%s", nm);                                                      \
-        ps[n] = (zero_param){names[n], (ne), (wd), true};                                      \
-        n++;                                                                                   \
+#define ADD(nm, ne, wd)                                                                            \
+    do {                                                                                           \
+        snprintf(names[n], 32, "%s", nm);                                                          \
+        ps[n] = (zero_param){names[n], (ne), (wd), true};                                          \
+        n++;                                                                                       \
     } while (0)
     ADD("wte", V * C, true);
     ADD("wpe", maxT * C, true);
     for (int l = 0; l < L; l++) {
         char b[32];
         static const char *kind[] = {"ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-                                     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb"};
+                                     "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw",  "fcprojb"};
         size_t sizes[] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C};
         for (int k = 0; k < 12; k++) {
             snprintf(b, sizeof b, "h%d.%s", l, kind[k]);
@@ -280,8 +280,8 @@ static void gpt_like_list_tiles_at_every_dp(void **state) {
 static void buckets_end_on_parameter_ends_and_cut_only_oversized_ones(void **state) {
     (void)state;
     /* a3 b4 | c2 | d10 cut into 8 + 2, the 2 shared with e1; B = 8. */
-    zero_param ps[] = {{"a", 3, 1, 1}, {"b", 4, 1, 1}, {"c", 2, 1, 1}, {"d", 10, 1, 1},
-                       {"e", 1, 1, 1}};
+    zero_param ps[] = {
+        {"a", 3, 1, 1}, {"b", 4, 1, 1}, {"c", 2, 1, 1}, {"d", 10, 1, 1}, {"e", 1, 1, 1}};
     zero_ranges *r = zero_ranges_build(ps, 5, 2, 1, 8);
     check_invariants(r);
     assert_int_equal(r->n_buckets, 4);

@@ -35,10 +35,12 @@ static void fix_checksums(uint8_t *b, size_t n) {
         uint64_t e = table + 192 * i;
         if (table > n || e > n || n - e < 192) break;
         uint64_t off = get_u64(b + e + 168), nbytes = get_u64(b + e + 176);
-        if (off <= n && nbytes <= n - off) put_u32(b + e + 184, crc32_update(0, b + off, (size_t)nbytes));
+        if (off <= n && nbytes <= n - off)
+            put_u32(b + e + 184, crc32_update(0, b + off, (size_t)nbytes));
     }
     put_u32(b + 60, crc32_update(0, b, 60)); /* the header's CRC covers bytes 0..59 */
-    if (length >= 16 && length <= n) put_u32(b + length - 8, crc32_update(0, b, (size_t)(length - 16)));
+    if (length >= 16 && length <= n)
+        put_u32(b + length - 8, crc32_update(0, b, (size_t)(length - 16)));
 }
 
 /* The reader, on bytes as a file. */

@@ -101,7 +101,8 @@ int main(int argc, char **argv) {
             B, V, iters);
     if (tp < 1 || C % tp || V % tp)
         die("gemm_bench: --tensor-model-parallel-size %d must divide --hidden-size %d and "
-            "--vocab-size %d", tp, C, V);
+            "--vocab-size %d",
+            tp, C, V);
     if (cuda_device_count() == 0) {
         printf("gemm_bench: no GPU visible; nothing to measure\n");
         return 77;
@@ -109,11 +110,8 @@ int main(int argc, char **argv) {
 
     const size_t N = (size_t)B * T, c = (size_t)C, p = (size_t)tp;
     const gemm_shape shapes[] = {
-        {"qkv", c, 3 * c / p},
-        {"attproj", c / p, c},
-        {"fc", c, 4 * c / p},
-        {"fcproj", 4 * c / p, c},
-        {"lm_head", c, (size_t)V / p},
+        {"qkv", c, 3 * c / p},    {"attproj", c / p, c},         {"fc", c, 4 * c / p},
+        {"fcproj", 4 * c / p, c}, {"lm_head", c, (size_t)V / p},
     };
     const int nshapes = (int)(sizeof shapes / sizeof shapes[0]);
     size_t maxC = 0, maxOC = 0;

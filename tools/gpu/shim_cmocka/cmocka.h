@@ -15,8 +15,9 @@ struct CMUnitTest {
     CMUnitTestFunction test_func;
 };
 
-#define cmocka_unit_test(f) {#f, f}
-#define cmocka_run_group_tests(tests, setup, teardown)                                          \
+#define cmocka_unit_test(f)                                                                        \
+    { #f, f }
+#define cmocka_run_group_tests(tests, setup, teardown)                                             \
     shim_cmocka_run(#tests, tests, sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
 
 int shim_cmocka_run(const char *group, const struct CMUnitTest *tests, size_t n, void *setup,
@@ -26,18 +27,18 @@ void shim_cmocka_fail(const char *file, int line, const char *fmt, ...)
 
 #define fail() shim_cmocka_fail(__FILE__, __LINE__, "fail()")
 #define fail_msg(...) shim_cmocka_fail(__FILE__, __LINE__, __VA_ARGS__)
-#define assert_true(c)                                                                          \
-    do {                                                                                        \
-        if (!(c)) shim_cmocka_fail(__FILE__, __LINE__, "%s is false", #c);                      \
+#define assert_true(c)                                                                             \
+    do {                                                                                           \
+        if (!(c)) shim_cmocka_fail(__FILE__, __LINE__, "%s is false", #c);                         \
     } while (0)
-#define assert_false(c)                                                                         \
-    do {                                                                                        \
-        if (c) shim_cmocka_fail(__FILE__, __LINE__, "%s is true", #c);                          \
+#define assert_false(c)                                                                            \
+    do {                                                                                           \
+        if (c) shim_cmocka_fail(__FILE__, __LINE__, "%s is true", #c);                             \
     } while (0)
-#define assert_int_equal(a, b)                                                                  \
-    do {                                                                                        \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                     \
-        if (a_ != b_) shim_cmocka_fail(__FILE__, __LINE__, "%lld != %lld", a_, b_);             \
+#define assert_int_equal(a, b)                                                                     \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) shim_cmocka_fail(__FILE__, __LINE__, "%lld != %lld", a_, b_);                \
     } while (0)
 
 #endif /* TRIDENT_TOOLS_GPU_SHIM_CMOCKA_H */
