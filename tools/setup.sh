@@ -6,7 +6,8 @@ set -euo pipefail
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for pkg in bazel-bootstrap gcc g++ libc6-dev openmpi-bin libopenmpi-dev libopenblas-dev \
-           libcairo2-dev libcmocka-dev fonts-dejavu-core python3 ca-certificates fortunes; do
+           libcairo2-dev libcmocka-dev fonts-dejavu-core python3 ca-certificates fortunes \
+           clang-format; do
     have "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
