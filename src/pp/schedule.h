@@ -39,6 +39,10 @@
  *                the W's fill the cooldown idle time 1F1B has, and since every rank holds at
  *                most p activation sets (1F1B's first stage), the memory bound is 1F1B's.
  *                With F = B = W its bubble is a third of 1F1B's: (p−1)(F + B − W).
+ *                No optimizer post-validation (Qi et al.'s rollback): Trident steps the
+ *                optimizer only after every rank's last W, behind the same global gradient
+ *                norm and NaN check as every schedule, so there is nothing to undo; the
+ *                price is the optimizer's time outside the pipeline, as in 1F1B.
  * All three are the same shape — warmup forwards, steady F/B pairs, cooldown backwards —
  * with GPipe's warmup being all m forwards:
  *
