@@ -154,7 +154,7 @@ static const hostile_case k_cases[] = {
     {1, "render {D}/emptyrun -o {D}/x.png --step -5", "--step -5 is not a step", NULL},
     /* ---- bench and the program ---- */
     {1, "bench --suite nonsense",
-     "--suite must be one of serial|pipeline|memory|comm|scaling|trace|device|all, got 'nonsense'",
+     "--suite must be one of serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all, got 'nonsense'",
      NULL},
     {1, "bench --suite device --device tpu",
      "--device must be one of cpu|cuda|cpu-guarded, got 'tpu'", NULL},
