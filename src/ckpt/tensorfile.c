@@ -1,5 +1,6 @@
-/* tensorfile.c — the writer, the validating reader and the metadata scan of tensorfile.h.
- * The byte layout is specified in src/ckpt/FORMAT.md; this file implements that page.
+/* tensorfile.c — the writer, the reader and the metadata scan of tensorfile.h.
+ * The byte layout is specified in src/ckpt/FORMAT.md; this file writes it, and the reader
+ * hands what it read to tf_validate() (tensorfile_validate.c), which checks that page rule by rule.
  *
  *   byte 0            64               header_len            table_offset         file_length
  *        | header     | metadata, 0-pad | t0 |pad| t1 |pad|...| table (192 B each) | trailer 16 B |
@@ -17,14 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/ckpt/tensorfile_internal.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/crc32.h"
-
-#define HEADER_SIZE 64
-#define ENTRY_SIZE 192 /* name[128] dtype ndim shape[4] offset nbytes crc reserved */
-#define TRAILER_SIZE 16
-#define END_MARK "TEND"
 
 size_t tf_dtype_size(tf_dtype dtype) {
     switch (dtype) {
@@ -48,33 +45,6 @@ const char *tf_dtype_name(tf_dtype dtype) {
     case TF_U8: return "u8";
     }
     return "?";
-}
-
-/* ---- little-endian fields --------------------------------------------------------------- */
-
-static void put_u32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u64(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get_u32(const unsigned char *p) {
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-static uint64_t get_u64(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t align_up(uint64_t x) { return (x + TF_ALIGN - 1) / TF_ALIGN * TF_ALIGN; }
-
-static bool all_zero(const unsigned char *p, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (p[i]) return false;
-    return true;
 }
 
 /* One table entry, as the writer builds it and as FORMAT.md lays it out. */
@@ -255,20 +225,7 @@ void tf_writer_abort(tf_writer *w) {
 
 /* ---- reader ----------------------------------------------------------------------------- */
 
-struct tf_reader {
-    char path[4096];
-    unsigned char *buf; /* the whole file, 64-byte aligned */
-    size_t size;
-    char *meta;                /* NUL-terminated copy of the metadata */
-    tf_tensor *tensors;        /* (count,) in file order; names point into buf */
-    const tf_tensor **by_name; /* (count,) the same tensors sorted by name, for lookup */
-    size_t count;
-};
-
-/* Writes "checkpoint '<path>': <message>" into err and returns false. */
-static bool bad(const tf_reader *r, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool bad(const tf_reader *r, char *err, size_t errlen, const char *fmt, ...) {
+bool tf_reader_bad(const tf_reader *r, char *err, size_t errlen, const char *fmt, ...) {
     if (!err || errlen == 0) return false;
     int n = snprintf(err, errlen, "checkpoint '%s': ", r->path);
     if (n < 0 || (size_t)n >= errlen) return false;
@@ -279,34 +236,24 @@ static bool bad(const tf_reader *r, char *err, size_t errlen, const char *fmt, .
     return false;
 }
 
-/* A name from a file that may be corrupt, made safe to print: control bytes as '?'. */
-static const char *printable(const char *s, char out[TF_MAX_NAME + 1]) {
-    size_t i = 0;
-    for (; s[i] && i < TF_MAX_NAME; i++) {
-        unsigned char c = (unsigned char)s[i];
-        out[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-    }
-    out[i] = 0;
-    return out;
-}
-
 static bool read_whole_file(tf_reader *r, char *err, size_t errlen) {
     int fd = open(r->path, O_RDONLY);
-    if (fd < 0) return bad(r, err, errlen, "cannot open: %s", strerror(errno));
+    if (fd < 0) return tf_reader_bad(r, err, errlen, "cannot open: %s", strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return bad(r, err, errlen, "is not a regular file");
+        return tf_reader_bad(r, err, errlen, "is not a regular file");
     }
     if ((unsigned long long)st.st_size > (unsigned long long)(SIZE_MAX - TF_ALIGN)) {
         close(fd);
-        return bad(r, err, errlen, "is too large to read (%lld bytes)", (long long)st.st_size);
+        return tf_reader_bad(r, err, errlen, "is too large to read (%lld bytes)",
+                             (long long)st.st_size);
     }
     size_t size = (size_t)st.st_size;
     r->buf = aligned_alloc(TF_ALIGN, (size_t)align_up(size ? size : 1));
     if (!r->buf) {
         close(fd);
-        return bad(r, err, errlen, "does not fit in memory (%zu bytes)", size);
+        return tf_reader_bad(r, err, errlen, "does not fit in memory (%zu bytes)", size);
     }
     size_t got = 0;
     while (got < size) {
@@ -320,235 +267,11 @@ static bool read_whole_file(tf_reader *r, char *err, size_t errlen) {
     return true;
 }
 
-static int compare_by_name(const void *a, const void *b) {
-    return strcmp((*(const tf_tensor *const *)a)->name, (*(const tf_tensor *const *)b)->name);
-}
-
-/* Checks every rule of FORMAT.md, in the order it lists them; fills r's table on success.
- * Kept as one function over 80 lines on purpose: it reads as FORMAT.md does, rule by rule. */
-static bool validate(tf_reader *r, char *err, size_t errlen) {
-    const unsigned char *b = r->buf;
-    const uint64_t n = r->size;
-    char pn[TF_MAX_NAME + 1];
-
-    /* Header. */
-    if (n < HEADER_SIZE)
-        return bad(r, err, errlen, "truncated at byte %llu: the header alone needs %d bytes",
-                   (unsigned long long)n, HEADER_SIZE);
-    if (memcmp(b, TF_MAGIC, 8) != 0) {
-        char m[8 * 4 + 1];
-        for (int i = 0; i < 8; i++) {
-            if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\') m[i] = (char)b[i];
-            else m[i] = '.';
-        }
-        m[8] = 0;
-        return bad(r, err, errlen,
-                   "not a Trident tensor file (magic '%s' at byte 0, expected '%s')", m, TF_MAGIC);
-    }
-    uint32_t version = get_u32(b + 8);
-    if (version != TF_VERSION)
-        return bad(r, err, errlen,
-                   "format version %u is not supported (this build reads version %u)", version,
-                   TF_VERSION);
-    if (crc32_update(0, b, 60) != get_u32(b + 60))
-        return bad(r, err, errlen, "header checksum mismatch (bytes 0..59): the header is corrupt");
-    if (get_u32(b + 12) != 0)
-        return bad(r, err, errlen, "unknown flags 0x%x at byte 12", get_u32(b + 12));
-    if (get_u32(b + 56) != 0)
-        return bad(r, err, errlen, "reserved header bytes 56..59 are not zero");
-    uint64_t header_len = get_u64(b + 16), meta_len = get_u64(b + 24), count = get_u64(b + 32);
-    uint64_t table_offset = get_u64(b + 40), file_length = get_u64(b + 48);
-
-    /* Length. From here on n == file_length >= 80, so every offset below is checked against n. */
-    if (n < file_length)
-        return bad(r, err, errlen, "truncated at byte %llu of expected %llu", (unsigned long long)n,
-                   (unsigned long long)file_length);
-    if (n > file_length)
-        return bad(r, err, errlen,
-                   "is %llu bytes long but its header says %llu (extra bytes at the end)",
-                   (unsigned long long)n, (unsigned long long)file_length);
-    if (n < HEADER_SIZE + TRAILER_SIZE)
-        return bad(r, err, errlen,
-                   "file length %llu at byte 48 leaves no room for the %d-byte trailer",
-                   (unsigned long long)n, TRAILER_SIZE);
-    const uint64_t trailer_at = n - TRAILER_SIZE;
-
-    /* Layout of the sections. */
-    if (meta_len > trailer_at - HEADER_SIZE)
-        return bad(r, err, errlen, "metadata length %llu at byte 24 runs past the end of the file",
-                   (unsigned long long)meta_len);
-    if (header_len != align_up(HEADER_SIZE + meta_len))
-        return bad(r, err, errlen,
-                   "header length %llu at byte 16 should be %llu (64 + %llu bytes of metadata, "
-                   "rounded up to 64)",
-                   (unsigned long long)header_len,
-                   (unsigned long long)align_up(HEADER_SIZE + meta_len),
-                   (unsigned long long)meta_len);
-    if (table_offset % TF_ALIGN != 0 || table_offset < header_len || table_offset > trailer_at)
-        return bad(
-            r, err, errlen,
-            "table offset %llu at byte 40 is not a 64-byte aligned offset between %llu and %llu",
-            (unsigned long long)table_offset, (unsigned long long)header_len,
-            (unsigned long long)trailer_at);
-    if (count > (trailer_at - table_offset) / ENTRY_SIZE ||
-        table_offset + count * ENTRY_SIZE != trailer_at)
-        return bad(
-            r, err, errlen,
-            "tensor count %llu at byte 32 does not fit: a table at byte %llu must end at the "
-            "trailer (byte %llu) in %d-byte entries",
-            (unsigned long long)count, (unsigned long long)table_offset,
-            (unsigned long long)trailer_at, ENTRY_SIZE);
-
-    /* Trailer. */
-    if (memcmp(b + trailer_at + 12, END_MARK, 4) != 0)
-        return bad(r, err, errlen, "the end mark '%s' is missing at byte %llu", END_MARK,
-                   (unsigned long long)(trailer_at + 12));
-    if (get_u64(b + trailer_at) != file_length)
-        return bad(r, err, errlen,
-                   "the trailer at byte %llu says the file is %llu bytes, the header %llu",
-                   (unsigned long long)trailer_at, (unsigned long long)get_u64(b + trailer_at),
-                   (unsigned long long)file_length);
-
-    /* Metadata. */
-    const unsigned char *nul = memchr(b + HEADER_SIZE, 0, (size_t)meta_len);
-    if (nul)
-        return bad(r, err, errlen, "the metadata holds a NUL byte at byte %llu",
-                   (unsigned long long)(nul - b));
-    if (!all_zero(b + HEADER_SIZE + meta_len, (size_t)(header_len - HEADER_SIZE - meta_len)))
-        return bad(r, err, errlen, "padding bytes %llu..%llu after the metadata are not zero",
-                   (unsigned long long)(HEADER_SIZE + meta_len),
-                   (unsigned long long)(header_len - 1));
-
-    /* Table: entries in file order, data packed from header_len, each at the next multiple of 64. */
-    r->count = (size_t)count;
-    r->tensors = callocCheck(r->count ? r->count : 1, sizeof *r->tensors);
-    r->by_name = callocCheck(r->count ? r->count : 1, sizeof *r->by_name);
-    uint64_t expected = header_len;
-    for (size_t i = 0; i < r->count; i++) {
-        const uint64_t at = table_offset + (uint64_t)i * ENTRY_SIZE;
-        const unsigned char *e = b + at;
-        tf_tensor *t = &r->tensors[i];
-        const unsigned char *end = memchr(e, 0, TF_MAX_NAME + 1);
-        if (!end)
-            return bad(r, err, errlen,
-                       "table entry %zu at byte %llu: the name has no NUL within %d bytes", i,
-                       (unsigned long long)at, TF_MAX_NAME + 1);
-        if (end == e)
-            return bad(r, err, errlen, "table entry %zu at byte %llu: the name is empty", i,
-                       (unsigned long long)at);
-        t->name = (const char *)e;
-        printable(t->name, pn);
-        if (!all_zero(end, (size_t)(e + TF_MAX_NAME + 1 - end)))
-            return bad(r, err, errlen,
-                       "tensor '%s' (entry at byte %llu): bytes after the name are not zero", pn,
-                       (unsigned long long)at);
-        uint32_t dtype = get_u32(e + 128), ndim = get_u32(e + 132);
-        if (tf_dtype_size((tf_dtype)dtype) == 0)
-            return bad(r, err, errlen, "tensor '%s': unknown dtype code %u at byte %llu", pn, dtype,
-                       (unsigned long long)(at + 128));
-        if (ndim > TF_MAX_NDIM)
-            return bad(r, err, errlen, "tensor '%s': %u dimensions at byte %llu (at most %d)", pn,
-                       ndim, (unsigned long long)(at + 132), TF_MAX_NDIM);
-        t->dtype = (tf_dtype)dtype;
-        t->ndim = (int)ndim;
-        /* numel is capped at n (no tensor can hold more elements than the file has bytes),
-         * so nothing below can overflow. */
-        uint64_t numel = 1;
-        bool empty = false, too_big = false;
-        for (int d = 0; d < TF_MAX_NDIM; d++) {
-            int64_t s = (int64_t)get_u64(e + 136 + 8 * d);
-            uint64_t s_at = at + 136 + 8 * (uint64_t)d;
-            if (d >= t->ndim) {
-                if (s != 0)
-                    return bad(r, err, errlen,
-                               "tensor '%s': unused dimension %d at byte %llu is not zero", pn, d,
-                               (unsigned long long)s_at);
-                continue;
-            }
-            if (s < 0)
-                return bad(r, err, errlen, "tensor '%s': dimension %d is %lld at byte %llu", pn, d,
-                           (long long)s, (unsigned long long)s_at);
-            t->shape[d] = s;
-            if (s == 0) empty = true;
-            else if (numel > n / (uint64_t)s) too_big = true;
-            else numel *= (uint64_t)s;
-        }
-        if (empty) numel = 0;
-        else if (too_big)
-            return bad(r, err, errlen,
-                       "tensor '%s': its shape holds more elements than the file has bytes", pn);
-        uint64_t nbytes = get_u64(e + 176), offset = get_u64(e + 168);
-        if (nbytes != numel * tf_dtype_size(t->dtype))
-            return bad(
-                r, err, errlen,
-                "tensor '%s': byte size %llu at byte %llu does not match its shape (%llu bytes)",
-                pn, (unsigned long long)nbytes, (unsigned long long)(at + 176),
-                (unsigned long long)(numel * tf_dtype_size(t->dtype)));
-        if (offset != expected)
-            return bad(
-                r, err, errlen,
-                "tensor '%s': data offset %llu at byte %llu should be %llu (data is packed in "
-                "table order, each tensor at the next multiple of 64)",
-                pn, (unsigned long long)offset, (unsigned long long)(at + 168),
-                (unsigned long long)expected);
-        if (nbytes > table_offset - offset)
-            return bad(r, err, errlen,
-                       "tensor '%s': data at bytes %llu..%llu runs into the table at byte %llu", pn,
-                       (unsigned long long)offset, (unsigned long long)(offset + nbytes - 1),
-                       (unsigned long long)table_offset);
-        if (get_u32(e + 188) != 0)
-            return bad(r, err, errlen, "tensor '%s': reserved bytes at byte %llu are not zero", pn,
-                       (unsigned long long)(at + 188));
-        expected = align_up(offset + nbytes);
-        if (!all_zero(b + offset + nbytes, (size_t)(expected - offset - nbytes)))
-            return bad(r, err, errlen, "padding bytes %llu..%llu after tensor '%s' are not zero",
-                       (unsigned long long)(offset + nbytes), (unsigned long long)(expected - 1),
-                       pn);
-        t->numel = (size_t)numel;
-        t->nbytes = (size_t)nbytes;
-        t->data = b + offset;
-        r->by_name[i] = t;
-    }
-    if (expected != table_offset)
-        return bad(r, err, errlen,
-                   "the table at byte %llu should start at byte %llu, after the last tensor",
-                   (unsigned long long)table_offset, (unsigned long long)expected);
-
-    qsort(r->by_name, r->count, sizeof *r->by_name, compare_by_name);
-    for (size_t i = 1; i < r->count; i++)
-        if (strcmp(r->by_name[i - 1]->name, r->by_name[i]->name) == 0)
-            return bad(r, err, errlen, "two tensors are named '%s'",
-                       printable(r->by_name[i]->name, pn));
-
-    /* Checksums: each tensor first (names the damaged one), then the whole file. */
-    for (size_t i = 0; i < r->count; i++) {
-        const tf_tensor *t = &r->tensors[i];
-        uint32_t stored = get_u32(b + table_offset + (uint64_t)i * ENTRY_SIZE + 184);
-        if (crc32_update(0, t->data, t->nbytes) != stored)
-            return bad(r, err, errlen, "tensor '%s' checksum mismatch (%zu bytes at byte %llu)",
-                       printable(t->name, pn), t->nbytes,
-                       (unsigned long long)((const unsigned char *)t->data - b));
-    }
-    uint32_t stored = get_u32(b + trailer_at + 8),
-             computed = crc32_update(0, b, (size_t)trailer_at);
-    if (computed != stored)
-        return bad(r, err, errlen,
-                   "file checksum mismatch: 0x%08x stored at byte %llu, 0x%08x computed over bytes "
-                   "0..%llu",
-                   stored, (unsigned long long)(trailer_at + 8), computed,
-                   (unsigned long long)(trailer_at - 1));
-
-    r->meta = mallocCheck((size_t)meta_len + 1);
-    memcpy(r->meta, b + HEADER_SIZE, (size_t)meta_len);
-    r->meta[meta_len] = 0;
-    return true;
-}
-
 tf_reader *tf_reader_open(const char *path, char *err, size_t errlen) {
     if (err && errlen) err[0] = 0;
     tf_reader *r = callocCheck(1, sizeof *r);
     snprintf(r->path, sizeof r->path, "%s", path);
-    if (!read_whole_file(r, err, errlen) || !validate(r, err, errlen)) {
+    if (!read_whole_file(r, err, errlen) || !tf_validate(r, err, errlen)) {
         tf_reader_close(r);
         return NULL;
     }

@@ -49,42 +49,50 @@ static void emit_byte(int32_t token, void *ctx) {
     fflush(stdout);
 }
 
-int cmd_generate(int argc, char **argv) {
-    const char *load = NULL, *prompt = NULL, *prompt_file = NULL;
-    int max_new = 128, top_k = 0, seed = 1234, tp = 1, pp = 1;
-    float temperature = 1.0f, top_p = 1.0f;
+/* The command line of `trident generate`, as parsed. */
+typedef struct {
+    const char *load, *prompt, *prompt_file;
+    int max_new, top_k, seed, tp, pp;
+    float temperature, top_p;
+} generate_flags;
+
+static void parse_flags(generate_flags *f, int argc, char **argv) {
+    *f = (generate_flags){
+        .max_new = 128, .seed = 1234, .tp = 1, .pp = 1, .temperature = 1.0f, .top_p = 1.0f};
     flag_spec specs[] = {
-        {"--load", FLAG_STRING, &load, "checkpoint directory (from trident train --save)", NULL},
-        {"--prompt", FLAG_STRING, &prompt, "text to continue", NULL},
-        {"--prompt-file", FLAG_STRING, &prompt_file, "file whose bytes are the prompt", NULL},
-        {"--max-new-tokens", FLAG_INT, &max_new, "bytes to generate (fewer if the context fills)",
+        {"--load", FLAG_STRING, &f->load, "checkpoint directory (from trident train --save)", NULL},
+        {"--prompt", FLAG_STRING, &f->prompt, "text to continue", NULL},
+        {"--prompt-file", FLAG_STRING, &f->prompt_file, "file whose bytes are the prompt", NULL},
+        {"--max-new-tokens", FLAG_INT, &f->max_new,
+         "bytes to generate (fewer if the context fills)", NULL},
+        {"--temperature", FLAG_FLOAT, &f->temperature, "softmax temperature; 0 = greedy", NULL},
+        {"--top-k", FLAG_INT, &f->top_k, "sample among the K most likely tokens (0 = all)", NULL},
+        {"--top-p", FLAG_FLOAT, &f->top_p, "sample within the smallest set of mass >= P, in (0, 1]",
          NULL},
-        {"--temperature", FLAG_FLOAT, &temperature, "softmax temperature; 0 = greedy", NULL},
-        {"--top-k", FLAG_INT, &top_k, "sample among the K most likely tokens (0 = all)", NULL},
-        {"--top-p", FLAG_FLOAT, &top_p, "sample within the smallest set of mass >= P, in (0, 1]",
-         NULL},
-        {"--seed", FLAG_INT, &seed, "seed of the sampling draws (same seed, same text)", NULL},
-        {"--tensor-model-parallel-size", FLAG_INT, &tp,
+        {"--seed", FLAG_INT, &f->seed, "seed of the sampling draws (same seed, same text)", NULL},
+        {"--tensor-model-parallel-size", FLAG_INT, &f->tp,
          "ranks that split each layer (heads, vocabulary)", NULL},
-        {"--pipeline-model-parallel-size", FLAG_INT, &pp,
+        {"--pipeline-model-parallel-size", FLAG_INT, &f->pp,
          "pipeline stages (blocks split across ranks)", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     const char *pos[1];
     flags_parse("generate", k_usage, specs, nspecs, argc, argv, pos, 0);
-    dist_init(&argc, &argv);
-    const int world = dist_world_size(), rank = dist_rank();
+}
 
-    /* Every rank finds the same bad input; dist_fail_all prints once and ends the job. */
-    if (!load) dist_fail_all("trident generate: --load CHECKPOINT_DIR is required");
-    if (!prompt == !prompt_file)
+/* Every rank finds the same bad input; dist_fail_all prints once and ends the job.
+ * Returns the sampling settings the flags name. */
+static sampler_config check_flags(const generate_flags *f, int world) {
+    if (!f->load) dist_fail_all("trident generate: --load CHECKPOINT_DIR is required");
+    if (!f->prompt == !f->prompt_file)
         dist_fail_all("trident generate: give exactly one of --prompt TEXT and --prompt-file FILE");
-    if (max_new < 1)
-        dist_fail_all("trident generate: --max-new-tokens %d must be at least 1", max_new);
-    sampler_config sc = {temperature, top_k, top_p, (uint64_t)(int64_t)seed};
+    if (f->max_new < 1)
+        dist_fail_all("trident generate: --max-new-tokens %d must be at least 1", f->max_new);
+    sampler_config sc = {f->temperature, f->top_k, f->top_p, (uint64_t)(int64_t)f->seed};
     char err[512];
     if (!sampler_config_check(&sc, 256, err, sizeof err))
         dist_fail_all("trident generate: %s", err);
+    const int tp = f->tp, pp = f->pp;
     if (tp < 1 || pp < 1 || world != tp * pp)
         dist_fail_all("trident generate: %d ranks, but --tensor-model-parallel-size %d × "
                       "--pipeline-model-parallel-size %d = %d (generation runs one model replica: "
@@ -92,77 +100,101 @@ int cmd_generate(int argc, char **argv) {
                       world, tp, pp, tp * pp);
     char latest[4200];
     struct stat st;
-    snprintf(latest, sizeof latest, "%s/latest", load);
-    if (stat(load, &st) != 0 || !S_ISDIR(st.st_mode))
-        dist_fail_all("trident generate: --load '%s' is not a directory", load);
+    snprintf(latest, sizeof latest, "%s/latest", f->load);
+    if (stat(f->load, &st) != 0 || !S_ISDIR(st.st_mode))
+        dist_fail_all("trident generate: --load '%s' is not a directory", f->load);
     if (stat(latest, &st) != 0)
         dist_fail_all("trident generate: --load '%s' holds no checkpoint (no '%s'; save one with "
                       "trident train --save DIR)",
-                      load, latest);
+                      f->load, latest);
+    return sc;
+}
 
-    /* The saved model, at this layout (as `trident eval` builds it). */
-    train_config c;
-    train_config_defaults(&c);
+/* The saved model's configuration, at this layout (as `trident eval` builds it). */
+static void saved_model_config(train_config *c, const generate_flags *f, int world) {
+    train_config_defaults(c);
     ckpt_layout saved = {0};
-    checkpoint_read_model(load, &saved);
-    trainer_config_take_model(&c, &saved);
-    c.tensor_model_parallel_size = tp;
-    c.pipeline_model_parallel_size = pp;
-    c.num_layers_per_virtual_pipeline_stage = 0;
-    c.pipeline_schedule = "1f1b";
-    c.use_distributed_optimizer = false;
-    c.bf16 = c.fp16 = false;
-    c.train_iters = 1;
-    c.global_batch_size = c.micro_batch_size;
-    if (!train_config_check(&c, world, err, sizeof err)) dist_fail_all("trident generate: %s", err);
+    checkpoint_read_model(f->load, &saved);
+    trainer_config_take_model(c, &saved);
+    c->tensor_model_parallel_size = f->tp;
+    c->pipeline_model_parallel_size = f->pp;
+    c->num_layers_per_virtual_pipeline_stage = 0;
+    c->pipeline_schedule = "1f1b";
+    c->use_distributed_optimizer = false;
+    c->bf16 = c->fp16 = false;
+    c->train_iters = 1;
+    c->global_batch_size = c->micro_batch_size;
+    char err[512];
+    if (!train_config_check(c, world, err, sizeof err)) dist_fail_all("trident generate: %s", err);
+}
 
-    /* The prompt: bytes are tokens. */
-    size_t plen = 0;
-    char *ptext = prompt_file ? read_prompt_file(prompt_file, (size_t)c.seq_length, &plen) : NULL;
-    if (prompt) plen = strlen(prompt);
-    const char *pbytes = prompt ? prompt : ptext;
-    if (plen == 0) dist_fail_all("trident generate: the prompt is empty (give at least one byte)");
-    if (plen > (size_t)c.seq_length)
+/* The prompt: bytes are tokens. Returns (ptok, *plen); *ptext is the file's buffer (or NULL),
+ * for the caller to free. */
+static int32_t *read_prompt(const generate_flags *f, int seq_length, size_t *plen, char **ptext) {
+    *plen = 0;
+    *ptext = f->prompt_file ? read_prompt_file(f->prompt_file, (size_t)seq_length, plen) : NULL;
+    if (f->prompt) *plen = strlen(f->prompt);
+    const char *pbytes = f->prompt ? f->prompt : *ptext;
+    if (*plen == 0) dist_fail_all("trident generate: the prompt is empty (give at least one byte)");
+    if (*plen > (size_t)seq_length)
         dist_fail_all("trident generate: the prompt has %s%zu bytes, more than the model's context "
                       "of %d positions (its --seq-length)",
-                      prompt_file && plen > (size_t)c.seq_length ? "at least " : "", plen,
-                      c.seq_length);
+                      f->prompt_file && *plen > (size_t)seq_length ? "at least " : "", *plen,
+                      seq_length);
+    int32_t *ptok = callocCheck(*plen, sizeof *ptok);
+    for (size_t i = 0; i < *plen; i++) ptok[i] = (int32_t)(unsigned char)pbytes[i];
+    return ptok;
+}
+
+/* Prefill and decode speeds, and why generation stopped, on stderr (rank 0 only). */
+static void report_result(const generate_result *r, int seq_length) {
+    if (r->context_full)
+        fprintf(stderr,
+                "\ngenerate: stopped after %d new tokens: the context of %d positions is "
+                "full (prompt %d + %d; the model was trained with --seq-length %d)\n",
+                r->new_tokens, seq_length, r->prompt_tokens, r->new_tokens - 1, seq_length);
+    fprintf(stderr,
+            "%sgenerate: prefill %d tokens in %.2f ms (%.0f tokens/s); decode %d tokens in "
+            "%.2f ms (%.0f tokens/s)\n",
+            r->context_full ? "" : "\n", r->prompt_tokens, 1e3 * r->prefill_s,
+            r->prefill_s > 0 ? r->prompt_tokens / r->prefill_s : 0.0, r->new_tokens - 1,
+            1e3 * r->decode_s, r->decode_s > 0 ? (r->new_tokens - 1) / r->decode_s : 0.0);
+}
+
+int cmd_generate(int argc, char **argv) {
+    generate_flags f;
+    parse_flags(&f, argc, argv);
+    dist_init(&argc, &argv);
+    const int world = dist_world_size(), rank = dist_rank();
+    const sampler_config sc = check_flags(&f, world);
+    train_config c;
+    saved_model_config(&c, &f, world);
+    size_t plen;
+    char *ptext;
+    int32_t *ptok = read_prompt(&f, c.seq_length, &plen, &ptext);
 
     device_set_threads(1);
     pg_layout l;
-    if (!pg_layout_make(&l, world, tp, pp, 1, c.rank_order, err, sizeof err))
+    char err[512];
+    if (!pg_layout_make(&l, world, f.tp, f.pp, 1, c.rank_order, err, sizeof err))
         dist_fail_all("trident generate: %s", err);
     parallel_state *ps = ps_create(&l, rank);
     trainer *t = trainer_create(&c, ps);
     ckpt_layout here = trainer_ckpt_layout(&c);
-    const int it = checkpoint_load(load, &here, trainer_model(t), trainer_optimizer(t), rank);
+    const int it = checkpoint_load(f.load, &here, trainer_model(t), trainer_optimizer(t), rank);
     if (rank == 0)
         fprintf(
             stderr,
             "generate: %s iteration %d (%d layers, hidden %d, %d heads, context %d) at "
             "tp %d × pp %d; prompt %zu bytes, up to %d new, temperature %g, top-k %d, top-p %g\n",
-            load, it, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length, tp, pp,
-            plen, max_new, (double)temperature, top_k, (double)top_p);
+            f.load, it, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length, f.tp,
+            f.pp, plen, f.max_new, (double)f.temperature, f.top_k, (double)f.top_p);
 
-    int32_t *ptok = callocCheck(plen, sizeof *ptok);
-    for (size_t i = 0; i < plen; i++) ptok[i] = (int32_t)(unsigned char)pbytes[i];
-    int32_t *out = callocCheck((size_t)max_new, sizeof *out);
-    generate_config g = {.max_new_tokens = max_new, .sampling = sc};
+    int32_t *out = callocCheck((size_t)f.max_new, sizeof *out);
+    generate_config g = {.max_new_tokens = f.max_new, .sampling = sc};
     generate_result r = generate_run(trainer_model(t), ps, &g, ptok, (int)plen, out, emit_byte,
                                      NULL);
-    if (rank == 0) {
-        if (r.context_full)
-            fprintf(stderr,
-                    "\ngenerate: stopped after %d new tokens: the context of %d positions is "
-                    "full (prompt %d + %d; the model was trained with --seq-length %d)\n",
-                    r.new_tokens, c.seq_length, r.prompt_tokens, r.new_tokens - 1, c.seq_length);
-        fprintf(stderr,
-                "%sgenerate: prefill %d tokens in %.2f ms (%.0f tokens/s); decode %d tokens in "
-                "%.2f ms (%.0f tokens/s)\n",
-                r.context_full ? "" : "\n", r.prompt_tokens, 1e3 * r.prefill_s,
-                r.prefill_s > 0 ? r.prompt_tokens / r.prefill_s : 0.0, r.new_tokens - 1,
-                1e3 * r.decode_s, r.decode_s > 0 ? (r.new_tokens - 1) / r.decode_s : 0.0);
-    }
+    if (rank == 0) report_result(&r, c.seq_length);
     free(out);
     free(ptok);
     free(ptext);

@@ -258,6 +258,36 @@ static void write_output(int kind, const char *output, const pp_schedule *s, con
     }
 }
 
+static const char k_usage[] =
+    "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
+    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]\n"
+    "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
+    "[-o FILE]\n\n"
+    "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
+    "Costs are per stage: backward 2 x forward unless given, and a chunk of the interleaved\n"
+    "schedule costs 1/v of a stage; --costs-from RUN_DIR uses the costs measured in a run.";
+
+/* Per-chunk costs: from the flags (a stage split over v chunks) or measured per chunk in a
+ * run of v_run chunks per rank (a stage = v_run of them, split over this schedule's v).
+ * Writes where they come from into origin[0..cap). */
+static pp_costs schedule_costs(const pp_config *cfg, float fcost, float bcost, float latency,
+                               const char *costs_from, const measured_costs *mc, char *origin,
+                               size_t cap) {
+    pp_costs costs = pp_costs_per_chunk(cfg, fcost, bcost, latency);
+    snprintf(origin, cap, "a stage: forward %g, backward %g, over v = %d chunk%s", (double)fcost,
+             (double)bcost, cfg->v, cfg->v > 1 ? "s" : "");
+    if (costs_from) {
+        costs = pp_costs_per_chunk(cfg, mc->forward * mc->v, mc->backward * mc->v, mc->latency);
+        if (mc->nweight) costs.weight_share = mc->weight / mc->backward;
+        snprintf(origin, cap,
+                 "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
+                 "the replay of %s, from %s time",
+                 mc->nforward, mc->nbackward, mc->v != cfg->v ? " rescaled to this v" : "",
+                 mc->ntransfer, costs_from, mc->cpu ? "thread CPU" : "wall");
+    }
+    return costs;
+}
+
 int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
@@ -286,16 +316,7 @@ int cmd_schedule(int argc, char **argv) {
          "FILE.png|.svg|.pdf (picture), .json or .txt; -o for short", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    flags_parse(
-        "schedule",
-        "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
-        "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]\n"
-        "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
-        "[-o FILE]\n\n"
-        "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
-        "Costs are per stage: backward 2 x forward unless given, and a chunk of the interleaved\n"
-        "schedule costs 1/v of a stage; --costs-from RUN_DIR uses the costs measured in a run.",
-        specs, nspecs, argc, argv, NULL, 0);
+    flags_parse("schedule", k_usage, specs, nspecs, argc, argv, NULL, 0);
 
     measured_costs mc = {0};
     if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, &v);
@@ -327,21 +348,9 @@ int cmd_schedule(int argc, char **argv) {
     pp_schedule s;
     pp_schedule_build(&cfg, &s);
     CHECK(pp_validate(&s, msg, sizeof msg), msg);
-    /* Per-chunk costs: from the flags (a stage split over v chunks) or measured per chunk in a
-     * run of v_run chunks per rank (a stage = v_run of them, split over this schedule's v). */
-    pp_costs costs = pp_costs_per_chunk(&cfg, fcost, bcost, latency);
     char origin[600];
-    snprintf(origin, sizeof origin, "a stage: forward %g, backward %g, over v = %d chunk%s",
-             (double)fcost, (double)bcost, cfg.v, cfg.v > 1 ? "s" : "");
-    if (costs_from) {
-        costs = pp_costs_per_chunk(&cfg, mc.forward * mc.v, mc.backward * mc.v, mc.latency);
-        if (mc.nweight) costs.weight_share = mc.weight / mc.backward;
-        snprintf(origin, sizeof origin,
-                 "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
-                 "the replay of %s, from %s time",
-                 mc.nforward, mc.nbackward, mc.v != cfg.v ? " rescaled to this v" : "",
-                 mc.ntransfer, costs_from, mc.cpu ? "thread CPU" : "wall");
-    }
+    pp_costs costs = schedule_costs(&cfg, fcost, bcost, latency, costs_from, &mc, origin,
+                                    sizeof origin);
     pp_sim sim;
     CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);
 

@@ -198,6 +198,33 @@ static bool step_of(const object *o, int *step, char *why, size_t whylen) {
     return true;
 }
 
+/* Appends one line's record: a training step (it has "loss") or an evaluation ("eval_loss"). */
+static void append_record(run_metrics *m, int *cap_s, int *cap_e, const object *o,
+                          const field *loss, const field *eval, int step) {
+    if (loss) {
+        if (m->nsteps == *cap_s) {
+            *cap_s = *cap_s ? 2 * *cap_s : 64;
+            m->steps = grow(m->steps, (size_t)*cap_s * sizeof *m->steps);
+        }
+        double g = number_or_nan(o, "grad_norm");
+        m->steps[m->nsteps++] = (run_metrics_step){
+            .step = step,
+            .loss = loss->num,
+            .lr = number_or_nan(o, "lr"),
+            .grad_norm = g < 0 ? NAN : g,
+            .tokens_per_sec = number_or_nan(o, "tokens_per_sec"),
+            .model_flops_per_s = number_or_nan(o, "model_flops_per_s"),
+            .mfu = number_or_nan(o, "mfu"),
+        };
+    } else {
+        if (m->nevals == *cap_e) {
+            *cap_e = *cap_e ? 2 * *cap_e : 16;
+            m->evals = grow(m->evals, (size_t)*cap_e * sizeof *m->evals);
+        }
+        m->evals[m->nevals++] = (run_metrics_eval){step, eval->num};
+    }
+}
+
 run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
     run_metrics *m = callocCheck(1, sizeof *m);
     snprintf(m->dir, sizeof m->dir, "%s", run_dir);
@@ -245,28 +272,7 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
             ok = false;
             break;
         }
-        if (loss) {
-            if (m->nsteps == cap_s) {
-                cap_s = cap_s ? 2 * cap_s : 64;
-                m->steps = grow(m->steps, (size_t)cap_s * sizeof *m->steps);
-            }
-            double g = number_or_nan(&o, "grad_norm");
-            m->steps[m->nsteps++] = (run_metrics_step){
-                .step = step,
-                .loss = loss->num,
-                .lr = number_or_nan(&o, "lr"),
-                .grad_norm = g < 0 ? NAN : g,
-                .tokens_per_sec = number_or_nan(&o, "tokens_per_sec"),
-                .model_flops_per_s = number_or_nan(&o, "model_flops_per_s"),
-                .mfu = number_or_nan(&o, "mfu"),
-            };
-        } else {
-            if (m->nevals == cap_e) {
-                cap_e = cap_e ? 2 * cap_e : 16;
-                m->evals = grow(m->evals, (size_t)cap_e * sizeof *m->evals);
-            }
-            m->evals[m->nevals++] = (run_metrics_eval){step, eval->num};
-        }
+        append_record(m, &cap_s, &cap_e, &o, loss, eval, step);
     }
     fclose(f);
     if (ok && m->nsteps == 0) {

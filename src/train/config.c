@@ -135,13 +135,16 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
     (void)np;
 }
 
-bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
-    const int tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
+/* Writes the message into err and returns false from the rule helpers below. */
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
         snprintf(err, errlen, __VA_ARGS__);                                                        \
         return false;                                                                              \
     } while (0)
+
+/* The layout sizes and the plain numeric flags, each on its own. */
+static bool check_flags(const train_config *c, int world, char *err, size_t errlen) {
+    const int tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
     if (tp < 1) FAIL("--tensor-model-parallel-size %d must be at least 1", tp);
     if (pp < 1) FAIL("--pipeline-model-parallel-size %d must be at least 1", pp);
     if (world % (tp * pp) != 0)
@@ -166,16 +169,25 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     if (c->eval_interval < 0) FAIL("--eval-interval %d must not be negative", c->eval_interval);
     if (c->eval_iters < 0) FAIL("--eval-iters %d must not be negative", c->eval_iters);
     if (c->bf16 && c->fp16) FAIL("--bf16 and --fp16 exclude each other");
-    {
-        int a = -1, b = -1, used = 0;
-        if (!c->split || sscanf(c->split, "%d,%d%n", &a, &b, &used) != 2 ||
-            c->split[used] != '\0' || a < 1 || b < 0)
-            FAIL("--split '%s' must be two weights TRAIN,HELD with TRAIN >= 1 and HELD >= 0 (e.g. "
-                 "95,5)",
-                 c->split ? c->split : "");
-        c->split_train = a;
-        c->split_held = b;
-    }
+    return true;
+}
+
+/* --split TRAIN,HELD, parsed into c->split_train and c->split_held. */
+static bool check_split(train_config *c, char *err, size_t errlen) {
+    int a = -1, b = -1, used = 0;
+    if (!c->split || sscanf(c->split, "%d,%d%n", &a, &b, &used) != 2 || c->split[used] != '\0' ||
+        a < 1 || b < 0)
+        FAIL("--split '%s' must be two weights TRAIN,HELD with TRAIN >= 1 and HELD >= 0 (e.g. "
+             "95,5)",
+             c->split ? c->split : "");
+    c->split_train = a;
+    c->split_held = b;
+    return true;
+}
+
+/* Data-parallel size and micro-batches per step from the world and the batch sizes. */
+static bool check_batch(train_config *c, int world, char *err, size_t errlen) {
+    const int tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
     c->world_size = world;
     c->dp = world / (tp * pp);
     if (c->global_batch_size < 1 || c->global_batch_size % (c->micro_batch_size * c->dp) != 0)
@@ -183,6 +195,12 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
              "size %d",
              c->global_batch_size, c->micro_batch_size, c->dp);
     c->num_microbatches = c->global_batch_size / (c->micro_batch_size * c->dp);
+    return true;
+}
+
+/* Virtual pipeline stages, the schedule, and what they need of layers, micro-batches and tags. */
+static bool check_schedule(train_config *c, char *err, size_t errlen) {
+    const int pp = c->pipeline_model_parallel_size;
     c->vpp = 1;
     if (c->num_layers_per_virtual_pipeline_stage < 0)
         FAIL("--num-layers-per-virtual-pipeline-stage %d must not be negative",
@@ -225,6 +243,12 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
              "COMM_MAX_TAG = %d (use fewer, larger micro-batches)",
              c->num_microbatches, pp * c->vpp, 2LL * c->num_microbatches * pp * c->vpp,
              COMM_MAX_TAG);
+    return true;
+}
+
+/* The model's shape at this tensor-parallel size. */
+static bool check_model(train_config *c, char *err, size_t errlen) {
+    const int tp = c->tensor_model_parallel_size;
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
     gpt_config g = {c->padded_vocab,       256, c->seq_length, c->num_layers, c->hidden_size,
                     c->num_attention_heads};
@@ -232,8 +256,14 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     if (c->hidden_size % tp != 0)
         FAIL("--hidden-size %d is not divisible by --tensor-model-parallel-size %d", c->hidden_size,
              tp);
-#undef FAIL
     return true;
+}
+#undef FAIL
+
+bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
+    return check_flags(c, world, err, errlen) && check_split(c, err, errlen) &&
+           check_batch(c, world, err, errlen) && check_schedule(c, err, errlen) &&
+           check_model(c, err, errlen);
 }
 
 char *train_config_json(const train_config *c) {
