@@ -1,0 +1,404 @@
+/* run.c — trainer_run (see trainer.h): the whole run around the trainer object — set-up,
+ * the loop with its progress lines and metrics.jsonl, evaluation, checkpoints, the trace and
+ * the run directory's pictures. The trainer itself (create, step, evaluate) is trainer.c. */
+#include "src/train/trainer_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/ckpt/checkpoint.h"
+#include "src/core/atomic_file.h"
+#include "src/core/check.h"
+#include "src/core/clock.h"
+#include "src/data/dataset.h"
+#include "src/device/device.h"
+#include "src/device/gemm_rate.h"
+#include "src/model/flops.h"
+#include "src/pp/executor.h"
+#include "src/pp/schedule.h"
+#include "src/runtime/clock_sync.h"
+#include "src/runtime/comm_label.h"
+#include "src/runtime/dist.h"
+#include "src/trace/trace.h"
+#include "src/zero/distributed_optimizer.h"
+#include "src/zero/memory_plan.h"
+#include "viz/run_pictures.h"
+
+
+/* The groups of each kind, as rank lists (at most 16 groups per kind). */
+static void print_groups(const train_config *c, const parallel_state *ps) {
+    printf("groups (rank order %s):\n", c->rank_order);
+    const pg_kind kinds[] = {PG_TP, PG_PP, PG_DP};
+    for (int k = 0; k < 3; k++) {
+        int ng = pg_num_groups(&ps->layout, kinds[k]), gs = pg_group_size(&ps->layout, kinds[k]);
+        int members[4096];
+        printf("  %-3s", pg_kind_name(kinds[k]));
+        for (int g = 0; g < ng && g < 16; g++) {
+            pg_group_members(&ps->layout, kinds[k], g, members);
+            printf(" [");
+            for (int i = 0; i < gs; i++) printf("%s%d", i ? "," : "", members[i]);
+            printf("]");
+        }
+        if (ng > 16) printf(" …");
+        printf("\n");
+    }
+}
+
+static void print_layout(const train_config *c, const parallel_state *ps, const local_model *m,
+                         const dist_optimizer *opt) {
+    printf("trident train: %d rank%s = tensor %d × pipeline %d × data %d, schedule %s",
+           c->world_size, c->world_size == 1 ? "" : "s", c->tensor_model_parallel_size,
+           c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule);
+    if (c->vpp > 1) printf(" (%d chunks per rank)", c->vpp);
+    printf(", ZeRO %s, %s\n", c->use_distributed_optimizer ? "on" : "off",
+           c->bf16   ? "bf16"
+           : c->fp16 ? "fp16"
+                     : "fp32");
+    if (c->world_size > 1) printf("%s\n", dist_transport_description());
+    if (device_current() != DEVICE_CPU) {
+        printf("device: %s", device_kind_name(device_current()));
+        if (device_gpu() >= 0)
+            printf(" (GPU %d of %d on this node)", device_gpu(), device_cuda_count());
+        printf(", communication: %s\n", ps && comm_backend_of(ps->world) == COMM_NCCL
+                                            ? "NCCL on device memory"
+                                            : "MPI, device buffers staged through host memory");
+    }
+    printf("model: %d layers, hidden %d, %d heads, seq %d, vocab 256 (padded %d)\n", c->num_layers,
+           c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab);
+    printf("batch: global %d = micro-batch %d × %d micro-batches × data-parallel %d\n",
+           c->global_batch_size, c->micro_batch_size, c->num_microbatches, c->dp);
+    if (ps) print_groups(c, ps);
+    /* The ZeRO paper's accounting for this rank's Ψ parameters (src/zero/memory_plan.h). */
+    const zero_ranges *r = distopt_ranges(opt);
+    size_t shard = c->use_distributed_optimizer ? r->shard_numel
+                                                : (m->numel + (size_t)c->dp - 1) / (size_t)c->dp;
+    zero_memory_plan plan = zero_memory_plan_make(m->numel, c->dp, shard, trainer_run_dtype(c),
+                                                  c->use_distributed_optimizer ? 1 : 0);
+    char buf[256];
+    printf("memory plan (rank 0, %zu parameters): %s\n", m->numel,
+           zero_memory_plan_summary(&plan, buf, sizeof buf));
+}
+
+static void trace_comm_hook(const comm_event *e, void *ctx) {
+    trace_recorder *tr = ctx;
+    trace_kind kind = TRACE_COLLECTIVE;
+    if (e->peer >= 0) kind = strncmp(e->op, "recv", 4) == 0 ? TRACE_RECV : TRACE_SEND;
+    trace_comm_info ci = {.kind = kind,
+                          .op = e->op,
+                          .group = e->group,
+                          .label = e->label,
+                          .peer = e->peer,
+                          .tag = e->tag,
+                          .layer = e->layer,
+                          .group_first = kind == TRACE_COLLECTIVE ? e->group_first : -1,
+                          .bytes = e->bytes,
+                          .t_start = e->t_start,
+                          .t_ready = e->t_ready,
+                          .t_end = e->t_end,
+                          .cpu = e->cpu};
+    trace_comm_full(tr, &ci);
+}
+
+/* One id for every rank's trace of this run (trace_run_read never stitches files of two
+ * runs): rank 0's wall clock, process id and a counter in hex, broadcast to the others. */
+static void make_run_id(char id[32], comm_group *world) {
+    static unsigned counter = 0;
+    memset(id, 0, 32);
+    if (dist_rank() == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(id, 32, "%llx-%lx-%x-%x", (unsigned long long)ts.tv_sec,
+                 (unsigned long)ts.tv_nsec / 1000, (unsigned)getpid(), counter);
+    }
+    counter++;
+    if (world && comm_size(world) > 1) comm_broadcast(world, id, 32, COMM_BYTE, 0);
+}
+
+/* NCCL when every rank on a node has a GPU of its own (and the build has NCCL); otherwise MPI,
+ * with device buffers staged through host memory (src/runtime/comm_stage.c), so any number of
+ * ranks can share one GPU. */
+static comm_backend comm_backend_for(device_kind dk, int world) {
+#ifdef TRIDENT_CUDA
+    if (dk == DEVICE_CUDA && world > 1 && dist_local_size() <= device_cuda_count())
+        return COMM_NCCL;
+#else
+    (void)dk;
+    (void)world;
+#endif
+    return COMM_MPI;
+}
+
+/* Everything one run holds between its start and its summary. */
+typedef struct {
+    train_config *c;
+    int world, rank;
+    bool lead; /* rank 0: prints, writes metrics and pictures */
+    pg_layout layout;
+    device_kind dk;
+    parallel_state *ps;
+    trainer *t;
+    ckpt_layout ckpt;    /* what checkpoints are told of the run */
+    char *cfg_json;      /* the configuration, stored in every trace header */
+    atomic_file metrics; /* RUN_DIR/metrics.jsonl (lead only) */
+    FILE *mf;
+    int start; /* the iteration resumed from (0: a fresh run) */
+    int last_logged, last_saved;
+    double t_start, t_last; /* wall clock of the loop's start and of the last progress line */
+    float first_loss, last_loss;
+    double flops_per_token; /* model FLOPs of one trained token (src/model/flops.h) */
+    double peak_flops;      /* what the job is compared with (gemm_rate.h); 0: unknown (cuda) */
+    float held_out;         /* the last evaluation's loss, NAN before one */
+} run_state;
+
+/* Checks the configuration and the layout, then sets up communication, the device, the
+ * groups and the trainer; rank 0 makes the run directory. */
+static void run_setup(run_state *r, train_config *c) {
+    char err[512];
+    r->c = c;
+    r->world = dist_world_size();
+    r->rank = dist_rank();
+    r->lead = r->rank == 0;
+    if (!train_config_check(c, r->world, err, sizeof err)) dist_fail_all("trident train: %s", err);
+    if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size,
+                        c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
+        dist_fail_all("trident train: %s", err);
+    comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes); /* 0 waits forever */
+    device_set_threads(c->threads);
+    CHECK(device_kind_parse(c->device, &r->dk), "device name checked by the flag parser");
+    int gpu = r->dk == DEVICE_CUDA ? dist_bind_device() : -1;
+    if (!device_init(r->dk, gpu, err, sizeof err)) dist_fail_all("trident train: %s", err);
+    r->ps = ps_create_with(&r->layout, r->rank, comm_backend_for(r->dk, r->world));
+    r->t = trainer_create(c, r->ps);
+    r->ckpt = trainer_ckpt_layout(c);
+    if (r->lead) make_dirs(c->run_dir);
+    if (r->world > 1) comm_barrier(r->ps->world);
+    r->cfg_json = train_config_json(c);
+}
+
+/* Every rank's trace recorder: clocks aligned to rank 0's, the header naming the run and the
+ * rank's place in it, and hooks in the executor and in comm. */
+static void run_trace_begin(run_state *r) {
+    const train_config *c = r->c;
+    const parallel_state *ps = r->ps;
+    /* Every rank's times on rank 0's clock (exact on rank 0's host; clock_sync.h). */
+    clock_sync_result cs = clock_sync(CLOCK_SYNC_EXCHANGES);
+    trace_header h = {0};
+    make_run_id(h.run_id, ps->world);
+    h.rank = r->rank;
+    h.world_size = r->world;
+    h.tp = c->tensor_model_parallel_size;
+    h.pp = c->pipeline_model_parallel_size;
+    h.dp = c->dp;
+    h.vpp = c->vpp;
+    h.tp_rank = ps->tp_rank;
+    h.pp_rank = ps->pp_rank;
+    h.dp_rank = ps->dp_rank;
+    h.num_microbatches = c->num_microbatches;
+    snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
+    h.clock_offset = cs.offset;
+    h.clock_uncertainty = cs.uncertainty;
+    h.config_json = r->cfg_json;
+    /* Events per step: for each (micro-batch, chunk) a forward and a backward, their p2p,
+     * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the
+     * embedding and loss ones; then the optimizer's collectives and the step's own events. */
+    size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp *
+                          (12 + 4 * (size_t)c->num_layers) +
+                      64;
+    trainer *t = r->t;
+    t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
+    pp_executor_set_trace(t->exec, t->trace);
+    if (r->dk == DEVICE_CUDA) trace_set_sync(t->trace, device_sync); /* kernel time, not launches */
+    comm_set_trace_hook(trace_comm_hook, t->trace);
+}
+
+/* --load: the model and optimizer state of the checkpoint's latest iteration. */
+static void run_resume(run_state *r) {
+    const train_config *c = r->c;
+    r->start = checkpoint_load(c->load, &r->ckpt, r->t->model, r->t->opt, r->rank);
+    if (r->lead && !c->quiet) printf("resumed from %s at iteration %d\n", c->load, r->start);
+    if (r->start >= c->train_iters && r->lead)
+        printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", r->start,
+               c->train_iters);
+}
+
+/* MFU's two numbers (lead only): the model FLOPs of a token and the job's peak, the sgemm
+ * rate of one process at the run's thread count on a large square product (what the core can
+ * do, as MFU's hardware peak is meant: the model's own small products reach less, and that
+ * shortfall is part of what MFU measures) times the processes the machine's cores run at
+ * once. Printed once, so that every step's ratio says what it is compared with. */
+static void run_throughput_setup(run_state *r) {
+    const train_config *c = r->c;
+    r->flops_per_token = flops_train_per_token(&r->t->gcfg);
+    if (r->dk == DEVICE_CUDA) return;
+    const size_t N = GEMM_RATE_PEAK_DIM, C = GEMM_RATE_PEAK_DIM, OC = GEMM_RATE_PEAK_DIM;
+    gemm_rate g = gemm_rate_get(c->threads, N, C, OC);
+    const int cores = gemm_rate_cores();
+    r->peak_flops = gemm_rate_job_peak(&g, r->world, cores);
+    if (!c->quiet)
+        printf("throughput: %.3g model FLOPs per token; peak %.3g GFLOP/s = sgemm %.3g GFLOP/s per "
+               "process "
+               "(%s; %d thread%s, %zux%zux%zu) x %d process%s at once on %d core%s\n",
+               r->flops_per_token, 1e-9 * r->peak_flops, 1e-9 * g.flops_per_s, g.source, c->threads,
+               c->threads == 1 ? "" : "s", N, C, OC, (int)(r->peak_flops / g.flops_per_s + 0.5),
+               r->peak_flops / g.flops_per_s < 1.5 ? "" : "es", cores, cores == 1 ? "" : "s");
+}
+
+/* One line of RUN_DIR/metrics.jsonl and one progress line (lead only). */
+static void log_step(run_state *r, int it, const step_result *s, double tps) {
+    const train_config *c = r->c;
+    const double mfs = tps * r->flops_per_token; /* the whole job's model FLOP/s */
+    fprintf(r->mf,
+            "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
+            "\"peak_activation_bytes\":%zu,\"model_flops_per_s\":%.4g",
+            it, (double)s->loss, (double)s->lr, isfinite(s->grad_norm) ? s->grad_norm : -1.0, tps,
+            s->peak_activation_bytes, mfs);
+    if (r->peak_flops > 0) fprintf(r->mf, ",\"mfu\":%.4g", mfs / r->peak_flops);
+    if (c->fp16)
+        fprintf(r->mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)s->loss_scale,
+                s->skipped ? "true" : "false");
+    fprintf(r->mf, "}\n");
+    fflush(r->mf);
+    if (!c->quiet) {
+        printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.3g GFLOP/s",
+               it, c->train_iters, (double)s->loss, (double)s->lr, s->grad_norm, tps, 1e-9 * mfs);
+        if (r->peak_flops > 0) printf(" (MFU %.1f%%)", 100 * mfs / r->peak_flops);
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+/* The held-out loss every --eval-interval steps and at the end. */
+static void run_evaluate(run_state *r, int it) {
+    const train_config *c = r->c;
+    float el = trainer_evaluate(r->t, c->eval_iters, it);
+    r->held_out = el;
+    if (!r->lead) return;
+    fprintf(r->mf, "{\"step\":%d,\"eval_loss\":%.7g}\n", it, (double)el);
+    fflush(r->mf);
+    if (!c->quiet)
+        printf("eval  %5d/%d | loss %.4f on %d held-out batches\n", it, c->train_iters, (double)el,
+               c->eval_iters);
+}
+
+static void run_save(run_state *r, int it) {
+    checkpoint_save(r->c->save, it, &r->ckpt, r->t->model, r->t->opt,
+                    r->world > 1 ? r->ps->world : NULL, r->rank);
+    r->last_saved = it;
+}
+
+/* The steps, with progress lines and metrics every --log-interval, evaluation and checkpoints. */
+static void run_loop(run_state *r) {
+    const train_config *c = r->c;
+    const double tokens_per_step = (double)c->global_batch_size * c->seq_length;
+    r->t_start = r->t_last = time_now();
+    r->first_loss = r->last_loss = r->held_out = NAN;
+    r->last_logged = r->last_saved = r->start;
+    for (int it = r->start + 1; it <= c->train_iters; it++) {
+        step_result s = trainer_step(r->t, it);
+        if (it == r->start + 1) r->first_loss = s.loss;
+        r->last_loss = s.loss;
+        if (!isfinite(s.loss))
+            dist_fail_all(
+                "trident train: the loss became %g at iteration %d, first on rank %d (last "
+                "pipeline stage); lower --lr or check the data",
+                (double)s.loss, it, s.loss_rank);
+        if (it % c->log_interval == 0 || it == c->train_iters || it == r->start + 1) {
+            double now = time_now();
+            double tps = tokens_per_step * (it - r->last_logged) / (now - r->t_last);
+            r->t_last = now;
+            r->last_logged = it;
+            if (r->lead) log_step(r, it, &s, tps);
+        }
+        if (c->eval_iters > 0 &&
+            ((c->eval_interval > 0 && it % c->eval_interval == 0) || it == c->train_iters))
+            run_evaluate(r, it);
+        if (c->save && c->save_interval > 0 && it % c->save_interval == 0) run_save(r, it);
+    }
+    if (c->save && r->last_saved != c->train_iters && c->train_iters > r->start)
+        run_save(r, c->train_iters);
+}
+
+/* Every rank writes RUN_DIR/trace/rank<k>.trace; then all ranks meet. */
+static void run_trace_end(run_state *r) {
+    trainer *t = r->t;
+    char path[4200];
+    if (t->trace) {
+        comm_set_trace_hook(NULL, NULL);
+        snprintf(path, sizeof path, "%s/trace", r->c->run_dir);
+        if (r->lead) make_dirs(path);
+        if (r->world > 1) comm_barrier(r->ps->world);
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", r->c->run_dir, r->rank);
+        trace_write(t->trace, path);
+        trace_destroy(t->trace);
+        t->trace = NULL;
+    }
+    if (r->world > 1) comm_barrier(r->ps->world);
+}
+
+/* The summary and the pictures of the run directory (rank 0, after every trace is written):
+ * groups, the ZeRO cut, the last step's timelines and bubble, the Chrome trace. */
+static void run_summary(run_state *r, double elapsed) {
+    const train_config *c = r->c;
+    if (c->draw_zero) {
+        viz_draw_zero_buffer(c->draw_zero, distopt_ranges(r->t->opt), trainer_run_dtype(c),
+                             c->use_distributed_optimizer ? 1 : 0);
+        printf("ZeRO buffer picture: %s\n", c->draw_zero);
+    }
+    printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - r->start, elapsed,
+           (double)r->first_loss, (double)r->last_loss);
+    if (!isnan(r->held_out)) printf("; held-out loss %.4f", (double)r->held_out);
+    double floor = dataset_loss_floor(r->t->data);
+    if (!isnan(floor))
+        printf(" (floor %.3f, no-copy baseline %.3f)", floor, dataset_loss_no_copy(r->t->data));
+    printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
+    if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
+    viz_run_pictures req = {
+        .run_dir = c->run_dir,
+        .layout = &r->layout,
+        .zero = c->use_distributed_optimizer ? distopt_ranges(r->t->opt) : NULL,
+        .dtype = trainer_run_dtype(c),
+        .traced = !c->no_trace,
+        .pipeline = c->pipeline_model_parallel_size > 1,
+        .who = "trident train",
+        .out = stdout,
+    };
+    viz_run_bubbles bubbles;
+    char err[512];
+    if (!viz_render_run_dir(&req, &bubbles, err, sizeof err))
+        die("cannot read back the traces: %s", err);
+    fflush(stdout);
+}
+
+int trainer_run(train_config *c) {
+    run_state r = {0};
+    run_setup(&r, c);
+    if (!c->no_trace) run_trace_begin(&r);
+    if (r.lead && !c->quiet) print_layout(c, r.ps, r.t->model, r.t->opt);
+    if (c->load) run_resume(&r);
+    char path[4200];
+    if (r.lead) {
+        run_throughput_setup(&r);
+        snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
+        r.mf = atomic_file_open(&r.metrics, path);
+    }
+    run_loop(&r);
+    double elapsed = time_now() - r.t_start;
+    if (r.lead) {
+        atomic_file_commit(&r.metrics);
+        /* RUN_DIR/config.json, next to the metrics it describes (`render --metrics` labels by it) */
+        snprintf(path, sizeof path, "%s/config.json", c->run_dir);
+        atomic_file cf;
+        fprintf(atomic_file_open(&cf, path), "%s\n", r.cfg_json);
+        atomic_file_commit(&cf);
+    }
+    run_trace_end(&r);
+    if (r.lead) run_summary(&r, elapsed);
+    free(r.cfg_json);
+    trainer_destroy(r.t);
+    ps_destroy(r.ps);
+    device_shutdown();
+    return 0;
+}

@@ -1,0 +1,32 @@
+/* trainer_internal.h — what the trainer's two files share: the trainer object itself
+ * (trainer.c: create, step, evaluate) and its whole run (run.c: trainer_run with logging,
+ * checkpoints, traces and pictures). Not for any other module: they use trainer.h. */
+#ifndef TRIDENT_TRAIN_TRAINER_INTERNAL_H
+#define TRIDENT_TRAIN_TRAINER_INTERNAL_H
+
+#include "src/data/dataset.h"
+#include "src/pp/executor.h"
+#include "src/precision/convert.h"
+#include "src/trace/trace.h"
+#include "src/train/trainer.h"
+#include "src/zero/distributed_optimizer.h"
+
+struct trainer {
+    train_config cfg;
+    parallel_state *ps; /* NULL: serial */
+    gpt_config gcfg;
+    local_model *model;
+    pp_executor *exec;
+    dist_optimizer *opt;
+    dataset *data;
+    int tp_rank, pp_rank, dp_rank;
+    bool is_last_stage;
+    int32_t *inputs, *targets; /* (m, B, T) */
+    int32_t *sample;           /* (T+1) */
+    trace_recorder *trace;
+};
+
+/* The precision a configuration trains in. */
+prec_dtype trainer_run_dtype(const train_config *c);
+
+#endif /* TRIDENT_TRAIN_TRAINER_INTERNAL_H */
