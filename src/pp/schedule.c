@@ -222,12 +222,15 @@ void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
         out->actions[n] = pp_action_make(cfg, rank, op, mb, chunk);                                \
         out->actions[n++].phase = ph;                                                              \
     } while (0)
+    /* exercise 5 begins: the 1F1B plan (tutorials/exercises/05-one-f-one-b) */
     for (int i = 0; i < W; i++) PUSH(PP_FORWARD, kth_forward, nf, PP_WARMUP);
     for (int i = 0; i < N - W; i++) {
         PUSH(PP_FORWARD, kth_forward, nf, PP_STEADY);
         PUSH(PP_BACKWARD, kth_backward, nb, PP_STEADY);
     }
     for (int i = 0; i < W; i++) PUSH(PP_BACKWARD, kth_backward, nb, PP_COOLDOWN);
+        /* exercise 5 ends */
+
 #undef PUSH
     CHECK(n == out->n && nf == N && nb == N, "the plan must hold every forward and backward once");
 }

@@ -66,6 +66,7 @@ const char *pg_kind_name(pg_kind kind) {
     return names[kind];
 }
 
+/* exercise 1 begins: rank <-> coordinates (tutorials/exercises/01-rank-coordinates) */
 pg_coord pg_coord_of(const pg_layout *l, int rank) {
     CHECK(rank >= 0 && rank < l->world, "rank outside the layout's world");
     pg_coord c;
@@ -87,6 +88,7 @@ int pg_rank_of(const pg_layout *l, pg_coord c) {
     if (l->order == PG_ORDER_TP_DP_PP) return c.tp + l->tp * (c.dp + l->dp * c.pp);
     return c.tp + l->tp * (c.pp + l->pp * c.dp);
 }
+/* exercise 1 ends */
 
 int pg_group_size(const pg_layout *l, pg_kind kind) {
     switch (kind) {

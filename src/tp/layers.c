@@ -13,6 +13,7 @@
 
 /* ---------------------------------------------------------------- column-parallel */
 
+/* exercise 3 begins: column- and row-parallel linear (tutorials/exercises/03-parallel-linear) */
 void tp_column_linear_forward(comm_group *tp, float *out, const float *inp, const float *weight,
                               const float *bias, size_t N, size_t C, size_t OCl,
                               bool gather_output) {
@@ -69,6 +70,8 @@ void tp_row_linear_backward(comm_group *tp, float *dinp, float *dweight, float *
     dev_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, Cl, OC);
 }
 
+/* exercise 3 ends */
+
 /* ---------------------------------------------------------------- vocab-parallel embedding */
 
 void tp_vocab_embedding_forward(comm_group *tp, float *out, const int32_t *tokens, const float *wte,
@@ -87,6 +90,7 @@ void tp_vocab_embedding_backward(comm_group *tp, float *dwte, const float *dout,
 
 /* ---------------------------------------------------------------- vocab-parallel cross-entropy */
 
+/* exercise 4 begins: vocab-parallel cross-entropy (tutorials/exercises/04-vocab-cross-entropy) */
 void tp_vocab_cross_entropy_forward(comm_group *tp, float *loss, float *stats, const float *logits,
                                     const int32_t *targets, size_t N, size_t Vl, int64_t v_start,
                                     int64_t real_vocab) {
@@ -111,3 +115,4 @@ void tp_vocab_cross_entropy_backward(comm_group *tp, float *dlogits, const float
     dev_crossentropy_backward(dlogits, logits, stats, stats + N, targets, dloss, N, Vl, v_start,
                               real_vocab);
 }
+/* exercise 4 ends */

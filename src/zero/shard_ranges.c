@@ -25,6 +25,7 @@ static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
 /* Fills shard d's pieces: every parameter whose [offset, offset+numel) meets [s, e). */
+/* exercise 6 begins: one shard's pieces (tutorials/exercises/06-zero-shard-ranges) */
 static void build_shard(zero_ranges *r, int d) {
     zero_shard *sh = &r->shards[d];
     size_t s = (size_t)d * r->shard_numel, e = s + r->shard_numel;
@@ -59,6 +60,8 @@ static void build_shard(zero_ranges *r, int d) {
         }
     }
 }
+
+/* exercise 6 ends */
 
 /* The bucket rule of shard_ranges.h. Buckets grow in a list of known upper size. */
 typedef struct {
