@@ -11,24 +11,95 @@
 #include "src/core/check.h"
 #include "src/core/flags.h"
 
-const viz_rgb VIZ_FORWARD = {0.27, 0.51, 0.80};
-const viz_rgb VIZ_BACKWARD = {0.40, 0.72, 0.38};
-const viz_rgb VIZ_WEIGHT = {0.22, 0.50, 0.47}; /* a darker teal beside backward's green */
-const viz_rgb VIZ_OPTIMIZER = {0.60, 0.45, 0.75};
-const viz_rgb VIZ_P2P = {0.95, 0.60, 0.20};
-const viz_rgb VIZ_COLLECTIVE = {0.85, 0.33, 0.31};
-const viz_rgb VIZ_IDLE = {0.93, 0.93, 0.93};
-const viz_rgb VIZ_TEXT = {0.10, 0.10, 0.12};
-const viz_rgb VIZ_GRID = {0.75, 0.75, 0.78};
-const viz_rgb VIZ_MEMORY = {0.55, 0.20, 0.45};
+/* ---- themes -------------------------------------------------------------------------- */
+
+static const viz_theme k_default = {
+    .name = "default",
+    .forward = {0.27, 0.51, 0.80},
+    .backward = {0.40, 0.72, 0.38},
+    .weight = {0.22, 0.50, 0.47}, /* a darker teal beside backward's green */
+    .optimizer = {0.60, 0.45, 0.75},
+    .p2p = {0.95, 0.60, 0.20},
+    .collective = {0.85, 0.33, 0.31},
+    .idle = {0.93, 0.93, 0.93},
+    .text = {0.10, 0.10, 0.12},
+    .grid = {0.75, 0.75, 0.78},
+    .memory = {0.55, 0.20, 0.45},
+    .categorical = {{0.27, 0.51, 0.80},
+                    {0.95, 0.55, 0.15},
+                    {0.35, 0.70, 0.35},
+                    {0.85, 0.30, 0.30},
+                    {0.58, 0.44, 0.75},
+                    {0.55, 0.36, 0.30},
+                    {0.90, 0.47, 0.76},
+                    {0.50, 0.50, 0.50}},
+    .text_scale = 1.0,
+    .line_scale = 1.0,
+    .patterns = false,
+};
+
+/* Slides: the kinds that sit side by side (forward, backward, weight) are far apart in
+ * lightness (grey levels about 0.30, 0.78, 0.52), text is black, and patterns carry the rest.
+ * The categorical colours alternate dark and light so neighbours differ in grey too. */
+static const viz_theme k_slides = {
+    .name = "slides",
+    .forward = {0.00, 0.30, 0.65},
+    .backward = {0.98, 0.78, 0.30},
+    .weight = {0.10, 0.62, 0.45},
+    .optimizer = {0.62, 0.40, 0.75},
+    .p2p = {0.90, 0.42, 0.00},
+    .collective = {0.70, 0.08, 0.12},
+    .idle = {0.96, 0.96, 0.96},
+    .text = {0.00, 0.00, 0.00},
+    .grid = {0.45, 0.45, 0.45},
+    .memory = {0.45, 0.05, 0.40},
+    .categorical = {{0.00, 0.30, 0.65},
+                    {0.98, 0.78, 0.30},
+                    {0.70, 0.08, 0.12},
+                    {0.55, 0.85, 0.55},
+                    {0.35, 0.20, 0.55},
+                    {0.95, 0.60, 0.75},
+                    {0.20, 0.20, 0.20},
+                    {0.60, 0.85, 0.95}},
+    .text_scale = 1.35,
+    .line_scale = 2.0,
+    .patterns = true,
+};
+
+static const viz_theme *g_theme = &k_default;
+static double g_out_width, g_out_height; /* 0: the picture's own size */
+
+const char *const VIZ_THEME_CHOICES = "default|slides";
+
+const viz_theme *viz_theme_current(void) { return g_theme; }
+
+bool viz_theme_use(const char *name) {
+    if (name && strcmp(name, k_default.name) == 0) g_theme = &k_default;
+    else if (name && strcmp(name, k_slides.name) == 0) g_theme = &k_slides;
+    else return false;
+    return true;
+}
+
+void viz_output_size(double width, double height) {
+    g_out_width = width > 0 ? width : 0;
+    g_out_height = height > 0 ? height : 0;
+}
+
+void viz_picture_options(const char *who, const char *theme, int width, int height) {
+    if (theme && !viz_theme_use(theme))
+        die("%s: --theme '%s' is not a theme (one of default, slides)", who, theme);
+    if (width != 0 && (width < 100 || width > 20000))
+        die("%s: --width %d is out of range (100 to 20000 points; 0 = the picture's own)", who,
+            width);
+    if (height != 0 && (height < 100 || height > 20000))
+        die("%s: --height %d is out of range (100 to 20000 points; 0 = the picture's own)", who,
+            height);
+    viz_output_size(width, height);
+}
 
 viz_rgb viz_categorical(int i) {
-    static const viz_rgb k[8] = {
-        {0.27, 0.51, 0.80}, {0.95, 0.55, 0.15}, {0.35, 0.70, 0.35}, {0.85, 0.30, 0.30},
-        {0.58, 0.44, 0.75}, {0.55, 0.36, 0.30}, {0.90, 0.47, 0.76}, {0.50, 0.50, 0.50},
-    };
     if (i < 0) i = -i;
-    return k[i % 8];
+    return g_theme->categorical[i % 8];
 }
 
 viz_rgb viz_shade(viz_rgb c, double t) {
@@ -73,17 +144,35 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
     snprintf(c->tmp, sizeof c->tmp, "%s.tmp.%d", path, (int)getpid());
     c->width = width;
     c->height = height;
+    /* The drawing's extent: its own size; the slides' larger type may run past the layout's
+     * right and bottom edges, so they get a margin. The frame: that extent, or the size
+     * asked for (viz_output_size) with the drawing scaled uniformly into it and centred. */
+    const double grow = g_theme->text_scale - 1;
+    const double dw = width * (1 + grow * 0.25), dh = height * (1 + grow * 0.1);
+    double fw = dw, fh = dh, scale = 1;
+    const bool framed = g_out_width > 0 || g_out_height > 0;
+    if (framed) {
+        double sx = g_out_width > 0 ? g_out_width / dw : g_out_height / dh;
+        double sy = g_out_height > 0 ? g_out_height / dh : sx;
+        scale = sx < sy ? sx : sy;
+        fw = g_out_width > 0 ? g_out_width : dw * scale;
+        fh = g_out_height > 0 ? g_out_height : dh * scale;
+    }
     if (c->format == VIZ_PNG)
-        c->surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)(width + 0.5),
-                                                (int)(height + 0.5));
-    else if (c->format == VIZ_SVG) c->surface = cairo_svg_surface_create(c->tmp, width, height);
-    else c->surface = cairo_pdf_surface_create(c->tmp, width, height);
+        c->surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)(fw + 0.5),
+                                                (int)(fh + 0.5));
+    else if (c->format == VIZ_SVG) c->surface = cairo_svg_surface_create(c->tmp, fw, fh);
+    else c->surface = cairo_pdf_surface_create(c->tmp, fw, fh);
     if (cairo_surface_status(c->surface) != CAIRO_STATUS_SUCCESS)
         die("cannot create a picture at '%s': %s", path,
             cairo_status_to_string(cairo_surface_status(c->surface)));
     c->cr = cairo_create(c->surface);
     cairo_set_source_rgb(c->cr, 1, 1, 1);
     cairo_paint(c->cr);
+    if (framed) { /* the drawing keeps its own coordinates, centred in the frame */
+        cairo_translate(c->cr, (fw - dw * scale) / 2, (fh - dh * scale) / 2);
+        cairo_scale(c->cr, scale, scale);
+    }
     cairo_set_line_width(c->cr, 1.0);
 }
 
@@ -108,12 +197,54 @@ void viz_canvas_close(viz_canvas *c) {
 
 void viz_set_rgb(cairo_t *cr, viz_rgb c) { cairo_set_source_rgb(cr, c.r, c.g, c.b); }
 
+void viz_line_width(cairo_t *cr, double width) {
+    cairo_set_line_width(cr, width * g_theme->line_scale);
+}
+
+static bool same_rgb(viz_rgb a, viz_rgb b) { return a.r == b.r && a.g == b.g && a.b == b.b; }
+
+/* Slides: the pattern that tells a kind apart in grey scale (see viz_theme). */
+static void kind_pattern(cairo_t *cr, double x, double y, double w, double h, viz_rgb fill) {
+    const viz_theme *t = g_theme;
+    if (!t->patterns || w < 6 || h < 6) return;
+    viz_rgb ink = viz_shade(fill, -0.55);
+    bool diag = same_rgb(fill, t->backward) || same_rgb(fill, t->weight);
+    bool back = same_rgb(fill, t->weight) || same_rgb(fill, t->p2p);
+    if (diag) viz_hatch(cr, x, y, w, h, ink, 7);
+    if (back) { /* mirror the diagonals: the weight's cross-hatching, p2p's reverse slant */
+        cairo_save(cr);
+        cairo_translate(cr, 2 * x + w, 0);
+        cairo_scale(cr, -1, 1);
+        viz_hatch(cr, x, y, w, h, ink, 7);
+        cairo_restore(cr);
+    }
+    if (same_rgb(fill, t->collective)) {
+        cairo_save(cr);
+        cairo_rectangle(cr, x, y, w, h);
+        cairo_clip(cr);
+        viz_set_rgb(cr, viz_shade(fill, 0.6));
+        for (int row = 0; 3 + 6 * row < h; row++) /* staggered rows of dots */
+            for (double dx = x + 3 + 3 * (row % 2); dx < x + w; dx += 6) {
+                cairo_new_sub_path(cr);
+                cairo_arc(cr, dx, y + 3 + 6 * row, 1.3, 0, 6.283185307179586);
+            }
+        cairo_fill(cr);
+        cairo_restore(cr);
+    }
+}
+
 void viz_box(cairo_t *cr, double x, double y, double w, double h, viz_rgb fill) {
     cairo_rectangle(cr, x, y, w, h);
     viz_set_rgb(cr, fill);
-    cairo_fill_preserve(cr);
+    if (g_theme->patterns) {
+        cairo_fill(cr);
+        kind_pattern(cr, x, y, w, h, fill);
+        cairo_rectangle(cr, x, y, w, h);
+    } else {
+        cairo_fill_preserve(cr);
+    }
     viz_set_rgb(cr, viz_shade(fill, -0.35));
-    cairo_set_line_width(cr, w > 3 && h > 3 ? 0.8 : 0.3);
+    viz_line_width(cr, w > 3 && h > 3 ? 0.8 : 0.3);
     cairo_stroke(cr);
 }
 
@@ -122,7 +253,7 @@ void viz_hatch(cairo_t *cr, double x, double y, double w, double h, viz_rgb ink,
     cairo_rectangle(cr, x, y, w, h);
     cairo_clip(cr);
     viz_set_rgb(cr, ink);
-    cairo_set_line_width(cr, 0.9);
+    viz_line_width(cr, 0.9);
     for (double d = -h; d < w; d += gap) {
         cairo_move_to(cr, x + d, y + h);
         cairo_line_to(cr, x + d + h, y);
@@ -134,7 +265,7 @@ void viz_hatch(cairo_t *cr, double x, double y, double w, double h, viz_rgb ink,
 static void select_font(cairo_t *cr, double size, bool bold) {
     cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
                            bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-    cairo_set_font_size(cr, size);
+    cairo_set_font_size(cr, size * g_theme->text_scale);
 }
 
 double viz_text_width(cairo_t *cr, double size, bool bold, const char *text) {
@@ -156,12 +287,12 @@ void viz_text(cairo_t *cr, double x, double y, double size, bool bold, viz_align
 
 double viz_legend(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
                   const char *const *labels) {
-    double x0 = x;
+    double x0 = x, sw = size * g_theme->text_scale; /* the swatch grows with the type */
     for (int i = 0; i < n; i++) {
-        viz_box(cr, x, y - size, size, size, colors[i]);
-        x += size * 1.4;
+        viz_box(cr, x, y - sw, sw, sw, colors[i]);
+        x += sw * 1.4;
         viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, labels[i]);
-        x += viz_text_width(cr, size, false, labels[i]) + size * 1.6;
+        x += viz_text_width(cr, size, false, labels[i]) + sw * 1.6;
     }
     return x - x0;
 }

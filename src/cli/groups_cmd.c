@@ -3,6 +3,7 @@
  *   trident groups --world-size 16 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4
  *   trident groups ... --format json
  *   trident groups ... -o groups.png        (.png .svg .pdf: picture; .json; .txt)
+ *   trident groups ... -o g.pdf --theme slides --width 1600   (for a slide)
  *
  * Pure computation (groups.h) plus output; it never starts MPI, so it answers "which ranks
  * will talk to which" before a job is launched. Files are written atomically.
@@ -18,6 +19,7 @@
 #include "src/core/flags.h"
 #include "src/core/json.h"
 #include "src/runtime/groups.h"
+#include "viz/canvas.h"
 #include "viz/groups_draw.h"
 
 static const pg_kind k_kinds[PG_NKINDS] = {PG_TP, PG_DP, PG_PP, PG_MP, PG_EMBEDDING};
@@ -122,7 +124,8 @@ static void write_json(FILE *f, const pg_layout *l, int ranks_per_node) {
 
 int cmd_groups(int argc, char **argv) {
     int world = 0, tp = 1, pp = 1, vpp = 1, per_node = 8;
-    const char *order = "tp-dp-pp", *format = "text", *output = NULL;
+    const char *order = "tp-dp-pp", *format = "text", *output = NULL, *theme = NULL;
+    int width = 0, height = 0;
     flag_spec specs[] = {
         {"--world-size", FLAG_INT, &world, "number of ranks (required)", NULL},
         {"--tensor-model-parallel-size", FLAG_INT, &tp, "ranks per tensor-parallel group", NULL},
@@ -135,6 +138,12 @@ int cmd_groups(int argc, char **argv) {
         {"--format", FLAG_CHOICE, &format, "what to print when there is no --output", "text|json"},
         {"--output", FLAG_STRING, &output,
          "file: .png .svg .pdf (picture), .json or .txt; -o for short", NULL},
+        {"--theme", FLAG_CHOICE, &theme,
+         "look of the picture: default, or slides (large type, thick lines, grey-scale safe)",
+         "default|slides"},
+        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 0: its own", NULL},
+        {"--height", FLAG_INT, &height,
+         "picture height in points; 0: its own (both: the picture fits inside, centred)", NULL},
     };
     const char *usage = "Usage: trident groups --world-size N --tensor-model-parallel-size T "
                         "--pipeline-model-parallel-size P [-o FILE]\n"
@@ -142,6 +151,7 @@ int cmd_groups(int argc, char **argv) {
                         "groups of a layout.";
     flags_parse("groups", usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv, NULL, 0);
 
+    viz_picture_options("trident groups", theme, width, height);
     if (world == 0) die("trident groups: --world-size is required (the number of ranks, e.g. 8)");
     if (per_node < 1) die("trident groups: --ranks-per-node %d must be at least 1", per_node);
     pg_layout l;

@@ -8,6 +8,7 @@
  *   trident render run/ -o replay.png --replay       re-timed as if each rank had its own core
  *   trident render run/ -o both.png --replay-and-wall   wall clock above, replay below
  *   trident render --metrics serial/ 3d/ -o loss.png   loss curves of the runs, overlaid
+ *   trident render run/ -o t.pdf --theme slides --width 1600 --height 900   for a slide
  *
  * The output format follows the extension (.png .svg .pdf .json .txt). Every input is read
  * and checked before anything is written; the output is written atomically.
@@ -35,6 +36,7 @@
 #include "src/trace/replay.h"
 #include "src/trace/trace.h"
 #include "src/trace/run_metrics.h"
+#include "viz/canvas.h"
 #include "viz/metrics_plot.h"
 #include "viz/run_pictures.h"
 #include "viz/text_timeline.h"
@@ -151,6 +153,8 @@ static void write_metrics(const char *output, const char *const *dirs, int ndirs
 int cmd_render(int argc, char **argv) {
     const char *output = NULL;
     int step = -1, width = 0, columns = 100;
+    int height = 0;
+    const char *theme = NULL;
     bool arrows = false, replay = false, both = false, metrics = false;
     flag_spec specs[] = {
         {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)",
@@ -166,6 +170,12 @@ int cmd_render(int argc, char **argv) {
          NULL},
         {"--metrics", FLAG_BOOL, &metrics,
          "draw the runs' loss curves (metrics.jsonl), not timelines", NULL},
+        {"--theme", FLAG_CHOICE, &theme,
+         "look of the picture: default, or slides (large type, thick lines, grey-scale safe)",
+         "default|slides"},
+        {"--height", FLAG_INT, &height,
+         "picture height in points; 0: as tall as the content (else it fits inside width x height)",
+         NULL},
     };
     const char *dirs[MAX_RUNS + 1];
     int ndirs = flags_parse("render", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
@@ -179,6 +189,7 @@ int cmd_render(int argc, char **argv) {
     if (width == 0) width = metrics ? 1000 : 1400;
     if (width < 400 || width > 20000)
         die("trident render: --width %d is out of range (400 to 20000)", width);
+    viz_picture_options("trident render", theme, height ? width : 0, height);
     if (metrics) {
         if (replay || both || arrows || step != -1)
             die("trident render: --metrics draws curves; --replay, --replay-and-wall, --arrows and "

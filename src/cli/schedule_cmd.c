@@ -291,7 +291,8 @@ static pp_costs schedule_costs(const pp_config *cfg, float fcost, float bcost, f
 int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
-    const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL;
+    const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL, *theme = NULL;
+    int width = 0, height = 0;
     const flag_spec specs[] = {
         {"--pipeline-model-parallel-size", FLAG_INT, &p,
          "pipeline ranks P (required; --costs-from: the run's)", NULL},
@@ -314,9 +315,16 @@ int cmd_schedule(int argc, char **argv) {
          "what to print without -o (-o's extension decides otherwise)", "text|json"},
         {"--output", FLAG_STRING, &output,
          "FILE.png|.svg|.pdf (picture), .json or .txt; -o for short", NULL},
+        {"--theme", FLAG_CHOICE, &theme,
+         "look of the picture: default, or slides (large type, thick lines, grey-scale safe)",
+         "default|slides"},
+        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 0: its own", NULL},
+        {"--height", FLAG_INT, &height,
+         "picture height in points; 0: its own (both: the picture fits inside, centred)", NULL},
     };
     const int nspecs = (int)(sizeof specs / sizeof specs[0]);
     flags_parse("schedule", k_usage, specs, nspecs, argc, argv, NULL, 0);
+    viz_picture_options(WHO, theme, width, height);
 
     measured_costs mc = {0};
     if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, &v);

@@ -120,6 +120,8 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--no-trace", FLAG_BOOL, &c->no_trace, "do not record the per-rank timeline", NULL},
         {"--draw-zero", FLAG_STRING, &c->draw_zero,
          "draw how the optimizer buffer is cut (.png/.svg/.pdf)", NULL},
+        {"--theme", FLAG_CHOICE, &c->theme, "look of the run's pictures (slides: for a projector)",
+         "default|slides"},
         {"--threads", FLAG_INT, &c->threads, "BLAS threads per rank", NULL},
         {"--device", FLAG_CHOICE, &c->device,
          "where tensors live and kernels run (cpu-guarded: CPU kernels, host access to tensors "

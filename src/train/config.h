@@ -40,6 +40,7 @@ typedef struct {
     int eval_interval, eval_iters;
     bool no_trace;         /* tracing is on unless --no-trace */
     const char *draw_zero; /* picture of the ZeRO buffer cut */
+    const char *theme;     /* look of the run's pictures: "default" or "slides" (viz/canvas.h) */
     int threads;           /* BLAS threads per rank */
     const char *device;    /* cpu | cuda | cpu-guarded (src/device/device.h) */
     bool quiet;

@@ -25,6 +25,7 @@
 #include "src/trace/trace.h"
 #include "src/zero/distributed_optimizer.h"
 #include "src/zero/memory_plan.h"
+#include "viz/canvas.h"
 #include "viz/run_pictures.h"
 
 
@@ -342,6 +343,7 @@ static void run_trace_end(run_state *r) {
  * groups, the ZeRO cut, the last step's timelines and bubble, the Chrome trace. */
 static void run_summary(run_state *r, double elapsed) {
     const train_config *c = r->c;
+    if (c->theme) viz_theme_use(c->theme); /* checked by the flag parser */
     if (c->draw_zero) {
         viz_draw_zero_buffer(c->draw_zero, distopt_ranges(r->t->opt), trainer_run_dtype(c),
                              c->use_distributed_optimizer ? 1 : 0);
