@@ -91,12 +91,12 @@ void viz_bench_chart_draw(const viz_bench_bar *bars, int n, const char *title, c
     /* The target line and the axis. */
     double y0 = TOP - 4, y1 = TOP + (double)n * ROW_H + 4;
     viz_set_rgb(cr, VIZ_TEXT);
-    cairo_set_line_width(cr, 1.5);
+    viz_line_width(cr, 1.5);
     cairo_move_to(cr, l.target_x, y0);
     cairo_line_to(cr, l.target_x, y1);
     cairo_stroke(cr);
     viz_set_rgb(cr, VIZ_GRID);
-    cairo_set_line_width(cr, 1.0);
+    viz_line_width(cr, 1.0);
     cairo_move_to(cr, l.axis_x0, y1);
     cairo_line_to(cr, l.axis_x1, y1);
     cairo_stroke(cr);

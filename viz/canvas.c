@@ -39,13 +39,13 @@ static const viz_theme k_default = {
 };
 
 /* Slides: the kinds that sit side by side (forward, backward, weight) are far apart in
- * lightness (grey levels about 0.30, 0.78, 0.52), text is black, and patterns carry the rest.
+ * lightness (grey levels 0.25, 0.79, 0.51), text is black, and patterns carry the rest.
  * The categorical colours alternate dark and light so neighbours differ in grey too. */
 static const viz_theme k_slides = {
     .name = "slides",
     .forward = {0.00, 0.30, 0.65},
     .backward = {0.98, 0.78, 0.30},
-    .weight = {0.10, 0.62, 0.45},
+    .weight = {0.15, 0.70, 0.50},
     .optimizer = {0.62, 0.40, 0.75},
     .p2p = {0.90, 0.42, 0.00},
     .collective = {0.70, 0.08, 0.12},

@@ -127,7 +127,7 @@ static void draw_boxes(cairo_t *cr, const viz_groups_layout *gl, const pg_layout
         rounded_rect(cr, b.x, b.y, b.w, b.h, 8);
         cairo_fill_preserve(cr);
         viz_set_rgb(cr, VIZ_GRID);
-        cairo_set_line_width(cr, 1);
+        viz_line_width(cr, 1);
         cairo_stroke(cr);
         snprintf(s, sizeof s, "node %d", n);
         viz_text(cr, b.x + 12, b.y + PAD_TOP + 20, 13, true, VIZ_LEFT, VIZ_TEXT, s);
@@ -151,7 +151,7 @@ static void draw_boxes(cairo_t *cr, const viz_groups_layout *gl, const pg_layout
 static void draw_tp_outlines(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
     int *m = mallocCheck(sizeof(int) * (size_t)l->tp);
     viz_set_rgb(cr, viz_groups_tp_color());
-    cairo_set_line_width(cr, 2.2);
+    viz_line_width(cr, 2.2);
     for (int g = 0; g < pg_num_groups(l, PG_TP); g++) {
         pg_group_members(l, PG_TP, g, m);
         int start = 0;
@@ -171,7 +171,7 @@ static void draw_tp_outlines(cairo_t *cr, const viz_groups_layout *gl, const pg_
 static void draw_pp_links(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
     if (l->pp < 2) return;
     int *m = mallocCheck(sizeof(int) * (size_t)l->pp);
-    cairo_set_line_width(cr, 1.8);
+    viz_line_width(cr, 1.8);
     for (int g = 0; g < pg_num_groups(l, PG_PP); g++) {
         pg_group_members(l, PG_PP, g, m);
         /* Neighbouring groups get different depths and shades so each line can be followed. */

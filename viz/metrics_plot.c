@@ -130,7 +130,7 @@ static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
                        bool x_labels) {
     char s[64];
     viz_text(cr, p->x, p->y - 7, 11, true, VIZ_LEFT, VIZ_TEXT, p->title);
-    cairo_set_line_width(cr, 0.6);
+    viz_line_width(cr, 0.6);
     for (int k = 0;; k++) { /* y grid and labels */
         double v = p->lo + k * p->tick_step;
         if (v > p->hi + 1e-9 * p->tick_step) break;
@@ -155,7 +155,7 @@ static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
         }
     }
     viz_set_rgb(cr, VIZ_TEXT);
-    cairo_set_line_width(cr, 1.0);
+    viz_line_width(cr, 1.0);
     cairo_rectangle(cr, p->x, p->y, p->w, p->h);
     cairo_stroke(cr);
     if (p->empty)
@@ -173,7 +173,7 @@ static double line_width(int r, int n) {
 static void draw_steps(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_panel *p,
                        const run_metrics *m, viz_mp_quantity q, viz_rgb color, double lw) {
     viz_set_rgb(cr, color);
-    cairo_set_line_width(cr, lw);
+    viz_line_width(cr, lw);
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND);
     bool open = false;
@@ -197,7 +197,7 @@ static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     const double dash[2] = {6, 4};
     viz_rgb ink = viz_shade(color, -0.35);
     viz_set_rgb(cr, ink);
-    cairo_set_line_width(cr, fmax(1.2, lw * 0.6));
+    viz_line_width(cr, fmax(1.2, lw * 0.6));
     cairo_set_dash(cr, dash, 2, 0);
     for (int i = 0; i < m->nevals; i++) {
         double x = viz_mp_x(l, m->evals[i].step), y = viz_mp_y(p, m->evals[i].loss);
@@ -230,7 +230,7 @@ void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, d
     for (int r = 0; r < n; r++) { /* the legend: one line per run */
         double y = l.legend_y + LEGEND_LINE * r;
         viz_set_rgb(cr, viz_categorical(r));
-        cairo_set_line_width(cr, line_width(r, n));
+        viz_line_width(cr, line_width(r, n));
         cairo_move_to(cr, MARGIN_L, y - 4);
         cairo_line_to(cr, MARGIN_L + 26, y - 4);
         cairo_stroke(cr);

@@ -419,7 +419,7 @@ static void draw_segments(cairo_t *cr, const zero_draw_layout *L, const zero_ran
             cairo_rectangle(cr, sp[k].x0 + 1, line_top(L, sp[k].line) + 1, sp[k].x1 - sp[k].x0 - 2,
                             L->bar_h - 2);
             viz_set_rgb(cr, CUT_INK);
-            cairo_set_line_width(cr, 2.0);
+            viz_line_width(cr, 2.0);
             cairo_stroke(cr);
         }
     }
@@ -489,7 +489,7 @@ static void draw_marks(cairo_t *cr, const zero_draw_layout *L, const zero_ranges
         double bottom = top + L->label_y - 8 + m->label_row * LABEL_ROW_H;
         cairo_save(cr);
         cairo_set_dash(cr, dash, 2, 0);
-        cairo_set_line_width(cr, 1.3);
+        viz_line_width(cr, 1.3);
         viz_set_rgb(cr, VIZ_TEXT);
         cairo_move_to(cr, m->x, top - 5);
         cairo_line_to(cr, m->x, bottom);
@@ -519,7 +519,7 @@ static void draw_row_names(cairo_t *cr, const zero_draw_layout *L) {
         viz_text(cr, x, t + L->bucket_y + 10.5, 9, false, VIZ_RIGHT, ink, "buckets");
         if (i % L->lines_per_shard == 0 && i > 0) { /* a rule between two ranks' rows */
             viz_set_rgb(cr, VIZ_GRID);
-            cairo_set_line_width(cr, 0.8);
+            viz_line_width(cr, 0.8);
             cairo_move_to(cr, 8, t - 14.5);
             cairo_line_to(cr, L->width - 8, t - 14.5);
             cairo_stroke(cr);
