@@ -23,6 +23,7 @@
 #include "src/core/check.h"
 #include "src/core/clock.h"
 #include "src/core/flags.h"
+#include "viz/canvas.h"
 
 static const char k_usage[] =
     "Usage: trident bench [--suite "
@@ -78,6 +79,8 @@ static void write_outputs(const bench_ctx *ctx, const char *title) {
 
 int cmd_bench(int argc, char **argv) {
     const char *suite = "all", *run_dir = "runs/bench", *worker = NULL, *device = "cpu";
+    const char *theme = NULL;
+    int width = 0, height = 0;
     bool quick = false;
     flag_spec specs[] = {
         {"--suite", FLAG_CHOICE, &suite, "which measurements",
@@ -90,10 +93,17 @@ int cmd_bench(int argc, char **argv) {
          NULL},
         {"--worker", FLAG_STRING, &worker, "internal: the part that runs under mpirun (comm, zero)",
          NULL},
+        {"--theme", FLAG_CHOICE, &theme,
+         "look of bench.png: default, or slides (large type, thick lines, grey-scale safe)",
+         "default|slides"},
+        {"--width", FLAG_INT, &width, "bench.png width in points; 0: its own", NULL},
+        {"--height", FLAG_INT, &height, "bench.png height in points; 0: its own", NULL},
     };
     const char *pos[1];
-    int npos = flags_parse("bench", k_usage, specs, 5, argc, argv, pos, 0);
+    int npos = flags_parse("bench", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
+                           argv, pos, 0);
     (void)npos;
+    viz_picture_options("trident bench", theme, width, height);
     if (worker) {
         if (strcmp(worker, "comm") == 0) return bench_worker_comm(run_dir, quick);
         if (strcmp(worker, "zero") == 0) return bench_worker_zero(run_dir, quick);
