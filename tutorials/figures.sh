@@ -2,7 +2,7 @@
 # figures.sh — regenerates every figure a parallelism course uses, in the default theme (for
 # handouts and the web) and the slides theme (for a projector and grey-scale print).
 #
-#   bash tutorials/figures.sh OUTDIR              every figure (about 2 minutes on 2 cores)
+#   bash tutorials/figures.sh OUTDIR              every figure (about 5 minutes on 2 cores)
 #   bash tutorials/figures.sh --quick OUTDIR      every kind of figure from smaller runs, PNG
 #                                                 only (about a minute; CI runs it)
 #   options: --trident PATH (default bazel-bin/trident, built if missing)
@@ -46,10 +46,12 @@ if [ -z "$trident" ]; then
     [ -x "$trident" ] || (cd "$here" && bazel build --jobs 2 //:trident >/dev/null)
 fi
 [ -x "$trident" ] || { echo "figures.sh: '$trident' is not an executable trident" >&2; exit 2; }
+trident=$(cd "$(dirname "$trident")" && pwd)/$(basename "$trident")
 exts="png svg"
 [ $quick = 1 ] && exts=png
 mkdir -p "$out/default" "$out/slides" "$out/runs"
 out=$(cd "$out" && pwd)
+cd "$out" # run directories are named runs/NAME in the pictures' titles
 # shellcheck source=/dev/null
 source "$here/tools/mpi_env.sh"
 log=$out/figures.log
@@ -101,18 +103,18 @@ for kind in gpipe 1f1b interleaved zb-h1; do
     say "schedule $kind measured (mpirun -np $p, $iters steps)"
     extra=(--pipeline-schedule "$kind")
     [ "$kind" = interleaved ] && extra=(--num-layers-per-virtual-pipeline-stage 1)
-    rm -rf "$out/runs/$kind"
+    rm -rf "runs/$kind"
     run mpirun --oversubscribe -np $p "$trident" train --pipeline-model-parallel-size $p \
         --num-layers $layers --global-batch-size $batch "${extra[@]}" --train-iters $iters \
-        --log-interval 1 --run-dir "$out/runs/$kind"
+        --eval-iters 0 --log-interval 1 --run-dir "runs/$kind"
     picture "measured-$kind" "$kind measured: the last step of a $p-rank run, re-timed as if each rank had its own core" \
-        "$trident" render --replay "$out/runs/$kind"
+        "$trident" render --replay "runs/$kind"
 done
 say "measured schedules compared, and their memory"
 picture compare-schedules "gpipe, 1f1b, interleaved, zb-h1 measured, stacked on one time scale" \
-    "$trident" render --replay "$out/runs/gpipe" "$out/runs/1f1b" "$out/runs/interleaved" "$out/runs/zb-h1"
+    "$trident" render --replay "runs/gpipe" "runs/1f1b" "runs/interleaved" "runs/zb-h1"
 picture memory-gpipe-vs-1f1b "activation memory in use under each rank: GPipe holds m micro-batches, 1F1B at most p" \
-    "$trident" render --replay "$out/runs/gpipe" "$out/runs/1f1b"
+    "$trident" render --replay "runs/gpipe" "runs/1f1b"
 
 # ---- ZeRO ---------------------------------------------------------------------------------
 dp=4
@@ -120,10 +122,10 @@ dp=4
 say "ZeRO-1 buffer at dp = $dp"
 for theme in default slides; do
     for ext in $exts; do
-        rm -rf "$out/runs/zero-$theme"
+        rm -rf "runs/zero-$theme"
         run mpirun --oversubscribe -np $dp "$trident" train --use-distributed-optimizer \
             --micro-batch-size $((16 / dp)) --train-iters 1 --no-trace --theme $theme \
-            --draw-zero "$out/$theme/zero-dp$dp.$ext" --run-dir "$out/runs/zero-$theme"
+            --draw-zero "$out/$theme/zero-dp$dp.$ext" --run-dir "runs/zero-$theme"
     done
 done
 note "zero-dp$dp" "the flat parameter buffer cut into $dp data-parallel shards: world, local and param indices" \
@@ -133,13 +135,13 @@ note "zero-dp$dp" "the flat parameter buffer cut into $dp data-parallel shards: 
 iters=30
 [ $quick = 1 ] && iters=6
 say "loss curves: serial and TP 2 x PP 2 ($iters steps each)"
-rm -rf "$out/runs/loss-serial" "$out/runs/loss-tp2-pp2"
-run "$trident" train --train-iters $iters --log-interval 1 --no-trace --run-dir "$out/runs/loss-serial"
+rm -rf "runs/loss-serial" "runs/loss-tp2-pp2"
+run "$trident" train --train-iters $iters --log-interval 1 --no-trace --run-dir "runs/loss-serial"
 run mpirun --oversubscribe -np 4 "$trident" train --tensor-model-parallel-size 2 \
     --pipeline-model-parallel-size 2 --train-iters $iters --log-interval 1 --no-trace \
-    --run-dir "$out/runs/loss-tp2-pp2"
+    --run-dir "runs/loss-tp2-pp2"
 picture loss-serial-vs-tp2-pp2 "one model, serial and on 4 ranks: the curves lie on one another" \
-    "$trident" render --metrics "$out/runs/loss-serial" "$out/runs/loss-tp2-pp2"
+    "$trident" render --metrics "runs/loss-serial" "runs/loss-tp2-pp2"
 
 mv "$index" "$out/FIGURES.md"
 n=$(ls "$out/slides"/*.png | wc -l)
