@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "src/ckpt/checkpoint.h"
+#include "src/ckpt/checkpoint_dir.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/clock.h"
@@ -174,6 +175,10 @@ static void run_setup(run_state *r, train_config *c) {
     r->t = trainer_create(c, r->ps);
     r->ckpt = trainer_ckpt_layout(c);
     if (r->lead) make_dirs(c->run_dir);
+    /* --save: refused now, not after training, if it cannot be written or another run saves
+     * there (src/ckpt/checkpoint_dir.h); rank 0 holds the lock until the process ends. */
+    if (r->lead && c->save && !ckpt_dir_lock(c->save, err, sizeof err))
+        die("trident train: %s", err); /* only rank 0 knows: die() ends the whole job */
     if (r->world > 1) comm_barrier(r->ps->world);
     r->cfg_json = train_config_json(c);
 }
