@@ -1,6 +1,7 @@
 /* config.c — see config.h. */
 #include "src/train/config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,8 +160,25 @@ static bool check_flags(const train_config *c, int world, char *err, size_t errl
     if (c->make_vocab_size_divisible_by < 1)
         FAIL("--make-vocab-size-divisible-by %d must be at least 1",
              c->make_vocab_size_divisible_by);
-    if (c->lr < 0 || c->min_lr < 0)
-        FAIL("--lr %g and --min-lr %g must not be negative", (double)c->lr, (double)c->min_lr);
+    if (!(c->lr >= 0) || !(c->min_lr >= 0) || !isfinite(c->lr))
+        FAIL("--lr %g and --min-lr %g must be finite and not negative", (double)c->lr,
+             (double)c->min_lr);
+    if (c->min_lr > c->lr)
+        FAIL("--min-lr %g is above --lr %g: the cosine schedule decays from lr down to min-lr",
+             (double)c->min_lr, (double)c->lr);
+    if (!(c->adam_beta1 >= 0 && c->adam_beta1 < 1) || !(c->adam_beta2 >= 0 && c->adam_beta2 < 1))
+        FAIL("--adam-beta1 %g and --adam-beta2 %g must be in [0, 1): Adam's moving averages",
+             (double)c->adam_beta1, (double)c->adam_beta2);
+    if (!(c->adam_eps > 0) || !isfinite(c->adam_eps))
+        FAIL("--adam-eps %g must be finite and above 0 (it keeps Adam's division finite)",
+             (double)c->adam_eps);
+    if (!(c->clip_grad >= 0) || !isfinite(c->clip_grad))
+        FAIL("--clip-grad %g must be finite and not negative (0 = no clipping)",
+             (double)c->clip_grad);
+    if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay))
+        FAIL("--weight-decay %g must be finite and not negative", (double)c->weight_decay);
+    if (c->lr_warmup_iters < 0)
+        FAIL("--lr-warmup-iters %d must not be negative", c->lr_warmup_iters);
     if (c->threads < 1) FAIL("--threads %d must be at least 1", c->threads);
     if (!(c->distributed_timeout_minutes >= 0))
         FAIL("--distributed-timeout-minutes %g must not be negative (0 waits forever)",

@@ -352,7 +352,8 @@ static void run_summary(run_state *r, double elapsed) {
                              c->use_distributed_optimizer ? 1 : 0);
         printf("ZeRO buffer picture: %s\n", c->draw_zero);
     }
-    printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - r->start, elapsed,
+    printf("done: %d iterations in %.1f s; loss %.4f -> %.4f",
+           c->train_iters > r->start ? c->train_iters - r->start : 0, elapsed,
            (double)r->first_loss, (double)r->last_loss);
     if (!isnan(r->held_out)) printf("; held-out loss %.4f", (double)r->held_out);
     double floor = dataset_loss_floor(r->t->data);
