@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "src/core/check.h"
 #include "src/core/flags.h"
@@ -264,6 +265,34 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
     return true;
 }
 
+/* A model that cannot be allocated is refused here, before any allocation, with its size:
+ * a LOWER bound of one rank's bytes, in double (no product of flags can wrap), against the
+ * machine's memory. Parameters and gradients (fp32, the largest pipeline stage's share of the
+ * blocks plus the embeddings) and one micro-batch's logits (B·T·V/tp); the real need is
+ * larger (Adam state, activations), so a model refused here could never run. */
+static bool check_fits(const train_config *c, char *err, size_t errlen) {
+    const double C = c->hidden_size, L = c->num_layers, T = c->seq_length, V = c->padded_vocab;
+    const double tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
+    const double block = 12.0 * C * C + 13.0 * C; /* one transformer block's parameters */
+    const double params = (ceil(L / pp) * block + (V + T) * C + 2.0 * C) / tp;
+    const double logits = (double)c->micro_batch_size * T * V / tp;
+    const double need = 4.0 * (2.0 * params + logits);
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (have > 0 && need > have)
+        FAIL("the model needs at least %.4g bytes per rank (%.4g parameters and their gradients, "
+             "%.4g logits of one micro-batch, fp32) but this machine has %.4g bytes of memory: "
+             "use a smaller model or micro-batch, or more tensor/pipeline ranks",
+             need, params, logits, have);
+    const double per_chunk = ceil(L / (pp * c->vpp));
+    if (!c->stage_layers && per_chunk > GPT_MAX_BLOCKS_PER_CHUNK)
+        FAIL("--num-layers %d over %d pipeline stage%s puts %.0f blocks in one model chunk; a "
+             "chunk holds at most %d (cut the model with more pipeline stages)",
+             c->num_layers, c->pipeline_model_parallel_size * c->vpp,
+             c->pipeline_model_parallel_size * c->vpp == 1 ? "" : "s", per_chunk,
+             GPT_MAX_BLOCKS_PER_CHUNK);
+    return true;
+}
+
 /* The model's shape at this tensor-parallel size. */
 static bool check_model(train_config *c, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size;
@@ -274,7 +303,7 @@ static bool check_model(train_config *c, char *err, size_t errlen) {
     if (c->hidden_size % tp != 0)
         FAIL("--hidden-size %d is not divisible by --tensor-model-parallel-size %d", c->hidden_size,
              tp);
-    return true;
+    return check_fits(c, err, errlen);
 }
 #undef FAIL
 

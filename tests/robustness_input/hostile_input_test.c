@@ -80,7 +80,7 @@ static const hostile_case k_cases[] = {
     /* ---- train: data ---- */
     {1, "train --data-path {D}/missing.txt --run-dir {D}/r",
      "cannot open data file '{D}/missing.txt'", NULL},
-    {1, "train --data-path {D} --run-dir {D}/r", "Is a directory", NULL},
+    {1, "train --data-path {D} --run-dir {D}/r", "is not a regular file (a directory)", NULL},
     {1, "train --data-path {D}/short.txt --run-dir {D}/r", "data file '{D}/short.txt' has 5 bytes",
      NULL},
     {1, "train --data-path {D}/short.txt --run-dir {D}/r", "--seq-length 64 needs at least 65",
@@ -127,6 +127,18 @@ static const hostile_case k_cases[] = {
      "train " TINY
      " --global-batch-size 2 --train-iters 2 --run-dir {D}/s2 --save {D}/short.txt/ck",
      "is not a directory", NULL},
+    /* ---- train: sizes that cannot be allocated, refused before any allocation ---- */
+    {1, "train --hidden-size 2000000000 --num-attention-heads 1",
+     "the model needs at least 1.536e+21 bytes per rank", NULL},
+    {1, "train --seq-length 2000000000", "2.048e+12 logits of one micro-batch", NULL},
+    {1, "train --micro-batch-size 2000000000 --global-batch-size 2000000000",
+     "3.277e+13 logits of one micro-batch", NULL},
+    {1, "train --num-layers 2000000000 --num-attention-heads 1", "bytes per rank", NULL},
+    {1, "train --num-layers 200 --hidden-size 64",
+     "puts 200 blocks in one model chunk; a chunk holds at most 84", NULL},
+    /* ---- train: special files as data ---- */
+    {1, "train --data-path {D}/fifo", "is not a regular file (a FIFO)", NULL},
+    {1, "train --data-path /dev/zero", "is not a regular file (a character device)", NULL},
     /* ---- groups ---- */
     {1, "groups", "--world-size is required", NULL},
     {1, "groups --world-size -4", "sizes must be at least 1, got world size -4", NULL},
@@ -227,7 +239,8 @@ static int setup(void **state) {
     (void)state;
     snprintf(g_dir, sizeof g_dir, "%s", test_tmpdir("hostile"));
     char cmd[8192];
-    sh("printf 'short' > %s/short.txt && mkdir -p %s/emptyrun %s/badtrace/trace && "
+    sh("printf 'short' > %s/short.txt && mkfifo %s/fifo && mkdir -p %s/emptyrun %s/badtrace/trace "
+       "&& "
        "printf 'TRDTRACE-not-a-trace' > %s/badtrace/trace/rank0.trace",
        g_dir);
     snprintf(cmd, sizeof cmd,
