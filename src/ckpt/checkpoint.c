@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/ckpt/checkpoint_dir.h"
 #include "src/ckpt/tensorfile.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
@@ -50,31 +51,6 @@ static void host_view_release(float *dev, float *h, size_t n, bool write_back) {
     if (h == dev) return;
     if (write_back) device_upload(dev, h, n * sizeof(float));
     free(h);
-}
-
-/* ---- paths ------------------------------------------------------------------------------ */
-
-static void iter_dir(char *out, size_t cap, const char *dir, int it, bool tmp) {
-    snprintf(out, cap, "%s/iter_%07d%s", dir, it, tmp ? ".tmp" : "");
-}
-
-static void rank_file(char *out, size_t cap, const char *idir, int rank) {
-    snprintf(out, cap, "%s/rank_%05d.tck", idir, rank);
-}
-
-/* Removes a directory of plain files (an iteration directory); no-op if it does not exist. */
-static void remove_iteration_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char path[4600];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (unlink(path) != 0) die("cannot remove '%s': %s", path, strerror(errno));
-    }
-    closedir(d);
-    if (rmdir(dir) != 0) die("cannot remove '%s': %s", dir, strerror(errno));
 }
 
 /* ---- who holds what --------------------------------------------------------------------- */
@@ -135,14 +111,17 @@ bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_siz
 
 /* The metadata of a rank's file (FORMAT.md): one compact JSON object; old files written by
  * hand in the same key order read the same (tf_meta_get_* look keys up by name). */
-static char *meta_json(int it, const ckpt_layout *c, const local_model *m, dist_optimizer *opt,
-                       int rank) {
+static char *meta_json(uint64_t save_id, int it, const ckpt_layout *c, const local_model *m,
+                       dist_optimizer *opt, int rank) {
     json_writer w;
     json_init_buffer(&w, 0);
     json_begin_object(&w, JSON_COMPACT);
     json_field_string(&w, "format", CKPT_FORMAT);
     json_field_int(&w, "version", CKPT_VERSION);
     json_field_int(&w, "iteration", it);
+    char id[24];
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)save_id);
+    json_field_string(&w, "save_id", id);
     json_field_int(&w, "adam_step", distopt_step_count(opt));
     json_field_double(&w, "loss_scale", "%.9g", (double)distopt_loss_scale(opt));
     json_field_string(&w, "precision", prec_dtype_name(c->dtype));
@@ -168,27 +147,16 @@ static char *meta_json(int it, const ckpt_layout *c, const local_model *m, dist_
     return json_take(&w);
 }
 
-/* The test hook of checkpoint.h: true when this save is the one TRIDENT_TEST_CRASH_IN_SAVE names. */
-static bool crash_requested(int rank) {
-    static int saves = 0;
-    saves++;
-    const char *e = getenv("TRIDENT_TEST_CRASH_IN_SAVE");
-    return rank == 0 && e && atoi(e) == saves;
-}
-
 void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_model *m,
                      dist_optimizer *opt, comm_group *world, int rank) {
-    char tmpdir[4200], findir[4200], path[4400];
-    iter_dir(tmpdir, sizeof tmpdir, dir, it, true);
-    iter_dir(findir, sizeof findir, dir, it, false);
-    const bool crash = crash_requested(rank);
-    if (rank == 0) {
-        remove_iteration_dir(tmpdir); /* left over from a crashed save: may hold stale ranks */
-        make_dirs(tmpdir);
-    }
-    if (world) comm_barrier(world);
-    rank_file(path, sizeof path, tmpdir, rank);
-    char *meta = meta_json(it, c, m, opt, rank);
+    char tmpdir[4200], path[4400];
+    ckpt_dir_iter_path(tmpdir, sizeof tmpdir, dir, it, ".tmp");
+    ckpt_save_begin(dir, it, rank); /* rank 0: a fresh iter_N.tmp/ */
+    /* One id for all the rank files of this save (checkpoint_dir.h, "identity"). */
+    uint64_t save_id = rank == 0 ? ckpt_save_new_id() : 0;
+    if (world) comm_broadcast(world, &save_id, 1, COMM_INT64, 0); /* also: the directory is there */
+    ckpt_dir_rank_path(path, sizeof path, tmpdir, rank);
+    char *meta = meta_json(save_id, it, c, m, opt, rank);
     tf_writer *w = tf_writer_open(path, meta);
     free(meta);
     char name[TF_MAX_NAME + 1];
@@ -199,11 +167,7 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
         snprintf(name, sizeof name, "param/%s", p->name);
         tf_writer_add(w, name, TF_F32, p->cols == 1 ? 1 : 2, shape, params + p->offset);
     }
-    if (crash) {
-        fprintf(stderr, "trident: TRIDENT_TEST_CRASH_IN_SAVE: rank 0 stops halfway through '%s'\n",
-                path);
-        _exit(9);
-    }
+    ckpt_save_crash_point(CKPT_STEP_RANK_FILE, rank); /* halfway through the file */
     /* Optimizer state, piece by piece, each named by its range of the local parameter. */
     size_t n, nmaster;
     float *dmom[2] = {distopt_moment(opt, 0, &n), distopt_moment(opt, 1, &n)};
@@ -233,44 +197,13 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
     host_view_release(dmaster, master, nmaster, false);
     /* Everyone has written: the iteration becomes visible at once. */
     if (world) comm_barrier(world);
-    if (rank == 0) {
-        struct stat st;
-        if (stat(findir, &st) == 0) { /* an earlier save of the same iteration: move it aside */
-            char old[4300];
-            snprintf(old, sizeof old, "%s.old", findir);
-            remove_iteration_dir(old);
-            if (rename(findir, old) != 0)
-                die("cannot move aside '%s': %s", findir, strerror(errno));
-        }
-        if (rename(tmpdir, findir) != 0)
-            die("cannot rename '%s' to '%s': %s", tmpdir, findir, strerror(errno));
-        snprintf(path, sizeof path, "%s/latest", dir);
-        atomic_file af;
-        FILE *f = atomic_file_open(&af, path);
-        fprintf(f, "%d\n", it);
-        atomic_file_commit(&af);
-    }
+    ckpt_save_publish(dir, it, rank); /* rank 0: the renames and `latest` */
     if (world) comm_barrier(world);
 }
 
 /* ---- reading the files ------------------------------------------------------------------ */
 
-int checkpoint_latest(const char *dir) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/latest", dir);
-    FILE *f = fopen(path, "r");
-    if (!f) die("--load %s: no checkpoint there ('%s' is missing: %s)", dir, path, strerror(errno));
-    char text[64] = {0};
-    size_t got = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    char *end;
-    errno = 0;
-    long it = got ? strtol(text, &end, 10) : -1;
-    if (!got || errno || end == text || (*end && *end != '\n') || it < 0 || it > 99999999)
-        die("--load %s: '%s' does not hold an iteration number (expected a line like \"100\")", dir,
-            path);
-    return (int)it;
-}
+int checkpoint_latest(const char *dir) { return ckpt_dir_latest(dir); }
 
 /* What a rank file says about itself, checked. */
 typedef struct {
@@ -278,6 +211,7 @@ typedef struct {
     const char *path;
     long long iteration, world, tp, tp_rank, padded_vocab, adam_step;
     char precision[16];
+    char save_id[24]; /* "" in checkpoints saved before ids existed */
 } saved_rank;
 
 static long long meta_int(const saved_rank *f, const char *key) {
@@ -290,8 +224,8 @@ static long long meta_int(const saved_rank *f, const char *key) {
 
 static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, int it, int rank) {
     char idir[4200], err[1024];
-    iter_dir(idir, sizeof idir, dir, it, false);
-    rank_file(path, cap, idir, rank);
+    ckpt_dir_iteration(idir, sizeof idir, dir, it); /* iter_N/, or iter_N.old/ (see there) */
+    ckpt_dir_rank_path(path, cap, idir, rank);
     memset(f, 0, sizeof *f);
     f->path = path;
     f->r = tf_reader_open(path, err, sizeof err);
@@ -306,6 +240,8 @@ static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, in
     if (version != CKPT_VERSION)
         die("checkpoint '%s': checkpoint version %lld, this program reads version %d", path,
             version, CKPT_VERSION);
+    if (!tf_meta_get_string(tf_reader_meta(f->r), "save_id", f->save_id, sizeof f->save_id))
+        f->save_id[0] = '\0';
     if (!tf_meta_get_string(tf_reader_meta(f->r), "precision", f->precision, sizeof f->precision))
         die("checkpoint '%s': the metadata has no \"precision\"", path);
     f->iteration = meta_int(f, "iteration");
@@ -545,6 +481,8 @@ int checkpoint_load(const char *dir, const ckpt_layout *c, local_model *m, dist_
     open_rank(&f, path, sizeof path, dir, it, 0);
     check_same_model(&f, dir, c);
     const long long world = f.world, adam_step = f.adam_step;
+    char save_id[sizeof f.save_id];
+    memcpy(save_id, f.save_id, sizeof save_id);
     const bool scaler_too = c->dtype == PREC_FP16 && strcmp(f.precision, "fp16") == 0;
     if (scaler_too) {
         int64_t four = 4;
@@ -567,6 +505,10 @@ int checkpoint_load(const char *dir, const ckpt_layout *c, local_model *m, dist_
             if (f.world != world)
                 die("checkpoint '%s': world_size %lld, but rank 0's file says %lld", path, f.world,
                     world);
+            if (strcmp(f.save_id, save_id) != 0)
+                die("checkpoint '%s': save id \"%s\", but rank 0's file has \"%s\": rank files "
+                    "of different saves are mixed in one iteration directory",
+                    path, f.save_id[0] ? f.save_id : "(none)", save_id[0] ? save_id : "(none)");
         }
         copy_params(&f, &t);
         copy_state(&f, &t);

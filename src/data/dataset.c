@@ -6,6 +6,9 @@
 #include "src/data/dataset.h"
 
 #include <errno.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,26 +35,36 @@ int dataset_vocab_size(void) { return 256; }
 
 int dataset_seq_len(const dataset *d) { return d->T; }
 
-/* Reads the whole file; dies with one line naming it on any failure. */
+/* The largest data file read into memory (bytes). */
+#define DATA_MAX_BYTES (4ull << 30)
+
+/* Reads the whole file; dies with one line naming it on any failure. Only a regular file is
+ * read, and only as many bytes as its size said: a FIFO, a device (/dev/zero) or a file that
+ * grows while being read can neither block the open (O_NONBLOCK) nor make the read endless. */
 static unsigned char *read_file(const char *path, size_t *n_out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) die("cannot open data file '%s': %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = mallocCheck(cap);
-    for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            unsigned char *grown = realloc(buf, cap);
-            if (!grown)
-                die("data file '%s' does not fit in memory (%zu bytes read so far)", path, n);
-            buf = grown;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) die("cannot open data file '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) die("cannot read data file '%s': %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        die("data file '%s' is not a regular file (a %s): --data-path needs a text file", path,
+            S_ISFIFO(st.st_mode)  ? "FIFO"
+            : S_ISCHR(st.st_mode) ? "character device"
+            : S_ISDIR(st.st_mode) ? "directory"
+                                  : "special file");
+    if ((unsigned long long)st.st_size > DATA_MAX_BYTES)
+        die("data file '%s' is %lld bytes; Trident reads at most %llu bytes (4 GiB) into memory",
+            path, (long long)st.st_size, DATA_MAX_BYTES);
+    size_t want = (size_t)st.st_size, n = 0;
+    unsigned char *buf = mallocCheck(want + 1);
+    while (n < want) {
+        ssize_t got = read(fd, buf + n, want - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) die("cannot read data file '%s': %s", path, strerror(errno));
+        if (got == 0) break; /* shrank while we read: take what is there */
+        n += (size_t)got;
     }
-    if (ferror(f)) die("cannot read data file '%s': %s", path, strerror(errno));
-    fclose(f);
+    close(fd);
     *n_out = n;
     return buf;
 }

@@ -94,6 +94,9 @@ typedef struct {
 } gpt_param;
 
 #define GPT_MAX_PARAMS 1024
+/* Blocks one chunk can hold in its table: 12 tensors each, plus the embeddings, final norm
+ * and head (train's configuration check refuses more, naming the flags). */
+#define GPT_MAX_BLOCKS_PER_CHUNK ((GPT_MAX_PARAMS - 8) / 12)
 
 /* One chunk: its shard, its parameter table and views, its activation sizes. */
 typedef struct {

@@ -1,9 +1,11 @@
 /* config.c — see config.h. */
 #include "src/train/config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "src/core/check.h"
 #include "src/core/flags.h"
@@ -161,8 +163,25 @@ static bool check_flags(const train_config *c, int world, char *err, size_t errl
     if (c->make_vocab_size_divisible_by < 1)
         FAIL("--make-vocab-size-divisible-by %d must be at least 1",
              c->make_vocab_size_divisible_by);
-    if (c->lr < 0 || c->min_lr < 0)
-        FAIL("--lr %g and --min-lr %g must not be negative", (double)c->lr, (double)c->min_lr);
+    if (!(c->lr >= 0) || !(c->min_lr >= 0) || !isfinite(c->lr))
+        FAIL("--lr %g and --min-lr %g must be finite and not negative", (double)c->lr,
+             (double)c->min_lr);
+    if (c->min_lr > c->lr)
+        FAIL("--min-lr %g is above --lr %g: the cosine schedule decays from lr down to min-lr",
+             (double)c->min_lr, (double)c->lr);
+    if (!(c->adam_beta1 >= 0 && c->adam_beta1 < 1) || !(c->adam_beta2 >= 0 && c->adam_beta2 < 1))
+        FAIL("--adam-beta1 %g and --adam-beta2 %g must be in [0, 1): Adam's moving averages",
+             (double)c->adam_beta1, (double)c->adam_beta2);
+    if (!(c->adam_eps > 0) || !isfinite(c->adam_eps))
+        FAIL("--adam-eps %g must be finite and above 0 (it keeps Adam's division finite)",
+             (double)c->adam_eps);
+    if (!(c->clip_grad >= 0) || !isfinite(c->clip_grad))
+        FAIL("--clip-grad %g must be finite and not negative (0 = no clipping)",
+             (double)c->clip_grad);
+    if (!(c->weight_decay >= 0) || !isfinite(c->weight_decay))
+        FAIL("--weight-decay %g must be finite and not negative", (double)c->weight_decay);
+    if (c->lr_warmup_iters < 0)
+        FAIL("--lr-warmup-iters %d must not be negative", c->lr_warmup_iters);
     if (c->threads < 1) FAIL("--threads %d must be at least 1", c->threads);
     if (!(c->distributed_timeout_minutes >= 0))
         FAIL("--distributed-timeout-minutes %g must not be negative (0 waits forever)",
@@ -248,6 +267,34 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
     return true;
 }
 
+/* A model that cannot be allocated is refused here, before any allocation, with its size:
+ * a LOWER bound of one rank's bytes, in double (no product of flags can wrap), against the
+ * machine's memory. Parameters and gradients (fp32, the largest pipeline stage's share of the
+ * blocks plus the embeddings) and one micro-batch's logits (B·T·V/tp); the real need is
+ * larger (Adam state, activations), so a model refused here could never run. */
+static bool check_fits(const train_config *c, char *err, size_t errlen) {
+    const double C = c->hidden_size, L = c->num_layers, T = c->seq_length, V = c->padded_vocab;
+    const double tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
+    const double block = 12.0 * C * C + 13.0 * C; /* one transformer block's parameters */
+    const double params = (ceil(L / pp) * block + (V + T) * C + 2.0 * C) / tp;
+    const double logits = (double)c->micro_batch_size * T * V / tp;
+    const double need = 4.0 * (2.0 * params + logits);
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (have > 0 && need > have)
+        FAIL("the model needs at least %.4g bytes per rank (%.4g parameters and their gradients, "
+             "%.4g logits of one micro-batch, fp32) but this machine has %.4g bytes of memory: "
+             "use a smaller model or micro-batch, or more tensor/pipeline ranks",
+             need, params, logits, have);
+    const double per_chunk = ceil(L / (pp * c->vpp));
+    if (!c->stage_layers && per_chunk > GPT_MAX_BLOCKS_PER_CHUNK)
+        FAIL("--num-layers %d over %d pipeline stage%s puts %.0f blocks in one model chunk; a "
+             "chunk holds at most %d (cut the model with more pipeline stages)",
+             c->num_layers, c->pipeline_model_parallel_size * c->vpp,
+             c->pipeline_model_parallel_size * c->vpp == 1 ? "" : "s", per_chunk,
+             GPT_MAX_BLOCKS_PER_CHUNK);
+    return true;
+}
+
 /* The model's shape at this tensor-parallel size. */
 static bool check_model(train_config *c, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size;
@@ -258,7 +305,7 @@ static bool check_model(train_config *c, char *err, size_t errlen) {
     if (c->hidden_size % tp != 0)
         FAIL("--hidden-size %d is not divisible by --tensor-model-parallel-size %d", c->hidden_size,
              tp);
-    return true;
+    return check_fits(c, err, errlen);
 }
 #undef FAIL
 

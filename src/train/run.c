@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "src/ckpt/checkpoint.h"
+#include "src/ckpt/checkpoint_dir.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/clock.h"
@@ -175,6 +176,10 @@ static void run_setup(run_state *r, train_config *c) {
     r->t = trainer_create(c, r->ps);
     r->ckpt = trainer_ckpt_layout(c);
     if (r->lead) make_dirs(c->run_dir);
+    /* --save: refused now, not after training, if it cannot be written or another run saves
+     * there (src/ckpt/checkpoint_dir.h); rank 0 holds the lock until the process ends. */
+    if (r->lead && c->save && !ckpt_dir_lock(c->save, err, sizeof err))
+        die("trident train: %s", err); /* only rank 0 knows: die() ends the whole job */
     if (r->world > 1) comm_barrier(r->ps->world);
     r->cfg_json = train_config_json(c);
 }
@@ -349,7 +354,8 @@ static void run_summary(run_state *r, double elapsed) {
                              c->use_distributed_optimizer ? 1 : 0);
         printf("ZeRO buffer picture: %s\n", c->draw_zero);
     }
-    printf("done: %d iterations in %.1f s; loss %.4f -> %.4f", c->train_iters - r->start, elapsed,
+    printf("done: %d iterations in %.1f s; loss %.4f -> %.4f",
+           c->train_iters > r->start ? c->train_iters - r->start : 0, elapsed,
            (double)r->first_loss, (double)r->last_loss);
     if (!isnan(r->held_out)) printf("; held-out loss %.4f", (double)r->held_out);
     double floor = dataset_loss_floor(r->t->data);

@@ -133,7 +133,7 @@ static void a_crash_mid_save_leaves_the_previous_checkpoint_loadable(void **stat
              layout, N_TOTAL, N_SAVED, dir, ck);
     int rc = trident(2, "TRIDENT_TEST_CRASH_IN_SAVE=2", a);
     if (rc == 0) fail_msg("the crash hook did not fire:\n%s", g_out);
-    assert_non_null(strstr(g_out, "TRIDENT_TEST_CRASH_IN_SAVE"));
+    assert_non_null(strstr(g_out, "rank 0 stops after step rank_file of save 2"));
     snprintf(p, sizeof p, "%s/latest", ck);
     FILE *f = fopen(p, "r");
     assert_non_null(f);

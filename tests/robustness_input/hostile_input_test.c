@@ -80,7 +80,7 @@ static const hostile_case k_cases[] = {
     /* ---- train: data ---- */
     {1, "train --data-path {D}/missing.txt --run-dir {D}/r",
      "cannot open data file '{D}/missing.txt'", NULL},
-    {1, "train --data-path {D} --run-dir {D}/r", "Is a directory", NULL},
+    {1, "train --data-path {D} --run-dir {D}/r", "is not a regular file (a directory)", NULL},
     {1, "train --data-path {D}/short.txt --run-dir {D}/r", "data file '{D}/short.txt' has 5 bytes",
      NULL},
     {1, "train --data-path {D}/short.txt --run-dir {D}/r", "--seq-length 64 needs at least 65",
@@ -95,7 +95,7 @@ static const hostile_case k_cases[] = {
     {1, "eval --load {D}/ck_magic", "rank_00000.tck': not a Trident tensor file", NULL},
     {1, "eval --load {D}/ck_flip", "rank_00000.tck': tensor", NULL},
     {1, "eval --load {D}/ck_latest", "does not hold an iteration number", NULL},
-    {1, "eval --load {D}/ck_99", "iter_0000099/rank_00000.tck': cannot open", NULL},
+    {1, "eval --load {D}/ck_99", "`latest` says iteration 99, but neither", NULL},
     {1, "eval --load {D}/ck_notckpt", "its metadata does not say \"format\":\"trident-checkpoint\"",
      NULL},
     {1, "eval --load {D}/ck_v1", "checkpoint version 1, this program reads version 2", NULL},
@@ -104,6 +104,41 @@ static const hostile_case k_cases[] = {
      "the checkpoint has num_layers = 1 but this run has 2", NULL},
     {1, "train " TINY " --seq-length 8 --train-iters 2 --run-dir {D}/m --load {D}/ck",
      "the checkpoint has seq_length = 4 but this run has 8", NULL},
+    /* ---- train: optimizer hyper-parameters ---- */
+    {1, "train --adam-beta1 1", "--adam-beta1 1 and --adam-beta2 0.95 must be in [0, 1)", NULL},
+    {1, "train --adam-beta2 -0.5", "--adam-beta1 0.9 and --adam-beta2 -0.5 must be in [0, 1)",
+     NULL},
+    {1, "train --adam-beta1 nan", "--adam-beta1 expects a finite number, got 'nan'", NULL},
+    {1, "train --adam-eps 0", "--adam-eps 0 must be finite and above 0", NULL},
+    {1, "train --adam-eps -1e-8", "--adam-eps -1e-08 must be finite and above 0", NULL},
+    {1, "train --adam-eps inf", "--adam-eps expects a finite number, got 'inf'", NULL},
+    {1, "train --clip-grad -1", "--clip-grad -1 must be finite and not negative", NULL},
+    {1, "train --clip-grad nan", "--clip-grad expects a finite number, got 'nan'", NULL},
+    {1, "train --weight-decay -0.1", "--weight-decay -0.1 must be finite and not negative", NULL},
+    {1, "train --lr-warmup-iters -3", "--lr-warmup-iters -3 must not be negative", NULL},
+    {1, "train --lr 1e-5", "--min-lr 0.0001 is above --lr 1e-05", NULL},
+    {1, "train --lr nan", "--lr expects a finite number, got 'nan'", NULL},
+    {1, "train --lr inf", "--lr expects a finite number, got 'inf'", NULL},
+    {1, "train --min-lr -1", "--lr 0.001 and --min-lr -1 must be finite and not negative", NULL},
+    /* ---- train: output that cannot be written is refused before any work ---- */
+    {1, "train " TINY " --train-iters 2 --run-dir {D}/s --save /proc/no/such/ck",
+     "--save /proc/no/such/ck: cannot create directory '/proc/no'", NULL},
+    {2,
+     "train " TINY
+     " --global-batch-size 2 --train-iters 2 --run-dir {D}/s2 --save {D}/short.txt/ck",
+     "is not a directory", NULL},
+    /* ---- train: sizes that cannot be allocated, refused before any allocation ---- */
+    {1, "train --hidden-size 2000000000 --num-attention-heads 1",
+     "the model needs at least 1.536e+21 bytes per rank", NULL},
+    {1, "train --seq-length 2000000000", "2.048e+12 logits of one micro-batch", NULL},
+    {1, "train --micro-batch-size 2000000000 --global-batch-size 2000000000",
+     "3.277e+13 logits of one micro-batch", NULL},
+    {1, "train --num-layers 2000000000 --num-attention-heads 1", "bytes per rank", NULL},
+    {1, "train --num-layers 200 --hidden-size 64",
+     "puts 200 blocks in one model chunk; a chunk holds at most 84", NULL},
+    /* ---- train: special files as data ---- */
+    {1, "train --data-path {D}/fifo", "is not a regular file (a FIFO)", NULL},
+    {1, "train --data-path /dev/zero", "is not a regular file (a character device)", NULL},
     /* ---- groups ---- */
     {1, "groups", "--world-size is required", NULL},
     {1, "groups --world-size -4", "sizes must be at least 1, got world size -4", NULL},
@@ -154,7 +189,8 @@ static const hostile_case k_cases[] = {
     {1, "render {D}/emptyrun -o {D}/x.png --step -5", "--step -5 is not a step", NULL},
     /* ---- bench and the program ---- */
     {1, "bench --suite nonsense",
-     "--suite must be one of serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all, got 'nonsense'",
+     "--suite must be one of serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all, "
+     "got 'nonsense'",
      NULL},
     {1, "bench --suite device --device tpu",
      "--device must be one of cpu|cuda|cpu-guarded, got 'tpu'", NULL},
@@ -203,7 +239,8 @@ static int setup(void **state) {
     (void)state;
     snprintf(g_dir, sizeof g_dir, "%s", test_tmpdir("hostile"));
     char cmd[8192];
-    sh("printf 'short' > %s/short.txt && mkdir -p %s/emptyrun %s/badtrace/trace && "
+    sh("printf 'short' > %s/short.txt && mkfifo %s/fifo && mkdir -p %s/emptyrun %s/badtrace/trace "
+       "&& "
        "printf 'TRDTRACE-not-a-trace' > %s/badtrace/trace/rank0.trace",
        g_dir);
     snprintf(cmd, sizeof cmd,
