@@ -23,7 +23,12 @@ struct pp_executor {
     gpt_wgrad ***wg_pool;  /* (v) stacks of free ones, per chunk */
     int *wg_pool_n;        /* (v) */
     gpt_scratch **scratch; /* (v) */
-    float *xin, *xout;     /* (B,T,C) message buffers, device memory */
+    float *xin, *xout;     /* (B,T,C) message buffers, device memory; xin is one of xin_buf */
+    float *xin_buf[2];     /* --overlap-p2p-comm: the next receive lands in the other one */
+    bool overlap_p2p;
+    comm_request
+        *ahead; /* the receive posted ahead, for action ahead_at, into xin_buf[ahead_buf] */
+    int ahead_at, ahead_buf;
     size_t live_bytes, peak_bytes;
     int live_sets, peak_sets;
     trace_recorder *trace;
@@ -55,7 +60,9 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
         ex->wg_pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->wg_pool);
         ex->scratch[c] = gpt_scratch_create(&model->chunks[c], B, T);
     }
-    ex->xin = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
+    ex->xin_buf[0] = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
+    ex->xin_buf[1] = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
+    ex->xin = ex->xin_buf[0];
     ex->xout = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
     return ex;
 }
@@ -78,13 +85,15 @@ void pp_executor_destroy(pp_executor *ex) {
     free(ex->pool);
     free(ex->pool_n);
     free(ex->scratch);
-    device_free(ex->xin);
+    device_free(ex->xin_buf[0]);
+    device_free(ex->xin_buf[1]);
     device_free(ex->xout);
     pp_rank_plan_free(&ex->plan);
     free(ex);
 }
 
 void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr) { ex->trace = tr; }
+void pp_executor_set_overlap_p2p(pp_executor *ex, bool on) { ex->overlap_p2p = on; }
 
 /* Takes an activation set for chunk c from its pool (allocating the first time). */
 static gpt_acts *acts_take(pp_executor *ex, int c) {
@@ -132,6 +141,39 @@ static void recv_input(pp_executor *ex, const pp_action *a) {
     comm_label_set(p2p_label(a), -1);
     comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
     comm_label_clear();
+}
+
+/* --overlap-p2p-comm: posts the receive of the first action after `i` that has one, into the
+ * input buffer action i does not use, unless it is posted already. */
+static void post_next_recv(pp_executor *ex, int i) {
+    if (ex->ahead) return;
+    for (int j = i + 1; j < ex->plan.n; j++) {
+        const pp_action *b = &ex->plan.actions[j];
+        if (b->recv_peer < 0) continue;
+        ex->ahead_buf = ex->xin == ex->xin_buf[0] ? 1 : 0;
+        ex->ahead_at = j;
+        comm_label_set(p2p_label(b), -1);
+        ex->ahead = comm_irecv(ex->pp, ex->xin_buf[ex->ahead_buf], ex->act_elems, COMM_FLOAT32,
+                               b->recv_peer, b->recv_tag);
+        comm_label_clear();
+        return;
+    }
+}
+
+/* The input of action i: waits for the receive posted ahead (its exposed part is what the
+ * trace shows), or, on the first one of the step, receives now. */
+static void take_input(pp_executor *ex, const pp_action *a, int i) {
+    if (!ex->overlap_p2p) {
+        recv_input(ex, a);
+        return;
+    }
+    if (!ex->ahead) post_next_recv(ex, i - 1);
+    CHECK(ex->ahead && ex->ahead_at == i, "the receive posted ahead is not this action's");
+    comm_label_set(p2p_label(a), -1);
+    comm_request_wait(ex->ahead);
+    comm_label_clear();
+    ex->ahead = NULL;
+    ex->xin = ex->xin_buf[ex->ahead_buf];
 }
 
 static void send_output(pp_executor *ex, const pp_action *a) {
@@ -195,7 +237,8 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
     for (int i = 0; i < ex->plan.n; i++) {
         const pp_action *a = &ex->plan.actions[i];
         gpt_acts **slot = &ex->live[a->mb * v + a->chunk];
-        if (a->recv_peer >= 0) recv_input(ex, a);
+        if (a->recv_peer >= 0) take_input(ex, a, i);
+        if (ex->overlap_p2p) post_next_recv(ex, i); /* lands while this action computes */
         if (a->op == PP_FORWARD) {
             CHECK(*slot == NULL, "forward of a micro-batch whose activations are still held");
             *slot = acts_take(ex, a->chunk);

@@ -19,6 +19,7 @@
 #ifndef TRIDENT_PP_EXECUTOR_H
 #define TRIDENT_PP_EXECUTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,13 @@ void pp_executor_destroy(pp_executor *ex);
 
 /* Optional: record each forward/backward (and memory in use) on this recorder. */
 void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr);
+
+/* --overlap-p2p-comm: each action's receive is posted one receive ahead (MPI_Irecv into a
+ * second input buffer) before the previous action computes, and waited for only when its
+ * action starts, so the transfer can happen while this rank computes (comm.h, comm_irecv:
+ * it moves whenever MPI progresses here). Sends never wait anyway: comm_send hands MPI a
+ * private copy, so the output buffer is free for reuse at once. Off by default. */
+void pp_executor_set_overlap_p2p(pp_executor *ex, bool on);
 
 /* Runs the step's actions. inputs, targets: (m, B, T) token ids of this rank's m
  * micro-batches (only the first stage reads inputs, only the last reads targets).

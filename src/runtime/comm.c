@@ -552,6 +552,60 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
     comm_report_(g, "sendrecv", dest, sbytes, tag, t0, t_ready, time_now(), c0);
 }
 
+struct comm_request {
+    comm_group *g;
+    void *buf;
+    size_t count;
+    comm_dtype dt;
+    int peer, tag;
+    bool posted;     /* an MPI_Irecv is in flight (MPI backend with a communicator) */
+    MPI_Request req; /* when posted */
+};
+
+comm_request *comm_irecv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_group_rank,
+                         int tag) {
+    check_p2p(g, peer_group_rank, tag);
+    comm_request *r = callocCheck(1, sizeof *r);
+    *r = (comm_request){g, buf, count, dt, peer_group_rank, tag, false, MPI_REQUEST_NULL};
+    /* Only a plain MPI receive into host memory can be posted ahead; the others (local loop,
+     * NCCL, a buffer that needs staging) receive at the wait. */
+    if (!comm_is_local(g) && !comm_is_nccl(g) && !comm_needs_staging(g, buf)) {
+        MPI_Irecv(buf, comm_mpi_count(count), mpi_type(dt), peer_group_rank, tag, g->mpi, &r->req);
+        r->posted = true;
+        dist_progress_add_sends(1); /* the progress thread (if any) moves it while we compute */
+    }
+    return r;
+}
+
+void comm_request_wait(comm_request *r) {
+    CHECK(r != NULL, "comm_request_wait: no request (comm_irecv returns one per receive)");
+    if (!r->posted) {
+        comm_recv(r->g, r->buf, r->count, r->dt, r->peer, r->tag);
+        free(r);
+        return;
+    }
+    comm_group *g = r->g;
+    comm_fault_point("recv");
+    double t0 = time_now(), c0 = thread_cpu_now();
+    comm_wait_site w = {g, "recv", "from", r->peer, r->tag};
+    MPI_Status st;
+    comm_wait_begin(&w);
+    MPI_Wait(&r->req, &st);
+    comm_wait_end();
+    dist_progress_add_sends(-1);
+    int got = 0;
+    MPI_Get_count(&st, mpi_type(r->dt), &got);
+    if ((size_t)got != r->count) {
+        fprintf(stderr,
+                "comm_recv on group %s: peer %d sent %d elements with tag %d, expected %zu\n",
+                g->name, g->members[r->peer], got, r->tag, r->count);
+        CHECK(0, "sender and receiver disagree on the message size");
+    }
+    const size_t bytes = r->count * comm_dtype_size(r->dt);
+    comm_report_(g, "recv", r->peer, bytes, r->tag, t0, t0, time_now(), c0);
+    free(r);
+}
+
 void comm_wait_sends(comm_group *g) {
 #ifdef TRIDENT_CUDA
     if (comm_is_nccl(g)) comm_nccl_flush(g);

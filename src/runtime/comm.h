@@ -143,6 +143,21 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
                    size_t rcount, int src, comm_dtype dt, int tag);
 void comm_wait_sends(comm_group *g); /* completes outstanding sends and frees their copies */
 
+/* A receive posted ahead (--overlap-p2p-comm): comm_irecv posts it and returns at once;
+ * comm_request_wait completes it (buf holds the message on return) and frees the request.
+ * Every request must be waited for, before buf is read or reused. Until then the message
+ * can land whenever MPI progresses on this rank: inside any later comm call, or in the
+ * p2p progress thread (dist.h) when it runs — the request counts as pending traffic for it.
+ * The trace event ("recv") is reported by the wait: t_start = when the wait began, so its
+ * length is the EXPOSED part of the transfer; a message that arrived while the rank
+ * computed costs a wait of ~0. (MPI cannot say, inside a wait on a posted receive, when
+ * the peer's data arrived, so t_ready = t_start: the whole wait counts as waiting.)
+ * NCCL groups and local (size 1) groups receive at the wait: same result, no overlap. */
+typedef struct comm_request comm_request;
+comm_request *comm_irecv(comm_group *g, void *buf, size_t count, comm_dtype dt, int peer_group_rank,
+                         int tag);
+void comm_request_wait(comm_request *r);
+
 /* --- timeouts ---------------------------------------------------------------------------- */
 
 /* Seconds one operation may wait before the job is ended; 0 (the default) waits forever.

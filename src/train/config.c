@@ -98,6 +98,9 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
          "explicit layers per virtual stage, e.g. 3,3,2 (default: even split)", NULL},
         {"--rank-order", FLAG_CHOICE, &c->rank_order, "how ranks map to (tp, dp, pp)",
          "tp-dp-pp|tp-pp-dp"},
+        {"--overlap-p2p-comm", FLAG_BOOL, &c->overlap_p2p_comm,
+         "pipeline: post each receive one action ahead, so it can land while the rank computes",
+         NULL},
         {"--use-distributed-optimizer", FLAG_BOOL, &c->use_distributed_optimizer,
          "ZeRO-1: shard the optimizer state over data-parallel ranks", NULL},
         {"--bf16", FLAG_BOOL, &c->bf16, "bf16 parameters and gradients, fp32 master weights", NULL},
@@ -343,6 +346,7 @@ char *train_config_json(const train_config *c) {
     json_field_string(&w, "pipeline_schedule", c->pipeline_schedule);
     json_field_string(&w, "rank_order", c->rank_order);
     json_field_bool(&w, "use_distributed_optimizer", c->use_distributed_optimizer);
+    json_field_bool(&w, "overlap_p2p_comm", c->overlap_p2p_comm);
     json_field_string(&w, "precision", c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
     json_field_string(&w, "data", c->data_path ? c->data_path : "synthetic");
     json_field_string(&w, "device", c->device);

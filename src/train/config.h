@@ -29,6 +29,7 @@ typedef struct {
     const char *stage_layers; /* "2,3,3" explicit layers per virtual stage, or NULL */
     const char *rank_order;   /* tp-dp-pp | tp-pp-dp */
     bool use_distributed_optimizer;
+    bool overlap_p2p_comm; /* receives posted ahead (src/pp/executor.h) */
     bool bf16, fp16;
     /* data, output */
     const char *data_path; /* NULL = built-in synthetic data */

@@ -75,6 +75,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     pp_config_check(&pc, "trident train");
     t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
                                  cfg->micro_batch_size, cfg->seq_length);
+    pp_executor_set_overlap_p2p(t->exec, cfg->overlap_p2p_comm);
     adamw_config ac = {
         .lr = cfg->lr,
         .min_lr = cfg->min_lr,

@@ -216,6 +216,38 @@ static void send_send_then_recv_recv_does_not_deadlock(void **state) {
     free(rb);
 }
 
+/* --overlap-p2p-comm's receive posted ahead: posted before the peer sends, waited for out
+ * of order, the payload is the peer's (large: rendezvous, and small: eager). A lone rank
+ * (and the serial run) talks to itself. */
+static void receives_posted_ahead_get_their_messages_in_any_wait_order(void **state) {
+    (void)state;
+    enum { big = 300000, small = 7 };
+    int r = R(), peer = r ^ 1;
+    if (peer >= N()) peer = r;
+    float *a = malloc(sizeof(float) * big), *ra = malloc(sizeof(float) * big);
+    float b[small], rb[small];
+    for (int i = 0; i < big; i++) a[i] = (float)(r * 10 + 1);
+    for (int i = 0; i < small; i++) b[i] = (float)(r * 10 + 2);
+    comm_request *qa = NULL, *qb = NULL;
+    if (peer != r) { /* a lone rank must send first: its receive is served at the wait */
+        qa = comm_irecv(g_world, ra, big, COMM_FLOAT32, peer, 3);
+        qb = comm_irecv(g_world, rb, small, COMM_FLOAT32, peer, 4);
+    }
+    comm_send(g_world, a, big, COMM_FLOAT32, peer, 3);
+    comm_send(g_world, b, small, COMM_FLOAT32, peer, 4);
+    if (peer == r) {
+        qa = comm_irecv(g_world, ra, big, COMM_FLOAT32, peer, 3);
+        qb = comm_irecv(g_world, rb, small, COMM_FLOAT32, peer, 4);
+    }
+    comm_request_wait(qb);
+    comm_request_wait(qa);
+    comm_wait_sends(g_world);
+    for (int i = 0; i < small; i++) assert_true(rb[i] == (float)(peer * 10 + 2));
+    assert_true(ra[0] == (float)(peer * 10 + 1) && ra[big - 1] == (float)(peer * 10 + 1));
+    free(a);
+    free(ra);
+}
+
 static void sendrecv_in_a_ring_passes_to_the_next_rank(void **state) {
     (void)state;
     enum { n = 13 };
@@ -478,6 +510,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(broadcast_copies_the_roots_buffer),
         cmocka_unit_test(zero_length_buffers_are_fine_everywhere),
         cmocka_unit_test(send_send_then_recv_recv_does_not_deadlock),
+        cmocka_unit_test(receives_posted_ahead_get_their_messages_in_any_wait_order),
         cmocka_unit_test(sendrecv_in_a_ring_passes_to_the_next_rank),
         cmocka_unit_test(subgroups_of_parallel_state_reduce_over_their_members),
         cmocka_unit_test(trace_hook_reports_every_call_with_its_bytes),
