@@ -6,19 +6,26 @@
  * schedule_sim.h checks a schedule and predicts its timeline; viz/schedule_draw.h draws it.
  *
  * Vocabulary. p pipeline ranks, m micro-batches, v model chunks per rank (v = 1 except for
- * the interleaved schedule). The model is cut into S = p·v virtual stages; chunk c of rank r
- * is virtual stage s = c·p + r, so the stages go round the ranks v times:
+ * the interleaved schedule and zbv, v = 2). The model is cut into S = p·v virtual stages; which
+ * stage chunk c of rank r holds is the schedule's placement, pp_stage (and back, pp_stage_owner).
+ * Every layer of the tree that needs it (model partition, trainer, pictures) asks these two:
  *
+ *   round robin (all but zbv)  s = c·p + r: the stages go round the ranks v times
  *     p = 4, v = 2:   rank 0: s0 s4    rank 1: s1 s5    rank 2: s2 s6    rank 3: s3 s7
  *                     activations  s0 -> s1 -> s2 -> s3 -> s4 -> ... -> s7 (loss)
- *                     gradients    s7 -> s6 -> ...                -> s0
+ *   V (zbv)                    chunk 0 is stage r, chunk 1 is stage 2p−1−r: down and back up
+ *     p = 4:          rank 0: s0 s7    rank 1: s1 s6    rank 2: s2 s5    rank 3: s3 s4
+ *                     activations  s0 -> s1 -> s2 -> s3 => s4 -> s5 -> s6 -> s7 (loss, rank 0)
+ *                     (=>: rank 3 to itself; the executor hands that buffer over locally)
+ *   gradients flow the other way: S−1 -> ... -> 0.
  *
  * One action = forward or backward of one (micro-batch, chunk). Its messages:
  *   F of stage s: receives the activation      from s-1 before (unless s = 0),
  *                 sends its output activation  to   s+1 after  (unless s = S-1);
  *   B of stage s: receives the output-gradient from s+1 before (unless s = S-1),
  *                 sends the input-gradient     to   s-1 after  (unless s = 0).
- * The peer of s±1 is pipeline rank (r±1) mod p. A message is named by its tag, unique in
+ * The peer of s±1 is the rank that owns it (pp_stage_owner): (r±1) mod p round robin; in
+ * the V it can be the rank itself (stage p−1 -> p on rank p−1). A message is named by its tag, unique in
  * one step over (direction, micro-batch, destination virtual stage):
  *     tag = (mb·S + dst_stage)·2 + dir        dir 0 = activation, 1 = gradient
  * so the largest tag is 2·m·S − 1, at most COMM_MAX_TAG (src/runtime/comm_tag.h;
@@ -43,7 +50,17 @@
  *                optimizer only after every rank's last W, behind the same global gradient
  *                norm and NaN check as every schedule, so there is nothing to undo; the
  *                price is the optimizer's time outside the pipeline, as in 1F1B.
- * All three are the same shape — warmup forwards, steady F/B pairs, cooldown backwards —
+ *   zbv          zero bubble on the V placement (Qi et al. 2024, "ZB-V"), v = 2, split
+ *                backward. Not a closed formula but a list schedule (schedule_zbv.c): all
+ *                ranks are played forward in time with every F, B and W one unit long, and a
+ *                free rank takes, in this order, a W when its activation memory is full, a
+ *                ready B, a ready F (chunk 1 before chunk 0), a waiting W. Chunk 0 forwards
+ *                stop one set short of the cap (2p chunk sets = 1F1B's p stage sets), so a
+ *                chunk 1 forward always finds room: no memory deadlock, for every m >= 1.
+ *                Rank 0 holds the embedding (stage 0) and the head + loss (stage 2p−1).
+ *                With F = B = W the only idle time is the start-up stagger: rank r starts r
+ *                chunk-forwards late, so every rank idles p−1 units against 6m units of work.
+ * gpipe, 1f1b and interleaved are the same shape — warmup forwards, steady F/B pairs, cooldown backwards —
  * with GPipe's warmup being all m forwards:
  *
  *     1f1b p=4 m=8 rank 0:  F0 F1 F2 | F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 | B5 B6 B7
@@ -65,7 +82,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum { PP_GPIPE = 0, PP_1F1B = 1, PP_INTERLEAVED = 2, PP_ZB_H1 = 3 } pp_kind;
+typedef enum { PP_GPIPE = 0, PP_1F1B = 1, PP_INTERLEAVED = 2, PP_ZB_H1 = 3, PP_ZBV = 4 } pp_kind;
 /* PP_BACKWARD is the whole backward of gpipe / 1f1b / interleaved. The zero-bubble schedules
  * split it (src/model/gpt.h, "the split backward"): PP_BACKWARD_INPUT ("B" in Qi et al.: the
  * input gradient, with the backward's messages) and PP_WEIGHT ("W": the weight gradient, no
@@ -80,7 +97,7 @@ typedef struct {
     pp_kind kind;
     int p; /* pipeline ranks (pipeline-model-parallel size) */
     int m; /* micro-batches per step */
-    int v; /* model chunks per rank: 1, or >= 2 for interleaved */
+    int v; /* model chunks per rank: 1, >= 2 for interleaved, 2 for zbv */
 } pp_config;
 
 /* One step of one rank. recv_* happen before the compute, send_* after; -1 = no message. */
@@ -88,7 +105,7 @@ typedef struct {
     pp_op op;
     int mb;         /* micro-batch, 0..m-1 */
     int chunk;      /* model chunk on this rank, 0..v-1 */
-    int stage;      /* virtual stage chunk·p + rank, 0..p·v-1 */
+    int stage;      /* virtual stage pp_stage(rank, chunk), 0..p·v-1 */
     pp_phase phase; /* warmup / steady / cooldown */
     int recv_peer;  /* pipeline rank to receive from, or -1 */
     int recv_stage; /* virtual stage that sends it, or -1 */
@@ -101,7 +118,7 @@ typedef struct {
 /* The ordered actions of one rank. */
 typedef struct {
     int rank;
-    int n;              /* number of actions: 2·m·v for a generated plan, 3·m for zb-h1 */
+    int n;              /* number of actions: 2·m·v, or 3·m·v when the backward is split */
     int warmup;         /* actions [0, warmup) are the warmup forwards */
     int cooldown;       /* the last `cooldown` actions are the cooldown backwards */
     pp_action *actions; /* (n) */
@@ -113,23 +130,29 @@ typedef struct {
     pp_rank_plan *ranks; /* (p) */
 } pp_schedule;
 
-/* "gpipe" | "1f1b" | "interleaved" -> kind; false for anything else. */
+/* "gpipe" | "1f1b" | "interleaved" | "zb-h1" | "zbv" -> kind; false for anything else. */
 bool pp_kind_parse(const char *name, pp_kind *out);
 /* The name pp_kind_parse accepts. */
 const char *pp_kind_name(pp_kind kind);
 
 /* True when the configuration is usable; otherwise false and one line in msg naming the
  * value and the rule, e.g. "m = 6 micro-batches is not a multiple of the pipeline
- * size p = 4: the interleaved schedule walks micro-batches in groups of p". Rules: p >= 1, m >= 1, v >= 2 for interleaved, v == 1 otherwise,
- * m % p == 0 for interleaved. */
+ * size p = 4: the interleaved schedule walks micro-batches in groups of p". Rules: p >= 1,
+ * m >= 1, v >= 2 for interleaved, v == 2 for zbv, v == 1 otherwise, m % p == 0 and p >= 2 for
+ * interleaved. zbv takes any m >= 1 (its list schedule cannot deadlock, see above). */
 bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap);
 /* pp_config_valid, dying with "<who>: <message>" when it is not. */
 void pp_config_check(const pp_config *cfg, const char *who);
 
-/* Virtual stage of (rank, chunk): chunk·p + rank. */
+/* Virtual stage of (rank, chunk): chunk·p + rank, or the V for zbv (r, 2p−1−r). */
 int pp_stage(const pp_config *cfg, int rank, int chunk);
-/* Number of warmup forwards on `rank`: m (gpipe), min(p−r−1, m) (1f1b),
- * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved). */
+/* The inverse: which (rank, chunk) holds virtual stage `stage` (0 <= stage < p·v). */
+void pp_stage_owner(const pp_config *cfg, int stage, int *rank, int *chunk);
+/* Whether the schedule splits the backward into B and W (zb-h1, zbv). */
+bool pp_splits_backward(pp_kind kind);
+/* Number of warmup forwards on `rank`: m (gpipe), min(p−r−1, m) (1f1b, zb-h1),
+ * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved); zbv: the forwards before its first B in the
+ * list schedule. */
 int pp_warmup(const pp_config *cfg, int rank);
 /* Tag of the message of direction dir for micro-batch mb arriving at virtual stage
  * dst_stage, with S = nstages virtual stages: (mb·S + dst_stage)·2 + dir. */
@@ -163,8 +186,13 @@ double pp_bubble_of_total(int p, int m, int v);
 /* The same for any schedule. zb-h1, with F = B = W (each a third of forward + backward):
  * every rank idles (p−1)(F + B − W) = (p−1) units against 3m units of work, so
  *   of the ideal time:  (p−1) / (3m)        of the total time:  (p−1) / (3m + p − 1)
- * — a third of 1F1B's bubble (Qi et al. 2024, "ZB-H1"). `formula` gets the total-time
- * formula as text, e.g. "(p-1)/(3m+p-1), F = B = W" (ASCII), when not NULL. */
+ * — a third of 1F1B's bubble (Qi et al. 2024, "ZB-H1"). zbv, with F = B = W per chunk: every
+ * rank idles only the start-up stagger, p−1 chunk actions, against 6m (F, B, W on two chunks):
+ *   of the ideal time:  (p−1) / (6m)        of the total time:  (p−1) / (6m + p − 1)
+ * — Qi et al.'s "zero" bubble counts each stage from its own start (their optimizer steps
+ * stage by stage); Trident steps after the whole pipeline, so the stagger stays in the figure.
+ * `formula` gets the total-time formula as text, e.g. "(p-1)/(3m+p-1), F = B = W" (ASCII),
+ * when not NULL. */
 double pp_textbook_of_ideal(const pp_config *cfg);
 double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap);
 
