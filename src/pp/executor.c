@@ -1,4 +1,12 @@
-/* executor.c — see executor.h. */
+/* executor.c — see executor.h.
+ *
+ * Messages to oneself. In the V of zbv, stage p−1 (chunk 0 of rank p−1) feeds stage p (chunk 1
+ * of the same rank), and the gradient comes back the same way. The executor hands those over
+ * itself: the sender copies its output into a buffer kept under the message's tag, the
+ * receiver copies it out and gives the buffer back. They never reach src/runtime/comm.c,
+ * whose loopback queue serves only size-1 groups; an MPI send to oneself inside a larger
+ * group would work (Isend + Probe) but is a needless trip through the library, and NCCL has
+ * no send to self. The trace shows no p2p for them: none happens. */
 #include "src/pp/executor.h"
 
 #include <string.h>
@@ -24,6 +32,9 @@ struct pp_executor {
     int *wg_pool_n;        /* (v) */
     gpt_scratch **scratch; /* (v) */
     float *xin, *xout;     /* (B,T,C) message buffers, device memory */
+    float **self_msg;      /* (ntags) messages to this rank itself, by tag, or NULL */
+    float **self_free;     /* (ntags) (B,T,C) buffers for them, not in use */
+    int self_free_n;
     size_t live_bytes, peak_bytes;
     int live_sets, peak_sets;
     trace_recorder *trace;
@@ -33,6 +44,10 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
                                 const pp_config *cfg, int pp_rank, int B, int T) {
     CHECK(cfg->v == model->nchunks, "schedule chunks per rank must equal the model's chunks");
     CHECK(!pp || comm_size(pp) == cfg->p, "pipeline group size must equal the schedule's p");
+    for (int c = 0; c < cfg->v; c++)
+        CHECK(model->chunk_stage[c] == pp_stage(cfg, pp_rank, c),
+              "the model's chunks must be the stages the schedule places on this rank "
+              "(local_model_create_staged with pp_stage)");
     pp_executor *ex = callocCheck(1, sizeof *ex);
     ex->model = model;
     ex->tp = tp;
@@ -57,6 +72,8 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
     }
     ex->xin = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
     ex->xout = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
+    ex->self_msg = callocCheck((size_t)pp_tag_count(cfg), sizeof *ex->self_msg);
+    ex->self_free = callocCheck((size_t)pp_tag_count(cfg), sizeof *ex->self_free);
     return ex;
 }
 
@@ -80,6 +97,10 @@ void pp_executor_destroy(pp_executor *ex) {
     free(ex->scratch);
     device_free(ex->xin);
     device_free(ex->xout);
+    for (int t = 0; t < pp_tag_count(&ex->cfg); t++) device_free(ex->self_msg[t]);
+    for (int i = 0; i < ex->self_free_n; i++) device_free(ex->self_free[i]);
+    free(ex->self_msg);
+    free(ex->self_free);
     pp_rank_plan_free(&ex->plan);
     free(ex);
 }
@@ -129,12 +150,30 @@ static const char *p2p_label(const pp_action *a) {
 }
 
 static void recv_input(pp_executor *ex, const pp_action *a) {
+    const size_t bytes = ex->act_elems * sizeof(float);
+    if (a->recv_peer == ex->pp_rank) { /* from this rank itself: see the top of the file */
+        float *b = ex->self_msg[a->recv_tag];
+        CHECK(b != NULL, "a message to oneself is sent before it is received (the plan's order)");
+        device_copy(ex->xin, b, bytes);
+        ex->self_msg[a->recv_tag] = NULL;
+        ex->self_free[ex->self_free_n++] = b;
+        return;
+    }
     comm_label_set(p2p_label(a), -1);
     comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
     comm_label_clear();
 }
 
 static void send_output(pp_executor *ex, const pp_action *a) {
+    const size_t bytes = ex->act_elems * sizeof(float);
+    if (a->send_peer == ex->pp_rank) {
+        CHECK(ex->self_msg[a->send_tag] == NULL, "one message per tag and step");
+        float *b = ex->self_free_n ? ex->self_free[--ex->self_free_n]
+                                   : device_alloc(bytes, "pipeline messages");
+        device_copy(b, ex->xout, bytes);
+        ex->self_msg[a->send_tag] = b;
+        return;
+    }
     comm_label_set(p2p_label(a), -1);
     comm_send(ex->pp, ex->xout, ex->act_elems, COMM_FLOAT32, a->send_peer, a->send_tag);
     comm_label_clear();
@@ -206,6 +245,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
         if (a->send_peer >= 0) send_output(ex, a);
     }
     if (ex->pp) comm_wait_sends(ex->pp);
+    local_model_sum_tied_grads(ex->model); /* zbv: both wte copies here (local_model.h) */
     return loss_sum;
 }
 
