@@ -98,21 +98,11 @@ static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const p
                 sim->ranks[r].peak_inflight, s->ranks[r].warmup);
     const double ot = pp_textbook_of_total(c, NULL, 0), oi = pp_textbook_of_ideal(c);
     fprintf(f, "\nbubble (simulated): %.1f%% of the total time\n", 100.0 * sim->bubble_fraction);
-    if (c->kind == PP_ZB_H1)
-        fprintf(f,
-                "bubble (textbook, F = B = W):  (p-1)/(3m+p-1) = %.1f%% of the total time, "
-                "(p-1)/(3m) = %.1f%% of the ideal time\n",
-                100.0 * ot, 100.0 * oi);
-    else if (c->v > 1)
-        fprintf(f,
-                "bubble (textbook):  (p-1)/(v*m+p-1) = %.1f%% of the total time, (p-1)/(v*m) = "
-                "%.1f%% of the ideal time\n",
-                100.0 * ot, 100.0 * oi);
-    else
-        fprintf(f,
-                "bubble (textbook):  (p-1)/(m+p-1) = %.1f%% of the total time, (p-1)/m = %.1f%% of "
-                "the ideal time\n",
-                100.0 * ot, 100.0 * oi);
+    pp_textbook_text tx;
+    pp_textbook_formulas(c, &tx);
+    fprintf(
+        f, "bubble (textbook%s%s):  %s = %.1f%% of the total time, %s = %.1f%% of the ideal time\n",
+        tx.assumes[0] ? ", " : "", tx.assumes, tx.total, 100.0 * ot, tx.ideal, 100.0 * oi);
 }
 
 /* ---- json ----------------------------------------------------------------------------- */

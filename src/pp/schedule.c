@@ -310,14 +310,29 @@ double pp_textbook_of_ideal(const pp_config *cfg) {
 }
 
 double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap) {
-    const char *f = cfg->kind == PP_ZB_H1         ? "(p-1)/(3m+p-1), F = B = W"
-                    : cfg->kind == PP_ZBV         ? "(p-1)/(6m+p-1), F = B = W"
-                    : cfg->kind == PP_INTERLEAVED ? "(p-1)/(v*m+p-1)"
-                                                  : "(p-1)/(m+p-1)";
-    if (formula) snprintf(formula, cap, "%s", f);
+    pp_textbook_text t;
+    pp_textbook_formulas(cfg, &t);
+    if (formula) snprintf(formula, cap, "%s%s%s", t.total, t.assumes[0] ? ", " : "", t.assumes);
     if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m + cfg->p - 1);
     if (cfg->kind == PP_ZBV) return (double)(cfg->p - 1) / (6.0 * cfg->m + cfg->p - 1);
     return pp_bubble_of_total(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
+}
+
+void pp_textbook_formulas(const pp_config *cfg, pp_textbook_text *out) {
+    const bool zb = pp_splits_backward(cfg->kind);
+    const char *units = cfg->kind == PP_ZB_H1 ? "3m" : "6m"; /* F, B, W per chunk: 3 or 6 */
+    if (zb) {
+        snprintf(out->total, sizeof out->total, "(p-1)/(%s+p-1)", units);
+        snprintf(out->ideal, sizeof out->ideal, "(p-1)/(%s)", units);
+    } else if (cfg->kind == PP_INTERLEAVED) {
+        snprintf(out->total, sizeof out->total, "(p-1)/(v*m+p-1)");
+        snprintf(out->ideal, sizeof out->ideal, "(p-1)/(v*m)");
+    } else {
+        snprintf(out->total, sizeof out->total, "(p-1)/(m+p-1)");
+        snprintf(out->ideal, sizeof out->ideal, "(p-1)/m");
+    }
+    snprintf(out->assumes, sizeof out->assumes, "%s", zb ? "F = B = W" : "");
+    out->shows_v = cfg->kind == PP_INTERLEAVED;
 }
 
 double pp_bubble_of_total(int p, int m, int v) { return (double)(p - 1) / ((double)v * m + p - 1); }

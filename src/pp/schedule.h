@@ -196,4 +196,17 @@ double pp_bubble_of_total(int p, int m, int v);
 double pp_textbook_of_ideal(const pp_config *cfg);
 double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap);
 
+/* The textbook formulas as text (ASCII), the one source every printer takes them from:
+ *              gpipe, 1f1b      interleaved        zb-h1             zbv
+ *   total      (p-1)/(m+p-1)    (p-1)/(v*m+p-1)    (p-1)/(3m+p-1)    (p-1)/(6m+p-1)
+ *   ideal      (p-1)/m          (p-1)/(v*m)        (p-1)/(3m)        (p-1)/(6m)
+ *   assumes    ""               ""                 "F = B = W"       "F = B = W"
+ * (pp_textbook_of_total's `formula` is total, then ", " and assumes when there is one.) */
+typedef struct {
+    char total[32], ideal[32];
+    char assumes[16]; /* the cost assumption the figure needs, or "" */
+    bool shows_v;     /* the formulas name v (print its value beside them) */
+} pp_textbook_text;
+void pp_textbook_formulas(const pp_config *cfg, pp_textbook_text *out);
+
 #endif /* TRIDENT_PP_SCHEDULE_H */

@@ -39,7 +39,9 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     char err[512];
 
     train_config sc = *base;
-    if (lc->num_layers) sc.num_layers = lc->num_layers;
+    /* zbv with layers per chunk given: the model has that many per stage, 2·pp stages */
+    if (strcmp(lc->schedule, "zbv") == 0 && lc->vpp_layers > 0)
+        sc.num_layers = lc->vpp_layers * 2 * lc->pp;
     sc.train_iters = steps;
     assert_true(train_config_check(&sc, 1, err, sizeof err));
     trainer *serial = trainer_create(&sc, NULL);

@@ -11,9 +11,8 @@
 
 typedef struct {
     int tp, pp, vpp_layers; /* vpp_layers: --num-layers-per-virtual-pipeline-stage (0 = off) */
-    const char *schedule;   /* gpipe | 1f1b | interleaved | zb-h1 | zbv */
+    const char *schedule;   /* gpipe | 1f1b | interleaved */
     bool zero;
-    int num_layers; /* 0: the base config's; else this many (zbv at pp 4 needs 2·4 stages) */
 } layout_case;
 
 /* A small model and batch that every layout below divides. */

@@ -34,8 +34,8 @@ static const layout_case k_cases[] = {
     {1, 1, 0, "1f1b", false},  /* DP4 */
     {2, 2, 0, "1f1b", false},  /* TP2 × PP2 */
     {1, 4, 0, "zb-h1", false}, /* PP4 zero bubble */
-    {1, 4, 0, "zbv", false, 8}, /* PP4 ZB-V: 8 stages, so 8 layers */
-    {2, 2, 0, "zbv", false},    /* TP2 × PP2 ZB-V */
+    {1, 4, 1, "zbv", false},   /* PP4 ZB-V: 1 layer per chunk, so 8 layers */
+    {2, 2, 0, "zbv", false},   /* TP2 × PP2 ZB-V */
 #elif WORLD == 8
     {2, 2, 1, "interleaved", true}, /* TP2 × PP2 × DP2, interleaved, ZeRO (the demo layout) */
     {2, 2, 0, "1f1b", false},       /* TP2 × PP2 × DP2, 1F1B */
