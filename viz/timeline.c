@@ -278,15 +278,13 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     bb.measured_ideal = busy > 0 ? (wait + idle) / busy : 0;
     int v = tl->vpp >= 1 ? tl->vpp : 1;
     pp_config cfg;
-    if (schedule_of(tl, &cfg)) {
+    /* The zero-bubble schedules have their own figure; the round-robin ones divide by the
+     * trace's v (a 1-chunk schedule recorded with v > 1 included). */
+    if (!schedule_of(tl, &cfg) || !pp_splits_backward(cfg.kind))
+        cfg = (pp_config){v > 1 ? PP_INTERLEAVED : PP_1F1B, tl->pp, tl->num_microbatches, v};
+    if (tl->pp >= 1 && tl->num_microbatches >= 1) {
         bb.theory_ideal = pp_textbook_of_ideal(&cfg);
         bb.theory_total = pp_textbook_of_total(&cfg, NULL, 0);
-    } else { /* a schedule this build does not know: the round-robin figure at its v */
-        cfg = (pp_config){v > 1 ? PP_INTERLEAVED : PP_1F1B, tl->pp, tl->num_microbatches, v};
-        if (tl->pp >= 1 && tl->num_microbatches >= 1) {
-            bb.theory_ideal = pp_bubble_of_ideal(tl->pp, tl->num_microbatches, v);
-            bb.theory_total = pp_bubble_of_total(tl->pp, tl->num_microbatches, v);
-        }
     }
     pp_textbook_formulas(&cfg, &bb.theory_text);
     return bb;

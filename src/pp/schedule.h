@@ -58,8 +58,9 @@
  *                stop one set short of the cap (2p chunk sets = 1F1B's p stage sets), so a
  *                chunk 1 forward always finds room: no memory deadlock, for every m >= 1.
  *                Rank 0 holds the embedding (stage 0) and the head + loss (stage 2p−1).
- *                With F = B = W the only idle time is the start-up stagger: rank r starts r
- *                chunk-forwards late, so every rank idles p−1 units against 6m units of work.
+ *                With F = B = W every rank idles p−1 units (the fill of the V: rank p−1 waits
+ *                p−1 forwards for its first input) against 6m units of work, which is the
+ *                least any schedule can do when all ranks end together.
  * gpipe, 1f1b and interleaved are the same shape — warmup forwards, steady F/B pairs, cooldown backwards —
  * with GPipe's warmup being all m forwards:
  *
@@ -187,10 +188,11 @@ double pp_bubble_of_total(int p, int m, int v);
  * every rank idles (p−1)(F + B − W) = (p−1) units against 3m units of work, so
  *   of the ideal time:  (p−1) / (3m)        of the total time:  (p−1) / (3m + p − 1)
  * — a third of 1F1B's bubble (Qi et al. 2024, "ZB-H1"). zbv, with F = B = W per chunk: every
- * rank idles only the start-up stagger, p−1 chunk actions, against 6m (F, B, W on two chunks):
+ * rank idles p−1 chunk actions (the fill of the V, a lower bound) against 6m (F, B, W on 2
+ * chunks):
  *   of the ideal time:  (p−1) / (6m)        of the total time:  (p−1) / (6m + p − 1)
- * — Qi et al.'s "zero" bubble counts each stage from its own start (their optimizer steps
- * stage by stage); Trident steps after the whole pipeline, so the stagger stays in the figure.
+ * — Qi et al.'s "zero" bubble leaves the fill out (their optimizer steps stage by stage);
+ * Trident steps after the whole pipeline, so it stays in the figure.
  * `formula` gets the total-time formula as text, e.g. "(p-1)/(3m+p-1), F = B = W" (ASCII),
  * when not NULL. */
 double pp_textbook_of_ideal(const pp_config *cfg);

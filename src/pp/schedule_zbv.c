@@ -9,9 +9,9 @@
  *        sets are held (k in [p, 2p−1]: how far chunk 0 may run ahead of the V);
  *     4. a W kept waiting (W's run in the order of their B's).
  * Per chunk, F's and B's go in micro-batch order. The play is made for each k and the shortest
- * kept (ties: the smallest k). k = p gives the textbook makespan 6m + p − 1 whenever p divides
- * m (every rank busy from its first action to its last); for other m a larger k is sometimes
- * a unit or two shorter, and the search finds it. The order each rank took is its plan; the
+ * kept (ties: the smallest k). With p | m the best play reaches the textbook makespan
+ * 6m + p − 1, the least possible (schedule.h; tested for m >= 2p, p <= 8); for other m it is
+ * a unit or two longer (the last, partial group of micro-batches). The order each rank took is its plan; the
  * executor runs that order with real costs (the order, not the ticks, is the schedule).
  *
  *     p = 2, m = 2:  rank 0 (s0, s3):  F0c0 F1c0 . F0c1 B0c1 F1c1 B1c1 . B0c0 B1c0 W.. W..
