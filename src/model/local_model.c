@@ -155,3 +155,7 @@ void local_model_sum_tied_grads(local_model *m) {
     dev_add_inplace(m->grads + e->offset, m->grads + h->offset, e->numel);
     device_copy(m->grads + h->offset, m->grads + e->offset, e->numel * sizeof(float));
 }
+
+bool local_model_is_second_wte(const local_model *m, const gpt_param *p) {
+    return m->wte_embedding && m->wte_head != m->wte_embedding && p == m->wte_head;
+}

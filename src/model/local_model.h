@@ -73,6 +73,10 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
 /* Both wte copies on this rank (zbv): each gets the sum of the two gradients. Nothing to do
  * when this rank holds one copy or none. */
 void local_model_sum_tied_grads(local_model *m);
+/* Whether p is the head's copy of wte on a rank that holds the embedding's too (zbv). Equal
+ * to the first, with equal optimizer state: checkpoints save the first only and load both
+ * from it (src/ckpt matches tensors by name). */
+bool local_model_is_second_wte(const local_model *m, const gpt_param *p);
 void local_model_destroy(local_model *m);
 /* Zeroes the whole gradient buffer, padding included. */
 void local_model_zero_grads(local_model *m);
