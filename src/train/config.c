@@ -209,6 +209,10 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
              c->num_layers_per_virtual_pipeline_stage);
     if (strcmp(c->pipeline_schedule, "zbv") == 0) { /* always 2 chunks per rank: the V */
         const int k = c->num_layers_per_virtual_pipeline_stage;
+        if (pp < 2)
+            FAIL("--pipeline-schedule zbv needs --pipeline-model-parallel-size >= 2 (got %d): its "
+                 "V runs down the pipeline ranks and back up",
+                 pp);
         if (c->num_layers % (2 * pp) != 0 && !c->stage_layers)
             FAIL("--pipeline-schedule zbv cuts the model into 2 × --pipeline-model-parallel-size "
                  "= %d stages: --num-layers %d is not divisible by %d",
