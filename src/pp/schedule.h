@@ -25,8 +25,8 @@
  *   B of stage s: receives the output-gradient from s+1 before (unless s = S-1),
  *                 sends the input-gradient     to   s-1 after  (unless s = 0).
  * The peer of s±1 is the rank that owns it (pp_stage_owner): (r±1) mod p round robin; in
- * the V it can be the rank itself (stage p−1 -> p on rank p−1). A message is named by its tag, unique in
- * one step over (direction, micro-batch, destination virtual stage):
+ * the V it can be the rank itself (stage p−1 -> p on rank p−1). A message is named by its
+ * tag, unique in one step over (direction, micro-batch, destination virtual stage):
  *     tag = (mb·S + dst_stage)·2 + dir        dir 0 = activation, 1 = gradient
  * so the largest tag is 2·m·S − 1, at most COMM_MAX_TAG (src/runtime/comm_tag.h;
  * pp_config_valid checks it).
@@ -54,15 +54,16 @@
  *                backward. Not a closed formula but a list schedule (schedule_zbv.c): all
  *                ranks are played forward in time with every F, B and W one unit long, and a
  *                free rank takes, in this order, a W when its activation memory is full, a
- *                ready B, a ready F (chunk 1 before chunk 0), a waiting W. Chunk 0 forwards
- *                stop one set short of the cap (2p chunk sets = 1F1B's p stage sets), so a
- *                chunk 1 forward always finds room: no memory deadlock, for every m >= 1.
+ *                ready B, a ready F (chunk 1 before chunk 0), a waiting W. Memory: at most
+ *                2p chunk sets (1F1B's p stage sets), chunk 0 at most k of them; the play is
+ *                made for k = p .. 2p−1 and the shortest kept. Any m >= 1 (every p <= 8,
+ *                m <= 24 is validated by the tests).
  *                Rank 0 holds the embedding (stage 0) and the head + loss (stage 2p−1).
  *                With F = B = W every rank idles p−1 units (the fill of the V: rank p−1 waits
  *                p−1 forwards for its first input) against 6m units of work, which is the
  *                least any schedule can do when all ranks end together.
- * gpipe, 1f1b and interleaved are the same shape — warmup forwards, steady F/B pairs, cooldown backwards —
- * with GPipe's warmup being all m forwards:
+ * gpipe, 1f1b and interleaved are the same shape — warmup forwards, steady F/B pairs,
+ * cooldown backwards — with GPipe's warmup being all m forwards:
  *
  *     1f1b p=4 m=8 rank 0:  F0 F1 F2 | F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 | B5 B6 B7
  *                           warmup      steady (1F1B)                  cooldown
@@ -140,7 +141,7 @@ const char *pp_kind_name(pp_kind kind);
  * value and the rule, e.g. "m = 6 micro-batches is not a multiple of the pipeline
  * size p = 4: the interleaved schedule walks micro-batches in groups of p". Rules: p >= 1,
  * m >= 1, v >= 2 for interleaved, v == 2 for zbv, v == 1 otherwise, m % p == 0 and p >= 2 for
- * interleaved. zbv takes any m >= 1 (its list schedule cannot deadlock, see above). */
+ * interleaved. zbv takes any m >= 1 (see above). */
 bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap);
 /* pp_config_valid, dying with "<who>: <message>" when it is not. */
 void pp_config_check(const pp_config *cfg, const char *who);
@@ -191,8 +192,9 @@ double pp_bubble_of_total(int p, int m, int v);
  * rank idles p−1 chunk actions (the fill of the V, a lower bound) against 6m (F, B, W on 2
  * chunks):
  *   of the ideal time:  (p−1) / (6m)        of the total time:  (p−1) / (6m + p − 1)
- * — Qi et al.'s "zero" bubble leaves the fill out (their optimizer steps stage by stage);
- * Trident steps after the whole pipeline, so it stays in the figure.
+ * — Qi et al. call ZB-V zero bubble; what remains at F = B = W is the fill of the V, which
+ * no schedule avoids when every rank ends the step together (Trident steps the optimizer
+ * after the whole pipeline).
  * `formula` gets the total-time formula as text, e.g. "(p-1)/(3m+p-1), F = B = W" (ASCII),
  * when not NULL. */
 double pp_textbook_of_ideal(const pp_config *cfg);

@@ -1,5 +1,5 @@
-/* schedule_zbv.c — ZB-V (Qi et al. 2024, "Pipeline parallelism with controllable memory") as
- * a list schedule. See schedule.h for the V placement and the rules; this file plays them.
+/* schedule_zbv.c — ZB-V (Qi et al. 2024, the V-shaped zero-bubble schedule) as a list
+ * schedule. See schedule.h for the V placement and the rules; this file plays them.
  *
  * Every rank of the V is played forward in time, one unit per action (F = B = W, free
  * communication): at each tick a rank that has work takes the first of
@@ -11,12 +11,14 @@
  * Per chunk, F's and B's go in micro-batch order. The play is made for each k and the shortest
  * kept (ties: the smallest k). With p | m the best play reaches the textbook makespan
  * 6m + p − 1, the least possible (schedule.h; tested for m >= 2p, p <= 8); for other m it is
- * a unit or two longer (the last, partial group of micro-batches). The order each rank took is its plan; the
- * executor runs that order with real costs (the order, not the ticks, is the schedule).
+ * a few units longer (the last, partial group of micro-batches: 1 at p = 4, m = 9, 3 at
+ * p = 8, m = 17). The order each rank took is its plan; the executor runs that order with
+ * real costs (the order, not the ticks, is the schedule).
  *
- *     p = 2, m = 2:  rank 0 (s0, s3):  F0c0 F1c0 . F0c1 B0c1 F1c1 B1c1 . B0c0 B1c0 W.. W..
- *                    rank 1 (s1, s2):  .  F0c0 F0c1 F1c0 F1c1 B0c1 B0c0 B1c1 B1c0 W.. ..
- *     (illustrative; tests/pp/schedule_test.c pins the real plans)
+ *     p = 2, m = 4 (each cell one unit, '.' idle):
+ *     rank 0 (s0, s3):  F0c0 F1c0 .    F0c1 B0c1 F1c1 W0c1 B1c1 B0c0 W1c1 B1c0 W0c0 F2c0 ...
+ *     rank 1 (s1, s2):  .    F0c0 F0c1 F1c0 F1c1 B0c1 W0c1 B0c0 B1c1 B1c0 W0c0 W1c1 W1c0 ...
+ *     (`trident schedule --pipeline-schedule zbv` prints the whole grid)
  *
  * Why chunk 0 is held to k <= 2p − 1 sets: a chunk 0 forward only lets a micro-batch into the
  * V; its chunk 1 forward is what brings it to the loss and starts its backward. Keeping a slot

@@ -347,7 +347,7 @@ static void one_stage_has_no_bubble(void **state) {
  * (all end together: the optimizer steps after the whole pipeline) idles at least p − 1 units:
  * (p−1)/(6m+p−1) = 3/51 = 5.9% of the makespan, against 1F1B's 3/11 = 27.3% and zb-h1's
  * 3/27 = 11.1%. So "≈ 0" here means: at that lower bound (to 1e-12), i.e. the residue is the
- * p − 1 units of fill, nothing else; Qi et al.'s "zero" leaves that fill out. Peak memory 2p
+ * p − 1 units of fill, nothing else (what Qi et al.'s "zero" does not count). Peak memory 2p
  * chunk sets = 1F1B's. Also: every (p, m) with p | m, m >= 2p, p <= 8 meets the bound, and
  * every p <= 8, m <= 24 validates (deadlock-free, every W after its B). */
 static void zbv_bubble_is_only_the_fill_of_the_v(void **state) {
