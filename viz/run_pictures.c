@@ -43,14 +43,19 @@ void viz_draw_zero_buffer(const char *path, const zero_ranges *r, prec_dtype dty
     zero_draw(path, r, &plan);
 }
 
-static void print_bubble(FILE *out, bool replay, bool zero_bubble, const viz_tl_bubble *b) {
+/* The run's bubble line. A figure that needs a cost assumption names it ("at F = B = W");
+ * the others print the round-robin schedules' general form, v·m, at v = 1 too. */
+static void print_bubble(FILE *out, bool replay, const viz_tl_bubble *b) {
+    const pp_textbook_text *tx = &b->theory_text;
+    char total[64];
+    if (tx->assumes[0]) snprintf(total, sizeof total, "%s at %s", tx->total, tx->assumes);
     fprintf(out,
             "bubble (last step%s): measured %.1f%% of total time vs theory %s = %.1f%%; "
             "%.1f%% of ideal time vs %s = %.1f%% (measured = wait %.1f%% + idle %.1f%% "
             "inside the pipeline's forward/backward span, mean over ranks)\n",
             replay ? ", replay" : "", 100 * b->measured_total,
-            zero_bubble ? "(p-1)/(3m+p-1) at F = B = W" : "(p-1)/(v·m+p-1)", 100 * b->theory_total,
-            100 * b->measured_ideal, zero_bubble ? "(p-1)/(3m)" : "(p-1)/(v·m)",
+            tx->assumes[0] ? total : "(p-1)/(v·m+p-1)", 100 * b->theory_total,
+            100 * b->measured_ideal, tx->assumes[0] ? tx->ideal : "(p-1)/(v·m)",
             100 * b->theory_ideal, 100 * b->wait_total, 100 * b->idle_total);
 }
 
@@ -74,7 +79,7 @@ static void draw_timelines(const viz_run_pictures *req, const viz_run_views *v,
         if (req->pipeline) {
             bubbles->have[k] = true;
             bubbles->bubble[k] = viz_timeline_bubble(tl);
-            print_bubble(req->out, k == 1, strcmp(tl->schedule, "zb-h1") == 0, &bubbles->bubble[k]);
+            print_bubble(req->out, k == 1, &bubbles->bubble[k]);
         }
         viz_timeline_free(tl);
     }

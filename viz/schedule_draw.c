@@ -16,6 +16,8 @@
  */
 #include "viz/schedule_draw.h"
 
+#include "viz/timeline.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +49,7 @@ static viz_rgb phase_color(pp_phase ph) {
 static const char *phase_word(pp_kind kind, pp_phase ph) {
     switch (ph) {
     case PP_WARMUP: return kind == PP_GPIPE ? "all forwards" : "warmup";
-    case PP_STEADY: return kind == PP_ZB_H1 ? "steady F B W" : "steady 1F1B";
+    case PP_STEADY: return pp_splits_backward(kind) ? "steady F B W" : "steady 1F1B";
     case PP_COOLDOWN: return kind == PP_GPIPE ? "all backwards (flush)" : "cooldown";
     }
     return "";
@@ -173,25 +175,23 @@ void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
     out->right = callocCheck((size_t)p, sizeof *out->right);
     for (int r = 0; r < p; r++) layout_rank(out, s, sim, r);
 
-    char formula[64];
+    char formula[64], pretty[96], vpart[24] = "";
     const double textbook = pp_textbook_of_total(c, formula, sizeof formula);
-    if (c->kind == PP_ZB_H1)
+    pp_textbook_text tx;
+    pp_textbook_formulas(c, &tx);
+    viz_formula_pretty(pretty, sizeof pretty, tx.total);
+    if (tx.shows_v) snprintf(vpart, sizeof vpart, "   v = %d", c->v);
+    /* with a cost assumption: "(textbook FORMULA, ASSUMPTION: X%)", else "FORMULA = X%" */
+    if (tx.assumes[0])
         snprintf(out->title, sizeof out->title,
-                 "%s   p = %d   m = %d  —  bubble %.1f%% of the time (textbook %s: %.1f%%)",
-                 pp_kind_name(c->kind), c->p, c->m, 100.0 * sim->bubble_fraction, formula,
+                 "%s   p = %d   m = %d%s  —  bubble %.1f%% of the time (textbook %s: %.1f%%)",
+                 pp_kind_name(c->kind), c->p, c->m, vpart, 100.0 * sim->bubble_fraction, formula,
                  100.0 * textbook);
-    else if (c->v > 1)
-        snprintf(out->title, sizeof out->title,
-                 "%s   p = %d   m = %d   v = %d  —  bubble %.1f%% of the time (textbook "
-                 "(p−1)/(v·m+p−1) = %.1f%%)",
-                 pp_kind_name(c->kind), c->p, c->m, c->v, 100.0 * sim->bubble_fraction,
-                 100.0 * pp_bubble_of_total(c->p, c->m, c->v));
     else
-        snprintf(
-            out->title, sizeof out->title,
-            "%s   p = %d   m = %d  —  bubble %.1f%% of the time (textbook (p−1)/(m+p−1) = %.1f%%)",
-            pp_kind_name(c->kind), c->p, c->m, 100.0 * sim->bubble_fraction,
-            100.0 * pp_bubble_of_total(c->p, c->m, 1));
+        snprintf(out->title, sizeof out->title,
+                 "%s   p = %d   m = %d%s  —  bubble %.1f%% of the time (textbook %s = %.1f%%)",
+                 pp_kind_name(c->kind), c->p, c->m, vpart, 100.0 * sim->bubble_fraction, pretty,
+                 100.0 * textbook);
 }
 
 void viz_schedule_layout_free(viz_schedule_layout *l) {
@@ -236,12 +236,12 @@ static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind,
     viz_rgb colors[4] = {VIZ_FORWARD, VIZ_BACKWARD, VIZ_IDLE, VIZ_WEIGHT};
     const char *labels[4] = {"forward (micro-batch inside)", "backward", "idle (bubble)",
                              "weight gradient W"};
-    if (kind == PP_ZB_H1) { /* split backward: B is the input gradient, W comes after it */
+    if (pp_splits_backward(kind)) { /* split backward: B is the input gradient, W comes after it */
         labels[1] = "backward B: input gradient";
         colors[2] = VIZ_WEIGHT, labels[2] = "weight gradient W";
         colors[3] = VIZ_IDLE, labels[3] = "idle (bubble)";
     }
-    x += viz_legend(cr, x, y, size, kind == PP_ZB_H1 ? 4 : 3, colors, labels);
+    x += viz_legend(cr, x, y, size, pp_splits_backward(kind) ? 4 : 3, colors, labels);
     if (v > 1) { /* the chunk marker, drawn like the boxes */
         viz_box(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, 0.45));
         viz_hatch(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, -0.3), 4);

@@ -124,23 +124,14 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
         pct(mi, sizeof mi, bb.measured_ideal);
         pct(tt, sizeof tt, bb.theory_total);
         pct(ti, sizeof ti, bb.theory_ideal);
-        if (strcmp(tl->schedule, "zb-h1") == 0)
-            fprintf(f,
-                    "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
-                    "theory (p=%d, m=%d, F = B = W): (p-1)/(3m+p-1) = %s of total, (p-1)/(3m) = %s "
-                    "of ideal\n",
-                    mt, mw, md, mi, tl->pp, tl->num_microbatches, tt, ti);
-        else if (tl->vpp > 1)
-            fprintf(f,
-                    "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
-                    "theory (p=%d, m=%d, v=%d): (p-1)/(v*m+p-1) = %s of total, (p-1)/(v*m) = %s of "
-                    "ideal\n",
-                    mt, mw, md, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
-        else
-            fprintf(f,
-                    "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
-                    "theory (p=%d, m=%d): (p-1)/(m+p-1) = %s of total, (p-1)/m = %s of ideal\n",
-                    mt, mw, md, mi, tl->pp, tl->num_microbatches, tt, ti);
+        const pp_textbook_text *tx = &bb.theory_text;
+        char cond[32] = "";
+        if (tx->shows_v) snprintf(cond, sizeof cond, ", v=%d", tl->vpp);
+        else if (tx->assumes[0]) snprintf(cond, sizeof cond, ", %s", tx->assumes);
+        fprintf(f,
+                "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
+                "theory (p=%d, m=%d%s): %s = %s of total, %s = %s of ideal\n",
+                mt, mw, md, mi, tl->pp, tl->num_microbatches, cond, tx->total, tt, tx->ideal, ti);
     }
     fprintf(f,
             "legend: F forward  B backward  W weight gradient (f, b, w: odd model chunk)  O "

@@ -193,7 +193,8 @@ viz_tc_shares viz_timeline_class_shares(const viz_timeline *tl, int rank, double
 static bool schedule_of(const viz_timeline *tl, pp_config *cfg) {
     pp_kind kind;
     if (!pp_kind_parse(tl->schedule, &kind)) return false;
-    *cfg = (pp_config){kind, tl->pp, tl->num_microbatches, kind == PP_INTERLEAVED ? tl->vpp : 1};
+    const bool chunks = kind == PP_INTERLEAVED || kind == PP_ZBV;
+    *cfg = (pp_config){kind, tl->pp, tl->num_microbatches, chunks ? tl->vpp : 1};
     char msg[256];
     return pp_config_valid(cfg, msg, sizeof msg);
 }
@@ -277,12 +278,25 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     bb.measured_ideal = busy > 0 ? (wait + idle) / busy : 0;
     int v = tl->vpp >= 1 ? tl->vpp : 1;
     pp_config cfg;
-    if (schedule_of(tl, &cfg) && cfg.kind == PP_ZB_H1) {
+    /* The zero-bubble schedules have their own figure; the round-robin ones divide by the
+     * trace's v (a 1-chunk schedule recorded with v > 1 included). */
+    if (!schedule_of(tl, &cfg) || !pp_splits_backward(cfg.kind))
+        cfg = (pp_config){v > 1 ? PP_INTERLEAVED : PP_1F1B, tl->pp, tl->num_microbatches, v};
+    if (tl->pp >= 1 && tl->num_microbatches >= 1) {
         bb.theory_ideal = pp_textbook_of_ideal(&cfg);
         bb.theory_total = pp_textbook_of_total(&cfg, NULL, 0);
-    } else if (tl->pp >= 1 && tl->num_microbatches >= 1) {
-        bb.theory_ideal = pp_bubble_of_ideal(tl->pp, tl->num_microbatches, v);
-        bb.theory_total = pp_bubble_of_total(tl->pp, tl->num_microbatches, v);
     }
+    pp_textbook_formulas(&cfg, &bb.theory_text);
     return bb;
+}
+
+void viz_formula_pretty(char *dst, size_t cap, const char *ascii) {
+    size_t n = 0;
+    for (const char *c = ascii; *c && n + 3 < cap; c++) {
+        const char *put = *c == '-' ? "−" : *c == '*' ? "·" : NULL;
+        if (!put) dst[n++] = *c;
+        else
+            for (; *put; put++) dst[n++] = *put;
+    }
+    if (cap) dst[n < cap ? n : cap - 1] = 0;
 }

@@ -58,6 +58,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "src/pp/schedule.h"
+
 typedef enum {
     VIZ_TL_FORWARD,
     VIZ_TL_BACKWARD,
@@ -180,11 +182,16 @@ typedef struct {
                                   *                                (compare theory_ideal) */
     double wait_total, idle_total; /* the two parts of measured_total: mean wait / span,
                                     * mean idle / span */
-    double theory_total;           /* (p-1) / (v m + p - 1) */
-    double theory_ideal;           /* (p-1) / (v m) */
+    double theory_total;           /* the schedule's textbook (src/pp/schedule.h), e.g. */
+    double theory_ideal;           /* (p-1) / (v m + p - 1) and (p-1) / (v m) */
+    pp_textbook_text theory_text;  /* their formulas as text, for the printers */
 } viz_tl_bubble;
 
 /* All zeros when the timeline has no forward/backward boxes. */
 viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl);
+
+/* A formula of src/pp/schedule.h (ASCII) as the pictures print it: '-' becomes the minus
+ * sign "−" and '*' the dot "·", e.g. "(p-1)/(v*m+p-1)" -> "(p−1)/(v·m+p−1)". */
+void viz_formula_pretty(char *dst, size_t cap, const char *ascii);
 
 #endif /* TRIDENT_VIZ_TIMELINE_H */

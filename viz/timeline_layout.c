@@ -68,23 +68,16 @@ static void panel_texts(viz_tl_panel_layout *P) {
     pct(mi, sizeof mi, bb.measured_ideal);
     pct(tt, sizeof tt, bb.theory_total);
     pct(ti, sizeof ti, bb.theory_ideal);
-    if (strcmp(tl->schedule, "zb-h1") == 0)
-        snprintf(P->info, sizeof P->info,
-                 "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
-                 "theory (p=%d, m=%d, F = B = W): (p−1)/(3m+p−1) = %s of total, (p−1)/(3m) = %s of "
-                 "ideal",
-                 mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tt, ti);
-    else if (tl->vpp > 1)
-        snprintf(
-            P->info, sizeof P->info,
-            "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
-            "theory (p=%d, m=%d, v=%d): (p−1)/(v·m+p−1) = %s of total, (p−1)/(v·m) = %s of ideal",
-            mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tl->vpp, tt, ti);
-    else
-        snprintf(P->info, sizeof P->info,
-                 "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
-                 "theory (p=%d, m=%d): (p−1)/(m+p−1) = %s of total, (p−1)/m = %s of ideal",
-                 mt, mw, mdl, mi, tl->pp, tl->num_microbatches, tt, ti);
+    const pp_textbook_text *tx = &bb.theory_text;
+    char ft[48], fi[48], cond[32] = "";
+    viz_formula_pretty(ft, sizeof ft, tx->total);
+    viz_formula_pretty(fi, sizeof fi, tx->ideal);
+    if (tx->shows_v) snprintf(cond, sizeof cond, ", v=%d", tl->vpp);
+    else if (tx->assumes[0]) snprintf(cond, sizeof cond, ", %s", tx->assumes);
+    snprintf(P->info, sizeof P->info,
+             "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
+             "theory (p=%d, m=%d%s): %s = %s of total, %s = %s of ideal",
+             mt, mw, mdl, mi, tl->pp, tl->num_microbatches, cond, ft, tt, fi, ti);
     char dropped[96] = "";
     if (tl->dropped)
         snprintf(dropped, sizeof dropped,

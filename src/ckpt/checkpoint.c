@@ -163,6 +163,7 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
     float *params = host_view(m->params, m->numel);
     for (int i = 0; i < m->nparams; i++) {
         const gpt_param *p = m->plist[i];
+        if (local_model_is_second_wte(m, p)) continue; /* zbv: filled from the first */
         int64_t shape[2] = {(int64_t)p->rows, (int64_t)p->cols};
         snprintf(name, sizeof name, "param/%s", p->name);
         tf_writer_add(w, name, TF_F32, p->cols == 1 ? 1 : 2, shape, params + p->offset);
@@ -178,6 +179,7 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
     const zero_shard *sh = state_pieces(c, opt, rank);
     for (int k = 0; k < sh->n_pieces; k++) {
         const zero_piece *pc = &sh->pieces[k];
+        if (local_model_is_second_wte(m, m->plist[pc->param])) continue;
         int64_t len = (int64_t)(pc->param_end - pc->param_start);
         for (int which = 0; which < (master ? 3 : 2); which++) {
             const float *src = which < 2 ? mom[which] : master;
@@ -404,11 +406,11 @@ static void copy_state(const saved_rank *f, load_target *t) {
         }
         for (int q = 0; q < t->pieces->n_pieces; q++) {
             const zero_piece *pc = &t->pieces->pieces[q];
-            if (pc->param != j) continue;
+            if (strcmp(m->plist[pc->param]->name, pname) != 0) continue; /* both wte copies */
             for (size_t i = pc->param_start; i < pc->param_end; i++) {
                 size_t at = pc->local_start + (i - pc->param_start), li;
-                if (t->state_done[at] || !find_in_file(f, t, j, full_rows, i, &li) || li < a ||
-                    li >= b)
+                if (t->state_done[at] || !find_in_file(f, t, pc->param, full_rows, i, &li) ||
+                    li < a || li >= b)
                     continue;
                 t->mom[0][at] = src[0][li - a];
                 t->mom[1][at] = src[1][li - a];

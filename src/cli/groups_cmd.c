@@ -125,6 +125,7 @@ static void write_json(FILE *f, const pg_layout *l, int ranks_per_node) {
 int cmd_groups(int argc, char **argv) {
     int world = 0, tp = 1, pp = 1, vpp = 1, per_node = 8;
     const char *order = "tp-dp-pp", *format = "text", *output = NULL, *theme = NULL;
+    const char *schedule = "1f1b";
     int width = 0, height = 0;
     flag_spec specs[] = {
         {"--world-size", FLAG_INT, &world, "number of ranks (required)", NULL},
@@ -132,6 +133,9 @@ int cmd_groups(int argc, char **argv) {
         {"--pipeline-model-parallel-size", FLAG_INT, &pp, "pipeline stages", NULL},
         {"--virtual-pipeline-model-parallel-size", FLAG_INT, &vpp,
          "model chunks per stage (interleaved)", NULL},
+        {"--pipeline-schedule", FLAG_CHOICE, &schedule,
+         "zbv: 2 chunks per rank in a V, the embedding group is pipeline rank 0 alone",
+         "gpipe|1f1b|interleaved|zb-h1|zbv"},
         {"--rank-order", FLAG_CHOICE, &order, "how coordinates map to ranks", "tp-dp-pp|tp-pp-dp"},
         {"--ranks-per-node", FLAG_INT, &per_node,
          "ranks per node, for the picture and the node column", NULL},
@@ -156,8 +160,10 @@ int cmd_groups(int argc, char **argv) {
     if (per_node < 1) die("trident groups: --ranks-per-node %d must be at least 1", per_node);
     pg_layout l;
     char err[512];
-    if (!pg_layout_make(&l, world, tp, pp, vpp, order, err, sizeof err))
+    const bool zbv = strcmp(schedule, "zbv") == 0;
+    if (!pg_layout_make(&l, world, tp, pp, zbv ? 2 : vpp, order, err, sizeof err))
         die("trident groups: %s", err);
+    l.v_placement = zbv;
 
     if (!output) {
         if (strcmp(format, "json") == 0) write_json(stdout, &l, per_node);

@@ -1,7 +1,7 @@
 /* schedule_cmd.c — `trident schedule`: list, check and draw a pipeline schedule, no MPI.
  *
  *   trident schedule --pipeline-model-parallel-size 4 --num-microbatches 8
- *                    [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages 2]
+ *                    [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--virtual-stages 2]
  *                    [--forward-cost 1 --backward-cost 2 --p2p-latency 0] [--costs-from RUN_DIR]
  *                    [--format text|json] [-o FILE.png|.svg|.pdf|.json|.txt]
  *
@@ -98,21 +98,11 @@ static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const p
                 sim->ranks[r].peak_inflight, s->ranks[r].warmup);
     const double ot = pp_textbook_of_total(c, NULL, 0), oi = pp_textbook_of_ideal(c);
     fprintf(f, "\nbubble (simulated): %.1f%% of the total time\n", 100.0 * sim->bubble_fraction);
-    if (c->kind == PP_ZB_H1)
-        fprintf(f,
-                "bubble (textbook, F = B = W):  (p-1)/(3m+p-1) = %.1f%% of the total time, "
-                "(p-1)/(3m) = %.1f%% of the ideal time\n",
-                100.0 * ot, 100.0 * oi);
-    else if (c->v > 1)
-        fprintf(f,
-                "bubble (textbook):  (p-1)/(v*m+p-1) = %.1f%% of the total time, (p-1)/(v*m) = "
-                "%.1f%% of the ideal time\n",
-                100.0 * ot, 100.0 * oi);
-    else
-        fprintf(f,
-                "bubble (textbook):  (p-1)/(m+p-1) = %.1f%% of the total time, (p-1)/m = %.1f%% of "
-                "the ideal time\n",
-                100.0 * ot, 100.0 * oi);
+    pp_textbook_text tx;
+    pp_textbook_formulas(c, &tx);
+    fprintf(
+        f, "bubble (textbook%s%s):  %s = %.1f%% of the total time, %s = %.1f%% of the ideal time\n",
+        tx.assumes[0] ? ", " : "", tx.assumes, tx.total, 100.0 * ot, tx.ideal, 100.0 * oi);
 }
 
 /* ---- json ----------------------------------------------------------------------------- */
@@ -232,6 +222,7 @@ static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, con
     if (*m == 0) *m = h->num_microbatches;
     if (!*kind_name) *kind_name = h->schedule;
     if (*v == 0 && h->vpp > 1 && strcmp(*kind_name, "interleaved") == 0) *v = h->vpp;
+    if (*v == 0 && strcmp(*kind_name, "zbv") == 0) *v = 2;
     trace_run_free(run);
     return mc;
 }
@@ -260,7 +251,7 @@ static void write_output(int kind, const char *output, const pp_schedule *s, con
 
 static const char k_usage[] =
     "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
-    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]\n"
+    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--virtual-stages V]\n"
     "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
     "[-o FILE]\n\n"
     "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
@@ -299,9 +290,9 @@ int cmd_schedule(int argc, char **argv) {
         {"--num-microbatches", FLAG_INT, &m,
          "micro-batches M per step (required; --costs-from: the run's)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &kind_name,
-         "the schedule (1f1b; --costs-from: the run's)", "gpipe|1f1b|interleaved|zb-h1"},
-        {"--virtual-stages", FLAG_INT, &v, "model chunks per rank (0: 2 for interleaved, else 1)",
-         NULL},
+         "the schedule (1f1b; --costs-from: the run's)", "gpipe|1f1b|interleaved|zb-h1|zbv"},
+        {"--virtual-stages", FLAG_INT, &v,
+         "model chunks per rank (0: 2 for interleaved and zbv, else 1)", NULL},
         {"--forward-cost", FLAG_FLOAT, &fcost,
          "time of one forward of a whole stage (a chunk: 1/v of it)", NULL},
         {"--backward-cost", FLAG_FLOAT, &bcost,
@@ -342,7 +333,7 @@ int cmd_schedule(int argc, char **argv) {
     pp_config cfg = {PP_1F1B, p, m, v};
     if (!pp_kind_parse(kind_name, &cfg.kind))
         die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
-    if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED ? 2 : 1;
+    if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || cfg.kind == PP_ZBV ? 2 : 1;
     char msg[512];
     if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
     if (!(fcost > 0)) die(WHO ": --forward-cost %g must be positive", (double)fcost);

@@ -42,6 +42,14 @@ bool local_model_partition(int L, int S, const int *stage_layers, int *begin, ch
 
 local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
                                 int pp_rank, int vpp, const int *stage_layers, uint64_t seed) {
+    CHECK(vpp == 1, "several chunks per rank: say which stages with local_model_create_staged");
+    return local_model_create_staged(cfg, tp_size, tp_rank, pp_size, pp_rank, 1, &pp_rank,
+                                     stage_layers, seed);
+}
+
+local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
+                                       int pp_rank, int vpp, const int *chunk_stage,
+                                       const int *stage_layers, uint64_t seed) {
     local_model *m = callocCheck(1, sizeof *m);
     m->cfg = *cfg;
     m->tp_size = tp_size;
@@ -56,10 +64,13 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
     if (!local_model_partition(cfg->num_layers, S, stage_layers, begin, err, sizeof err))
         die("trident train: %s", err);
     m->chunks = callocCheck((size_t)vpp, sizeof *m->chunks);
+    m->chunk_stage = mallocCheck(sizeof(int) * (size_t)vpp);
     size_t off = 0;
     int total = 0;
     for (int c = 0; c < vpp; c++) {
-        int s = c * pp_size + pp_rank;
+        const int s = chunk_stage[c];
+        CHECK(s >= 0 && s < S, "a chunk's virtual stage is in [0, pp_size · chunks)");
+        m->chunk_stage[c] = s;
         gpt_shard sh = {
             .tp_size = tp_size,
             .tp_rank = tp_rank,
@@ -108,6 +119,7 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
 void local_model_destroy(local_model *m) {
     if (!m) return;
     free(m->chunks);
+    free(m->chunk_stage);
     device_free(m->params);
     device_free(m->grads);
     free(m->plist);
@@ -134,4 +146,16 @@ void local_model_pad(local_model *m, size_t numel_padded) {
     m->params = grown(m->params, m->numel, numel_padded, "parameters");
     m->grads = grown(m->grads, m->numel, numel_padded, "gradients");
     m->numel_padded = numel_padded;
+}
+
+void local_model_sum_tied_grads(local_model *m) {
+    const gpt_param *e = m->wte_embedding, *h = m->wte_head;
+    if (!e || !h || e == h) return;
+    CHECK(e->numel == h->numel, "the two copies of wte have the same shape");
+    dev_add_inplace(m->grads + e->offset, m->grads + h->offset, e->numel);
+    device_copy(m->grads + h->offset, m->grads + e->offset, e->numel * sizeof(float));
+}
+
+bool local_model_is_second_wte(const local_model *m, const gpt_param *p) {
+    return m->wte_embedding && m->wte_head != m->wte_embedding && p == m->wte_head;
 }

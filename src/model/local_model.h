@@ -1,9 +1,20 @@
 /* local_model.h — the part of the GPT that this process holds, in one pair of buffers.
  *
  * With pipeline size p, v model chunks per rank and L layers, the model is cut into
- * S = p·v virtual stages of L/S blocks (or explicit sizes); chunk c of pipeline rank r is
- * virtual stage c·p + r. Stage 0 holds the embeddings, stage S−1 the final norm and the
- * tied head (its own copy of wte when S > 1, kept equal by the embedding group).
+ * S = p·v virtual stages of L/S blocks (or explicit sizes). Which stage each chunk is comes
+ * from the caller (the schedule's placement, src/pp/schedule.h pp_stage: c·p + r round robin,
+ * or the V of zbv, where rank 0 holds stage 0 and stage 2p−1). Stage 0 holds the embeddings,
+ * stage S−1 the final norm and the tied head (its own copy of wte when S > 1).
+ *
+ * The tied wte's two copies get the same gradient (the sum of both) before every update, so
+ * with the same initial value and the same optimizer they stay equal:
+ *   - copies on two ranks (every layout but zbv): the embedding group all-reduces the two
+ *     gradients (src/zero/distributed_optimizer.c);
+ *   - both copies on this rank (zbv: stage 0 and stage 2p−1 on pipeline rank 0):
+ *     local_model_sum_tied_grads adds them here, no message (the executor calls it after
+ *     the step's last W). Keeping two copies rather than aliasing one buffer keeps every
+ *     chunk's parameters a contiguous view, like every other layout, and the head copy out of
+ *     the norm (in_norm) and out of checkpoints of this rank (src/ckpt: the names clash).
  *
  *   params: [ chunk 0 params | chunk 1 params | ... | padding ]   (one fp32 buffer)
  *   grads:  same layout
@@ -31,7 +42,8 @@ typedef struct {
     gpt_config cfg;
     int tp_size, tp_rank, pp_size, pp_rank, vpp;
     int nchunks;              /* vpp */
-    gpt_chunk *chunks;        /* (nchunks) chunk c is virtual stage c·pp_size + pp_rank */
+    gpt_chunk *chunks;        /* (nchunks) */
+    int *chunk_stage;         /* (nchunks) the virtual stage of each chunk */
     size_t numel;             /* parameters in the buffers (the real count, without padding) */
     size_t numel_padded;      /* length of the buffers: numel, or the ZeRO layout's padded length */
     float *params;            /* (numel_padded) device memory (src/device/device.h) */
@@ -50,8 +62,21 @@ typedef struct {
 bool local_model_partition(int num_layers, int nstages, const int *stage_layers, int *begin_out,
                            char *err, size_t errlen);
 
+/* The chunks of this rank are the virtual stages chunk_stage[0..nchunks-1] of S = pp_size ·
+ * nchunks (the schedule's placement, pp_stage). */
+local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
+                                       int pp_rank, int nchunks, const int *chunk_stage,
+                                       const int *stage_layers, uint64_t seed);
+/* One chunk per rank (vpp must be 1): chunk 0 is stage pp_rank. */
 local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
                                 int pp_rank, int vpp, const int *stage_layers, uint64_t seed);
+/* Both wte copies on this rank (zbv): each gets the sum of the two gradients. Nothing to do
+ * when this rank holds one copy or none. */
+void local_model_sum_tied_grads(local_model *m);
+/* Whether p is the head's copy of wte on a rank that holds the embedding's too (zbv). Equal
+ * to the first, with equal optimizer state: checkpoints save the first only and load both
+ * from it (src/ckpt matches tensors by name). */
+bool local_model_is_second_wte(const local_model *m, const gpt_param *p);
 void local_model_destroy(local_model *m);
 /* Zeroes the whole gradient buffer, padding included. */
 void local_model_zero_grads(local_model *m);

@@ -1,4 +1,12 @@
-/* executor.c — see executor.h. */
+/* executor.c — see executor.h.
+ *
+ * Messages to oneself. In the V of zbv, stage p−1 (chunk 0 of rank p−1) feeds stage p (chunk 1
+ * of the same rank), and the gradient comes back the same way. The executor hands those over
+ * itself: the sender copies its output into a buffer kept under the message's tag, the
+ * receiver copies it out and gives the buffer back. They never reach src/runtime/comm.c,
+ * whose loopback queue serves only size-1 groups; an MPI send to oneself inside a larger
+ * group would work (Isend + Probe) but is a needless trip through the library, and NCCL has
+ * no send to self. The trace shows no p2p for them: none happens. */
 #include "src/pp/executor.h"
 
 #include <string.h>
@@ -26,9 +34,11 @@ struct pp_executor {
     float *xin, *xout;     /* (B,T,C) message buffers, device memory; xin is one of xin_buf */
     float *xin_buf[2];     /* --overlap-p2p-comm: the next receive lands in the other one */
     bool overlap_p2p;
-    comm_request
-        *ahead; /* the receive posted ahead, for action ahead_at, into xin_buf[ahead_buf] */
+    comm_request *ahead; /* the receive posted ahead, for action ahead_at, in xin_buf[ahead_buf] */
     int ahead_at, ahead_buf;
+    float **self_msg;  /* (ntags) messages to this rank itself, by tag, or NULL */
+    float **self_free; /* (ntags) (B,T,C) buffers for them, not in use */
+    int self_free_n;
     size_t live_bytes, peak_bytes;
     int live_sets, peak_sets;
     trace_recorder *trace;
@@ -38,6 +48,10 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
                                 const pp_config *cfg, int pp_rank, int B, int T) {
     CHECK(cfg->v == model->nchunks, "schedule chunks per rank must equal the model's chunks");
     CHECK(!pp || comm_size(pp) == cfg->p, "pipeline group size must equal the schedule's p");
+    for (int c = 0; c < cfg->v; c++)
+        CHECK(model->chunk_stage[c] == pp_stage(cfg, pp_rank, c),
+              "the model's chunks must be the stages the schedule places on this rank "
+              "(local_model_create_staged with pp_stage)");
     pp_executor *ex = callocCheck(1, sizeof *ex);
     ex->model = model;
     ex->tp = tp;
@@ -64,6 +78,8 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
     ex->xin_buf[1] = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
     ex->xin = ex->xin_buf[0];
     ex->xout = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
+    ex->self_msg = callocCheck((size_t)pp_tag_count(cfg), sizeof *ex->self_msg);
+    ex->self_free = callocCheck((size_t)pp_tag_count(cfg), sizeof *ex->self_free);
     return ex;
 }
 
@@ -88,6 +104,10 @@ void pp_executor_destroy(pp_executor *ex) {
     device_free(ex->xin_buf[0]);
     device_free(ex->xin_buf[1]);
     device_free(ex->xout);
+    for (int t = 0; t < pp_tag_count(&ex->cfg); t++) device_free(ex->self_msg[t]);
+    for (int i = 0; i < ex->self_free_n; i++) device_free(ex->self_free[i]);
+    free(ex->self_msg);
+    free(ex->self_free);
     pp_rank_plan_free(&ex->plan);
     free(ex);
 }
@@ -138,6 +158,15 @@ static const char *p2p_label(const pp_action *a) {
 }
 
 static void recv_input(pp_executor *ex, const pp_action *a) {
+    const size_t bytes = ex->act_elems * sizeof(float);
+    if (a->recv_peer == ex->pp_rank) { /* from this rank itself: see the top of the file */
+        float *b = ex->self_msg[a->recv_tag];
+        CHECK(b != NULL, "a message to oneself is sent before it is received (the plan's order)");
+        device_copy(ex->xin, b, bytes);
+        ex->self_msg[a->recv_tag] = NULL;
+        ex->self_free[ex->self_free_n++] = b;
+        return;
+    }
     comm_label_set(p2p_label(a), -1);
     comm_recv(ex->pp, ex->xin, ex->act_elems, COMM_FLOAT32, a->recv_peer, a->recv_tag);
     comm_label_clear();
@@ -149,7 +178,7 @@ static void post_next_recv(pp_executor *ex, int i) {
     if (ex->ahead) return;
     for (int j = i + 1; j < ex->plan.n; j++) {
         const pp_action *b = &ex->plan.actions[j];
-        if (b->recv_peer < 0) continue;
+        if (b->recv_peer < 0 || b->recv_peer == ex->pp_rank) continue; /* none, or from itself */
         ex->ahead_buf = ex->xin == ex->xin_buf[0] ? 1 : 0;
         ex->ahead_at = j;
         comm_label_set(p2p_label(b), -1);
@@ -163,7 +192,7 @@ static void post_next_recv(pp_executor *ex, int i) {
 /* The input of action i: waits for the receive posted ahead (its exposed part is what the
  * trace shows), or, on the first one of the step, receives now. */
 static void take_input(pp_executor *ex, const pp_action *a, int i) {
-    if (!ex->overlap_p2p) {
+    if (!ex->overlap_p2p || a->recv_peer == ex->pp_rank) {
         recv_input(ex, a);
         return;
     }
@@ -177,6 +206,15 @@ static void take_input(pp_executor *ex, const pp_action *a, int i) {
 }
 
 static void send_output(pp_executor *ex, const pp_action *a) {
+    const size_t bytes = ex->act_elems * sizeof(float);
+    if (a->send_peer == ex->pp_rank) {
+        CHECK(ex->self_msg[a->send_tag] == NULL, "one message per tag and step");
+        float *b = ex->self_free_n ? ex->self_free[--ex->self_free_n]
+                                   : device_alloc(bytes, "pipeline messages");
+        device_copy(b, ex->xout, bytes);
+        ex->self_msg[a->send_tag] = b;
+        return;
+    }
     comm_label_set(p2p_label(a), -1);
     comm_send(ex->pp, ex->xout, ex->act_elems, COMM_FLOAT32, a->send_peer, a->send_tag);
     comm_label_clear();
@@ -249,6 +287,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
         if (a->send_peer >= 0) send_output(ex, a);
     }
     if (ex->pp) comm_wait_sends(ex->pp);
+    local_model_sum_tied_grads(ex->model); /* zbv: both wte copies here (local_model.h) */
     return loss_sum;
 }
 

@@ -13,8 +13,12 @@
  * deadlock-free. Gradients accumulate over micro-batches in the model's gradient buffer;
  * each micro-batch's loss is weighted by `dloss` (1 / (B·T·m) for a mean over the step).
  *
+ * zbv: a message between two stages of this rank (the bottom of the V) is handed over in
+ * memory, not through the communication layer; after the step's last W the two wte copies of
+ * pipeline rank 0 get their summed gradient (local_model_sum_tied_grads).
+ *
  * Not here: gradient synchronisation across data-parallel ranks and the optimizer
- * (src/zero/distributed_optimizer.h), and the tied-embedding all-reduce.
+ * (src/zero/distributed_optimizer.h), and the tied-embedding all-reduce between ranks.
  */
 #ifndef TRIDENT_PP_EXECUTOR_H
 #define TRIDENT_PP_EXECUTOR_H

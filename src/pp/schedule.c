@@ -9,6 +9,8 @@
  *          warmup (W)          steady: N-W (forward, backward) pairs      cooldown (W)
  * GPipe is the case W = N; 1F1B and interleaved differ only in W and the two orders.
  *
+ * zb-h1 has its own small generator below; zbv is a list schedule in schedule_zbv.c.
+ *
  * Not here: checking that a schedule can run (schedule_sim.c) or running it (the executor).
  */
 #include "src/pp/schedule.h"
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/pp/schedule_zbv.h"
 #include "src/runtime/comm_tag.h"
 
 bool pp_kind_parse(const char *name, pp_kind *out) {
@@ -26,7 +29,8 @@ bool pp_kind_parse(const char *name, pp_kind *out) {
     } k[] = {{"gpipe", PP_GPIPE},
              {"1f1b", PP_1F1B},
              {"interleaved", PP_INTERLEAVED},
-             {"zb-h1", PP_ZB_H1}};
+             {"zb-h1", PP_ZB_H1},
+             {"zbv", PP_ZBV}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (name && strcmp(name, k[i].name) == 0) {
             *out = k[i].kind;
@@ -41,6 +45,7 @@ const char *pp_kind_name(pp_kind kind) {
     case PP_1F1B: return "1f1b";
     case PP_INTERLEAVED: return "interleaved";
     case PP_ZB_H1: return "zb-h1";
+    case PP_ZBV: return "zbv";
     }
     return "?";
 }
@@ -48,8 +53,9 @@ const char *pp_kind_name(pp_kind kind) {
 bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
     const int p = cfg->p, m = cfg->m, v = cfg->v;
     if (cfg->kind != PP_GPIPE && cfg->kind != PP_1F1B && cfg->kind != PP_INTERLEAVED &&
-        cfg->kind != PP_ZB_H1)
-        snprintf(msg, cap, "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved, zb-h1)",
+        cfg->kind != PP_ZB_H1 && cfg->kind != PP_ZBV)
+        snprintf(msg, cap,
+                 "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved, zb-h1, zbv)",
                  (int)cfg->kind);
     else if (p < 1) snprintf(msg, cap, "pipeline size p = %d must be at least 1", p);
     else if (m < 1) snprintf(msg, cap, "number of micro-batches m = %d must be at least 1", m);
@@ -64,7 +70,12 @@ bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
                  "the interleaved schedule needs at least 2 model chunks per rank, got v = %d "
                  "(use 1f1b for one chunk)",
                  v);
-    else if (cfg->kind != PP_INTERLEAVED && v != 1)
+    else if (cfg->kind == PP_ZBV && v != 2)
+        snprintf(msg, cap,
+                 "v = %d model chunks per rank: zbv always runs 2 chunks per rank (the two arms "
+                 "of the V)",
+                 v);
+    else if (cfg->kind != PP_INTERLEAVED && cfg->kind != PP_ZBV && v != 1)
         snprintf(msg, cap,
                  "v = %d model chunks per rank needs the interleaved schedule; %s runs one chunk "
                  "per rank",
@@ -88,7 +99,24 @@ void pp_config_check(const pp_config *cfg, const char *who) {
     if (!pp_config_valid(cfg, msg, sizeof msg)) die("%s: %s", who, msg);
 }
 
-int pp_stage(const pp_config *cfg, int rank, int chunk) { return chunk * cfg->p + rank; }
+int pp_stage(const pp_config *cfg, int rank, int chunk) {
+    if (cfg->kind == PP_ZBV) return chunk == 0 ? rank : 2 * cfg->p - 1 - rank;
+    return chunk * cfg->p + rank;
+}
+
+void pp_stage_owner(const pp_config *cfg, int stage, int *rank, int *chunk) {
+    const int p = cfg->p;
+    CHECK(stage >= 0 && stage < p * cfg->v, "a virtual stage is in [0, p·v)");
+    if (cfg->kind == PP_ZBV) {
+        *chunk = stage < p ? 0 : 1;
+        *rank = stage < p ? stage : 2 * p - 1 - stage;
+    } else {
+        *chunk = stage / p;
+        *rank = stage % p;
+    }
+}
+
+bool pp_splits_backward(pp_kind kind) { return kind == PP_ZB_H1 || kind == PP_ZBV; }
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
@@ -99,6 +127,13 @@ int pp_warmup(const pp_config *cfg, int rank) {
     case PP_1F1B:
     case PP_ZB_H1: return min_int(p - rank - 1, m);
     case PP_INTERLEAVED: return min_int(m * v, 2 * (p - rank - 1) + (v - 1) * p);
+    case PP_ZBV: {
+        pp_rank_plan plan;
+        pp_rank_plan_build(cfg, rank, &plan);
+        const int w = plan.warmup;
+        pp_rank_plan_free(&plan);
+        return w;
+    }
     }
     return 0;
 }
@@ -110,8 +145,7 @@ int pp_tag(pp_dir dir, int mb, int dst_stage, int nstages) {
 int pp_tag_count(const pp_config *cfg) { return 2 * cfg->m * cfg->p * cfg->v; }
 
 pp_action pp_action_make(const pp_config *cfg, int rank, pp_op op, int mb, int chunk) {
-    const int p = cfg->p, S = cfg->p * cfg->v;
-    const int prev = (rank - 1 + p) % p, next = (rank + 1) % p;
+    const int S = cfg->p * cfg->v;
     pp_action a;
     memset(&a, 0, sizeof a);
     a.op = op;
@@ -122,6 +156,9 @@ pp_action pp_action_make(const pp_config *cfg, int rank, pp_op op, int mb, int c
     a.recv_peer = a.recv_stage = a.recv_tag = -1;
     a.send_peer = a.send_stage = a.send_tag = -1;
     const int s = a.stage;
+    int prev = -1, next = -1, c; /* owners of stages s-1 and s+1 */
+    if (s > 0) pp_stage_owner(cfg, s - 1, &prev, &c);
+    if (s < S - 1) pp_stage_owner(cfg, s + 1, &next, &c);
     if (op == PP_FORWARD) {
         /* activation in from s-1, activation out to s+1 */
         if (s > 0) {
@@ -204,15 +241,19 @@ void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
           "check the configuration with pp_config_check first");
     CHECK(rank >= 0 && rank < cfg->p, "the pipeline rank must be in [0, p)");
     const int N = cfg->m * cfg->v; /* forwards (and backwards) on this rank */
-    const int W = pp_warmup(cfg, rank);
+    const int W = cfg->kind == PP_ZBV ? 0 : pp_warmup(cfg, rank); /* zbv: set by its plan */
     memset(out, 0, sizeof *out);
     out->rank = rank;
-    out->n = (cfg->kind == PP_ZB_H1 ? 3 : 2) * N;
+    out->n = (pp_splits_backward(cfg->kind) ? 3 : 2) * N;
     out->warmup = W;
     out->cooldown = W;
     out->actions = mallocCheck((size_t)out->n * sizeof *out->actions);
     if (cfg->kind == PP_ZB_H1) {
         zb_h1_plan(cfg, rank, out);
+        return;
+    }
+    if (cfg->kind == PP_ZBV) {
+        pp_zbv_plan(cfg, rank, out);
         return;
     }
     int n = 0, nf = 0, nb = 0, mb, chunk;
@@ -267,16 +308,34 @@ double pp_bubble_of_ideal(int p, int m, int v) { return (double)(p - 1) / ((doub
 
 double pp_textbook_of_ideal(const pp_config *cfg) {
     if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m);
+    if (cfg->kind == PP_ZBV) return (double)(cfg->p - 1) / (6.0 * cfg->m);
     return pp_bubble_of_ideal(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
 }
 
 double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap) {
-    const char *f = cfg->kind == PP_ZB_H1         ? "(p-1)/(3m+p-1), F = B = W"
-                    : cfg->kind == PP_INTERLEAVED ? "(p-1)/(v*m+p-1)"
-                                                  : "(p-1)/(m+p-1)";
-    if (formula) snprintf(formula, cap, "%s", f);
+    pp_textbook_text t;
+    pp_textbook_formulas(cfg, &t);
+    if (formula) snprintf(formula, cap, "%s%s%s", t.total, t.assumes[0] ? ", " : "", t.assumes);
     if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m + cfg->p - 1);
+    if (cfg->kind == PP_ZBV) return (double)(cfg->p - 1) / (6.0 * cfg->m + cfg->p - 1);
     return pp_bubble_of_total(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
+}
+
+void pp_textbook_formulas(const pp_config *cfg, pp_textbook_text *out) {
+    const bool zb = pp_splits_backward(cfg->kind);
+    const char *units = cfg->kind == PP_ZB_H1 ? "3m" : "6m"; /* F, B, W per chunk: 3 or 6 */
+    if (zb) {
+        snprintf(out->total, sizeof out->total, "(p-1)/(%s+p-1)", units);
+        snprintf(out->ideal, sizeof out->ideal, "(p-1)/(%s)", units);
+    } else if (cfg->kind == PP_INTERLEAVED) {
+        snprintf(out->total, sizeof out->total, "(p-1)/(v*m+p-1)");
+        snprintf(out->ideal, sizeof out->ideal, "(p-1)/(v*m)");
+    } else {
+        snprintf(out->total, sizeof out->total, "(p-1)/(m+p-1)");
+        snprintf(out->ideal, sizeof out->ideal, "(p-1)/m");
+    }
+    snprintf(out->assumes, sizeof out->assumes, "%s", zb ? "F = B = W" : "");
+    out->shows_v = cfg->kind == PP_INTERLEAVED;
 }
 
 double pp_bubble_of_total(int p, int m, int v) { return (double)(p - 1) / ((double)v * m + p - 1); }

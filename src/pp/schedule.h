@@ -6,20 +6,27 @@
  * schedule_sim.h checks a schedule and predicts its timeline; viz/schedule_draw.h draws it.
  *
  * Vocabulary. p pipeline ranks, m micro-batches, v model chunks per rank (v = 1 except for
- * the interleaved schedule). The model is cut into S = p·v virtual stages; chunk c of rank r
- * is virtual stage s = c·p + r, so the stages go round the ranks v times:
+ * the interleaved schedule and zbv, v = 2). The model is cut into S = p·v virtual stages; which
+ * stage chunk c of rank r holds is the schedule's placement, pp_stage (and back, pp_stage_owner).
+ * Every layer of the tree that needs it (model partition, trainer, pictures) asks these two:
  *
+ *   round robin (all but zbv)  s = c·p + r: the stages go round the ranks v times
  *     p = 4, v = 2:   rank 0: s0 s4    rank 1: s1 s5    rank 2: s2 s6    rank 3: s3 s7
  *                     activations  s0 -> s1 -> s2 -> s3 -> s4 -> ... -> s7 (loss)
- *                     gradients    s7 -> s6 -> ...                -> s0
+ *   V (zbv)                    chunk 0 is stage r, chunk 1 is stage 2p−1−r: down and back up
+ *     p = 4:          rank 0: s0 s7    rank 1: s1 s6    rank 2: s2 s5    rank 3: s3 s4
+ *                     activations  s0 -> s1 -> s2 -> s3 => s4 -> s5 -> s6 -> s7 (loss, rank 0)
+ *                     (=>: rank 3 to itself; the executor hands that buffer over locally)
+ *   gradients flow the other way: S−1 -> ... -> 0.
  *
  * One action = forward or backward of one (micro-batch, chunk). Its messages:
  *   F of stage s: receives the activation      from s-1 before (unless s = 0),
  *                 sends its output activation  to   s+1 after  (unless s = S-1);
  *   B of stage s: receives the output-gradient from s+1 before (unless s = S-1),
  *                 sends the input-gradient     to   s-1 after  (unless s = 0).
- * The peer of s±1 is pipeline rank (r±1) mod p. A message is named by its tag, unique in
- * one step over (direction, micro-batch, destination virtual stage):
+ * The peer of s±1 is the rank that owns it (pp_stage_owner): (r±1) mod p round robin; in
+ * the V it can be the rank itself (stage p−1 -> p on rank p−1). A message is named by its
+ * tag, unique in one step over (direction, micro-batch, destination virtual stage):
  *     tag = (mb·S + dst_stage)·2 + dir        dir 0 = activation, 1 = gradient
  * so the largest tag is 2·m·S − 1, at most COMM_MAX_TAG (src/runtime/comm_tag.h;
  * pp_config_valid checks it).
@@ -43,8 +50,20 @@
  *                optimizer only after every rank's last W, behind the same global gradient
  *                norm and NaN check as every schedule, so there is nothing to undo; the
  *                price is the optimizer's time outside the pipeline, as in 1F1B.
- * All three are the same shape — warmup forwards, steady F/B pairs, cooldown backwards —
- * with GPipe's warmup being all m forwards:
+ *   zbv          zero bubble on the V placement (Qi et al. 2024, "ZB-V"), v = 2, split
+ *                backward. Not a closed formula but a list schedule (schedule_zbv.c): all
+ *                ranks are played forward in time with every F, B and W one unit long, and a
+ *                free rank takes, in this order, a W when its activation memory is full, a
+ *                ready B, a ready F (chunk 1 before chunk 0), a waiting W. Memory: at most
+ *                2p chunk sets (1F1B's p stage sets), chunk 0 at most k of them; the play is
+ *                made for k = p .. 2p−1 and the shortest kept. Any m >= 1 (every p <= 8,
+ *                m <= 24 is validated by the tests).
+ *                Rank 0 holds the embedding (stage 0) and the head + loss (stage 2p−1).
+ *                With F = B = W every rank idles p−1 units (the fill of the V: rank p−1 waits
+ *                p−1 forwards for its first input) against 6m units of work, which is the
+ *                least any schedule can do when all ranks end together.
+ * gpipe, 1f1b and interleaved are the same shape — warmup forwards, steady F/B pairs,
+ * cooldown backwards — with GPipe's warmup being all m forwards:
  *
  *     1f1b p=4 m=8 rank 0:  F0 F1 F2 | F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 | B5 B6 B7
  *                           warmup      steady (1F1B)                  cooldown
@@ -65,7 +84,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum { PP_GPIPE = 0, PP_1F1B = 1, PP_INTERLEAVED = 2, PP_ZB_H1 = 3 } pp_kind;
+typedef enum { PP_GPIPE = 0, PP_1F1B = 1, PP_INTERLEAVED = 2, PP_ZB_H1 = 3, PP_ZBV = 4 } pp_kind;
 /* PP_BACKWARD is the whole backward of gpipe / 1f1b / interleaved. The zero-bubble schedules
  * split it (src/model/gpt.h, "the split backward"): PP_BACKWARD_INPUT ("B" in Qi et al.: the
  * input gradient, with the backward's messages) and PP_WEIGHT ("W": the weight gradient, no
@@ -80,7 +99,7 @@ typedef struct {
     pp_kind kind;
     int p; /* pipeline ranks (pipeline-model-parallel size) */
     int m; /* micro-batches per step */
-    int v; /* model chunks per rank: 1, or >= 2 for interleaved */
+    int v; /* model chunks per rank: 1, >= 2 for interleaved, 2 for zbv */
 } pp_config;
 
 /* One step of one rank. recv_* happen before the compute, send_* after; -1 = no message. */
@@ -88,7 +107,7 @@ typedef struct {
     pp_op op;
     int mb;         /* micro-batch, 0..m-1 */
     int chunk;      /* model chunk on this rank, 0..v-1 */
-    int stage;      /* virtual stage chunk·p + rank, 0..p·v-1 */
+    int stage;      /* virtual stage pp_stage(rank, chunk), 0..p·v-1 */
     pp_phase phase; /* warmup / steady / cooldown */
     int recv_peer;  /* pipeline rank to receive from, or -1 */
     int recv_stage; /* virtual stage that sends it, or -1 */
@@ -101,7 +120,7 @@ typedef struct {
 /* The ordered actions of one rank. */
 typedef struct {
     int rank;
-    int n;              /* number of actions: 2·m·v for a generated plan, 3·m for zb-h1 */
+    int n;              /* number of actions: 2·m·v, or 3·m·v when the backward is split */
     int warmup;         /* actions [0, warmup) are the warmup forwards */
     int cooldown;       /* the last `cooldown` actions are the cooldown backwards */
     pp_action *actions; /* (n) */
@@ -113,23 +132,29 @@ typedef struct {
     pp_rank_plan *ranks; /* (p) */
 } pp_schedule;
 
-/* "gpipe" | "1f1b" | "interleaved" -> kind; false for anything else. */
+/* "gpipe" | "1f1b" | "interleaved" | "zb-h1" | "zbv" -> kind; false for anything else. */
 bool pp_kind_parse(const char *name, pp_kind *out);
 /* The name pp_kind_parse accepts. */
 const char *pp_kind_name(pp_kind kind);
 
 /* True when the configuration is usable; otherwise false and one line in msg naming the
  * value and the rule, e.g. "m = 6 micro-batches is not a multiple of the pipeline
- * size p = 4: the interleaved schedule walks micro-batches in groups of p". Rules: p >= 1, m >= 1, v >= 2 for interleaved, v == 1 otherwise,
- * m % p == 0 for interleaved. */
+ * size p = 4: the interleaved schedule walks micro-batches in groups of p". Rules: p >= 1,
+ * m >= 1, v >= 2 for interleaved, v == 2 for zbv, v == 1 otherwise, m % p == 0 and p >= 2 for
+ * interleaved. zbv takes any m >= 1 (see above). */
 bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap);
 /* pp_config_valid, dying with "<who>: <message>" when it is not. */
 void pp_config_check(const pp_config *cfg, const char *who);
 
-/* Virtual stage of (rank, chunk): chunk·p + rank. */
+/* Virtual stage of (rank, chunk): chunk·p + rank, or the V for zbv (r, 2p−1−r). */
 int pp_stage(const pp_config *cfg, int rank, int chunk);
-/* Number of warmup forwards on `rank`: m (gpipe), min(p−r−1, m) (1f1b),
- * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved). */
+/* The inverse: which (rank, chunk) holds virtual stage `stage` (0 <= stage < p·v). */
+void pp_stage_owner(const pp_config *cfg, int stage, int *rank, int *chunk);
+/* Whether the schedule splits the backward into B and W (zb-h1, zbv). */
+bool pp_splits_backward(pp_kind kind);
+/* Number of warmup forwards on `rank`: m (gpipe), min(p−r−1, m) (1f1b, zb-h1),
+ * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved); zbv: the forwards before its first B in the
+ * list schedule. */
 int pp_warmup(const pp_config *cfg, int rank);
 /* Tag of the message of direction dir for micro-batch mb arriving at virtual stage
  * dst_stage, with S = nstages virtual stages: (mb·S + dst_stage)·2 + dir. */
@@ -163,9 +188,29 @@ double pp_bubble_of_total(int p, int m, int v);
 /* The same for any schedule. zb-h1, with F = B = W (each a third of forward + backward):
  * every rank idles (p−1)(F + B − W) = (p−1) units against 3m units of work, so
  *   of the ideal time:  (p−1) / (3m)        of the total time:  (p−1) / (3m + p − 1)
- * — a third of 1F1B's bubble (Qi et al. 2024, "ZB-H1"). `formula` gets the total-time
- * formula as text, e.g. "(p-1)/(3m+p-1), F = B = W" (ASCII), when not NULL. */
+ * — a third of 1F1B's bubble (Qi et al. 2024, "ZB-H1"). zbv, with F = B = W per chunk: every
+ * rank idles p−1 chunk actions (the fill of the V, a lower bound) against 6m (F, B, W on 2
+ * chunks):
+ *   of the ideal time:  (p−1) / (6m)        of the total time:  (p−1) / (6m + p − 1)
+ * — Qi et al. call ZB-V zero bubble; what remains at F = B = W is the fill of the V, which
+ * no schedule avoids when every rank ends the step together (Trident steps the optimizer
+ * after the whole pipeline).
+ * `formula` gets the total-time formula as text, e.g. "(p-1)/(3m+p-1), F = B = W" (ASCII),
+ * when not NULL. */
 double pp_textbook_of_ideal(const pp_config *cfg);
 double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap);
+
+/* The textbook formulas as text (ASCII), the one source every printer takes them from:
+ *              gpipe, 1f1b      interleaved        zb-h1             zbv
+ *   total      (p-1)/(m+p-1)    (p-1)/(v*m+p-1)    (p-1)/(3m+p-1)    (p-1)/(6m+p-1)
+ *   ideal      (p-1)/m          (p-1)/(v*m)        (p-1)/(3m)        (p-1)/(6m)
+ *   assumes    ""               ""                 "F = B = W"       "F = B = W"
+ * (pp_textbook_of_total's `formula` is total, then ", " and assumes when there is one.) */
+typedef struct {
+    char total[32], ideal[32];
+    char assumes[16]; /* the cost assumption the figure needs, or "" */
+    bool shows_v;     /* the formulas name v (print its value beside them) */
+} pp_textbook_text;
+void pp_textbook_formulas(const pp_config *cfg, pp_textbook_text *out);
 
 #endif /* TRIDENT_PP_SCHEDULE_H */

@@ -235,7 +235,7 @@ static bool check_action(const pp_config *c, int r, int i, const pp_action *plan
         a->stage != pp_stage(c, r, a->chunk)) {
         snprintf(msg, cap,
                  "rank %d action %d: micro-batch %d chunk %d stage %d is not one of this "
-                 "rank's (m = %d, v = %d, stage = chunk·p + rank)",
+                 "rank's (m = %d, v = %d, stage = pp_stage(rank, chunk))",
                  r, i, a->mb, a->chunk, a->stage, m, v);
         return false;
     }
@@ -288,30 +288,31 @@ static bool check_action(const pp_config *c, int r, int i, const pp_action *plan
 static bool check_every_pair_runs(const pp_schedule *s, const plan_index *ix, char *msg,
                                   size_t cap) {
     const pp_config *c = &s->cfg;
-    const int p = c->p, v = c->v, S = p * v;
+    const int v = c->v, S = c->p * v;
     char name[32];
     for (int key = 0; key < c->m * S; key++) {
+        const int mb = key / S, st = key % S;
+        int owner, chunk;
+        pp_stage_owner(c, st, &owner, &chunk);
         const bool split = ix->bpos[key] >= 0 &&
-                           s->ranks[(key % S) % p].actions[ix->bpos[key]].op == PP_BACKWARD_INPUT;
+                           s->ranks[owner].actions[ix->bpos[key]].op == PP_BACKWARD_INPUT;
         if (split && ix->wpos[key] < 0) {
-            const int mb = key / S, st = key % S;
-            pp_action a = pp_action_make(c, st % p, PP_WEIGHT, mb, st / p);
+            pp_action a = pp_action_make(c, owner, PP_WEIGHT, mb, chunk);
             snprintf(
                 msg, cap,
                 "rank %d never runs %s (micro-batch %d, stage %d): its input-gradient backward "
                 "ran, so its weight gradient must too",
-                st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
+                owner, pp_action_name(&a, v, name, sizeof name), mb, st);
             return false;
         }
         if (ix->fpos[key] >= 0 && ix->bpos[key] >= 0) continue;
-        int mb = key / S, st = key % S;
-        pp_action a = pp_action_make(c, st % p, ix->fpos[key] < 0 ? PP_FORWARD : PP_BACKWARD, mb,
-                                     st / p);
+        pp_action a = pp_action_make(c, owner, ix->fpos[key] < 0 ? PP_FORWARD : PP_BACKWARD, mb,
+                                     chunk);
         snprintf(
             msg, cap,
             "rank %d never runs %s (micro-batch %d, stage %d); each (micro-batch, stage) needs "
             "exactly one forward and one backward",
-            st % p, pp_action_name(&a, v, name, sizeof name), mb, st);
+            owner, pp_action_name(&a, v, name, sizeof name), mb, st);
         return false;
     }
     return true;

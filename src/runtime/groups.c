@@ -51,6 +51,7 @@ bool pg_layout_make(pg_layout *out, int world, int tp, int pp, int vpp, const ch
     out->pp = pp;
     out->dp = world / (tp * pp);
     out->vpp = vpp;
+    out->v_placement = false;
     out->order = o;
     if (errlen) err[0] = 0;
     return true;
@@ -96,7 +97,7 @@ int pg_group_size(const pg_layout *l, pg_kind kind) {
     case PG_DP: return l->dp;
     case PG_PP: return l->pp;
     case PG_MP: return l->tp * l->pp;
-    case PG_EMBEDDING: return l->pp == 1 ? 1 : 2;
+    case PG_EMBEDDING: return l->pp == 1 || l->v_placement ? 1 : 2;
     default: break;
     }
     CHECK(0, "pg_kind out of range");
@@ -130,10 +131,10 @@ static bool members_of(const pg_layout *l, pg_kind kind, int rank, int *m) {
         return true;
     }
     case PG_EMBEDDING:
-        if (c.pp != 0 && c.pp != l->pp - 1) return false;
+        if (c.pp != 0 && (c.pp != l->pp - 1 || l->v_placement)) return false;
         v.pp = 0;
         m[0] = pg_rank_of(l, v);
-        if (l->pp > 1) {
+        if (l->pp > 1 && !l->v_placement) {
             v.pp = l->pp - 1;
             m[1] = pg_rank_of(l, v);
         }
@@ -157,7 +158,7 @@ static int leader_of(const pg_layout *l, pg_kind kind, int rank) {
         c.pp = 0;
         break;
     case PG_EMBEDDING:
-        if (c.pp != 0 && c.pp != l->pp - 1) return -1;
+        if (c.pp != 0 && (c.pp != l->pp - 1 || l->v_placement)) return -1;
         c.pp = 0;
         break;
     default: CHECK(0, "pg_kind out of range");
@@ -215,4 +216,6 @@ int pg_prev_pp_rank(const pg_layout *l, int rank) {
 
 bool pg_is_first_stage(const pg_layout *l, int rank) { return pg_coord_of(l, rank).pp == 0; }
 
-bool pg_is_last_stage(const pg_layout *l, int rank) { return pg_coord_of(l, rank).pp == l->pp - 1; }
+bool pg_is_last_stage(const pg_layout *l, int rank) {
+    return pg_coord_of(l, rank).pp == (l->v_placement ? 0 : l->pp - 1);
+}

@@ -8,7 +8,8 @@
  *   pp         same (tp, dp), pp_rank varies     activations flow stage to stage
  *   mp         same dp (all tp × pp ranks)       one whole model replica
  *   embedding  first and last rank of a pp group tied input/output embedding
- *              (pp = 1: the rank alone; pp >= 3: middle stages are in no group)
+ *              (pp = 1: the rank alone; pp >= 3: middle stages are in no group;
+ *              v_placement (zbv): pp rank 0 alone, it holds the first and the last stage)
  *
  * The rank order says how coordinates map to global ranks. Tensor is always fastest so a
  * TP group sits on one node (its all-reduces are the hottest traffic):
@@ -41,9 +42,11 @@ typedef enum { PG_ORDER_TP_DP_PP, PG_ORDER_TP_PP_DP } pg_order;
 typedef enum { PG_TP, PG_DP, PG_PP, PG_MP, PG_EMBEDDING, PG_NKINDS } pg_kind;
 
 typedef struct {
-    int world;      /* number of ranks = tp · pp · dp */
-    int tp, pp, dp; /* tensor, pipeline, data parallel sizes (dp is derived) */
-    int vpp;        /* virtual pipeline size (model chunks per stage); 1 = not interleaved */
+    int world;        /* number of ranks = tp · pp · dp */
+    int tp, pp, dp;   /* tensor, pipeline, data parallel sizes (dp is derived) */
+    int vpp;          /* virtual pipeline size (model chunks per stage); 1 = not interleaved */
+    bool v_placement; /* zbv's V: stages 0 and S-1 both on pp rank 0 (pg_layout_make: false;
+                       * the caller sets it for --pipeline-schedule zbv) */
     pg_order order;
 } pg_layout;
 
@@ -65,7 +68,8 @@ const char *pg_kind_name(pg_kind kind);    /* "tp" "dp" "pp" "mp" "embedding" */
 pg_coord pg_coord_of(const pg_layout *l, int rank);
 int pg_rank_of(const pg_layout *l, pg_coord c);
 
-/* How many groups of a kind, and how many ranks in each (embedding: 1 when pp = 1, else 2). */
+/* How many groups of a kind, and how many ranks in each (embedding: 1 when pp = 1 or with the
+ * V placement, else 2). */
 int pg_num_groups(const pg_layout *l, pg_kind kind);
 int pg_group_size(const pg_layout *l, pg_kind kind);
 
@@ -78,7 +82,8 @@ void pg_group_members(const pg_layout *l, pg_kind kind, int index, int *members)
  * pointer may be NULL. */
 int pg_group_of(const pg_layout *l, pg_kind kind, int rank, int *members, int *index_in_group);
 
-/* Pipeline neighbours (global ranks, wrapping around: the last stage's next is the first). */
+/* Pipeline neighbours (global ranks, wrapping around: the last stage's next is the first).
+ * pg_is_last_stage: the rank holding the last stage (pp rank 0 with the V placement). */
 int pg_next_pp_rank(const pg_layout *l, int rank);
 int pg_prev_pp_rank(const pg_layout *l, int rank);
 bool pg_is_first_stage(const pg_layout *l, int rank);

@@ -93,7 +93,9 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
          &c->num_layers_per_virtual_pipeline_stage,
          "layers per model chunk: enables the interleaved schedule (0 = off)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &c->pipeline_schedule,
-         "pipeline schedule (zb-h1: zero bubble, split backward)", "gpipe|1f1b|interleaved|zb-h1"},
+         "pipeline schedule (zb-h1: zero bubble, split backward; zbv: zero bubble on a V of 2 "
+         "chunks per rank, rank 0 holding the first and the last stage)",
+         "gpipe|1f1b|interleaved|zb-h1|zbv"},
         {"--stage-layers", FLAG_STRING, &c->stage_layers,
          "explicit layers per virtual stage, e.g. 3,3,2 (default: even split)", NULL},
         {"--rank-order", FLAG_CHOICE, &c->rank_order, "how ranks map to (tp, dp, pp)",
@@ -229,7 +231,23 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
     if (c->num_layers_per_virtual_pipeline_stage < 0)
         FAIL("--num-layers-per-virtual-pipeline-stage %d must not be negative",
              c->num_layers_per_virtual_pipeline_stage);
-    if (c->num_layers_per_virtual_pipeline_stage > 0) {
+    if (strcmp(c->pipeline_schedule, "zbv") == 0) { /* always 2 chunks per rank: the V */
+        const int k = c->num_layers_per_virtual_pipeline_stage;
+        if (pp < 2)
+            FAIL("--pipeline-schedule zbv needs --pipeline-model-parallel-size >= 2 (got %d): its "
+                 "V runs down the pipeline ranks and back up",
+                 pp);
+        if (c->num_layers % (2 * pp) != 0 && !c->stage_layers)
+            FAIL("--pipeline-schedule zbv cuts the model into 2 × --pipeline-model-parallel-size "
+                 "= %d stages: --num-layers %d is not divisible by %d",
+                 2 * pp, c->num_layers, 2 * pp);
+        if (k > 0 && k * 2 * pp != c->num_layers)
+            FAIL("--num-layers-per-virtual-pipeline-stage %d disagrees with --pipeline-schedule "
+                 "zbv: its 2 chunks per rank hold num-layers / (2 × pipeline size) = %d / %d "
+                 "layers each (leave the flag out)",
+                 k, c->num_layers, 2 * pp);
+        c->vpp = 2;
+    } else if (c->num_layers_per_virtual_pipeline_stage > 0) {
         int k = c->num_layers_per_virtual_pipeline_stage;
         if (pp < 2)
             FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1 "
@@ -253,7 +271,7 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
                  "of "
                  "--pipeline-model-parallel-size %d",
                  c->num_microbatches, pp);
-    } else if (c->vpp > 1) {
+    } else if (c->vpp > 1 && strcmp(c->pipeline_schedule, "zbv") != 0) {
         FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-schedule interleaved (got "
              "%s)",
              c->pipeline_schedule);

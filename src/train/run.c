@@ -167,7 +167,8 @@ static void run_setup(run_state *r, train_config *c) {
     if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size,
                         c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("trident train: %s", err);
-    comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes); /* 0 waits forever */
+    r->layout.v_placement = strcmp(c->pipeline_schedule, "zbv") == 0; /* rank 0: embedding + head */
+    comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes);  /* 0 waits forever */
     device_set_threads(c->threads);
     CHECK(device_kind_parse(c->device, &r->dk), "device name checked by the flag parser");
     int gpu = r->dk == DEVICE_CUDA ? dist_bind_device() : -1;

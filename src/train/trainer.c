@@ -59,20 +59,24 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     t->tp_rank = ps ? ps->tp_rank : 0;
     t->pp_rank = ps ? ps->pp_rank : 0;
     t->dp_rank = ps ? ps->dp_rank : 0;
-    t->is_last_stage = ps ? ps->is_last_stage : true;
     if (!ps) CHECK(tp == 1 && pp == 1 && cfg->dp == 1, "a serial trainer needs tp = pp = dp = 1");
     gpt_config g = {cfg->padded_vocab, 256,
                     cfg->seq_length,   cfg->num_layers,
                     cfg->hidden_size,  cfg->num_attention_heads};
     t->gcfg = g;
-    int *stage_layers = parse_stage_layers(cfg->stage_layers, pp * cfg->vpp);
-    t->model = local_model_create(&g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp, stage_layers,
-                                  (uint64_t)cfg->seed);
-    free(stage_layers);
     pp_kind kind;
     CHECK(pp_kind_parse(cfg->pipeline_schedule, &kind), "schedule name checked by the flag parser");
     pp_config pc = {kind, pp, cfg->num_microbatches, cfg->vpp};
     pp_config_check(&pc, "trident train");
+    int *stage_layers = parse_stage_layers(cfg->stage_layers, pp * cfg->vpp);
+    int *chunk_stage = mallocCheck(sizeof(int) * (size_t)cfg->vpp); /* the schedule's placement */
+    for (int c = 0; c < cfg->vpp; c++) chunk_stage[c] = pp_stage(&pc, t->pp_rank, c);
+    t->model = local_model_create_staged(&g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp, chunk_stage,
+                                         stage_layers, (uint64_t)cfg->seed);
+    free(chunk_stage);
+    free(stage_layers);
+    /* The rank with the loss: the last pipeline rank, or rank 0 at the top of zbv's V. */
+    t->is_last_stage = t->model->wte_head != NULL;
     t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
                                  cfg->micro_batch_size, cfg->seq_length);
     pp_executor_set_overlap_p2p(t->exec, cfg->overlap_p2p_comm);
@@ -90,7 +94,8 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     distopt_groups dg = {
         .dp = ps ? ps->dp : NULL,
         .norm = ps ? (cfg->use_distributed_optimizer ? ps->world : ps->mp) : NULL,
-        .embedding = ps ? ps->embedding : NULL,
+        /* zbv: both wte copies on pipeline rank 0, summed by the executor (local_model.h) */
+        .embedding = ps && kind != PP_ZBV ? ps->embedding : NULL,
         .zero = cfg->use_distributed_optimizer,
         .bucket_numel = 1u << 20,
         .world = ps ? ps->world : NULL,

@@ -109,6 +109,23 @@ static void a_zero_checkpoint_continues_at_other_layouts(void **state) {
     expect_continuation(dir, "serial", 1, "", ck, 1e-5);
 }
 
+/* zbv keeps both wte copies on pipeline rank 0 and saves one: its checkpoint continues at
+ * 1f1b, and a 1f1b checkpoint continues at zbv (pp 2, dp 2, ZeRO both ways). */
+static void zbv_and_1f1b_checkpoints_load_into_each_other(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("zbv");
+    char ck[4400], ck1[4400];
+    const char *zbv = "--pipeline-model-parallel-size 2 --pipeline-schedule zbv "
+                      "--use-distributed-optimizer",
+               *one = "--pipeline-model-parallel-size 2 --use-distributed-optimizer";
+    snprintf(ck, sizeof ck, "%s/ck_zbv", dir);
+    snprintf(ck1, sizeof ck1, "%s/ck_1f1b", dir);
+    save_at(dir, ck, 4, zbv);
+    expect_continuation(dir, "zbv_to_1f1b", 4, one, ck, 1e-5);
+    save_at(dir, ck1, 4, one);
+    expect_continuation(dir, "1f1b_to_zbv", 4, zbv, ck1, 1e-5);
+}
+
 static void resume_at_the_same_layout_is_bit_identical(void **state) {
     (void)state;
     const char *dir = test_tmpdir("same");
@@ -209,6 +226,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_zero_checkpoint_continues_at_other_layouts),
         cmocka_unit_test(resume_at_the_same_layout_is_bit_identical),
+        cmocka_unit_test(zbv_and_1f1b_checkpoints_load_into_each_other),
         cmocka_unit_test(a_crash_mid_save_leaves_the_previous_checkpoint_loadable),
         cmocka_unit_test(damage_is_refused_naming_the_file),
     };

@@ -17,7 +17,8 @@ def _path(label):
     """//src/tp:layers.c -> src/tp/layers.c"""
     return label[2:].replace(":", "/")
 
-def _variant(number, variant, dir, source, header, lib_deps, test_src, test_deps, defines):
+def _variant(number, variant, dir, source, header, lib_deps, test_src, test_deps, defines,
+             extra_srcs):
     name = "ex%d_%s" % (number, variant)
     piece = "//tutorials/exercises:%s/%s.c" % (dir, variant)
     spliced = "%s_spliced/%s" % (name, source.split(":")[1])
@@ -40,7 +41,7 @@ def _variant(number, variant, dir, source, header, lib_deps, test_src, test_deps
     cc_library(
         name = name + "_lib",
         testonly = True,
-        srcs = [":" + spliced, header],
+        srcs = [":" + spliced, header] + extra_srcs,
         copts = COPTS + ["-Wno-error", "-Wno-unused-function"],
         deps = lib_deps,
     )
@@ -55,10 +56,12 @@ def _variant(number, variant, dir, source, header, lib_deps, test_src, test_deps
     )
 
 def exercise(number, dir, source, header, library, lib_deps, test_src, test_deps, expect,
-             defines = [], mpi = False):
-    """One exercise; see the file's comment. library: Trident's own target for SOURCE."""
+             defines = [], mpi = False, extra_srcs = []):
+    """One exercise; see the file's comment. library: Trident's own target for SOURCE;
+    extra_srcs: the other files of that library, compiled as they are."""
     for variant in ["skeleton", "student"]:
-        _variant(number, variant, dir, source, header, lib_deps, test_src, test_deps, defines)
+        _variant(number, variant, dir, source, header, lib_deps, test_src, test_deps, defines,
+                 extra_srcs)
     cc_binary(
         name = "ex%d_solution" % number,
         testonly = True,

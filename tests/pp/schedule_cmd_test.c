@@ -50,6 +50,20 @@ static void text_prints_the_grid_idle_and_bubbles(void **state) {
 }
 
 /* A chunk of the interleaved schedule costs 1/v of a stage: the same work in less time. */
+/* zbv: two chunks implied, chunk 1 named c1, W's listed, the zero-bubble textbook line. */
+static void zbv_lists_both_chunks_and_its_ws(void **state) {
+    (void)state;
+    assert_int_equal(
+        schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule zbv"),
+        0);
+    expect_output("v = 2 model chunks per rank");
+    expect_output("rank 3 .    .    .    F0c0 F0c1 F1c0");
+    expect_output("W0c1");
+    expect_output("bubble (simulated): 5.9% of the total time");
+    expect_output("bubble (textbook, F = B = W):  (p-1)/(6m+p-1) = 5.9% of the total time, "
+                  "(p-1)/(6m) = 6.2% of the ideal time");
+}
+
 static void interleaving_is_faster_at_default_costs(void **state) {
     (void)state;
     assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 "
@@ -182,7 +196,7 @@ static void bad_input_fails_with_one_clear_line(void **state) {
                    "--num-microbatches 0 must be at least 1");
     expect_failure(
         "--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule zigzag",
-        "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1, got 'zigzag'");
+        "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1|zbv, got 'zigzag'");
     expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --backward-cost -1",
                    "--backward-cost -1 must be positive");
     const char *dir = test_tmpdir("schedule_cmd_bad");
@@ -202,6 +216,7 @@ static void bad_input_fails_with_one_clear_line(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_prints_the_grid_idle_and_bubbles),
+        cmocka_unit_test(zbv_lists_both_chunks_and_its_ws),
         cmocka_unit_test(interleaving_is_faster_at_default_costs),
         cmocka_unit_test(costs_come_from_a_run),
         cmocka_unit_test(json_is_exactly_the_action_lists),

@@ -340,6 +340,55 @@ static void one_stage_has_no_bubble(void **state) {
     pp_schedule_free(&s);
 }
 
+
+/* zbv at F = B = W, free communication, p = 4, m = 8: the bubble is only the fill of the V,
+ * and no schedule can do better. Rank p−1 cannot start before p−1 chunk-forwards have run
+ * upstream and then has 6m units of work, so the makespan is at least 6m + p − 1 and every rank
+ * (all end together: the optimizer steps after the whole pipeline) idles at least p − 1 units:
+ * (p−1)/(6m+p−1) = 3/51 = 5.9% of the makespan, against 1F1B's 3/11 = 27.3% and zb-h1's
+ * 3/27 = 11.1%. So "≈ 0" here means: at that lower bound (to 1e-12), i.e. the residue is the
+ * p − 1 units of fill, nothing else (what Qi et al.'s "zero" does not count). Peak memory 2p
+ * chunk sets = 1F1B's. Also: every (p, m) with p | m, m >= 2p, p <= 8 meets the bound, and
+ * every p <= 8, m <= 24 validates (deadlock-free, every W after its B). */
+static void zbv_bubble_is_only_the_fill_of_the_v(void **state) {
+    (void)state;
+    char msg[512];
+    pp_config cfg = {PP_ZBV, 4, 8, 2}, one = {PP_1F1B, 4, 8, 1};
+    pp_schedule s, s1;
+    pp_sim sim = simulate(&cfg, 1, 2, &s), sim1 = simulate(&one, 1, 2, &s1); /* F = B = W = 1 */
+    assert_true(fabs(sim.makespan - (6 * 8 + 3)) < 1e-12);
+    assert_true(fabs(sim.bubble_fraction - 3.0 / 51) < 1e-12);
+    assert_true(fabs(sim1.bubble_fraction - 3.0 / 11) < 1e-12);
+    for (int r = 0; r < 4; r++) {
+        assert_true(fabs(sim.makespan - sim.ranks[r].busy - 3) < 1e-12); /* p - 1 idle units */
+        assert_true(sim.ranks[r].peak_inflight <= 8);
+    }
+    pp_config zb = {PP_ZB_H1, 4, 8, 1};
+    pp_schedule s2;
+    pp_sim sim2 = simulate(&zb, 1, 2, &s2);
+    assert_true(sim.bubble_fraction < sim2.bubble_fraction / 1.8); /* 5.9% vs 11.1% */
+    pp_sim_free(&sim2);
+    pp_schedule_free(&s2);
+    pp_sim_free(&sim);
+    pp_sim_free(&sim1);
+    pp_schedule_free(&s);
+    pp_schedule_free(&s1);
+    for (int p = 1; p <= 8; p++)
+        for (int m = 1; m <= 24; m++) {
+            cfg = (pp_config){PP_ZBV, p, m, 2};
+            pp_schedule_build(&cfg, &s);
+            if (!pp_validate(&s, msg, sizeof msg)) fail_msg("zbv p=%d m=%d: %s", p, m, msg);
+            pp_schedule_free(&s);
+            if (m % p != 0 || m < 2 * p) continue;
+            sim = simulate(&cfg, 1, 2, &s);
+            if (fabs(sim.bubble_fraction - pp_textbook_of_total(&cfg, NULL, 0)) > 1e-12)
+                fail_msg("zbv p=%d m=%d: simulated bubble %.6f, textbook %.6f", p, m,
+                         sim.bubble_fraction, pp_textbook_of_total(&cfg, NULL, 0));
+            pp_sim_free(&sim);
+            pp_schedule_free(&s);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(validator_accepts_the_three_schedules_at_many_sizes),
@@ -356,6 +405,7 @@ int main(void) {
         cmocka_unit_test(interleaved_is_faster_than_1f1b_at_default_costs),
         cmocka_unit_test(zb_h1_has_a_third_of_1f1b_bubble_at_1f1b_memory),
         cmocka_unit_test(one_stage_has_no_bubble),
+        cmocka_unit_test(zbv_bubble_is_only_the_fill_of_the_v),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

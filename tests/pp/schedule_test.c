@@ -261,6 +261,77 @@ static void names_and_kinds_round_trip(void **state) {
     assert_string_equal(pp_action_name(&a, 1, buf, sizeof buf), "B0");
 }
 
+
+/* zbv: the V placement and its inverse, next to round robin: (r, 0) is stage r, (r, 1) is
+ * stage 2p−1−r, so rank 0 holds the first and the last stage and rank p−1 sends to itself at
+ * the bottom of the V; pp_stage_owner undoes pp_stage for every stage. */
+static void zbv_places_a_v_and_owner_inverts_it(void **state) {
+    (void)state;
+    for (int p = 1; p <= 8; p++) {
+        pp_config v = {PP_ZBV, p, 4, 2}, rr = {PP_INTERLEAVED, p < 2 ? 2 : p, 4, 3};
+        for (int r = 0; r < p; r++) {
+            assert_int_equal(pp_stage(&v, r, 0), r);
+            assert_int_equal(pp_stage(&v, r, 1), 2 * p - 1 - r);
+        }
+        const pp_config *cs[2] = {&v, &rr};
+        for (int k = 0; k < 2; k++)
+            for (int s = 0; s < cs[k]->p * cs[k]->v; s++) {
+                int r, c;
+                pp_stage_owner(cs[k], s, &r, &c);
+                assert_int_equal(pp_stage(cs[k], r, c), s);
+            }
+        pp_action f = pp_action_make(&v, p - 1, PP_FORWARD, 2, 0); /* stage p-1 -> p */
+        assert_int_equal(f.send_peer, p - 1);
+        assert_int_equal(f.send_stage, p);
+        pp_action b = pp_action_make(&v, 0, PP_BACKWARD_INPUT, 1, 1); /* the loss stage */
+        assert_int_equal(b.stage, 2 * p - 1);
+        assert_int_equal(b.recv_tag, -1);
+        if (p > 1) assert_int_equal(b.send_peer, 1);
+    }
+}
+
+/* zbv plans at every p <= 8, m <= 24: 6m actions, each F, B and W of every (micro-batch,
+ * chunk) once, per chunk F's and B's in micro-batch order, each B after its F and each W after
+ * its B, never more than 2p chunk sets alive (1F1B's p stage sets), the phases in order. */
+static void zbv_plans_hold_every_action_once_within_1f1b_memory(void **state) {
+    (void)state;
+    for (int p = 1; p <= 8; p++)
+        for (int m = 1; m <= 24; m++) {
+            pp_config cfg = {PP_ZBV, p, m, 2};
+            for (int r = 0; r < p; r++) {
+                pp_rank_plan plan;
+                pp_rank_plan_build(&cfg, r, &plan);
+                assert_int_equal(plan.n, 6 * m);
+                int f[2] = {0, 0}, b[2] = {0, 0}, w = 0, alive = 0, peak = 0;
+                char *wdone = calloc((size_t)(2 * m), 1);
+                for (int i = 0; i < plan.n; i++) {
+                    const pp_action *a = &plan.actions[i];
+                    const int c = a->chunk;
+                    assert_true(c == 0 || c == 1);
+                    assert_int_equal(a->stage, pp_stage(&cfg, r, c));
+                    assert_true(a->op != PP_BACKWARD);
+                    if (a->op == PP_FORWARD) assert_int_equal(a->mb, f[c]++), alive++;
+                    if (a->op == PP_BACKWARD_INPUT) assert_int_equal(a->mb, b[c]++);
+                    if (a->op == PP_BACKWARD_INPUT) assert_true(a->mb < f[c]);
+                    if (a->op == PP_WEIGHT) {
+                        assert_true(a->mb < b[c]);
+                        assert_false(wdone[a->mb * 2 + c]);
+                        wdone[a->mb * 2 + c] = 1;
+                        w++;
+                        alive--;
+                    }
+                    if (alive > peak) peak = alive;
+                    if (i > 0) assert_true(a->phase >= plan.actions[i - 1].phase);
+                }
+                assert_true(f[0] == m && f[1] == m && b[0] == m && b[1] == m && w == 2 * m);
+                assert_true(peak <= 2 * p);
+                assert_int_equal(plan.warmup, pp_warmup(&cfg, r));
+                free(wdone);
+                pp_rank_plan_free(&plan);
+            }
+        }
+}
+
 static void textbook_bubbles(void **state) {
     (void)state;
     assert_true(pp_bubble_of_ideal(4, 8, 1) == 3.0 / 8);
@@ -268,6 +339,20 @@ static void textbook_bubbles(void **state) {
     assert_true(pp_bubble_of_ideal(4, 8, 2) == 3.0 / 16);
     assert_true(pp_bubble_of_total(4, 8, 2) == 3.0 / 19);
     assert_true(pp_bubble_of_total(1, 8, 1) == 0);
+    char f[64];
+    pp_config zbv = {PP_ZBV, 4, 8, 2}, zb = {PP_ZB_H1, 4, 8, 1}, one = {PP_1F1B, 4, 8, 1};
+    assert_true(pp_textbook_of_total(&zbv, f, sizeof f) == 3.0 / 51);
+    assert_string_equal(f, "(p-1)/(6m+p-1), F = B = W");
+    assert_true(pp_textbook_of_ideal(&zbv) == 3.0 / 48);
+    assert_true(pp_textbook_of_total(&zb, f, sizeof f) == 3.0 / 27);
+    assert_string_equal(f, "(p-1)/(3m+p-1), F = B = W");
+    assert_true(pp_textbook_of_total(&one, f, sizeof f) == 3.0 / 11);
+    assert_string_equal(f, "(p-1)/(m+p-1)");
+    pp_textbook_text t;
+    pp_textbook_formulas(&zbv, &t);
+    assert_string_equal(t.ideal, "(p-1)/(6m)");
+    assert_string_equal(t.assumes, "F = B = W");
+    assert_false(t.shows_v);
 }
 
 int main(void) {
@@ -282,6 +367,8 @@ int main(void) {
         cmocka_unit_test(bad_parameters_are_named_with_their_rule),
         cmocka_unit_test(names_and_kinds_round_trip),
         cmocka_unit_test(textbook_bubbles),
+        cmocka_unit_test(zbv_places_a_v_and_owner_inverts_it),
+        cmocka_unit_test(zbv_plans_hold_every_action_once_within_1f1b_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

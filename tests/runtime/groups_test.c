@@ -186,8 +186,27 @@ static void one_stage_makes_each_rank_its_own_embedding_group(void **state) {
     assert_true(pg_is_first_stage(&l, 3) && pg_is_last_stage(&l, 3));
 }
 
+/* zbv's V puts the first and the last stage on pipeline rank 0: the embedding group is that
+ * rank alone, the last stage is pp rank 0, pp ranks > 0 are in no embedding group. */
+static void the_v_placement_keeps_the_embedding_on_pipeline_rank_0(void **state) {
+    (void)state;
+    pg_layout l = make(8, 2, 2, NULL);
+    l.v_placement = true;
+    assert_int_equal(pg_group_size(&l, PG_EMBEDDING), 1);
+    assert_int_equal(pg_num_groups(&l, PG_EMBEDDING), 4);
+    for (int r = 0; r < 8; r++) {
+        int member = -1, index = -1;
+        int g = pg_group_of(&l, PG_EMBEDDING, r, &member, &index);
+        const bool first = pg_coord_of(&l, r).pp == 0;
+        assert_int_equal(g >= 0, first);
+        if (first) assert_true(member == r && index == 0);
+        assert_int_equal(pg_is_last_stage(&l, r), first);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_v_placement_keeps_the_embedding_on_pipeline_rank_0),
         cmocka_unit_test(worked_example_16_ranks_tp2_pp4_matches_megatron),
         cmocka_unit_test(rank_9_of_worked_example_knows_its_place),
         cmocka_unit_test(tp_pp_dp_order_puts_pipeline_before_data),

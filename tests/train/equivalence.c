@@ -39,13 +39,16 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     char err[512];
 
     train_config sc = *base;
+    /* zbv with layers per chunk given: the model has that many per stage, 2·pp stages */
+    if (strcmp(lc->schedule, "zbv") == 0 && lc->vpp_layers > 0)
+        sc.num_layers = lc->vpp_layers * 2 * lc->pp;
     sc.train_iters = steps;
     assert_true(train_config_check(&sc, 1, err, sizeof err));
     trainer *serial = trainer_create(&sc, NULL);
     float *serial_loss = calloc((size_t)steps, sizeof(float));
     for (int it = 1; it <= steps; it++) serial_loss[it - 1] = trainer_step(serial, it).loss;
 
-    train_config pc = *base;
+    train_config pc = sc;
     pc.train_iters = steps;
     pc.tensor_model_parallel_size = lc->tp;
     pc.pipeline_model_parallel_size = lc->pp;

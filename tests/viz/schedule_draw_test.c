@@ -93,6 +93,33 @@ static void later_chunks_are_hatched_and_lighter(void **state) {
     pp_schedule_free(&s);
 }
 
+/* zbv: chunk 1 (the way back up the V) hatched and lighter, W in its own colour, the title
+ * with the zero-bubble textbook figure. */
+static void zbv_shows_chunk_1_and_w_distinctly(void **state) {
+    (void)state;
+    pp_schedule s;
+    pp_sim sim;
+    build(PP_ZBV, 2, 4, 2, &s, &sim);
+    viz_schedule_layout l;
+    viz_schedule_layout_compute(&s, &sim, &l);
+    int weights = 0;
+    for (int i = 0; i < l.nbox; i++) {
+        const pp_action *a = &s.ranks[l.boxes[i].rank].actions[l.boxes[i].action];
+        assert_int_equal(l.boxes[i].hatched, a->chunk > 0);
+        viz_rgb base = a->op == PP_FORWARD  ? VIZ_FORWARD
+                       : a->op == PP_WEIGHT ? VIZ_WEIGHT
+                                            : VIZ_BACKWARD;
+        assert_int_equal(same_rgb(l.boxes[i].fill, base), a->chunk == 0);
+        weights += a->op == PP_WEIGHT;
+    }
+    assert_int_equal(weights, 2 * 2 * 4); /* p ranks × 2 chunks × m */
+    assert_non_null(strstr(l.title, "zbv"));
+    assert_non_null(strstr(l.title, "(p-1)/(6m+p-1), F = B = W"));
+    viz_schedule_layout_free(&l);
+    pp_sim_free(&sim);
+    pp_schedule_free(&s);
+}
+
 static unsigned char *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
@@ -177,6 +204,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(boxes_sit_at_their_simulated_times),
         cmocka_unit_test(later_chunks_are_hatched_and_lighter),
+        cmocka_unit_test(zbv_shows_chunk_1_and_w_distinctly),
         cmocka_unit_test(png_is_deterministic_and_boxes_are_where_the_layout_says),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
