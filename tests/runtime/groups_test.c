@@ -206,13 +206,14 @@ static void the_v_placement_keeps_the_embedding_on_pipeline_rank_0(void **state)
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(the_v_placement_keeps_the_embedding_on_pipeline_rank_0),
-        cmocka_unit_test(worked_example_16_ranks_tp2_pp4_matches_megatron),
+        /* rank -> coordinates first: exercise 1's first failure names the student's function */
         cmocka_unit_test(rank_9_of_worked_example_knows_its_place),
+        cmocka_unit_test(worked_example_16_ranks_tp2_pp4_matches_megatron),
         cmocka_unit_test(tp_pp_dp_order_puts_pipeline_before_data),
         cmocka_unit_test(many_layouts_keep_every_invariant),
         cmocka_unit_test(bad_layouts_are_rejected_with_the_rule),
         cmocka_unit_test(one_stage_makes_each_rank_its_own_embedding_group),
+        cmocka_unit_test(the_v_placement_keeps_the_embedding_on_pipeline_rank_0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
