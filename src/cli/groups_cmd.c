@@ -122,6 +122,11 @@ static void write_json(FILE *f, const pg_layout *l, int ranks_per_node) {
     free(m);
 }
 
+enum {
+    GROUPS_MAX_WORLD = 1 << 20, /* a listing of a few tens of MB at most */
+    GROUPS_MAX_DRAWN = 4096,    /* a rank box a few pixels wide */
+};
+
 int cmd_groups(int argc, char **argv) {
     int world = 0, tp = 1, pp = 1, vpp = 1, per_node = 8;
     const char *order = "tp-dp-pp", *format = "text", *output = NULL, *theme = NULL;
@@ -158,6 +163,14 @@ int cmd_groups(int argc, char **argv) {
     viz_picture_options("trident groups", theme, width, height);
     if (world == 0) die("trident groups: --world-size is required (the number of ranks, e.g. 8)");
     if (per_node < 1) die("trident groups: --ranks-per-node %d must be at least 1", per_node);
+    /* Bounded work: the listing grows with the world, a picture with its square. */
+    if (world > GROUPS_MAX_WORLD)
+        die("trident groups: --world-size %d is above %d ranks, the most this command lists", world,
+            GROUPS_MAX_WORLD);
+    if (output && viz_format_of(output) && world > GROUPS_MAX_DRAWN)
+        die("trident groups: a picture of --world-size %d ranks would be unreadable; pictures "
+            "take at most %d (use a .txt or .json output)",
+            world, GROUPS_MAX_DRAWN);
     pg_layout l;
     char err[512];
     const bool zbv = strcmp(schedule, "zbv") == 0;

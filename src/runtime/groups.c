@@ -124,10 +124,11 @@ static bool members_of(const pg_layout *l, pg_kind kind, int rank, int *m) {
         for (v.pp = 0; v.pp < l->pp; v.pp++) m[v.pp] = pg_rank_of(l, v);
         return true;
     case PG_MP: {
-        /* All (tp, pp) with this dp; listed ascending by global rank. */
+        /* All (tp, pp) with this dp, ascending by global rank: in both orders a rank grows
+         * with pp (the slower of the two) and then with tp. */
         int k = 0;
-        for (int r = 0; r < l->world; r++)
-            if (pg_coord_of(l, r).dp == c.dp) m[k++] = r;
+        for (v.pp = 0; v.pp < l->pp; v.pp++)
+            for (v.tp = 0; v.tp < l->tp; v.tp++) m[k++] = pg_rank_of(l, v);
         return true;
     }
     case PG_EMBEDDING:
@@ -166,25 +167,54 @@ static int leader_of(const pg_layout *l, pg_kind kind, int rank) {
     return pg_rank_of(l, c);
 }
 
-/* Number of the group led by `leader` = how many leaders are smaller. */
+/* A rank's coordinates as the digits of its number, fastest first, and their radices. */
+static void digits_of(const pg_layout *l, pg_coord c, int d[3], int radix[3]) {
+    const bool dp_second = l->order == PG_ORDER_TP_DP_PP;
+    d[0] = c.tp, radix[0] = l->tp;
+    d[1] = dp_second ? c.dp : c.pp, radix[1] = dp_second ? l->dp : l->pp;
+    d[2] = dp_second ? c.pp : c.dp, radix[2] = dp_second ? l->pp : l->dp;
+}
+
+/* Which digits vary inside a group of `kind` (the leader has them at 0). */
+static void varying(const pg_layout *l, pg_kind kind, bool v[3]) {
+    const bool dp_second = l->order == PG_ORDER_TP_DP_PP;
+    const bool vtp = kind == PG_TP || kind == PG_MP;
+    const bool vpp = kind == PG_PP || kind == PG_MP || kind == PG_EMBEDDING;
+    const bool vdp = kind == PG_DP;
+    v[0] = vtp;
+    v[1] = dp_second ? vdp : vpp;
+    v[2] = dp_second ? vpp : vdp;
+}
+
+/* Number of the group led by `leader` = how many leaders are smaller. A rank grows with
+ * every digit, so ordering leaders by rank orders them by their fixed digits, slowest first:
+ * the number is the fixed digits read as one mixed-radix number (O(1), not a scan). */
 static int group_number(const pg_layout *l, pg_kind kind, int leader) {
-    int n = 0;
-    for (int r = 0; r < leader; r++)
-        if (leader_of(l, kind, r) == r) n++;
+    int d[3], radix[3], n = 0;
+    bool v[3];
+    digits_of(l, pg_coord_of(l, leader), d, radix);
+    varying(l, kind, v);
+    for (int i = 2; i >= 0; i--)
+        if (!v[i]) n = n * radix[i] + d[i];
     return n;
 }
 
 void pg_group_members(const pg_layout *l, pg_kind kind, int index, int *members) {
     CHECK(index >= 0 && index < pg_num_groups(l, kind), "group index out of range");
-    int n = 0;
-    for (int r = 0; r < l->world; r++) {
-        if (leader_of(l, kind, r) != r) continue;
-        if (n++ == index) {
-            members_of(l, kind, r, members);
-            return;
-        }
+    /* The inverse of group_number: the fixed digits from the index, the varying ones 0. */
+    int d[3], radix[3];
+    bool v[3];
+    digits_of(l, pg_coord_of(l, 0), d, radix);
+    varying(l, kind, v);
+    for (int i = 0; i < 3; i++) {
+        d[i] = v[i] ? 0 : index % radix[i];
+        if (!v[i]) index /= radix[i];
     }
-    CHECK(0, "group numbering is inconsistent");
+    const bool dp_second = l->order == PG_ORDER_TP_DP_PP;
+    pg_coord c = {.tp = d[0], .dp = dp_second ? d[1] : d[2], .pp = dp_second ? d[2] : d[1]};
+    int leader = pg_rank_of(l, c);
+    CHECK(leader_of(l, kind, leader) == leader, "group numbering is inconsistent");
+    members_of(l, kind, leader, members);
 }
 
 int pg_group_of(const pg_layout *l, pg_kind kind, int rank, int *members, int *index_in_group) {

@@ -156,6 +156,9 @@ static const hostile_case k_cases[] = {
     {1, "groups --world-size 8 --ranks-per-node 0", "--ranks-per-node 0 must be at least 1", NULL},
     {1, "groups --world-size 8 -o {D}/no/such/dir/g.png", "does not exist or is not writable",
      NULL},
+    {1, "groups --world-size 100000000", "--world-size 100000000 is above 1048576 ranks", NULL},
+    {1, "groups --world-size 100000 -o {D}/g.png",
+     "a picture of --world-size 100000 ranks would be unreadable", NULL},
     /* ---- schedule ---- */
     {1, "schedule --pipeline-model-parallel-size 4 --num-microbatches 0",
      "--num-microbatches 0 must be at least 1", NULL},
