@@ -284,7 +284,7 @@ static void run_evaluate(run_state *r, int it) {
 }
 
 static void run_save(run_state *r, int it) {
-    checkpoint_save(r->c->save, it, &r->ckpt, r->t->model, r->t->opt,
+    checkpoint_save(r->c->save, it, &r->ckpt, trainer_model(r->t), r->t->opt,
                     r->world > 1 ? r->ps->world : NULL, r->rank);
     r->last_saved = it;
 }
@@ -319,6 +319,7 @@ static void run_loop(run_state *r) {
     }
     if (c->save && r->last_saved != c->train_iters && c->train_iters > r->start)
         run_save(r, c->train_iters);
+    distopt_wait_params(r->t->opt); /* --overlap-param-gather: the last step's gathers */
 }
 
 /* Every rank writes RUN_DIR/trace/rank<k>.trace; then all ranks meet. */

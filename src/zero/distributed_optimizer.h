@@ -49,6 +49,10 @@ typedef struct {
     size_t bucket_numel;   /* all-reduce bucket size without ZeRO (0 = one bucket) */
     comm_group *world;     /* every rank: agrees on fp16 overflow (NULL = 1) */
     prec_dtype dtype;      /* PREC_FP32, PREC_BF16 or PREC_FP16 */
+    bool overlap_grads;    /* --overlap-grad-reduce: buckets reduced during the backward
+                              (src/zero/overlap.h; not with fp16) */
+    bool overlap_params;   /* --overlap-param-gather (ZeRO): gathers finish during the next
+                              forward */
 } distopt_groups;
 
 typedef struct dist_optimizer dist_optimizer;
@@ -72,6 +76,11 @@ distopt_stats distopt_step(dist_optimizer *o, int it);
 
 /* The loss scale the backward pass must multiply the loss by (1 unless fp16). */
 float distopt_loss_scale(const dist_optimizer *o);
+/* With --overlap-param-gather the step returns before every parameter has arrived (the next
+ * forward waits for each layer's own). Whatever else reads model->params — checkpoints,
+ * evaluation outside the executor, generation, the end of a run, tests — calls this first.
+ * Cheap when nothing is pending. */
+void distopt_wait_params(dist_optimizer *o);
 /* Test hook: the next step sees an inf in its gradients (fp16 recovery test). */
 void distopt_inject_overflow(dist_optimizer *o);
 /* fp32 master weights (numel without ZeRO, shard with ZeRO), NULL in fp32 runs; device memory. */

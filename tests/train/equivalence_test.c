@@ -25,6 +25,8 @@ static const layout_case k_cases[] = {
     {1, 1, 0, "1f1b", false},        /* DP2 */
     {1, 1, 0, "1f1b", true},         /* DP2 + ZeRO */
     {1, 2, 0, "zb-h1", false},       /* PP2 zero bubble (split backward) */
+    {1, 1, 0, "1f1b", false, true, false}, /* DP2 --overlap-grad-reduce */
+    {1, 1, 0, "1f1b", true, true, true},   /* DP2 + ZeRO, both overlaps */
 #elif WORLD == 4
     {4, 1, 0, "1f1b", false},  /* TP4 */
     {1, 4, 0, "1f1b", false},  /* PP4 1F1B */
@@ -33,6 +35,8 @@ static const layout_case k_cases[] = {
     {1, 1, 0, "1f1b", false},  /* DP4 */
     {2, 2, 0, "1f1b", false},  /* TP2 × PP2 */
     {1, 4, 0, "zb-h1", false}, /* PP4 zero bubble */
+    {2, 1, 0, "1f1b", true, true, true},   /* TP2 × DP2 + ZeRO, both overlaps */
+    {1, 2, 0, "1f1b", false, true, false}, /* PP2 × DP2 1F1B --overlap-grad-reduce */
 #elif WORLD == 8
     {2, 2, 1, "interleaved", true}, /* TP2 × PP2 × DP2, interleaved, ZeRO (the demo layout) */
     {2, 2, 0, "1f1b", false},       /* TP2 × PP2 × DP2, 1F1B */
@@ -41,6 +45,8 @@ static const layout_case k_cases[] = {
     {4, 2, 0, "1f1b", false},       /* TP4 × PP2 */
     {2, 1, 0, "1f1b", true},        /* TP2 × DP4, ZeRO */
     {2, 2, 0, "zb-h1", true},       /* TP2 × PP2 × DP2, zero bubble, ZeRO */
+    {2, 2, 1, "interleaved", true, true, true}, /* TP2 × PP2 × DP2 interleaved ZeRO, overlaps */
+    {2, 2, 0, "zb-h1", true, true, true},       /* TP2 × PP2 × DP2 zb-h1 ZeRO, overlaps */
 #endif
 };
 

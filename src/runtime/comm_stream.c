@@ -1,0 +1,269 @@
+/* comm_stream.c — see comm_stream.h. The queue is a ring of COMM_STREAM_MAX_JOBS slots; job
+ * h lives in slot h % COMM_STREAM_MAX_JOBS from its call until the wait after it is done:
+ *
+ *   handles  0 .. done-1      complete (the thread set them done, the caller may have waited)
+ *            done .. queued-1 in the queue; the thread works on `done`, one at a time
+ *
+ * One mutex guards the counters and the done flags; the thread sleeps on `work` while the
+ * queue is empty, a waiting caller sleeps on `finished` (a sleep, not a spin: the core goes
+ * to the stream thread, which is what the caller is waiting for).
+ */
+#define _GNU_SOURCE /* prctl's timer slack */
+#include "src/runtime/comm_stream.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "src/core/check.h"
+#include "src/core/clock.h"
+#include "src/runtime/comm_internal.h"
+
+/* How the thread drives a posted collective (see comm_stream.h for why not a blocking call).
+ * Each MPI_Test runs Open MPI's progress engine once: the next round of the libnbc schedule
+ * (a few 32 KiB shared-memory fragments) moves. Right after posting the thread tests every
+ * 20 us, and doubles its nap every COMM_STREAM_BACKOFF tests up to 500 us: a gradient bucket
+ * of a few MiB needs hundreds of rounds, which the fast start covers, while a collective
+ * waiting for a slower peer (its backward not done yet) costs little CPU. The nap is what
+ * lets the compute run on a shared core; the wake-up of a napping thread costs ~20-50 us of
+ * CPU on these VMs (dist.c measured the same for the p2p progress thread). */
+enum {
+    COMM_STREAM_NAP_NS = 20000,
+    COMM_STREAM_NAP_MAX_NS = 500000,
+    COMM_STREAM_BACKOFF = 64,
+};
+
+typedef enum { JOB_ALL_REDUCE, JOB_REDUCE_SCATTER, JOB_ALL_GATHER } job_kind;
+
+typedef struct {
+    job_kind kind;
+    float *buf;       /* all_reduce / all_gather buffer, reduce_scatter recv */
+    const float *send; /* reduce_scatter */
+    size_t count;     /* all_reduce */
+    int *counts;      /* (size) reduce_scatter / all_gather, as MPI ints */
+    int *displs;      /* (size) all_gather offsets */
+    const char *label;
+    double t_posted, t_start, t_end;
+    bool done;
+} job;
+
+struct comm_stream {
+    comm_group *g;
+    MPI_Comm comm; /* duplicate of g->mpi: the stream's collectives only */
+    int size, rank;
+    job jobs[COMM_STREAM_MAX_JOBS];
+    int64_t queued, done, waited; /* handles [waited.. queued) still hold a slot */
+    bool running, stop;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t work, finished;
+};
+
+static void (*g_hook)(const comm_stream_event *e, void *ctx) = NULL;
+static void *g_hook_ctx = NULL;
+
+void comm_stream_set_trace_hook(void (*fn)(const comm_stream_event *e, void *ctx), void *ctx) {
+    g_hook = fn;
+    g_hook_ctx = ctx;
+}
+
+static job *slot(comm_stream *s, int64_t h) { return &s->jobs[h % COMM_STREAM_MAX_JOBS]; }
+
+/* Posts job j on the stream's communicator and drives it to completion (thread only). */
+static void run_job(comm_stream *s, job *j) {
+    MPI_Request req;
+    switch (j->kind) {
+    case JOB_ALL_REDUCE:
+        MPI_Iallreduce(MPI_IN_PLACE, j->buf, comm_mpi_count(j->count), MPI_FLOAT, MPI_SUM, s->comm,
+                       &req);
+        break;
+    case JOB_REDUCE_SCATTER:
+        MPI_Ireduce_scatter(j->send, j->buf, j->counts, MPI_FLOAT, MPI_SUM, s->comm, &req);
+        break;
+    case JOB_ALL_GATHER:
+        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, j->buf, j->counts, j->displs,
+                        MPI_FLOAT, s->comm, &req);
+        break;
+    }
+    long nap = COMM_STREAM_NAP_NS, tests = 0;
+    for (;;) {
+        int flag = 0;
+        MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        if (flag) return;
+        if (++tests % COMM_STREAM_BACKOFF == 0 && nap < COMM_STREAM_NAP_MAX_NS)
+            nap = 2 * nap < COMM_STREAM_NAP_MAX_NS ? 2 * nap : COMM_STREAM_NAP_MAX_NS;
+        struct timespec ts = {0, nap};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void *stream_main(void *arg) {
+    comm_stream *s = arg;
+    (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* a 20 us nap is ~20 us */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's business */
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (s->done == s->queued && !s->stop) pthread_cond_wait(&s->work, &s->mu);
+        if (s->done == s->queued) break; /* stop, and nothing left: destroy drains first */
+        job *j = slot(s, s->done);
+        pthread_mutex_unlock(&s->mu);
+        j->t_start = time_now();
+        run_job(s, j);
+        j->t_end = time_now();
+        pthread_mutex_lock(&s->mu);
+        j->done = true;
+        s->done++;
+        pthread_cond_broadcast(&s->finished);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+comm_stream *comm_stream_create(comm_group *g) {
+    CHECK(g != NULL, "comm_stream_create needs a group");
+    CHECK(comm_backend_of(g) == COMM_MPI, "comm_stream runs on MPI groups (host memory) only");
+    comm_stream *s = callocCheck(1, sizeof *s);
+    s->g = g;
+    s->size = comm_size(g);
+    s->rank = comm_rank(g);
+    s->comm = MPI_COMM_NULL;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->finished, NULL);
+    if (comm_is_local(g)) return s; /* size 1: every job completes on the caller */
+    int level = 0;
+    MPI_Query_thread(&level);
+    CHECK(level >= MPI_THREAD_MULTIPLE,
+          "comm_stream needs MPI started with MPI_THREAD_MULTIPLE (dist_init asks for it)");
+    MPI_Comm_dup(g->mpi, &s->comm);
+    CHECK(pthread_create(&s->thread, NULL, stream_main, s) == 0,
+          "cannot start the communication stream's thread (out of threads?)");
+    s->running = true;
+    return s;
+}
+
+static void free_slot(job *j) {
+    free(j->counts);
+    free(j->displs);
+    j->counts = j->displs = NULL;
+}
+
+void comm_stream_destroy(comm_stream *s) {
+    if (!s) return;
+    comm_stream_wait_all(s);
+    if (s->running) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = true;
+        pthread_cond_signal(&s->work);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->thread, NULL);
+        MPI_Comm_free(&s->comm);
+    }
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->finished);
+    free(s);
+}
+
+/* Takes the next slot (the caller fills it, then queue() hands it to the thread). */
+static job *next_job(comm_stream *s, job_kind kind, const char *label) {
+    CHECK(s->queued - s->waited < COMM_STREAM_MAX_JOBS,
+          "more than COMM_STREAM_MAX_JOBS collectives queued and not waited for");
+    job *j = slot(s, s->queued);
+    free_slot(j);
+    memset(j, 0, sizeof *j);
+    j->kind = kind;
+    j->label = label;
+    j->t_posted = time_now();
+    return j;
+}
+
+static comm_handle queue(comm_stream *s, job *j) {
+    if (!s->running) { /* size 1: the collective is the identity (reduce-scatter: a copy) */
+        if (j->kind == JOB_REDUCE_SCATTER && j->buf != j->send)
+            memmove(j->buf, j->send, (size_t)j->counts[0] * sizeof(float));
+        j->t_start = j->t_end = j->t_posted;
+        j->done = true;
+        s->done = ++s->queued;
+        return s->queued - 1;
+    }
+    pthread_mutex_lock(&s->mu);
+    comm_handle h = s->queued++;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+    return h;
+}
+
+/* counts[] as MPI ints, and (for displs) their running sums; returns the total. */
+static size_t copy_counts(comm_stream *s, job *j, const size_t *counts, bool displs) {
+    j->counts = mallocCheck(sizeof(int) * (size_t)s->size);
+    if (displs) j->displs = mallocCheck(sizeof(int) * (size_t)s->size);
+    size_t total = 0;
+    for (int d = 0; d < s->size; d++) {
+        j->counts[d] = comm_mpi_count(counts[d]);
+        if (displs) j->displs[d] = comm_mpi_count(total);
+        total += counts[d];
+    }
+    return total;
+}
+
+comm_handle comm_stream_all_reduce(comm_stream *s, float *buf, size_t count, const char *label) {
+    job *j = next_job(s, JOB_ALL_REDUCE, label);
+    j->buf = buf;
+    j->count = count;
+    return queue(s, j);
+}
+
+comm_handle comm_stream_reduce_scatter(comm_stream *s, const float *send, float *recv,
+                                       const size_t *counts, const char *label) {
+    job *j = next_job(s, JOB_REDUCE_SCATTER, label);
+    size_t total = copy_counts(s, j, counts, false);
+    CHECK(s->size == 1 || recv + counts[s->rank] <= send || recv >= send + total,
+          "comm_stream_reduce_scatter: send and recv overlap");
+    j->send = send;
+    j->buf = recv;
+    return queue(s, j);
+}
+
+comm_handle comm_stream_all_gather(comm_stream *s, float *buf, const size_t *counts,
+                                   const char *label) {
+    job *j = next_job(s, JOB_ALL_GATHER, label);
+    (void)copy_counts(s, j, counts, true);
+    j->buf = buf;
+    return queue(s, j);
+}
+
+static void report(comm_stream *s, const job *j, double w0, double w1) {
+    static const char *const ops[] = {"all_reduce", "reduce_scatter", "all_gather"};
+    size_t n = j->kind == JOB_ALL_REDUCE ? j->count : 0;
+    for (int d = 0; j->counts && d < s->size; d++) n += (size_t)j->counts[d];
+    comm_stream_event e = {ops[j->kind], comm_name(s->g), comm_global_rank(s->g, 0), j->label,
+                           n * sizeof(float), j->t_posted, j->t_start, j->t_end, w0, w1};
+    g_hook(&e, g_hook_ctx);
+}
+
+void comm_stream_wait(comm_stream *s, comm_handle h) {
+    if (h < 0) return;
+    if (h >= s->queued) die("comm_stream_wait: handle %lld was never queued", (long long)h);
+    if (h < s->waited) return; /* already waited for: its slot may be reused */
+    const double w0 = time_now();
+    pthread_mutex_lock(&s->mu);
+    while (h >= s->done) pthread_cond_wait(&s->finished, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    const double w1 = time_now();
+    /* Report every job up to h once, in queue order (waits may come in any order). */
+    for (; s->waited <= h; s->waited++) {
+        job *j = slot(s, s->waited);
+        if (g_hook) report(s, j, s->waited == h ? w0 : j->t_end, s->waited == h ? w1 : j->t_end);
+    }
+}
+
+void comm_stream_wait_all(comm_stream *s) {
+    if (s && s->queued > 0) comm_stream_wait(s, s->queued - 1);
+}
