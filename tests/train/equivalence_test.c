@@ -16,6 +16,10 @@
 #define WORLD 2
 #endif
 
+/* Rows name the fields they set; the trailing flags (overlap_grad, overlap_param) default to
+ * off, so rows that leave them out are fine. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const layout_case k_cases[] = {
 #if WORLD == 2
     {2, 1, 0, "1f1b", false},        /* TP2 */
@@ -49,6 +53,7 @@ static const layout_case k_cases[] = {
     {2, 2, 0, "zb-h1", true, true, true},       /* TP2 × PP2 × DP2 zb-h1 ZeRO, overlaps */
 #endif
 };
+#pragma GCC diagnostic pop
 
 static void every_layout_matches_the_serial_run(void **state) {
     (void)state;
