@@ -140,7 +140,12 @@ void trace_comm_full(trace_recorder *t, const trace_comm_info *ci) {
     e->t_ready = ci->t_ready;
     e->t_end = ci->t_end;
     e->cpu = ci->cpu;
-    if (ci->stream) e->flags |= TRACE_STREAM;
+}
+
+void trace_comm_stream(trace_recorder *t, const trace_comm_info *ci) {
+    size_t n = t->n;
+    trace_comm_full(t, ci);
+    if (t->n > n) t->ev[n].flags |= TRACE_STREAM; /* not when the buffer was full */
 }
 
 void trace_comm(trace_recorder *t, trace_kind kind, const char *op, const char *group, int peer,

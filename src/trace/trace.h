@@ -132,9 +132,10 @@ typedef struct {
     int peer, tag, layer, group_first;
     size_t bytes;
     double t_start, t_ready, t_end, cpu;
-    bool stream; /* ran on the communication stream (TRACE_STREAM) */
 } trace_comm_info;
 void trace_comm_full(trace_recorder *t, const trace_comm_info *ci);
+/* The same for a collective that ran on the communication stream (flag TRACE_STREAM). */
+void trace_comm_stream(trace_recorder *t, const trace_comm_info *ci);
 /* A memory counter sample at now / at an explicit time. */
 void trace_memory(trace_recorder *t, size_t bytes_in_use);
 void trace_memory_at(trace_recorder *t, size_t bytes_in_use, double when);

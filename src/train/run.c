@@ -120,16 +120,14 @@ static void trace_stream_hook(const comm_stream_event *e, void *ctx) {
                           .t_start = e->t_start,
                           .t_ready = e->t_start,
                           .t_end = e->t_end,
-                          .cpu = -1,
-                          .stream = true};
-    trace_comm_full(tr, &ci);
+                          .cpu = -1};
+    trace_comm_stream(tr, &ci);
     if (!(e->t_wait_end > e->t_wait_start)) return;
     ci.op = "wait";
     ci.group_first = -1;
     ci.bytes = 0;
     ci.t_start = e->t_wait_start;
     ci.t_ready = ci.t_end = e->t_wait_end;
-    ci.stream = false;
     trace_comm_full(tr, &ci);
 }
 
