@@ -14,7 +14,8 @@ void gpt_hooks_arm_grads(bool armed) { g_armed = armed; }
 /* The element range of parameters kind_first..kind_last of `layer` (adjacent in the buffer). */
 static void range(const gpt_chunk *c, int kind_first, int kind_last, int layer, size_t *b,
                   size_t *e) {
-    const gpt_param *p = gpt_chunk_find(c, kind_first, layer), *q = gpt_chunk_find(c, kind_last, layer);
+    const gpt_param *p = gpt_chunk_find(c, kind_first, layer),
+                    *q = gpt_chunk_find(c, kind_last, layer);
     *b = p->offset;
     *e = q->offset + q->numel;
 }

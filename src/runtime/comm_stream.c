@@ -41,11 +41,11 @@ typedef enum { JOB_ALL_REDUCE, JOB_REDUCE_SCATTER, JOB_ALL_GATHER } job_kind;
 
 typedef struct {
     job_kind kind;
-    float *buf;       /* all_reduce / all_gather buffer, reduce_scatter recv */
+    float *buf;        /* all_reduce / all_gather buffer, reduce_scatter recv */
     const float *send; /* reduce_scatter */
-    size_t count;     /* all_reduce */
-    int *counts;      /* (size) reduce_scatter / all_gather, as MPI ints */
-    int *displs;      /* (size) all_gather offsets */
+    size_t count;      /* all_reduce */
+    int *counts;       /* (size) reduce_scatter / all_gather, as MPI ints */
+    int *displs;       /* (size) all_gather offsets */
     const char *label;
     double t_posted, t_start, t_end;
     bool done;
@@ -85,8 +85,8 @@ static void run_job(comm_stream *s, job *j) {
         MPI_Ireduce_scatter(j->send, j->buf, j->counts, MPI_FLOAT, MPI_SUM, s->comm, &req);
         break;
     case JOB_ALL_GATHER:
-        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, j->buf, j->counts, j->displs,
-                        MPI_FLOAT, s->comm, &req);
+        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, j->buf, j->counts, j->displs, MPI_FLOAT,
+                        s->comm, &req);
         break;
     }
     long nap = COMM_STREAM_NAP_NS, tests = 0;
@@ -243,8 +243,16 @@ static void report(comm_stream *s, const job *j, double w0, double w1) {
     static const char *const ops[] = {"all_reduce", "reduce_scatter", "all_gather"};
     size_t n = j->kind == JOB_ALL_REDUCE ? j->count : 0;
     for (int d = 0; j->counts && d < s->size; d++) n += (size_t)j->counts[d];
-    comm_stream_event e = {ops[j->kind], comm_name(s->g), comm_global_rank(s->g, 0), j->label,
-                           n * sizeof(float), j->t_posted, j->t_start, j->t_end, w0, w1};
+    comm_stream_event e = {ops[j->kind],
+                           comm_name(s->g),
+                           comm_global_rank(s->g, 0),
+                           j->label,
+                           n * sizeof(float),
+                           j->t_posted,
+                           j->t_start,
+                           j->t_end,
+                           w0,
+                           w1};
     g_hook(&e, g_hook_ctx);
 }
 

@@ -80,10 +80,10 @@ typedef struct {
     const char *group; /* the group's name */
     int group_first;   /* lowest global rank of the group */
     const char *label;
-    size_t bytes;      /* as comm.h counts them: the buffer, or the whole send / recv */
-    double t_posted;   /* time_now() when queued */
-    double t_start;    /* when the stream thread posted it to MPI */
-    double t_end;      /* when the stream thread saw it complete */
+    size_t bytes;    /* as comm.h counts them: the buffer, or the whole send / recv */
+    double t_posted; /* time_now() when queued */
+    double t_start;  /* when the stream thread posted it to MPI */
+    double t_end;    /* when the stream thread saw it complete */
     double t_wait_start, t_wait_end; /* the caller's wait; equal when it did not wait */
 } comm_stream_event;
 

@@ -26,9 +26,9 @@ struct zero_overlap {
     size_t *left;
     bool *tied;
     comm_handle *grad_h, *param_h;
-    size_t *counts;       /* (n_buckets, dp) */
-    float *shard_grads;   /* (S) ZeRO: where the reduce-scatters put this rank's sums */
-    int params_pending;   /* all-gathers queued and not yet waited for */
+    size_t *counts;     /* (n_buckets, dp) */
+    float *shard_grads; /* (S) ZeRO: where the reduce-scatters put this rank's sums */
+    int params_pending; /* all-gathers queued and not yet waited for */
 };
 
 static size_t overlap_len(size_t a0, size_t a1, size_t b0, size_t b1) {
@@ -116,8 +116,8 @@ zero_overlap *zero_overlap_create(local_model *m, const zero_ranges *r, comm_gro
                                      cfg->tie->offset + cfg->tie->numel) > 0;
         for (int d = 0; d < o->dp; d++) {
             const zero_shard *sh = &r->shards[cfg->zero ? d : 0];
-            o->counts[(size_t)b * (size_t)o->dp + (size_t)d] =
-                overlap_len(bk->world_start, bk->world_end, sh->world_start, sh->world_end);
+            o->counts[(size_t)b * (size_t)o->dp + (size_t)d] = overlap_len(
+                bk->world_start, bk->world_end, sh->world_start, sh->world_end);
         }
     }
     if (cfg->zero && cfg->grads) {
