@@ -12,6 +12,7 @@
 #include "src/runtime/comm_stream.h"
 
 #include <mpi.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -260,9 +261,22 @@ void comm_stream_wait(comm_stream *s, comm_handle h) {
     if (h < 0) return;
     if (h >= s->queued) die("comm_stream_wait: handle %lld was never queued", (long long)h);
     if (h < s->waited) return; /* already waited for: its slot may be reused */
-    const double w0 = time_now();
+    const double w0 = time_now(), limit = comm_timeout();
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until); /* pthread_cond_timedwait's clock */
+    until.tv_sec += (time_t)limit + 1;
     pthread_mutex_lock(&s->mu);
-    while (h >= s->done) pthread_cond_wait(&s->finished, &s->mu);
+    while (h >= s->done) {
+        if (limit <= 0) {
+            pthread_cond_wait(&s->finished, &s->mu);
+        } else if (pthread_cond_timedwait(&s->finished, &s->mu, &until) == ETIMEDOUT &&
+                   h >= s->done) {
+            static const char *const ops[] = {"all_reduce", "reduce_scatter", "all_gather"};
+            die("timed out after %.0f s waiting for the communication stream's %s (group %s): "
+                "a rank is stuck or dead (--distributed-timeout-minutes)",
+                limit, ops[slot(s, s->done)->kind], comm_name(s->g));
+        }
+    }
     pthread_mutex_unlock(&s->mu);
     const double w1 = time_now();
     /* Report every job up to h once, in queue order (waits may come in any order). */

@@ -41,6 +41,9 @@
  * CALLER's thread when it waits (so recorders need no lock): when the collective ran on the
  * stream (posted, started, finished) and how long the caller waited for it (the exposed part).
  *
+ * Timeouts: with comm_set_timeout (--distributed-timeout-minutes), a wait that is not over
+ * after that long ends the job with one line naming the operation and the group.
+ *
  * Destroy drains: comm_stream_destroy waits for every queued job, then stops the thread and
  * frees the duplicate communicator (collective over the group, like create).
  *
