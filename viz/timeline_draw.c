@@ -95,8 +95,11 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
         const viz_tl_box_layout *B = &R->boxes[i];
         viz_rgb fill = viz_tl_box_color(b->kind, b->chunk);
         double w = B->w < 1 ? 1 : B->w;
-        if (b->stream) { /* overlapped: on its own lane, hidden behind the compute above */
-            viz_box(cr, B->x, R->stream_y + 1, w, R->stream_h - 2, fill);
+        if (b->stream) { /* overlapped: on its own lane, under the compute it hides behind;
+                          * waiting for the other members hatched, as on the comm lane */
+            double wait = B->x_ready - B->x, tw = B->x + B->w - B->x_ready;
+            if (wait > 0.2) wait_fill(cr, B->x, R->stream_y + 1, wait, R->stream_h - 2);
+            viz_box(cr, B->x_ready, R->stream_y + 1, tw < 1 ? 1 : tw, R->stream_h - 2, fill);
         } else if (!viz_tl_is_comm(b->kind)) {
             viz_box(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, fill);
             if (viz_tl_chunk_hatched(b->chunk))
