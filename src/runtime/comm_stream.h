@@ -2,9 +2,10 @@
  * the rank computes.
  *
  * A comm_stream belongs to one group and owns one thread. The caller queues a collective and
- * gets a handle back at once; the thread runs the queued collectives one after another, in
- * the order they were queued (a FIFO, like work on a CUDA stream); comm_stream_wait(handle)
- * returns when that collective is complete:
+ * gets a handle back at once; the thread posts the queued collectives to MPI in the order they
+ * were queued (a FIFO, like work on a CUDA stream) and keeps all of them moving;
+ * comm_stream_wait(handle) returns when that collective, and every one queued before it, is
+ * complete:
  *
  *   comm_stream *s = comm_stream_create(ps->dp);            // collective over dp
  *   comm_handle h = comm_stream_all_reduce(s, grads + at, n, "grads");
@@ -18,8 +19,8 @@
  * blocking collectives busy-poll, so a thread sitting in MPI_Allreduce takes the whole core
  * from the compute it should hide behind. The thread instead POSTS a nonblocking collective
  * (MPI_Iallreduce, MPI_Ireduce_scatter, MPI_Iallgatherv) and drives it with MPI_Test and
- * short naps that back off (COMM_STREAM_* in comm_stream.c): each MPI_Test moves the next
- * round of the collective, each nap gives the core back to the compute.
+ * short naps that back off (COMM_STREAM_* in comm_stream.c): each MPI_Test pass moves the
+ * next round of every collective in flight, each nap gives the core back to the compute.
  *
  * Ordering: MPI wants every member to start the collectives of one communicator in the same
  * order. The stream runs on a DUPLICATE of the group's communicator (MPI_Comm_dup at
