@@ -155,17 +155,6 @@ static bool grads_usable(dist_optimizer *o) {
 }
 
 /* Step 1: the tied embedding's two copies get the sum of both gradients. */
-static void sync_tied_embedding(dist_optimizer *o);
-static void sum_tie(void *ctx) { sync_tied_embedding(ctx); }
-
-/* Steps 1 and 2 with --overlap-grad-reduce: most buckets are on their way already; the rest
- * (the tied wte's after its sum) go now, and all are complete on return. */
-static void overlapped_reduce_grads(dist_optimizer *o, float inv) {
-    zero_overlap_finish_grads(o->overlap, sum_tie, o);
-    if (o->g.zero) dev_scale(o->model->grads, inv, o->ranges->shard_numel);
-    else if (inv != 1.0f) dev_scale(o->model->grads, inv, o->model->numel);
-}
-
 static void sync_tied_embedding(dist_optimizer *o) {
     local_model *m = o->model;
     if (gsize(o->g.embedding) <= 1) return;
@@ -174,6 +163,17 @@ static void sync_tied_embedding(dist_optimizer *o) {
     comm_label_set("tied embed", -1);
     comm_all_reduce(o->g.embedding, m->grads + p->offset, p->numel, COMM_FLOAT32, COMM_SUM);
     comm_label_clear();
+}
+
+static void sum_tie(void *ctx) { sync_tied_embedding(ctx); }
+
+/* Steps 1 and 2 with --overlap-grad-reduce: most buckets are on their way already (queued
+ * from the backward, src/zero/overlap.h); the rest go now, the tied wte's after its sum, and
+ * all are complete on return. */
+static void overlapped_reduce_grads(dist_optimizer *o, float inv) {
+    zero_overlap_finish_grads(o->overlap, sum_tie, o);
+    if (o->g.zero) dev_scale(o->model->grads, inv, o->ranges->shard_numel);
+    else if (inv != 1.0f) dev_scale(o->model->grads, inv, o->model->numel);
 }
 
 /* Step 2 without ZeRO: every rank gets the whole summed gradient, bucket by bucket. */

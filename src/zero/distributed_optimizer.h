@@ -12,6 +12,9 @@
  *   4. AdamW: without ZeRO on the whole buffer; with ZeRO on the shard's pieces only — the
  *      fp32 master weights and Adam moments exist for the shard alone — then the updated
  *      parameters are all-gathered from their owners, in place.
+ * With --overlap-grad-reduce, step 2 happens bucket by bucket during the backward (the tied
+ * embedding's buckets only after step 1, at the step), and with --overlap-param-gather the
+ * all-gather of step 4 finishes during the next forward: src/zero/overlap.h.
  * With ZeRO the shards are offsets into the model's own buffers, which distopt_create pads to
  * the shard layout (local_model_pad): no step copies a whole buffer (the picture is at the
  * top of distributed_optimizer.c). After a ZeRO step the gradient buffer holds this rank's
