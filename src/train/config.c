@@ -100,15 +100,10 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--use-distributed-optimizer", FLAG_BOOL, &c->use_distributed_optimizer,
          "ZeRO-1: shard the optimizer state over data-parallel ranks", NULL},
         {"--overlap-grad-reduce", FLAG_BOOL, &c->overlap_grad_reduce,
-         "all-reduce (ZeRO: reduce-scatter) each gradient bucket as soon as the last "
-         "micro-batch's backward has produced it, on a communication thread",
-         NULL},
+         "reduce each gradient bucket while the backward goes on (a communication thread)", NULL},
         {"--overlap-param-gather", FLAG_BOOL, &c->overlap_param_gather,
-         "ZeRO: all-gather each bucket's updated parameters while the next step's forward runs "
-         "(needs --use-distributed-optimizer)",
-         NULL},
-        {"--ddp-bucket-size", FLAG_INT, &c->ddp_bucket_size,
-         "elements per gradient bucket (the unit of reduction and of overlap)", NULL},
+         "ZeRO: all-gather each parameter bucket while the next forward goes on", NULL},
+        {"--ddp-bucket-size", FLAG_INT, &c->ddp_bucket_size, "elements per gradient bucket", NULL},
         {"--bf16", FLAG_BOOL, &c->bf16, "bf16 parameters and gradients, fp32 master weights", NULL},
         {"--fp16", FLAG_BOOL, &c->fp16, "fp16 with dynamic loss scaling, fp32 master weights",
          NULL},
