@@ -5,7 +5,7 @@
  *            done .. posted-1   posted to MPI by the thread, in flight (some may be complete)
  *            posted .. queued-1 queued, not yet posted
  *
- * The thread posts every queued job at once (up to COMM_STREAM_IN_FLIGHT): MPI allows many
+ * The thread keeps up to COMM_STREAM_IN_FLIGHT queued jobs posted at once: MPI allows many
  * nonblocking collectives in flight on one communicator, as long as every member posts them
  * in the same order, and one MPI_Test pass then moves all of them. `done` only advances over
  * a complete prefix, so a wait for h is a wait for everything queued before h too (a CUDA
@@ -39,15 +39,18 @@
  * a collective waiting for a slower peer (its backward not done yet) costs little CPU. The
  * nap is what lets the compute run on a shared core; the wake-up of a napping thread costs
  * ~20-50 us of CPU on these VMs (dist.c measured the same for the p2p progress thread).
- * Posting one bucket at a time instead (measured, 2 ranks on 2 loaded cores): the next
- * step's forward waited ~0.4 ms for each 1 MiB all-gather, one after another, because each
- * collective's handshakes progressed only when the stream thread got the core; with all of
- * them in flight one pass moves them all. */
+ * How many in flight (measured, 2 ranks on 2 cores under a load of 5-8, median exposed
+ * DP time per step of a 12.7M-parameter model in 1 MiB buckets, two runs each): one at a
+ * time, the next step's forward waited ~0.4 ms for each all-gather in turn (a collective's
+ * handshakes moved only when the stream thread got the core; with several in flight one
+ * pass moves them all); all of them (256) made bucket all-reduces crawl (253 and 587 ms
+ * exposed, against 27 and 10 ms one at a time, and 41 and 12 ms with 4); with ZeRO and both
+ * flags, 1: 45 and 33 ms, 4: 13 and 34 ms, 16: 365 and 96 ms. So 4. */
 enum {
     COMM_STREAM_NAP_NS = 20000,
     COMM_STREAM_NAP_MAX_NS = 500000,
     COMM_STREAM_BACKOFF = 64,
-    COMM_STREAM_IN_FLIGHT = 256,
+    COMM_STREAM_IN_FLIGHT = 4,
 };
 
 typedef enum { JOB_ALL_REDUCE, JOB_REDUCE_SCATTER, JOB_ALL_GATHER } job_kind;

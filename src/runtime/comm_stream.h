@@ -3,7 +3,7 @@
  *
  * A comm_stream belongs to one group and owns one thread. The caller queues a collective and
  * gets a handle back at once; the thread posts the queued collectives to MPI in the order they
- * were queued (a FIFO, like work on a CUDA stream) and keeps all of them moving;
+ * were queued (a FIFO, like work on a CUDA stream), a few in flight at a time;
  * comm_stream_wait(handle) returns when that collective, and every one queued before it, is
  * complete:
  *
