@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -45,7 +46,11 @@
  * handshakes moved only when the stream thread got the core; with several in flight one
  * pass moves them all); all of them (256) made bucket all-reduces crawl (253 and 587 ms
  * exposed, against 27 and 10 ms one at a time, and 41 and 12 ms with 4); with ZeRO and both
- * flags, 1: 45 and 33 ms, 4: 13 and 34 ms, 16: 365 and 96 ms. So 4. */
+ * flags, 1: 45 and 33 ms, 4: 13 and 34 ms, 16: 365 and 96 ms. So 4.
+ * While the caller waits (comm_stream_wait) its core has nothing else to do, so the thread
+ * stops napping and tests back to back, like a blocking collective: a collective whose every
+ * round costs a nap and a wake-up (1 MiB all-reduces took 10-40 ms each on the loaded
+ * machine, napping) then runs at the speed of the blocking one. */
 enum {
     COMM_STREAM_NAP_NS = 20000,
     COMM_STREAM_NAP_MAX_NS = 500000,
@@ -74,6 +79,7 @@ struct comm_stream {
     job jobs[COMM_STREAM_MAX_JOBS];
     int64_t queued, done, waited; /* handles [waited.. queued) still hold a slot */
     bool running, stop;
+    _Atomic int waiting; /* callers inside comm_stream_wait: the thread stops napping */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t work, finished;
@@ -166,7 +172,7 @@ static void *stream_main(void *arg) {
         if (news) nap = COMM_STREAM_NAP_NS, quiet = 0;
         else if (++quiet % COMM_STREAM_BACKOFF == 0 && nap < COMM_STREAM_NAP_MAX_NS)
             nap = 2 * nap < COMM_STREAM_NAP_MAX_NS ? 2 * nap : COMM_STREAM_NAP_MAX_NS;
-        if (f.n > 0) {
+        if (f.n > 0 && atomic_load_explicit(&s->waiting, memory_order_relaxed) == 0) {
             struct timespec ts = {0, nap};
             nanosleep(&ts, NULL);
         }
@@ -313,6 +319,7 @@ void comm_stream_wait(comm_stream *s, comm_handle h) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until); /* pthread_cond_timedwait's clock */
     until.tv_sec += (time_t)limit + 1;
+    atomic_fetch_add(&s->waiting, 1);
     pthread_mutex_lock(&s->mu);
     while (h >= s->done) {
         if (limit <= 0) {
@@ -326,6 +333,7 @@ void comm_stream_wait(comm_stream *s, comm_handle h) {
         }
     }
     pthread_mutex_unlock(&s->mu);
+    atomic_fetch_sub(&s->waiting, 1);
     const double w1 = time_now();
     /* Report every job up to h once, in queue order (waits may come in any order). */
     for (; s->waited <= h; s->waited++) {
