@@ -171,14 +171,16 @@ static void write_collective(const rank_out *o, const trace_event *e, double a, 
                              double b) {
     json_writer *w = o->w;
     const char *group = trace_file_string(o->tf, e->group);
-    if (m > a && slice_begin(w, o->pid, VIZ_CT_TID_COLL, "wait", "wait", a, m, o->t0)) {
+    /* A collective of the communication stream ran beside the rank: a thread of its own. */
+    const int tid = e->flags & TRACE_STREAM ? VIZ_CT_TID_STREAM : VIZ_CT_TID_COLL;
+    if (m > a && slice_begin(w, o->pid, tid, "wait", "wait", a, m, o->t0)) {
         json_field_string(w, "class", "wait");
         json_field_string(w, "kind", "collective");
         json_field_string(w, "group", group);
         slice_end(w);
     }
     const char *op = e->op >= 0 ? trace_file_string(o->tf, e->op) : "collective";
-    if (slice_begin(w, o->pid, VIZ_CT_TID_COLL, op, "transfer", m, b, o->t0)) {
+    if (slice_begin(w, o->pid, tid, op, "transfer", m, b, o->t0)) {
         json_field_string(w, "class", "transfer");
         json_field_string(w, "kind", "collective");
         json_field_string(w, "group", group);
@@ -238,6 +240,11 @@ static void write_run(json_writer *w, const trace_run *r, const char *prefix, in
                                               "p2p send", "p2p recv", "collectives"};
         for (int t = VIZ_CT_TID_STEPS; t <= VIZ_CT_TID_COLL; t++)
             meta(w, o.pid, t, "thread", threads[t], t);
+        for (size_t i = 0; i < trace_file_num_events(tf); i++)
+            if (trace_file_event(tf, i)->flags & TRACE_STREAM) {
+                meta(w, o.pid, VIZ_CT_TID_STREAM, "thread", "comm stream", VIZ_CT_TID_STREAM);
+                break;
+            }
         for (size_t i = 0; i < trace_file_num_events(tf); i++) write_event(&o, i);
     }
 }

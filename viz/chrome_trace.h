@@ -36,7 +36,8 @@ enum {
     VIZ_CT_TID_COMPUTE,
     VIZ_CT_TID_SEND,
     VIZ_CT_TID_RECV,
-    VIZ_CT_TID_COLL
+    VIZ_CT_TID_COLL,
+    VIZ_CT_TID_STREAM, /* the communication stream's collectives (only when there are some) */
 };
 
 #endif /* TRIDENT_VIZ_CHROME_TRACE_H */

@@ -146,6 +146,7 @@ int viz_timeline_class_segments(const viz_timeline *tl, int rank, double a, doub
     int ne = 0;
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *x = &row->boxes[i];
+        if (x->stream) continue; /* ran beside the rank's time, not part of it */
         if (viz_tl_is_comm(x->kind)) {
             if (x->ready > x->start)
                 e[ne++] = (edge){x->start, VIZ_TC_WAIT, 1},

@@ -87,6 +87,9 @@ typedef struct {
     int peer;                 /* p2p: the other global rank, else -1 */
     int flow;                 /* p2p: id shared by a send and its matching receive, else -1 */
     char op[24];              /* collective / p2p op name ("all-reduce"), may be empty */
+    bool stream;              /* a collective of the communication stream (overlapped with the
+                               * rank's compute, trace flag STREAM): drawn on the stream lane
+                               * under the comm lane, and in none of the rank's time classes */
 } viz_tl_box;
 
 typedef struct {

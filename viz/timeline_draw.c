@@ -75,6 +75,8 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
     viz_text(cr, L->plot_x - 8, R->lane_y + 14, 10.5, true, VIZ_RIGHT, VIZ_TEXT, buf);
     snprintf(buf, sizeof buf, "tp %d · dp %d", row->tp_rank, row->dp_rank);
     viz_text(cr, L->plot_x - 8, R->comm_y + 7, 7.5, false, VIZ_RIGHT, MUTED, buf);
+    if (R->stream_h > 0)
+        viz_text(cr, L->plot_x - 8, R->stream_y + 7, 7, false, VIZ_RIGHT, MUTED, "comm stream");
     double xr = L->plot_x + L->plot_w + 8;
     viz_text(cr, xr, R->lane_y + 9, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[0]);
     viz_text(cr, xr, R->lane_y + 19, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[1]);
@@ -93,7 +95,12 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
         const viz_tl_box_layout *B = &R->boxes[i];
         viz_rgb fill = viz_tl_box_color(b->kind, b->chunk);
         double w = B->w < 1 ? 1 : B->w;
-        if (!viz_tl_is_comm(b->kind)) {
+        if (b->stream) { /* overlapped: on its own lane, under the compute it hides behind;
+                          * waiting for the other members hatched, as on the comm lane */
+            double wait = B->x_ready - B->x, tw = B->x + B->w - B->x_ready;
+            if (wait > 0.2) wait_fill(cr, B->x, R->stream_y + 1, wait, R->stream_h - 2);
+            viz_box(cr, B->x_ready, R->stream_y + 1, tw < 1 ? 1 : tw, R->stream_h - 2, fill);
+        } else if (!viz_tl_is_comm(b->kind)) {
             viz_box(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, fill);
             if (viz_tl_chunk_hatched(b->chunk))
                 viz_hatch(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, viz_shade(fill, -0.45), 4);

@@ -92,14 +92,16 @@ static void panel_texts(viz_tl_panel_layout *P) {
 }
 
 static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layout *R, double y,
-                       bool has_mem) {
+                       bool has_mem, bool has_stream) {
     const viz_timeline *tl = P->tl;
     const viz_tl_row *row = &tl->rows[R->rank];
     R->stage = row->pp_rank;
     R->y = R->phase_y = y;
     R->lane_y = y + VIZ_TL_PHASE_H;
     R->comm_y = R->lane_y + VIZ_TL_LANE_H;
-    R->mem_y = R->comm_y + VIZ_TL_COMM_H;
+    R->stream_y = R->comm_y + VIZ_TL_COMM_H;
+    R->stream_h = has_stream ? VIZ_TL_STREAM_H : 0;
+    R->mem_y = R->stream_y + R->stream_h;
     R->mem_h = has_mem ? VIZ_TL_MEM_H : 0;
     R->bottom = R->mem_y + R->mem_h;
 
@@ -219,8 +221,9 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
         panel_texts(P);
         P->rows_top = y + 56;
 
-        bool has_mem = false;
+        bool has_mem = false, has_stream = false;
         for (int r = 0; r < tl->nrows; r++) {
+            for (int i = 0; i < tl->rows[r].nboxes; i++) has_stream |= tl->rows[r].boxes[i].stream;
             for (int i = 0; i < tl->rows[r].nmem; i++)
                 if (tl->rows[r].mem[i].bytes > P->mem_max) P->mem_max = tl->rows[r].mem[i].bytes;
             has_mem |= tl->rows[r].nmem > 0;
@@ -240,7 +243,7 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
             R->rank = order[d];
             int stage = tl->rows[R->rank].pp_rank;
             if (d > 0 && stage != prev_stage) ry += VIZ_TL_STAGE_GAP;
-            layout_row(L, P, R, ry, has_mem);
+            layout_row(L, P, R, ry, has_mem, has_stream);
             if (stage >= 0 && stage < tl->pp) {
                 if (stage != prev_stage) P->stage_y0[stage] = R->y;
                 P->stage_y1[stage] = R->bottom;

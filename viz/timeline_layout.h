@@ -8,6 +8,9 @@
  *   compute lane  [F0][F1]..[B0]      [B1]                   (LANE_H)  labels = micro-batch;
  *                          ///            blank = idle, wait/transfer inside a box painted over
  *   comm lane     ////wait////[xfer]   [all-reduce]          (COMM_H)
+ *   stream lane         [grads b7][grads b6] [b5]           (STREAM_H, only when some rank ran
+ *                                                            collectives on its communication
+ *                                                            stream: --overlap-grad-reduce)
  *   memory strip  ___/‾‾‾\___                    peak 12 MiB (MEM_H, only if sampled)
  *
  *   page x:  0 .. plot_x (stage and rank labels) | plot (time) | right gutter (class shares,
@@ -34,6 +37,7 @@ enum {
     VIZ_TL_PHASE_H = 9,
     VIZ_TL_LANE_H = 22,
     VIZ_TL_COMM_H = 9,
+    VIZ_TL_STREAM_H = 9,
     VIZ_TL_MEM_H = 18,
     VIZ_TL_ROW_GAP = 5,
     VIZ_TL_STAGE_GAP = 9,
@@ -53,6 +57,8 @@ typedef struct {
     int stage;                             /* its pipeline stage */
     double y;                              /* top of the row (the phase strip) */
     double phase_y, lane_y, comm_y, mem_y; /* tops of the four parts */
+    double stream_y, stream_h;             /* the stream lane: top, and 0 high when the panel
+                                            * has no stream collectives (then as before) */
     double mem_h;                          /* 0 when the panel has no memory samples */
     double bottom;                         /* y just below the row */
     viz_tl_box_layout *boxes;              /* parallel to the timeline row's boxes */

@@ -165,6 +165,7 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
                 .end = b - t0,
                 .peer = e->peer,
                 .flow = r->flow[k][i],
+                .stream = (e->flags & TRACE_STREAM) != 0,
             };
             snprintf(box.op, sizeof box.op, "%s", trace_file_string(f, e->op));
             viz_timeline_add_box(tl, k, box);

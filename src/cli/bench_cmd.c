@@ -1,6 +1,6 @@
 /* bench_cmd.c — `trident bench`: performance as ratios measured side by side in one run.
  *
- *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all] [--device D] [--quick] [--run-dir DIR]
+ *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|all] [--device D] [--quick] [--run-dir DIR]
  *
  * Runs the chosen suites (bench_<suite>.c), prints one markdown table with a PASS/MISS
  * column against each target, and writes it with its notes and the commands that measured
@@ -27,7 +27,7 @@
 
 static const char k_usage[] =
     "Usage: trident bench [--suite "
-    "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all] [--device "
+    "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|all] [--device "
     "cpu|cuda|cpu-guarded]\n"
     "                     [--quick] [--run-dir DIR]\n\n"
     "Measures performance as ratios of things timed side by side in the same run (medians of\n"
@@ -49,14 +49,17 @@ static const char k_usage[] =
     "  zero      ZeRO optimizer step in place ÷ the old step that copied the buffers, dp 2 and 4\n"
     "  generate  `trident generate` with the KV cache: cost per token of 256 ÷ 128 new tokens\n"
     "            after a 16-token prompt at the demo's model size (and the no-cache contrast)\n"
+    "  overlap   exposed DP gradient reduction and ZeRO parameter gather with "
+    "--overlap-grad-reduce\n"
+    "            and --overlap-param-gather ÷ without them, dp 2 on 2 ranks\n"
     "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
 
-static const char *const k_suites[] = {"serial", "pipeline", "memory", "comm",    "scaling",
-                                       "trace",  "device",   "zero",   "generate"};
-static void (*const k_suite_fns[])(bench_ctx *) = {bench_serial, bench_pipeline, bench_memory,
-                                                   bench_comm,   bench_scaling,  bench_trace,
-                                                   bench_device, bench_zero,     bench_generate};
-enum { NUM_SUITES = 9 };
+static const char *const k_suites[] = {"serial", "pipeline", "memory", "comm",     "scaling",
+                                       "trace",  "device",   "zero",   "generate", "overlap"};
+static void (*const k_suite_fns[])(bench_ctx *) = {
+    bench_serial, bench_pipeline, bench_memory, bench_comm,     bench_scaling,
+    bench_trace,  bench_device,   bench_zero,   bench_generate, bench_overlap};
+enum { NUM_SUITES = 10 };
 
 static void find_self(bench_ctx *ctx, const char *argv0) {
     ssize_t n = readlink("/proc/self/exe", ctx->self, sizeof ctx->self - 1);
@@ -84,7 +87,7 @@ int cmd_bench(int argc, char **argv) {
     bool quick = false;
     flag_spec specs[] = {
         {"--suite", FLAG_CHOICE, &suite, "which measurements",
-         "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all"},
+         "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|all"},
         {"--device", FLAG_CHOICE, &device, "the device of the device suite",
          "cpu|cuda|cpu-guarded"},
         {"--quick", FLAG_BOOL, &quick,

@@ -15,6 +15,7 @@
 #include "src/core/check.h"
 #include "src/device/device.h"
 #include "src/core/rng.h"
+#include "src/model/gpt_hooks.h"
 #include "src/runtime/comm_label.h"
 #include "src/tp/layers.h"
 #include "src/tp/mappings.h"
@@ -400,6 +401,7 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
 
     /* Embedding (first stage): vocab-parallel lookup, summed over TP (g), + positions. */
     if (sh->has_embedding) {
+        gpt_hooks_params_needed(c, GPT_HOOK_EMBEDDING); /* e.g. its ZeRO gather must be done */
         device_upload(a->tokens, tokens, N * sizeof(int32_t));
         const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
         const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
@@ -415,6 +417,7 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
         block_params w = block_views(c, params, i);
         block_acts *b = &a->blocks[i];
         const int layer = sh->layer_begin + i; /* global index: labels the TP all-reduces */
+        gpt_hooks_params_needed(c, layer);
         /* attention: x -> LN -> QKV (column-parallel: f) -> this rank's heads
          *             -> proj (row-parallel: g, then the bias once) -> + x */
         dev_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, a->x[i], w.ln1_w, w.ln1_b, N, C);
@@ -442,6 +445,7 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
     /* Head (last stage): LN -> logits over this rank's vocabulary rows, a column-parallel
      * linear with the tied wte as weight -> vocab-parallel cross-entropy; the full logits
      * are never gathered. */
+    gpt_hooks_params_needed(c, GPT_HOOK_HEAD);
     device_upload(a->targets, targets, N * sizeof(int32_t));
     const float *lnf_w = params + gpt_chunk_find(c, GPT_LNF_W, -1)->offset;
     const float *lnf_b = params + gpt_chunk_find(c, GPT_LNF_B, -1)->offset;
@@ -552,6 +556,7 @@ void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
         dev_matmul_backward(NULL, grad_of(grads, pe), NULL, wg->dlogits, a->lnf, NULL, N, C, Vl);
         dev_layernorm_backward(NULL, grad_of(grads, pw), grad_of(grads, pb), wg->dlnf,
                                a->x[a->nblocks], NULL, a->lnf_mean, a->lnf_rstd, N, C);
+        gpt_hooks_grads_ready(c, GPT_HOOK_HEAD); /* lnf; the head's wte part is not all of it */
     }
     for (int i = a->nblocks - 1; i >= 0; i--) {
         const block_acts *b = &a->blocks[i];
@@ -570,6 +575,7 @@ void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
         dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, a->x[i], NULL,
                                b->ln1_mean, b->ln1_rstd, N, C);
 #undef GRAD
+        gpt_hooks_grads_ready(c, sh->layer_begin + i); /* e.g. launch its bucket's all-reduce */
     }
     if (sh->has_embedding) {
         /* The embedding's all-reduce (g) has the identity as backward: every TP rank adds
@@ -578,6 +584,7 @@ void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
         dev_position_backward(grad_of(grads, pp), wg->demb, B, T, C);
         tp_vocab_embedding_backward(NULL, grad_of(grads, pe), wg->demb, a->tokens, N, C, c->v_start,
                                     Vl);
+        gpt_hooks_grads_ready(c, GPT_HOOK_EMBEDDING);
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include "src/core/check.h"
 #include "src/device/device.h"
+#include "src/model/gpt_hooks.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/comm_label.h"
 #include "src/trace/trace.h"
@@ -266,6 +267,19 @@ static void backward(pp_executor *ex, const pp_action *a, gpt_acts **slot, float
     *slot = NULL;
 }
 
+/* The plan's last action that adds to chunk c's weight gradients: after it they are final
+ * for the step, so only during it may the model report them ready (src/model/gpt_hooks.h:
+ * --overlap-grad-reduce launches each bucket's reduction from there). */
+static bool last_weight_action(const pp_executor *ex, int i) {
+    const pp_action *a = &ex->plan.actions[i];
+    if (a->op == PP_FORWARD || a->op == PP_BACKWARD_INPUT) return false;
+    for (int k = i + 1; k < ex->plan.n; k++) {
+        const pp_action *b = &ex->plan.actions[k];
+        if (b->chunk == a->chunk && (b->op == PP_BACKWARD || b->op == PP_WEIGHT)) return false;
+    }
+    return true;
+}
+
 double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *targets, float dloss,
                        int step) {
     const int v = ex->cfg.v;
@@ -282,7 +296,9 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
             *slot = acts_take(ex, a->chunk);
             loss_sum += forward(ex, a, *slot, inputs, targets, TRACE_FORWARD, step);
         } else {
+            gpt_hooks_arm_grads(last_weight_action(ex, i));
             backward(ex, a, slot, dloss, step);
+            gpt_hooks_arm_grads(false);
         }
         if (a->send_peer >= 0) send_output(ex, a);
     }

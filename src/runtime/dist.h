@@ -18,8 +18,9 @@
  * Before MPI_Init, dist_init() therefore probes whether one process may read another's
  * memory here (Linux CMA, process_vm_readv) and sets
  * OMPI_MCA_btl_vader_single_copy_mechanism to "cma" (the receiver copies from the sender's
- * memory itself) or "none". A value the user set is respected. Without single copy, MPI
- * starts with MPI_THREAD_MULTIPLE and each rank runs a progress thread that, only while
+ * memory itself) or "none". A value the user set is respected. MPI always starts with
+ * MPI_THREAD_MULTIPLE (the communication stream, comm_stream.h, needs it; measured free).
+ * Without single copy each rank runs a progress thread that, only while
  * this rank has sends in flight (dist_progress_add_sends), polls MPI (every 50 us after a
  * send, backing off to 1 ms) so that the bytes keep moving while the rank computes;
  * dist_finalize() and dist_fail_all() stop it. It never touches comm.c's requests.

@@ -63,7 +63,7 @@ typedef struct {
 typedef struct { /* one rank during the replay */
     const trace_file *f;
     int n;                /* events */
-    int nkept;            /* events replayed (all but TRACE_OPEN ones) */
+    int nkept;            /* events replayed (all but TRACE_OPEN and TRACE_STREAM ones) */
     int *order;           /* (nkept) their indices, by start time */
     double *t0, *tr, *t1; /* (n) replayed times */
     int *inst;            /* (n) collective instance, -1 otherwise */
@@ -159,8 +159,10 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
 static void build_program(rp_rank *k) {
     const int n = k->n;
     int m = 0;
+    /* A communication stream's collectives (TRACE_STREAM) ran beside the rank's program, not
+     * in it: the replay re-times the program only. */
     for (int i = 0; i < n; i++)
-        if (!(ev(k, i)->flags & TRACE_OPEN)) k->order[m++] = i;
+        if (!(ev(k, i)->flags & (TRACE_OPEN | TRACE_STREAM))) k->order[m++] = i;
     k->nkept = m;
     cmp_rank_ctx = k;
     qsort(k->order, (size_t)m, sizeof *k->order, cmp_start);

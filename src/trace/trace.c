@@ -142,6 +142,12 @@ void trace_comm_full(trace_recorder *t, const trace_comm_info *ci) {
     e->cpu = ci->cpu;
 }
 
+void trace_comm_stream(trace_recorder *t, const trace_comm_info *ci) {
+    size_t n = t->n;
+    trace_comm_full(t, ci);
+    if (t->n > n) t->ev[n].flags |= TRACE_STREAM; /* not when the buffer was full */
+}
+
 void trace_comm(trace_recorder *t, trace_kind kind, const char *op, const char *group, int peer,
                 size_t bytes, int tag, double t_start, double t_ready, double t_end) {
     trace_comm_info ci = {.kind = kind,

@@ -75,7 +75,12 @@ typedef struct {                           /* who recorded and under which confi
     const char *config_json;               /* the full run configuration, stored verbatim */
 } trace_header;
 
-enum { TRACE_OPEN = 1 }; /* trace_event.flags: begun but never ended (e.g. a crash mid-step) */
+/* trace_event.flags. OPEN: begun but never ended (e.g. a crash mid-step). STREAM: a collective
+ * that ran on the rank's communication stream (src/runtime/comm_stream.h) while the rank went
+ * on computing: drawn on a lane of its own and not part of the rank's time classes. What the
+ * rank waited for it is a separate collective event on the main lane, op "wait", t_ready =
+ * t_end (all of it is waiting): the exposed part. */
+enum { TRACE_OPEN = 1, TRACE_STREAM = 2 };
 
 typedef struct {
     trace_kind kind;
@@ -129,6 +134,8 @@ typedef struct {
     double t_start, t_ready, t_end, cpu;
 } trace_comm_info;
 void trace_comm_full(trace_recorder *t, const trace_comm_info *ci);
+/* The same for a collective that ran on the communication stream (flag TRACE_STREAM). */
+void trace_comm_stream(trace_recorder *t, const trace_comm_info *ci);
 /* A memory counter sample at now / at an explicit time. */
 void trace_memory(trace_recorder *t, size_t bytes_in_use);
 void trace_memory_at(trace_recorder *t, size_t bytes_in_use, double when);

@@ -47,6 +47,7 @@ void train_config_defaults(train_config *c) {
     c->eval_interval = 0;
     c->eval_iters = 4;
     c->threads = 1;
+    c->ddp_bucket_size = 1 << 20;
     c->device = "cpu";
     c->distributed_timeout_minutes = 10.0f;
 }
@@ -105,6 +106,11 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
          NULL},
         {"--use-distributed-optimizer", FLAG_BOOL, &c->use_distributed_optimizer,
          "ZeRO-1: shard the optimizer state over data-parallel ranks", NULL},
+        {"--overlap-grad-reduce", FLAG_BOOL, &c->overlap_grad_reduce,
+         "reduce each gradient bucket while the backward goes on (a communication thread)", NULL},
+        {"--overlap-param-gather", FLAG_BOOL, &c->overlap_param_gather,
+         "ZeRO: all-gather each parameter bucket while the next forward goes on", NULL},
+        {"--ddp-bucket-size", FLAG_INT, &c->ddp_bucket_size, "elements per gradient bucket", NULL},
         {"--bf16", FLAG_BOOL, &c->bf16, "bf16 parameters and gradients, fp32 master weights", NULL},
         {"--fp16", FLAG_BOOL, &c->fp16, "fp16 with dynamic loss scaling, fp32 master weights",
          NULL},
@@ -195,6 +201,17 @@ static bool check_flags(const train_config *c, int world, char *err, size_t errl
     if (c->eval_interval < 0) FAIL("--eval-interval %d must not be negative", c->eval_interval);
     if (c->eval_iters < 0) FAIL("--eval-iters %d must not be negative", c->eval_iters);
     if (c->bf16 && c->fp16) FAIL("--bf16 and --fp16 exclude each other");
+    if (c->ddp_bucket_size < 1)
+        FAIL("--ddp-bucket-size %d must be at least 1 element", c->ddp_bucket_size);
+    if (c->overlap_param_gather && !c->use_distributed_optimizer)
+        FAIL("--overlap-param-gather needs --use-distributed-optimizer (without ZeRO there are no "
+             "parameters to gather)");
+    if (c->overlap_grad_reduce && c->fp16)
+        FAIL("--overlap-grad-reduce does not support --fp16: its overflow check must see every "
+             "local gradient before any bucket is reduced (use --bf16)");
+    if ((c->overlap_grad_reduce || c->overlap_param_gather) && strcmp(c->device, "cuda") == 0)
+        FAIL("--overlap-grad-reduce and --overlap-param-gather run on the CPU communication "
+             "stream (host memory, MPI): not with --device cuda");
     return true;
 }
 
@@ -365,6 +382,9 @@ char *train_config_json(const train_config *c) {
     json_field_string(&w, "rank_order", c->rank_order);
     json_field_bool(&w, "use_distributed_optimizer", c->use_distributed_optimizer);
     json_field_bool(&w, "overlap_p2p_comm", c->overlap_p2p_comm);
+    json_field_bool(&w, "overlap_grad_reduce", c->overlap_grad_reduce);
+    json_field_bool(&w, "overlap_param_gather", c->overlap_param_gather);
+    json_field_int(&w, "ddp_bucket_size", c->ddp_bucket_size);
     json_field_string(&w, "precision", c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
     json_field_string(&w, "data", c->data_path ? c->data_path : "synthetic");
     json_field_string(&w, "device", c->device);

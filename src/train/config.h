@@ -29,7 +29,10 @@ typedef struct {
     const char *stage_layers; /* "2,3,3" explicit layers per virtual stage, or NULL */
     const char *rank_order;   /* tp-dp-pp | tp-pp-dp */
     bool use_distributed_optimizer;
-    bool overlap_p2p_comm; /* receives posted ahead (src/pp/executor.h) */
+    bool overlap_p2p_comm;     /* receives posted ahead (src/pp/executor.h) */
+    bool overlap_grad_reduce;  /* bucket reductions during the backward (src/zero/overlap.h) */
+    bool overlap_param_gather; /* ZeRO: bucket all-gathers during the next forward */
+    int ddp_bucket_size;       /* elements per gradient bucket */
     bool bf16, fp16;
     /* data, output */
     const char *data_path; /* NULL = built-in synthetic data */

@@ -22,6 +22,7 @@
 #include "src/pp/schedule.h"
 #include "src/runtime/clock_sync.h"
 #include "src/runtime/comm_label.h"
+#include "src/runtime/comm_stream.h"
 #include "src/runtime/dist.h"
 #include "src/trace/trace.h"
 #include "src/zero/distributed_optimizer.h"
@@ -101,6 +102,34 @@ static void trace_comm_hook(const comm_event *e, void *ctx) {
                           .t_ready = e->t_ready,
                           .t_end = e->t_end,
                           .cpu = e->cpu};
+    trace_comm_full(tr, &ci);
+}
+
+/* A bucket collective of the communication stream (--overlap-grad-reduce/-param-gather),
+ * reported when the main thread waits for it: the collective on the stream's lane, and the
+ * wait, if any, on the main lane (the exposed part). */
+static void trace_stream_hook(const comm_stream_event *e, void *ctx) {
+    trace_recorder *tr = ctx;
+    trace_comm_info ci = {.kind = TRACE_COLLECTIVE,
+                          .op = e->op,
+                          .group = e->group,
+                          .label = e->label,
+                          .peer = -1,
+                          .tag = -1,
+                          .layer = -1,
+                          .group_first = e->group_first,
+                          .bytes = e->bytes,
+                          .t_start = e->t_start,
+                          .t_ready = e->t_start,
+                          .t_end = e->t_end,
+                          .cpu = -1};
+    trace_comm_stream(tr, &ci);
+    if (!(e->t_wait_end > e->t_wait_start)) return;
+    ci.op = "wait";
+    ci.group_first = -1;
+    ci.bytes = 0;
+    ci.t_start = e->t_wait_start;
+    ci.t_ready = ci.t_end = e->t_wait_end;
     trace_comm_full(tr, &ci);
 }
 
@@ -219,6 +248,7 @@ static void run_trace_begin(run_state *r) {
     pp_executor_set_trace(t->exec, t->trace);
     if (r->dk == DEVICE_CUDA) trace_set_sync(t->trace, device_sync); /* kernel time, not launches */
     comm_set_trace_hook(trace_comm_hook, t->trace);
+    comm_stream_set_trace_hook(trace_stream_hook, t->trace);
 }
 
 /* --load: the model and optimizer state of the checkpoint's latest iteration. */
@@ -291,7 +321,7 @@ static void run_evaluate(run_state *r, int it) {
 }
 
 static void run_save(run_state *r, int it) {
-    checkpoint_save(r->c->save, it, &r->ckpt, r->t->model, r->t->opt,
+    checkpoint_save(r->c->save, it, &r->ckpt, trainer_model(r->t), r->t->opt,
                     r->world > 1 ? r->ps->world : NULL, r->rank);
     r->last_saved = it;
 }
@@ -326,6 +356,7 @@ static void run_loop(run_state *r) {
     }
     if (c->save && r->last_saved != c->train_iters && c->train_iters > r->start)
         run_save(r, c->train_iters);
+    distopt_wait_params(r->t->opt); /* --overlap-param-gather: the last step's gathers */
 }
 
 /* Every rank writes RUN_DIR/trace/rank<k>.trace; then all ranks meet. */
@@ -334,6 +365,7 @@ static void run_trace_end(run_state *r) {
     char path[4200];
     if (t->trace) {
         comm_set_trace_hook(NULL, NULL);
+        comm_stream_set_trace_hook(NULL, NULL);
         snprintf(path, sizeof path, "%s/trace", r->c->run_dir);
         if (r->lead) make_dirs(path);
         if (r->world > 1) comm_barrier(r->ps->world);

@@ -97,11 +97,13 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         /* zbv: both wte copies on pipeline rank 0, summed by the executor (local_model.h) */
         .embedding = ps && kind != PP_ZBV ? ps->embedding : NULL,
         .zero = cfg->use_distributed_optimizer,
-        .bucket_numel = 1u << 20,
+        .bucket_numel = (size_t)cfg->ddp_bucket_size,
         .world = ps ? ps->world : NULL,
         .dtype = cfg->bf16   ? PREC_BF16
                  : cfg->fp16 ? PREC_FP16
                              : PREC_FP32,
+        .overlap_grads = cfg->overlap_grad_reduce,
+        .overlap_params = cfg->overlap_param_gather,
     };
     t->opt = distopt_create(t->model, &ac, &dg);
     t->data = dataset_open_split(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed,
@@ -126,7 +128,11 @@ void trainer_destroy(trainer *t) {
     free(t);
 }
 
-local_model *trainer_model(trainer *t) { return t->model; }
+/* Callers read the parameters: with --overlap-param-gather they must all be there. */
+local_model *trainer_model(trainer *t) {
+    distopt_wait_params(t->opt);
+    return t->model;
+}
 dist_optimizer *trainer_optimizer(trainer *t) { return t->opt; }
 pp_executor *trainer_executor(trainer *t) { return t->exec; }
 

@@ -23,6 +23,7 @@
 #include "src/device/device.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/comm_label.h"
+#include "src/zero/overlap.h"
 
 struct dist_optimizer {
     local_model *model;
@@ -37,6 +38,7 @@ struct dist_optimizer {
     float *master;      /* mixed precision: fp32 master weights (numel, or the shard) */
     prec_scaler scaler; /* fp16 loss scaling */
     bool inject_overflow;
+    zero_overlap *overlap; /* --overlap-grad-reduce / --overlap-param-gather at dp > 1 */
 };
 
 static int gsize(comm_group *g) { return g ? comm_size(g) : 1; }
@@ -76,6 +78,21 @@ dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
     o->m = device_alloc(o->nstate * sizeof(float), "Adam first moments");
     o->v = device_alloc(o->nstate * sizeof(float), "Adam second moments");
     prec_scaler_init(&o->scaler, 0);
+    CHECK(!(g->overlap_grads && g->dtype == PREC_FP16),
+          "--overlap-grad-reduce does not support --fp16 (checked by the flags)");
+    if ((g->overlap_grads || g->overlap_params) && o->dp_size > 1) {
+        const gpt_param *tie = model->wte_embedding ? model->wte_embedding : model->wte_head;
+        /* zbv: both copies on this rank, summed locally after the backward (local_model.h) */
+        const bool two_here = model->wte_embedding && model->wte_head &&
+                              model->wte_embedding != model->wte_head;
+        zero_overlap_config oc = {g->overlap_grads,
+                                  g->overlap_params && g->zero,
+                                  g->zero,
+                                  gsize(g->embedding) > 1 || two_here ? tie : NULL,
+                                  two_here ? model->wte_head : NULL,
+                                  g->dtype};
+        o->overlap = zero_overlap_create(model, o->ranges, g->dp, &oc);
+    }
     if (g->dtype != PREC_FP32) {
         /* fp32 master weights start as the fp32 initialisation; the model sees them rounded. */
         o->master = device_alloc(o->nstate * sizeof(float), "fp32 master weights");
@@ -87,6 +104,7 @@ dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
 
 void distopt_destroy(dist_optimizer *o) {
     if (!o) return;
+    zero_overlap_destroy(o->overlap);
     device_free(o->master);
     zero_ranges_free(o->ranges);
     device_free(o->m);
@@ -130,7 +148,8 @@ static double sum_over_group(comm_group *g, double x) {
  * everywhere (and lowers the scale); returns false then. */
 static bool grads_usable(dist_optimizer *o) {
     local_model *m = o->model;
-    if (o->g.dtype != PREC_FP32) dev_round(o->g.dtype, m->grads, m->numel);
+    if (o->g.dtype != PREC_FP32 && !(o->overlap && o->g.overlap_grads)) /* else bucket by bucket */
+        dev_round(o->g.dtype, m->grads, m->numel);
     if (o->g.dtype != PREC_FP16) return true;
     float bad = (o->inject_overflow || dev_has_inf_or_nan(m->grads, m->numel)) ? 1.0f : 0.0f;
     o->inject_overflow = false;
@@ -151,6 +170,17 @@ static void sync_tied_embedding(dist_optimizer *o) {
     comm_label_set("tied embed", -1);
     comm_all_reduce(o->g.embedding, m->grads + p->offset, p->numel, COMM_FLOAT32, COMM_SUM);
     comm_label_clear();
+}
+
+static void sum_tie(void *ctx) { sync_tied_embedding(ctx); }
+
+/* Steps 1 and 2 with --overlap-grad-reduce: most buckets are on their way already (queued
+ * from the backward, src/zero/overlap.h); the rest go now, the tied wte's after its sum, and
+ * all are complete on return. */
+static void overlapped_reduce_grads(dist_optimizer *o, float inv) {
+    zero_overlap_finish_grads(o->overlap, sum_tie, o);
+    if (o->g.zero) dev_scale(o->model->grads, inv, o->ranges->shard_numel);
+    else if (inv != 1.0f) dev_scale(o->model->grads, inv, o->model->numel);
 }
 
 /* Step 2 without ZeRO: every rank gets the whole summed gradient, bucket by bucket. */
@@ -234,13 +264,22 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
         return st;
     }
     o->t++;
-    sync_tied_embedding(o);
     const float inv = 1.0f / ((float)o->dp_size * scale_used); /* average, and unscale */
-    if (o->g.zero) zero_reduce_grads(o, inv);
-    else plain_reduce_grads(o, inv);
+    if (o->overlap && o->g.overlap_grads) {
+        overlapped_reduce_grads(o, inv);
+    } else {
+        sync_tied_embedding(o);
+        if (o->g.zero) zero_reduce_grads(o, inv);
+        else plain_reduce_grads(o, inv);
+    }
     st.grad_norm = grad_norm(o);
     update_mine(o, st.lr, adamw_clip_factor(&o->cfg, st.grad_norm));
-    if (o->g.zero) zero_gather_params(o);
+    if (o->g.zero && o->overlap && o->g.overlap_params) zero_overlap_launch_params(o->overlap);
+    else if (o->g.zero) zero_gather_params(o);
     st.loss_scale = distopt_loss_scale(o);
     return st;
+}
+
+void distopt_wait_params(dist_optimizer *o) {
+    if (o && o->overlap) zero_overlap_wait_params(o->overlap);
 }

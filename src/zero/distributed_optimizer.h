@@ -12,6 +12,9 @@
  *   4. AdamW: without ZeRO on the whole buffer; with ZeRO on the shard's pieces only — the
  *      fp32 master weights and Adam moments exist for the shard alone — then the updated
  *      parameters are all-gathered from their owners, in place.
+ * With --overlap-grad-reduce, step 2 happens bucket by bucket during the backward (the tied
+ * embedding's buckets only after step 1, at the step), and with --overlap-param-gather the
+ * all-gather of step 4 finishes during the next forward: src/zero/overlap.h.
  * With ZeRO the shards are offsets into the model's own buffers, which distopt_create pads to
  * the shard layout (local_model_pad): no step copies a whole buffer (the picture is at the
  * top of distributed_optimizer.c). After a ZeRO step the gradient buffer holds this rank's
@@ -49,6 +52,10 @@ typedef struct {
     size_t bucket_numel;   /* all-reduce bucket size without ZeRO (0 = one bucket) */
     comm_group *world;     /* every rank: agrees on fp16 overflow (NULL = 1) */
     prec_dtype dtype;      /* PREC_FP32, PREC_BF16 or PREC_FP16 */
+    bool overlap_grads;    /* --overlap-grad-reduce: buckets reduced during the backward
+                              (src/zero/overlap.h; not with fp16) */
+    bool overlap_params;   /* --overlap-param-gather (ZeRO): gathers finish during the next
+                              forward */
 } distopt_groups;
 
 typedef struct dist_optimizer dist_optimizer;
@@ -72,6 +79,11 @@ distopt_stats distopt_step(dist_optimizer *o, int it);
 
 /* The loss scale the backward pass must multiply the loss by (1 unless fp16). */
 float distopt_loss_scale(const dist_optimizer *o);
+/* With --overlap-param-gather the step returns before every parameter has arrived (the next
+ * forward waits for each layer's own). Whatever else reads model->params — checkpoints,
+ * evaluation outside the executor, generation, the end of a run, tests — calls this first.
+ * Cheap when nothing is pending. */
+void distopt_wait_params(dist_optimizer *o);
 /* Test hook: the next step sees an inf in its gradients (fp16 recovery test). */
 void distopt_inject_overflow(dist_optimizer *o);
 /* fp32 master weights (numel without ZeRO, shard with ZeRO), NULL in fp32 runs; device memory. */

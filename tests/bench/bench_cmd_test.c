@@ -74,6 +74,7 @@ static void quick_run_prints_every_suites_rows(void **state) {
     assert_int_equal(count_rows(g_out, "scaling"), 3);
     assert_int_equal(count_rows(g_out, "trace"), 1);
     assert_int_equal(count_rows(g_out, "zero"), 4);
+    assert_int_equal(count_rows(g_out, "overlap"), 5); /* 3 exposed ratios, 2 step times */
     assert_non_null(strstr(g_out, "ZeRO optimizer step ÷ old copying step (dp=4,"));
     assert_int_equal(count_rows(g_out, "generate"), 2); /* KV cache per token + total */
     assert_non_null(strstr(g_out, "model FLOP/s ÷ sgemm FLOP/s"));

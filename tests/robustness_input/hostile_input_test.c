@@ -54,6 +54,11 @@ static const hostile_case k_cases[] = {
     {1, "train --num-layers 1e3", "--num-layers expects an integer, got '1e3'", NULL},
     {1, "train --no-such-flag 3", "unknown flag '--no-such-flag'", NULL},
     {1, "train --bf16 --fp16", "--bf16 and --fp16 exclude each other", NULL},
+    {1, "train --overlap-param-gather",
+     "--overlap-param-gather needs --use-distributed-optimizer", NULL},
+    {1, "train --overlap-grad-reduce --fp16", "--overlap-grad-reduce does not support --fp16",
+     NULL},
+    {1, "train --ddp-bucket-size 0", "--ddp-bucket-size 0 must be at least 1 element", NULL},
     {1, "train --pipeline-schedule zigzag",
      "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1|zbv, got 'zigzag'", NULL},
     {1, "train --device gpu", "--device must be one of cpu|cuda|cpu-guarded, got 'gpu'", NULL},
@@ -192,8 +197,7 @@ static const hostile_case k_cases[] = {
     {1, "render {D}/emptyrun -o {D}/x.png --step -5", "--step -5 is not a step", NULL},
     /* ---- bench and the program ---- */
     {1, "bench --suite nonsense",
-     "--suite must be one of serial|pipeline|memory|comm|scaling|trace|device|zero|generate|all, "
-     "got 'nonsense'",
+     "--suite must be one of serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|all, got 'nonsense'",
      NULL},
     {1, "bench --suite device --device tpu",
      "--device must be one of cpu|cuda|cpu-guarded, got 'tpu'", NULL},

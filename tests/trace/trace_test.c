@@ -198,6 +198,43 @@ static void write_then_read_keeps_every_field(void **state) {
     trace_file_free(f);
 }
 
+/* A collective of the communication stream keeps its STREAM flag through the file; the
+ * exposed wait beside it is an ordinary collective. */
+static void stream_collectives_keep_their_flag_through_the_file(void **state) {
+    (void)state;
+    trace_header h = header(0, 1);
+    trace_recorder *t = trace_create(&h, 8);
+    trace_comm_info ci = {.kind = TRACE_COLLECTIVE,
+                          .op = "all_reduce",
+                          .group = "dp",
+                          .label = "grads",
+                          .peer = -1,
+                          .tag = -1,
+                          .layer = -1,
+                          .group_first = 0,
+                          .bytes = 4096,
+                          .t_start = 1.0,
+                          .t_ready = 1.0,
+                          .t_end = 2.0,
+                          .cpu = -1};
+    trace_comm_stream(t, &ci);
+    ci.op = "wait", ci.group_first = -1, ci.t_start = 1.8, ci.t_ready = ci.t_end = 2.1;
+    trace_comm_full(t, &ci);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rank0.trace", test_tmpdir("stream"));
+    trace_write(t, path);
+    trace_destroy(t);
+    char err[512] = "";
+    trace_file *f = trace_file_read(path, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(trace_file_num_events(f), 2);
+    assert_int_equal(trace_file_event(f, 0)->flags, TRACE_STREAM);
+    assert_int_equal(trace_file_event(f, 1)->flags, 0);
+    assert_string_equal(trace_file_string(f, trace_file_event(f, 1)->op), "wait");
+    assert_string_equal(trace_file_string(f, trace_file_event(f, 1)->label), "grads");
+    trace_file_free(f);
+}
+
 static void unfinished_events_are_marked_open(void **state) {
     (void)state;
     trace_header h = header(0, 1);
@@ -559,6 +596,7 @@ int main(void) {
         cmocka_unit_test(strings_beyond_the_table_become_other),
         cmocka_unit_test(write_then_read_keeps_every_field),
         cmocka_unit_test(unfinished_events_are_marked_open),
+        cmocka_unit_test(stream_collectives_keep_their_flag_through_the_file),
         cmocka_unit_test(every_truncation_gives_one_error_naming_file_and_offset),
         cmocka_unit_test(every_flipped_byte_is_detected),
         cmocka_unit_test(missing_file_is_one_clear_error),

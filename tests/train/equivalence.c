@@ -55,6 +55,12 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     pc.num_layers_per_virtual_pipeline_stage = lc->vpp_layers;
     pc.pipeline_schedule = lc->schedule;
     pc.use_distributed_optimizer = lc->zero;
+    pc.overlap_grad_reduce = lc->overlap_grad;
+    pc.overlap_param_gather = lc->overlap_param;
+    pc.overlap_p2p_comm = lc->overlap_p2p;
+    /* A few thousand elements: the test model's ~70k parameters make a few dozen buckets that
+     * straddle layers and ZeRO shards, and most are reduced during the backward. */
+    if (lc->overlap_grad || lc->overlap_param) pc.ddp_bucket_size = 3000;
     if (!train_config_check(&pc, world, err, sizeof err)) fail_msg("layout rejected: %s", err);
     pg_layout l;
     assert_true(pg_layout_make(&l, world, pc.tensor_model_parallel_size,
@@ -68,8 +74,11 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
         double rel = fabs((double)lp - ls) / fabs((double)ls);
         if (rel > worst_loss) worst_loss = rel;
         if (!(rel <= loss_rtol))
-            fail_msg("tp%d pp%d dp%d %s%s: loss at step %d is %.9g, serial %.9g (rel %.3g > %.3g)",
-                     lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "", it, (double)lp,
+            fail_msg("tp%d pp%d dp%d %s%s%s%s: loss at step %d is %.9g, serial %.9g (rel %.3g > "
+                     "%.3g)",
+                     lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "",
+                     lc->overlap_grad ? " overlap-grad" : "",
+                     lc->overlap_param ? " overlap-param" : "", it, (double)lp,
                      (double)ls, rel, loss_rtol);
     }
     /* Every local parameter element against its serial counterpart. */
@@ -97,10 +106,12 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
         }
     }
     if (rank == 0)
-        printf("  tp%d pp%d dp%d %-11s%s: %d steps, worst loss rel diff %.2e, worst param diff "
-               "%.2e (%zu compared)\n",
-               lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "     ", steps, worst_loss,
-               worst_param, compared);
+        printf("  tp%d pp%d dp%d %-11s%s%s%s%s: %d steps, worst loss rel diff %.2e, worst param "
+               "diff %.2e (%zu compared)\n",
+               lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "     ",
+               lc->overlap_grad ? " +ogr" : "", lc->overlap_param ? " +opg" : "",
+               lc->overlap_p2p ? " +op2p" : "", steps,
+               worst_loss, worst_param, compared);
     trainer_destroy(par);
     ps_destroy(ps);
     trainer_destroy(serial);

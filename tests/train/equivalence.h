@@ -13,6 +13,9 @@ typedef struct {
     int tp, pp, vpp_layers; /* vpp_layers: --num-layers-per-virtual-pipeline-stage (0 = off) */
     const char *schedule;   /* gpipe | 1f1b | interleaved */
     bool zero;
+    bool overlap_grad;  /* --overlap-grad-reduce (small buckets, so that some go early) */
+    bool overlap_param; /* --overlap-param-gather */
+    bool overlap_p2p;   /* --overlap-p2p-comm */
 } layout_case;
 
 /* A small model and batch that every layout below divides. */

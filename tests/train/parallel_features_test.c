@@ -7,7 +7,9 @@
  *   - bf16 and fp16 train, staying within a stated tolerance of fp32;
  *   - fp16 loss scaling skips the step and lowers the scale on an (injected) overflow, and
  *     training goes on;
- *   - evaluation (forward passes only through the pipeline) gives the serial loss.
+ *   - evaluation (forward passes only through the pipeline) gives the serial loss;
+ *   - in bf16, --overlap-grad-reduce / --overlap-param-gather give the parameters of the
+ *     blocking step (gradients rounded bucket by bucket, the tied wte summed first).
  * Runs under mpirun with 4 ranks.
  */
 #include <math.h>
@@ -91,6 +93,52 @@ static void zero_on_and_off_agree_and_shard_the_state(void **state) {
     trainer_destroy(b);
     ps_destroy(ps_a);
     ps_destroy(ps_b);
+}
+
+/* Parameters after 3 bf16 steps of layout c (a copy; the trainer is gone: the model hooks of
+ * the overlap flags are process-wide, so one trainer runs at a time). */
+static float *bf16_params(train_config c, size_t *n) {
+    c.bf16 = true;
+    c.ddp_bucket_size = 3000; /* many buckets, most reduced during the backward */
+    parallel_state *ps;
+    trainer *t = make(&c, &ps);
+    for (int it = 1; it <= 3; it++) trainer_step(t, it);
+    const local_model *m = trainer_model(t);
+    *n = m->numel;
+    float *p = malloc(m->numel * sizeof(float));
+    memcpy(p, m->params, m->numel * sizeof(float));
+    trainer_destroy(t);
+    ps_destroy(ps);
+    return p;
+}
+
+static void overlap_flags_in_bf16_give_the_blocking_steps_parameters(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c);
+    const struct {
+        int tp, pp;
+        bool zero, params;
+    } cases[] = {{2, 1, true, true}, {1, 2, false, false}}; /* TP2×DP2 ZeRO; PP2×DP2 tied wte */
+    for (int k = 0; k < 2; k++) {
+        train_config a = c;
+        a.tensor_model_parallel_size = cases[k].tp;
+        a.pipeline_model_parallel_size = cases[k].pp;
+        a.use_distributed_optimizer = cases[k].zero;
+        train_config b = a;
+        b.overlap_grad_reduce = true;
+        b.overlap_param_gather = cases[k].params;
+        size_t na, nb;
+        float *pa = bf16_params(a, &na), *pb = bf16_params(b, &nb);
+        assert_int_equal(na, nb);
+        double worst = max_rel_diff(pb, pa, na);
+        if (dist_rank() == 0)
+            printf("  bf16 tp%d pp%d dp2%s: overlapped vs blocking, max relative difference %.2e\n",
+                   cases[k].tp, cases[k].pp, cases[k].zero ? " zero" : "", worst);
+        assert_true(worst <= 1e-6);
+        free(pa);
+        free(pb);
+    }
 }
 
 /* Serial losses over `steps` with a precision flag. */
@@ -194,6 +242,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(fp16_loss_scaling_recovers_from_an_overflow),
         cmocka_unit_test(bf16_and_fp16_train_close_to_fp32),
         cmocka_unit_test(evaluation_gives_the_serial_loss_on_any_layout),
+        cmocka_unit_test(overlap_flags_in_bf16_give_the_blocking_steps_parameters),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     dist_finalize();

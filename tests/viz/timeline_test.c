@@ -67,6 +67,35 @@ static void classes_split_wait_from_transfer_and_idle(void **state) {
     viz_timeline_free(tl);
 }
 
+/* The communication stream's collectives ran beside the rank: they change none of its time
+ * classes, and the layout gives them a lane of their own under the comm lane only when
+ * some rank has one (pictures without overlap keep their rows). */
+static void stream_collectives_are_outside_the_time_classes_on_their_own_lane(void **state) {
+    (void)state;
+    viz_timeline *tl = gpipe_2x2();
+    viz_tl_layout L0;
+    const viz_timeline *one[1] = {tl};
+    viz_tl_layout_compute(&L0, one, 1, 1200);
+    const viz_tl_row_stats before = viz_timeline_row_stats(tl, 0);
+    viz_tl_box s = box(VIZ_TL_COLLECTIVE, -1, -1, 5.5, 8);
+    s.stream = true;
+    viz_timeline_add_box(tl, 0, s);
+    viz_timeline_finish(tl);
+    const viz_tl_row_stats after = viz_timeline_row_stats(tl, 0);
+    for (int c = 0; c < VIZ_TC_NUM; c++)
+        assert_true(near(before.classes.seconds[c], after.classes.seconds[c]));
+    viz_tl_layout L1;
+    viz_tl_layout_compute(&L1, one, 1, 1200);
+    const viz_tl_row_layout *r0 = &L0.panels[0].rows[0], *r1 = &L1.panels[0].rows[0];
+    assert_true(r0->stream_h == 0 && r0->mem_y == r0->comm_y + VIZ_TL_COMM_H);
+    assert_true(r1->stream_h == VIZ_TL_STREAM_H && r1->stream_y == r1->comm_y + VIZ_TL_COMM_H);
+    assert_true(r1->mem_y == r1->stream_y + VIZ_TL_STREAM_H);
+    assert_true(L1.panels[0].rows[1].stream_h == VIZ_TL_STREAM_H); /* every row, for alignment */
+    viz_tl_layout_free(&L0);
+    viz_tl_layout_free(&L1);
+    viz_timeline_free(tl);
+}
+
 /* One rank, one 10 ms step: a forward [0, 5] with an all-reduce inside it [1, 3] that waits
  * 1 ms for the slowest member and then transfers 1 ms; a receive [5, 9] that waits 3 ms and
  * transfers 1 ms; nothing in [9, 10]. The innermost event decides:
@@ -470,6 +499,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(classes_split_wait_from_transfer_and_idle),
         cmocka_unit_test(nested_messages_take_their_time_out_of_compute),
+        cmocka_unit_test(stream_collectives_are_outside_the_time_classes_on_their_own_lane),
         cmocka_unit_test(bubble_matches_both_definitions_for_even_stages),
         cmocka_unit_test(phases_come_from_the_schedule_counts),
         cmocka_unit_test(boxes_sit_at_their_times_and_labels_show_only_when_they_fit),

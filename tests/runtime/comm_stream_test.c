@@ -1,0 +1,127 @@
+/* comm_stream_test.c — the communication stream computes exactly what the blocking
+ * collectives compute, with many jobs in flight, waited for in any order, beside the main
+ * thread's own collectives; destroy drains what is still queued. Run with 0 (no mpirun), 2
+ * and 4 ranks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/runtime/comm.h"
+#include "src/runtime/comm_stream.h"
+#include "src/runtime/dist.h"
+#include "tests/support/testing.h"
+
+static comm_group *g_world;
+
+/* A value that differs by rank and position. Multiples of 1/64 below 1000: every partial sum
+ * is exact, so the result cannot depend on the order in which an algorithm adds the ranks'
+ * parts (MPI_Iallreduce and MPI_Allreduce may pick different ones at 4 ranks). */
+static float value(int rank, size_t i) { return (float)rank + (float)(i % 97) / 64.0f; }
+
+static void all_reduce_equals_the_blocking_all_reduce_bit_for_bit(void **state) {
+    (void)state;
+    const int me = comm_rank(g_world);
+    const size_t n = 300001;
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) a[i] = b[i] = value(me, i);
+    comm_stream *s = comm_stream_create(g_world);
+    comm_handle h = comm_stream_all_reduce(s, a, n, "test");
+    comm_all_reduce(g_world, b, n, COMM_FLOAT32, COMM_SUM); /* main thread, meanwhile */
+    comm_stream_wait(s, h);
+    assert_memory_equal(a, b, n * sizeof(float));
+    comm_stream_destroy(s);
+    free(a);
+    free(b);
+}
+
+/* Uneven parts, one of them empty: what per-bucket ZeRO reduce-scatters look like. */
+static void uneven_reduce_scatter_and_all_gather_match_a_summed_reference(void **state) {
+    (void)state;
+    const int me = comm_rank(g_world), size = comm_size(g_world);
+    size_t *counts = calloc((size_t)size, sizeof(size_t)), total = 0, before = 0;
+    for (int d = 0; d < size; d++) {
+        counts[d] = d == 1 ? 0 : 1000 + 37 * (size_t)d;
+        if (d < me) before += counts[d];
+        total += counts[d];
+    }
+    float *send = malloc(total * sizeof(float)), *sum = malloc(total * sizeof(float));
+    float *recv = calloc(counts[me] + 1, sizeof(float));
+    for (size_t i = 0; i < total; i++) send[i] = sum[i] = value(me, i);
+    comm_all_reduce(g_world, sum, total, COMM_FLOAT32, COMM_SUM);
+    comm_stream *s = comm_stream_create(g_world);
+    comm_stream_wait(s, comm_stream_reduce_scatter(s, send, recv, counts, "test"));
+    if (counts[me]) assert_memory_equal(recv, sum + before, counts[me] * sizeof(float));
+    /* all-gather in place: every rank puts the reduced part in its slot, gets the others' */
+    float *buf = calloc(total, sizeof(float));
+    memcpy(buf + before, recv, counts[me] * sizeof(float));
+    comm_stream_wait(s, comm_stream_all_gather(s, buf, counts, "test"));
+    assert_memory_equal(buf, sum, total * sizeof(float));
+    comm_stream_destroy(s);
+    free(counts), free(send), free(sum), free(recv), free(buf);
+}
+
+static void many_jobs_in_flight_waited_for_in_reverse_order(void **state) {
+    (void)state;
+    const int me = comm_rank(g_world);
+    enum { JOBS = 40, N = 5000 };
+    float *a = malloc(JOBS * N * sizeof(float)), *b = malloc(JOBS * N * sizeof(float));
+    for (size_t i = 0; i < (size_t)JOBS * N; i++) a[i] = b[i] = value(me, i);
+    comm_stream *s = comm_stream_create(g_world);
+    comm_handle h[JOBS];
+    for (int j = 0; j < JOBS; j++) h[j] = comm_stream_all_reduce(s, a + (size_t)j * N, N, "test");
+    for (int j = 0; j < JOBS; j++)
+        comm_all_reduce(g_world, b + (size_t)j * N, N, COMM_FLOAT32, COMM_SUM);
+    for (int j = JOBS - 1; j >= 0; j--) comm_stream_wait(s, h[j]);
+    comm_stream_wait(s, h[3]); /* twice is fine */
+    assert_memory_equal(a, b, JOBS * N * sizeof(float));
+    comm_stream_destroy(s);
+    free(a);
+    free(b);
+}
+
+static int g_events, g_waited;
+static void count_events(const comm_stream_event *e, void *ctx) {
+    (void)ctx;
+    assert_true(e->t_posted <= e->t_start && e->t_start <= e->t_end);
+    assert_true(e->t_wait_start <= e->t_wait_end);
+    assert_string_equal(e->label, "grads");
+    g_events++;
+    g_waited += e->t_wait_end > e->t_wait_start;
+}
+
+/* Destroy drains: jobs never waited for complete (on every rank) before the thread stops,
+ * and each is reported once. */
+static void destroy_drains_pending_jobs_and_reports_each_once(void **state) {
+    (void)state;
+    const int me = comm_rank(g_world), size = comm_size(g_world);
+    enum { JOBS = 8, N = 20000 };
+    float *a = malloc(JOBS * N * sizeof(float));
+    for (size_t i = 0; i < (size_t)JOBS * N; i++) a[i] = (float)me;
+    g_events = g_waited = 0;
+    comm_stream_set_trace_hook(count_events, NULL);
+    comm_stream *s = comm_stream_create(g_world);
+    for (int j = 0; j < JOBS; j++) (void)comm_stream_all_reduce(s, a + (size_t)j * N, N, "grads");
+    comm_stream_destroy(s);
+    comm_stream_set_trace_hook(NULL, NULL);
+    assert_int_equal(g_events, JOBS);
+    assert_true(g_waited <= 1); /* only the last job's wait can be exposed */
+    const float want = (float)(size * (size - 1) / 2);
+    for (size_t i = 0; i < (size_t)JOBS * N; i++) assert_true(a[i] == want);
+    free(a);
+}
+
+int main(int argc, char **argv) {
+    int np = argc > 1 ? atoi(argv[1]) : 0;
+    if (np > 0) mpi_test_launch(argc, argv, np);
+    dist_init(&argc, &argv);
+    g_world = comm_group_world(COMM_MPI);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_reduce_equals_the_blocking_all_reduce_bit_for_bit),
+        cmocka_unit_test(uneven_reduce_scatter_and_all_gather_match_a_summed_reference),
+        cmocka_unit_test(many_jobs_in_flight_waited_for_in_reverse_order),
+        cmocka_unit_test(destroy_drains_pending_jobs_and_reports_each_once),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    comm_group_destroy(g_world);
+    dist_finalize();
+    return failed;
+}
