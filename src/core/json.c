@@ -120,6 +120,32 @@ void json_begin_array(json_writer *w, json_style style) { begin(w, style, false)
 void json_end_array(json_writer *w) { end(w, false); }
 
 /* s as a JSON string literal (RFC 8259 section 7). */
+/* Length of the well-formed UTF-8 sequence at p (1..4), or 0 when p starts none (a stray
+ * continuation byte, an overlong form, a surrogate, above U+10FFFF, or cut short). */
+static int utf8_length(const unsigned char *p) {
+    const unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    int n;
+    unsigned char lo = 0x80, hi = 0xBF; /* the allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0) lo = 0xA0; /* overlong */
+        if (c == 0xED) hi = 0x9F; /* UTF-16 surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0) lo = 0x90; /* overlong */
+        if (c == 0xF4) hi = 0x8F; /* above U+10FFFF */
+    } else return 0;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0; /* also stops at the NUL */
+    return n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped, and every byte that is
+ * not part of well-formed UTF-8 written as U+FFFD, so the output is always valid JSON
+ * whatever bytes a path or a name holds. */
 static void escaped(json_writer *w, const char *s) {
     put(w, "\"", 1);
     const char *run = s; /* bytes copied as they are, in one put */
@@ -138,6 +164,13 @@ static void escaped(json_writer *w, const char *s) {
             if (*p < 0x20) {
                 snprintf(u, sizeof u, "\\u%04x", *p);
                 esc = u;
+            } else if (*p >= 0x80) {
+                const int n = utf8_length(p);
+                if (n > 1) {
+                    p += n - 1; /* well formed: copied as it is */
+                    continue;
+                }
+                esc = "\\ufffd";
             }
         }
         if (!esc) continue;

@@ -88,6 +88,34 @@ static void strings_are_escaped_as_rfc_8259_asks(void **state) {
     free(s);
 }
 
+/* Bytes that are not well-formed UTF-8 (a path or a name can hold any) become U+FFFD, one per
+ * byte; well-formed sequences of 2, 3 and 4 bytes pass as they are. */
+static void bytes_that_are_not_utf8_become_the_replacement_character(void **state) {
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"ok \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+         "\"ok \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\""},
+        {"a\xff"
+         "b",
+         "\"a\\ufffdb\""},                                        /* never in UTF-8 */
+        {"\x80", "\"\\ufffd\""},                                  /* a stray continuation byte */
+        {"\xc0\xaf", "\"\\ufffd\\ufffd\""},                       /* overlong '/' */
+        {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},            /* a UTF-16 surrogate */
+        {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""}, /* above U+10FFFF */
+        {"x\xe2\x82", "\"x\\ufffd\\ufffd\""},                     /* cut short by the end */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_writer w;
+        json_init_buffer(&w, 0);
+        json_string(&w, cases[i].in);
+        char *s = json_take(&w);
+        assert_string_equal(s, cases[i].out);
+        free(s);
+    }
+}
+
 static void non_finite_numbers_are_null(void **state) {
     (void)state;
     json_writer w;
@@ -130,6 +158,7 @@ int main(void) {
         cmocka_unit_test(compact_objects_have_no_spaces_and_keep_key_order),
         cmocka_unit_test(spaced_and_lines_layouts),
         cmocka_unit_test(strings_are_escaped_as_rfc_8259_asks),
+        cmocka_unit_test(bytes_that_are_not_utf8_become_the_replacement_character),
         cmocka_unit_test(non_finite_numbers_are_null),
         cmocka_unit_test(a_file_writer_writes_the_same_bytes),
     };
