@@ -16,11 +16,11 @@
 #include "src/device/device.h"
 #include "src/core/rng.h"
 #include "src/model/gpt_hooks.h"
+#include "src/model/gpt_internal.h"
 #include "src/runtime/comm_label.h"
 #include "src/tp/layers.h"
 #include "src/tp/mappings.h"
 
-#define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
 
 int gpt_padded_vocab(int real_vocab, int divisible_by, int tp_size) {
     int m = divisible_by * tp_size;
@@ -180,61 +180,6 @@ void gpt_chunk_init_params(const gpt_chunk *c, float *params, uint64_t seed) {
 
 /* ---------------------------------------------------------------- activations */
 
-/* Per block: what its backward needs. Shapes with N = B*T. */
-typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd; /* (N,C) (N) (N) */
-    float *qkv;                       /* (N,3Cl) */
-    float *att;                       /* (B,NHl,T,T) */
-    float *atty;                      /* (N,Cl) */
-    float *x_mid;                     /* (N,C) residual after attention */
-    float *ln2, *ln2_mean, *ln2_rstd; /* (N,C) (N) (N) */
-    float *fch, *fch_gelu;            /* (N,4Cl) (N,4Cl) */
-} block_acts;
-
-struct gpt_acts {
-    int B, T, nblocks;
-    size_t bytes;
-    float *mem;       /* one allocation; everything below is a view into it */
-    int32_t *tokens;  /* (N) copy, for the embedding backward */
-    int32_t *targets; /* (N) copy, for the loss backward */
-    float **x;        /* nblocks+1 views (N,C): residual stream at block boundaries */
-    block_acts *blocks;
-    float *lnf, *lnf_mean, *lnf_rstd; /* (N,C) (N) (N) */
-    float *logits;                    /* (N,Vl) */
-    float *ce_stats; /* (3,N): row max, sum of exponentials, target logit (all-reduced) */
-    float *losses;   /* (N) */
-};
-
-/* Per block: the output gradients its weight-gradient pass needs (see gpt.h). */
-typedef struct {
-    float *dfcproj; /* (N,C)   dY of fcproj: the residual gradient after the block */
-    float *dfch;    /* (N,4Cl) dY of fc */
-    float *dln2;    /* (N,C)   dY of LN2 */
-    float *dproj;   /* (N,C)   dY of proj: the residual gradient after attention */
-    float *dqkv;    /* (N,3Cl) dY of qkv */
-    float *dln1;    /* (N,C)   dY of LN1 */
-} block_wgrad;
-
-struct gpt_wgrad {
-    int nblocks;
-    size_t bytes;
-    float *mem;
-    block_wgrad *blocks;
-    float *dlogits; /* (N,Vl) dY of the head (last stage) */
-    float *dlnf;    /* (N,C)  dY of LNf (last stage) */
-    float *demb; /* (N,C)  dY of the embedding: the residual gradient at the bottom (first stage) */
-};
-
-struct gpt_scratch {
-    float *mem;
-    float *dres;      /* (N,C) gradient of the residual stream */
-    float *dfch_gelu; /* (N,4Cl) */
-    float *datty;     /* (N,Cl) */
-    float *datt;      /* (T,T) */
-    float *dloss;     /* (N) */
-    gpt_wgrad *wg;    /* the fused gpt_backward's own B -> W hand-over */
-};
-
 /* A cursor over one allocation: take() hands out consecutive 64-byte aligned views. With
  * base == NULL it only counts (the first pass sizes the allocation, the second lays it out). */
 typedef struct {
@@ -372,27 +317,6 @@ void gpt_scratch_destroy(gpt_scratch *s) {
 
 /* ---------------------------------------------------------------- forward */
 
-/* Parameter views of one block (local index i). */
-typedef struct {
-    const float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
-    const float *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
-} block_params;
-
-static const gpt_param *block_param(const gpt_chunk *c, int i, int kind) {
-    int first = (c->shard.has_embedding || c->shard.has_head ? 1 : 0) +
-                (c->shard.has_embedding ? 1 : 0);
-    return &c->params[first + i * BLOCK_KINDS + (kind - GPT_LN1_W)];
-}
-
-static block_params block_views(const gpt_chunk *c, const float *base, int i) {
-    block_params v;
-    const float **dst[BLOCK_KINDS] = {&v.ln1_w,  &v.ln1_b,  &v.qkv_w,    &v.qkv_b,
-                                      &v.proj_w, &v.proj_b, &v.ln2_w,    &v.ln2_b,
-                                      &v.fc_w,   &v.fc_b,   &v.fcproj_w, &v.fcproj_b};
-    for (int k = 0; k < BLOCK_KINDS; k++) *dst[k] = base + block_param(c, i, GPT_LN1_W + k)->offset;
-    return v;
-}
-
 float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const int32_t *tokens,
                   const int32_t *targets, const float *x_in, float *x_out, comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
@@ -455,137 +379,6 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
     tp_vocab_cross_entropy_forward(tp, a->losses, a->ce_stats, a->logits, a->targets, N, Vl,
                                    c->v_start, c->cfg.real_vocab);
     return (float)(dev_sum(a->losses, N) / (double)N);
-}
-
-/* ---------------------------------------------------------------- backward */
-
-static float *grad_of(float *grads, const gpt_param *p) { return grads + p->offset; }
-
-void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
-                  gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
-    gpt_backward_input(c, params, a, s, s->wg, dx_out, dx_in, dloss, tp);
-    gpt_backward_weight(c, grads, a, s->wg);
-}
-
-/* B: input gradients only. Every dY a weight gradient needs is written into wg (the layers'
- * input gradients are computed from it there, so nothing is copied twice); dres, the
- * residual stream's gradient, is walked backwards in place and copied out where it is some
- * layer's dY. Each layer below is called with its weight gradients NULL. */
-void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
-                        gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss,
-                        comm_group *tp) {
-    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
-    const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads, Vl = c->Vl;
-    const gpt_shard *sh = &c->shard;
-    float *dres = s->dres;
-
-    if (sh->has_head) {
-        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1),
-                        *pe = gpt_chunk_find(c, GPT_WTE, -1);
-        dev_fill(s->dloss, dloss, N);
-        tp_vocab_cross_entropy_backward(tp, wg->dlogits, a->ce_stats, a->logits, a->targets,
-                                        s->dloss, N, Vl, c->v_start, c->cfg.real_vocab);
-        device_zero(wg->dlnf, N * C * sizeof(float));
-        comm_label_set("f bwd head", -1);
-        tp_column_linear_backward(tp, wg->dlnf, NULL, NULL, wg->dlogits, a->lnf,
-                                  params + pe->offset, N, C, Vl, false);
-        comm_label_clear();
-        device_zero(dres, N * C * sizeof(float));
-        dev_layernorm_backward(dres, NULL, NULL, wg->dlnf, a->x[a->nblocks], params + pw->offset,
-                               a->lnf_mean, a->lnf_rstd, N, C);
-    } else {
-        device_copy(dres, dx_out, N * C * sizeof(float));
-    }
-
-    for (int i = a->nblocks - 1; i >= 0; i--) {
-        block_params w = block_views(c, params, i);
-        block_acts *b = &a->blocks[i];
-        block_wgrad *g = &wg->blocks[i];
-        const int layer = sh->layer_begin + i;
-
-        /* MLP backward. The row-parallel fcproj needs no communication (g's backward is the
-         * identity); the column-parallel fc all-reduces its input gradient (f's backward). */
-        device_copy(g->dfcproj, dres, N * C * sizeof(float));
-        device_zero(s->dfch_gelu, N * 4 * Cl * sizeof(float));
-        tp_row_linear_backward(tp, s->dfch_gelu, NULL, NULL, g->dfcproj, b->fch_gelu, w.fcproj_w, N,
-                               4 * Cl, C);
-        device_zero(g->dfch, N * 4 * Cl * sizeof(float));
-        dev_gelu_backward(g->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
-        device_zero(g->dln2, N * C * sizeof(float));
-        comm_label_set("f bwd mlp", layer);
-        tp_column_linear_backward(tp, g->dln2, NULL, NULL, g->dfch, b->ln2, w.fc_w, N, C, 4 * Cl,
-                                  false);
-        comm_label_clear();
-        /* dres += LN2 backward: now the gradient of x_mid */
-        dev_layernorm_backward(dres, NULL, NULL, g->dln2, b->x_mid, w.ln2_w, b->ln2_mean,
-                               b->ln2_rstd, N, C);
-
-        /* Attention backward: the same two layers around this rank's heads. */
-        device_copy(g->dproj, dres, N * C * sizeof(float));
-        device_zero(s->datty, N * Cl * sizeof(float));
-        tp_row_linear_backward(tp, s->datty, NULL, NULL, g->dproj, b->atty, w.proj_w, N, Cl, C);
-        device_zero(g->dqkv, N * 3 * Cl * sizeof(float));
-        dev_attention_backward(g->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
-        device_zero(g->dln1, N * C * sizeof(float));
-        comm_label_set("f bwd attn", layer);
-        tp_column_linear_backward(tp, g->dln1, NULL, NULL, g->dqkv, b->ln1, w.qkv_w, N, C, 3 * Cl,
-                                  false);
-        comm_label_clear();
-        /* dres += LN1 backward: now the gradient of the block input */
-        dev_layernorm_backward(dres, NULL, NULL, g->dln1, a->x[i], w.ln1_w, b->ln1_mean,
-                               b->ln1_rstd, N, C);
-    }
-
-    if (sh->has_embedding) device_copy(wg->demb, dres, N * C * sizeof(float));
-    else if (dx_in) device_copy(dx_in, dres, N * C * sizeof(float));
-}
-
-/* W: weight gradients only, from the activations and the dY's B left in wg, in the order the
- * fused backward used to accumulate them (head, blocks top-down, embedding: the tied wte gets
- * the head's part first when one chunk holds both). No communication: the tensor-parallel
- * operators act on input gradients only. */
-void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg) {
-    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
-    const size_t Cl = c->Cl, Vl = c->Vl;
-    const gpt_shard *sh = &c->shard;
-
-    if (sh->has_head) {
-        const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1),
-                        *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
-        const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
-        dev_matmul_backward(NULL, grad_of(grads, pe), NULL, wg->dlogits, a->lnf, NULL, N, C, Vl);
-        dev_layernorm_backward(NULL, grad_of(grads, pw), grad_of(grads, pb), wg->dlnf,
-                               a->x[a->nblocks], NULL, a->lnf_mean, a->lnf_rstd, N, C);
-        gpt_hooks_grads_ready(c, GPT_HOOK_HEAD); /* lnf; the head's wte part is not all of it */
-    }
-    for (int i = a->nblocks - 1; i >= 0; i--) {
-        const block_acts *b = &a->blocks[i];
-        const block_wgrad *g = &wg->blocks[i];
-#define GRAD(kind) grad_of(grads, block_param(c, i, kind))
-        dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu,
-                            NULL, N, 4 * Cl, C);
-        dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, b->ln2, NULL, N, C,
-                            4 * Cl);
-        dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL,
-                               b->ln2_mean, b->ln2_rstd, N, C);
-        dev_matmul_backward(NULL, GRAD(GPT_PROJ_W), GRAD(GPT_PROJ_B), g->dproj, b->atty, NULL, N,
-                            Cl, C);
-        dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, b->ln1, NULL, N, C,
-                            3 * Cl);
-        dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, a->x[i], NULL,
-                               b->ln1_mean, b->ln1_rstd, N, C);
-#undef GRAD
-        gpt_hooks_grads_ready(c, sh->layer_begin + i); /* e.g. launch its bucket's all-reduce */
-    }
-    if (sh->has_embedding) {
-        /* The embedding's all-reduce (g) has the identity as backward: every TP rank adds
-         * the full gradient into the rows it holds. */
-        const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1), *pp = gpt_chunk_find(c, GPT_WPE, -1);
-        dev_position_backward(grad_of(grads, pp), wg->demb, B, T, C);
-        tp_vocab_embedding_backward(NULL, grad_of(grads, pe), wg->demb, a->tokens, N, C, c->v_start,
-                                    Vl);
-        gpt_hooks_grads_ready(c, GPT_HOOK_EMBEDDING);
-    }
 }
 
 double gpt_flops_per_token(const gpt_config *cfg, int T) {

@@ -167,8 +167,10 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
  *   dx_out (B,T,C): gradient of this chunk's output (ignored on the last stage).
  *   dx_in (B,T,C): written with the gradient of this chunk's input (NULL on the first stage).
  *   dloss: d(objective)/d(loss at each position), e.g. 1/(B*T*num_microbatches).
- * It is exactly gpt_backward_input then gpt_backward_weight (below) through the scratch's own
- * gpt_wgrad: one code path, so the split backward equals it bit for bit. */
+ * It computes exactly what gpt_backward_input then gpt_backward_weight (below) compute, through
+ * the scratch's own gpt_wgrad and the same per-layer code, bit for bit; it only runs each
+ * layer's W right after that layer's B, so each layer's gradients are final while the layers
+ * below are still in their backward (what --overlap-grad-reduce launches on). */
 void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
                   gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp);
 

@@ -1,6 +1,7 @@
 /* comm_internal.h — the inside of a comm_group and the helpers the comm files share:
  *
- *   comm.c           the API: groups, collectives, p2p, tracing; MPI backend and local path
+ *   comm.c           the API: groups, collectives, tracing; MPI backend and local path
+ *   comm_p2p.c       point to point: send, recv, sendrecv, receives posted ahead
  *   comm_watchdog.c  waiting with a deadline (timeout watchdog) and the test-only fault hook
  *   comm_ring.c      ring reduce-scatter / all-gather for large fp32 buffers
  *   comm_stage.c     staging of buffers the backend cannot read (host <-> device)
@@ -63,6 +64,8 @@ static inline bool comm_is_nccl(const comm_group *g) { return g->backend == COMM
 
 /* count as MPI's int, or a loud failure when one message would exceed INT_MAX elements. */
 int comm_mpi_count(size_t count);
+/* The MPI datatype of a comm_dtype (bf16 and fp16 travel as 16-bit integers). */
+MPI_Datatype comm_mpi_type(comm_dtype dt);
 
 /* Reports one event to the trace hook (if any) and updates the group's counters. cpu_start is
  * thread_cpu_now() when the call began (the event carries the CPU seconds spent in it). */
