@@ -89,31 +89,9 @@ void ckpt_dir_iteration(char *out, size_t cap, const char *dir, int it) {
         out, old);
 }
 
-/* mkdir -p that reports instead of dying: false with the directory and the reason. */
-static bool make_dirs_or_say(const char *dir, char *why, size_t cap) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        const bool end = *p == '\0';
-        if (*p == '/' || end) {
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-                snprintf(why, cap, "cannot create directory '%s': %s", buf, strerror(errno));
-                return false;
-            }
-            if (!is_dir(buf)) {
-                snprintf(why, cap, "'%s' is not a directory", buf);
-                return false;
-            }
-            if (end) return true;
-            *p = '/';
-        }
-    }
-}
-
 bool ckpt_dir_lock(const char *dir, char *err, size_t cap) {
     char why[4400];
-    if (!make_dirs_or_say(dir, why, sizeof why)) {
+    if (!make_dirs_try(dir, why, sizeof why)) {
         snprintf(err, cap, "--save %s: %s", dir, why);
         return false;
     }

@@ -46,19 +46,32 @@ void atomic_file_abort(atomic_file *af) {
     remove(af->tmp);
 }
 
-void make_dirs(const char *dir) {
+bool make_dirs_try(const char *dir, char *why, size_t cap) {
     char buf[4096];
-    if (strlen(dir) >= sizeof buf) die("directory path too long: '%s'", dir);
+    if (strlen(dir) >= sizeof buf) {
+        snprintf(why, cap, "directory path too long: '%s'", dir);
+        return false;
+    }
     strcpy(buf, dir);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            die("cannot create directory '%s': %s", buf, strerror(errno));
+    for (char *p = buf + 1;; p++) {
+        const bool end = *p == '\0';
+        if (*p != '/' && !end) continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+            snprintf(why, cap, "cannot create directory '%s': %s", buf, strerror(errno));
+            return false;
+        }
+        struct stat st; /* every component, so that a file in the path is named as such */
+        if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(why, cap, "'%s' exists and is not a directory", buf);
+            return false;
+        }
+        if (end) return true;
         *p = '/';
     }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        die("cannot create directory '%s': %s", buf, strerror(errno));
-    struct stat st;
-    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) die("'%s' exists and is not a directory", buf);
+}
+
+void make_dirs(const char *dir) {
+    char why[4400];
+    if (!make_dirs_try(dir, why, sizeof why)) die("%s", why);
 }

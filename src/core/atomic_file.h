@@ -11,6 +11,8 @@
 #ifndef TRIDENT_CORE_ATOMIC_FILE_H
 #define TRIDENT_CORE_ATOMIC_FILE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 typedef struct {
@@ -29,5 +31,7 @@ void atomic_file_abort(atomic_file *af);
 
 /* mkdir -p; dies with a message naming the directory on failure. */
 void make_dirs(const char *dir);
+/* The same, reporting instead of dying: false with the reason (naming the directory) in why. */
+bool make_dirs_try(const char *dir, char *why, size_t cap);
 
 #endif /* TRIDENT_CORE_ATOMIC_FILE_H */
