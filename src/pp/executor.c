@@ -40,6 +40,7 @@ struct pp_executor {
     float **self_msg;  /* (ntags) messages to this rank itself, by tag, or NULL */
     float **self_free; /* (ntags) (B,T,C) buffers for them, not in use */
     int self_free_n;
+    int *last_weight; /* (v) index of the plan's last action adding to chunk c's weight grads */
     size_t live_bytes, peak_bytes;
     int live_sets, peak_sets;
     trace_recorder *trace;
@@ -79,6 +80,15 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
     ex->xin_buf[1] = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
     ex->xin = ex->xin_buf[0];
     ex->xout = device_alloc(ex->act_elems * sizeof(float), "pipeline messages");
+    /* The plan's last action that adds to chunk c's weight gradients: after it they are final
+     * for the step, so only during it may the model report them ready (src/model/gpt_hooks.h:
+     * --overlap-grad-reduce launches each bucket's reduction from there). */
+    ex->last_weight = mallocCheck((size_t)cfg->v * sizeof *ex->last_weight);
+    for (int c = 0; c < cfg->v; c++) ex->last_weight[c] = -1;
+    for (int i = 0; i < ex->plan.n; i++) {
+        const pp_action *a = &ex->plan.actions[i];
+        if (a->op == PP_BACKWARD || a->op == PP_WEIGHT) ex->last_weight[a->chunk] = i;
+    }
     ex->self_msg = callocCheck((size_t)pp_tag_count(cfg), sizeof *ex->self_msg);
     ex->self_free = callocCheck((size_t)pp_tag_count(cfg), sizeof *ex->self_free);
     return ex;
@@ -109,6 +119,7 @@ void pp_executor_destroy(pp_executor *ex) {
     for (int i = 0; i < ex->self_free_n; i++) device_free(ex->self_free[i]);
     free(ex->self_msg);
     free(ex->self_free);
+    free(ex->last_weight);
     pp_rank_plan_free(&ex->plan);
     free(ex);
 }
@@ -267,19 +278,6 @@ static void backward(pp_executor *ex, const pp_action *a, gpt_acts **slot, float
     *slot = NULL;
 }
 
-/* The plan's last action that adds to chunk c's weight gradients: after it they are final
- * for the step, so only during it may the model report them ready (src/model/gpt_hooks.h:
- * --overlap-grad-reduce launches each bucket's reduction from there). */
-static bool last_weight_action(const pp_executor *ex, int i) {
-    const pp_action *a = &ex->plan.actions[i];
-    if (a->op == PP_FORWARD || a->op == PP_BACKWARD_INPUT) return false;
-    for (int k = i + 1; k < ex->plan.n; k++) {
-        const pp_action *b = &ex->plan.actions[k];
-        if (b->chunk == a->chunk && (b->op == PP_BACKWARD || b->op == PP_WEIGHT)) return false;
-    }
-    return true;
-}
-
 double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *targets, float dloss,
                        int step) {
     const int v = ex->cfg.v;
@@ -296,7 +294,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
             *slot = acts_take(ex, a->chunk);
             loss_sum += forward(ex, a, *slot, inputs, targets, TRACE_FORWARD, step);
         } else {
-            gpt_hooks_arm_grads(last_weight_action(ex, i));
+            gpt_hooks_arm_grads(ex->last_weight[a->chunk] == i);
             backward(ex, a, slot, dloss, step);
             gpt_hooks_arm_grads(false);
         }
