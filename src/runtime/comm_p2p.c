@@ -99,19 +99,25 @@ void comm_send(comm_group *g, const void *buf, size_t count, comm_dtype dt, int 
 
 /* Waits for a message from w->peer with w->tag (returns when it is there) and checks its
  * size. */
+/* Dies loudly when the message `st` describes does not hold `count` elements. */
+static void check_message_size(const comm_group *g, const MPI_Status *st, size_t count,
+                               comm_dtype dt, int peer, int tag) {
+    int got = 0;
+    MPI_Get_count(st, comm_mpi_type(dt), &got);
+    if ((size_t)got != count) {
+        fprintf(stderr,
+                "comm_recv on group %s: peer %d sent %d elements with tag %d, expected %zu\n",
+                g->name, g->members[peer], got, tag, count);
+        CHECK(0, "sender and receiver disagree on the message size");
+    }
+}
+
 static void probe_message(comm_group *g, size_t count, comm_dtype dt, const comm_wait_site *w) {
     MPI_Status st;
     comm_wait_begin(w);
     MPI_Probe(w->peer, w->tag, g->mpi, &st);
     comm_wait_end();
-    int got = 0;
-    MPI_Get_count(&st, comm_mpi_type(dt), &got);
-    if ((size_t)got != count) {
-        fprintf(stderr,
-                "comm_recv on group %s: peer %d sent %d elements with tag %d, expected %zu\n",
-                g->name, g->members[w->peer], got, w->tag, count);
-        CHECK(0, "sender and receiver disagree on the message size");
-    }
+    check_message_size(g, &st, count, dt, w->peer, w->tag);
 }
 
 /* Receives the message probe_message() found (a large one still needs the sender's progress). */
@@ -233,14 +239,7 @@ void comm_request_wait(comm_request *r) {
     MPI_Wait(&r->req, &st);
     comm_wait_end();
     dist_progress_add_sends(-1);
-    int got = 0;
-    MPI_Get_count(&st, comm_mpi_type(r->dt), &got);
-    if ((size_t)got != r->count) {
-        fprintf(stderr,
-                "comm_recv on group %s: peer %d sent %d elements with tag %d, expected %zu\n",
-                g->name, g->members[r->peer], got, r->tag, r->count);
-        CHECK(0, "sender and receiver disagree on the message size");
-    }
+    check_message_size(g, &st, r->count, r->dt, r->peer, r->tag);
     const size_t bytes = r->count * comm_dtype_size(r->dt);
     comm_report_(g, "recv", r->peer, bytes, r->tag, t0, t0, time_now(), c0);
     free(r);
