@@ -4,6 +4,7 @@
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -123,6 +124,21 @@ int viz_format_of(const char *path) {
     return 0;
 }
 
+/* Cairo's image surfaces stop at 32767 pixels a side. */
+enum { VIZ_PNG_MAX = 32767 };
+
+/* The picture is written to `tmp` at the end and renamed over `path`: try that file now, so a
+ * place that cannot be written is named before any drawing (Cairo would only say "error
+ * while writing to output stream", after the work). */
+static void probe_writable(const char *tmp, const char *path) {
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        die("cannot write '%s': %s (a picture's directory must exist and be writable)", path,
+            strerror(errno));
+    close(fd);
+    unlink(tmp);
+}
+
 void viz_canvas_open(viz_canvas *c, const char *path, double width, double height) {
     memset(c, 0, sizeof *c);
     c->format = viz_format_of(path);
@@ -131,17 +147,9 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
             "or .pdf",
             path);
     if (strlen(path) >= sizeof c->path) die("output path too long: '%s'", path);
-    /* Name a missing directory plainly (Cairo would only say "error while writing"). */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = 0;
-        if (access(dir, W_OK) != 0)
-            die("cannot write '%s': directory '%s' does not exist or is not writable", path, dir);
-    }
     strcpy(c->path, path);
     snprintf(c->tmp, sizeof c->tmp, "%s.tmp.%d", path, (int)getpid());
+    probe_writable(c->tmp, path);
     c->width = width;
     c->height = height;
     /* The drawing's extent: its own size; the slides' larger type may run past the layout's
@@ -158,6 +166,10 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
         fw = g_out_width > 0 ? g_out_width : dw * scale;
         fh = g_out_height > 0 ? g_out_height : dh * scale;
     }
+    if (c->format == VIZ_PNG && (fw + 0.5 > VIZ_PNG_MAX || fh + 0.5 > VIZ_PNG_MAX))
+        die("cannot draw '%s': the picture would be %.0f × %.0f pixels and a PNG holds at most "
+            "%d in each direction (use .svg or .pdf, or a smaller --width/--height)",
+            path, fw, fh, VIZ_PNG_MAX);
     if (c->format == VIZ_PNG)
         c->surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, (int)(fw + 0.5),
                                                 (int)(fh + 0.5));

@@ -15,6 +15,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +226,38 @@ static long long meta_int(const saved_rank *f, const char *key) {
     return v;
 }
 
+/* The save id: 1 to 16 hex digits as checkpoint_save writes them, or absent (checkpoints
+ * saved before ids existed). A longer or other value is refused, never read as "absent". */
+static void read_save_id(saved_rank *f) {
+    char id[256];
+    f->save_id[0] = '\0';
+    if (!tf_meta_has(tf_reader_meta(f->r), "save_id")) return;
+    size_t n = 0;
+    if (tf_meta_get_string(tf_reader_meta(f->r), "save_id", id, sizeof id)) n = strlen(id);
+    if (n < 1 || n >= sizeof f->save_id || strspn(id, "0123456789abcdef") != n)
+        die("checkpoint '%s': save_id is not 1 to %zu hexadecimal digits", f->path,
+            sizeof f->save_id - 1);
+    memcpy(f->save_id, id, n + 1);
+}
+
+/* A model dimension from the metadata: an integer in [lo, INT_MAX], named by its key. */
+static int meta_dim(const saved_rank *f, const char *key, int lo) {
+    long long v = meta_int(f, key);
+    if (v < lo || v > INT_MAX)
+        die("checkpoint '%s': %s %lld is not between %d and %d", f->path, key, v, lo, INT_MAX);
+    return (int)v;
+}
+
+/* Every element of a saved tensor finite (and, for Adam's second moment, not negative): a
+ * NaN loaded into the model would only show up steps later as a diverged loss. */
+static void check_values(const saved_rank *f, const char *tensor, const float *x, size_t n,
+                         bool nonneg) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]) || (nonneg && x[i] < 0))
+            die("checkpoint '%s': tensor '%s' element %zu is %g (%s)", f->path, tensor, i,
+                (double)x[i], nonneg ? "must be finite and not negative" : "must be finite");
+}
+
 static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, int it, int rank) {
     char idir[4200], err[1024];
     ckpt_dir_iteration(idir, sizeof idir, dir, it); /* iter_N/, or iter_N.old/ (see there) */
@@ -242,10 +276,12 @@ static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, in
     if (version != CKPT_VERSION)
         die("checkpoint '%s': checkpoint version %lld, this program reads version %d", path,
             version, CKPT_VERSION);
-    if (!tf_meta_get_string(tf_reader_meta(f->r), "save_id", f->save_id, sizeof f->save_id))
-        f->save_id[0] = '\0';
+    read_save_id(f);
     if (!tf_meta_get_string(tf_reader_meta(f->r), "precision", f->precision, sizeof f->precision))
         die("checkpoint '%s': the metadata has no \"precision\"", path);
+    if (strcmp(f->precision, "fp32") != 0 && strcmp(f->precision, "bf16") != 0 &&
+        strcmp(f->precision, "fp16") != 0)
+        die("checkpoint '%s': precision '%s' is not one of fp32|bf16|fp16", path, f->precision);
     f->iteration = meta_int(f, "iteration");
     f->world = meta_int(f, "world_size");
     f->tp = meta_int(f, "tp");
@@ -265,6 +301,15 @@ static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, in
         die("checkpoint '%s': tp_rank %lld of tp %lld is not a tensor-parallel coordinate in a "
             "world of %lld",
             path, f->tp_rank, f->tp, f->world);
+    if (f->adam_step < 0 || f->adam_step > f->iteration)
+        die("checkpoint '%s': adam_step %lld is not between 0 and the iteration %lld (Adam steps "
+            "once per iteration at most)",
+            path, f->adam_step, f->iteration);
+    double scale = 1;
+    if (tf_meta_has(tf_reader_meta(f->r), "loss_scale") &&
+        !(tf_meta_get_double(tf_reader_meta(f->r), "loss_scale", &scale) && isfinite(scale) &&
+          scale > 0))
+        die("checkpoint '%s': loss_scale is not a finite number above 0", path);
     if (f->padded_vocab < 1 || f->padded_vocab % f->tp != 0)
         die("checkpoint '%s': padded_vocab %lld is not a positive multiple of tp %lld", path,
             f->padded_vocab, f->tp);
@@ -344,6 +389,7 @@ static void copy_params(const saved_rank *f, load_target *t) {
         if (!tf_reader_find(f->r, name)) continue;
         size_t full_rows, li;
         const float *src = saved_param(f, p, &full_rows);
+        check_values(f, name, src, tf_reader_find(f->r, name)->numel, false);
         for (size_t i = 0; i < p->numel; i++) {
             if (t->param_done[p->offset + i] || !find_in_file(f, t, j, full_rows, i, &li)) continue;
             t->params[p->offset + i] = prec_round(t->dtype, src[li]);
@@ -403,6 +449,7 @@ static void copy_state(const saved_rank *f, load_target *t) {
         for (int w = 0; w < (saved_master ? 3 : 2); w++) {
             snprintf(name, sizeof name, "%s/%s@%zu-%zu", k_state[w], pname, a, b);
             src[w] = tf_reader_require(f->r, name, TF_F32, 1, &len);
+            check_values(f, name, src[w], (size_t)len, w == 1);
         }
         for (int q = 0; q < t->pieces->n_pieces; q++) {
             const zero_piece *pc = &t->pieces->pieces[q];
@@ -493,6 +540,11 @@ int checkpoint_load(const char *dir, const ckpt_layout *c, local_model *m, dist_
         double scale;
         if (!tf_meta_get_double(tf_reader_meta(f.r), "loss_scale", &scale) || !(scale > 0))
             die("checkpoint '%s': the metadata has no positive \"loss_scale\"", path);
+        for (int k = 0; k < 4; k++)
+            if (sc[k] < 0)
+                die("checkpoint '%s': tensor 'loss_scaler' element %d is %d (its counters are "
+                    "never negative)",
+                    path, k, (int)sc[k]);
         s->scale = (float)scale;
         s->growth_tracker = sc[0];
         s->hysteresis_tracker = sc[1];
@@ -531,11 +583,14 @@ void checkpoint_read_model(const char *dir, ckpt_layout *c) {
     char path[4400];
     saved_rank f;
     open_rank(&f, path, sizeof path, dir, it, 0);
-    c->num_layers = (int)meta_int(&f, "num_layers");
-    c->hidden_size = (int)meta_int(&f, "hidden_size");
-    c->num_attention_heads = (int)meta_int(&f, "num_attention_heads");
-    c->seq_length = (int)meta_int(&f, "seq_length");
-    c->make_vocab_size_divisible_by = (int)meta_int(&f, "make_vocab_size_divisible_by");
-    c->seed = (int)meta_int(&f, "seed");
+    c->num_layers = meta_dim(&f, "num_layers", 1);
+    c->hidden_size = meta_dim(&f, "hidden_size", 1);
+    c->num_attention_heads = meta_dim(&f, "num_attention_heads", 1);
+    c->seq_length = meta_dim(&f, "seq_length", 1);
+    c->make_vocab_size_divisible_by = meta_dim(&f, "make_vocab_size_divisible_by", 1);
+    c->seed = meta_dim(&f, "seed", INT_MIN);
+    if (c->hidden_size % c->num_attention_heads != 0)
+        die("checkpoint '%s': hidden_size %d is not divisible by num_attention_heads %d", path,
+            c->hidden_size, c->num_attention_heads);
     tf_reader_close(f.r);
 }

@@ -21,6 +21,7 @@
 #include "src/ckpt/tensorfile_internal.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
+#include "src/core/file_read.h"
 #include "src/core/crc32.h"
 
 size_t tf_dtype_size(tf_dtype dtype) {
@@ -236,34 +237,11 @@ bool tf_reader_bad(const tf_reader *r, char *err, size_t errlen, const char *fmt
     return false;
 }
 
+/* The whole file into r->buf (64-byte aligned, so tensors are viewed in place). */
 static bool read_whole_file(tf_reader *r, char *err, size_t errlen) {
-    int fd = open(r->path, O_RDONLY);
-    if (fd < 0) return tf_reader_bad(r, err, errlen, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return tf_reader_bad(r, err, errlen, "is not a regular file");
-    }
-    if ((unsigned long long)st.st_size > (unsigned long long)(SIZE_MAX - TF_ALIGN)) {
-        close(fd);
-        return tf_reader_bad(r, err, errlen, "is too large to read (%lld bytes)",
-                             (long long)st.st_size);
-    }
-    size_t size = (size_t)st.st_size;
-    r->buf = aligned_alloc(TF_ALIGN, (size_t)align_up(size ? size : 1));
-    if (!r->buf) {
-        close(fd);
-        return tf_reader_bad(r, err, errlen, "does not fit in memory (%zu bytes)", size);
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t k = read(fd, r->buf + got, size - got);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        got += (size_t)k;
-    }
-    close(fd);
-    r->size = got; /* a file that shrank while read is judged by what was read */
+    char why[256];
+    r->buf = file_read_bounded(r->path, SIZE_MAX - TF_ALIGN, &r->size, NULL, why, sizeof why);
+    if (!r->buf) return tf_reader_bad(r, err, errlen, "%s", why);
     return true;
 }
 
@@ -513,3 +491,5 @@ bool tf_meta_get_string(const char *json, const char *key, char *out, size_t cap
     if (!p || *p != '"' || cap == 0) return false;
     return scan_string(p, out, cap) != NULL;
 }
+
+bool tf_meta_has(const char *json, const char *key) { return find_value(json, key) != NULL; }

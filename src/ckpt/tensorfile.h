@@ -122,5 +122,8 @@ const void *tf_reader_require(const tf_reader *r, const char *name, tf_dtype dty
 bool tf_meta_get_int(const char *json, const char *key, long long *out);
 bool tf_meta_get_double(const char *json, const char *key, double *out);
 bool tf_meta_get_string(const char *json, const char *key, char *out, size_t cap);
+/* True when the object has top-level `key`, whatever its value (to tell "absent" from "of
+ * the wrong type" after a get_* returned false). */
+bool tf_meta_has(const char *json, const char *key);
 
 #endif /* TRIDENT_CKPT_TENSORFILE_H */

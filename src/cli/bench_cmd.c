@@ -115,7 +115,9 @@ int cmd_bench(int argc, char **argv) {
     bench_ctx ctx = {
         .quick = quick, .run_dir = run_dir, .device = device, .report = bench_report_new()};
     find_self(&ctx, NULL);
-    make_dirs(run_dir);
+    char why[512];
+    if (!make_dirs_try(run_dir, why, sizeof why))
+        die("trident bench: --run-dir %s: %s", run_dir, why);
     char title[256];
     snprintf(title, sizeof title, "suite %s%s", suite,
              quick ? " (--quick: small models, few repeats)" : "");

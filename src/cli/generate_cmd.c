@@ -13,6 +13,7 @@
 #include "src/ckpt/checkpoint.h"
 #include "src/cli/commands.h"
 #include "src/core/check.h"
+#include "src/core/file_read.h"
 #include "src/core/flags.h"
 #include "src/device/device.h"
 #include "src/infer/generate.h"
@@ -34,12 +35,17 @@ static const char k_usage[] =
     "exactly the serial text. Data parallelism does not apply: launch T*P ranks.";
 
 /* Reads the prompt file whole (at most `limit` bytes are allowed). */
+/* The prompt file's bytes (src/core/file_read.h: a regular file, never blocking); one longer
+ * than the model's context is refused here with its size. */
 static char *read_prompt_file(const char *path, size_t limit, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) dist_fail_all("trident generate: --prompt-file '%s' cannot be opened", path);
-    char *buf = mallocCheck(limit + 2);
-    *len = fread(buf, 1, limit + 1, f);
-    fclose(f);
+    char why[256];
+    unsigned long long size;
+    char *buf = (char *)file_read_bounded(path, limit, len, &size, why, sizeof why);
+    if (!buf && size > limit)
+        dist_fail_all("trident generate: --prompt-file '%s' has %llu bytes, more than the model's "
+                      "context of %zu positions (its --seq-length)",
+                      path, size, limit);
+    if (!buf) dist_fail_all("trident generate: --prompt-file '%s' %s", path, why);
     return buf;
 }
 
@@ -116,6 +122,7 @@ static void saved_model_config(train_config *c, const generate_flags *f, int wor
     ckpt_layout saved = {0};
     checkpoint_read_model(f->load, &saved);
     trainer_config_take_model(c, &saved);
+    c->model_from = f->load;
     c->tensor_model_parallel_size = f->tp;
     c->pipeline_model_parallel_size = f->pp;
     c->num_layers_per_virtual_pipeline_stage = 0;
@@ -137,10 +144,9 @@ static int32_t *read_prompt(const generate_flags *f, int seq_length, size_t *ple
     const char *pbytes = f->prompt ? f->prompt : *ptext;
     if (*plen == 0) dist_fail_all("trident generate: the prompt is empty (give at least one byte)");
     if (*plen > (size_t)seq_length)
-        dist_fail_all("trident generate: the prompt has %s%zu bytes, more than the model's context "
+        dist_fail_all("trident generate: the prompt has %zu bytes, more than the model's context "
                       "of %d positions (its --seq-length)",
-                      f->prompt_file && *plen > (size_t)seq_length ? "at least " : "", *plen,
-                      seq_length);
+                      *plen, seq_length);
     int32_t *ptok = callocCheck(*plen, sizeof *ptok);
     for (size_t i = 0; i < *plen; i++) ptok[i] = (int32_t)(unsigned char)pbytes[i];
     return ptok;

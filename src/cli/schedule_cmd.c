@@ -46,6 +46,8 @@ enum { OUT_TEXT, OUT_JSON, OUT_PICTURE };
 
 /* ---- text ----------------------------------------------------------------------------- */
 
+#define SCHEDULE_MAX_COST 1e9 /* any time unit; a makespan sums at most 2^15 of them */
+
 static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const pp_costs *costs,
                        const char *origin) {
     const pp_config *c = &s->cfg;
@@ -336,12 +338,17 @@ int cmd_schedule(int argc, char **argv) {
     if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || cfg.kind == PP_ZBV ? 2 : 1;
     char msg[512];
     if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
-    if (!(fcost > 0)) die(WHO ": --forward-cost %g must be positive", (double)fcost);
+    /* Bounded above so that sums of m·p·v of them stay finite (and printable). */
+    if (!(fcost > 0 && fcost <= SCHEDULE_MAX_COST))
+        die(WHO ": --forward-cost %g must be positive and at most %g", (double)fcost,
+            SCHEDULE_MAX_COST);
     if (bcost == 0) bcost = PP_BACKWARD_OVER_FORWARD * fcost;
-    if (!(bcost > 0))
-        die(WHO ": --backward-cost %g must be positive (0 means 2 x --forward-cost)",
-            (double)bcost);
-    if (!(latency >= 0)) die(WHO ": --p2p-latency %g must not be negative", (double)latency);
+    if (!(bcost > 0 && bcost <= SCHEDULE_MAX_COST))
+        die(WHO ": --backward-cost %g must be positive and at most %g (0 means 2 x "
+                "--forward-cost)",
+            (double)bcost, SCHEDULE_MAX_COST);
+    if (!(latency >= 0 && latency <= SCHEDULE_MAX_COST))
+        die(WHO ": --p2p-latency %g must be between 0 and %g", (double)latency, SCHEDULE_MAX_COST);
     const int kind = output_kind(output, format);
 
     pp_schedule s;

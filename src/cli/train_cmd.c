@@ -46,6 +46,7 @@ int cmd_eval(int argc, char **argv) {
     /* The saved model; the precision stays fp32: evaluation computes with the saved (rounded)
      * parameters. */
     trainer_config_take_model(&c, &saved);
+    c.model_from = load;
     c.data_path = data;
     c.split = "100,0"; /* score the whole file */
     c.train_iters = 1;

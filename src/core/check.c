@@ -47,7 +47,7 @@ void die(const char *fmt, ...) {
     body[n] = '\n';
     body[n + 1] = 0;
     /* Messages that already start with "trident <subcommand>:" need no second prefix. */
-    emit(body, g_rank >= 0 || strncmp(fmt, "trident ", 8) != 0);
+    emit(body, g_rank >= 0 || strncmp(body, "trident ", 8) != 0);
     fatal_exit(1);
 }
 

@@ -2,6 +2,7 @@
 #include "src/core/flags.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -74,6 +75,9 @@ static void set_value(const char *cmd, const flag_spec *s, const char *v) {
         double x = strtod(v, &end);
         if (errno || end == v || *end || !isfinite(x))
             die("trident %s: %s expects a finite number, got '%s'", cmd, s->name, v);
+        if (fabs(x) > FLT_MAX) /* would be inf in the float it is kept in */
+            die("trident %s: %s %s is beyond single precision (at most %g)", cmd, s->name, v,
+                (double)FLT_MAX);
         *(float *)s->dst = (float)x;
         break;
     }

@@ -69,9 +69,11 @@ void json_init_buffer(json_writer *w, int indent) {
 
 char *json_take(json_writer *w) {
     CHECK(!w->f && w->depth == 0, "json_take: a buffer writer with every container closed");
+    if (!w->buf) put(w, "", 0); /* taken twice: an empty document */
     char *s = w->buf;
     int indent = w->indent;
-    json_init_buffer(w, indent);
+    memset(w, 0, sizeof *w); /* empty again, holding no memory (the next put allocates) */
+    w->indent = indent;
     return s;
 }
 

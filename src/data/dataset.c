@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/core/file_read.h"
 #include "src/core/rng.h"
 
 #define SYNTH_LETTERS 16 /* alphabet a..p */
@@ -38,34 +39,13 @@ int dataset_seq_len(const dataset *d) { return d->T; }
 /* The largest data file read into memory (bytes). */
 #define DATA_MAX_BYTES (4ull << 30)
 
-/* Reads the whole file; dies with one line naming it on any failure. Only a regular file is
- * read, and only as many bytes as its size said: a FIFO, a device (/dev/zero) or a file that
- * grows while being read can neither block the open (O_NONBLOCK) nor make the read endless. */
+/* Reads the whole file; dies with one line naming it on any failure. Only a regular file of
+ * at most DATA_MAX_BYTES is read (src/core/file_read.h: a FIFO or a device can neither block
+ * the open nor make the read endless). */
 static unsigned char *read_file(const char *path, size_t *n_out) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) die("cannot open data file '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) die("cannot read data file '%s': %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        die("data file '%s' is not a regular file (a %s): --data-path needs a text file", path,
-            S_ISFIFO(st.st_mode)  ? "FIFO"
-            : S_ISCHR(st.st_mode) ? "character device"
-            : S_ISDIR(st.st_mode) ? "directory"
-                                  : "special file");
-    if ((unsigned long long)st.st_size > DATA_MAX_BYTES)
-        die("data file '%s' is %lld bytes; Trident reads at most %llu bytes (4 GiB) into memory",
-            path, (long long)st.st_size, DATA_MAX_BYTES);
-    size_t want = (size_t)st.st_size, n = 0;
-    unsigned char *buf = mallocCheck(want + 1);
-    while (n < want) {
-        ssize_t got = read(fd, buf + n, want - n);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) die("cannot read data file '%s': %s", path, strerror(errno));
-        if (got == 0) break; /* shrank while we read: take what is there */
-        n += (size_t)got;
-    }
-    close(fd);
-    *n_out = n;
+    char err[256];
+    unsigned char *buf = file_read_bounded(path, DATA_MAX_BYTES, n_out, NULL, err, sizeof err);
+    if (!buf) die("data file '%s' %s: --data-path needs a text file of at most 4 GiB", path, err);
     return buf;
 }
 

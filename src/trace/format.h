@@ -20,6 +20,16 @@ enum {
     TRACE_NO_STRING = 0xFFFF, /* string id meaning "none" */
 };
 
+/* What a reader accepts (FORMAT.md, "Validation by the reader"): files up to 1 GiB (13
+ * million events), layouts up to TRACE_MAX_WORLD ranks (trident groups' bound), and the
+ * schedule names of src/pp/schedule.h. */
+#define TRACE_MAX_FILE_BYTES ((size_t)1 << 30)
+enum { TRACE_MAX_WORLD = 1 << 20 };
+/* Times are seconds of CLOCK_MONOTONIC (since boot): 1e9 s is 31 years; beyond it a file is
+ * forged or corrupt, and its microseconds would not print as the short numbers JSON wants. */
+#define TRACE_MAX_SECONDS 1e9
+static const char *const k_trace_schedules[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"};
+
 /* Offsets inside one 64-byte event record. */
 enum {
     EV_KIND = 0,         /* u8  */

@@ -8,11 +8,13 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/core/file_read.h"
 #include "src/trace/trace.h"
 
 /* ---- one flat JSON object ---------------------------------------------------------------- */
 
 enum { FIELD_MAX = 64, KEY_LEN = 64, STR_LEN = 64 };
+#define RUN_METRICS_MAX_BYTES ((size_t)1 << 30) /* metrics.jsonl read whole: 1 GiB at most */
 
 typedef enum { V_NUMBER, V_STRING, V_BOOL, V_NULL } value_kind;
 
@@ -157,14 +159,12 @@ bool run_metrics_layout_label(const char *config_json, char *buf, size_t cap) {
 static void read_layout(run_metrics *m) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", m->dir);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        char text[8192];
-        size_t n = fread(text, 1, sizeof text - 1, f);
-        text[n] = 0;
-        fclose(f);
-        if (run_metrics_layout_label(text, m->layout, sizeof m->layout)) return;
-    }
+    char why[256];
+    size_t n;
+    char *text = (char *)file_read_bounded(path, 1 << 20, &n, NULL, why, sizeof why);
+    bool labelled = text && run_metrics_layout_label(text, m->layout, sizeof m->layout);
+    free(text);
+    if (labelled) return;
     snprintf(path, sizeof path, "%s/trace/rank0.trace", m->dir);
     char err[512];
     trace_file *tf = trace_file_read(path, err, sizeof err);
@@ -232,25 +232,35 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
     while (len > 1 && m->dir[len - 1] == '/') m->dir[--len] = 0;
     char path[4200];
     snprintf(path, sizeof path, "%s/metrics.jsonl", m->dir);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen,
-                 "cannot read %s (%s): RUN_DIR must be the --run-dir of a finished `trident train`",
-                 path, strerror(errno));
+    /* Read whole and bounded (a FIFO or a device planted as metrics.jsonl cannot block or
+     * run on: src/core/file_read.h), then parsed line by line from memory. */
+    char reason[256];
+    size_t size;
+    char *text = (char *)file_read_bounded(path, RUN_METRICS_MAX_BYTES, &size, NULL, reason,
+                                           sizeof reason);
+    if (!text) {
+        snprintf(err, errlen, "%s %s: RUN_DIR must be the --run-dir of a finished `trident train`",
+                 path, reason);
         run_metrics_free(m);
         return NULL;
     }
+    const char *at = text, *end = text + size;
     int cap_s = 0, cap_e = 0, lineno = 0;
     char line[4096], why[256];
     bool ok = true;
-    while (ok && fgets(line, sizeof line, f)) {
+    while (ok && at < end) {
+        const char *nl = memchr(at, '\n', (size_t)(end - at));
+        const size_t llen = (size_t)((nl ? nl : end) - at);
         lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
+        if (llen >= sizeof line) {
             snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, lineno,
                      sizeof line - 1);
             ok = false;
             break;
         }
+        memcpy(line, at, llen);
+        line[llen] = 0;
+        at += llen + (nl != NULL);
         if (*skip_ws(line) == 0) continue; /* blank */
         object o;
         if (!parse_object(line, &o, why, sizeof why)) {
@@ -274,7 +284,7 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
         }
         append_record(m, &cap_s, &cap_e, &o, loss, eval, step);
     }
-    fclose(f);
+    free(text);
     if (ok && m->nsteps == 0) {
         snprintf(err, errlen, "%s has no training steps (%s): nothing to draw", path,
                  lineno == 0 ? "the file is empty" : "no line with a \"loss\"");

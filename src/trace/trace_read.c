@@ -23,6 +23,7 @@
 
 #include "src/core/check.h"
 #include "src/core/crc32.h"
+#include "src/core/file_read.h"
 #include "src/trace/format.h"
 #include "src/trace/trace.h"
 
@@ -85,6 +86,22 @@ static void file_free_parts(trace_file *f) {
 
 /* Parses a whole file image; NULL on failure (the cursor holds the message). Kept as one
  * function over 80 lines on purpose: it follows src/trace/FORMAT.md field by field. */
+static bool known_schedule(const char *name) {
+    for (size_t k = 0; k < sizeof k_trace_schedules / sizeof k_trace_schedules[0]; k++)
+        if (strcmp(name, k_trace_schedules[k]) == 0) return true;
+    return false;
+}
+
+/* The ranks and chunk an event names lie inside the header's layout: a p2p peer is a rank of
+ * the run (itself too: zbv's bottom of the V), a collective's lowest member one or -1, a chunk
+ * one of the rank's or -1. Readers index per-rank arrays with these. */
+static bool event_refs_ok(const trace_event *e, const trace_header *h) {
+    const bool p2p = e->kind == TRACE_SEND || e->kind == TRACE_RECV;
+    if (e->peer < (p2p ? 0 : -1) || e->peer >= h->world_size) return false;
+    if (e->group_first < -1 || e->group_first >= h->world_size) return false;
+    return e->chunk >= -1 && e->chunk < h->vpp;
+}
+
 static trace_file *parse(cursor *c) {
     trace_file *f = callocCheck(1, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", c->path);
@@ -198,14 +215,22 @@ static trace_file *parse(cursor *c) {
         fail(c, "run id at byte %zu is not NUL-terminated", run_id_off);
         goto bad;
     }
-    if (!isfinite(h->clock_offset) || !(h->clock_uncertainty >= 0) ||
-        !isfinite(h->clock_uncertainty)) {
-        fail(c, "clock offset %g / uncertainty %g at byte %zu are not finite, non-negative numbers",
+    if (!(fabs(h->clock_offset) <= TRACE_MAX_SECONDS) || !(h->clock_uncertainty >= 0) ||
+        !(h->clock_uncertainty <= TRACE_MAX_SECONDS)) {
+        fail(c,
+             "clock offset %g / uncertainty %g at byte %zu are not seconds within ±1e9 (the "
+             "uncertainty not negative)",
              h->clock_offset, h->clock_uncertainty, sched_off + 16);
         goto bad;
     }
-    if (h->world_size < 1 || h->rank < 0 || h->rank >= h->world_size || h->tp < 1 || h->pp < 1 ||
-        h->dp < 1 || h->vpp < 1 || (long long)h->tp * h->pp > h->world_size ||
+    if (!known_schedule(h->schedule)) {
+        fail(c, "schedule name '%.15s' at byte %zu is not one of gpipe|1f1b|interleaved|zb-h1|zbv",
+             h->schedule, sched_off);
+        goto bad;
+    }
+    if (h->world_size < 1 || h->world_size > TRACE_MAX_WORLD || h->rank < 0 ||
+        h->rank >= h->world_size || h->tp < 1 || h->pp < 1 || h->dp < 1 || h->vpp < 1 ||
+        (long long)h->tp * h->pp > h->world_size ||
         (long long)h->tp * h->pp * h->dp != h->world_size) {
         fail(c,
              "header at byte 12 has an impossible layout (rank %d, world %d, tp %d, pp %d, dp %d, "
@@ -249,8 +274,19 @@ static trace_file *parse(cursor *c) {
         e->t_start = le_getf64(p + EV_START);
         e->t_ready = le_getf64(p + EV_READY);
         e->t_end = le_getf64(p + EV_END);
-        if (!(isfinite(e->t_start) && isfinite(e->t_end) && isfinite(e->cpu))) {
-            fail(c, "event %zu at byte %zu has a time that is not a finite number", i, at);
+        if (!(fabs(e->t_start) <= TRACE_MAX_SECONDS && fabs(e->t_end) <= TRACE_MAX_SECONDS &&
+              (e->cpu == -1 || (e->cpu >= 0 && e->cpu <= TRACE_MAX_SECONDS)))) {
+            fail(c,
+                 "event %zu at byte %zu has a time that is not a number of seconds within "
+                 "±%g (or a CPU time that is neither -1 nor one)",
+                 i, at, TRACE_MAX_SECONDS);
+            goto bad;
+        }
+        if (!event_refs_ok(e, h)) {
+            fail(c,
+                 "event %zu at byte %zu names rank %d / group rank %d / chunk %d outside the "
+                 "layout (world %d, %d chunks per rank)",
+                 i, at, e->peer, e->group_first, e->chunk, h->world_size, h->vpp);
             goto bad;
         }
         if (!(e->t_start <= e->t_ready && e->t_ready <= e->t_end)) {
@@ -269,34 +305,11 @@ bad:
 trace_file *trace_file_read(const char *path, char *err, size_t errlen) {
     cursor c = {.path = path, .err = err, .errlen = errlen};
     if (err && errlen) err[0] = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fail(&c, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    uint8_t *buf = NULL;
-    size_t size = 0, cap = 0;
-    for (;;) { /* read to the end without trusting a size from stat (pipes, growing files) */
-        if (size == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            uint8_t *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(fp);
-                fail(&c, "out of memory reading %zu bytes", cap);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + size, 1, cap - size, fp);
-        size += got;
-        if (got == 0) break;
-    }
-    bool io_error = ferror(fp);
-    fclose(fp);
-    if (io_error) {
-        free(buf);
-        fail(&c, "read error after byte %zu", size);
+    char why[256];
+    size_t size;
+    uint8_t *buf = file_read_bounded(path, TRACE_MAX_FILE_BYTES, &size, NULL, why, sizeof why);
+    if (!buf) {
+        fail(&c, "%s", why);
         return NULL;
     }
     c.b = buf;
@@ -327,9 +340,10 @@ static bool is_dir(const char *p) {
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool is_file(const char *p) {
+/* Something is there (a regular file or not: trace_file_read names what is wrong with it). */
+static bool exists(const char *p) {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(p, &st) == 0;
 }
 
 /* One p2p endpoint, for pairing: (sender, receiver, tag) then t_start order. */
@@ -507,7 +521,7 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
     snprintf(tdir, sizeof tdir, "%s/trace", run_dir);
     if (!is_dir(tdir)) snprintf(tdir, sizeof tdir, "%s", run_dir);
     snprintf(path, sizeof path, "%s/rank0.trace", tdir);
-    if (!is_file(path)) {
+    if (!exists(path)) {
         snprintf(err, errlen,
                  "run directory '%s' has no trace/rank0.trace (was it trained with tracing on?)",
                  run_dir);
@@ -526,7 +540,7 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
     r->ranks[0] = first;
     for (int k = 1; k < r->nranks; k++) {
         snprintf(path, sizeof path, "%s/rank%d.trace", tdir, k);
-        if (!is_file(path)) {
+        if (!exists(path)) {
             snprintf(err, errlen, "trace '%s' is missing (rank 0's header says world size %d)",
                      path, r->nranks);
             trace_run_free(r);

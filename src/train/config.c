@@ -194,6 +194,11 @@ static bool check_flags(const train_config *c, int world, char *err, size_t errl
     if (c->lr_warmup_iters < 0)
         FAIL("--lr-warmup-iters %d must not be negative", c->lr_warmup_iters);
     if (c->threads < 1) FAIL("--threads %d must be at least 1", c->threads);
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0 && c->threads > cores)
+        FAIL("--threads %d is above the %ld cores of this machine (BLAS threads per rank; more "
+             "than the cores only wait for each other)",
+             c->threads, cores);
     if (!(c->distributed_timeout_minutes >= 0))
         FAIL("--distributed-timeout-minutes %g must not be negative (0 waits forever)",
              (double)c->distributed_timeout_minutes);
@@ -318,12 +323,24 @@ static bool check_fits(const train_config *c, char *err, size_t errlen) {
     const double logits = (double)c->micro_batch_size * T * V / tp;
     const double need = 4.0 * (2.0 * params + logits);
     const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (have > 0 && need > have && c->model_from)
+        FAIL("the model saved in '%s' (num_layers %d, hidden_size %d, seq_length %d, padded "
+             "vocabulary %d) needs at least %.4g bytes per rank but this machine has %.4g bytes "
+             "of memory: it cannot be loaded on this machine",
+             c->model_from, c->num_layers, c->hidden_size, c->seq_length, c->padded_vocab, need,
+             have);
     if (have > 0 && need > have)
         FAIL("the model needs at least %.4g bytes per rank (%.4g parameters and their gradients, "
              "%.4g logits of one micro-batch, fp32) but this machine has %.4g bytes of memory: "
              "use a smaller model or micro-batch, or more tensor/pipeline ranks",
              need, params, logits, have);
     const double per_chunk = ceil(L / (pp * c->vpp));
+    if (!c->stage_layers && per_chunk > GPT_MAX_BLOCKS_PER_CHUNK && c->model_from)
+        FAIL("the model saved in '%s' has num_layers %d: over %d pipeline stage%s that puts %.0f "
+             "blocks in one model chunk; a chunk holds at most %d",
+             c->model_from, c->num_layers, c->pipeline_model_parallel_size * c->vpp,
+             c->pipeline_model_parallel_size * c->vpp == 1 ? "" : "s", per_chunk,
+             GPT_MAX_BLOCKS_PER_CHUNK);
     if (!c->stage_layers && per_chunk > GPT_MAX_BLOCKS_PER_CHUNK)
         FAIL("--num-layers %d over %d pipeline stage%s puts %.0f blocks in one model chunk; a "
              "chunk holds at most %d (cut the model with more pipeline stages)",

@@ -40,6 +40,8 @@ typedef struct {
     int split_train, split_held; /* parsed from split by train_config_check */
     const char *run_dir;
     const char *save, *load;
+    const char *model_from; /* eval/generate: the model's shape is this checkpoint's (messages
+                               about the shape name it, not flags the user did not give) */
     int save_interval, log_interval;
     int eval_interval, eval_iters;
     bool no_trace;         /* tracing is on unless --no-trace */

@@ -205,7 +205,8 @@ static void run_setup(run_state *r, train_config *c) {
     r->ps = ps_create_with(&r->layout, r->rank, comm_backend_for(r->dk, r->world));
     r->t = trainer_create(c, r->ps);
     r->ckpt = trainer_ckpt_layout(c);
-    if (r->lead) make_dirs(c->run_dir);
+    if (r->lead && !make_dirs_try(c->run_dir, err, sizeof err))
+        die("trident train: --run-dir %s: %s", c->run_dir, err); /* die() ends the whole job */
     /* --save: refused now, not after training, if it cannot be written or another run saves
      * there (src/ckpt/checkpoint_dir.h); rank 0 holds the lock until the process ends. */
     if (r->lead && c->save && !ckpt_dir_lock(c->save, err, sizeof err))

@@ -460,7 +460,7 @@ static void unreadable_paths_are_refused(void **state) {
     const char *dir = test_tmpdir("unreadable");
     char path[4200];
     snprintf(path, sizeof path, "%s/none.bin", dir);
-    expect_refused(path, "cannot open: No such file or directory");
+    expect_refused(path, "cannot be opened: No such file or directory");
     expect_refused(dir, "is not a regular file");
     /* A short error buffer is filled, truncated, and stays a C string. */
     char err[8];

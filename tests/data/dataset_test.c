@@ -362,8 +362,9 @@ static void missing_or_short_files_die_with_one_line(void **state) {
     char out[2048];
     open_args missing = {"/nonexistent/trident/data.txt", 8};
     assert_int_equal(run_in_child(open_dataset, &missing, out, sizeof out), 1);
-    assert_string_equal(out, "trident: cannot open data file '/nonexistent/trident/data.txt': No "
-                             "such file or directory\n");
+    assert_string_equal(out, "trident: data file '/nonexistent/trident/data.txt' cannot be opened: "
+                             "No such file or directory: --data-path needs a text file of at most "
+                             "4 GiB\n");
 
     unsigned char *bytes;
     const char *path = make_random_file("short", 10, &bytes);
