@@ -127,6 +127,16 @@ static double number_or_nan(const object *o, const char *key) {
 
 /* ---- the layout label --------------------------------------------------------------------- */
 
+/* A layout size from config.json: an integer in [1, 2^20] (trident groups' bound), else false
+ * (a forged file's 1e94 must not reach an int). */
+static bool layout_size(const field *f, int *out) {
+    if (!f || f->kind != V_NUMBER || !(f->num >= 1 && f->num <= (1 << 20)) ||
+        f->num != floor(f->num))
+        return false;
+    *out = (int)f->num;
+    return true;
+}
+
 bool run_metrics_layout_label(const char *config_json, char *buf, size_t cap) {
     object o;
     char why[128];
@@ -135,16 +145,16 @@ bool run_metrics_layout_label(const char *config_json, char *buf, size_t cap) {
     const field *tp = find(&o, "tensor_model_parallel_size"),
                 *pp = find(&o, "pipeline_model_parallel_size"),
                 *dp = find(&o, "data_parallel_size");
-    if (!tp || !pp || !dp || tp->kind != V_NUMBER || pp->kind != V_NUMBER || dp->kind != V_NUMBER)
-        return false;
-    const int t = (int)tp->num, p = (int)pp->num, d = (int)dp->num;
-    int n = t * p * d == 1 ? snprintf(buf, cap, "serial")
-                           : snprintf(buf, cap, "tp%d×pp%d×dp%d", t, p, d);
+    int t, p, d;
+    if (!layout_size(tp, &t) || !layout_size(pp, &p) || !layout_size(dp, &d)) return false;
+    int n = t == 1 && p == 1 && d == 1 ? snprintf(buf, cap, "serial")
+                                       : snprintf(buf, cap, "tp%d×pp%d×dp%d", t, p, d);
     const field *sched = find(&o, "pipeline_schedule"), *vpp = find(&o, "virtual_pipeline_size");
     if (p > 1 && sched && sched->kind == V_STRING && n >= 0 && (size_t)n < cap) {
         n += snprintf(buf + n, cap - (size_t)n, ", %s", sched->str);
-        if (vpp && vpp->kind == V_NUMBER && vpp->num > 1 && (size_t)n < cap)
-            n += snprintf(buf + n, cap - (size_t)n, " v%d", (int)vpp->num);
+        int v;
+        if (layout_size(vpp, &v) && v > 1 && (size_t)n < cap)
+            n += snprintf(buf + n, cap - (size_t)n, " v%d", v);
     }
     const field *zero = find(&o, "use_distributed_optimizer"), *prec = find(&o, "precision");
     if (zero && zero->kind == V_BOOL && zero->num == 1 && n >= 0 && (size_t)n < cap)

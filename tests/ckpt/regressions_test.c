@@ -5,6 +5,8 @@
  *   regressions/trace/         trace_file_read (+ every event and string)
  *   regressions/dataset/       byte 0 -> seq_len 1 + b % 64, byte 1 -> seed, rest -> the file;
  *                              dataset_open, samples, evaluation windows
+ *   regressions/metrics/       the file as RUN_DIR/metrics.jsonl: run_metrics_read; and its
+ *                              text as config.json: run_metrics_layout_label
  *
  * Each input runs in a child process: it must end normally — accepted, or refused with a
  * message (the dataset refuses by die(), exit status 1) — never by a signal. Under
@@ -21,6 +23,7 @@
 
 #include "src/ckpt/tensorfile.h"
 #include "src/data/dataset.h"
+#include "src/trace/run_metrics.h"
 #include "src/trace/trace.h"
 #include "tests/support/testing.h"
 
@@ -95,6 +98,24 @@ static int read_dataset(const char *path) {
     return ACCEPTED;
 }
 
+static int read_metrics(const char *path) {
+    char dir[4200], cmd[9000], err[512] = "";
+    snprintf(dir, sizeof dir, "%s/metrics_run.%d",
+             getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp", (int)getpid());
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/metrics.jsonl'", dir, path, dir);
+    if (system(cmd) != 0) return REFUSED_SILENTLY;
+    run_metrics *m = run_metrics_read(dir, err, sizeof err);
+    run_metrics_free(m);
+    FILE *in = fopen(path, "rb");
+    static char text[1 << 20], label[256];
+    size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
+    if (in) fclose(in);
+    text[n] = 0;
+    if (run_metrics_layout_label(text, label, sizeof label) && !memchr(label, 0, sizeof label))
+        return 4;
+    return m ? ACCEPTED : err[0] ? REFUSED : REFUSED_SILENTLY;
+}
+
 /* Runs reader(path) in a child; fails the test unless it exits with ACCEPTED or REFUSED.
  * Returns that status. */
 static int replay(int (*reader)(const char *), const char *path) {
@@ -163,11 +184,18 @@ static void dataset_inputs_are_accepted_or_refused_never_crash(void **state) {
     assert_int_equal(replay(read_dataset, path), ACCEPTED);
 }
 
+static void metrics_inputs_are_accepted_or_refused_never_crash(void **state) {
+    (void)state;
+    int accepted;
+    assert_true(replay_dir("metrics", read_metrics, &accepted) >= 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tensor_file_inputs_are_accepted_or_refused_never_crash),
         cmocka_unit_test(trace_inputs_are_accepted_or_refused_never_crash),
         cmocka_unit_test(dataset_inputs_are_accepted_or_refused_never_crash),
+        cmocka_unit_test(metrics_inputs_are_accepted_or_refused_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

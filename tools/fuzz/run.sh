@@ -7,6 +7,7 @@
 #   tensorfile   src/ckpt/tensorfile.c   tf_reader_open + the metadata scan
 #   trace        src/trace/trace_read.c  trace_file_read
 #   dataset      src/data/dataset.c      dataset_open on a byte file, samples, eval windows
+#   metrics      src/trace/run_metrics.c run_metrics_read (metrics.jsonl) + the config.json label
 #
 # What it does: installs clang from Debian if no clang with libFuzzer is found (apt-get:
 # clang-14 and libclang-rt-14-dev, which carries libFuzzer), builds each harness outside
@@ -22,7 +23,7 @@ set -euo pipefail
 SECONDS_EACH="${1:-${FUZZ_SECONDS:-60}}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(tensorfile trace dataset)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(tensorfile trace dataset metrics)
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 WORK="${FUZZ_WORK:-/tmp/trident-fuzz}"
 mkdir -p "$WORK/bin" "$WORK/crashes" "$WORK/scratch"
@@ -53,13 +54,15 @@ echo "run.sh: compiler $CC ($("$CC" --version | head -1))"
 CFLAGS=(-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -I"$ROOT"
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter -Wno-unused-function)
-CORE=("$ROOT/src/core/check.c" "$ROOT/src/core/crc32.c" "$ROOT/src/core/atomic_file.c")
+CORE=("$ROOT/src/core/check.c" "$ROOT/src/core/crc32.c" "$ROOT/src/core/atomic_file.c"
+      "$ROOT/src/core/file_read.c")
 sources() {
     case "$1" in
-    tensorfile) echo "$ROOT/src/ckpt/tensorfile.c" ;;
+    tensorfile) echo "$ROOT/src/ckpt/tensorfile.c $ROOT/src/ckpt/tensorfile_validate.c" ;;
     trace) echo "$ROOT/src/trace/trace.c $ROOT/src/trace/trace_read.c" ;;
     dataset) echo "$ROOT/src/data/dataset.c" ;;
-    *) echo "run.sh: unknown target '$1' (tensorfile, trace, dataset)" >&2; exit 2 ;;
+    metrics) echo "$ROOT/src/trace/run_metrics.c $ROOT/src/trace/trace.c $ROOT/src/trace/trace_read.c" ;;
+    *) echo "run.sh: unknown target '$1' (tensorfile, trace, dataset, metrics)" >&2; exit 2 ;;
     esac
 }
 for t in "${TARGETS[@]}"; do
@@ -68,7 +71,7 @@ for t in "${TARGETS[@]}"; do
 done
 
 # ---- seeds -------------------------------------------------------------------------------
-for t in "${TARGETS[@]}"; do mkdir -p "$WORK/corpus/$t"; done
+for t in tensorfile trace dataset metrics; do mkdir -p "$WORK/corpus/$t"; done
 TRIDENT="$ROOT/bazel-bin/trident"
 if [ -x "$TRIDENT" ] && [ ! -e "$WORK/seed/done" ]; then
     rm -rf "$WORK/seed"
@@ -77,6 +80,8 @@ if [ -x "$TRIDENT" ] && [ ! -e "$WORK/seed/done" ]; then
         --quiet --run-dir "$WORK/seed/run" --save "$WORK/seed/ck" >/dev/null
     cp "$WORK/seed/ck/iter_0000001/rank_00000.tck" "$WORK/corpus/tensorfile/seed_checkpoint.tck"
     cp "$WORK/seed/run/trace/rank0.trace" "$WORK/corpus/trace/seed_rank0.trace"
+    cp "$WORK/seed/run/metrics.jsonl" "$WORK/corpus/metrics/seed_metrics.jsonl"
+    cp "$WORK/seed/run/config.json" "$WORK/corpus/metrics/seed_config.json"
     touch "$WORK/seed/done"
 fi
 if [ -d "$WORK/corpus/dataset" ]; then
