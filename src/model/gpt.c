@@ -4,7 +4,8 @@
  * embedding -> blocks -> head; gpt_backward walks the same steps in reverse. The
  * tensor-parallel layers (src/tp/layers.h: column- and row-parallel linear, vocab-parallel
  * embedding and cross-entropy, each with the f and g operators of src/tp/mappings.h inside)
- * appear exactly where the Megatron paper puts them.
+ * appear exactly where the Megatron paper puts them. What the activations keep under
+ * recomputation, and where the rest is recomputed: gpt_recompute.c.
  */
 #include "src/model/gpt.h"
 
@@ -193,25 +194,51 @@ static float *take(cursor *cur, size_t n) {
     return p;
 }
 
-static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
-    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
-    const size_t Cl = c->Cl, NHl = c->NHl;
-    cursor cc = {base, 0}, *cur = &cc;
-    for (int i = 0; i <= a->nblocks; i++) a->x[i] = take(cur, N * C);
-    for (int i = 0; i < a->nblocks; i++) {
-        block_acts *b = &a->blocks[i];
-        b->ln1 = take(cur, N * C);
-        b->ln1_mean = take(cur, N);
-        b->ln1_rstd = take(cur, N);
-        b->qkv = take(cur, N * 3 * Cl);
-        b->att = take(cur, B * NHl * T * T);
+/* Which parts of one block's activations a layout takes (block_layout). */
+enum {
+    PART_W = 1,   /* what W reads: ln1 and its stats, atty, x_mid, ln2 and its stats, fch_gelu */
+    PART_B = 2,   /* what only B reads besides: qkv, fch */
+    PART_ATT = 4, /* att (B,NHl,T,T): only B reads it */
+    PART_ALL = 7,
+};
+
+static void block_layout(block_acts *b, cursor *cur, const gpt_chunk *c, size_t B, size_t T,
+                         int parts) {
+    const size_t N = B * T, C = (size_t)c->cfg.hidden, Cl = c->Cl, NHl = c->NHl;
+    const bool w = parts & PART_W, bb = parts & PART_B;
+    memset(b, 0, sizeof *b);
+    if (w) b->ln1 = take(cur, N * C), b->ln1_mean = take(cur, N), b->ln1_rstd = take(cur, N);
+    if (bb) b->qkv = take(cur, N * 3 * Cl);
+    if (parts & PART_ATT) b->att = take(cur, B * NHl * T * T);
+    if (w) {
         b->atty = take(cur, N * Cl);
         b->x_mid = take(cur, N * C);
         b->ln2 = take(cur, N * C);
         b->ln2_mean = take(cur, N);
         b->ln2_rstd = take(cur, N);
-        b->fch = take(cur, N * 4 * Cl);
-        b->fch_gelu = take(cur, N * 4 * Cl);
+    }
+    if (bb) b->fch = take(cur, N * 4 * Cl);
+    if (w) b->fch_gelu = take(cur, N * 4 * Cl);
+}
+
+/* Whether a micro-batch keeps x[k], the residual stream entering block k (k = nblocks: the
+ * chunk's output). Full recomputation keeps the inputs of its groups and of the blocks it
+ * does not recompute, and the output only where the head's backward reads it. */
+static bool x_kept(const gpt_chunk *c, int k) {
+    const int L = c->shard.layer_end - c->shard.layer_begin;
+    int g0, g1;
+    if (k == L) return c->shard.has_head || c->recompute.granularity != GPT_RECOMPUTE_FULL;
+    return !recompute_group(c, k, &g0, &g1) || k == g0;
+}
+
+static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
+    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
+    const bool selective = c->recompute.granularity == GPT_RECOMPUTE_SELECTIVE;
+    cursor cc = {base, 0}, *cur = &cc;
+    for (int i = 0; i <= a->nblocks; i++) a->x[i] = x_kept(c, i) ? take(cur, N * C) : NULL;
+    for (int i = 0, g0, g1; i < a->nblocks; i++) {
+        if (recompute_group(c, i, &g0, &g1)) memset(&a->blocks[i], 0, sizeof a->blocks[i]);
+        else block_layout(&a->blocks[i], cur, c, B, T, selective ? PART_W | PART_B : PART_ALL);
     }
     if (c->shard.has_head) {
         a->lnf = take(cur, N * C);
@@ -254,14 +281,16 @@ size_t gpt_acts_bytes(const gpt_acts *a) { return a->bytes; }
 const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
 const float *gpt_acts_logits(const gpt_acts *a) { return a->logits; }
 
-gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T) {
+/* A hand-over from B to W; `inputs`: with the W inputs of recomputed blocks (the split
+ * backward's), not for the fused backward's own, which runs W right after B. */
+static gpt_wgrad *wgrad_create(const gpt_chunk *c, int B, int T, bool inputs) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
     gpt_wgrad *w = callocCheck(1, sizeof *w);
     w->nblocks = c->shard.layer_end - c->shard.layer_begin;
     w->blocks = callocCheck((size_t)w->nblocks + 1, sizeof *w->blocks);
     for (int pass = 0; pass < 2; pass++) {
         cursor cc = {pass ? w->mem : NULL, 0}, *cur = &cc;
-        for (int i = 0; i < w->nblocks; i++) {
+        for (int i = 0, g0, g1; i < w->nblocks; i++) {
             block_wgrad *b = &w->blocks[i];
             b->dfcproj = take(cur, N * C);
             b->dfch = take(cur, N * 4 * Cl);
@@ -269,6 +298,9 @@ gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T) {
             b->dproj = take(cur, N * C);
             b->dqkv = take(cur, N * 3 * Cl);
             b->dln1 = take(cur, N * C);
+            if (!inputs || !recompute_group(c, i, &g0, &g1)) continue;
+            block_layout(&b->in, cur, c, (size_t)B, (size_t)T, PART_W);
+            b->x_in = i > g0 ? take(cur, N * C) : NULL;
         }
         if (c->shard.has_head) {
             w->dlogits = take(cur, N * c->Vl);
@@ -283,6 +315,10 @@ gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T) {
     return w;
 }
 
+gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T) {
+    return wgrad_create(c, B, T, true);
+}
+
 void gpt_wgrad_destroy(gpt_wgrad *w) {
     if (!w) return;
     device_free(w->mem);
@@ -292,9 +328,19 @@ void gpt_wgrad_destroy(gpt_wgrad *w) {
 
 size_t gpt_wgrad_bytes(const gpt_wgrad *w) { return w->bytes; }
 
+/* The blocks of the largest recomputed group (full recomputation), 0 without. */
+static int recompute_group_size(const gpt_chunk *c) {
+    const gpt_recompute *rc = &c->recompute;
+    if (rc->granularity != GPT_RECOMPUTE_FULL) return 0;
+    return rc->method == GPT_RECOMPUTE_BLOCK ? 1 : rc->num_layers;
+}
+
 gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
     gpt_scratch *s = callocCheck(1, sizeof *s);
+    s->group = recompute_group_size(c);
+    s->layer = callocCheck((size_t)s->group + 1, sizeof *s->layer);
+    s->x = callocCheck((size_t)s->group + 1, sizeof *s->x);
     for (int pass = 0; pass < 2; pass++) {
         cursor cc = {pass ? s->mem : NULL, 0}, *cur = &cc;
         s->dres = take(cur, N * C);
@@ -302,9 +348,20 @@ gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
         s->datty = take(cur, N * Cl);
         s->datt = take(cur, dev_attention_scratch_floats((size_t)T, c->NHl));
         s->dloss = take(cur, N);
-        if (!pass) s->mem = device_alloc(cc.used * sizeof(float), "backward work space");
+        if (c->recompute.granularity == GPT_RECOMPUTE_SELECTIVE)
+            s->att = take(cur, (size_t)B * c->NHl * (size_t)T * (size_t)T);
+        for (int j = 0; j < s->group; j++) {
+            block_layout(&s->layer[j], cur, c, (size_t)B, (size_t)T, PART_ALL);
+            if (j > 0) s->x[j] = take(cur, N * C);
+        }
+        if (!x_kept(c, c->shard.layer_end - c->shard.layer_begin)) s->x_out = take(cur, N * C);
+        if (!pass) {
+            s->bytes = cc.used * sizeof(float);
+            s->mem = device_alloc(s->bytes, "backward work space");
+        }
     }
-    s->wg = gpt_wgrad_create(c, B, T);
+    s->wg = wgrad_create(c, B, T, false);
+    s->bytes += s->wg->bytes;
     return s;
 }
 
@@ -312,16 +369,51 @@ void gpt_scratch_destroy(gpt_scratch *s) {
     if (!s) return;
     gpt_wgrad_destroy(s->wg);
     device_free(s->mem);
+    free(s->layer);
+    free(s->x);
     free(s);
 }
 
+size_t gpt_scratch_bytes(const gpt_scratch *s) { return s->bytes; }
+
 /* ---------------------------------------------------------------- forward */
 
-float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const int32_t *tokens,
-                  const int32_t *targets, const float *x_in, float *x_out, comm_group *tp) {
+void gpt_block_forward(const gpt_chunk *c, const float *params, int B_, int T_, const block_io *io,
+                       int i, comm_group *tp) {
+    const size_t B = (size_t)B_, T = (size_t)T_, N = B * T, C = (size_t)c->cfg.hidden;
+    const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads;
+    const block_params w = block_views(c, params, i);
+    const block_acts *b = &io->b;
+    const int layer = c->shard.layer_begin + i; /* global index: labels the TP all-reduces */
+    /* attention: x -> LN -> QKV (column-parallel: f) -> this rank's heads
+     *             -> proj (row-parallel: g, then the bias once) -> + x */
+    dev_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, io->x_in, w.ln1_w, w.ln1_b, N, C);
+    tp_column_linear_forward(tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl, false);
+    dev_attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
+    comm_label_set("g fwd attn", layer);
+    tp_row_linear_forward(tp, b->x_mid, b->atty, w.proj_w, w.proj_b, N, Cl, C);
+    comm_label_clear();
+    dev_add_inplace(b->x_mid, io->x_in, N * C); /* the residual, added in place */
+    /* MLP: x -> LN -> fc (column-parallel: f) -> GELU -> fcproj (row-parallel: g) -> + x */
+    dev_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
+    tp_column_linear_forward(tp, b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl, false);
+    dev_gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
+    if (!io->x_out) return; /* a recompute: the group's output is kept */
+    comm_label_set("g fwd mlp", layer);
+    tp_row_linear_forward(tp, io->x_out, b->fch_gelu, w.fcproj_w, w.fcproj_b, N, 4 * Cl, C);
+    comm_label_clear();
+    dev_add_inplace(io->x_out, b->x_mid, N * C);
+}
+
+float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
+                  const int32_t *tokens, const int32_t *targets, const float *x_in, float *x_out,
+                  comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
-    const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads, Vl = c->Vl;
+    const size_t Vl = c->Vl;
     const gpt_shard *sh = &c->shard;
+    CHECK(s || c->recompute.granularity == GPT_RECOMPUTE_NONE,
+          "a chunk with recomputation computes what it does not keep in its gpt_scratch: pass it");
+    float *x0 = a->x[0]; /* the chunk's input: kept by every setting (its first block's) */
 
     /* Embedding (first stage): vocab-parallel lookup, summed over TP (g), + positions. */
     if (sh->has_embedding) {
@@ -330,38 +422,20 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const in
         const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
         const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
         comm_label_set("g fwd embed", -1);
-        tp_vocab_embedding_forward(tp, a->x[0], a->tokens, wte, N, C, c->v_start, Vl);
+        tp_vocab_embedding_forward(tp, x0, a->tokens, wte, N, C, c->v_start, Vl);
         comm_label_clear();
-        dev_position_forward(a->x[0], wpe, B, T, C);
+        dev_position_forward(x0, wpe, B, T, C);
     } else {
-        device_copy(a->x[0], x_in, N * C * sizeof(float));
+        device_copy(x0, x_in, N * C * sizeof(float));
     }
 
     for (int i = 0; i < a->nblocks; i++) {
-        block_params w = block_views(c, params, i);
-        block_acts *b = &a->blocks[i];
-        const int layer = sh->layer_begin + i; /* global index: labels the TP all-reduces */
-        gpt_hooks_params_needed(c, layer);
-        /* attention: x -> LN -> QKV (column-parallel: f) -> this rank's heads
-         *             -> proj (row-parallel: g, then the bias once) -> + x */
-        dev_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, a->x[i], w.ln1_w, w.ln1_b, N, C);
-        tp_column_linear_forward(tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl, false);
-        dev_attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
-        comm_label_set("g fwd attn", layer);
-        tp_row_linear_forward(tp, b->x_mid, b->atty, w.proj_w, w.proj_b, N, Cl, C);
-        comm_label_clear();
-        dev_add_inplace(b->x_mid, a->x[i], N * C); /* the residual, added in place */
-        /* MLP: x -> LN -> fc (column-parallel: f) -> GELU -> fcproj (row-parallel: g) -> + x */
-        dev_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
-        tp_column_linear_forward(tp, b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl, false);
-        dev_gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
-        comm_label_set("g fwd mlp", layer);
-        tp_row_linear_forward(tp, a->x[i + 1], b->fch_gelu, w.fcproj_w, w.fcproj_b, N, 4 * Cl, C);
-        comm_label_clear();
-        dev_add_inplace(a->x[i + 1], b->x_mid, N * C);
+        gpt_hooks_params_needed(c, sh->layer_begin + i);
+        block_io io = gpt_block_io(c, a, s, NULL, i, PASS_FORWARD);
+        gpt_block_forward(c, params, a->B, a->T, &io, i, tp);
     }
 
-    float *x_last = a->x[a->nblocks];
+    float *x_last = a->x[a->nblocks] ? a->x[a->nblocks] : s->x_out;
     if (!sh->has_head) {
         if (x_out) device_copy(x_out, x_last, N * C * sizeof(float));
         return 0.0f;

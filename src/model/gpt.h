@@ -93,6 +93,41 @@ typedef struct {
     bool decay;    /* weight decay applies (matrices and embeddings) */
 } gpt_param;
 
+/* ACTIVATION RECOMPUTATION (Megatron's --recompute-granularity, --recompute-method and
+ * --recompute-num-layers; Korthikanti et al. 2022). What the forward of a chunk keeps, per
+ * micro-batch, for its backward:
+ *
+ *   none       everything (the list in gpt_internal.h, block_acts)
+ *   selective  everything but the attention probabilities att (B,NHl,T,T) of every block,
+ *              the only activation that grows with T²·heads: the backward recomputes them
+ *              from the kept qkv (QK^T, softmax; no dropout here) just before it needs them
+ *   full       only the residual stream entering each group of recomputed blocks (N,C); the
+ *              group's forward runs again just before its backward
+ *     uniform  the chunk's blocks in consecutive groups of num_layers (which must divide
+ *              the chunk's blocks), each group stored by its input and recomputed as a whole
+ *     block    the first num_layers blocks of the chunk, each its own group; the other
+ *              blocks keep everything, as without recomputation
+ *
+ * What a micro-batch does not keep is written to the chunk's gpt_scratch, one work space
+ * shared by all micro-batches: the forward writes there, the next forward overwrites it,
+ * and the backward recomputes it there (gpt_forward and gpt_backward take the scratch).
+ * The recomputation runs the same kernels on the same inputs, so the backward sees the
+ * same bits: losses and gradients are bit-identical to no recomputation. The split backward
+ * (B, W) recomputes in B, and the gpt_wgrad that hands B's dY's to W also keeps what W needs
+ * of a recomputed block (the inputs of its linears and norms), since the scratch is
+ * overwritten before W runs. */
+typedef enum {
+    GPT_RECOMPUTE_NONE,
+    GPT_RECOMPUTE_SELECTIVE,
+    GPT_RECOMPUTE_FULL,
+} gpt_recompute_granularity;
+typedef enum { GPT_RECOMPUTE_UNIFORM, GPT_RECOMPUTE_BLOCK } gpt_recompute_method;
+typedef struct {
+    gpt_recompute_granularity granularity;
+    gpt_recompute_method method; /* full only */
+    int num_layers;              /* full only: blocks per group (uniform) or recomputed (block) */
+} gpt_recompute;
+
 #define GPT_MAX_PARAMS 1024
 /* Blocks one chunk can hold in its table: 12 tensors each, plus the embeddings, final norm
  * and head (train's configuration check refuses more, naming the flags). */
@@ -107,14 +142,23 @@ typedef struct {
     size_t param_offset; /* where this chunk's parameters start in the process buffer */
     size_t num_elements; /* parameters in this chunk */
     /* local sizes */
-    size_t Cl;       /* C / tp: attention width held (heads * head size) */
-    size_t NHl;      /* heads held */
-    size_t Vl;       /* vocabulary rows held */
-    int64_t v_start; /* first vocabulary row held */
+    size_t Cl;               /* C / tp: attention width held (heads * head size) */
+    size_t NHl;              /* heads held */
+    size_t Vl;               /* vocabulary rows held */
+    int64_t v_start;         /* first vocabulary row held */
+    gpt_recompute recompute; /* none unless gpt_chunk_set_recompute */
 } gpt_chunk;
 
 /* Checks the configuration for a given tp; writes a message naming the values and the rule. */
 bool gpt_config_check(const gpt_config *cfg, int tp_size, char *err, size_t errlen);
+
+/* Checks a recomputation setting for a chunk of `chunk_layers` blocks; writes a message
+ * naming the flags, the values and the rule. */
+bool gpt_recompute_check(const gpt_recompute *rc, int chunk_layers, char *err, size_t errlen);
+/* Sets what the chunk's activations keep (dies on a setting gpt_recompute_check refuses).
+ * Before any gpt_acts, gpt_scratch or gpt_wgrad of the chunk is created: they are laid out
+ * for it. */
+void gpt_chunk_set_recompute(gpt_chunk *c, const gpt_recompute *rc);
 
 /* Vocabulary padded up to a multiple of divisible_by * tp_size. */
 int gpt_padded_vocab(int real_vocab, int divisible_by, int tp_size);
@@ -136,7 +180,9 @@ void gpt_chunk_init_params(const gpt_chunk *c, float *params, uint64_t seed);
 /* Finds a parameter by kind and layer in the chunk, or NULL. */
 const gpt_param *gpt_chunk_find(const gpt_chunk *c, int kind, int layer);
 
-/* Activations of one micro-batch through one chunk (B, T fixed at allocation). */
+/* Activations of one micro-batch through one chunk (B, T fixed at allocation): what the
+ * chunk's recomputation setting keeps, and nothing else. gpt_acts_bytes is their size, the
+ * number the executor's memory accounting adds up. */
 typedef struct gpt_acts gpt_acts;
 gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T);
 void gpt_acts_destroy(gpt_acts *a);
@@ -148,19 +194,25 @@ const float *gpt_acts_losses(const gpt_acts *a);
  * has the head (device memory, like the losses). The KV-cache tests compare against it. */
 const float *gpt_acts_logits(const gpt_acts *a);
 
-/* Work space shared by the backward passes of one chunk (reused across micro-batches). */
+/* Work space of one chunk, shared by all its micro-batches: the backward's gradients in
+ * flight and, with recomputation, where the activations that are not kept are computed
+ * (one block's att with selective; the blocks of one group, qkv, att and all, with full).
+ * gpt_scratch_bytes: its size (once per chunk, not per micro-batch). */
 typedef struct gpt_scratch gpt_scratch;
 gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T);
 void gpt_scratch_destroy(gpt_scratch *s);
+size_t gpt_scratch_bytes(const gpt_scratch *s);
 
 /* Forward of one micro-batch.
+ *   s: the chunk's scratch (may be NULL when the chunk recomputes nothing).
  *   tokens, targets (B,T): tokens are read by the first stage, targets by the last.
  *   x_in (B,T,C): the previous stage's output (ignored by the first stage).
  *   x_out (B,T,C): this chunk's output, for the next stage (NULL on the last stage).
  *   tp: the tensor-parallel group (NULL or size 1 = serial).
  * Returns the mean loss over the B*T positions on the last stage, 0 elsewhere. */
-float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, const int32_t *tokens,
-                  const int32_t *targets, const float *x_in, float *x_out, comm_group *tp);
+float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
+                  const int32_t *tokens, const int32_t *targets, const float *x_in, float *x_out,
+                  comm_group *tp);
 
 /* Backward of the micro-batch whose forward filled `a`. Accumulates into grads (the process
  * gradient buffer, same layout as params).
@@ -191,7 +243,8 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
  * micro-batches in the order their W runs). What wg holds, per block (N = B*T):
  *     dY of fcproj (N,C), of fc (N,4C/tp), of LN2 (N,C), of proj (N,C), of qkv (N,3C/tp),
  *     of LN1 (N,C); on the last stage the logits' (N,V/tp) and LNf's (N,C); on the first the
- *     embedding output's (N,C). */
+ *     embedding output's (N,C); and for each block that full recomputation recomputes, the
+ *     inputs of its W that B recomputed (see ACTIVATION RECOMPUTATION above). */
 typedef struct gpt_wgrad gpt_wgrad;
 gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T);
 void gpt_wgrad_destroy(gpt_wgrad *wg);

@@ -46,13 +46,15 @@ static void head_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, con
 }
 
 /* B of block i: s->dres goes from the gradient of its output to that of its input; the dY's
- * its W needs are left in wg. */
+ * its W needs are left in wg. First, what the micro-batch did not keep is recomputed. */
 static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
                         gpt_wgrad *wg, int i, comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads;
     block_params w = block_views(c, params, i);
-    block_acts *b = &a->blocks[i];
+    gpt_recompute_for_backward(c, params, a, s, wg, i, tp);
+    const block_io io = gpt_block_io(c, a, s, wg, i, PASS_BACKWARD);
+    const block_acts *b = &io.b;
     block_wgrad *g = &wg->blocks[i];
     float *dres = s->dres;
     const int layer = c->shard.layer_begin + i;
@@ -86,15 +88,17 @@ static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
                               false);
     comm_label_clear();
     /* dres += LN1 backward: now the gradient of the block input */
-    dev_layernorm_backward(dres, NULL, NULL, g->dln1, a->x[i], w.ln1_w, b->ln1_mean, b->ln1_rstd, N,
+    dev_layernorm_backward(dres, NULL, NULL, g->dln1, io.x_in, w.ln1_w, b->ln1_mean, b->ln1_rstd, N,
                            C);
 }
 
-/* W of block i, from its activations and the dY's its B left in wg. */
-static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg,
-                         int i) {
+/* W of block i, from its activations and the dY's its B left in wg; s: the scratch where
+ * the fused backward recomputed the block, NULL in the split backward's W (wg has it). */
+static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_scratch *s,
+                         const gpt_wgrad *wg, int i) {
     const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
-    const block_acts *b = &a->blocks[i];
+    const block_io io = gpt_block_io(c, a, s, wg, i, PASS_BACKWARD);
+    const block_acts *b = &io.b;
     const block_wgrad *g = &wg->blocks[i];
 #define GRAD(kind) grad_of(grads, block_param(c, i, kind))
     dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu, NULL,
@@ -106,7 +110,7 @@ static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
                         C);
     dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, b->ln1, NULL, N, C,
                         3 * Cl);
-    dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, a->x[i], NULL,
+    dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, io.x_in, NULL,
                            b->ln1_mean, b->ln1_rstd, N, C);
 #undef GRAD
     gpt_hooks_grads_ready(c, c->shard.layer_begin + i); /* e.g. launch its bucket's all-reduce */
@@ -148,7 +152,7 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
     }
     for (int i = a->nblocks - 1; i >= 0; i--) {
         block_input(c, params, a, s, s->wg, i, tp);
-        block_weight(c, grads, a, s->wg, i);
+        block_weight(c, grads, a, s, s->wg, i);
     }
     input_out(c, a, s, s->wg, dx_in);
     if (c->shard.has_embedding) embedding_weight(c, grads, a, s->wg);
@@ -174,6 +178,6 @@ void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
  * operators act on input gradients only. */
 void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg) {
     if (c->shard.has_head) head_weight(c, grads, a, wg);
-    for (int i = a->nblocks - 1; i >= 0; i--) block_weight(c, grads, a, wg, i);
+    for (int i = a->nblocks - 1; i >= 0; i--) block_weight(c, grads, a, NULL, wg, i);
     if (c->shard.has_embedding) embedding_weight(c, grads, a, wg);
 }

@@ -1,6 +1,7 @@
-/* gpt_internal.h — what gpt.c (forward, activations) and gpt_backward.c (the backward, B and
- * W) share: the layout of the activation, weight-gradient and scratch buffers, and the
- * parameter views of one block. Nothing outside src/model includes it. */
+/* gpt_internal.h — what gpt.c (forward, activations), gpt_backward.c (the backward, B and
+ * W) and gpt_recompute.c (activation recomputation) share: the layout of the activation,
+ * weight-gradient and scratch buffers, the parameter views of one block, and where each
+ * pass finds a block's activations. Nothing outside src/model includes it. */
 #ifndef TRIDENT_MODEL_GPT_INTERNAL_H
 #define TRIDENT_MODEL_GPT_INTERNAL_H
 
@@ -11,7 +12,9 @@
 
 #define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
 
-/* Per block: what its backward needs. Shapes with N = B*T. */
+/* Per block: what its backward needs. Shapes with N = B*T. B (the input-gradient part)
+ * reads all of it; W (the weight-gradient part) only ln1 and its stats, atty, x_mid, ln2 and
+ * its stats, and fch_gelu, with the block's input x. */
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd; /* (N,C) (N) (N) */
     float *qkv;                       /* (N,3Cl) */
@@ -22,6 +25,10 @@ typedef struct {
     float *fch, *fch_gelu;            /* (N,4Cl) (N,4Cl) */
 } block_acts;
 
+/* One micro-batch's activations. What the chunk's recomputation does not keep is NULL here
+ * (and lives in the scratch, see gpt_block_io): selective, every att; full, every x[i] but
+ * the inputs of recomputed groups and of kept blocks (and the head's x[nblocks]), and all of
+ * a recomputed block's block_acts. */
 struct gpt_acts {
     int B, T, nblocks;
     size_t bytes;
@@ -44,6 +51,10 @@ typedef struct {
     float *dproj;   /* (N,C)   dY of proj: the residual gradient after attention */
     float *dqkv;    /* (N,3Cl) dY of qkv */
     float *dln1;    /* (N,C)   dY of LN1 */
+    /* A block that full recomputation recomputes, in a hand-over of the split backward:
+     * what its W reads, recomputed by B (the scratch is overwritten before W runs). */
+    block_acts in; /* the W fields only (see block_acts); all NULL for other blocks */
+    float *x_in;   /* (N,C) the block's input, unless it is its group's (kept in gpt_acts) */
 } block_wgrad;
 
 struct gpt_wgrad {
@@ -58,13 +69,62 @@ struct gpt_wgrad {
 
 struct gpt_scratch {
     float *mem;
+    size_t bytes;     /* mem and wg */
     float *dres;      /* (N,C) gradient of the residual stream */
     float *dfch_gelu; /* (N,4Cl) */
     float *datty;     /* (N,Cl) */
     float *datt;      /* (T,T) */
     float *dloss;     /* (N) */
-    gpt_wgrad *wg;    /* the fused gpt_backward's own B -> W hand-over */
+    gpt_wgrad *wg;    /* the fused gpt_backward's own B -> W hand-over (no recomputed inputs) */
+    /* Recomputation: where what the micro-batches do not keep is computed (gpt.h). */
+    float *att;        /* (B,NHl,T,T) selective: att of the block at hand, or NULL */
+    int group;         /* full: blocks in a recomputed group (0 without full recomputation) */
+    block_acts *layer; /* (group) all the activations of the group's blocks, att included */
+    float **x;         /* (group) x[j] (N,C): the input of the group's block j, for j >= 1 */
+    float *x_out;      /* (N,C) the chunk's output when gpt_acts does not keep it, or NULL */
 };
+
+/* Full recomputation: whether block i (local index) is recomputed, and the group [*g0, *g1)
+ * it belongs to (uniform: groups of num_layers; block: the first num_layers, one each). */
+static inline bool recompute_group(const gpt_chunk *c, int i, int *g0, int *g1) {
+    const gpt_recompute *rc = &c->recompute;
+    const int L = c->shard.layer_end - c->shard.layer_begin, n = rc->num_layers;
+    if (rc->granularity != GPT_RECOMPUTE_FULL) return false;
+    if (rc->method == GPT_RECOMPUTE_BLOCK) {
+        if (i >= n) return false;
+        *g0 = i;
+        *g1 = i + 1;
+        return true;
+    }
+    *g0 = i / n * n;
+    *g1 = *g0 + n < L ? *g0 + n : L;
+    return true;
+}
+
+/* Block i's activations as one pass sees them, wherever each lives (gpt_recompute.c). */
+typedef struct {
+    const float *x_in; /* (N,C) the residual stream entering the block */
+    float *x_out;      /* (N,C) leaving it; NULL when a recompute need not write it */
+    block_acts b;
+} block_io;
+
+/* The passes that read or write a block's activations. */
+typedef enum {
+    PASS_FORWARD,   /* writes everything, x_out included (wg NULL) */
+    PASS_RECOMPUTE, /* writes them again, x_out only inside a group (s, and wg in the split) */
+    PASS_BACKWARD,  /* reads: B (s and wg) or W (s NULL when wg holds what W reads); no x_out */
+} block_pass;
+/* The views of block i for one pass of one micro-batch. */
+block_io gpt_block_io(const gpt_chunk *c, const gpt_acts *a, const gpt_scratch *s,
+                      const gpt_wgrad *wg, int i, block_pass pass);
+/* The forward of block i (gpt.c): io.x_in -> io.b -> io.x_out; without x_out it stops after
+ * the GELU (what a recompute needs: the group's output is kept, never read by its backward). */
+void gpt_block_forward(const gpt_chunk *c, const float *params, int B, int T, const block_io *io,
+                       int i, comm_group *tp);
+/* Just before B of block i: what its backward reads and the micro-batch did not keep,
+ * computed again (selective: its att; full: its whole group, when i is the group's top). */
+void gpt_recompute_for_backward(const gpt_chunk *c, const float *params, const gpt_acts *a,
+                                gpt_scratch *s, const gpt_wgrad *wg, int i, comm_group *tp);
 
 /* Parameter views of one block (local index i). */
 typedef struct {

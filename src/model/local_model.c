@@ -148,6 +148,10 @@ void local_model_pad(local_model *m, size_t numel_padded) {
     m->numel_padded = numel_padded;
 }
 
+void local_model_set_recompute(local_model *m, const gpt_recompute *rc) {
+    for (int c = 0; c < m->nchunks; c++) gpt_chunk_set_recompute(&m->chunks[c], rc);
+}
+
 void local_model_sum_tied_grads(local_model *m) {
     const gpt_param *e = m->wte_embedding, *h = m->wte_head;
     if (!e || !h || e == h) return;

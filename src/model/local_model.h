@@ -70,6 +70,9 @@ local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int t
 /* One chunk per rank (vpp must be 1): chunk 0 is stage pp_rank. */
 local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
                                 int pp_rank, int vpp, const int *stage_layers, uint64_t seed);
+/* Activation recomputation for every chunk of this rank (src/model/gpt.h, ACTIVATION
+ * RECOMPUTATION), before the activations and work spaces of its chunks are created. */
+void local_model_set_recompute(local_model *m, const gpt_recompute *rc);
 /* Both wte copies on this rank (zbv): each gets the sum of the two gradients. Nothing to do
  * when this rank holds one copy or none. */
 void local_model_sum_tied_grads(local_model *m);

@@ -239,8 +239,8 @@ static float forward(pp_executor *ex, const pp_action *a, gpt_acts *acts, const 
     const size_t BT = (size_t)ex->B * (size_t)ex->T;
     const gpt_chunk *ch = &ex->model->chunks[a->chunk];
     int h = ex->trace ? trace_begin(ex->trace, kind, step, a->mb, a->chunk) : -1;
-    float loss = gpt_forward(ch, ex->model->params, acts, inputs + (size_t)a->mb * BT,
-                             targets + (size_t)a->mb * BT, ex->xin,
+    float loss = gpt_forward(ch, ex->model->params, acts, ex->scratch[a->chunk],
+                             inputs + (size_t)a->mb * BT, targets + (size_t)a->mb * BT, ex->xin,
                              a->send_peer >= 0 ? ex->xout : NULL, ex->tp);
     if (ex->trace) trace_end(ex->trace, h);
     return ch->shard.has_head ? loss : 0.0f;
@@ -331,5 +331,11 @@ size_t pp_executor_activation_bytes_per_microbatch(const pp_executor *ex) {
         total += gpt_acts_bytes(a);
         gpt_acts_destroy(a);
     }
+    return total;
+}
+
+size_t pp_executor_work_space_bytes(const pp_executor *ex) {
+    size_t total = 0;
+    for (int c = 0; c < ex->cfg.v; c++) total += gpt_scratch_bytes(ex->scratch[c]);
     return total;
 }

@@ -67,7 +67,11 @@ double pp_executor_forward_only(pp_executor *ex, const int32_t *inputs, const in
  * number of (micro-batch, chunk) activation sets alive at once. */
 size_t pp_executor_peak_activation_bytes(const pp_executor *ex);
 int pp_executor_peak_microbatches(const pp_executor *ex);
-/* Bytes of one micro-batch's activations for each chunk (summed over chunks). */
+/* Bytes of one micro-batch's activations for each chunk (summed over chunks): what the
+ * chunks' recomputation setting keeps (src/model/gpt.h). */
 size_t pp_executor_activation_bytes_per_microbatch(const pp_executor *ex);
+/* Bytes of the chunks' work spaces (gpt_scratch: one per chunk, shared by the micro-batches;
+ * with recomputation, where what they do not keep is computed). */
+size_t pp_executor_work_space_bytes(const pp_executor *ex);
 
 #endif /* TRIDENT_PP_EXECUTOR_H */

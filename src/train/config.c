@@ -114,6 +114,19 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--bf16", FLAG_BOOL, &c->bf16, "bf16 parameters and gradients, fp32 master weights", NULL},
         {"--fp16", FLAG_BOOL, &c->fp16, "fp16 with dynamic loss scaling, fp32 master weights",
          NULL},
+        {"--recompute-granularity", FLAG_CHOICE, &c->recompute_granularity,
+         "recompute activations in the backward (default: none). selective: the attention "
+         "probabilities, from the kept Q, K, V; full: whole layers, from their kept input "
+         "(needs the next two flags)",
+         "full|selective"},
+        {"--recompute-method", FLAG_CHOICE, &c->recompute_method,
+         "full only, and required with it (as in Megatron): uniform = each model chunk's layers "
+         "in groups of N, each recomputed whole; block = the first N layers of each chunk",
+         "uniform|block"},
+        {"--recompute-num-layers", FLAG_INT, &c->recompute_num_layers,
+         "full only, and required with it: N, from 1 to the layers of a model chunk (uniform: N "
+         "divides them); 0 = not given",
+         NULL},
         {"--data-path", FLAG_STRING, &c->data_path,
          "text file to train on (default: synthetic data)", NULL},
         {"--split", FLAG_STRING, &c->split,
@@ -350,6 +363,58 @@ static bool check_fits(const train_config *c, char *err, size_t errlen) {
     return true;
 }
 
+/* Layers of the smallest model chunk of a checked layout, and whether every chunk's count is
+ * divisible by n; --stage-layers are read here only for this (trainer.c parses them, and
+ * refuses what is not a list of counts, with its own message). */
+static int smallest_chunk(const train_config *c, int n, bool *divides) {
+    int least = c->num_layers / (c->pipeline_model_parallel_size * c->vpp);
+    *divides = least % n == 0;
+    if (c->stage_layers) least = c->num_layers, *divides = true; /* the mean is no chunk */
+    for (const char *p = c->stage_layers; p && *p;) {
+        char *end;
+        long k = strtol(p, &end, 10);
+        if (end == p) break;
+        if (k < least) least = (int)k;
+        if (k % n != 0) *divides = false;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return least;
+}
+
+/* --recompute-*: Megatron's rules (megatron/core/transformer/transformer_config.py): a method
+ * and a number of layers with full granularity, and neither without it. */
+static bool check_recompute(const train_config *c, char *err, size_t errlen) {
+    const char *g = c->recompute_granularity, *m = c->recompute_method;
+    const int n = c->recompute_num_layers;
+    const bool full = g && strcmp(g, "full") == 0;
+    if (m && !full)
+        FAIL("--recompute-method %s needs --recompute-granularity full (got %s): selective "
+             "recomputes the attention of every layer and takes no method",
+             m, g ? g : "none");
+    if (n != 0 && !full)
+        FAIL("--recompute-num-layers %d needs --recompute-granularity full (got %s)", n,
+             g ? g : "none");
+    if (!full) return true;
+    if (!m)
+        FAIL("--recompute-granularity full needs --recompute-method uniform|block (uniform: "
+             "groups of --recompute-num-layers layers; block: the first --recompute-num-layers "
+             "layers of each model chunk)");
+    bool divides;
+    const int least = smallest_chunk(c, n > 0 ? n : 1, &divides);
+    if (n == 0)
+        FAIL("--recompute-granularity full needs --recompute-num-layers N, from 1 to the %d "
+             "layers of a model chunk",
+             least);
+    gpt_recompute rc = train_config_recompute(c);
+    if (!gpt_recompute_check(&rc, least, err, errlen)) return false;
+    if (rc.method == GPT_RECOMPUTE_UNIFORM && !divides)
+        FAIL("--recompute-num-layers %d does not divide the layers of every model chunk "
+             "(--stage-layers %s): --recompute-method uniform recomputes them in groups of that "
+             "many",
+             n, c->stage_layers);
+    return true;
+}
+
 /* The model's shape at this tensor-parallel size. */
 static bool check_model(train_config *c, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size;
@@ -367,7 +432,17 @@ static bool check_model(train_config *c, char *err, size_t errlen) {
 bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     return check_flags(c, world, err, errlen) && check_split(c, err, errlen) &&
            check_batch(c, world, err, errlen) && check_schedule(c, err, errlen) &&
-           check_model(c, err, errlen);
+           check_model(c, err, errlen) && check_recompute(c, err, errlen);
+}
+
+gpt_recompute train_config_recompute(const train_config *c) {
+    gpt_recompute rc = {GPT_RECOMPUTE_NONE, GPT_RECOMPUTE_UNIFORM, 0};
+    const char *g = c->recompute_granularity, *m = c->recompute_method;
+    if (g && strcmp(g, "selective") == 0) rc.granularity = GPT_RECOMPUTE_SELECTIVE;
+    if (g && strcmp(g, "full") == 0) rc.granularity = GPT_RECOMPUTE_FULL;
+    if (m && strcmp(m, "block") == 0) rc.method = GPT_RECOMPUTE_BLOCK;
+    rc.num_layers = c->recompute_num_layers;
+    return rc;
 }
 
 char *train_config_json(const train_config *c) {
@@ -403,6 +478,11 @@ char *train_config_json(const train_config *c) {
     json_field_bool(&w, "overlap_param_gather", c->overlap_param_gather);
     json_field_int(&w, "ddp_bucket_size", c->ddp_bucket_size);
     json_field_string(&w, "precision", c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
+    json_field_string(&w, "recompute_granularity",
+                      c->recompute_granularity ? c->recompute_granularity : "none");
+    if (c->recompute_method) json_field_string(&w, "recompute_method", c->recompute_method);
+    if (c->recompute_num_layers)
+        json_field_int(&w, "recompute_num_layers", c->recompute_num_layers);
     json_field_string(&w, "data", c->data_path ? c->data_path : "synthetic");
     json_field_string(&w, "device", c->device);
     json_end_object(&w);

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "src/model/gpt.h"
+
 typedef struct {
     /* model */
     int num_layers, hidden_size, num_attention_heads, seq_length;
@@ -34,6 +36,10 @@ typedef struct {
     bool overlap_param_gather; /* ZeRO: bucket all-gathers during the next forward */
     int ddp_bucket_size;       /* elements per gradient bucket */
     bool bf16, fp16;
+    /* activation recomputation (src/model/gpt.h, ACTIVATION RECOMPUTATION) */
+    const char *recompute_granularity; /* full | selective, NULL = none */
+    const char *recompute_method;      /* uniform | block (full only), or NULL */
+    int recompute_num_layers;          /* full only; 0 = not given */
     /* data, output */
     const char *data_path; /* NULL = built-in synthetic data */
     const char *split;     /* "TRAIN,HELD" weights of a --data-path file (src/data/dataset.h) */
@@ -62,6 +68,8 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
 /* Checks the rules for a world of `world_size` ranks and fills the derived fields.
  * Returns false with one line naming the values and the rule. */
 bool train_config_check(train_config *c, int world_size, char *err, size_t errlen);
+/* The recomputation a checked configuration asks for, as the model takes it. */
+gpt_recompute train_config_recompute(const train_config *c);
 /* The configuration as a JSON object (malloc'd string). */
 char *train_config_json(const train_config *c);
 

@@ -51,7 +51,7 @@ static void print_groups(const train_config *c, const parallel_state *ps) {
 }
 
 static void print_layout(const train_config *c, const parallel_state *ps, const local_model *m,
-                         const dist_optimizer *opt) {
+                         const dist_optimizer *opt, const pp_executor *ex) {
     printf("trident train: %d rank%s = tensor %d × pipeline %d × data %d, schedule %s",
            c->world_size, c->world_size == 1 ? "" : "s", c->tensor_model_parallel_size,
            c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule);
@@ -83,6 +83,12 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
     char buf[256];
     printf("memory plan (rank 0, %zu parameters): %s\n", m->numel,
            zero_memory_plan_summary(&plan, buf, sizeof buf));
+    printf("activations (rank 0): %.1f KiB per micro-batch, recomputation %s",
+           (double)pp_executor_activation_bytes_per_microbatch(ex) / 1024.0,
+           c->recompute_granularity ? c->recompute_granularity : "none");
+    if (c->recompute_method) printf(" %s %d", c->recompute_method, c->recompute_num_layers);
+    printf("; work space %.1f KiB (once per chunk)\n",
+           (double)pp_executor_work_space_bytes(ex) / 1024.0);
 }
 
 static void trace_comm_hook(const comm_event *e, void *ctx) {
@@ -418,7 +424,7 @@ int trainer_run(train_config *c) {
     run_state r = {0};
     run_setup(&r, c);
     if (!c->no_trace) run_trace_begin(&r);
-    if (r.lead && !c->quiet) print_layout(c, r.ps, r.t->model, r.t->opt);
+    if (r.lead && !c->quiet) print_layout(c, r.ps, r.t->model, r.t->opt, r.t->exec);
     if (c->load) run_resume(&r);
     char path[4200];
     if (r.lead) {

@@ -75,6 +75,8 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
                                          stage_layers, (uint64_t)cfg->seed);
     free(chunk_stage);
     free(stage_layers);
+    const gpt_recompute rc = train_config_recompute(cfg);
+    local_model_set_recompute(t->model, &rc); /* before the executor lays out activations */
     /* The rank with the loss: the last pipeline rank, or rank 0 at the top of zbv's V. */
     t->is_last_stage = t->model->wte_head != NULL;
     t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
@@ -237,12 +239,14 @@ double trainer_eval(trainer *t, const char *data_path, int max_windows) {
             t->cfg.seq_length);
     const int T = t->cfg.seq_length;
     gpt_acts *a = gpt_acts_create(ch, 1, T);
+    gpt_scratch *s = gpt_scratch_create(ch, 1, T);
     double sum = 0.0;
     for (size_t k = 0; k < nw; k++) {
         dataset_eval_window(d, k, t->sample);
-        sum += gpt_forward(ch, t->model->params, a, t->sample, t->sample + 1, NULL, NULL, NULL);
+        sum += gpt_forward(ch, t->model->params, a, s, t->sample, t->sample + 1, NULL, NULL, NULL);
     }
     gpt_acts_destroy(a);
+    gpt_scratch_destroy(s);
     if (d != t->data) dataset_close(d);
     return sum / (double)nw;
 }

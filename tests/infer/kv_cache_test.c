@@ -31,7 +31,7 @@ static void tokens_of(int32_t *tok, int n, uint64_t seed) {
 static float *full_logits(const local_model *m, const int32_t *tok) {
     const gpt_chunk *c = &m->chunks[0];
     gpt_acts *a = gpt_acts_create(c, 1, T);
-    gpt_forward(c, m->params, a, tok, tok, NULL, NULL, NULL);
+    gpt_forward(c, m->params, a, NULL, tok, tok, NULL, NULL, NULL);
     float *out = malloc((size_t)T * c->Vl * sizeof(float));
     memcpy(out, gpt_acts_logits(a), (size_t)T * c->Vl * sizeof(float));
     gpt_acts_destroy(a);

@@ -34,7 +34,7 @@ static void decoded_shards_match_the_serial_full_forward(void **state) {
     for (int i = 0; i < T; i++) tok[i] = (int32_t)rng_below(5, 9, (uint64_t)i, 256);
     const gpt_chunk *cs = &serial->chunks[0], *c = &mine->chunks[0];
     gpt_acts *a = gpt_acts_create(cs, 1, T);
-    gpt_forward(cs, serial->params, a, tok, tok, NULL, NULL, NULL);
+    gpt_forward(cs, serial->params, a, NULL, tok, tok, NULL, NULL, NULL);
     const float *full = gpt_acts_logits(a); /* (T, V) */
 
     kv_cache *kv = kv_cache_create(c, P);

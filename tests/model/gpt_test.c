@@ -56,7 +56,7 @@ typedef struct {
 
 /* Mean cross-entropy of the batch, summed in double from the per-position losses. */
 static double model_loss(const model_case *m) {
-    gpt_forward(m->c, m->params, m->a, m->tokens, m->targets, NULL, NULL, NULL);
+    gpt_forward(m->c, m->params, m->a, NULL, m->tokens, m->targets, NULL, NULL, NULL);
     const float *l = gpt_acts_losses(m->a);
     double s = 0.0;
     for (size_t n = 0; n < m->N; n++) s += l[n];
@@ -105,7 +105,7 @@ static void whole_model_gradient_matches_finite_differences(void **state) {
     gpt_scratch *s = gpt_scratch_create(c, B, T);
     model_case m = {c, params, a, tokens, targets, N};
 
-    float loss = gpt_forward(c, params, a, tokens, targets, NULL, NULL, NULL);
+    float loss = gpt_forward(c, params, a, s, tokens, targets, NULL, NULL, NULL);
     assert_true(fabs(loss - model_loss(&m)) <= 1e-6 * fabs(loss)); /* returns the mean */
     gpt_backward(c, params, grads, a, s, NULL, NULL, 1.0f / (float)N, NULL);
 
@@ -179,7 +179,7 @@ static void backward_accumulates_into_the_gradient_buffer(void **state) {
     for (int n = 0; n < 16; n++) tok[n] = (int32_t)(n * 7 % 50), tgt[n] = (int32_t)(n * 3 % 50);
     gpt_acts *a = gpt_acts_create(c, B, T);
     gpt_scratch *s = gpt_scratch_create(c, B, T);
-    gpt_forward(c, params, a, tok, tgt, NULL, NULL, NULL);
+    gpt_forward(c, params, a, s, tok, tgt, NULL, NULL, NULL);
     gpt_backward(c, params, g1, a, s, NULL, NULL, 0.5f, NULL);
     gpt_backward(c, params, g2, a, s, NULL, NULL, 0.5f, NULL);
     gpt_backward(c, params, g2, a, s, NULL, NULL, 0.5f, NULL);
@@ -229,13 +229,13 @@ static void split_backward_b_then_w_equals_the_fused_backward(void **state) {
         float *out = middle ? malloc(N * C * sizeof(float)) : NULL;
         /* fused, W order 1 then 0 */
         for (int m = 1; m >= 0; m--) {
-            gpt_forward(c, params, a[m], tok[m], tgt[m], x_in[m], out, NULL);
+            gpt_forward(c, params, a[m], s, tok[m], tgt[m], x_in[m], out, NULL);
             gpt_backward(c, params, fused, a[m], s, dx_out[m], middle ? dx_fused[m] : NULL, 0.25f,
                          NULL);
         }
         /* split: forward 0, 1; B 0, B 1; W 1, W 0 */
         for (int m = 0; m < 2; m++)
-            gpt_forward(c, params, a[m], tok[m], tgt[m], x_in[m], out, NULL);
+            gpt_forward(c, params, a[m], s, tok[m], tgt[m], x_in[m], out, NULL);
         for (int m = 0; m < 2; m++)
             gpt_backward_input(c, params, a[m], s, wg[m], dx_out[m], middle ? dx_split[m] : NULL,
                                0.25f, NULL);

@@ -135,8 +135,8 @@ static void one_block_chunk_with_embedding_and_head_matches_tp1(void **state) {
     int32_t tokens[NPOS], targets[NPOS];
     make_tokens(tokens, targets, cfg.real_vocab);
 
-    float ls = gpt_forward(&ser->c, ser->params, ser->a, tokens, targets, NULL, NULL, NULL);
-    float lp = gpt_forward(&par->c, par->params, par->a, tokens, targets, NULL, NULL, tp);
+    float ls = gpt_forward(&ser->c, ser->params, ser->a, ser->s, tokens, targets, NULL, NULL, NULL);
+    float lp = gpt_forward(&par->c, par->params, par->a, par->s, tokens, targets, NULL, NULL, tp);
     if (!(fabs((double)lp - ls) <= 1e-5 * fabs(ls)))
         fail_msg("loss %.9g at tp %d, %.9g at tp 1", (double)lp, p, (double)ls);
     expect_close(gpt_acts_losses(par->a), gpt_acts_losses(ser->a), NPOS, 1e-6, 1e-5,
@@ -168,8 +168,8 @@ static void middle_chunk_output_and_input_gradient_match_tp1(void **state) {
     float *x_in = tp_fixture_fill(NULL, n, 50, 1.0f), *dx_out = tp_fixture_fill(NULL, n, 51, 1.0f);
     float *ys = malloc(n * sizeof(float)), *yp = malloc(n * sizeof(float));
     float *dxs = malloc(n * sizeof(float)), *dxp = malloc(n * sizeof(float));
-    gpt_forward(&ser->c, ser->params, ser->a, NULL, NULL, x_in, ys, NULL);
-    gpt_forward(&par->c, par->params, par->a, NULL, NULL, x_in, yp, tp);
+    gpt_forward(&ser->c, ser->params, ser->a, ser->s, NULL, NULL, x_in, ys, NULL);
+    gpt_forward(&par->c, par->params, par->a, par->s, NULL, NULL, x_in, yp, tp);
     expect_close(yp, ys, n, 1e-5, 1e-4, "chunk output");
     gpt_backward(&ser->c, ser->params, ser->grads, ser->a, ser->s, dx_out, dxs, 0.0f, NULL);
     gpt_backward(&par->c, par->params, par->grads, par->a, par->s, dx_out, dxp, 0.0f, tp);
@@ -239,7 +239,8 @@ static void one_micro_batch_moves_exactly_the_formulas_bytes(void **state) {
         chunk_run *par = run_make(&cfg, p, r, cases[i].l0, cases[i].l1, cases[i].emb,
                                   cases[i].head);
         tp_traffic_reset();
-        gpt_forward(&par->c, par->params, par->a, tokens, targets, x, cases[i].head ? NULL : y, tp);
+        gpt_forward(&par->c, par->params, par->a, par->s, tokens, targets, x,
+                    cases[i].head ? NULL : y, tp);
         tp_traffic fwd = tp_traffic_get();
         size_t counter_bytes = comm_bytes_collective(tp), counter_calls = comm_calls(tp);
         if (fwd.all_gather_calls || fwd.other_calls)

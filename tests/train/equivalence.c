@@ -58,6 +58,13 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     pc.overlap_grad_reduce = lc->overlap_grad;
     pc.overlap_param_gather = lc->overlap_param;
     pc.overlap_p2p_comm = lc->overlap_p2p;
+    pc.recompute_granularity = lc->recompute;
+    pc.recompute_method = lc->recompute_method;
+    pc.recompute_num_layers = lc->recompute_layers;
+    char rec[48] = ""; /* the recomputation, for the messages */
+    if (lc->recompute)
+        snprintf(rec, sizeof rec, " rc-%s%s%s", lc->recompute, lc->recompute_method ? "-" : "",
+                 lc->recompute_method ? lc->recompute_method : "");
     /* A few thousand elements: the test model's ~70k parameters make a few dozen buckets that
      * straddle layers and ZeRO shards, and most are reduced during the backward. */
     if (lc->overlap_grad || lc->overlap_param) pc.ddp_bucket_size = 3000;
@@ -74,12 +81,12 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
         double rel = fabs((double)lp - ls) / fabs((double)ls);
         if (rel > worst_loss) worst_loss = rel;
         if (!(rel <= loss_rtol))
-            fail_msg("tp%d pp%d dp%d %s%s%s%s: loss at step %d is %.9g, serial %.9g (rel %.3g > "
-                     "%.3g)",
+            fail_msg("tp%d pp%d dp%d %s%s%s%s%s: loss at step %d is %.9g, serial %.9g (rel %.3g "
+                     "> %.3g)",
                      lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "",
                      lc->overlap_grad ? " overlap-grad" : "",
-                     lc->overlap_param ? " overlap-param" : "", it, (double)lp,
-                     (double)ls, rel, loss_rtol);
+                     lc->overlap_param ? " overlap-param" : "", rec, it, (double)lp, (double)ls,
+                     rel, loss_rtol);
     }
     /* Every local parameter element against its serial counterpart. */
     const local_model *pm = trainer_model(par), *sm = trainer_model(serial);
@@ -106,12 +113,11 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
         }
     }
     if (rank == 0)
-        printf("  tp%d pp%d dp%d %-11s%s%s%s%s: %d steps, worst loss rel diff %.2e, worst param "
-               "diff %.2e (%zu compared)\n",
+        printf("  tp%d pp%d dp%d %-11s%s%s%s%s%s: %d steps, worst loss rel diff %.2e, worst "
+               "param diff %.2e (%zu compared)\n",
                lc->tp, lc->pp, pc.dp, lc->schedule, lc->zero ? " zero" : "     ",
                lc->overlap_grad ? " +ogr" : "", lc->overlap_param ? " +opg" : "",
-               lc->overlap_p2p ? " +op2p" : "", steps,
-               worst_loss, worst_param, compared);
+               lc->overlap_p2p ? " +op2p" : "", rec, steps, worst_loss, worst_param, compared);
     trainer_destroy(par);
     ps_destroy(ps);
     trainer_destroy(serial);

@@ -16,6 +16,10 @@ typedef struct {
     bool overlap_grad;  /* --overlap-grad-reduce (small buckets, so that some go early) */
     bool overlap_param; /* --overlap-param-gather */
     bool overlap_p2p;   /* --overlap-p2p-comm */
+    /* --recompute-granularity full|selective (NULL: none), --recompute-method, and
+     * --recompute-num-layers; the serial run it is compared with recomputes nothing */
+    const char *recompute, *recompute_method;
+    int recompute_layers;
 } layout_case;
 
 /* A small model and batch that every layout below divides. */

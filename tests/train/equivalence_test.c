@@ -4,6 +4,7 @@
  * Each case trains a few steps serially (on every rank, no communication) and at the
  * layout, and compares every step's loss (rtol 1e-5) and every final parameter element
  * (|diff| <= 1e-5 + 1e-4·|serial|: fp32 reductions in another order, through Adam).
+ * Rows with activation recomputation are compared with the serial run without it.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -16,8 +17,8 @@
 #define WORLD 2
 #endif
 
-/* Rows name the fields they set; the trailing flags (overlap_grad, overlap_param) default to
- * off, so rows that leave them out are fine. */
+/* Rows name the fields they set; the trailing fields (overlaps, recomputation) default to off,
+ * so rows that leave them out are fine. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const layout_case k_cases[] = {
@@ -33,6 +34,9 @@ static const layout_case k_cases[] = {
     {1, 1, 0, "1f1b", false, true, false}, /* DP2 --overlap-grad-reduce */
     {1, 1, 0, "1f1b", true, true, true},   /* DP2 + ZeRO, both overlaps */
     {1, 2, 0, "1f1b", false, false, false, true}, /* PP2 1F1B, receives posted ahead */
+    /* activation recomputation (the serial run keeps everything) */
+    {1, 2, 0, "zb-h1", false, false, false, false, "full", "uniform", 2}, /* one group of 2 */
+    {2, 1, 0, "1f1b", false, false, false, false, "selective"},           /* TP2 */
 #elif WORLD == 4
     {4, 1, 0, "1f1b", false},  /* TP4 */
     {1, 4, 0, "1f1b", false},  /* PP4 1F1B */
@@ -46,6 +50,8 @@ static const layout_case k_cases[] = {
     {2, 1, 0, "1f1b", true, true, true},   /* TP2 × DP2 + ZeRO, both overlaps */
     {1, 2, 0, "1f1b", false, true, false}, /* PP2 × DP2 1F1B --overlap-grad-reduce */
     {1, 4, 1, "zbv", false, false, false, true}, /* PP4 ZB-V, self messages + receives ahead */
+    {1, 2, 0, "1f1b", true, false, false, false, "full", "block", 1},   /* PP2 × DP2 ZeRO */
+    {2, 2, 0, "zbv", false, false, false, false, "full", "uniform", 1}, /* TP2 × PP2 ZB-V */
 #elif WORLD == 8
     {2, 2, 1, "interleaved", true}, /* TP2 × PP2 × DP2, interleaved, ZeRO (the demo layout) */
     {2, 2, 0, "1f1b", false},       /* TP2 × PP2 × DP2, 1F1B */
@@ -59,6 +65,8 @@ static const layout_case k_cases[] = {
     {2, 2, 0, "zb-h1", true, true, true},       /* TP2 × PP2 × DP2 zb-h1 ZeRO, overlaps */
     {2, 2, 0, "zbv", true, true, true, true},   /* TP2 × PP2 × DP2 ZB-V ZeRO, every overlap */
     {2, 2, 1, "interleaved", false, true, false, true}, /* interleaved, grads + p2p overlap */
+    {2, 2, 1, "interleaved", true, false, false, false, "full", "uniform", 1}, /* 3D, ZeRO */
+    {2, 2, 0, "zb-h1", true, false, false, false, "selective"},              /* 3D, ZeRO */
 #endif
 };
 #pragma GCC diagnostic pop

@@ -9,7 +9,9 @@
  *     training goes on;
  *   - evaluation (forward passes only through the pipeline) gives the serial loss;
  *   - in bf16, --overlap-grad-reduce / --overlap-param-gather give the parameters of the
- *     blocking step (gradients rounded bucket by bucket, the tied wte summed first).
+ *     blocking step (gradients rounded bucket by bucket, the tied wte summed first);
+ *   - activation recomputation holds fewer bytes per micro-batch (measured, 1F1B), and in
+ *     bf16 changes no bit of the parameters (TP × PP zero bubble; PP × DP ZeRO).
  * Runs under mpirun with 4 ranks.
  */
 #include <math.h>
@@ -39,13 +41,16 @@ static trainer *make(train_config *c, parallel_state **ps_out) {
 
 static void pipeline_holds_the_expected_number_of_microbatches(void **state) {
     (void)state;
-    const char *kinds[2] = {"gpipe", "1f1b"};
-    for (int k = 0; k < 2; k++) {
+    const char *kinds[3] = {"gpipe", "1f1b", "1f1b"}; /* the last with full recomputation */
+    size_t per_1f1b = 0;
+    for (int k = 0; k < 3; k++) {
         train_config c;
         equivalence_base_config(&c);
         c.pipeline_model_parallel_size = 4;
         c.pipeline_schedule = kinds[k];
         c.global_batch_size = 16; /* m = 8 micro-batches of 2 */
+        if (k == 2) c.recompute_granularity = "full", c.recompute_method = "uniform";
+        if (k == 2) c.recompute_num_layers = 1;
         parallel_state *ps;
         trainer *t = make(&c, &ps);
         trainer_step(t, 1);
@@ -58,6 +63,12 @@ static void pipeline_holds_the_expected_number_of_microbatches(void **state) {
         size_t per = pp_executor_activation_bytes_per_microbatch(trainer_executor(t));
         assert_int_equal(pp_executor_peak_activation_bytes(trainer_executor(t)),
                          per * (size_t)want);
+        if (k == 1) per_1f1b = per;
+        /* one block per stage: its input instead of 20 tensors (the head's logits stay) */
+        if (k == 2 && !(per < per_1f1b / 2))
+            fail_msg("rank %d: %zu activation bytes per micro-batch with full recomputation, "
+                     "%zu without",
+                     r, per, per_1f1b);
         trainer_destroy(t);
         ps_destroy(ps);
     }
@@ -136,6 +147,39 @@ static void overlap_flags_in_bf16_give_the_blocking_steps_parameters(void **stat
             printf("  bf16 tp%d pp%d dp2%s: overlapped vs blocking, max relative difference %.2e\n",
                    cases[k].tp, cases[k].pp, cases[k].zero ? " zero" : "", worst);
         assert_true(worst <= 1e-6);
+        free(pa);
+        free(pb);
+    }
+}
+
+static void recomputation_in_bf16_changes_no_bit(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c);
+    const struct {
+        int tp, pp;
+        const char *schedule, *granularity, *method;
+        bool zero;
+    } cases[] = {{2, 2, "zb-h1", "full", "uniform", false}, /* chunks of 2: one group */
+                 {1, 2, "1f1b", "selective", NULL, true}};  /* PP2 × DP2 ZeRO */
+    for (int k = 0; k < 2; k++) {
+        train_config a = c;
+        a.tensor_model_parallel_size = cases[k].tp;
+        a.pipeline_model_parallel_size = cases[k].pp;
+        a.pipeline_schedule = cases[k].schedule;
+        a.use_distributed_optimizer = cases[k].zero;
+        train_config b = a;
+        b.recompute_granularity = cases[k].granularity;
+        b.recompute_method = cases[k].method;
+        b.recompute_num_layers = cases[k].method ? 2 : 0;
+        size_t na, nb;
+        float *pa = bf16_params(a, &na), *pb = bf16_params(b, &nb);
+        assert_int_equal(na, nb);
+        if (memcmp(pa, pb, na * sizeof(float)) != 0)
+            fail_msg("bf16 tp%d pp%d %s, %s recomputation: parameters differ from no recomputation "
+                     "(rank %d)",
+                     cases[k].tp, cases[k].pp, cases[k].schedule, cases[k].granularity,
+                     dist_rank());
         free(pa);
         free(pb);
     }
@@ -243,6 +287,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(bf16_and_fp16_train_close_to_fp32),
         cmocka_unit_test(evaluation_gives_the_serial_loss_on_any_layout),
         cmocka_unit_test(overlap_flags_in_bf16_give_the_blocking_steps_parameters),
+        cmocka_unit_test(recomputation_in_bf16_changes_no_bit),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     dist_finalize();
