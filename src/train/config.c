@@ -62,8 +62,11 @@ static const char k_usage[] =
     "Step lines show model FLOP/s and MFU: the ratio to this machine's sgemm rate, measured once\n"
     "and cached in ~/.cache/trident/gemm-rate (TRIDENT_GEMM_RATE=<FLOP/s> overrides it).";
 
-void train_config_parse(train_config *c, const char *cmd, int argc, char **argv) {
-    flag_spec specs[] = {
+enum { TRAIN_MAX_FLAGS = 96 }; /* room for every flag of trident train */
+
+/* The model, the batch and the optimizer. Writes its flags at out[0..cap); returns how many. */
+static int model_flags(train_config *c, flag_spec *out, int cap) {
+    const flag_spec t[] = {
         {"--num-layers", FLAG_INT, &c->num_layers, "transformer blocks L", NULL},
         {"--hidden-size", FLAG_INT, &c->hidden_size, "hidden size C", NULL},
         {"--num-attention-heads", FLAG_INT, &c->num_attention_heads,
@@ -86,6 +89,15 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--adam-beta2", FLAG_FLOAT, &c->adam_beta2, "Adam beta2", NULL},
         {"--adam-eps", FLAG_FLOAT, &c->adam_eps, "Adam epsilon", NULL},
         {"--seed", FLAG_INT, &c->seed, "seed of weights and data sampling", NULL},
+    };
+    CHECK((int)(sizeof t / sizeof t[0]) <= cap, "raise TRAIN_MAX_FLAGS in src/train/config.c");
+    memcpy(out, t, sizeof t);
+    return (int)(sizeof t / sizeof t[0]);
+}
+
+/* Parallelism, precision and recomputation. Writes its flags at out[0..cap); returns how many. */
+static int parallel_flags(train_config *c, flag_spec *out, int cap) {
+    const flag_spec t[] = {
         {"--tensor-model-parallel-size", FLAG_INT, &c->tensor_model_parallel_size,
          "tensor-parallel size", NULL},
         {"--pipeline-model-parallel-size", FLAG_INT, &c->pipeline_model_parallel_size,
@@ -127,6 +139,15 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
          "full only, and required with it: N, from 1 to the layers of a model chunk (uniform: N "
          "divides them); 0 = not given",
          NULL},
+    };
+    CHECK((int)(sizeof t / sizeof t[0]) <= cap, "raise TRAIN_MAX_FLAGS in src/train/config.c");
+    memcpy(out, t, sizeof t);
+    return (int)(sizeof t / sizeof t[0]);
+}
+
+/* Data, output, and how the run behaves. Writes its flags at out[0..cap); returns how many. */
+static int run_flags(train_config *c, flag_spec *out, int cap) {
+    const flag_spec t[] = {
         {"--data-path", FLAG_STRING, &c->data_path,
          "text file to train on (default: synthetic data)", NULL},
         {"--split", FLAG_STRING, &c->split,
@@ -157,10 +178,18 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         {"--distributed-timeout-minutes", FLAG_FLOAT, &c->distributed_timeout_minutes,
          "end the job if a rank waits longer than this", NULL},
     };
+    CHECK((int)(sizeof t / sizeof t[0]) <= cap, "raise TRAIN_MAX_FLAGS in src/train/config.c");
+    memcpy(out, t, sizeof t);
+    return (int)(sizeof t / sizeof t[0]);
+}
+
+void train_config_parse(train_config *c, const char *cmd, int argc, char **argv) {
+    flag_spec specs[TRAIN_MAX_FLAGS];
+    int n = model_flags(c, specs, TRAIN_MAX_FLAGS);
+    n += parallel_flags(c, specs + n, TRAIN_MAX_FLAGS - n);
+    n += run_flags(c, specs + n, TRAIN_MAX_FLAGS - n);
     const char *pos[1];
-    int np = flags_parse(cmd, k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv,
-                         pos, 0);
-    (void)np;
+    flags_parse(cmd, k_usage, specs, n, argc, argv, pos, 0);
 }
 
 /* Writes the message into err and returns false from the rule helpers below. */
