@@ -98,7 +98,7 @@ static void expect_error(const char *text, const char *want) {
 
 static void test_bad_files_are_named_with_their_line(void **state) {
     (void)state;
-    expect_error(NULL, "metrics.jsonl (No such file");
+    expect_error(NULL, "metrics.jsonl cannot be opened: No such file");
     expect_error("", "the file is empty");
     expect_error("{\"step\":1,\"eval_loss\":2}\n", "no line with a \"loss\"");
     expect_error("{\"step\":1,\"loss\":2}\nnot json\n",

@@ -13,10 +13,10 @@
 
 static trace_header header(int rank, int world) {
     trace_header h = {0};
-    h.rank = rank, h.world_size = world, h.tp = 1, h.pp = world, h.dp = 1, h.vpp = 1;
+    h.rank = rank, h.world_size = world, h.tp = 1, h.pp = world, h.dp = 1, h.vpp = 2;
     h.pp_rank = rank;
     h.num_microbatches = 4;
-    strcpy(h.schedule, "1f1b");
+    strcpy(h.schedule, "interleaved"); /* 2 chunks per rank: events of chunk 1 are valid */
     h.clock_offset = 0.125 * rank;
     h.clock_uncertainty = 0.0625 * rank;
     strcpy(h.run_id, "run-42");
@@ -146,12 +146,12 @@ static void write_then_read_keeps_every_field(void **state) {
     assert_int_equal(h->tp, 1);
     assert_int_equal(h->pp, 2);
     assert_int_equal(h->dp, 1);
-    assert_int_equal(h->vpp, 1);
+    assert_int_equal(h->vpp, 2);
     assert_int_equal(h->tp_rank, 0);
     assert_int_equal(h->pp_rank, 1);
     assert_int_equal(h->dp_rank, 0);
     assert_int_equal(h->num_microbatches, 4);
-    assert_string_equal(h->schedule, "1f1b");
+    assert_string_equal(h->schedule, "interleaved");
     assert_true(h->clock_offset == 0.125);
     assert_true(h->clock_uncertainty == 0.0625);
     assert_string_equal(h->run_id, "run-42");
@@ -344,7 +344,7 @@ static void missing_file_is_one_clear_error(void **state) {
     (void)state;
     char err[512];
     assert_null(trace_file_read("/nonexistent/rank0.trace", err, sizeof err));
-    assert_non_null(strstr(err, "trace '/nonexistent/rank0.trace': cannot open"));
+    assert_non_null(strstr(err, "trace '/nonexistent/rank0.trace': cannot be opened"));
 }
 
 static void run_directory_loads_all_ranks_and_pairs_sends_with_receives(void **state) {

@@ -206,7 +206,7 @@ static void metrics_bad_input_is_one_line_and_no_file(void **state) {
     snprintf(out, sizeof out, "%s/out.png", base);
 
     snprintf(args, sizeof args, "--metrics %s/missing -o %s", base, out);
-    expect_refusal(args, "missing/metrics.jsonl (No such file or directory)", out);
+    expect_refusal(args, "missing/metrics.jsonl cannot be opened: No such file or directory", out);
 
     snprintf(empty, sizeof empty, "%s/empty", base);
     write_metrics_run(empty, 1, 1, 1, 1000);
