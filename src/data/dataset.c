@@ -53,6 +53,33 @@ dataset *dataset_open(const char *path, int seq_len, uint64_t seed) {
     return dataset_open_split(path, seq_len, seed, 1, 0);
 }
 
+/* The file's bytes and where its training part ends, checked against seq_len; dies (freeing
+ * what it read first, so that nothing is left behind) when a part is too short. */
+static unsigned char *read_split(const char *path, int seq_len, int train_weight,
+                                 int held_out_weight, size_t *n, size_t *n_train) {
+    unsigned char *bytes = read_file(path, n);
+    const size_t need = (size_t)seq_len + 1, have = *n;
+    if (have < need) {
+        free(bytes);
+        die("data file '%s' has %zu bytes, but --seq-length %d needs at least %zu", path, have,
+            seq_len, need);
+    }
+    *n_train = have;
+    if (held_out_weight == 0) return bytes;
+    uint64_t total = (uint64_t)train_weight + (uint64_t)held_out_weight;
+    /* floor(n * TRAIN / total) without overflow: n = q * total + r. */
+    uint64_t q = (uint64_t)have / total, r = (uint64_t)have % total;
+    const size_t tr = (size_t)(q * (uint64_t)train_weight + r * (uint64_t)train_weight / total);
+    if (tr < need || have - tr < need) {
+        free(bytes);
+        die("data file '%s' (%zu bytes) split %d,%d gives %zu training and %zu held-out "
+            "bytes, but --seq-length %d needs at least %zu in each part",
+            path, have, train_weight, held_out_weight, tr, have - tr, seq_len, need);
+    }
+    *n_train = tr;
+    return bytes;
+}
+
 dataset *dataset_open_split(const char *path, int seq_len, uint64_t seed, int train_weight,
                             int held_out_weight) {
     if (seq_len < 1) die("dataset: sequence length %d must be at least 1", seq_len);
@@ -60,33 +87,24 @@ dataset *dataset_open_split(const char *path, int seq_len, uint64_t seed, int tr
         die("dataset: split %d,%d needs a training weight of at least 1 and a held-out weight of "
             "at least 0",
             train_weight, held_out_weight);
+    size_t n = 0, n_train = 0;
+    unsigned char *bytes = path ? read_split(path, seq_len, train_weight, held_out_weight, &n,
+                                             &n_train)
+                                : NULL;
     dataset *d = callocCheck(1, sizeof *d);
     d->T = seq_len;
     d->seed = seed;
-    if (path) {
-        d->bytes = read_file(path, &d->n);
-        if (d->n < (size_t)seq_len + 1)
-            die("data file '%s' has %zu bytes, but --seq-length %d needs at least %d", path, d->n,
-                seq_len, seq_len + 1);
-        d->n_train = d->n;
-        if (held_out_weight > 0) {
-            uint64_t total = (uint64_t)train_weight + (uint64_t)held_out_weight;
-            /* floor(n * TRAIN / total) without overflow: n = q * total + r. */
-            uint64_t q = (uint64_t)d->n / total, r = (uint64_t)d->n % total;
-            d->n_train = (size_t)(q * (uint64_t)train_weight + r * (uint64_t)train_weight / total);
-            d->held_from = d->n_train;
-            if (d->n_train < (size_t)seq_len + 1 || d->n - d->n_train < (size_t)seq_len + 1)
-                die("data file '%s' (%zu bytes) split %d,%d gives %zu training and %zu held-out "
-                    "bytes, but --seq-length %d needs at least %d in each part",
-                    path, d->n, train_weight, held_out_weight, d->n_train, d->n - d->n_train,
-                    seq_len, seq_len + 1);
-            snprintf(d->describe, sizeof d->describe,
-                     "file '%s' (%zu bytes: %zu training, %zu held-out; seq_len %d)", path, d->n,
-                     d->n_train, d->n - d->n_train, seq_len);
-        } else {
-            snprintf(d->describe, sizeof d->describe, "file '%s' (%zu bytes, seq_len %d)", path,
-                     d->n, seq_len);
-        }
+    d->bytes = bytes;
+    d->n = n;
+    d->n_train = n_train;
+    if (path && held_out_weight > 0) {
+        d->held_from = n_train;
+        snprintf(d->describe, sizeof d->describe,
+                 "file '%s' (%zu bytes: %zu training, %zu held-out; seq_len %d)", path, n, n_train,
+                 n - n_train, seq_len);
+    } else if (path) {
+        snprintf(d->describe, sizeof d->describe, "file '%s' (%zu bytes, seq_len %d)", path, n,
+                 seq_len);
     } else {
         snprintf(d->describe, sizeof d->describe,
                  "synthetic key/value records (seed %llu, seq_len %d)", (unsigned long long)seed,
