@@ -212,9 +212,10 @@ static int output_kind(const char *output, const char *format) {
 }
 
 /* --costs-from RUN_DIR: the costs measured in the run's traces, and its layout for every
- * flag left at 0 / unset. */
+ * flag left at 0 / unset. The run's schedule name is copied into kind_buf (the run is freed
+ * here: nothing may point into it). */
 static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, const char **kind_name,
-                                            int *v) {
+                                            char kind_buf[16], int *v) {
     char err[1024];
     trace_run *run = trace_run_read(dir, err, sizeof err);
     if (!run) die(WHO ": --costs-from: %s", err);
@@ -222,7 +223,10 @@ static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, con
     const trace_header *h = trace_file_header(run->ranks[0]);
     if (*p == 0) *p = h->pp; /* the measured run's layout unless told otherwise */
     if (*m == 0) *m = h->num_microbatches;
-    if (!*kind_name) *kind_name = h->schedule;
+    if (!*kind_name) {
+        snprintf(kind_buf, 16, "%s", h->schedule);
+        *kind_name = kind_buf;
+    }
     if (*v == 0 && h->vpp > 1 && strcmp(*kind_name, "interleaved") == 0) *v = h->vpp;
     if (*v == 0 && strcmp(*kind_name, "zbv") == 0) *v = 2;
     trace_run_free(run);
@@ -320,7 +324,8 @@ int cmd_schedule(int argc, char **argv) {
     viz_picture_options(WHO, theme, width, height);
 
     measured_costs mc = {0};
-    if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, &v);
+    char run_kind[16];
+    if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v);
     if (p < 1)
         die(WHO
             ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
