@@ -5,7 +5,9 @@
  * tensor-parallel layers (src/tp/layers.h: column- and row-parallel linear, vocab-parallel
  * embedding and cross-entropy, each with the f and g operators of src/tp/mappings.h inside)
  * appear exactly where the Megatron paper puts them. What the activations keep under
- * recomputation, and where the rest is recomputed: gpt_recompute.c.
+ * recomputation, and where the rest is recomputed: gpt_recompute.c. With sequence parallelism
+ * (gpt.h) the same walk calls the _sp layers (g and ḡ instead of f and g) and keeps the
+ * replicated activations on this rank's positions only (Nr rows, gpt_internal.h).
  */
 #include "src/model/gpt.h"
 
@@ -18,6 +20,7 @@
 #include "src/core/rng.h"
 #include "src/model/gpt_hooks.h"
 #include "src/model/gpt_internal.h"
+#include "src/runtime/comm.h"
 #include "src/runtime/comm_label.h"
 #include "src/tp/layers.h"
 #include "src/tp/mappings.h"
@@ -124,6 +127,26 @@ void gpt_chunk_init(gpt_chunk *c, const gpt_config *cfg, const gpt_shard *shard,
     c->num_elements = off - param_offset;
 }
 
+void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on) {
+    const int tp = c->shard.tp_size;
+    c->sequence_parallel = on && tp > 1;
+    CHECK(!c->sequence_parallel || c->cfg.seq_len % tp == 0,
+          "sequence parallelism needs the sequence length divisible by the tensor-parallel size "
+          "(train's configuration check refuses it, naming the flags)");
+    /* The replicated tensors whose gradient each rank now sums over its own positions only:
+     * the LayerNorms' (see SEQUENCE PARALLELISM in gpt.h for why no other). */
+    for (int i = 0; i < c->nparams; i++) {
+        const int k = c->params[i].kind;
+        c->params[i].sequence_parallel = c->sequence_parallel &&
+                                         (k == GPT_LN1_W || k == GPT_LN1_B || k == GPT_LN2_W ||
+                                          k == GPT_LN2_B || k == GPT_LNF_W || k == GPT_LNF_B);
+    }
+}
+
+size_t gpt_residual_rows(const gpt_chunk *c, int B, int T) {
+    return (size_t)B * seq_local(c, (size_t)T);
+}
+
 const gpt_param *gpt_chunk_find(const gpt_chunk *c, int kind, int layer) {
     for (int i = 0; i < c->nparams; i++)
         if (c->params[i].kind == kind && c->params[i].layer == layer) return &c->params[i];
@@ -202,20 +225,22 @@ enum {
     PART_ALL = 7,
 };
 
+/* Nr: the rows sequence parallelism shards (gpt_internal.h); N: those of the TP region. */
 static void block_layout(block_acts *b, cursor *cur, const gpt_chunk *c, size_t B, size_t T,
                          int parts) {
     const size_t N = B * T, C = (size_t)c->cfg.hidden, Cl = c->Cl, NHl = c->NHl;
+    const size_t Nr = B * seq_local(c, T);
     const bool w = parts & PART_W, bb = parts & PART_B;
     memset(b, 0, sizeof *b);
-    if (w) b->ln1 = take(cur, N * C), b->ln1_mean = take(cur, N), b->ln1_rstd = take(cur, N);
+    if (w) b->ln1 = take(cur, Nr * C), b->ln1_mean = take(cur, Nr), b->ln1_rstd = take(cur, Nr);
     if (bb) b->qkv = take(cur, N * 3 * Cl);
     if (parts & PART_ATT) b->att = take(cur, B * NHl * T * T);
     if (w) {
         b->atty = take(cur, N * Cl);
-        b->x_mid = take(cur, N * C);
-        b->ln2 = take(cur, N * C);
-        b->ln2_mean = take(cur, N);
-        b->ln2_rstd = take(cur, N);
+        b->x_mid = take(cur, Nr * C);
+        b->ln2 = take(cur, Nr * C);
+        b->ln2_mean = take(cur, Nr);
+        b->ln2_rstd = take(cur, Nr);
     }
     if (bb) b->fch = take(cur, N * 4 * Cl);
     if (w) b->fch_gelu = take(cur, N * 4 * Cl);
@@ -233,17 +258,18 @@ static bool x_kept(const gpt_chunk *c, int k) {
 
 static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
+    const size_t Nr = B * seq_local(c, T);
     const bool selective = c->recompute.granularity == GPT_RECOMPUTE_SELECTIVE;
     cursor cc = {base, 0}, *cur = &cc;
-    for (int i = 0; i <= a->nblocks; i++) a->x[i] = x_kept(c, i) ? take(cur, N * C) : NULL;
+    for (int i = 0; i <= a->nblocks; i++) a->x[i] = x_kept(c, i) ? take(cur, Nr * C) : NULL;
     for (int i = 0, g0, g1; i < a->nblocks; i++) {
         if (recompute_group(c, i, &g0, &g1)) memset(&a->blocks[i], 0, sizeof a->blocks[i]);
         else block_layout(&a->blocks[i], cur, c, B, T, selective ? PART_W | PART_B : PART_ALL);
     }
     if (c->shard.has_head) {
-        a->lnf = take(cur, N * C);
-        a->lnf_mean = take(cur, N);
-        a->lnf_rstd = take(cur, N);
+        a->lnf = take(cur, Nr * C);
+        a->lnf_mean = take(cur, Nr);
+        a->lnf_rstd = take(cur, Nr);
         a->logits = take(cur, N * c->Vl);
         a->ce_stats = take(cur, 3 * N);
         a->losses = take(cur, N);
@@ -255,6 +281,8 @@ static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
 
 gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
     CHECK(T <= c->cfg.seq_len, "sequence longer than the position embedding");
+    CHECK(!c->sequence_parallel || T % c->shard.tp_size == 0,
+          "sequence parallelism: the micro-batch's sequence length must be divisible by tp");
     gpt_acts *a = callocCheck(1, sizeof *a);
     a->B = B;
     a->T = T;
@@ -285,26 +313,35 @@ const float *gpt_acts_logits(const gpt_acts *a) { return a->logits; }
  * backward's), not for the fused backward's own, which runs W right after B. */
 static gpt_wgrad *wgrad_create(const gpt_chunk *c, int B, int T, bool inputs) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
+    const size_t Nr = (size_t)B * seq_local(c, (size_t)T), full = c->sequence_parallel ? N * C : 0;
     gpt_wgrad *w = callocCheck(1, sizeof *w);
     w->nblocks = c->shard.layer_end - c->shard.layer_begin;
     w->blocks = callocCheck((size_t)w->nblocks + 1, sizeof *w->blocks);
     for (int pass = 0; pass < 2; pass++) {
         cursor cc = {pass ? w->mem : NULL, 0}, *cur = &cc;
+        /* Sequence parallelism: the gathered inputs of qkv and fc. The fused backward runs W
+         * right after B of the same block, so its blocks share one pair; the split one keeps
+         * a pair per block until W. */
+        float *shared1 = full && !inputs ? take(cur, full) : NULL;
+        float *shared2 = full && !inputs ? take(cur, full) : NULL;
         for (int i = 0, g0, g1; i < w->nblocks; i++) {
             block_wgrad *b = &w->blocks[i];
             b->dfcproj = take(cur, N * C);
             b->dfch = take(cur, N * 4 * Cl);
-            b->dln2 = take(cur, N * C);
+            b->dln2 = take(cur, Nr * C);
             b->dproj = take(cur, N * C);
             b->dqkv = take(cur, N * 3 * Cl);
-            b->dln1 = take(cur, N * C);
+            b->dln1 = take(cur, Nr * C);
+            b->ln1_full = full && inputs ? take(cur, full) : shared1;
+            b->ln2_full = full && inputs ? take(cur, full) : shared2;
             if (!inputs || !recompute_group(c, i, &g0, &g1)) continue;
             block_layout(&b->in, cur, c, (size_t)B, (size_t)T, PART_W);
-            b->x_in = i > g0 ? take(cur, N * C) : NULL;
+            b->x_in = i > g0 ? take(cur, Nr * C) : NULL;
         }
         if (c->shard.has_head) {
             w->dlogits = take(cur, N * c->Vl);
-            w->dlnf = take(cur, N * C);
+            w->dlnf = take(cur, Nr * C);
+            w->lnf_full = full ? take(cur, full) : NULL;
         }
         if (c->shard.has_embedding) w->demb = take(cur, N * C);
         if (!pass) {
@@ -337,13 +374,14 @@ static int recompute_group_size(const gpt_chunk *c) {
 
 gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
+    const size_t Nr = (size_t)B * seq_local(c, (size_t)T);
     gpt_scratch *s = callocCheck(1, sizeof *s);
     s->group = recompute_group_size(c);
     s->layer = callocCheck((size_t)s->group + 1, sizeof *s->layer);
     s->x = callocCheck((size_t)s->group + 1, sizeof *s->x);
     for (int pass = 0; pass < 2; pass++) {
         cursor cc = {pass ? s->mem : NULL, 0}, *cur = &cc;
-        s->dres = take(cur, N * C);
+        s->dres = take(cur, Nr * C);
         s->dfch_gelu = take(cur, N * 4 * Cl);
         s->datty = take(cur, N * Cl);
         s->datt = take(cur, dev_attention_scratch_floats((size_t)T, c->NHl));
@@ -352,9 +390,9 @@ gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
             s->att = take(cur, (size_t)B * c->NHl * (size_t)T * (size_t)T);
         for (int j = 0; j < s->group; j++) {
             block_layout(&s->layer[j], cur, c, (size_t)B, (size_t)T, PART_ALL);
-            if (j > 0) s->x[j] = take(cur, N * C);
+            if (j > 0) s->x[j] = take(cur, Nr * C);
         }
-        if (!x_kept(c, c->shard.layer_end - c->shard.layer_begin)) s->x_out = take(cur, N * C);
+        if (!x_kept(c, c->shard.layer_end - c->shard.layer_begin)) s->x_out = take(cur, Nr * C);
         if (!pass) {
             s->bytes = cc.used * sizeof(float);
             s->mem = device_alloc(s->bytes, "backward work space");
@@ -378,55 +416,99 @@ size_t gpt_scratch_bytes(const gpt_scratch *s) { return s->bytes; }
 
 /* ---------------------------------------------------------------- forward */
 
+/* The two linears of tensor parallelism as a chunk uses them: with f (identity forward) and g
+ * (all-reduce), or with sequence parallelism g (all-gather) and ḡ (reduce-scatter), each
+ * labelled for the trace. in/out of the replicated side: (Nr,C), this rank's positions. */
+static void column_forward(const gpt_chunk *c, comm_group *tp, float *out, const float *in,
+                           const float *w, const float *b, size_t B, size_t T, size_t OCl,
+                           const char *sp_label, int layer) {
+    const size_t C = (size_t)c->cfg.hidden;
+    if (!c->sequence_parallel) { /* f forward: the identity, no message to label */
+        tp_column_linear_forward(tp, out, in, w, b, B * T, C, OCl, false);
+        return;
+    }
+    comm_label_set(sp_label, layer);
+    tp_column_linear_sp_forward(tp, out, in, w, b, B, seq_local(c, T), C, OCl);
+    comm_label_clear();
+}
+
+static void row_forward(const gpt_chunk *c, comm_group *tp, float *out, const float *in,
+                        const float *w, const float *b, size_t B, size_t T, size_t Cl,
+                        const char *label, const char *sp_label, int layer) {
+    const size_t C = (size_t)c->cfg.hidden;
+    comm_label_set(c->sequence_parallel ? sp_label : label, layer);
+    if (c->sequence_parallel)
+        tp_row_linear_sp_forward(tp, out, in, w, b, B, seq_local(c, T), Cl, C);
+    else tp_row_linear_forward(tp, out, in, w, b, B * T, Cl, C);
+    comm_label_clear();
+}
+
 void gpt_block_forward(const gpt_chunk *c, const float *params, int B_, int T_, const block_io *io,
                        int i, comm_group *tp) {
     const size_t B = (size_t)B_, T = (size_t)T_, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads;
+    const size_t Nr = B * seq_local(c, T); /* rows of the residual stream here */
     const block_params w = block_views(c, params, i);
     const block_acts *b = &io->b;
-    const int layer = c->shard.layer_begin + i; /* global index: labels the TP all-reduces */
-    /* attention: x -> LN -> QKV (column-parallel: f) -> this rank's heads
-     *             -> proj (row-parallel: g, then the bias once) -> + x */
-    dev_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, io->x_in, w.ln1_w, w.ln1_b, N, C);
-    tp_column_linear_forward(tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, N, C, 3 * Cl, false);
+    const int layer = c->shard.layer_begin + i; /* global index: labels the TP collectives */
+    /* attention: x -> LN -> QKV (column-parallel: f, or g) -> this rank's heads
+     *             -> proj (row-parallel: g, or ḡ; then the bias once) -> + x */
+    dev_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, io->x_in, w.ln1_w, w.ln1_b, Nr, C);
+    column_forward(c, tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, B, T, 3 * Cl, "sp g fwd attn", layer);
     dev_attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
-    comm_label_set("g fwd attn", layer);
-    tp_row_linear_forward(tp, b->x_mid, b->atty, w.proj_w, w.proj_b, N, Cl, C);
-    comm_label_clear();
-    dev_add_inplace(b->x_mid, io->x_in, N * C); /* the residual, added in place */
-    /* MLP: x -> LN -> fc (column-parallel: f) -> GELU -> fcproj (row-parallel: g) -> + x */
-    dev_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, N, C);
-    tp_column_linear_forward(tp, b->fch, b->ln2, w.fc_w, w.fc_b, N, C, 4 * Cl, false);
+    row_forward(c, tp, b->x_mid, b->atty, w.proj_w, w.proj_b, B, T, Cl, "g fwd attn",
+                "sp gbar fwd attn", layer);
+    dev_add_inplace(b->x_mid, io->x_in, Nr * C); /* the residual, added in place */
+    /* MLP: x -> LN -> fc (column-parallel) -> GELU -> fcproj (row-parallel) -> + x */
+    dev_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, Nr, C);
+    column_forward(c, tp, b->fch, b->ln2, w.fc_w, w.fc_b, B, T, 4 * Cl, "sp g fwd mlp", layer);
     dev_gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
     if (!io->x_out) return; /* a recompute: the group's output is kept */
-    comm_label_set("g fwd mlp", layer);
-    tp_row_linear_forward(tp, io->x_out, b->fch_gelu, w.fcproj_w, w.fcproj_b, N, 4 * Cl, C);
+    row_forward(c, tp, io->x_out, b->fch_gelu, w.fcproj_w, w.fcproj_b, B, T, 4 * Cl, "g fwd mlp",
+                "sp gbar fwd mlp", layer);
+    dev_add_inplace(io->x_out, b->x_mid, Nr * C);
+}
+
+/* Embedding (first stage): the vocab-parallel lookup summed over TP (g: all-reduce), or with
+ * sequence parallelism reduce-scattered to this rank's positions (ḡ); then the positions. */
+static void embedding_forward(const gpt_chunk *c, const float *params, gpt_acts *a, float *x0,
+                              comm_group *tp) {
+    const size_t B = (size_t)a->B, T = (size_t)a->T, Tl = seq_local(c, T);
+    const size_t C = (size_t)c->cfg.hidden;
+    const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
+    const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
+    if (c->sequence_parallel) {
+        comm_label_set("sp gbar fwd embed", -1);
+        tp_vocab_embedding_sp_forward(tp, x0, a->tokens, wte, B, Tl, C, c->v_start, c->Vl);
+        comm_label_clear();
+        /* this rank's positions [r·Tl, (r+1)·Tl) of each sequence */
+        dev_position_forward(x0, wpe + (size_t)c->shard.tp_rank * Tl * C, B, Tl, C);
+        return;
+    }
+    comm_label_set("g fwd embed", -1);
+    tp_vocab_embedding_forward(tp, x0, a->tokens, wte, B * T, C, c->v_start, c->Vl);
     comm_label_clear();
-    dev_add_inplace(io->x_out, b->x_mid, N * C);
+    dev_position_forward(x0, wpe, B, T, C);
 }
 
 float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
                   const int32_t *tokens, const int32_t *targets, const float *x_in, float *x_out,
                   comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
-    const size_t Vl = c->Vl;
+    const size_t Nr = B * seq_local(c, T), Vl = c->Vl;
     const gpt_shard *sh = &c->shard;
     CHECK(s || c->recompute.granularity == GPT_RECOMPUTE_NONE,
           "a chunk with recomputation computes what it does not keep in its gpt_scratch: pass it");
+    CHECK(!c->sequence_parallel || (tp && comm_size(tp) == sh->tp_size),
+          "sequence parallelism: pass the tensor-parallel group the chunk was cut for");
     float *x0 = a->x[0]; /* the chunk's input: kept by every setting (its first block's) */
 
-    /* Embedding (first stage): vocab-parallel lookup, summed over TP (g), + positions. */
     if (sh->has_embedding) {
         gpt_hooks_params_needed(c, GPT_HOOK_EMBEDDING); /* e.g. its ZeRO gather must be done */
         device_upload(a->tokens, tokens, N * sizeof(int32_t));
-        const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
-        const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
-        comm_label_set("g fwd embed", -1);
-        tp_vocab_embedding_forward(tp, x0, a->tokens, wte, N, C, c->v_start, Vl);
-        comm_label_clear();
-        dev_position_forward(x0, wpe, B, T, C);
+        embedding_forward(c, params, a, x0, tp);
     } else {
-        device_copy(x0, x_in, N * C * sizeof(float));
+        device_copy(x0, x_in, Nr * C * sizeof(float));
     }
 
     for (int i = 0; i < a->nblocks; i++) {
@@ -437,19 +519,20 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scra
 
     float *x_last = a->x[a->nblocks] ? a->x[a->nblocks] : s->x_out;
     if (!sh->has_head) {
-        if (x_out) device_copy(x_out, x_last, N * C * sizeof(float));
+        if (x_out) device_copy(x_out, x_last, Nr * C * sizeof(float));
         return 0.0f;
     }
     /* Head (last stage): LN -> logits over this rank's vocabulary rows, a column-parallel
-     * linear with the tied wte as weight -> vocab-parallel cross-entropy; the full logits
-     * are never gathered. */
+     * linear with the tied wte as weight (with sequence parallelism, g first gathers the
+     * whole sequence, as Megatron does) -> vocab-parallel cross-entropy over all B·T
+     * positions; the full logits are never gathered. */
     gpt_hooks_params_needed(c, GPT_HOOK_HEAD);
     device_upload(a->targets, targets, N * sizeof(int32_t));
     const float *lnf_w = params + gpt_chunk_find(c, GPT_LNF_W, -1)->offset;
     const float *lnf_b = params + gpt_chunk_find(c, GPT_LNF_B, -1)->offset;
     const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
-    dev_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x_last, lnf_w, lnf_b, N, C);
-    tp_column_linear_forward(tp, a->logits, a->lnf, wte, NULL, N, C, Vl, false);
+    dev_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x_last, lnf_w, lnf_b, Nr, C);
+    column_forward(c, tp, a->logits, a->lnf, wte, NULL, B, T, Vl, "sp g fwd head", -1);
     tp_vocab_cross_entropy_forward(tp, a->losses, a->ce_stats, a->logits, a->targets, N, Vl,
                                    c->v_start, c->cfg.real_vocab);
     return (float)(dev_sum(a->losses, N) / (double)N);

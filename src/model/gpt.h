@@ -88,9 +88,12 @@ typedef struct {
     size_t rows, cols;           /* local shape; vectors have cols = 1 */
     size_t full_rows, full_cols; /* shape in the serial model */
     gpt_split split;
-    size_t offset; /* element offset in the process's parameter buffer */
-    size_t numel;  /* rows * cols */
-    bool decay;    /* weight decay applies (matrices and embeddings) */
+    size_t offset;          /* element offset in the process's parameter buffer */
+    size_t numel;           /* rows * cols */
+    bool decay;             /* weight decay applies (matrices and embeddings) */
+    bool sequence_parallel; /* replicated over TP, its gradient summed from this rank's sequence
+                               shard only: all-reduced over TP before the update (Megatron's
+                               attribute of the same name; see SEQUENCE PARALLELISM) */
 } gpt_param;
 
 /* ACTIVATION RECOMPUTATION (Megatron's --recompute-granularity, --recompute-method and
@@ -128,6 +131,28 @@ typedef struct {
     int num_layers;              /* full only: blocks per group (uniform) or recomputed (block) */
 } gpt_recompute;
 
+/* SEQUENCE PARALLELISM (Megatron's --sequence-parallel; Korthikanti et al. 2022; the operators
+ * g and ḡ are in src/tp/mappings.h). With tp = p > 1, what tensor parallelism leaves
+ * replicated works on a sequence shard: rank i holds positions [i·T/p, (i+1)·T/p) of each
+ * sequence, (B, T/p, C) — the residual stream x, the LayerNorms and their kept outputs and
+ * statistics, the residual adds. Per block:
+ *
+ *   x (B,T/p,C) -> LN1 -> g: all-gather -> QKV, attention, proj (TP region, whole T)
+ *     -> ḡ: reduce-scatter -> + proj_b + x = x_mid (B,T/p,C) -> LN2 -> g -> fc, GELU, fcproj
+ *     -> ḡ -> + fcproj_b + x_mid
+ *
+ * The embedding's all-reduce becomes ḡ (its lookup output reduce-scattered, then the
+ * positions of the shard added); the head does what Megatron does: LNf on the shard, then
+ * g gathers the whole sequence for the vocab-parallel logits and cross-entropy (which work
+ * on all B·T positions, vocabulary split, as without SP). Pipeline messages between stages
+ * are the residual stream: (B, T/p, C) per rank (gpt_residual_rows).
+ * Backward: the all-gathered dY of each row-parallel layer (ḡ's backward) is what its weight
+ * and bias gradients read, so proj_b, fcproj_b get the whole sum and so does wpe (from the
+ * all-gathered embedding gradient); the input of each column-parallel layer is all-gathered
+ * again in B (the forward keeps the shard only) and handed to W, which never communicates.
+ * Only the LayerNorm gains and biases (ln1, ln2, lnf) see their shard alone: they carry
+ * gpt_param.sequence_parallel, and the optimizer all-reduces their gradients over TP. */
+
 #define GPT_MAX_PARAMS 1024
 /* Blocks one chunk can hold in its table: 12 tensors each, plus the embeddings, final norm
  * and head (train's configuration check refuses more, naming the flags). */
@@ -147,6 +172,7 @@ typedef struct {
     size_t Vl;               /* vocabulary rows held */
     int64_t v_start;         /* first vocabulary row held */
     gpt_recompute recompute; /* none unless gpt_chunk_set_recompute */
+    bool sequence_parallel;  /* off unless gpt_chunk_set_sequence_parallel (and tp > 1) */
 } gpt_chunk;
 
 /* Checks the configuration for a given tp; writes a message naming the values and the rule. */
@@ -159,6 +185,14 @@ bool gpt_recompute_check(const gpt_recompute *rc, int chunk_layers, char *err, s
  * Before any gpt_acts, gpt_scratch or gpt_wgrad of the chunk is created: they are laid out
  * for it. */
 void gpt_chunk_set_recompute(gpt_chunk *c, const gpt_recompute *rc);
+
+/* Sequence parallelism for the chunk (see SEQUENCE PARALLELISM), before any gpt_acts,
+ * gpt_scratch or gpt_wgrad of it is created. With tp_size 1 it stays off (Megatron too: there
+ * is nothing to shard). Dies unless tp_size divides the sequence length. */
+void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on);
+/* Rows of the residual stream a chunk holds for a micro-batch of B sequences of T tokens:
+ * B·T, or B·T/tp with sequence parallelism (the rows of x_in, x_out and their gradients). */
+size_t gpt_residual_rows(const gpt_chunk *c, int B, int T);
 
 /* Vocabulary padded up to a multiple of divisible_by * tp_size. */
 int gpt_padded_vocab(int real_vocab, int divisible_by, int tp_size);
@@ -208,6 +242,8 @@ size_t gpt_scratch_bytes(const gpt_scratch *s);
  *   tokens, targets (B,T): tokens are read by the first stage, targets by the last.
  *   x_in (B,T,C): the previous stage's output (ignored by the first stage).
  *   x_out (B,T,C): this chunk's output, for the next stage (NULL on the last stage).
+ *   With sequence parallelism x_in and x_out (and dx_out, dx_in below) are this rank's
+ *   sequence shard, (B,T/tp,C).
  *   tp: the tensor-parallel group (NULL or size 1 = serial).
  * Returns the mean loss over the B*T positions on the last stage, 0 elsewhere. */
 float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
@@ -235,7 +271,7 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
  * and for a LayerNorm, B is dx and W is d(gain), d(bias). W needs the layer's input X (kept in
  * the activations) and its output gradient dY, which B saves in a gpt_wgrad. So:
  *
- *     gpt_backward_input (B)  : dx_in, all tensor-parallel all-reduces; fills wg
+ *     gpt_backward_input (B)  : dx_in, all tensor-parallel collectives; fills wg
  *     gpt_backward_weight (W) : grads += ...; reads a and wg, no communication
  *
  * Between B and W of one micro-batch its activations `a` and its `wg` must stay untouched;
@@ -243,7 +279,8 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
  * micro-batches in the order their W runs). What wg holds, per block (N = B*T):
  *     dY of fcproj (N,C), of fc (N,4C/tp), of LN2 (N,C), of proj (N,C), of qkv (N,3C/tp),
  *     of LN1 (N,C); on the last stage the logits' (N,V/tp) and LNf's (N,C); on the first the
- *     embedding output's (N,C); and for each block that full recomputation recomputes, the
+ *     embedding output's (N,C); with sequence parallelism the dY's of LN1, LN2, LNf are (N/tp,C)
+ *     and the all-gathered inputs of qkv, fc and the head (N,C) are there too; for each block that full recomputation recomputes, the
  *     inputs of its W that B recomputed (see ACTIVATION RECOMPUTATION above). */
 typedef struct gpt_wgrad gpt_wgrad;
 gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T);

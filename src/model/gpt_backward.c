@@ -12,6 +12,42 @@
 
 static float *grad_of(float *grads, const gpt_param *p) { return grads + p->offset; }
 
+/* B of the two linears of tensor parallelism, as the forward used them (gpt.c): with f and g,
+ * or with sequence parallelism g and ḡ, each labelled for the trace.
+ *
+ * Row-parallel: its dY comes from the residual gradient dres (Nr,C): a copy (g's backward is
+ * the identity), or the all-gather of ḡ's backward; dY is kept in dout_kept (N,C), which the
+ * layer's W reads too, and dinp (N,Cl) += dY A_i. */
+static void row_input(const gpt_chunk *c, comm_group *tp, float *dinp, float *dout_kept,
+                      const float *dres, const float *in, const float *w, size_t B, size_t T,
+                      size_t Cl, const char *sp_label, int layer) {
+    const size_t C = (size_t)c->cfg.hidden;
+    if (c->sequence_parallel) {
+        comm_label_set(sp_label, layer);
+        tp_row_linear_sp_backward(tp, dinp, dout_kept, NULL, NULL, dres, in, w, B, seq_local(c, T),
+                                  Cl, C);
+        comm_label_clear();
+        return;
+    }
+    device_copy(dout_kept, dres, B * T * C * sizeof(float));
+    tp_row_linear_backward(tp, dinp, NULL, NULL, dout_kept, in, w, B * T, Cl, C);
+}
+
+/* Column-parallel: dinp (Nr,C) += its input gradient, summed by f's backward (all-reduce) or,
+ * with sequence parallelism, by g's (reduce-scatter), which then also all-gathers the layer's
+ * input again into in_full (N,C) for W. */
+static void column_input(const gpt_chunk *c, comm_group *tp, float *dinp, float *in_full,
+                         const float *dout, const float *in, const float *w, size_t B, size_t T,
+                         size_t OCl, const char *label, const char *sp_label, int layer) {
+    const size_t C = (size_t)c->cfg.hidden;
+    comm_label_set(c->sequence_parallel ? sp_label : label, layer);
+    if (c->sequence_parallel)
+        tp_column_linear_sp_backward(tp, dinp, in_full, NULL, NULL, dout, in, w, B, seq_local(c, T),
+                                     C, OCl);
+    else tp_column_linear_backward(tp, dinp, NULL, NULL, dout, in, w, B * T, C, OCl, false);
+    comm_label_clear();
+}
+
 /* The backward in parts: B (input gradients) and W (weight gradients) of the head, of each
  * block, and of the embedding. gpt_backward_input runs every B part, gpt_backward_weight every
  * W part; gpt_backward interleaves them layer by layer (below). */
@@ -19,29 +55,30 @@ static float *grad_of(float *grads, const gpt_param *p) { return grads + p->offs
 /* B of the head and the loss: dres = the gradient of the last block's output. */
 static void head_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
                        gpt_wgrad *wg, float dloss, comm_group *tp) {
-    const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden, Vl = c->Vl;
+    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
+    const size_t Nr = B * seq_local(c, T), Vl = c->Vl;
     const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pe = gpt_chunk_find(c, GPT_WTE, -1);
     dev_fill(s->dloss, dloss, N);
     tp_vocab_cross_entropy_backward(tp, wg->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
                                     N, Vl, c->v_start, c->cfg.real_vocab);
-    device_zero(wg->dlnf, N * C * sizeof(float));
-    comm_label_set("f bwd head", -1);
-    tp_column_linear_backward(tp, wg->dlnf, NULL, NULL, wg->dlogits, a->lnf, params + pe->offset, N,
-                              C, Vl, false);
-    comm_label_clear();
-    device_zero(s->dres, N * C * sizeof(float));
+    device_zero(wg->dlnf, Nr * C * sizeof(float));
+    column_input(c, tp, wg->dlnf, wg->lnf_full, wg->dlogits, a->lnf, params + pe->offset, B, T, Vl,
+                 "f bwd head", "sp g bwd head", -1);
+    device_zero(s->dres, Nr * C * sizeof(float));
     dev_layernorm_backward(s->dres, NULL, NULL, wg->dlnf, a->x[a->nblocks], params + pw->offset,
-                           a->lnf_mean, a->lnf_rstd, N, C);
+                           a->lnf_mean, a->lnf_rstd, Nr, C);
 }
 
 /* W of the head: the tied wte's head part and LNf. */
 static void head_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg) {
     const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden, Vl = c->Vl;
+    const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T);
     const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
     const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
-    dev_matmul_backward(NULL, grad_of(grads, pe), NULL, wg->dlogits, a->lnf, NULL, N, C, Vl);
+    const float *lnf = wg->lnf_full ? wg->lnf_full : a->lnf; /* the head's whole input */
+    dev_matmul_backward(NULL, grad_of(grads, pe), NULL, wg->dlogits, lnf, NULL, N, C, Vl);
     dev_layernorm_backward(NULL, grad_of(grads, pw), grad_of(grads, pb), wg->dlnf, a->x[a->nblocks],
-                           NULL, a->lnf_mean, a->lnf_rstd, N, C);
+                           NULL, a->lnf_mean, a->lnf_rstd, Nr, C);
     gpt_hooks_grads_ready(c, GPT_HOOK_HEAD); /* lnf; the head's wte part is not all of it */
 }
 
@@ -51,6 +88,7 @@ static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
                         gpt_wgrad *wg, int i, comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads;
+    const size_t Nr = B * seq_local(c, T); /* rows of the residual stream here */
     block_params w = block_views(c, params, i);
     gpt_recompute_for_backward(c, params, a, s, wg, i, tp);
     const block_io io = gpt_block_io(c, a, s, wg, i, PASS_BACKWARD);
@@ -59,37 +97,33 @@ static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
     float *dres = s->dres;
     const int layer = c->shard.layer_begin + i;
 
-    /* MLP backward. The row-parallel fcproj needs no communication (g's backward is the
-     * identity); the column-parallel fc all-reduces its input gradient (f's backward). */
-    device_copy(g->dfcproj, dres, N * C * sizeof(float));
+    /* MLP backward. The row-parallel fcproj: g's backward is the identity (no message), or
+     * with sequence parallelism ḡ's backward all-gathers dY; the column-parallel fc sums its
+     * input gradient (f's backward all-reduces; with sequence parallelism g's reduce-scatters). */
     device_zero(s->dfch_gelu, N * 4 * Cl * sizeof(float));
-    tp_row_linear_backward(tp, s->dfch_gelu, NULL, NULL, g->dfcproj, b->fch_gelu, w.fcproj_w, N,
-                           4 * Cl, C);
+    row_input(c, tp, s->dfch_gelu, g->dfcproj, dres, b->fch_gelu, w.fcproj_w, B, T, 4 * Cl,
+              "sp gbar bwd mlp", layer);
     device_zero(g->dfch, N * 4 * Cl * sizeof(float));
     dev_gelu_backward(g->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
-    device_zero(g->dln2, N * C * sizeof(float));
-    comm_label_set("f bwd mlp", layer);
-    tp_column_linear_backward(tp, g->dln2, NULL, NULL, g->dfch, b->ln2, w.fc_w, N, C, 4 * Cl,
-                              false);
-    comm_label_clear();
+    device_zero(g->dln2, Nr * C * sizeof(float));
+    column_input(c, tp, g->dln2, g->ln2_full, g->dfch, b->ln2, w.fc_w, B, T, 4 * Cl, "f bwd mlp",
+                 "sp g bwd mlp", layer);
     /* dres += LN2 backward: now the gradient of x_mid */
     dev_layernorm_backward(dres, NULL, NULL, g->dln2, b->x_mid, w.ln2_w, b->ln2_mean, b->ln2_rstd,
-                           N, C);
+                           Nr, C);
 
     /* Attention backward: the same two layers around this rank's heads. */
-    device_copy(g->dproj, dres, N * C * sizeof(float));
     device_zero(s->datty, N * Cl * sizeof(float));
-    tp_row_linear_backward(tp, s->datty, NULL, NULL, g->dproj, b->atty, w.proj_w, N, Cl, C);
+    row_input(c, tp, s->datty, g->dproj, dres, b->atty, w.proj_w, B, T, Cl, "sp gbar bwd attn",
+              layer);
     device_zero(g->dqkv, N * 3 * Cl * sizeof(float));
     dev_attention_backward(g->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
-    device_zero(g->dln1, N * C * sizeof(float));
-    comm_label_set("f bwd attn", layer);
-    tp_column_linear_backward(tp, g->dln1, NULL, NULL, g->dqkv, b->ln1, w.qkv_w, N, C, 3 * Cl,
-                              false);
-    comm_label_clear();
+    device_zero(g->dln1, Nr * C * sizeof(float));
+    column_input(c, tp, g->dln1, g->ln1_full, g->dqkv, b->ln1, w.qkv_w, B, T, 3 * Cl, "f bwd attn",
+                 "sp g bwd attn", layer);
     /* dres += LN1 backward: now the gradient of the block input */
-    dev_layernorm_backward(dres, NULL, NULL, g->dln1, io.x_in, w.ln1_w, b->ln1_mean, b->ln1_rstd, N,
-                           C);
+    dev_layernorm_backward(dres, NULL, NULL, g->dln1, io.x_in, w.ln1_w, b->ln1_mean, b->ln1_rstd,
+                           Nr, C);
 }
 
 /* W of block i, from its activations and the dY's its B left in wg; s: the scratch where
@@ -97,32 +131,44 @@ static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
 static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_scratch *s,
                          const gpt_wgrad *wg, int i) {
     const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
+    const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T);
     const block_io io = gpt_block_io(c, a, s, wg, i, PASS_BACKWARD);
     const block_acts *b = &io.b;
     const block_wgrad *g = &wg->blocks[i];
+    /* the inputs of qkv and fc over the whole sequence: kept, or all-gathered again by B */
+    const float *ln1 = g->ln1_full ? g->ln1_full : b->ln1,
+                *ln2 = g->ln2_full ? g->ln2_full : b->ln2;
 #define GRAD(kind) grad_of(grads, block_param(c, i, kind))
     dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu, NULL,
                         N, 4 * Cl, C);
-    dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, b->ln2, NULL, N, C, 4 * Cl);
+    dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, ln2, NULL, N, C, 4 * Cl);
     dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL,
-                           b->ln2_mean, b->ln2_rstd, N, C);
+                           b->ln2_mean, b->ln2_rstd, Nr, C);
     dev_matmul_backward(NULL, GRAD(GPT_PROJ_W), GRAD(GPT_PROJ_B), g->dproj, b->atty, NULL, N, Cl,
                         C);
-    dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, b->ln1, NULL, N, C,
-                        3 * Cl);
+    dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, ln1, NULL, N, C, 3 * Cl);
     dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, io.x_in, NULL,
-                           b->ln1_mean, b->ln1_rstd, N, C);
+                           b->ln1_mean, b->ln1_rstd, Nr, C);
 #undef GRAD
     gpt_hooks_grads_ready(c, c->shard.layer_begin + i); /* e.g. launch its bucket's all-reduce */
 }
 
-/* The end of B: the gradient of the chunk's input goes to the embedding's W or to the
- * previous stage. */
+/* The end of B: the gradient of the chunk's input goes to the embedding's W (with sequence
+ * parallelism all-gathered first: ḡ's backward, so W sees every position) or to the previous
+ * stage (this rank's positions). */
 static void input_out(const gpt_chunk *c, const gpt_acts *a, const gpt_scratch *s, gpt_wgrad *wg,
-                      float *dx_in) {
-    const size_t bytes = (size_t)a->B * (size_t)a->T * (size_t)c->cfg.hidden * sizeof(float);
-    if (c->shard.has_embedding) device_copy(wg->demb, s->dres, bytes);
-    else if (dx_in) device_copy(dx_in, s->dres, bytes);
+                      float *dx_in, comm_group *tp) {
+    const size_t B = (size_t)a->B, Tl = seq_local(c, (size_t)a->T), C = (size_t)c->cfg.hidden;
+    const size_t bytes = B * Tl * C * sizeof(float);
+    if (c->shard.has_embedding && c->sequence_parallel) {
+        comm_label_set("sp gbar bwd embed", -1);
+        tp_reduce_scatter_to_sequence_region_backward(tp, wg->demb, s->dres, B, Tl, C);
+        comm_label_clear();
+    } else if (c->shard.has_embedding) {
+        device_copy(wg->demb, s->dres, bytes);
+    } else if (dx_in) {
+        device_copy(dx_in, s->dres, bytes);
+    }
 }
 
 /* W of the embedding. Its all-reduce (g) has the identity as backward: every TP rank adds
@@ -143,18 +189,18 @@ static void embedding_weight(const gpt_chunk *c, float *grads, const gpt_acts *a
  * its reduction, --overlap-grad-reduce) while the layers below are still in their backward. */
 void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
                   gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
-    const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden;
+    const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T), C = (size_t)c->cfg.hidden;
     if (c->shard.has_head) {
         head_input(c, params, a, s, s->wg, dloss, tp);
         head_weight(c, grads, a, s->wg);
     } else {
-        device_copy(s->dres, dx_out, N * C * sizeof(float));
+        device_copy(s->dres, dx_out, Nr * C * sizeof(float));
     }
     for (int i = a->nblocks - 1; i >= 0; i--) {
         block_input(c, params, a, s, s->wg, i, tp);
         block_weight(c, grads, a, s, s->wg, i);
     }
-    input_out(c, a, s, s->wg, dx_in);
+    input_out(c, a, s, s->wg, dx_in, tp);
     if (c->shard.has_embedding) embedding_weight(c, grads, a, s->wg);
 }
 
@@ -165,17 +211,19 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
 void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
                         gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss,
                         comm_group *tp) {
-    const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden;
+    const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T), C = (size_t)c->cfg.hidden;
     if (c->shard.has_head) head_input(c, params, a, s, wg, dloss, tp);
-    else device_copy(s->dres, dx_out, N * C * sizeof(float));
+    else device_copy(s->dres, dx_out, Nr * C * sizeof(float));
     for (int i = a->nblocks - 1; i >= 0; i--) block_input(c, params, a, s, wg, i, tp);
-    input_out(c, a, s, wg, dx_in);
+    input_out(c, a, s, wg, dx_in, tp);
 }
 
 /* W: weight gradients only, from the activations and the dY's B left in wg, in the order the
  * fused backward accumulates them (head, blocks top-down, embedding: the tied wte gets the
  * head's part first when one chunk holds both). No communication: the tensor-parallel
- * operators act on input gradients only. */
+ * operators act on input gradients only, and with sequence parallelism B has all-gathered
+ * what W reads over the whole sequence (the inputs of qkv, fc and the head, the dY's of
+ * proj and fcproj, the embedding's gradient). */
 void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg) {
     if (c->shard.has_head) head_weight(c, grads, a, wg);
     for (int i = a->nblocks - 1; i >= 0; i--) block_weight(c, grads, a, NULL, wg, i);

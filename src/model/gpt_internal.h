@@ -12,16 +12,23 @@
 
 #define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
 
-/* Per block: what its backward needs. Shapes with N = B*T. B (the input-gradient part)
- * reads all of it; W (the weight-gradient part) only ln1 and its stats, atty, x_mid, ln2 and
- * its stats, and fch_gelu, with the block's input x. */
+/* Positions of each sequence this rank holds outside the tensor-parallel region: T, or T/tp
+ * with sequence parallelism. Rows of the residual stream: B times that (written Nr below). */
+static inline size_t seq_local(const gpt_chunk *c, size_t T) {
+    return c->sequence_parallel ? T / (size_t)c->shard.tp_size : T;
+}
+
+/* Per block: what its backward needs. Shapes with N = B*T, and Nr = B*seq_local(T) for what
+ * sequence parallelism shards (Nr = N without it). B (the input-gradient part) reads all of
+ * it; W (the weight-gradient part) only ln1 and its stats, atty, x_mid, ln2 and its stats, and
+ * fch_gelu, with the block's input x. */
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd; /* (N,C) (N) (N) */
+    float *ln1, *ln1_mean, *ln1_rstd; /* (Nr,C) (Nr) (Nr) */
     float *qkv;                       /* (N,3Cl) */
     float *att;                       /* (B,NHl,T,T) */
     float *atty;                      /* (N,Cl) */
-    float *x_mid;                     /* (N,C) residual after attention */
-    float *ln2, *ln2_mean, *ln2_rstd; /* (N,C) (N) (N) */
+    float *x_mid;                     /* (Nr,C) residual after attention */
+    float *ln2, *ln2_mean, *ln2_rstd; /* (Nr,C) (Nr) (Nr) */
     float *fch, *fch_gelu;            /* (N,4Cl) (N,4Cl) */
 } block_acts;
 
@@ -35,9 +42,9 @@ struct gpt_acts {
     float *mem;       /* one allocation; everything below is a view into it */
     int32_t *tokens;  /* (N) copy, for the embedding backward */
     int32_t *targets; /* (N) copy, for the loss backward */
-    float **x;        /* nblocks+1 views (N,C): residual stream at block boundaries */
+    float **x;        /* nblocks+1 views (Nr,C): residual stream at block boundaries */
     block_acts *blocks;
-    float *lnf, *lnf_mean, *lnf_rstd; /* (N,C) (N) (N) */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (Nr,C) (Nr) (Nr) */
     float *logits;                    /* (N,Vl) */
     float *ce_stats; /* (3,N): row max, sum of exponentials, target logit (all-reduced) */
     float *losses;   /* (N) */
@@ -45,16 +52,19 @@ struct gpt_acts {
 
 /* Per block: the output gradients its weight-gradient pass needs (see gpt.h). */
 typedef struct {
-    float *dfcproj; /* (N,C)   dY of fcproj: the residual gradient after the block */
+    float *dfcproj; /* (N,C)   dY of fcproj: the residual gradient after the block (all-gathered
+                       with sequence parallelism: fcproj's W reads all of it) */
     float *dfch;    /* (N,4Cl) dY of fc */
-    float *dln2;    /* (N,C)   dY of LN2 */
-    float *dproj;   /* (N,C)   dY of proj: the residual gradient after attention */
+    float *dln2;    /* (Nr,C)  dY of LN2 */
+    float *dproj;   /* (N,C)   dY of proj: the residual gradient after attention (the same) */
     float *dqkv;    /* (N,3Cl) dY of qkv */
-    float *dln1;    /* (N,C)   dY of LN1 */
+    float *dln1;    /* (Nr,C)  dY of LN1 */
+    float *ln1_full, *ln2_full; /* (N,C) sequence parallelism: the inputs of qkv and fc,
+                                   all-gathered again by B for W (NULL without it) */
     /* A block that full recomputation recomputes, in a hand-over of the split backward:
      * what its W reads, recomputed by B (the scratch is overwritten before W runs). */
     block_acts in; /* the W fields only (see block_acts); all NULL for other blocks */
-    float *x_in;   /* (N,C) the block's input, unless it is its group's (kept in gpt_acts) */
+    float *x_in;   /* (Nr,C) the block's input, unless it is its group's (kept in gpt_acts) */
 } block_wgrad;
 
 struct gpt_wgrad {
@@ -62,15 +72,16 @@ struct gpt_wgrad {
     size_t bytes;
     float *mem;
     block_wgrad *blocks;
-    float *dlogits; /* (N,Vl) dY of the head (last stage) */
-    float *dlnf;    /* (N,C)  dY of LNf (last stage) */
+    float *dlogits;  /* (N,Vl) dY of the head (last stage) */
+    float *dlnf;     /* (Nr,C) dY of LNf (last stage) */
+    float *lnf_full; /* (N,C) sequence parallelism: the head's all-gathered input, for W */
     float *demb; /* (N,C)  dY of the embedding: the residual gradient at the bottom (first stage) */
 };
 
 struct gpt_scratch {
     float *mem;
     size_t bytes;     /* mem and wg */
-    float *dres;      /* (N,C) gradient of the residual stream */
+    float *dres;      /* (Nr,C) gradient of the residual stream */
     float *dfch_gelu; /* (N,4Cl) */
     float *datty;     /* (N,Cl) */
     float *datt;      /* (T,T) */
@@ -80,8 +91,8 @@ struct gpt_scratch {
     float *att;        /* (B,NHl,T,T) selective: att of the block at hand, or NULL */
     int group;         /* full: blocks in a recomputed group (0 without full recomputation) */
     block_acts *layer; /* (group) all the activations of the group's blocks, att included */
-    float **x;         /* (group) x[j] (N,C): the input of the group's block j, for j >= 1 */
-    float *x_out;      /* (N,C) the chunk's output when gpt_acts does not keep it, or NULL */
+    float **x;         /* (group) x[j] (Nr,C): the input of the group's block j, for j >= 1 */
+    float *x_out;      /* (Nr,C) the chunk's output when gpt_acts does not keep it, or NULL */
 };
 
 /* Full recomputation: whether block i (local index) is recomputed, and the group [*g0, *g1)
@@ -103,8 +114,8 @@ static inline bool recompute_group(const gpt_chunk *c, int i, int *g0, int *g1) 
 
 /* Block i's activations as one pass sees them, wherever each lives (gpt_recompute.c). */
 typedef struct {
-    const float *x_in; /* (N,C) the residual stream entering the block */
-    float *x_out;      /* (N,C) leaving it; NULL when a recompute need not write it */
+    const float *x_in; /* (Nr,C) the residual stream entering the block */
+    float *x_out;      /* (Nr,C) leaving it; NULL when a recompute need not write it */
     block_acts b;
 } block_io;
 

@@ -13,7 +13,9 @@
  *
  * The recompute is the forward again, the same kernels on the same inputs (the kept x[g0],
  * the parameters, which no update touches before the step's last W), with the same
- * tensor-parallel all-reduces in the same order on every rank of the group: the bits the
+ * tensor-parallel collectives in the same order on every rank of the group (with sequence
+ * parallelism that includes the all-gathers of g: the group's LayerNorm outputs are kept
+ * nowhere whole, so the recompute gathers them again): the bits the
  * backward reads are the bits the forward wrote. It stops before the group's last linear:
  * the group's output is kept (the next group's input, or the head's) and no backward reads
  * it from here.

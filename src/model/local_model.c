@@ -152,6 +152,10 @@ void local_model_set_recompute(local_model *m, const gpt_recompute *rc) {
     for (int c = 0; c < m->nchunks; c++) gpt_chunk_set_recompute(&m->chunks[c], rc);
 }
 
+void local_model_set_sequence_parallel(local_model *m, bool on) {
+    for (int c = 0; c < m->nchunks; c++) gpt_chunk_set_sequence_parallel(&m->chunks[c], on);
+}
+
 void local_model_sum_tied_grads(local_model *m) {
     const gpt_param *e = m->wte_embedding, *h = m->wte_head;
     if (!e || !h || e == h) return;

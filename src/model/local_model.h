@@ -73,6 +73,9 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
 /* Activation recomputation for every chunk of this rank (src/model/gpt.h, ACTIVATION
  * RECOMPUTATION), before the activations and work spaces of its chunks are created. */
 void local_model_set_recompute(local_model *m, const gpt_recompute *rc);
+/* Sequence parallelism (--sequence-parallel; gpt.h, SEQUENCE PARALLELISM) for every chunk of
+ * this rank, before their activations and work spaces are created; off while tp_size is 1. */
+void local_model_set_sequence_parallel(local_model *m, bool on);
 /* Both wte copies on this rank (zbv): each gets the sum of the two gradients. Nothing to do
  * when this rank holds one copy or none. */
 void local_model_sum_tied_grads(local_model *m);

@@ -24,7 +24,7 @@ struct pp_executor {
     pp_config cfg;
     pp_rank_plan plan;
     int pp_rank, B, T;
-    size_t act_elems;      /* B*T*C: one activation message */
+    size_t act_elems;      /* B*T*C: one activation message (B*T/tp*C: sequence parallelism) */
     gpt_acts **live;       /* (m*v) activations of (mb, chunk) between its F and B (or W) */
     gpt_acts ***pool;      /* (v) stacks of free activation sets, per chunk */
     int *pool_n;           /* (v) */
@@ -32,13 +32,13 @@ struct pp_executor {
     gpt_wgrad ***wg_pool;  /* (v) stacks of free ones, per chunk */
     int *wg_pool_n;        /* (v) */
     gpt_scratch **scratch; /* (v) */
-    float *xin, *xout;     /* (B,T,C) message buffers, device memory; xin is one of xin_buf */
+    float *xin, *xout;     /* (act_elems) message buffers, device memory; xin is one of xin_buf */
     float *xin_buf[2];     /* --overlap-p2p-comm: the next receive lands in the other one */
     bool overlap_p2p;
     comm_request *ahead; /* the receive posted ahead, for action ahead_at, in xin_buf[ahead_buf] */
     int ahead_at, ahead_buf;
     float **self_msg;  /* (ntags) messages to this rank itself, by tag, or NULL */
-    float **self_free; /* (ntags) (B,T,C) buffers for them, not in use */
+    float **self_free; /* (ntags) (act_elems) buffers for them, not in use */
     int self_free_n;
     int *last_weight; /* (v) index of the plan's last action adding to chunk c's weight grads */
     size_t live_bytes, peak_bytes;
@@ -63,7 +63,9 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
     ex->B = B;
     ex->T = T;
     pp_rank_plan_build(cfg, pp_rank, &ex->plan);
-    ex->act_elems = (size_t)B * (size_t)T * (size_t)model->cfg.hidden;
+    /* A message is the residual stream: with sequence parallelism this rank's positions only,
+     * so each of the tp ranks of a stage sends its (B, T/tp, C) shard to its peer. */
+    ex->act_elems = gpt_residual_rows(&model->chunks[0], B, T) * (size_t)model->cfg.hidden;
     ex->live = callocCheck((size_t)cfg->m * (size_t)cfg->v, sizeof *ex->live);
     ex->pool = callocCheck((size_t)cfg->v, sizeof *ex->pool);
     ex->pool_n = callocCheck((size_t)cfg->v, sizeof *ex->pool_n);

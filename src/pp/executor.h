@@ -13,6 +13,10 @@
  * deadlock-free. Gradients accumulate over micro-batches in the model's gradient buffer;
  * each micro-batch's loss is weighted by `dloss` (1 / (B·T·m) for a mean over the step).
  *
+ * With sequence parallelism (src/model/gpt.h) a message is this rank's (B, T/tp, C) sequence
+ * shard of the residual stream (gpt_residual_rows): each tensor-parallel rank of a stage sends
+ * its own positions to the rank of the same tensor-parallel place in the next stage.
+ *
  * zbv: a message between two stages of this rank (the bottom of the V) is handed over in
  * memory, not through the communication layer; after the step's last W the two wte copies of
  * pipeline rank 0 get their summed gradient (local_model_sum_tied_grads).

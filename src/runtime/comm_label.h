@@ -15,7 +15,12 @@
  * trace file interns at most TRACE_MAX_STRINGS names, and the layer has a field of its own.
  *
  * Labels in use (keep the set small): TP "g fwd attn" "f bwd attn" "g fwd mlp" "f bwd mlp"
- * "g fwd embed" "f bwd head" "loss max" "loss sum"; pipeline "act fwd" "grad bwd";
+ * "g fwd embed" "f bwd head" "loss max" "loss sum"; sequence parallelism (src/tp/mappings.h:
+ * g all-gathers forward and reduce-scatters backward, ḡ the other way round; the event's op
+ * says which) "sp g fwd attn" "sp gbar fwd attn" "sp g bwd attn" "sp gbar bwd attn" (and mlp),
+ * "sp gbar fwd embed" "sp gbar bwd embed" "sp g fwd head" "sp g bwd head" ("sp g bwd ..."
+ * also labels the all-gather of the layer's input again for its weight gradient), optimizer
+ * "sp grads" (the LayerNorms' gradients summed over TP); pipeline "act fwd" "grad bwd";
  * optimizer "grads" "params" "grad norm" "tied embed" "overflow"; trainer "loss" "peak mem"
  * "eval loss".
  *

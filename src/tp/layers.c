@@ -116,3 +116,67 @@ void tp_vocab_cross_entropy_backward(comm_group *tp, float *dlogits, const float
                               real_vocab);
 }
 /* exercise 4 ends */
+
+/* ---------------------------------------------------------------- sequence parallelism */
+
+static size_t group_size(const comm_group *tp) { return tp ? (size_t)comm_size(tp) : 1; }
+
+void tp_column_linear_sp_forward(comm_group *tp, float *out, const float *inp, const float *weight,
+                                 const float *bias, size_t B, size_t Tl, size_t C, size_t OCl) {
+    const size_t N = B * Tl * group_size(tp);
+    float *x = device_alloc(N * C * sizeof(float), "tp work space");
+    tp_gather_from_sequence_region_forward(tp, x, inp, B, Tl, C); /* g */
+    dev_matmul_forward(out, x, weight, bias, N, C, OCl);          /* Y_i (N,OCl) */
+    device_free(x);
+}
+
+void tp_column_linear_sp_backward(comm_group *tp, float *dinp, float *inp_full, float *dweight,
+                                  float *dbias, const float *dout, const float *inp,
+                                  const float *weight, size_t B, size_t Tl, size_t C, size_t OCl) {
+    const size_t N = B * Tl * group_size(tp), Nl = B * Tl;
+    float *x = inp_full;
+    if (!x && (dweight || dbias)) x = device_alloc(N * C * sizeof(float), "tp work space");
+    /* The whole input again, for the weight gradient: the forward kept only the shard. */
+    if (x) tp_gather_from_sequence_region_forward(tp, x, inp, B, Tl, C);
+    if (dweight || dbias) dev_matmul_backward(NULL, dweight, dbias, dout, x, weight, N, C, OCl);
+    if (dinp) { /* this layer's partial dX, reduce-scattered by g's backward, then added */
+        float *dx = device_alloc(N * C * sizeof(float), "tp work space");
+        float *mine = device_alloc(Nl * C * sizeof(float), "tp work space");
+        dev_matmul_backward(dx, NULL, NULL, dout, NULL, weight, N, C, OCl); /* needs no X */
+        tp_gather_from_sequence_region_backward(tp, mine, dx, B, Tl, C);
+        dev_add_inplace(dinp, mine, Nl * C);
+        device_free(mine);
+        device_free(dx);
+    }
+    if (x != inp_full) device_free(x);
+}
+
+void tp_row_linear_sp_forward(comm_group *tp, float *out, const float *inp, const float *weight,
+                              const float *bias, size_t B, size_t Tl, size_t Cl, size_t OC) {
+    const size_t N = B * Tl * group_size(tp);
+    float *partial = device_alloc(N * OC * sizeof(float), "tp work space");
+    dev_matmul_forward(partial, inp, weight, NULL, N, Cl, OC);                 /* X_i A_i^T */
+    tp_reduce_scatter_to_sequence_region_forward(tp, out, partial, B, Tl, OC); /* ḡ */
+    if (bias) dev_add_bias_rows(out, bias, B * Tl, OC); /* once, after the sum */
+    device_free(partial);
+}
+
+void tp_row_linear_sp_backward(comm_group *tp, float *dinp, float *dout_full, float *dweight,
+                               float *dbias, const float *dout, const float *inp,
+                               const float *weight, size_t B, size_t Tl, size_t Cl, size_t OC) {
+    const size_t N = B * Tl * group_size(tp);
+    float *dy = dout_full ? dout_full : device_alloc(N * OC * sizeof(float), "tp work space");
+    tp_reduce_scatter_to_sequence_region_backward(tp, dy, dout, B, Tl, OC); /* ḡ backward */
+    dev_matmul_backward(dinp, dweight, dbias, dy, inp, weight, N, Cl, OC);
+    if (dy != dout_full) device_free(dy);
+}
+
+void tp_vocab_embedding_sp_forward(comm_group *tp, float *out, const int32_t *tokens,
+                                   const float *wte, size_t B, size_t Tl, size_t C, int64_t v_start,
+                                   size_t Vl) {
+    const size_t N = B * Tl * group_size(tp);
+    float *rows = device_alloc(N * C * sizeof(float), "tp work space");
+    dev_embedding_forward(rows, tokens, wte, N, C, v_start, Vl); /* zeros for rows held elsewhere */
+    tp_reduce_scatter_to_sequence_region_forward(tp, out, rows, B, Tl, C); /* ḡ */
+    device_free(rows);
+}

@@ -43,8 +43,20 @@
  * group (the all-reduce is collective). All ranks of the group call every function with
  * the same N and shapes.
  *
- * Not here: attention and the MLP as a whole (the model puts the layers together), and
- * sequence parallelism.
+ * SEQUENCE PARALLELISM (--sequence-parallel; mappings.h has the operators and their picture).
+ * The _sp variants take and give (B, Tl, C) sequence shards (Tl = T/p) outside the region:
+ *
+ *   column:  X_i (B,Tl,C) ──g: all-gather──> X (B·T, C) ──> Y_i = X A_i^T + b_i (B·T, OC/p)
+ *            backward: dX = Σ_i dY_i A_i reduce-scattered (g's backward) to this rank's
+ *            positions; the weight gradient needs the whole X again: all-gathered a second
+ *            time (the forward keeps only the shard) into `inp_full` for whoever computes it.
+ *   row:     X_i (B·T, C/p) ──> X_i A_i^T (partial) ──ḡ: reduce-scatter──> (B,Tl,OC) + b
+ *            backward: dY (B,Tl,OC) all-gathered (ḡ's backward) into `dout_full` (B·T, OC),
+ *            from which dX_i, dA_i and db come. db is thus the whole sum, the same on every
+ *            rank: unlike a LayerNorm's, this bias needs no all-reduce over TP afterwards.
+ *   embedding: the lookup's all-reduce becomes a reduce-scatter (ḡ): out (B,Tl,C).
+ *
+ * Not here: attention and the MLP as a whole (the model puts the layers together).
  */
 #ifndef TRIDENT_TP_LAYERS_H
 #define TRIDENT_TP_LAYERS_H
@@ -93,5 +105,27 @@ void tp_vocab_cross_entropy_backward(comm_group *tp, float *dlogits, const float
                                      const float *logits, const int32_t *targets,
                                      const float *dloss, size_t N, size_t Vl, int64_t v_start,
                                      int64_t real_vocab);
+
+/* Sequence-parallel column-parallel linear. inp (B,Tl,C): this rank's positions; out (B·T,OCl).
+ * Backward: dinp (B,Tl,C) += this rank's positions of Σ_i dY_i A_i; inp_full (B·T,C), unless
+ * NULL, is written with the all-gathered input; dweight, dbias (or NULL) += from it. */
+void tp_column_linear_sp_forward(comm_group *tp, float *out, const float *inp, const float *weight,
+                                 const float *bias, size_t B, size_t Tl, size_t C, size_t OCl);
+void tp_column_linear_sp_backward(comm_group *tp, float *dinp, float *inp_full, float *dweight,
+                                  float *dbias, const float *dout, const float *inp,
+                                  const float *weight, size_t B, size_t Tl, size_t C, size_t OCl);
+/* Sequence-parallel row-parallel linear. inp (B·T,Cl) = X_i; out (B,Tl,OC): this rank's
+ * positions of Σ_i X_i A_i^T, plus the bias. Backward: dout (B,Tl,OC); dout_full (B·T,OC),
+ * unless NULL, is written with the all-gathered dY; dinp (B·T,Cl), dweight, dbias += from it. */
+void tp_row_linear_sp_forward(comm_group *tp, float *out, const float *inp, const float *weight,
+                              const float *bias, size_t B, size_t Tl, size_t Cl, size_t OC);
+void tp_row_linear_sp_backward(comm_group *tp, float *dinp, float *dout_full, float *dweight,
+                               float *dbias, const float *dout, const float *inp,
+                               const float *weight, size_t B, size_t Tl, size_t Cl, size_t OC);
+/* Sequence-parallel vocab embedding: tokens (B·T); out (B,Tl,C) this rank's positions. Its
+ * backward is tp_vocab_embedding_backward on the all-gathered gradient (ḡ's backward). */
+void tp_vocab_embedding_sp_forward(comm_group *tp, float *out, const int32_t *tokens,
+                                   const float *wte, size_t B, size_t Tl, size_t C, int64_t v_start,
+                                   size_t Vl);
 
 #endif /* TRIDENT_TP_LAYERS_H */

@@ -1,4 +1,5 @@
-/* mappings.c — f, g, scatter and gather over the tensor-parallel group. See mappings.h. */
+/* mappings.c — f, g, scatter and gather over the tensor-parallel group, and the sequence-parallel
+ * g and ḡ (all-gather / reduce-scatter along the sequence). See mappings.h. */
 #include "src/tp/mappings.h"
 
 #include "src/core/check.h"
@@ -56,10 +57,16 @@ void tp_scatter_to_region_forward(comm_group *tp, float *out, const float *x, si
     take_columns(out, x, N, K, p, r);
 }
 
+/* out (N, K*tp) = [x_0 | x_1 | ...], x_r (N, K) from rank r. One row: the gathered blocks are
+ * already in place. */
 static void gather_columns(comm_group *tp, float *out, const float *x, size_t N, size_t K) {
     size_t p = tp ? (size_t)comm_size(tp) : 1;
     if (p == 1) {
         device_copy(out, x, N * K * sizeof(float));
+        return;
+    }
+    if (N == 1) {
+        comm_all_gather(tp, x, out, K, COMM_FLOAT32);
         return;
     }
     float *blocks = device_alloc(p * N * K * sizeof(float), "gathered columns");
@@ -81,4 +88,48 @@ void tp_gather_from_region_backward(comm_group *tp, float *dx, const float *dout
                                     size_t K) {
     size_t p = tp ? (size_t)comm_size(tp) : 1, r = tp ? (size_t)comm_rank(tp) : 0;
     take_columns(dx, dout, N, K, p, r);
+}
+
+/* ---------------------------------------------------------------- sequence parallelism */
+
+/* out (N, K) = Σ over ranks of their x (N, K*tp), columns [r*K, (r+1)*K) on rank r. The
+ * reduce-scatter wants rank r's part contiguous, so with several rows the column blocks are
+ * laid out (tp, N, K) first. */
+static void reduce_scatter_columns(comm_group *tp, float *out, const float *x, size_t N, size_t K) {
+    size_t p = tp ? (size_t)comm_size(tp) : 1;
+    if (p == 1) {
+        device_copy(out, x, N * K * sizeof(float));
+        return;
+    }
+    if (N == 1) {
+        comm_reduce_scatter(tp, x, out, K, COMM_FLOAT32, COMM_SUM);
+        return;
+    }
+    float *blocks = device_alloc(p * N * K * sizeof(float), "sequence blocks");
+    for (size_t r = 0; r < p; r++) take_columns(blocks + r * N * K, x, N, K, p, r);
+    comm_reduce_scatter(tp, blocks, out, N * K, COMM_FLOAT32, COMM_SUM);
+    device_free(blocks);
+}
+
+/* A (B, T, C) tensor is B rows of T*C floats; rank r's positions are the column block
+ * [r*Tl*C, (r+1)*Tl*C) of each row, so the sequence operators are the column ones with
+ * N = B and K = Tl*C. */
+void tp_gather_from_sequence_region_forward(comm_group *tp, float *out, const float *x, size_t B,
+                                            size_t Tl, size_t C) {
+    gather_columns(tp, out, x, B, Tl * C); /* g: all-gather */
+}
+
+void tp_gather_from_sequence_region_backward(comm_group *tp, float *dx, const float *dout, size_t B,
+                                             size_t Tl, size_t C) {
+    reduce_scatter_columns(tp, dx, dout, B, Tl * C); /* g backward: reduce-scatter */
+}
+
+void tp_reduce_scatter_to_sequence_region_forward(comm_group *tp, float *out, const float *x,
+                                                  size_t B, size_t Tl, size_t C) {
+    reduce_scatter_columns(tp, out, x, B, Tl * C); /* ḡ: reduce-scatter */
+}
+
+void tp_reduce_scatter_to_sequence_region_backward(comm_group *tp, float *dx, const float *dout,
+                                                   size_t B, size_t Tl, size_t C) {
+    gather_columns(tp, dx, dout, B, Tl * C); /* ḡ backward: all-gather */
 }

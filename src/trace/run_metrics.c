@@ -157,6 +157,9 @@ bool run_metrics_layout_label(const char *config_json, char *buf, size_t cap) {
             n += snprintf(buf + n, cap - (size_t)n, " v%d", v);
     }
     const field *zero = find(&o, "use_distributed_optimizer"), *prec = find(&o, "precision");
+    const field *sp = find(&o, "sequence_parallel");
+    if (sp && sp->kind == V_BOOL && sp->num == 1 && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, ", SP");
     if (zero && zero->kind == V_BOOL && zero->num == 1 && n >= 0 && (size_t)n < cap)
         n += snprintf(buf + n, cap - (size_t)n, ", ZeRO");
     if (prec && prec->kind == V_STRING && strcmp(prec->str, "fp32") != 0 && n >= 0 &&

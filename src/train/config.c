@@ -126,6 +126,11 @@ static int parallel_flags(train_config *c, flag_spec *out, int cap) {
         {"--bf16", FLAG_BOOL, &c->bf16, "bf16 parameters and gradients, fp32 master weights", NULL},
         {"--fp16", FLAG_BOOL, &c->fp16, "fp16 with dynamic loss scaling, fp32 master weights",
          NULL},
+        {"--sequence-parallel", FLAG_BOOL, &c->sequence_parallel,
+         "with tensor parallelism: LayerNorms, residual adds and their activations on T/tp "
+         "positions per rank (all-gather / reduce-scatter instead of all-reduce); ignored at "
+         "--tensor-model-parallel-size 1",
+         NULL},
         {"--recompute-granularity", FLAG_CHOICE, &c->recompute_granularity,
          "recompute activations in the backward (default: none). selective: the attention "
          "probabilities, from the kept Q, K, V; full: whole layers, from their kept input "
@@ -454,6 +459,13 @@ static bool check_model(train_config *c, char *err, size_t errlen) {
     if (c->hidden_size % tp != 0)
         FAIL("--hidden-size %d is not divisible by --tensor-model-parallel-size %d", c->hidden_size,
              tp);
+    if (c->sequence_parallel && tp == 1) /* Megatron turns it off (with a note): nothing to cut */
+        c->sequence_parallel = false, c->sequence_parallel_off = true;
+    if (c->sequence_parallel && c->seq_length % tp != 0)
+        FAIL("--sequence-parallel: --seq-length %d is not divisible by "
+             "--tensor-model-parallel-size %d (each tensor-parallel rank holds seq-length / "
+             "tensor-parallel-size positions)",
+             c->seq_length, tp);
     return check_fits(c, err, errlen);
 }
 #undef FAIL
@@ -512,6 +524,7 @@ char *train_config_json(const train_config *c) {
     if (c->recompute_method) json_field_string(&w, "recompute_method", c->recompute_method);
     if (c->recompute_num_layers)
         json_field_int(&w, "recompute_num_layers", c->recompute_num_layers);
+    json_field_bool(&w, "sequence_parallel", c->sequence_parallel);
     json_field_string(&w, "data", c->data_path ? c->data_path : "synthetic");
     json_field_string(&w, "device", c->device);
     json_end_object(&w);

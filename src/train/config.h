@@ -40,6 +40,10 @@ typedef struct {
     const char *recompute_granularity; /* full | selective, NULL = none */
     const char *recompute_method;      /* uniform | block (full only), or NULL */
     int recompute_num_layers;          /* full only; 0 = not given */
+    /* sequence parallelism (src/model/gpt.h, SEQUENCE PARALLELISM); train_config_check turns
+     * it off at tensor-parallel size 1, as Megatron does, and says so in sequence_parallel_off */
+    bool sequence_parallel;
+    bool sequence_parallel_off; /* given, but tp = 1: ignored (the run prints a note) */
     /* data, output */
     const char *data_path; /* NULL = built-in synthetic data */
     const char *split;     /* "TRAIN,HELD" weights of a --data-path file (src/data/dataset.h) */

@@ -56,6 +56,7 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
            c->world_size, c->world_size == 1 ? "" : "s", c->tensor_model_parallel_size,
            c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule);
     if (c->vpp > 1) printf(" (%d chunks per rank)", c->vpp);
+    if (c->sequence_parallel) printf(", sequence parallel");
     printf(", ZeRO %s, %s\n", c->use_distributed_optimizer ? "on" : "off",
            c->bf16   ? "bf16"
            : c->fp16 ? "fp16"
@@ -87,6 +88,9 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
            (double)pp_executor_activation_bytes_per_microbatch(ex) / 1024.0,
            c->recompute_granularity ? c->recompute_granularity : "none");
     if (c->recompute_method) printf(" %s %d", c->recompute_method, c->recompute_num_layers);
+    if (c->sequence_parallel)
+        printf(", sequence parallel (LayerNorms and residual stream on %d of %d positions)",
+               c->seq_length / c->tensor_model_parallel_size, c->seq_length);
     printf("; work space %.1f KiB (once per chunk)\n",
            (double)pp_executor_work_space_bytes(ex) / 1024.0);
 }
@@ -425,6 +429,10 @@ int trainer_run(train_config *c) {
     run_setup(&r, c);
     if (!c->no_trace) run_trace_begin(&r);
     if (r.lead && !c->quiet) print_layout(c, r.ps, r.t->model, r.t->opt, r.t->exec);
+    if (r.lead && c->sequence_parallel_off)
+        fprintf(stderr, "trident train: note: --sequence-parallel ignored: "
+                        "--tensor-model-parallel-size is 1, so there is no tensor-parallel group "
+                        "to cut the sequence over (Megatron does the same)\n");
     if (c->load) run_resume(&r);
     char path[4200];
     if (r.lead) {

@@ -77,6 +77,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     free(stage_layers);
     const gpt_recompute rc = train_config_recompute(cfg);
     local_model_set_recompute(t->model, &rc); /* before the executor lays out activations */
+    local_model_set_sequence_parallel(t->model, cfg->sequence_parallel);
     /* The rank with the loss: the last pipeline rank, or rank 0 at the top of zbv's V. */
     t->is_last_stage = t->model->wte_head != NULL;
     t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
@@ -98,6 +99,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         .norm = ps ? (cfg->use_distributed_optimizer ? ps->world : ps->mp) : NULL,
         /* zbv: both wte copies on pipeline rank 0, summed by the executor (local_model.h) */
         .embedding = ps && kind != PP_ZBV ? ps->embedding : NULL,
+        .tp = ps && cfg->sequence_parallel ? ps->tp : NULL,
         .zero = cfg->use_distributed_optimizer,
         .bucket_numel = (size_t)cfg->ddp_bucket_size,
         .world = ps ? ps->world : NULL,

@@ -212,6 +212,39 @@ static void zero_reduce_grads(dist_optimizer *o, float inv) {
     dev_scale(grads, inv, S);
 }
 
+/* Step 2, end, with sequence parallelism: the gradients of the parameters each TP rank summed
+ * over its own positions only (gpt_param.sequence_parallel) are summed over the TP group —
+ * Megatron's all-reduce of "sequence_parallel" gradients (finalize_model_grads). The pieces
+ * of this rank's shard that belong to them are packed into one buffer, all-reduced once and
+ * put back. */
+static void sum_sequence_parallel_grads(dist_optimizer *o) {
+    const zero_shard *sh = o->mine;
+    float *g = o->model->grads;
+    size_t n = 0;
+    if (gsize(o->g.tp) <= 1) return;
+    for (int k = 0; k < sh->n_pieces; k++)
+        if (o->model->plist[sh->pieces[k].param]->sequence_parallel)
+            n += sh->pieces[k].local_end - sh->pieces[k].local_start;
+    if (n == 0) return; /* the same on every TP peer: the same pieces */
+    float *buf = device_alloc(n * sizeof(float), "sequence-parallel gradients");
+    for (int pass = 0; pass < 2; pass++) { /* 0: pack, 1: unpack after the sum */
+        size_t at = 0;
+        for (int k = 0; k < sh->n_pieces; k++) {
+            const zero_piece *pc = &sh->pieces[k];
+            if (!o->model->plist[pc->param]->sequence_parallel) continue;
+            const size_t len = pc->local_end - pc->local_start;
+            if (pass == 0) device_copy(buf + at, g + pc->local_start, len * sizeof(float));
+            else device_copy(g + pc->local_start, buf + at, len * sizeof(float));
+            at += len;
+        }
+        if (pass > 0) break;
+        comm_label_set("sp grads", -1);
+        comm_all_reduce(o->g.tp, buf, n, COMM_FLOAT32, COMM_SUM);
+        comm_label_clear();
+    }
+    device_free(buf);
+}
+
 /* Step 3: the global norm: this rank's pieces that count, summed over the norm group. */
 static double grad_norm(dist_optimizer *o) {
     const zero_shard *sh = o->mine;
@@ -272,6 +305,7 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
         if (o->g.zero) zero_reduce_grads(o, inv);
         else plain_reduce_grads(o, inv);
     }
+    sum_sequence_parallel_grads(o);
     st.grad_norm = grad_norm(o);
     update_mine(o, st.lr, adamw_clip_factor(&o->cfg, st.grad_norm));
     if (o->g.zero && o->overlap && o->g.overlap_params) zero_overlap_launch_params(o->overlap);

@@ -7,6 +7,10 @@
  *   2. data parallel: without ZeRO, the gradient buffer is all-reduced (in buckets) and
  *      divided by dp; with ZeRO-1 it is reduce-scattered IN PLACE so DP rank d gets the
  *      summed gradient of its shard only (src/zero/shard_ranges.h), divided by dp;
+ *      then, with sequence parallelism, the parameters that each tensor-parallel rank saw on
+ *      its sequence shard only (gpt_param.sequence_parallel: the LayerNorms) get the sum over
+ *      the TP group — on this rank's pieces of them, which its TP peers hold alike (their
+ *      buffers have the same layout), so it works the same with or without ZeRO;
  *   3. the global gradient norm over every parameter counted once (TP replicas and the
  *      head's wte copy excluded), summed over the ranks that hold different parts;
  *   4. AdamW: without ZeRO on the whole buffer; with ZeRO on the shard's pieces only — the
@@ -48,6 +52,8 @@ typedef struct {
     comm_group *norm;      /* ranks whose norm pieces differ: model-parallel (TP×PP), or the
                               whole world with ZeRO (NULL = 1) */
     comm_group *embedding; /* first + last pipeline stage (NULL or size 1 = no tie to sync) */
+    comm_group *tp;        /* sequence parallelism: the tensor-parallel group that sums the
+                              sequence_parallel parameters' gradients (NULL = none) */
     bool zero;             /* --use-distributed-optimizer */
     size_t bucket_numel;   /* all-reduce bucket size without ZeRO (0 = one bucket) */
     comm_group *world;     /* every rank: agrees on fp16 overflow (NULL = 1) */

@@ -8,6 +8,12 @@
  * missing its all-reduce shows up. Compared: the loss and per-position losses, the chunk
  * output and input gradient (a middle chunk), and every parameter gradient element.
  *
+ * The same with sequence parallelism (--sequence-parallel, src/model/gpt.h): inputs, outputs
+ * and their gradients are this rank's positions of the serial ones; after the LayerNorms'
+ * gradients are summed over TP (what the optimizer does), every gradient is the serial one;
+ * the traffic is the formula's all-gathers and reduce-scatters; the activations kept shrink
+ * by exactly the replicated tensors' (p−1)/p.
+ *
  * Not here: multi-step training at several layouts (tests/train/ does that).
  */
 #include <math.h>
@@ -74,19 +80,25 @@ typedef struct {
     gpt_scratch *s;
 } chunk_run;
 
-static chunk_run *run_make(const gpt_config *cfg, int tp_size, int tp_rank, int l0, int l1,
-                           bool emb, bool head) {
+static chunk_run *run_make_sp(const gpt_config *cfg, int tp_size, int tp_rank, int l0, int l1,
+                              bool emb, bool head, bool sp) {
     chunk_run *r = calloc(1, sizeof *r);
     gpt_shard sh = {tp_size, tp_rank, l0, l1, emb, head};
     char err[256];
     if (!gpt_config_check(cfg, tp_size, err, sizeof err)) fail_msg("%s", err);
     gpt_chunk_init(&r->c, cfg, &sh, 0);
+    gpt_chunk_set_sequence_parallel(&r->c, sp);
     r->params = malloc(r->c.num_elements * sizeof(float));
     r->grads = calloc(r->c.num_elements, sizeof(float));
     fill_params(&r->c, r->params);
     r->a = gpt_acts_create(&r->c, B, T);
     r->s = gpt_scratch_create(&r->c, B, T);
     return r;
+}
+
+static chunk_run *run_make(const gpt_config *cfg, int tp_size, int tp_rank, int l0, int l1,
+                           bool emb, bool head) {
+    return run_make_sp(cfg, tp_size, tp_rank, l0, l1, emb, head, false);
 }
 
 static void run_free(chunk_run *r) {
@@ -212,7 +224,7 @@ static void expect_chunk_traffic(bool emb, bool head, int L, size_t C, size_t fw
     if (bwd.all_reduce_calls != bc || bwd.all_reduce_bytes != bb)
         fail_msg("%s backward: %zu all-reduces, %zu bytes; formula %zu, %zu", what,
                  bwd.all_reduce_calls, bwd.all_reduce_bytes, bc, bb);
-    if (bwd.all_gather_calls || bwd.other_calls)
+    if (bwd.all_gather_calls || bwd.reduce_scatter_calls || bwd.other_calls)
         fail_msg("%s backward: unexpected collectives", what);
 }
 
@@ -243,7 +255,7 @@ static void one_micro_batch_moves_exactly_the_formulas_bytes(void **state) {
                     cases[i].head ? NULL : y, tp);
         tp_traffic fwd = tp_traffic_get();
         size_t counter_bytes = comm_bytes_collective(tp), counter_calls = comm_calls(tp);
-        if (fwd.all_gather_calls || fwd.other_calls)
+        if (fwd.all_gather_calls || fwd.reduce_scatter_calls || fwd.other_calls)
             fail_msg("%s forward: collectives other than all-reduce", cases[i].name);
         if (p > 1 &&
             (counter_bytes != fwd.all_reduce_bytes || counter_calls != fwd.all_reduce_calls))
@@ -269,6 +281,177 @@ static void one_micro_batch_moves_exactly_the_formulas_bytes(void **state) {
     free(dx);
 }
 
+/* ---------------------------------------------------------------- sequence parallelism */
+
+/* This rank's positions (B, T/p, C) of a whole (B, T, C). */
+static void own_positions(float *out, const float *whole, size_t C) {
+    const size_t p = (size_t)tp_fixture_size(), r = (size_t)tp_fixture_rank(), Tl = T / p;
+    for (size_t b = 0; b < B; b++)
+        memcpy(out + b * Tl * C, whole + (b * T + r * Tl) * C, Tl * C * sizeof(float));
+}
+
+/* What the optimizer does first with sequence parallelism: the gradients of the parameters
+ * marked sequence_parallel (each rank's sum over its own positions) summed over TP. */
+static void sum_sequence_parallel_grads(chunk_run *r, comm_group *tp) {
+    for (int i = 0; i < r->c.nparams; i++) {
+        const gpt_param *p = &r->c.params[i];
+        const bool layernorm = p->kind == GPT_LN1_W || p->kind == GPT_LN1_B ||
+                               p->kind == GPT_LN2_W || p->kind == GPT_LN2_B ||
+                               p->kind == GPT_LNF_W || p->kind == GPT_LNF_B;
+        if (p->sequence_parallel != (layernorm && tp_fixture_size() > 1))
+            fail_msg("%s: marked sequence_parallel %d", p->name, p->sequence_parallel);
+        if (p->sequence_parallel)
+            comm_all_reduce(tp, r->grads + p->offset, p->numel, COMM_FLOAT32, COMM_SUM);
+    }
+}
+
+static void sequence_parallel_chunk_with_embedding_and_head_matches_tp1(void **state) {
+    (void)state;
+    comm_group *tp = tp_fixture_group();
+    const int p = tp_fixture_size(), r = tp_fixture_rank();
+    const gpt_config cfg = test_config(2);
+    chunk_run *ser = run_make(&cfg, 1, 0, 0, 2, true, true);
+    chunk_run *par = run_make_sp(&cfg, p, r, 0, 2, true, true, true);
+    assert_int_equal(par->c.sequence_parallel, p > 1); /* off at tp 1, as in Megatron */
+    int32_t tokens[NPOS], targets[NPOS];
+    make_tokens(tokens, targets, cfg.real_vocab);
+    float ls = gpt_forward(&ser->c, ser->params, ser->a, ser->s, tokens, targets, NULL, NULL, NULL);
+    float lp = gpt_forward(&par->c, par->params, par->a, par->s, tokens, targets, NULL, NULL, tp);
+    if (!(fabs((double)lp - ls) <= 1e-5 * fabs(ls)))
+        fail_msg("loss %.9g at tp %d with sequence parallelism, %.9g at tp 1", (double)lp, p,
+                 (double)ls);
+    expect_close(gpt_acts_losses(par->a), gpt_acts_losses(ser->a), NPOS, 1e-6, 1e-5,
+                 "per-position losses (every position, on every rank)");
+    const float dloss = 1.0f / (float)NPOS;
+    gpt_backward(&ser->c, ser->params, ser->grads, ser->a, ser->s, NULL, NULL, dloss, NULL);
+    gpt_backward(&par->c, par->params, par->grads, par->a, par->s, NULL, NULL, dloss, tp);
+    sum_sequence_parallel_grads(par, tp);
+    expect_grads_match(par, ser);
+    run_free(ser);
+    run_free(par);
+}
+
+/* A middle chunk: it gets and gives this rank's positions, forward and backward. */
+static void sequence_parallel_middle_chunk_works_on_its_positions(void **state) {
+    (void)state;
+    comm_group *tp = tp_fixture_group();
+    const int p = tp_fixture_size(), r = tp_fixture_rank();
+    const gpt_config cfg = test_config(4);
+    const size_t C = (size_t)cfg.hidden, n = NPOS * C, nl = n / (size_t)p;
+    chunk_run *ser = run_make(&cfg, 1, 0, 1, 3, false, false);
+    chunk_run *par = run_make_sp(&cfg, p, r, 1, 3, false, false, true);
+    assert_int_equal(gpt_residual_rows(&par->c, B, T), NPOS / (size_t)p);
+    float *x_in = tp_fixture_fill(NULL, n, 50, 1.0f), *dx_out = tp_fixture_fill(NULL, n, 51, 1.0f);
+    float *ys = malloc(n * 4), *dxs = malloc(n * 4), *want = malloc(nl * 4);
+    float *x_mine = malloc(nl * 4), *dy_mine = malloc(nl * 4), *yp = malloc(nl * 4);
+    float *dxp = malloc(nl * 4);
+    own_positions(x_mine, x_in, C);
+    own_positions(dy_mine, dx_out, C);
+    gpt_forward(&ser->c, ser->params, ser->a, ser->s, NULL, NULL, x_in, ys, NULL);
+    gpt_forward(&par->c, par->params, par->a, par->s, NULL, NULL, x_mine, yp, tp);
+    own_positions(want, ys, C);
+    expect_close(yp, want, nl, 1e-5, 1e-4, "chunk output at this rank's positions");
+    gpt_backward(&ser->c, ser->params, ser->grads, ser->a, ser->s, dx_out, dxs, 0.0f, NULL);
+    gpt_backward(&par->c, par->params, par->grads, par->a, par->s, dy_mine, dxp, 0.0f, tp);
+    own_positions(want, dxs, C);
+    expect_close(dxp, want, nl, 1e-5, 1e-4, "chunk input gradient at this rank's positions");
+    sum_sequence_parallel_grads(par, tp);
+    expect_grads_match(par, ser);
+    free(x_in), free(dx_out), free(ys), free(dxs), free(want);
+    free(x_mine), free(dy_mine), free(yp), free(dxp);
+    run_free(ser);
+    run_free(par);
+}
+
+/* Traffic of one micro-batch with sequence parallelism at tp = p > 1. Every event counts a
+ * whole (N,C) buffer (comm.h: the gathered or the scattered one), 4·N·C bytes:
+ *
+ *   forward   embedding  ḡ                         1 reduce-scatter
+ *             per block  g, ḡ, g, ḡ                2 all-gathers, 2 reduce-scatters
+ *             head       g; max, target, sum-exp   1 all-gather; 3 all-reduces of N
+ *   backward  head       g's backward + regather   1 reduce-scatter, 1 all-gather
+ *             per block  ḡ's backward (dY) ×2,     4 all-gathers, 2 reduce-scatters
+ *                        g's backward ×2 + the inputs of qkv and fc gathered again for W
+ *             embedding  ḡ's backward              1 all-gather
+ *
+ * Forward it moves what plain TP moves (a reduce-scatter plus an all-gather is an
+ * all-reduce); backward the two gathers of the column-parallel inputs are extra, the price
+ * of keeping only the shard (Korthikanti et al. do the same). */
+static void sequence_parallel_micro_batch_moves_exactly_the_formulas_bytes(void **state) {
+    (void)state;
+    comm_group *tp = tp_fixture_group();
+    const int p = tp_fixture_size(), r = tp_fixture_rank();
+    const gpt_config cfg = test_config(3);
+    const size_t C = (size_t)cfg.hidden, n = NPOS * C, nl = n / (size_t)p, on = p > 1;
+    int32_t tokens[NPOS], targets[NPOS];
+    make_tokens(tokens, targets, cfg.real_vocab);
+    float *x = tp_fixture_fill(NULL, nl, 60, 1.0f), *y = malloc(nl * 4), *dx = malloc(nl * 4);
+    const struct {
+        int l0, l1;
+        bool emb, head;
+    } cases[] = {{0, 3, true, true}, {0, 2, false, false}};
+    for (int i = 0; i < 2; i++) {
+        chunk_run *par = run_make_sp(&cfg, p, r, cases[i].l0, cases[i].l1, cases[i].emb,
+                                     cases[i].head, true);
+        const size_t L = (size_t)(cases[i].l1 - cases[i].l0), e = cases[i].emb, h = cases[i].head;
+        tp_traffic_reset();
+        gpt_forward(&par->c, par->params, par->a, par->s, tokens, targets, x, h ? NULL : y, tp);
+        tp_traffic f = tp_traffic_get();
+        tp_traffic_reset();
+        gpt_backward(&par->c, par->params, par->grads, par->a, par->s, y, e ? NULL : dx, 1.0f, tp);
+        tp_traffic b = tp_traffic_get();
+        const size_t want[8] = {on * (2 * L + h),
+                                on * (2 * L + e),
+                                on * 3 * h,
+                                on * (4 * L + h + e),
+                                on * (2 * L + h),
+                                0,
+                                0,
+                                0};
+        const size_t got[8] = {f.all_gather_calls, f.reduce_scatter_calls, f.all_reduce_calls,
+                               b.all_gather_calls, b.reduce_scatter_calls, b.all_reduce_calls,
+                               f.other_calls,      b.other_calls};
+        for (int k = 0; k < 8; k++)
+            if (got[k] != want[k])
+                fail_msg("chunk %d: count %d of [fwd ag, rs, ar, bwd ag, rs, ar, other] is %zu, "
+                         "formula %zu",
+                         i, k, got[k], want[k]);
+        if (f.all_gather_bytes != f.all_gather_calls * n * 4 ||
+            f.reduce_scatter_bytes != f.reduce_scatter_calls * n * 4 ||
+            b.all_gather_bytes != b.all_gather_calls * n * 4 ||
+            b.reduce_scatter_bytes != b.reduce_scatter_calls * n * 4 ||
+            f.all_reduce_bytes != f.all_reduce_calls * NPOS * 4)
+            fail_msg("chunk %d: an event is not of the whole (N,C) (or N) buffer", i);
+        run_free(par);
+    }
+    free(x), free(y), free(dx);
+}
+
+/* The activations kept per micro-batch shrink by what sequence parallelism cuts: the block
+ * inputs, LayerNorm outputs, x_mid and the LayerNorm statistics (and the head's LNf), from
+ * N to N/p rows; the TP region (qkv, att, atty, fch, fch_gelu) and the logits stay. */
+static size_t r16(size_t n) { return (n + 15) / 16 * 16; } /* the activation cursor's rounding */
+
+static void sequence_parallel_keeps_the_replicated_activations_on_1_over_p(void **state) {
+    (void)state;
+    const int p = tp_fixture_size(), r = tp_fixture_rank();
+    const gpt_config cfg = test_config(3);
+    const size_t C = (size_t)cfg.hidden, L = 3, N = NPOS, Nr = N / (size_t)p;
+    chunk_run *tpr = run_make(&cfg, p, r, 0, 3, true, true);
+    chunk_run *spr = run_make_sp(&cfg, p, r, 0, 3, true, true, true);
+    /* per block x, ln1, x_mid, ln2 (rows × C) and 4 statistics (rows); plus x[L], LNf and its
+     * two statistics */
+    const size_t whole = (L * 4 + 2) * r16(N * C) + (L * 4 + 2) * r16(N);
+    const size_t shard = (L * 4 + 2) * r16(Nr * C) + (L * 4 + 2) * r16(Nr);
+    const size_t a = gpt_acts_bytes(tpr->a), b = gpt_acts_bytes(spr->a);
+    if (a - b != 4 * (whole - shard))
+        fail_msg("tp %d: %zu activation bytes without sequence parallelism, %zu with: saved %zu, "
+                 "expected %zu",
+                 p, a, b, a - b, 4 * (whole - shard));
+    run_free(tpr);
+    run_free(spr);
+}
+
 int main(int argc, char **argv) {
     mpi_test_launch(argc, argv, WORLD);
     tp_fixture_init(&argc, &argv, WORLD);
@@ -276,6 +459,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test(one_block_chunk_with_embedding_and_head_matches_tp1),
         cmocka_unit_test(middle_chunk_output_and_input_gradient_match_tp1),
         cmocka_unit_test(one_micro_batch_moves_exactly_the_formulas_bytes),
+        cmocka_unit_test(sequence_parallel_chunk_with_embedding_and_head_matches_tp1),
+        cmocka_unit_test(sequence_parallel_middle_chunk_works_on_its_positions),
+        cmocka_unit_test(sequence_parallel_micro_batch_moves_exactly_the_formulas_bytes),
+        cmocka_unit_test(sequence_parallel_keeps_the_replicated_activations_on_1_over_p),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     return tp_fixture_finish(rc);

@@ -23,7 +23,8 @@ static void expect_traffic(size_t reduces, size_t reduce_bytes, size_t gathers, 
                            const char *what) {
     tp_traffic t = tp_traffic_get();
     if (t.all_reduce_calls != reduces || t.all_reduce_bytes != reduce_bytes ||
-        t.all_gather_calls != gathers || t.all_gather_bytes != gather_bytes || t.other_calls)
+        t.all_gather_calls != gathers || t.all_gather_bytes != gather_bytes || t.other_calls ||
+        t.reduce_scatter_calls)
         fail_msg("%s: %zu all-reduces (%zu B), %zu all-gathers (%zu B), %zu other; expected %zu "
                  "(%zu B), "
                  "%zu (%zu B), 0",

@@ -22,6 +22,9 @@ static void tally(const comm_event *e, void *ctx) {
     } else if (strcmp(e->op, "all_gather") == 0) {
         g_traffic.all_gather_calls++;
         g_traffic.all_gather_bytes += e->bytes;
+    } else if (strcmp(e->op, "reduce_scatter") == 0) {
+        g_traffic.reduce_scatter_calls++;
+        g_traffic.reduce_scatter_bytes += e->bytes;
     } else {
         g_traffic.other_calls++;
     }

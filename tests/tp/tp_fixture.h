@@ -36,7 +36,8 @@ float *tp_fixture_fill(float *x, size_t n, uint64_t stream, float scale);
 typedef struct {
     size_t all_reduce_calls, all_reduce_bytes;
     size_t all_gather_calls, all_gather_bytes;
-    size_t other_calls; /* anything else: reduce_scatter, broadcast, p2p, barrier */
+    size_t reduce_scatter_calls, reduce_scatter_bytes;
+    size_t other_calls; /* anything else: broadcast, p2p, barrier */
 } tp_traffic;
 void tp_traffic_reset(void); /* also resets the TP group's counters */
 tp_traffic tp_traffic_get(void);

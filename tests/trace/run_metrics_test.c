@@ -70,6 +70,11 @@ static void test_layout_labels(void **state) {
         "\"virtual_pipeline_size\":1,\"precision\":\"bf16\"}",
         buf, sizeof buf));
     assert_string_equal(buf, "tp1×pp4×dp1, gpipe, bf16");
+    assert_true(run_metrics_layout_label(
+        "{\"tensor_model_parallel_size\":2,\"pipeline_model_parallel_size\":1,"
+        "\"data_parallel_size\":2,\"sequence_parallel\":true,\"use_distributed_optimizer\":true}",
+        buf, sizeof buf));
+    assert_string_equal(buf, "tp2×pp1×dp2, SP, ZeRO");
     assert_false(run_metrics_layout_label("{\"seed\":3}", buf, sizeof buf));
     assert_false(run_metrics_layout_label("not json", buf, sizeof buf));
     assert_false(run_metrics_layout_label(NULL, buf, sizeof buf));

@@ -61,10 +61,12 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     pc.recompute_granularity = lc->recompute;
     pc.recompute_method = lc->recompute_method;
     pc.recompute_num_layers = lc->recompute_layers;
+    pc.sequence_parallel = lc->sequence_parallel;
     char rec[48] = ""; /* the recomputation, for the messages */
     if (lc->recompute)
         snprintf(rec, sizeof rec, " rc-%s%s%s", lc->recompute, lc->recompute_method ? "-" : "",
                  lc->recompute_method ? lc->recompute_method : "");
+    if (lc->sequence_parallel) strcat(rec, " sp");
     /* A few thousand elements: the test model's ~70k parameters make a few dozen buckets that
      * straddle layers and ZeRO shards, and most are reduced during the backward. */
     if (lc->overlap_grad || lc->overlap_param) pc.ddp_bucket_size = 3000;

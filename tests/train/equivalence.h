@@ -20,6 +20,7 @@ typedef struct {
      * --recompute-num-layers; the serial run it is compared with recomputes nothing */
     const char *recompute, *recompute_method;
     int recompute_layers;
+    bool sequence_parallel; /* --sequence-parallel (the serial run has none) */
 } layout_case;
 
 /* A small model and batch that every layout below divides. */

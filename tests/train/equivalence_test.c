@@ -4,7 +4,9 @@
  * Each case trains a few steps serially (on every rank, no communication) and at the
  * layout, and compares every step's loss (rtol 1e-5) and every final parameter element
  * (|diff| <= 1e-5 + 1e-4·|serial|: fp32 reductions in another order, through Adam).
- * Rows with activation recomputation are compared with the serial run without it.
+ * Rows with activation recomputation are compared with the serial run without it, and so are
+ * rows with sequence parallelism (.sequence_parallel: LayerNorms and residual stream on T/tp
+ * positions per rank, pipeline messages of (B, T/tp, C)).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -37,6 +39,8 @@ static const layout_case k_cases[] = {
     /* activation recomputation (the serial run keeps everything) */
     {1, 2, 0, "zb-h1", false, false, false, false, "full", "uniform", 2}, /* one group of 2 */
     {2, 1, 0, "1f1b", false, false, false, false, "selective"},           /* TP2 */
+    /* sequence parallelism */
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true}, /* TP2 */
 #elif WORLD == 4
     {4, 1, 0, "1f1b", false},  /* TP4 */
     {1, 4, 0, "1f1b", false},  /* PP4 1F1B */
@@ -52,6 +56,11 @@ static const layout_case k_cases[] = {
     {1, 4, 1, "zbv", false, false, false, true}, /* PP4 ZB-V, self messages + receives ahead */
     {1, 2, 0, "1f1b", true, false, false, false, "full", "block", 1},   /* PP2 × DP2 ZeRO */
     {2, 2, 0, "zbv", false, false, false, false, "full", "uniform", 1}, /* TP2 × PP2 ZB-V */
+    /* sequence parallelism: shards as pipeline messages; the split backward; ZeRO + overlaps */
+    {.tp = 2, .pp = 2, .schedule = "1f1b", .sequence_parallel = true}, /* TP2 × PP2 */
+    {.tp = 2, .pp = 2, .schedule = "zbv", .sequence_parallel = true},  /* TP2 × PP2 ZB-V */
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .zero = true, .overlap_grad = true,
+     .overlap_param = true, .sequence_parallel = true}, /* TP2 × DP2 ZeRO, both overlaps */
 #elif WORLD == 8
     {2, 2, 1, "interleaved", true}, /* TP2 × PP2 × DP2, interleaved, ZeRO (the demo layout) */
     {2, 2, 0, "1f1b", false},       /* TP2 × PP2 × DP2, 1F1B */
@@ -67,6 +76,10 @@ static const layout_case k_cases[] = {
     {2, 2, 1, "interleaved", false, true, false, true}, /* interleaved, grads + p2p overlap */
     {2, 2, 1, "interleaved", true, false, false, false, "full", "uniform", 1}, /* 3D, ZeRO */
     {2, 2, 0, "zb-h1", true, false, false, false, "selective"},              /* 3D, ZeRO */
+    /* sequence parallelism: interleaved, ZeRO, full recomputation (which gathers again) */
+    {.tp = 2, .pp = 2, .vpp_layers = 1, .schedule = "interleaved", .zero = true,
+     .recompute = "full", .recompute_method = "uniform", .recompute_layers = 1,
+     .sequence_parallel = true}, /* 3D */
 #endif
 };
 #pragma GCC diagnostic pop

@@ -7,11 +7,16 @@
  *   - bf16 and fp16 train, staying within a stated tolerance of fp32;
  *   - fp16 loss scaling skips the step and lowers the scale on an (injected) overflow, and
  *     training goes on;
- *   - evaluation (forward passes only through the pipeline) gives the serial loss;
+ *   - evaluation (forward passes only through the pipeline) gives the serial loss, with
+ *     sequence parallelism too;
  *   - in bf16, --overlap-grad-reduce / --overlap-param-gather give the parameters of the
  *     blocking step (gradients rounded bucket by bucket, the tied wte summed first);
  *   - activation recomputation holds fewer bytes per micro-batch (measured, 1F1B), and in
- *     bf16 changes no bit of the parameters (TP × PP zero bubble; PP × DP ZeRO).
+ *     bf16 changes no bit of the parameters (TP × PP zero bubble, with and without sequence
+ *     parallelism; PP × DP ZeRO);
+ *   - sequence parallelism divides a micro-batch's activations by the tensor-parallel size
+ *     (Korthikanti et al.'s (sbh/t)(34 + 5as/h): all of it, not only the TP region), and in
+ *     bf16 trains like plain TP (TP × PP zero bubble).
  * Runs under mpirun with 4 ranks.
  */
 #include <math.h>
@@ -159,15 +164,17 @@ static void recomputation_in_bf16_changes_no_bit(void **state) {
     const struct {
         int tp, pp;
         const char *schedule, *granularity, *method;
-        bool zero;
-    } cases[] = {{2, 2, "zb-h1", "full", "uniform", false}, /* chunks of 2: one group */
-                 {1, 2, "1f1b", "selective", NULL, true}};  /* PP2 × DP2 ZeRO */
-    for (int k = 0; k < 2; k++) {
+        bool zero, sp;
+    } cases[] = {{2, 2, "zb-h1", "full", "uniform", false, false}, /* chunks of 2: one group */
+                 {1, 2, "1f1b", "selective", NULL, true, false},   /* PP2 × DP2 ZeRO */
+                 {2, 2, "zb-h1", "full", "uniform", false, true}}; /* the gathers redone */
+    for (int k = 0; k < 3; k++) {
         train_config a = c;
         a.tensor_model_parallel_size = cases[k].tp;
         a.pipeline_model_parallel_size = cases[k].pp;
         a.pipeline_schedule = cases[k].schedule;
         a.use_distributed_optimizer = cases[k].zero;
+        a.sequence_parallel = cases[k].sp;
         train_config b = a;
         b.recompute_granularity = cases[k].granularity;
         b.recompute_method = cases[k].method;
@@ -176,13 +183,77 @@ static void recomputation_in_bf16_changes_no_bit(void **state) {
         float *pa = bf16_params(a, &na), *pb = bf16_params(b, &nb);
         assert_int_equal(na, nb);
         if (memcmp(pa, pb, na * sizeof(float)) != 0)
-            fail_msg("bf16 tp%d pp%d %s, %s recomputation: parameters differ from no recomputation "
-                     "(rank %d)",
-                     cases[k].tp, cases[k].pp, cases[k].schedule, cases[k].granularity,
-                     dist_rank());
+            fail_msg("bf16 tp%d pp%d %s%s, %s recomputation: parameters differ from no "
+                     "recomputation (rank %d)",
+                     cases[k].tp, cases[k].pp, cases[k].schedule, cases[k].sp ? " sp" : "",
+                     cases[k].granularity, dist_rank());
         free(pa);
         free(pb);
     }
+}
+
+/* Activation bytes per micro-batch at tp = t (pp 1, dp 4/t), with or without sequence
+ * parallelism, as the executor lays them out. */
+static size_t activation_bytes(int t, bool sp) {
+    train_config c;
+    equivalence_base_config(&c);
+    c.tensor_model_parallel_size = t;
+    c.sequence_parallel = sp;
+    parallel_state *ps;
+    trainer *tr = make(&c, &ps);
+    size_t bytes = pp_executor_activation_bytes_per_microbatch(trainer_executor(tr));
+    trainer_destroy(tr);
+    ps_destroy(ps);
+    return bytes;
+}
+
+/* Korthikanti et al.: TP alone keeps sbh(10 + 24/t + 5as/(ht)) per layer, the replicated part
+ * whole; with SP (sbh/t)(34 + 5as/h), everything over t. Here: at t = 2 and 4 the whole
+ * micro-batch's bytes are the serial ones over t, up to what is per position and not cut
+ * (tokens, targets, per-position losses and loss statistics: 6 values per position, each
+ * buffer rounded up to 16), while TP alone stays above by the replicated part. */
+static void sequence_parallelism_divides_the_activations_by_t(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c);
+    const size_t N = (size_t)c.micro_batch_size * (size_t)c.seq_length, uncut = 6 * (N + 16) * 4;
+    const size_t serial = activation_bytes(1, false);
+    assert_int_equal(activation_bytes(1, true), serial); /* tp 1: sequence parallelism is off */
+    for (int t = 2; t <= 4; t *= 2) {
+        const size_t tp = activation_bytes(t, false), sp = activation_bytes(t, true);
+        if (dist_rank() == 0)
+            printf("  activations per micro-batch: serial %zu B; tp %d: %zu B, with sequence "
+                   "parallelism %zu B (serial / %d = %zu B)\n",
+                   serial, t, tp, sp, t, serial / (size_t)t);
+        if (!(sp >= serial / (size_t)t && sp <= serial / (size_t)t + uncut && tp > sp + uncut))
+            fail_msg("tp %d: %zu activation bytes with sequence parallelism, %zu without; serial "
+                     "%zu over %d is %zu (+ at most %zu not cut)",
+                     t, sp, tp, serial, t, serial / (size_t)t, uncut);
+    }
+}
+
+/* bf16: sequence parallelism changes only the order of some sums (LayerNorm gradients: two
+ * partial sums rounded to bf16, then added), so it trains like plain TP: the same losses to
+ * 1e-3 and parameters to well within one bf16 step (2^-8) of the largest weight. */
+static void sequence_parallelism_in_bf16_trains_like_tensor_parallelism(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c);
+    c.tensor_model_parallel_size = 2;
+    c.pipeline_model_parallel_size = 2;
+    c.pipeline_schedule = "zb-h1";
+    train_config s = c;
+    s.sequence_parallel = true;
+    size_t na, nb;
+    float *pa = bf16_params(c, &na), *pb = bf16_params(s, &nb);
+    assert_int_equal(na, nb);
+    double worst = max_rel_diff(pb, pa, na);
+    if (dist_rank() == 0)
+        printf("  bf16 tp2 pp2 zb-h1: sequence parallel vs not, max relative difference %.2e\n",
+               worst);
+    assert_true(worst <= 1e-3); /* bf16 keeps 8 bits: its step is 4e-3 of a weight */
+    free(pa);
+    free(pb);
 }
 
 /* Serial losses over `steps` with a precision flag. */
@@ -258,19 +329,21 @@ static void evaluation_gives_the_serial_loss_on_any_layout(void **state) {
     trainer *s = trainer_create(&c, NULL);
     trainer_step(s, 1);
     float want = trainer_evaluate(s, 2, 1);
-    const int layouts[3][3] = {{1, 4, 0}, {2, 2, 0}, {1, 2, 1}}; /* tp, pp, layers per chunk */
-    for (int k = 0; k < 3; k++) {
+    /* tp, pp, layers per chunk, sequence parallelism */
+    const int layouts[4][4] = {{1, 4, 0, 0}, {2, 2, 0, 0}, {1, 2, 1, 0}, {2, 2, 0, 1}};
+    for (int k = 0; k < 4; k++) {
         train_config p = c;
         p.tensor_model_parallel_size = layouts[k][0];
         p.pipeline_model_parallel_size = layouts[k][1];
         p.num_layers_per_virtual_pipeline_stage = layouts[k][2];
+        p.sequence_parallel = layouts[k][3];
         parallel_state *ps;
         trainer *t = make(&p, &ps);
         trainer_step(t, 1);
         float got = trainer_evaluate(t, 2, 1);
         if (fabsf(got - want) > 1e-5f * want)
-            fail_msg("tp%d pp%d: evaluation loss %.9g, serial %.9g", layouts[k][0], layouts[k][1],
-                     got, want);
+            fail_msg("tp%d pp%d%s: evaluation loss %.9g, serial %.9g", layouts[k][0],
+                     layouts[k][1], layouts[k][3] ? " sp" : "", got, want);
         trainer_destroy(t);
         ps_destroy(ps);
     }
@@ -288,6 +361,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(evaluation_gives_the_serial_loss_on_any_layout),
         cmocka_unit_test(overlap_flags_in_bf16_give_the_blocking_steps_parameters),
         cmocka_unit_test(recomputation_in_bf16_changes_no_bit),
+        cmocka_unit_test(sequence_parallelism_divides_the_activations_by_t),
+        cmocka_unit_test(sequence_parallelism_in_bf16_trains_like_tensor_parallelism),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     dist_finalize();

@@ -3,7 +3,8 @@
  * - the default configuration learns: the loss falls far beyond noise over a few hundred steps;
  * - a run saved halfway and resumed gives bit-identical losses to an uninterrupted run;
  * - eval prints a mean loss for a checkpoint;
- * - bad input gives one clear line naming the problem, a non-zero exit, and overwrites nothing.
+ * - bad input gives one clear line naming the problem, a non-zero exit, and overwrites nothing;
+ * - --sequence-parallel without tensor parallelism is ignored with a note, as in Megatron.
  */
 #include <math.h>
 #include <stdio.h>
@@ -160,6 +161,26 @@ static void a_corrupt_checkpoint_is_refused_and_nothing_is_overwritten(void **st
     assert_true(st.st_size > 0);
 }
 
+static void sequence_parallel_at_tp_1_is_ignored_with_a_note(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("sp_tp1");
+    char a[4400];
+    snprintf(a, sizeof a,
+             "train --sequence-parallel --num-layers 1 --hidden-size 16 --seq-length 8 "
+             "--train-iters 2 --quiet --no-trace --run-dir %s/r",
+             dir);
+    assert_int_equal(run(a), 0);
+    if (!strstr(g_out, "note: --sequence-parallel ignored: --tensor-model-parallel-size is 1"))
+        fail_msg("no note that --sequence-parallel is ignored at tp 1:\n%s", g_out);
+    snprintf(a, sizeof a, "%s/r/config.json", dir);
+    FILE *f = fopen(a, "r");
+    assert_non_null(f);
+    size_t n = fread(g_out, 1, sizeof g_out - 1, f);
+    g_out[n] = 0;
+    fclose(f);
+    assert_non_null(strstr(g_out, "\"sequence_parallel\":false"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_input_gives_one_clear_line),
@@ -167,6 +188,7 @@ int main(void) {
         cmocka_unit_test(eval_scores_a_checkpoint),
         cmocka_unit_test(a_corrupt_checkpoint_is_refused_and_nothing_is_overwritten),
         cmocka_unit_test(the_default_model_learns),
+        cmocka_unit_test(sequence_parallel_at_tp_1_is_ignored_with_a_note),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
