@@ -285,6 +285,21 @@ static pp_costs schedule_costs(const pp_config *cfg, float fcost, float bcost, f
     return costs;
 }
 
+/* The simulator's costs: positive, and bounded above so that sums of m·p·v of them stay
+ * finite (and printable). A backward cost of 0 means PP_BACKWARD_OVER_FORWARD forwards. */
+static void check_costs(float fcost, float *bcost, float latency) {
+    if (!(fcost > 0 && fcost <= SCHEDULE_MAX_COST))
+        die(WHO ": --forward-cost %g must be positive and at most %g", (double)fcost,
+            SCHEDULE_MAX_COST);
+    if (*bcost == 0) *bcost = PP_BACKWARD_OVER_FORWARD * fcost;
+    if (!(*bcost > 0 && *bcost <= SCHEDULE_MAX_COST))
+        die(WHO ": --backward-cost %g must be positive and at most %g (0 means 2 x "
+                "--forward-cost)",
+            (double)*bcost, SCHEDULE_MAX_COST);
+    if (!(latency >= 0 && latency <= SCHEDULE_MAX_COST))
+        die(WHO ": --p2p-latency %g must be between 0 and %g", (double)latency, SCHEDULE_MAX_COST);
+}
+
 int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
@@ -343,17 +358,7 @@ int cmd_schedule(int argc, char **argv) {
     if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || cfg.kind == PP_ZBV ? 2 : 1;
     char msg[512];
     if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
-    /* Bounded above so that sums of m·p·v of them stay finite (and printable). */
-    if (!(fcost > 0 && fcost <= SCHEDULE_MAX_COST))
-        die(WHO ": --forward-cost %g must be positive and at most %g", (double)fcost,
-            SCHEDULE_MAX_COST);
-    if (bcost == 0) bcost = PP_BACKWARD_OVER_FORWARD * fcost;
-    if (!(bcost > 0 && bcost <= SCHEDULE_MAX_COST))
-        die(WHO ": --backward-cost %g must be positive and at most %g (0 means 2 x "
-                "--forward-cost)",
-            (double)bcost, SCHEDULE_MAX_COST);
-    if (!(latency >= 0 && latency <= SCHEDULE_MAX_COST))
-        die(WHO ": --p2p-latency %g must be between 0 and %g", (double)latency, SCHEDULE_MAX_COST);
+    check_costs(fcost, &bcost, latency);
     const int kind = output_kind(output, format);
 
     pp_schedule s;
