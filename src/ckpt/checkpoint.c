@@ -226,17 +226,16 @@ static long long meta_int(const saved_rank *f, const char *key) {
     return v;
 }
 
-/* The save id: 1 to 16 hex digits as checkpoint_save writes them, or absent (checkpoints
- * saved before ids existed). A longer or other value is refused, never read as "absent". */
+/* The save id: 1 to 16 hex digits (checkpoint_save writes 16), or absent (checkpoints saved
+ * before ids existed). A longer or other value is refused, never read as "absent". */
 static void read_save_id(saved_rank *f) {
     char id[256];
     f->save_id[0] = '\0';
     if (!tf_meta_has(tf_reader_meta(f->r), "save_id")) return;
     size_t n = 0;
     if (tf_meta_get_string(tf_reader_meta(f->r), "save_id", id, sizeof id)) n = strlen(id);
-    if (n < 1 || n >= sizeof f->save_id || strspn(id, "0123456789abcdef") != n)
-        die("checkpoint '%s': save_id is not 1 to %zu hexadecimal digits", f->path,
-            sizeof f->save_id - 1);
+    if (n < 1 || n > 16 || strspn(id, "0123456789abcdef") != n)
+        die("checkpoint '%s': save_id is not 1 to 16 hexadecimal digits", f->path);
     memcpy(f->save_id, id, n + 1);
 }
 

@@ -14,6 +14,7 @@
 
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
+#include "src/core/file_read.h"
 
 static const char *k_step_names[CKPT_NSTEPS] = {"tmp_dir", "rank_file", "written", "aside",
                                                 "renamed", "latest",    "cleaned"};
@@ -54,23 +55,22 @@ static bool is_dir(const char *path) {
 int ckpt_dir_latest(const char *dir) {
     char path[4200];
     snprintf(path, sizeof path, "%s/latest", dir);
-    /* O_NONBLOCK: a FIFO planted as `latest` must not block the open; then only a regular
-     * file is read, and at most a line's worth of it. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0)
+    /* Read bounded (src/core/file_read.h): a FIFO or a device planted as `latest` can neither
+     * block the open nor be read; a regular file of at most a line's worth. */
+    char why[256];
+    size_t got;
+    unsigned long long size;
+    char *text = (char *)file_read_bounded(path, 63, &got, &size, why, sizeof why);
+    if (!text && access(path, F_OK) != 0)
         die("--load %s: no checkpoint there ('%s' is missing: %s)", dir, path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        die("--load %s: '%s' is not a regular file", dir, path);
-    }
-    char text[64] = {0};
-    ssize_t got = read(fd, text, sizeof text - 1);
-    close(fd);
+    if (!text) die("--load %s: '%s' %s", dir, path, why);
     char *end;
     errno = 0;
     long it = got > 0 ? strtol(text, &end, 10) : -1;
-    if (got <= 0 || errno || end == text || (*end && *end != '\n') || it < 0 || it > 99999999)
+    const bool ok = got > 0 && !errno && end != text && (!*end || *end == '\n') && it >= 0 &&
+                    it <= 99999999;
+    free(text);
+    if (!ok)
         die("--load %s: '%s' does not hold an iteration number (expected a line like \"100\")", dir,
             path);
     return (int)it;

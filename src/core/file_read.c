@@ -12,7 +12,8 @@
 
 enum { FILE_READ_ALIGN = 64 };
 
-const char *file_kind_name(unsigned mode) {
+/* "a FIFO", "a directory", ... for an st_mode that is not a regular file. */
+static const char *file_kind_name(unsigned mode) {
     return S_ISFIFO(mode)   ? "a FIFO"
            : S_ISCHR(mode)  ? "a character device"
            : S_ISBLK(mode)  ? "a block device"

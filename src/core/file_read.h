@@ -3,7 +3,7 @@
  *
  *   char err[256];
  *   size_t n; unsigned long long size;
- *   unsigned char *b = file_read_bounded(path, 1 << 20, &b_n, &size, err, sizeof err);
+ *   unsigned char *b = file_read_bounded(path, 1 << 20, &n, &size, err, sizeof err);
  *   if (!b) die("prompt '%s' %s", path, err);   // err: "is not a regular file (a FIFO)"
  *
  * What it guarantees, whatever the path names:
@@ -28,8 +28,5 @@
 
 unsigned char *file_read_bounded(const char *path, size_t max, size_t *n, unsigned long long *size,
                                  char *err, size_t errlen);
-
-/* "a FIFO", "a directory", ... for an st_mode that is not a regular file. */
-const char *file_kind_name(unsigned mode);
 
 #endif /* TRIDENT_CORE_FILE_READ_H */

@@ -268,7 +268,7 @@ static const hostile_case k_cases[] = {
     {1, "eval --load {D}/ck_negv", "tensor 'adam_v/wte@0-2048' element 0 is -1", NULL},
     {1, "eval --load {D}/ck_infm", "tensor 'adam_m/wte@0-2048' element 0 is -inf (must be finite)",
      NULL},
-    {1, "eval --load {D}/ck_saveid", "rank_00000.tck': save_id is not 1 to 23 hexadecimal digits",
+    {1, "eval --load {D}/ck_saveid", "rank_00000.tck': save_id is not 1 to 16 hexadecimal digits",
      NULL},
     {1, "eval --load {D}/ck_heads0", "rank_00000.tck': num_attention_heads 0 is not between 1",
      NULL},
