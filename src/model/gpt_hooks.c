@@ -18,6 +18,7 @@ static void range(const gpt_chunk *c, int kind_first, int kind_last, int layer, 
                   size_t *e) {
     const gpt_param *p = gpt_chunk_find(c, kind_first, layer),
                     *q = gpt_chunk_find(c, kind_last, layer);
+    CHECK(p && q, "a hook or span names a part this chunk does not hold");
     *b = p->offset;
     *e = q->offset + q->numel;
 }

@@ -36,7 +36,9 @@
  * the unit it reads next; that one is all-gathered on the communication stream
  * (comm_stream.h) while the current unit computes (prefetch, one unit ahead), into the second
  * gather buffer; a prefetch the pass does not take is waited for and dropped. On devices other
- * than the plain CPU (cpu-guarded) the stream is not used and every gather blocks. The weight
+ * than the plain CPU every gather blocks: the stream's thread hands MPI the buffers themselves,
+ * which only the cpu device lets a thread touch outside a kernel (cpu-guarded traps it; cuda
+ * memory is not host memory, and the flags refuse cuda here). The weight
  * gradient W (the split backward of zb-h1 and zbv) reads no weight — dW = dY^T X from the
  * activations and B's hand-over — so nothing is gathered for it; only its gradients are
  * bucketed. After the optimizer's update the gather buffers are stale and dropped.
