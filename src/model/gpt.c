@@ -147,6 +147,10 @@ size_t gpt_residual_rows(const gpt_chunk *c, int B, int T) {
     return (size_t)B * seq_local(c, (size_t)T);
 }
 
+bool gpt_param_starts_unit(const gpt_param *p) {
+    return p->kind == GPT_WTE || p->kind == GPT_WPE || p->kind == GPT_LN1_W || p->kind == GPT_LNF_W;
+}
+
 const gpt_param *gpt_chunk_find(const gpt_chunk *c, int kind, int layer) {
     for (int i = 0; i < c->nparams; i++)
         if (c->params[i].kind == kind && c->params[i].layer == layer) return &c->params[i];
@@ -443,12 +447,12 @@ static void row_forward(const gpt_chunk *c, comm_group *tp, float *out, const fl
     comm_label_clear();
 }
 
-void gpt_block_forward(const gpt_chunk *c, const float *params, int B_, int T_, const block_io *io,
-                       int i, comm_group *tp) {
+void gpt_block_forward(const gpt_chunk *c, const block_params *wp, int B_, int T_,
+                       const block_io *io, int i, comm_group *tp) {
     const size_t B = (size_t)B_, T = (size_t)T_, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads;
     const size_t Nr = B * seq_local(c, T); /* rows of the residual stream here */
-    const block_params w = block_views(c, params, i);
+    const block_params w = *wp;
     const block_acts *b = &io->b;
     const int layer = c->shard.layer_begin + i; /* global index: labels the TP collectives */
     /* attention: x -> LN -> QKV (column-parallel: f, or g) -> this rank's heads
@@ -475,20 +479,37 @@ static void embedding_forward(const gpt_chunk *c, const float *params, gpt_acts 
                               comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, Tl = seq_local(c, T);
     const size_t C = (size_t)c->cfg.hidden;
-    const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
-    const float *wpe = params + gpt_chunk_find(c, GPT_WPE, -1)->offset;
+    gpt_span w = gpt_span_params(c, params, GPT_UNIT_WTE, GPT_UNIT_WPE);
+    const float *wte = w.at; /* the unit is wte alone */
     if (c->sequence_parallel) {
         comm_label_set("sp gbar fwd embed", -1);
         tp_vocab_embedding_sp_forward(tp, x0, a->tokens, wte, B, Tl, C, c->v_start, c->Vl);
-        comm_label_clear();
-        /* this rank's positions [r·Tl, (r+1)·Tl) of each sequence */
-        dev_position_forward(x0, wpe + (size_t)c->shard.tp_rank * Tl * C, B, Tl, C);
-        return;
+    } else {
+        comm_label_set("g fwd embed", -1);
+        tp_vocab_embedding_forward(tp, x0, a->tokens, wte, B * T, C, c->v_start, c->Vl);
     }
-    comm_label_set("g fwd embed", -1);
-    tp_vocab_embedding_forward(tp, x0, a->tokens, wte, B * T, C, c->v_start, c->Vl);
     comm_label_clear();
-    dev_position_forward(x0, wpe, B, T, C);
+    gpt_span_params_done(c, &w);
+    const int first_block = a->nblocks > 0 ? c->shard.layer_begin : GPT_UNIT_NONE;
+    w = gpt_span_params(c, params, GPT_UNIT_WPE, first_block);
+    if (c->sequence_parallel) /* this rank's positions [r·Tl, (r+1)·Tl) of each sequence */
+        dev_position_forward(x0, w.at + (size_t)c->shard.tp_rank * Tl * C, B, Tl, C);
+    else dev_position_forward(x0, w.at, B, T, C);
+    gpt_span_params_done(c, &w);
+}
+
+/* Block i's forward with its unit's parameters, hinting the unit the forward reads next. */
+static void block_forward_unit(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
+                               int i, comm_group *tp) {
+    const int layer = c->shard.layer_begin + i;
+    const int next = i + 1 < a->nblocks  ? layer + 1
+                     : c->shard.has_head ? GPT_UNIT_LNF
+                                         : GPT_UNIT_NONE;
+    gpt_span w = gpt_span_params(c, params, layer, next);
+    const block_params v = block_views(c, &w, i);
+    block_io io = gpt_block_io(c, a, s, NULL, i, PASS_FORWARD);
+    gpt_block_forward(c, &v, a->B, a->T, &io, i, tp);
+    gpt_span_params_done(c, &w);
 }
 
 float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
@@ -513,8 +534,7 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scra
 
     for (int i = 0; i < a->nblocks; i++) {
         gpt_hooks_params_needed(c, sh->layer_begin + i);
-        block_io io = gpt_block_io(c, a, s, NULL, i, PASS_FORWARD);
-        gpt_block_forward(c, params, a->B, a->T, &io, i, tp);
+        block_forward_unit(c, params, a, s, i, tp);
     }
 
     float *x_last = a->x[a->nblocks] ? a->x[a->nblocks] : s->x_out;
@@ -528,11 +548,14 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scra
      * positions; the full logits are never gathered. */
     gpt_hooks_params_needed(c, GPT_HOOK_HEAD);
     device_upload(a->targets, targets, N * sizeof(int32_t));
-    const float *lnf_w = params + gpt_chunk_find(c, GPT_LNF_W, -1)->offset;
-    const float *lnf_b = params + gpt_chunk_find(c, GPT_LNF_B, -1)->offset;
-    const float *wte = params + gpt_chunk_find(c, GPT_WTE, -1)->offset;
-    dev_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x_last, lnf_w, lnf_b, Nr, C);
-    column_forward(c, tp, a->logits, a->lnf, wte, NULL, B, T, Vl, "sp g fwd head", -1);
+    gpt_span w = gpt_span_params(c, params, GPT_UNIT_LNF, GPT_UNIT_WTE);
+    dev_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x_last,
+                          gpt_span_of(&w, gpt_chunk_find(c, GPT_LNF_W, -1)),
+                          gpt_span_of(&w, gpt_chunk_find(c, GPT_LNF_B, -1)), Nr, C);
+    gpt_span_params_done(c, &w);
+    w = gpt_span_params(c, params, GPT_UNIT_WTE, GPT_UNIT_NONE);
+    column_forward(c, tp, a->logits, a->lnf, w.at, NULL, B, T, Vl, "sp g fwd head", -1);
+    gpt_span_params_done(c, &w);
     tp_vocab_cross_entropy_forward(tp, a->losses, a->ce_stats, a->logits, a->targets, N, Vl,
                                    c->v_start, c->cfg.real_vocab);
     return (float)(dev_sum(a->losses, N) / (double)N);

@@ -17,7 +17,9 @@
  *
  * Memory: all parameters of a process live in ONE flat buffer, gradients in a second buffer
  * with the same layout; gpt_param records where each tensor sits (offset) so the optimizer
- * is one flat loop and ZeRO shards are offset ranges. Layout of one chunk's parameters:
+ * is one flat loop and ZeRO shards are offset ranges (ZeRO-2/3 keep a unit's gradients, or
+ * parameters, elsewhere: the passes reach every unit through src/model/gpt_hooks.h's spans).
+ * Layout of one chunk's parameters:
  *
  *   [wte (V/tp, C)] [wpe (T, C)]                      first stage only (wte also on the last)
  *   per block l:  ln1_w (C) ln1_b (C) qkv_w (3C/tp, C) qkv_b (3C/tp) proj_w (C, C/tp) proj_b (C)
@@ -210,6 +212,12 @@ float gpt_init_value(const gpt_config *cfg, uint64_t seed, int kind, int layer,
                      size_t serial_index);
 /* Writes this chunk's initial parameters into params (the process buffer). */
 void gpt_chunk_init_params(const gpt_chunk *c, float *params, uint64_t seed);
+
+/* UNITS: the runs of consecutive tensors a pass reads or writes together — wte, wpe, one block
+ * (ln1_w .. fcproj_b), the final norm (lnf_w, lnf_b). ZeRO-2/3 shard each unit on its own
+ * (src/zero/shard_ranges.h, UNITS) and the model finds a unit's storage through
+ * src/model/gpt_hooks.h (SHARDED STORAGE). True when p is the first tensor of its unit. */
+bool gpt_param_starts_unit(const gpt_param *p);
 
 /* Finds a parameter by kind and layer in the chunk, or NULL. */
 const gpt_param *gpt_chunk_find(const gpt_chunk *c, int kind, int layer);

@@ -10,8 +10,6 @@
 #include "src/tp/layers.h"
 #include "src/tp/mappings.h"
 
-static float *grad_of(float *grads, const gpt_param *p) { return grads + p->offset; }
-
 /* B of the two linears of tensor parallelism, as the forward used them (gpt.c): with f and g,
  * or with sequence parallelism g and ḡ, each labelled for the trace.
  *
@@ -57,16 +55,21 @@ static void head_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt
                        gpt_wgrad *wg, float dloss, comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Nr = B * seq_local(c, T), Vl = c->Vl;
-    const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pe = gpt_chunk_find(c, GPT_WTE, -1);
+    const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1);
     dev_fill(s->dloss, dloss, N);
     tp_vocab_cross_entropy_backward(tp, wg->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
                                     N, Vl, c->v_start, c->cfg.real_vocab);
     device_zero(wg->dlnf, Nr * C * sizeof(float));
-    column_input(c, tp, wg->dlnf, wg->lnf_full, wg->dlogits, a->lnf, params + pe->offset, B, T, Vl,
-                 "f bwd head", "sp g bwd head", -1);
+    gpt_span w = gpt_span_params(c, params, GPT_UNIT_WTE, GPT_UNIT_LNF); /* the tied wte alone */
+    column_input(c, tp, wg->dlnf, wg->lnf_full, wg->dlogits, a->lnf, w.at, B, T, Vl, "f bwd head",
+                 "sp g bwd head", -1);
+    gpt_span_params_done(c, &w);
     device_zero(s->dres, Nr * C * sizeof(float));
-    dev_layernorm_backward(s->dres, NULL, NULL, wg->dlnf, a->x[a->nblocks], params + pw->offset,
+    const int top = a->nblocks > 0 ? c->shard.layer_end - 1 : GPT_UNIT_NONE;
+    w = gpt_span_params(c, params, GPT_UNIT_LNF, top);
+    dev_layernorm_backward(s->dres, NULL, NULL, wg->dlnf, a->x[a->nblocks], gpt_span_of(&w, pw),
                            a->lnf_mean, a->lnf_rstd, Nr, C);
+    gpt_span_params_done(c, &w);
 }
 
 /* W of the head: the tied wte's head part and LNf. */
@@ -76,9 +79,13 @@ static void head_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, con
     const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
     const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
     const float *lnf = wg->lnf_full ? wg->lnf_full : a->lnf; /* the head's whole input */
-    dev_matmul_backward(NULL, grad_of(grads, pe), NULL, wg->dlogits, lnf, NULL, N, C, Vl);
-    dev_layernorm_backward(NULL, grad_of(grads, pw), grad_of(grads, pb), wg->dlnf, a->x[a->nblocks],
-                           NULL, a->lnf_mean, a->lnf_rstd, Nr, C);
+    gpt_span g = gpt_span_grads(c, grads, GPT_UNIT_WTE);
+    dev_matmul_backward(NULL, gpt_span_of(&g, pe), NULL, wg->dlogits, lnf, NULL, N, C, Vl);
+    gpt_span_grads_done(c, &g);
+    g = gpt_span_grads(c, grads, GPT_UNIT_LNF);
+    dev_layernorm_backward(NULL, gpt_span_of(&g, pw), gpt_span_of(&g, pb), wg->dlnf,
+                           a->x[a->nblocks], NULL, a->lnf_mean, a->lnf_rstd, Nr, C);
+    gpt_span_grads_done(c, &g);
     gpt_hooks_grads_ready(c, GPT_HOOK_HEAD); /* lnf; the head's wte part is not all of it */
 }
 
@@ -88,14 +95,15 @@ static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
                         gpt_wgrad *wg, int i, comm_group *tp) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads;
-    const size_t Nr = B * seq_local(c, T); /* rows of the residual stream here */
-    block_params w = block_views(c, params, i);
-    gpt_recompute_for_backward(c, params, a, s, wg, i, tp);
+    const size_t Nr = B * seq_local(c, T);                  /* rows of the residual stream here */
+    gpt_recompute_for_backward(c, params, a, s, wg, i, tp); /* before this unit is held */
+    const int layer = c->shard.layer_begin + i;
+    gpt_span span = gpt_span_params(c, params, layer, i > 0 ? layer - 1 : GPT_UNIT_NONE);
+    const block_params w = block_views(c, &span, i);
     const block_io io = gpt_block_io(c, a, s, wg, i, PASS_BACKWARD);
     const block_acts *b = &io.b;
     block_wgrad *g = &wg->blocks[i];
     float *dres = s->dres;
-    const int layer = c->shard.layer_begin + i;
 
     /* MLP backward. The row-parallel fcproj: g's backward is the identity (no message), or
      * with sequence parallelism ḡ's backward all-gathers dY; the column-parallel fc sums its
@@ -124,6 +132,7 @@ static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
     /* dres += LN1 backward: now the gradient of the block input */
     dev_layernorm_backward(dres, NULL, NULL, g->dln1, io.x_in, w.ln1_w, b->ln1_mean, b->ln1_rstd,
                            Nr, C);
+    gpt_span_params_done(c, &span);
 }
 
 /* W of block i, from its activations and the dY's its B left in wg; s: the scratch where
@@ -138,7 +147,8 @@ static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
     /* the inputs of qkv and fc over the whole sequence: kept, or all-gathered again by B */
     const float *ln1 = g->ln1_full ? g->ln1_full : b->ln1,
                 *ln2 = g->ln2_full ? g->ln2_full : b->ln2;
-#define GRAD(kind) grad_of(grads, block_param(c, i, kind))
+    gpt_span span = gpt_span_grads(c, grads, c->shard.layer_begin + i);
+#define GRAD(kind) gpt_span_of(&span, block_param(c, i, kind))
     dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu, NULL,
                         N, 4 * Cl, C);
     dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, ln2, NULL, N, C, 4 * Cl);
@@ -150,6 +160,7 @@ static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
     dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, io.x_in, NULL,
                            b->ln1_mean, b->ln1_rstd, Nr, C);
 #undef GRAD
+    gpt_span_grads_done(c, &span);
     gpt_hooks_grads_ready(c, c->shard.layer_begin + i); /* e.g. launch its bucket's all-reduce */
 }
 
@@ -176,10 +187,12 @@ static void input_out(const gpt_chunk *c, const gpt_acts *a, const gpt_scratch *
 static void embedding_weight(const gpt_chunk *c, float *grads, const gpt_acts *a,
                              const gpt_wgrad *wg) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
-    const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1), *pp = gpt_chunk_find(c, GPT_WPE, -1);
-    dev_position_backward(grad_of(grads, pp), wg->demb, B, T, C);
-    tp_vocab_embedding_backward(NULL, grad_of(grads, pe), wg->demb, a->tokens, N, C, c->v_start,
-                                c->Vl);
+    gpt_span g = gpt_span_grads(c, grads, GPT_UNIT_WPE);
+    dev_position_backward(g.at, wg->demb, B, T, C); /* the unit is wpe alone */
+    gpt_span_grads_done(c, &g);
+    g = gpt_span_grads(c, grads, GPT_UNIT_WTE);
+    tp_vocab_embedding_backward(NULL, g.at, wg->demb, a->tokens, N, C, c->v_start, c->Vl);
+    gpt_span_grads_done(c, &g);
     gpt_hooks_grads_ready(c, GPT_HOOK_EMBEDDING);
 }
 

@@ -1,5 +1,6 @@
 /* gpt_hooks.h — where the model tells an optimizer "these parameters are about to be read"
- * and "these gradients are final": the two points overlapped communication hangs on.
+ * and "these gradients are final", and where it asks for a unit's storage: the points that
+ * overlapped communication and sharded storage (ZeRO-2/3) hang on.
  *
  *   forward of a chunk:   params_needed(embedding) -> block l: params_needed(l), forward ...
  *                         -> params_needed(head: lnf, then the tied wte)
@@ -14,10 +15,30 @@
  * optimizer); a chunk holding both ends reports wte with the embedding, after both parts.
  * params_needed fires on every forward (cheap when nothing is pending).
  *
+ * SHARDED STORAGE. Every read of a unit's parameters (gpt.h, UNITS: wte, wpe, a block, the
+ * final norm) and every accumulation into its gradients goes through a span:
+ *
+ *   gpt_span w = gpt_span_params(c, params, unit, next);   // forward, or B of the backward
+ *   ... read gpt_span_of(&w, p) for the unit's tensors p ...
+ *   gpt_span_params_done(c, &w);
+ *   gpt_span g = gpt_span_grads(c, grads, unit);            // W of the backward
+ *   ... += into gpt_span_of(&g, p) ...
+ *   gpt_span_grads_done(c, &g);
+ *
+ * Without storage hooks a span is the unit's place in the process buffers (params + begin,
+ * grads + begin) and done does nothing. With them (src/zero/fsdp.h) it is wherever the
+ * optimizer keeps the unit: ZeRO-3 all-gathers the parameters into a work buffer and gives it
+ * back at done; ZeRO-2/3 hand W a zeroed bucket and reduce-scatter it at done. So a span is
+ * valid only until its done, and a pass holds at most one parameter span and one gradient
+ * span at a time. `next` is the unit the pass reads after this one (GPT_UNIT_NONE: none
+ * known): a hint, on which the hook may start fetching it. A hook returning NULL serves
+ * nothing for that chunk (another model's): the process buffers are used.
+ *
  * The hooks are process-wide (like comm_set_trace_hook): one model per process trains at a
  * time. NULL hooks (the default) cost one compare per layer.
  *
- * Not here: what the hooks do (src/zero/overlap.h launches and waits for bucket collectives).
+ * Not here: what the hooks do (src/zero/overlap.h launches and waits for bucket collectives;
+ * src/zero/fsdp.h keeps shards).
  */
 #ifndef TRIDENT_MODEL_GPT_HOOKS_H
 #define TRIDENT_MODEL_GPT_HOOKS_H
@@ -31,6 +52,12 @@ typedef struct {
     void (*params_needed)(void *ctx, size_t begin, size_t end);
     void (*grads_ready)(void *ctx, size_t begin, size_t end);
     void *ctx;
+    /* sharded storage (NULL: the process buffers); each returns where element `begin` is */
+    float *(*params_get)(void *ctx, const gpt_chunk *c, size_t begin, size_t end, size_t next_begin,
+                         size_t next_end); /* next: [0, 0) when none */
+    void (*params_done)(void *ctx, const gpt_chunk *c, size_t begin, size_t end);
+    float *(*grads_get)(void *ctx, const gpt_chunk *c, size_t begin, size_t end);
+    void (*grads_done)(void *ctx, const gpt_chunk *c, size_t begin, size_t end);
 } gpt_hooks;
 
 /* Installs the hooks (copied); NULL removes them. */
@@ -42,5 +69,25 @@ void gpt_hooks_arm_grads(bool armed);
 enum { GPT_HOOK_EMBEDDING = -1, GPT_HOOK_HEAD = -2 };
 void gpt_hooks_params_needed(const gpt_chunk *c, int part);
 void gpt_hooks_grads_ready(const gpt_chunk *c, int part);
+
+/* Units, as spans name them: a global block index, or one of these. */
+enum { GPT_UNIT_WTE = -3, GPT_UNIT_WPE = -4, GPT_UNIT_LNF = -5, GPT_UNIT_NONE = -6 };
+
+/* A unit's storage while a pass uses it: tensor p of the unit is at at + (p->offset - begin). */
+typedef struct {
+    float *at;
+    size_t begin, end; /* the unit's elements in the process buffer */
+    bool hooked;       /* served by a storage hook (done hands it back) */
+} gpt_span;
+
+static inline float *gpt_span_of(const gpt_span *s, const gpt_param *p) {
+    return s->at + (p->offset - s->begin);
+}
+/* The element range of a unit of chunk c. */
+void gpt_unit_range(const gpt_chunk *c, int unit, size_t *begin, size_t *end);
+gpt_span gpt_span_params(const gpt_chunk *c, const float *params, int unit, int next);
+void gpt_span_params_done(const gpt_chunk *c, const gpt_span *s);
+gpt_span gpt_span_grads(const gpt_chunk *c, float *grads, int unit);
+void gpt_span_grads_done(const gpt_chunk *c, const gpt_span *s);
 
 #endif /* TRIDENT_MODEL_GPT_HOOKS_H */

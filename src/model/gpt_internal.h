@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "src/model/gpt.h"
+#include "src/model/gpt_hooks.h"
 
 #define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
 
@@ -112,6 +113,29 @@ static inline bool recompute_group(const gpt_chunk *c, int i, int *g0, int *g1) 
     return true;
 }
 
+/* Parameter views of one block (local index i). */
+typedef struct {
+    const float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
+    const float *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
+} block_params;
+
+static inline const gpt_param *block_param(const gpt_chunk *c, int i, int kind) {
+    int first = (c->shard.has_embedding || c->shard.has_head ? 1 : 0) +
+                (c->shard.has_embedding ? 1 : 0);
+    return &c->params[first + i * BLOCK_KINDS + (kind - GPT_LN1_W)];
+}
+
+/* The views of block i in the span of its unit (gpt_hooks.h). */
+static inline block_params block_views(const gpt_chunk *c, const gpt_span *w, int i) {
+    block_params v;
+    const float **dst[BLOCK_KINDS] = {&v.ln1_w,  &v.ln1_b,  &v.qkv_w,    &v.qkv_b,
+                                      &v.proj_w, &v.proj_b, &v.ln2_w,    &v.ln2_b,
+                                      &v.fc_w,   &v.fc_b,   &v.fcproj_w, &v.fcproj_b};
+    for (int k = 0; k < BLOCK_KINDS; k++)
+        *dst[k] = gpt_span_of(w, block_param(c, i, GPT_LN1_W + k));
+    return v;
+}
+
 /* Block i's activations as one pass sees them, wherever each lives (gpt_recompute.c). */
 typedef struct {
     const float *x_in; /* (Nr,C) the residual stream entering the block */
@@ -128,34 +152,14 @@ typedef enum {
 /* The views of block i for one pass of one micro-batch. */
 block_io gpt_block_io(const gpt_chunk *c, const gpt_acts *a, const gpt_scratch *s,
                       const gpt_wgrad *wg, int i, block_pass pass);
-/* The forward of block i (gpt.c): io.x_in -> io.b -> io.x_out; without x_out it stops after
- * the GELU (what a recompute needs: the group's output is kept, never read by its backward). */
-void gpt_block_forward(const gpt_chunk *c, const float *params, int B, int T, const block_io *io,
+/* The forward of block i (gpt.c) with its parameters w: io.x_in -> io.b -> io.x_out; without
+ * x_out it stops after the GELU (what a recompute needs: the group's output is kept, never
+ * read by its backward). */
+void gpt_block_forward(const gpt_chunk *c, const block_params *w, int B, int T, const block_io *io,
                        int i, comm_group *tp);
 /* Just before B of block i: what its backward reads and the micro-batch did not keep,
  * computed again (selective: its att; full: its whole group, when i is the group's top). */
 void gpt_recompute_for_backward(const gpt_chunk *c, const float *params, const gpt_acts *a,
                                 gpt_scratch *s, const gpt_wgrad *wg, int i, comm_group *tp);
-
-/* Parameter views of one block (local index i). */
-typedef struct {
-    const float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
-    const float *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
-} block_params;
-
-static inline const gpt_param *block_param(const gpt_chunk *c, int i, int kind) {
-    int first = (c->shard.has_embedding || c->shard.has_head ? 1 : 0) +
-                (c->shard.has_embedding ? 1 : 0);
-    return &c->params[first + i * BLOCK_KINDS + (kind - GPT_LN1_W)];
-}
-
-static inline block_params block_views(const gpt_chunk *c, const float *base, int i) {
-    block_params v;
-    const float **dst[BLOCK_KINDS] = {&v.ln1_w,  &v.ln1_b,  &v.qkv_w,    &v.qkv_b,
-                                      &v.proj_w, &v.proj_b, &v.ln2_w,    &v.ln2_b,
-                                      &v.fc_w,   &v.fc_b,   &v.fcproj_w, &v.fcproj_b};
-    for (int k = 0; k < BLOCK_KINDS; k++) *dst[k] = base + block_param(c, i, GPT_LN1_W + k)->offset;
-    return v;
-}
 
 #endif /* TRIDENT_MODEL_GPT_INTERNAL_H */

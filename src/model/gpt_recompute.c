@@ -114,7 +114,11 @@ void gpt_recompute_for_backward(const gpt_chunk *c, const float *params, const g
     int g0, g1;
     if (!recompute_group(c, i, &g0, &g1) || i != g1 - 1) return;
     for (int k = g0; k < g1; k++) { /* the group's forward, from its kept input */
+        const int layer = c->shard.layer_begin + k;
+        gpt_span span = gpt_span_params(c, params, layer, k + 1 < g1 ? layer + 1 : GPT_UNIT_NONE);
+        const block_params w = block_views(c, &span, k);
         block_io io = gpt_block_io(c, a, s, wg, k, PASS_RECOMPUTE);
-        gpt_block_forward(c, params, a->B, a->T, &io, k, tp);
+        gpt_block_forward(c, &w, a->B, a->T, &io, k, tp);
+        gpt_span_params_done(c, &span);
     }
 }

@@ -129,7 +129,15 @@ void local_model_destroy(local_model *m) {
 }
 
 void local_model_zero_grads(local_model *m) {
-    device_zero(m->grads, m->numel_padded * sizeof(float));
+    if (m->grads) device_zero(m->grads, m->numel_padded * sizeof(float));
+}
+
+void local_model_release(local_model *m, bool params) {
+    device_free(m->grads);
+    m->grads = NULL;
+    if (!params) return;
+    device_free(m->params);
+    m->params = NULL;
 }
 
 /* One buffer of n floats holding the first `keep` floats of old (the rest zero). */
@@ -142,6 +150,7 @@ static float *grown(float *old, size_t keep, size_t n, const char *what) {
 
 void local_model_pad(local_model *m, size_t numel_padded) {
     CHECK(numel_padded >= m->numel, "a padded length is at least the number of parameters");
+    CHECK(m->params && m->grads, "pad the buffers before releasing them");
     if (numel_padded == m->numel_padded) return;
     m->params = grown(m->params, m->numel, numel_padded, "parameters");
     m->grads = grown(m->grads, m->numel, numel_padded, "gradients");
@@ -158,7 +167,7 @@ void local_model_set_sequence_parallel(local_model *m, bool on) {
 
 void local_model_sum_tied_grads(local_model *m) {
     const gpt_param *e = m->wte_embedding, *h = m->wte_head;
-    if (!e || !h || e == h) return;
+    if (!e || !h || e == h || !m->grads) return;
     CHECK(e->numel == h->numel, "the two copies of wte have the same shape");
     dev_add_inplace(m->grads + e->offset, m->grads + h->offset, e->numel);
     device_copy(m->grads + h->offset, m->grads + e->offset, e->numel * sizeof(float));

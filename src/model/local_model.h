@@ -25,6 +25,10 @@
  * offsets. Padding elements start at zero, stay zero, never count in a norm and never reach
  * a checkpoint; without ZeRO there is none (numel_padded == numel).
  *
+ * ZeRO-2 and ZeRO-3 (src/zero/fsdp.h) keep gradients, and with ZeRO-3 parameters, as shards
+ * of their own and give these buffers back (local_model_release): grads, or params, is then
+ * NULL, and the model reaches the units through the storage hooks (src/model/gpt_hooks.h).
+ *
  * Each parameter also says whether it counts in the global gradient norm on this rank:
  * a replicated tensor (LayerNorm, row-parallel bias, wpe) only on TP rank 0, and the
  * head's copy of wte not at all when the first stage holds the original.
@@ -46,8 +50,9 @@ typedef struct {
     int *chunk_stage;         /* (nchunks) the virtual stage of each chunk */
     size_t numel;             /* parameters in the buffers (the real count, without padding) */
     size_t numel_padded;      /* length of the buffers: numel, or the ZeRO layout's padded length */
-    float *params;            /* (numel_padded) device memory (src/device/device.h) */
-    float *grads;             /* (numel_padded) device memory */
+    float *params;            /* (numel_padded) device memory (src/device/device.h); NULL
+                                 while ZeRO-3 holds shards only */
+    float *grads;             /* (numel_padded) device memory; NULL with ZeRO-2/3 */
     int nparams;              /* tensors over all chunks, in buffer order */
     const gpt_param **plist;  /* (nparams) */
     const gpt_shard **pshard; /* (nparams) the shard each tensor belongs to */
@@ -77,15 +82,18 @@ void local_model_set_recompute(local_model *m, const gpt_recompute *rc);
  * this rank, before their activations and work spaces are created; off while tp_size is 1. */
 void local_model_set_sequence_parallel(local_model *m, bool on);
 /* Both wte copies on this rank (zbv): each gets the sum of the two gradients. Nothing to do
- * when this rank holds one copy or none. */
+ * when this rank holds one copy or none, or no gradient buffer (ZeRO-2/3 sum the shards). */
 void local_model_sum_tied_grads(local_model *m);
 /* Whether p is the head's copy of wte on a rank that holds the embedding's too (zbv). Equal
  * to the first, with equal optimizer state: checkpoints save the first only and load both
  * from it (src/ckpt matches tensors by name). */
 bool local_model_is_second_wte(const local_model *m, const gpt_param *p);
 void local_model_destroy(local_model *m);
-/* Zeroes the whole gradient buffer, padding included. */
+/* Zeroes the whole gradient buffer, padding included (nothing when there is none). */
 void local_model_zero_grads(local_model *m);
+/* Frees the gradient buffer (grads = NULL), and the parameter buffer too with `params`
+ * (params = NULL): for an optimizer that keeps them as shards (ZeRO-2/3). */
+void local_model_release(local_model *m, bool params);
 /* Grows params and grads to numel_padded elements (>= numel), the new tail zero; done once,
  * before training (the ZeRO optimizer calls it when it is created). */
 void local_model_pad(local_model *m, size_t numel_padded);

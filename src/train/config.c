@@ -117,7 +117,14 @@ static int parallel_flags(train_config *c, flag_spec *out, int cap) {
          "pipeline: post each receive one action ahead, so it can land while the rank computes",
          NULL},
         {"--use-distributed-optimizer", FLAG_BOOL, &c->use_distributed_optimizer,
-         "ZeRO-1: shard the optimizer state over data-parallel ranks", NULL},
+         "ZeRO-1: shard the optimizer state over data-parallel ranks (= "
+         "--data-parallel-sharding-strategy optim)",
+         NULL},
+        {"--data-parallel-sharding-strategy", FLAG_CHOICE, &c->data_parallel_sharding_strategy,
+         "what data-parallel ranks shard: nothing, the optimizer state (ZeRO-1), + gradients "
+         "reduce-scattered bucket by bucket in the backward (ZeRO-2), + parameters gathered "
+         "unit by unit for each pass (ZeRO-3)",
+         "no_shard|optim|optim_grads|optim_grads_params"},
         {"--overlap-grad-reduce", FLAG_BOOL, &c->overlap_grad_reduce,
          "reduce each gradient bucket while the backward goes on (a communication thread)", NULL},
         {"--overlap-param-gather", FLAG_BOOL, &c->overlap_param_gather,
@@ -204,8 +211,48 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
         return false;                                                                              \
     } while (0)
 
+static const char *const k_strategies[4] = {"no_shard", "optim", "optim_grads",
+                                            "optim_grads_params"};
+
+int train_config_zero_stage(const train_config *c) {
+    for (int k = 0; c->data_parallel_sharding_strategy && k < 4; k++)
+        if (strcmp(c->data_parallel_sharding_strategy, k_strategies[k]) == 0) return k;
+    return c->use_distributed_optimizer ? 1 : 0;
+}
+
+/* --data-parallel-sharding-strategy against --use-distributed-optimizer, and what ZeRO-2/3
+ * (src/zero/fsdp.h) do not take. Sets use_distributed_optimizer for any stage >= 1. */
+static bool check_sharding(train_config *c, char *err, size_t errlen) {
+    const int stage = train_config_zero_stage(c);
+    const char *s = k_strategies[stage];
+    if (stage == 0 && c->use_distributed_optimizer)
+        FAIL("--use-distributed-optimizer shards the optimizer state but "
+             "--data-parallel-sharding-strategy no_shard shards nothing: give one of them");
+    c->use_distributed_optimizer = stage >= 1;
+    if (stage < 2) return true;
+    if (c->fp16)
+        FAIL("--data-parallel-sharding-strategy %s does not support --fp16: the loss scaler's "
+             "overflow check reads every local gradient before any is reduced, and here each "
+             "bucket is reduce-scattered as the backward produces it (use --bf16)",
+             s);
+    if (c->overlap_grad_reduce || c->overlap_param_gather)
+        FAIL("--data-parallel-sharding-strategy %s does not take --overlap-grad-reduce or "
+             "--overlap-param-gather: it reduce-scatters each bucket as the backward produces it "
+             "(one bucket is held, so each is reduced before the next is written)%s",
+             s, stage == 3 ? " and prefetches the next unit's parameters by itself" : "");
+    if (strcmp(c->device, "cuda") == 0)
+        FAIL("--data-parallel-sharding-strategy %s runs on the CPU devices only (cpu, "
+             "cpu-guarded): its gathers and reduce-scatters have not been run on a GPU yet",
+             s);
+    if (c->draw_zero)
+        FAIL("--draw-zero draws ZeRO-1's one cut of the whole buffer; "
+             "--data-parallel-sharding-strategy %s cuts every unit on its own (not drawn)",
+             s);
+    return true;
+}
+
 /* The layout sizes and the plain numeric flags, each on its own. */
-static bool check_flags(const train_config *c, int world, char *err, size_t errlen) {
+static bool check_flags(train_config *c, int world, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
     if (tp < 1) FAIL("--tensor-model-parallel-size %d must be at least 1", tp);
     if (pp < 1) FAIL("--pipeline-model-parallel-size %d must be at least 1", pp);
@@ -253,6 +300,7 @@ static bool check_flags(const train_config *c, int world, char *err, size_t errl
     if (c->eval_interval < 0) FAIL("--eval-interval %d must not be negative", c->eval_interval);
     if (c->eval_iters < 0) FAIL("--eval-iters %d must not be negative", c->eval_iters);
     if (c->bf16 && c->fp16) FAIL("--bf16 and --fp16 exclude each other");
+    if (!check_sharding(c, err, errlen)) return false;
     if (c->ddp_bucket_size < 1)
         FAIL("--ddp-bucket-size %d must be at least 1 element", c->ddp_bucket_size);
     if (c->overlap_param_gather && !c->use_distributed_optimizer)
@@ -514,6 +562,8 @@ char *train_config_json(const train_config *c) {
     json_field_string(&w, "pipeline_schedule", c->pipeline_schedule);
     json_field_string(&w, "rank_order", c->rank_order);
     json_field_bool(&w, "use_distributed_optimizer", c->use_distributed_optimizer);
+    json_field_string(&w, "data_parallel_sharding_strategy",
+                      k_strategies[train_config_zero_stage(c)]);
     json_field_bool(&w, "overlap_p2p_comm", c->overlap_p2p_comm);
     json_field_bool(&w, "overlap_grad_reduce", c->overlap_grad_reduce);
     json_field_bool(&w, "overlap_param_gather", c->overlap_param_gather);

@@ -28,9 +28,13 @@ typedef struct {
     int tensor_model_parallel_size, pipeline_model_parallel_size;
     int num_layers_per_virtual_pipeline_stage; /* 0 = not interleaved */
     const char *pipeline_schedule;             /* gpipe | 1f1b | interleaved */
-    const char *stage_layers; /* "2,3,3" explicit layers per virtual stage, or NULL */
-    const char *rank_order;   /* tp-dp-pp | tp-pp-dp */
-    bool use_distributed_optimizer;
+    const char *stage_layers;       /* "2,3,3" explicit layers per virtual stage, or NULL */
+    const char *rank_order;         /* tp-dp-pp | tp-pp-dp */
+    bool use_distributed_optimizer; /* ZeRO-1; train_config_check sets it for any stage >= 1 */
+    /* Megatron-FSDP's --data-parallel-sharding-strategy: no_shard | optim (ZeRO-1, the same as
+     * --use-distributed-optimizer) | optim_grads (ZeRO-2) | optim_grads_params (ZeRO-3); NULL:
+     * as --use-distributed-optimizer says (src/zero/fsdp.h) */
+    const char *data_parallel_sharding_strategy;
     bool overlap_p2p_comm;     /* receives posted ahead (src/pp/executor.h) */
     bool overlap_grad_reduce;  /* bucket reductions during the backward (src/zero/overlap.h) */
     bool overlap_param_gather; /* ZeRO: bucket all-gathers during the next forward */
@@ -72,6 +76,9 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
 /* Checks the rules for a world of `world_size` ranks and fills the derived fields.
  * Returns false with one line naming the values and the rule. */
 bool train_config_check(train_config *c, int world_size, char *err, size_t errlen);
+/* The ZeRO stage a configuration asks for: 0 to 3 (from the strategy, else 1 with
+ * --use-distributed-optimizer, else 0). */
+int train_config_zero_stage(const train_config *c);
 /* The recomputation a checked configuration asks for, as the model takes it. */
 gpt_recompute train_config_recompute(const train_config *c);
 /* The configuration as a JSON object (malloc'd string). */

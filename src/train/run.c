@@ -57,10 +57,10 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
            c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule);
     if (c->vpp > 1) printf(" (%d chunks per rank)", c->vpp);
     if (c->sequence_parallel) printf(", sequence parallel");
-    printf(", ZeRO %s, %s\n", c->use_distributed_optimizer ? "on" : "off",
-           c->bf16   ? "bf16"
-           : c->fp16 ? "fp16"
-                     : "fp32");
+    const int stage = train_config_zero_stage(c);
+    printf(", ZeRO %s", stage > 0 ? "on" : "off");
+    if (stage >= 2) printf(" (ZeRO-%d: %s)", stage, c->data_parallel_sharding_strategy);
+    printf(", %s\n", c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
     if (c->world_size > 1) printf("%s\n", dist_transport_description());
     if (device_current() != DEVICE_CPU) {
         printf("device: %s", device_kind_name(device_current()));
@@ -80,10 +80,14 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
     size_t shard = c->use_distributed_optimizer ? r->shard_numel
                                                 : (m->numel + (size_t)c->dp - 1) / (size_t)c->dp;
     zero_memory_plan plan = zero_memory_plan_make(m->numel, c->dp, shard, trainer_run_dtype(c),
-                                                  c->use_distributed_optimizer ? 1 : 0);
+                                                  stage);
     char buf[256];
     printf("memory plan (rank 0, %zu parameters): %s\n", m->numel,
            zero_memory_plan_summary(&plan, buf, sizeof buf));
+    const distopt_memory held = distopt_memory_held(opt); /* what is allocated (fp32 storage) */
+    printf("memory held (rank 0): params %zu + grads %zu + master %zu + Adam m,v %zu + work %zu "
+           "bytes\n",
+           held.params, held.grads, held.master, held.adam, held.work);
     printf("activations (rank 0): %.1f KiB per micro-batch, recomputation %s",
            (double)pp_executor_activation_bytes_per_microbatch(ex) / 1024.0,
            c->recompute_granularity ? c->recompute_granularity : "none");
@@ -265,7 +269,8 @@ static void run_trace_begin(run_state *r) {
 /* --load: the model and optimizer state of the checkpoint's latest iteration. */
 static void run_resume(run_state *r) {
     const train_config *c = r->c;
-    r->start = checkpoint_load(c->load, &r->ckpt, r->t->model, r->t->opt, r->rank);
+    r->start = checkpoint_load(c->load, &r->ckpt, trainer_model(r->t), r->t->opt, r->rank);
+    distopt_params_loaded(r->t->opt); /* ZeRO-3: its slices of what was loaded */
     if (r->lead && !c->quiet) printf("resumed from %s at iteration %d\n", c->load, r->start);
     if (r->start >= c->train_iters && r->lead)
         printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", r->start,
@@ -410,7 +415,7 @@ static void run_summary(run_state *r, double elapsed) {
     viz_run_pictures req = {
         .run_dir = c->run_dir,
         .layout = &r->layout,
-        .zero = c->use_distributed_optimizer ? distopt_ranges(r->t->opt) : NULL,
+        .zero = train_config_zero_stage(c) == 1 ? distopt_ranges(r->t->opt) : NULL,
         .dtype = trainer_run_dtype(c),
         .traced = !c->no_trace,
         .pipeline = c->pipeline_model_parallel_size > 1,

@@ -101,6 +101,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         .embedding = ps && kind != PP_ZBV ? ps->embedding : NULL,
         .tp = ps && cfg->sequence_parallel ? ps->tp : NULL,
         .zero = cfg->use_distributed_optimizer,
+        .zero_stage = train_config_zero_stage(cfg),
         .bucket_numel = (size_t)cfg->ddp_bucket_size,
         .world = ps ? ps->world : NULL,
         .dtype = cfg->bf16   ? PREC_BF16
@@ -132,11 +133,13 @@ void trainer_destroy(trainer *t) {
     free(t);
 }
 
-/* Callers read the parameters: with --overlap-param-gather they must all be there. */
+/* Callers read the parameters: with --overlap-param-gather they must all be there, and with
+ * ZeRO-3 they are gathered into a whole buffer until the next step (collective over dp). */
 local_model *trainer_model(trainer *t) {
-    distopt_wait_params(t->opt);
+    distopt_whole_params(t->opt);
     return t->model;
 }
+const local_model *trainer_model_held(const trainer *t) { return t->model; }
 dist_optimizer *trainer_optimizer(trainer *t) { return t->opt; }
 pp_executor *trainer_executor(trainer *t) { return t->exec; }
 
@@ -168,7 +171,7 @@ step_result trainer_step(trainer *t, int it) {
     int hd = t->trace ? trace_begin(t->trace, TRACE_DATA, it, -1, -1) : -1;
     load_batch(t, (uint64_t)(it - 1) * (uint64_t)c->global_batch_size, false);
     if (t->trace) trace_end(t->trace, hd);
-    local_model_zero_grads(t->model);
+    distopt_zero_grads(t->opt); /* the model's buffer, or the ZeRO-2/3 gradient shard */
     /* Each position's loss weighs 1/(B·T·m) of the step's objective (times the fp16 loss scale). */
     const float dloss = distopt_loss_scale(t->opt) /
                         ((float)c->micro_batch_size * (float)c->seq_length *

@@ -42,7 +42,12 @@ typedef struct {
 /* Runs iteration `it` (1-based). */
 step_result trainer_step(trainer *t, int it);
 
+/* The model, with every parameter in model->params (ZeRO-3: gathered until the next step;
+ * collective over the data-parallel group). */
 local_model *trainer_model(trainer *t);
+/* The model as it is held, nothing gathered: with ZeRO-2/3 grads is NULL, with ZeRO-3 params
+ * too (between steps). For memory checks. */
+const local_model *trainer_model_held(const trainer *t);
 typedef struct dist_optimizer dist_optimizer;
 dist_optimizer *trainer_optimizer(trainer *t);
 typedef struct pp_executor pp_executor;

@@ -13,6 +13,13 @@
  * so a piece of the shard (shard_ranges.h) is found at grads + local_start, params + world_start
  * and m, v, master + local_start. Without ZeRO the same loop runs over the one shard of the
  * dp = 1 layout, whose pieces are the whole parameters (local_start == world_start).
+ *
+ * ZeRO-2 and ZeRO-3 (src/zero/fsdp.h) use the UNITS layout instead: the gradients arrive
+ * already reduce-scattered, in zero_fsdp's gradient shard (at local_start, like ZeRO-1's after
+ * its reduce-scatter); the optimizer updates params + world_start (ZeRO-2, then all-gathered
+ * unit by unit) or the parameter shard + local_start (ZeRO-3, nothing gathered: the next
+ * passes gather what they read). The same loops serve every stage through grads_base and
+ * model_weights.
  */
 #include "src/zero/distributed_optimizer.h"
 
@@ -23,6 +30,7 @@
 #include "src/device/device.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/comm_label.h"
+#include "src/zero/fsdp.h"
 #include "src/zero/overlap.h"
 
 struct dist_optimizer {
@@ -39,6 +47,8 @@ struct dist_optimizer {
     prec_scaler scaler; /* fp16 loss scaling */
     bool inject_overflow;
     zero_overlap *overlap; /* --overlap-grad-reduce / --overlap-param-gather at dp > 1 */
+    int stage;             /* 0 (no ZeRO) .. 3 */
+    zero_fsdp *fsdp;       /* ZeRO-2/3: the gradient (and parameter) shards */
 };
 
 static int gsize(comm_group *g) { return g ? comm_size(g) : 1; }
@@ -56,8 +66,40 @@ static zero_ranges *build_ranges(const local_model *model, int shards, size_t bu
     return r;
 }
 
-/* This rank's parameters that the optimizer updates: the whole buffer, or its shard. */
-static float *my_params(dist_optimizer *o) { return o->model->params + o->mine->world_start; }
+/* Where the gradients of this rank's pieces are (at local_start): the model's buffer, or
+ * zero_fsdp's gradient shard. */
+static float *grads_base(const dist_optimizer *o) {
+    return o->fsdp ? zero_fsdp_grads(o->fsdp) : o->model->grads;
+}
+
+/* The model's copy of piece pc: in its buffer, or in ZeRO-3's parameter shard. */
+static float *model_weights(dist_optimizer *o, const zero_piece *pc) {
+    if (o->stage == 3) return zero_fsdp_params(o->fsdp) + pc->local_start;
+    return o->model->params + pc->world_start;
+}
+
+/* Mixed precision: the fp32 master weights start as the fp32 initialisation, piece by piece;
+ * the model's copy is then rounded. */
+static void init_master(dist_optimizer *o) {
+    o->master = device_alloc(o->nstate * sizeof(float), "fp32 master weights");
+    for (int k = 0; k < o->mine->n_pieces; k++) {
+        const zero_piece *pc = &o->mine->pieces[k];
+        const size_t len = pc->local_end - pc->local_start;
+        device_copy(o->master + pc->local_start, model_weights(o, pc), len * sizeof(float));
+        dev_round(o->g.dtype, model_weights(o, pc), len);
+    }
+    if (o->stage <= 2) dev_round(o->g.dtype, o->model->params, o->model->numel); /* replicas */
+}
+
+/* ZeRO-2/3: zero_fsdp takes the gradients (and parameters) of the model. Its gathers
+ * prefetch on a communication stream only where that reads host memory (the cpu device). */
+static void create_fsdp(dist_optimizer *o) {
+    const distopt_groups *g = &o->g;
+    CHECK(!g->overlap_grads && !g->overlap_params && g->dtype != PREC_FP16,
+          "ZeRO-2/3 take neither the overlap flags nor --fp16 (refused by the flags)");
+    zero_fsdp_config fc = {o->stage, g->dtype, device_current() == DEVICE_CPU};
+    o->fsdp = zero_fsdp_create(o->model, o->ranges, g->dp, &fc);
+}
 
 dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
                                const distopt_groups *g) {
@@ -67,20 +109,20 @@ dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
     o->g = *g;
     o->dp_size = gsize(g->dp);
     o->dp_rank = g->dp ? comm_rank(g->dp) : 0;
-    o->ranges = build_ranges(model, g->zero ? o->dp_size : 1, g->bucket_numel);
-    o->mine = &o->ranges->shards[g->zero ? o->dp_rank : 0];
-    if (g->zero) {
-        local_model_pad(model, o->ranges->padded_numel); /* shards become offsets */
-        o->nstate = o->ranges->shard_numel;
-    } else {
-        o->nstate = model->numel;
-    }
+    o->stage = g->zero_stage ? g->zero_stage : g->zero ? 1 : 0;
+    o->g.zero = o->stage >= 1;
+    if (o->stage >= 2) o->ranges = zero_fsdp_ranges(model, o->dp_size, 64);
+    else o->ranges = build_ranges(model, o->g.zero ? o->dp_size : 1, g->bucket_numel);
+    o->mine = &o->ranges->shards[o->g.zero ? o->dp_rank : 0];
+    if (o->stage == 1) local_model_pad(model, o->ranges->padded_numel); /* shards: offsets */
+    o->nstate = o->g.zero ? o->ranges->shard_numel : model->numel;
     o->m = device_alloc(o->nstate * sizeof(float), "Adam first moments");
     o->v = device_alloc(o->nstate * sizeof(float), "Adam second moments");
     prec_scaler_init(&o->scaler, 0);
     CHECK(!(g->overlap_grads && g->dtype == PREC_FP16),
           "--overlap-grad-reduce does not support --fp16 (checked by the flags)");
-    if ((g->overlap_grads || g->overlap_params) && o->dp_size > 1) {
+    if (o->stage >= 2) create_fsdp(o);
+    else if ((g->overlap_grads || g->overlap_params) && o->dp_size > 1) {
         const gpt_param *tie = model->wte_embedding ? model->wte_embedding : model->wte_head;
         /* zbv: both copies on this rank, summed locally after the backward (local_model.h) */
         const bool two_here = model->wte_embedding && model->wte_head &&
@@ -93,18 +135,14 @@ dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
                                   g->dtype};
         o->overlap = zero_overlap_create(model, o->ranges, g->dp, &oc);
     }
-    if (g->dtype != PREC_FP32) {
-        /* fp32 master weights start as the fp32 initialisation; the model sees them rounded. */
-        o->master = device_alloc(o->nstate * sizeof(float), "fp32 master weights");
-        device_copy(o->master, my_params(o), o->nstate * sizeof(float));
-        dev_round(g->dtype, model->params, model->numel);
-    }
+    if (g->dtype != PREC_FP32) init_master(o);
     return o;
 }
 
 void distopt_destroy(dist_optimizer *o) {
     if (!o) return;
     zero_overlap_destroy(o->overlap);
+    zero_fsdp_destroy(o->fsdp);
     device_free(o->master);
     zero_ranges_free(o->ranges);
     device_free(o->m);
@@ -148,8 +186,8 @@ static double sum_over_group(comm_group *g, double x) {
  * everywhere (and lowers the scale); returns false then. */
 static bool grads_usable(dist_optimizer *o) {
     local_model *m = o->model;
-    if (o->g.dtype != PREC_FP32 && !(o->overlap && o->g.overlap_grads)) /* else bucket by bucket */
-        dev_round(o->g.dtype, m->grads, m->numel);
+    if (o->g.dtype != PREC_FP32 && !o->fsdp && !(o->overlap && o->g.overlap_grads))
+        dev_round(o->g.dtype, m->grads, m->numel); /* else rounded bucket by bucket */
     if (o->g.dtype != PREC_FP16) return true;
     float bad = (o->inject_overflow || dev_has_inf_or_nan(m->grads, m->numel)) ? 1.0f : 0.0f;
     o->inject_overflow = false;
@@ -181,6 +219,16 @@ static void overlapped_reduce_grads(dist_optimizer *o, float inv) {
     zero_overlap_finish_grads(o->overlap, sum_tie, o);
     if (o->g.zero) dev_scale(o->model->grads, inv, o->ranges->shard_numel);
     else if (inv != 1.0f) dev_scale(o->model->grads, inv, o->model->numel);
+}
+
+/* Steps 1 and 2 with ZeRO-2/3: the buckets were reduce-scattered during the backward
+ * (src/zero/fsdp.h); the tied wte's two copies are summed slice by slice, then averaged. */
+static void fsdp_finish_grads(dist_optimizer *o, float inv) {
+    const local_model *m = o->model;
+    const gpt_param *tie = m->wte_embedding ? m->wte_embedding : m->wte_head;
+    const bool two_here = m->wte_embedding && m->wte_head && m->wte_embedding != m->wte_head;
+    zero_fsdp_sum_tied(o->fsdp, o->g.embedding, tie, two_here ? m->wte_head : NULL);
+    dev_scale(zero_fsdp_grads(o->fsdp), inv, o->ranges->shard_numel);
 }
 
 /* Step 2 without ZeRO: every rank gets the whole summed gradient, bucket by bucket. */
@@ -219,7 +267,7 @@ static void zero_reduce_grads(dist_optimizer *o, float inv) {
  * put back. */
 static void sum_sequence_parallel_grads(dist_optimizer *o) {
     const zero_shard *sh = o->mine;
-    float *g = o->model->grads;
+    float *g = grads_base(o);
     size_t n = 0;
     if (gsize(o->g.tp) <= 1) return;
     for (int k = 0; k < sh->n_pieces; k++)
@@ -252,7 +300,7 @@ static double grad_norm(dist_optimizer *o) {
     for (int k = 0; k < sh->n_pieces; k++) {
         const zero_piece *pc = &sh->pieces[k];
         if (o->ranges->params[pc->param].in_grad_norm)
-            ss += dev_sumsq(o->model->grads + pc->local_start, pc->local_end - pc->local_start);
+            ss += dev_sumsq(grads_base(o) + pc->local_start, pc->local_end - pc->local_start);
     }
     comm_label_set("grad norm", -1);
     ss = sum_over_group(o->g.norm, ss);
@@ -264,17 +312,16 @@ static double grad_norm(dist_optimizer *o) {
  * copy of them (rounded to 16 bits in mixed precision). */
 static void update_mine(dist_optimizer *o, float lr, float clip) {
     const zero_shard *sh = o->mine;
-    float *w = o->master ? o->master : my_params(o);
+    float *g = grads_base(o);
     for (int k = 0; k < sh->n_pieces; k++) {
         const zero_piece *pc = &sh->pieces[k];
-        const size_t at = pc->local_start;
+        const size_t at = pc->local_start, len = pc->local_end - at;
         const float wd = o->ranges->params[pc->param].weight_decay ? o->cfg.weight_decay : 0.0f;
-        dev_adamw_update(w + at, o->model->grads + at, o->m + at, o->v + at, pc->local_end - at,
-                         &o->cfg, lr, wd, o->t, clip);
-    }
-    if (o->master) {
-        device_copy(my_params(o), o->master, o->nstate * sizeof(float));
-        dev_round(o->g.dtype, my_params(o), o->nstate);
+        float *w = o->master ? o->master + at : model_weights(o, pc);
+        dev_adamw_update(w, g + at, o->m + at, o->v + at, len, &o->cfg, lr, wd, o->t, clip);
+        if (!o->master) continue;
+        device_copy(model_weights(o, pc), w, len * sizeof(float));
+        dev_round(o->g.dtype, model_weights(o, pc), len);
     }
 }
 
@@ -282,7 +329,8 @@ static void update_mine(dist_optimizer *o, float lr, float clip) {
 static void zero_gather_params(dist_optimizer *o) {
     if (o->dp_size <= 1) return;
     comm_label_set("params", -1);
-    comm_all_gather(o->g.dp, my_params(o), o->model->params, o->ranges->shard_numel, COMM_FLOAT32);
+    comm_all_gather(o->g.dp, o->model->params + o->mine->world_start, o->model->params,
+                    o->ranges->shard_numel, COMM_FLOAT32);
     comm_label_clear();
 }
 
@@ -298,7 +346,9 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
     }
     o->t++;
     const float inv = 1.0f / ((float)o->dp_size * scale_used); /* average, and unscale */
-    if (o->overlap && o->g.overlap_grads) {
+    if (o->fsdp) {
+        fsdp_finish_grads(o, inv);
+    } else if (o->overlap && o->g.overlap_grads) {
         overlapped_reduce_grads(o, inv);
     } else {
         sync_tied_embedding(o);
@@ -308,7 +358,8 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
     sum_sequence_parallel_grads(o);
     st.grad_norm = grad_norm(o);
     update_mine(o, st.lr, adamw_clip_factor(&o->cfg, st.grad_norm));
-    if (o->g.zero && o->overlap && o->g.overlap_params) zero_overlap_launch_params(o->overlap);
+    if (o->fsdp) zero_fsdp_params_updated(o->fsdp);
+    else if (o->g.zero && o->overlap && o->g.overlap_params) zero_overlap_launch_params(o->overlap);
     else if (o->g.zero) zero_gather_params(o);
     st.loss_scale = distopt_loss_scale(o);
     return st;
@@ -316,4 +367,33 @@ distopt_stats distopt_step(dist_optimizer *o, int it) {
 
 void distopt_wait_params(dist_optimizer *o) {
     if (o && o->overlap) zero_overlap_wait_params(o->overlap);
+}
+
+void distopt_zero_grads(dist_optimizer *o) {
+    if (o->fsdp) zero_fsdp_zero_grads(o->fsdp);
+    else local_model_zero_grads(o->model);
+}
+
+float *distopt_whole_params(dist_optimizer *o) {
+    distopt_wait_params(o);
+    if (o->fsdp) zero_fsdp_gather_whole(o->fsdp);
+    return o->model->params;
+}
+
+void distopt_params_loaded(dist_optimizer *o) {
+    if (o->fsdp) zero_fsdp_take_whole(o->fsdp);
+}
+
+int distopt_stage(const dist_optimizer *o) { return o->stage; }
+
+distopt_memory distopt_memory_held(const dist_optimizer *o) {
+    distopt_memory mem = {0};
+    const size_t whole = o->model->numel_padded * sizeof(float);
+    mem.params = whole;
+    mem.grads = whole;
+    if (o->fsdp) zero_fsdp_bytes(o->fsdp, &mem.grads, &mem.params, &mem.work);
+    if (o->stage <= 2) mem.params = whole; /* ZeRO-3: the shard only */
+    mem.master = o->master ? o->nstate * sizeof(float) : 0;
+    mem.adam = 2 * o->nstate * sizeof(float);
+    return mem;
 }

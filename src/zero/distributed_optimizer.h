@@ -1,5 +1,7 @@
 /* distributed_optimizer.h — one optimizer step for any layout: gradient synchronisation
- * across data-parallel ranks, gradient clipping, and AdamW, with or without ZeRO-1.
+ * across data-parallel ranks, gradient clipping, and AdamW, with ZeRO stage 0 to 3
+ * (Megatron-FSDP's --data-parallel-sharding-strategy no_shard | optim | optim_grads |
+ * optim_grads_params; --use-distributed-optimizer is optim, ZeRO-1).
  *
  * The order inside a step (it matters, see the tied embedding):
  *   1. tied embedding: the first and last pipeline stage each hold wte; their gradients are
@@ -24,6 +26,15 @@
  * top of distributed_optimizer.c). After a ZeRO step the gradient buffer holds this rank's
  * reduced shard at its start and stale values elsewhere; the next backward zeroes it.
  * With one process all of this is the serial AdamW step.
+ *
+ * ZeRO-2 and ZeRO-3 (src/zero/fsdp.h): the model keeps no gradient buffer (ZeRO-3 no
+ * parameter buffer either); each unit's gradients are reduce-scattered during the backward,
+ * micro-batch by micro-batch, into a gradient shard of the UNITS layout (shard_ranges.h), so
+ * step 2 is done when the step begins and step 1 becomes the sum of the tied wte's two
+ * slices. Steps 3 and 4 are ZeRO-1's on that shard; after the update ZeRO-2 all-gathers the
+ * parameters unit by unit, ZeRO-3 gathers nothing (the next passes gather what they read).
+ * Neither takes --overlap-grad-reduce, --overlap-param-gather or --fp16 (the flags refuse
+ * them: config.c says why).
  *
  * Mixed precision (--bf16, --fp16): the model's parameters and gradients hold values
  * representable in 16 bits (rounded with round-to-nearest-even; the CPU kernels compute in
@@ -54,7 +65,8 @@ typedef struct {
     comm_group *embedding; /* first + last pipeline stage (NULL or size 1 = no tie to sync) */
     comm_group *tp;        /* sequence parallelism: the tensor-parallel group that sums the
                               sequence_parallel parameters' gradients (NULL = none) */
-    bool zero;             /* --use-distributed-optimizer */
+    bool zero;             /* --use-distributed-optimizer: ZeRO-1 (when zero_stage is 0) */
+    int zero_stage;        /* 0: as `zero` says; 1, 2 or 3: the stage (overrides `zero`) */
     size_t bucket_numel;   /* all-reduce bucket size without ZeRO (0 = one bucket) */
     comm_group *world;     /* every rank: agrees on fp16 overflow (NULL = 1) */
     prec_dtype dtype;      /* PREC_FP32, PREC_BF16 or PREC_FP16 */
@@ -66,8 +78,9 @@ typedef struct {
 
 typedef struct dist_optimizer dist_optimizer;
 
-/* With g->zero, pads model->params and model->grads to the shard layout (their pointers
- * change: take them from the model after this call). */
+/* With ZeRO-1, pads model->params and model->grads to the shard layout (their pointers
+ * change: take them from the model after this call); with ZeRO-2/3 takes them away (grads, and
+ * with ZeRO-3 params, become NULL). */
 dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
                                const distopt_groups *g);
 void distopt_destroy(dist_optimizer *o);
@@ -87,9 +100,37 @@ distopt_stats distopt_step(dist_optimizer *o, int it);
 float distopt_loss_scale(const dist_optimizer *o);
 /* With --overlap-param-gather the step returns before every parameter has arrived (the next
  * forward waits for each layer's own). Whatever else reads model->params — checkpoints,
- * evaluation outside the executor, generation, the end of a run, tests — calls this first.
- * Cheap when nothing is pending. */
+ * evaluation outside the executor, generation, the end of a run, tests — calls this first
+ * (or distopt_whole_params, which ZeRO-3 needs). Cheap when nothing is pending. */
 void distopt_wait_params(dist_optimizer *o);
+/* Before a step's backward: zeroes the gradients (the model's buffer, or the ZeRO-2/3 shard);
+ * with ZeRO-3 frees a whole-parameter copy made by distopt_whole_params. */
+void distopt_zero_grads(dist_optimizer *o);
+/* model->params with every parameter in it, for readers of the whole buffer (checkpoints,
+ * tests, generation): distopt_wait_params, and with ZeRO-3 an all-gather of every unit into a
+ * transient buffer, freed when the next step begins (collective over dp). Returns it. */
+float *distopt_whole_params(dist_optimizer *o);
+/* After something wrote into distopt_whole_params' buffer (a checkpoint load): ZeRO-3 keeps
+ * this rank's slices of it as its parameter shard and frees it. Nothing for other stages. */
+void distopt_params_loaded(dist_optimizer *o);
+/* The ZeRO stage, 0 to 3. */
+int distopt_stage(const dist_optimizer *o);
+
+/* Bytes this rank holds for the model's state, as allocated. Storage is fp32 for every
+ * precision (bf16/fp16 values are fp32 floats rounded to 16 bits; the paper counts 2 bytes):
+ *   stage      params      grads        master (bf16/fp16)   adam (m + v)   work
+ *   0          4Ψ          4Ψ           4Ψ                   8Ψ             -
+ *   1          4P          4P           4S                   8S             -
+ *   2          4Ψ          4S           4S                   8S             4B
+ *   3          4S          4S           4S                   8S             12B
+ * Ψ = parameters of this rank (model->numel), P = ZeRO-1's padded buffer (dp·S1), S the
+ * shard (ZeRO-1: P/dp; ZeRO-2/3: Σ of the units' slices, shard_ranges.h UNITS), B = the
+ * bucket, dp × the largest unit's slice (ZeRO-3 adds two parameter gather buffers of B). */
+typedef struct {
+    size_t params, grads, master, adam, work;
+} distopt_memory;
+distopt_memory distopt_memory_held(const dist_optimizer *o);
+
 /* Test hook: the next step sees an inf in its gradients (fp16 recovery test). */
 void distopt_inject_overflow(dist_optimizer *o);
 /* fp32 master weights (numel without ZeRO, shard with ZeRO), NULL in fp32 runs; device memory. */

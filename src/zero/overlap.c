@@ -128,7 +128,9 @@ zero_overlap *zero_overlap_create(local_model *m, const zero_ranges *r, comm_gro
     }
     reset_grads(o);
     o->stream = comm_stream_create(dp);
-    gpt_hooks h = {cfg->params ? params_needed : NULL, cfg->grads ? grads_ready : NULL, o};
+    gpt_hooks h = {.params_needed = cfg->params ? params_needed : NULL,
+                   .grads_ready = cfg->grads ? grads_ready : NULL,
+                   .ctx = o};
     gpt_hooks_set(&h);
     return o;
 }

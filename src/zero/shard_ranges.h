@@ -1,4 +1,5 @@
-/* shard_ranges.h — how ZeRO-1 (Megatron's distributed optimizer) cuts the flat buffer.
+/* shard_ranges.h — how ZeRO-1 (Megatron's distributed optimizer) cuts the flat buffer, and how
+ * ZeRO-2/3 cut it unit by unit (UNITS, below).
  *
  * Every rank keeps its parameters in ONE contiguous fp32 buffer, parameters laid one after
  * another in a fixed order; the gradients live in a second buffer with the same layout.
@@ -37,6 +38,27 @@
  *     bucket_numel; its remainder opens a bucket the next parameters may join.
  *   bucket_numel = 0 means one bucket for the whole buffer. Padding is in no bucket.
  *
+ * UNITS (ZeRO-2 and ZeRO-3: src/zero/fsdp.h). ZeRO-1 cuts the whole buffer once, as above.
+ * When gradients and parameters are sharded too, each unit — consecutive parameters that the
+ * model reads and writes together: wte, wpe, one block, the final norm (gpt_param_starts_unit)
+ * — is cut on its own, as Megatron cuts each gradient bucket and FSDP each unit:
+ *
+ *   world          | wte                 | wpe       | block 0                  | ...
+ *   slices         | r0  | r1  | r2 |pad | r0| r1|pad| r0   | r1   | r2   |pad |
+ *   rank d's shard storage (local):  [ wte slice d | wpe slice d | block 0 slice d | ... ]
+ *                                      local_start of each unit = the slices before it
+ *
+ * Unit u of n elements gets slices of s_u elements, the smallest multiple of align with
+ * dp·s_u >= n (the padding rule above, per unit); DP rank d holds the unit's elements
+ * [d·s_u, (d+1)·s_u) at local indices local_start_u + [0, s_u). shard_numel = Σ s_u, the same
+ * on every rank; padded_numel = dp·shard_numel (the units padded, laid end to end). The model's
+ * buffer itself is not padded: the padding exists only in shard-sized storage. Two units of
+ * the same size are cut alike on every layout, which is what lets the two copies of a tied wte
+ * (first and last pipeline stage; zbv's two chunks of rank 0) be summed slice by slice, after
+ * their reduce-scatters. Pieces keep the three index spaces (local as just said), in unit
+ * order; zero_shard's world_start/world_end describe one contiguous shard and are 0 with
+ * several units. The buckets are the units.
+ *
  * Not here: any communication (the trainer does that) and the memory bill (memory_plan.h).
  */
 #ifndef TRIDENT_ZERO_SHARD_RANGES_H
@@ -62,6 +84,14 @@ typedef struct {
     size_t local_start, local_end; /* in the owning rank's shard */
     size_t param_start, param_end; /* in the parameter */
 } zero_piece;
+
+/* A unit of the ZeRO-2/3 layout (see UNITS), or ZeRO-1's whole buffer. */
+typedef struct {
+    int first_param, last_param;   /* inclusive */
+    size_t world_start, world_end; /* its parameters' elements */
+    size_t shard_numel;            /* s_u: each rank's slice, padding included */
+    size_t local_start;            /* where every rank's slice sits in its shard storage */
+} zero_unit;
 
 /* What DP rank `rank` owns. */
 typedef struct {
@@ -91,6 +121,8 @@ typedef struct {
     size_t bucket_numel; /* the B asked for (0: one bucket) */
     int n_buckets;
     zero_bucket *buckets;
+    int n_units;      /* 1 (ZeRO-1: the whole buffer, padded to padded_numel) or the units */
+    zero_unit *units; /* (n_units) */
 } zero_ranges;
 
 /* The padding rule: smallest multiple of dp * align that is >= numel (align 0 counts as 1). */
@@ -102,7 +134,15 @@ zero_ranges *zero_ranges_build(const zero_param *params, int n_params, int dp, s
                                size_t bucket_numel);
 void zero_ranges_free(zero_ranges *r);
 
-/* The DP rank whose shard holds world index w (w < padded_numel). */
+/* The UNITS layout: unit u starts at parameter unit_first[u] (unit_first[0] = 0, increasing,
+ * below n_params) and runs to the next unit's first parameter. Dies (one clear line) for
+ * dp < 1 or a bad unit list. Free with zero_ranges_free. */
+zero_ranges *zero_ranges_build_units(const zero_param *params, int n_params, int dp, size_t align,
+                                     const int *unit_first, int n_units);
+/* The unit holding world index w (w < numel), or -1. */
+int zero_ranges_unit_of(const zero_ranges *r, size_t w);
+
+/* The DP rank whose shard holds world index w (w < padded_numel; with units, w < numel). */
 int zero_ranges_owner(const zero_ranges *r, size_t w);
 /* True when parameter p is split between two or more ranks' shards. */
 bool zero_ranges_param_is_cut(const zero_ranges *r, int p);

@@ -6,6 +6,10 @@
  *   next M steps' losses are those of an uninterrupted N+M-step run at the new layout
  *   (within 1e-5 relative: all layouts compute the same model, up to summation order);
  * - at the same layout the resume is bit-identical (bf16 + ZeRO: master-weight pieces too);
+ * - ZeRO-2 and ZeRO-3 (--data-parallel-sharding-strategy optim_grads, optim_grads_params: the
+ *   units layout, src/zero/fsdp.h) save pieces like ZeRO-1: a ZeRO-3 checkpoint resumes
+ *   bit-identically and continues without ZeRO at another layout, a bf16 ZeRO-2 one resumes
+ *   bit-identically, and a ZeRO-1 checkpoint continues under ZeRO-3;
  * - rank 0 dying halfway through writing its file (TRIDENT_TEST_CRASH_IN_SAVE) leaves the
  *   previous iteration as `latest`, and it loads and continues exactly;
  * - a flipped byte, a missing rank file or another model is refused with one line naming it.
@@ -107,6 +111,26 @@ static void a_zero_checkpoint_continues_at_other_layouts(void **state) {
     expect_continuation(dir, "tp4_zero", 4,
                         "--tensor-model-parallel-size 4 --use-distributed-optimizer", ck, 1e-5);
     expect_continuation(dir, "serial", 1, "", ck, 1e-5);
+    expect_continuation(dir, "pp2_dp4_zero3", 8,
+                        "--pipeline-model-parallel-size 2 "
+                        "--data-parallel-sharding-strategy optim_grads_params",
+                        ck, 1e-5);
+}
+
+static void zero2_and_zero3_checkpoints_resume_and_reshard(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("zero23");
+    char ck3[4400], ck2[4400];
+    snprintf(ck3, sizeof ck3, "%s/ck_zero3", dir);
+    snprintf(ck2, sizeof ck2, "%s/ck_zero2", dir);
+    const char *z3 = "--pipeline-model-parallel-size 2 "
+                     "--data-parallel-sharding-strategy optim_grads_params",
+               *z2 = "--data-parallel-sharding-strategy optim_grads --bf16";
+    save_at(dir, ck3, 4, z3);
+    expect_continuation(dir, "zero3_same", 4, z3, ck3, 0.0);
+    expect_continuation(dir, "zero3_to_tp2", 4, "--tensor-model-parallel-size 2", ck3, 1e-5);
+    save_at(dir, ck2, 2, z2);
+    expect_continuation(dir, "zero2_bf16", 2, z2, ck2, 0.0);
 }
 
 /* zbv keeps both wte copies on pipeline rank 0 and saves one: its checkpoint continues at
@@ -226,6 +250,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_zero_checkpoint_continues_at_other_layouts),
         cmocka_unit_test(resume_at_the_same_layout_is_bit_identical),
+        cmocka_unit_test(zero2_and_zero3_checkpoints_resume_and_reshard),
         cmocka_unit_test(zbv_and_1f1b_checkpoints_load_into_each_other),
         cmocka_unit_test(a_crash_mid_save_leaves_the_previous_checkpoint_loadable),
         cmocka_unit_test(damage_is_refused_naming_the_file),

@@ -62,11 +62,13 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     pc.recompute_method = lc->recompute_method;
     pc.recompute_num_layers = lc->recompute_layers;
     pc.sequence_parallel = lc->sequence_parallel;
-    char rec[48] = ""; /* the recomputation, for the messages */
+    pc.data_parallel_sharding_strategy = lc->sharding;
+    char rec[80] = ""; /* the recomputation, SP and sharding, for the messages */
     if (lc->recompute)
         snprintf(rec, sizeof rec, " rc-%s%s%s", lc->recompute, lc->recompute_method ? "-" : "",
                  lc->recompute_method ? lc->recompute_method : "");
     if (lc->sequence_parallel) strcat(rec, " sp");
+    if (lc->sharding) snprintf(rec + strlen(rec), sizeof rec - strlen(rec), " %s", lc->sharding);
     /* A few thousand elements: the test model's ~70k parameters make a few dozen buckets that
      * straddle layers and ZeRO shards, and most are reduced during the backward. */
     if (lc->overlap_grad || lc->overlap_param) pc.ddp_bucket_size = 3000;

@@ -21,6 +21,9 @@ typedef struct {
     const char *recompute, *recompute_method;
     int recompute_layers;
     bool sequence_parallel; /* --sequence-parallel (the serial run has none) */
+    /* --data-parallel-sharding-strategy (NULL: as .zero says): optim_grads is ZeRO-2,
+     * optim_grads_params ZeRO-3 (src/zero/fsdp.h) */
+    const char *sharding;
 } layout_case;
 
 /* A small model and batch that every layout below divides. */

@@ -41,6 +41,9 @@ static const layout_case k_cases[] = {
     {2, 1, 0, "1f1b", false, false, false, false, "selective"},           /* TP2 */
     /* sequence parallelism */
     {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true}, /* TP2 */
+    /* ZeRO-2 and ZeRO-3 (4 micro-batches per DP rank: buckets reduced per micro-batch) */
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .sharding = "optim_grads"},        /* DP2 */
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .sharding = "optim_grads_params"}, /* DP2 */
 #elif WORLD == 4
     {4, 1, 0, "1f1b", false},  /* TP4 */
     {1, 4, 0, "1f1b", false},  /* PP4 1F1B */
@@ -61,6 +64,14 @@ static const layout_case k_cases[] = {
     {.tp = 2, .pp = 2, .schedule = "zbv", .sequence_parallel = true},  /* TP2 × PP2 ZB-V */
     {.tp = 2, .pp = 1, .schedule = "1f1b", .zero = true, .overlap_grad = true,
      .overlap_param = true, .sequence_parallel = true}, /* TP2 × DP2 ZeRO, both overlaps */
+    /* ZeRO-2 and ZeRO-3: with TP (and SP), with PP (the tied wte's slices summed over the
+     * embedding group; zbv: on rank 0), and at DP4 */
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .sharding = "optim_grads"},  /* TP2 × DP2 */
+    {.tp = 1, .pp = 2, .schedule = "1f1b", .sharding = "optim_grads"},  /* PP2 × DP2 */
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true,
+     .sharding = "optim_grads_params"},                                 /* TP2 × DP2 SP */
+    {.tp = 1, .pp = 2, .schedule = "zbv", .sharding = "optim_grads_params"}, /* PP2 × DP2 */
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .sharding = "optim_grads_params"}, /* DP4 */
 #elif WORLD == 8
     {2, 2, 1, "interleaved", true}, /* TP2 × PP2 × DP2, interleaved, ZeRO (the demo layout) */
     {2, 2, 0, "1f1b", false},       /* TP2 × PP2 × DP2, 1F1B */
@@ -80,6 +91,13 @@ static const layout_case k_cases[] = {
     {.tp = 2, .pp = 2, .vpp_layers = 1, .schedule = "interleaved", .zero = true,
      .recompute = "full", .recompute_method = "uniform", .recompute_layers = 1,
      .sequence_parallel = true}, /* 3D */
+    /* ZeRO-2 and ZeRO-3 in 3D: zero bubble's split backward; interleaved with full
+     * recomputation (ZeRO-3 gathers each unit for the recompute too) */
+    {.tp = 2, .pp = 2, .schedule = "zb-h1", .sharding = "optim_grads"}, /* TP2 × PP2 × DP2 */
+    {.tp = 2, .pp = 2, .vpp_layers = 1, .schedule = "interleaved", .recompute = "full",
+     .recompute_method = "uniform", .recompute_layers = 1,
+     .sharding = "optim_grads_params"}, /* TP2 × PP2 × DP2 */
+    {.tp = 2, .pp = 2, .schedule = "zb-h1", .sharding = "optim_grads_params"}, /* 3D */
 #endif
 };
 #pragma GCC diagnostic pop

@@ -16,7 +16,15 @@
  *     parallelism; PP × DP ZeRO);
  *   - sequence parallelism divides a micro-batch's activations by the tensor-parallel size
  *     (Korthikanti et al.'s (sbh/t)(34 + 5as/h): all of it, not only the TP region), and in
- *     bf16 trains like plain TP (TP × PP zero bubble).
+ *     bf16 trains like plain TP (TP × PP zero bubble);
+ *   - ZeRO-2 and ZeRO-3 (--data-parallel-sharding-strategy optim_grads, optim_grads_params)
+ *     really free what they shard: under --device cpu-guarded, which counts every device
+ *     allocation, the bytes in use differ between the four strategies by exactly what
+ *     distopt_memory_held says (the table is printed, dp 4 and dp 2, fp32 and bf16);
+ *   - in bf16, ZeRO-3 changes no bit of ZeRO-2 (the same buckets, the same gathered
+ *     values), and both train like ZeRO-1 (they round each micro-batch's gradients);
+ *   - ZeRO-2 and ZeRO-3 save, load and continue at the same layout changing no bit of the
+ *     parameters (ZeRO-3 with PP; ZeRO-2 in bf16, master weights included).
  * Runs under mpirun with 4 ranks.
  */
 #include <math.h>
@@ -25,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/ckpt/checkpoint.h"
+#include "src/device/device.h"
 #include "src/pp/executor.h"
 #include "src/runtime/dist.h"
 #include "src/runtime/parallel_state.h"
@@ -342,12 +352,171 @@ static void evaluation_gives_the_serial_loss_on_any_layout(void **state) {
         trainer_step(t, 1);
         float got = trainer_evaluate(t, 2, 1);
         if (fabsf(got - want) > 1e-5f * want)
-            fail_msg("tp%d pp%d%s: evaluation loss %.9g, serial %.9g", layouts[k][0],
-                     layouts[k][1], layouts[k][3] ? " sp" : "", got, want);
+            fail_msg("tp%d pp%d%s: evaluation loss %.9g, serial %.9g", layouts[k][0], layouts[k][1],
+                     layouts[k][3] ? " sp" : "", got, want);
         trainer_destroy(t);
         ps_destroy(ps);
     }
     trainer_destroy(s);
+}
+
+static const char *const k_strategy[4] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+
+static void zero3_changes_no_bit_of_zero2_in_bf16(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c);
+    const int layouts[3][2] = {{1, 2}, {2, 1}, {1, 1}}; /* PP2 × DP2 (tied wte), TP2 × DP2, DP4 */
+    for (int k = 0; k < 3; k++) {
+        size_t n[3];
+        float *p[3];
+        for (int stage = 1; stage <= 3; stage++) {
+            train_config a = c;
+            a.tensor_model_parallel_size = layouts[k][0];
+            a.pipeline_model_parallel_size = layouts[k][1];
+            a.data_parallel_sharding_strategy = k_strategy[stage];
+            p[stage - 1] = bf16_params(a, &n[stage - 1]);
+        }
+        assert_int_equal(n[0], n[1]);
+        assert_int_equal(n[1], n[2]);
+        double worst = max_rel_diff(p[1], p[0], n[0]);
+        if (dist_rank() == 0)
+            printf("  bf16 tp%d pp%d: ZeRO-3 = ZeRO-2 bit for bit; ZeRO-2 vs ZeRO-1 max relative "
+                   "difference %.2e\n",
+                   layouts[k][0], layouts[k][1], worst);
+        if (memcmp(p[1], p[2], n[1] * sizeof(float)) != 0)
+            fail_msg("bf16 tp%d pp%d: ZeRO-3's parameters differ from ZeRO-2's (rank %d)",
+                     layouts[k][0], layouts[k][1], dist_rank());
+        assert_true(worst <= 2e-2); /* per micro-batch rounding: a few bf16 steps (2^-8) */
+        for (int i = 0; i < 3; i++) free(p[i]);
+    }
+}
+
+/* One strategy's bytes: what the optimizer says it holds, and the device's count of what is
+ * allocated after set-up and after a step (every rank's; the test compares them). */
+typedef struct {
+    distopt_memory held;
+    size_t total, created, stepped, psi;
+} held_row;
+
+static held_row measure(train_config c, int stage) {
+    c.data_parallel_sharding_strategy = k_strategy[stage];
+    const size_t base = device_bytes_in_use();
+    parallel_state *ps;
+    trainer *t = make(&c, &ps);
+    held_row r = {.created = device_bytes_in_use() - base};
+    trainer_step(t, 1);
+    r.stepped = device_bytes_in_use() - base;
+    dist_optimizer *o = trainer_optimizer(t);
+    r.held = distopt_memory_held(o);
+    r.total = r.held.params + r.held.grads + r.held.master + r.held.adam + r.held.work;
+    const local_model *lm = trainer_model_held(t);
+    r.psi = lm->numel;
+    assert_true((lm->grads == NULL) == (stage >= 2)); /* the buffer is gone, not just unused */
+    assert_true((lm->params == NULL) == (stage == 3));
+    trainer_destroy(t);
+    ps_destroy(ps);
+    return r;
+}
+
+static void sharding_strategies_free_what_they_shard(void **state) {
+    (void)state;
+    char err[256];
+    if (!device_init(DEVICE_CPU_GUARDED, -1, err, sizeof err)) fail_msg("%s", err);
+    for (int k = 0; k < 4; k++) {
+        train_config c;
+        equivalence_base_config(&c);
+        c.pipeline_model_parallel_size = k < 2 ? 1 : 2; /* dp 4, then dp 2 (pp 2) */
+        c.bf16 = k % 2 == 1;
+        held_row r[4];
+        for (int stage = 0; stage < 4; stage++) r[stage] = measure(c, stage);
+        for (int stage = 0; stage < 4; stage++) {
+            if (dist_rank() == 0)
+                printf("  dp %d %s %-18s psi %6zu: params %7zu grads %7zu master %7zu adam %7zu "
+                       "work %6zu = %7zu B (device: +%zu after set-up)\n",
+                       c.pipeline_model_parallel_size == 1 ? 4 : 2, c.bf16 ? "bf16" : "fp32",
+                       k_strategy[stage], r[stage].psi, r[stage].held.params, r[stage].held.grads,
+                       r[stage].held.master, r[stage].held.adam, r[stage].held.work, r[stage].total,
+                       r[stage].created);
+            /* what the strategies hold differs only by what they say they hold */
+            const long long said = (long long)r[stage].total - (long long)r[0].total;
+            assert_int_equal((long long)r[stage].created - (long long)r[0].created, said);
+            assert_int_equal((long long)r[stage].stepped - (long long)r[0].stepped, said);
+        }
+        /* sharded: S, one Adam moment's size, which is Ψ/dp and the units' padding (< 5%) */
+        const size_t dp = c.pipeline_model_parallel_size == 1 ? 4 : 2;
+        assert_int_equal(r[2].held.grads, r[2].held.adam / 2);
+        assert_int_equal(r[3].held.params, r[3].held.adam / 2);
+        assert_true(r[2].held.grads * dp * 20 <= r[0].held.grads * 21);
+        /* the state shrinks stage by stage; the work buffers (a bucket, ZeRO-3's two gathers:
+         * each as large as the largest unit) are what a model this small pays for it */
+        for (int stage = 1; stage < 4; stage++)
+            assert_true(r[stage].total - r[stage].held.work <
+                        r[stage - 1].total - r[stage - 1].held.work);
+    }
+    device_shutdown();
+}
+
+/* The whole parameters of t (a copy), for comparisons across trainers. */
+static float *params_copy(trainer *t, size_t *n) {
+    const local_model *m = trainer_model(t);
+    *n = m->numel;
+    float *p = malloc(m->numel * sizeof(float));
+    memcpy(p, m->params, m->numel * sizeof(float));
+    return p;
+}
+
+static void zero2_and_zero3_resume_changing_no_bit(void **state) {
+    (void)state;
+    char dir[4096] = "";
+    if (dist_rank() == 0) snprintf(dir, sizeof dir, "%s", test_tmpdir("zero23_resume"));
+    MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+    const struct {
+        int pp;
+        const char *strategy;
+        bool bf16;
+    } cases[] = {{2, "optim_grads_params", false}, {1, "optim_grads", true}};
+    for (int k = 0; k < 2; k++) {
+        train_config c;
+        equivalence_base_config(&c);
+        c.train_iters = 6;
+        c.pipeline_model_parallel_size = cases[k].pp;
+        c.data_parallel_sharding_strategy = cases[k].strategy;
+        c.bf16 = cases[k].bf16;
+        char ck[4200];
+        snprintf(ck, sizeof ck, "%s/ck%d", dir, k);
+        parallel_state *ps;
+        trainer *t = make(&c, &ps); /* uninterrupted */
+        for (int it = 1; it <= 6; it++) trainer_step(t, it);
+        size_t n, n2;
+        float *want = params_copy(t, &n);
+        trainer_destroy(t);
+        ps_destroy(ps);
+        const ckpt_layout l = trainer_ckpt_layout(&c);
+        t = make(&c, &ps); /* 3 steps, saved */
+        for (int it = 1; it <= 3; it++) trainer_step(t, it);
+        checkpoint_save(ck, 3, &l, trainer_model(t), trainer_optimizer(t), ps->world, dist_rank());
+        trainer_destroy(t);
+        ps_destroy(ps);
+        t = make(&c, &ps); /* loaded, 3 more */
+        assert_int_equal(
+            checkpoint_load(ck, &l, trainer_model(t), trainer_optimizer(t), dist_rank()), 3);
+        distopt_params_loaded(trainer_optimizer(t));
+        for (int it = 4; it <= 6; it++) trainer_step(t, it);
+        float *got = params_copy(t, &n2);
+        assert_int_equal(n, n2);
+        if (memcmp(got, want, n * sizeof(float)) != 0)
+            fail_msg("pp%d %s%s: resumed parameters differ from the uninterrupted run (rank %d)",
+                     cases[k].pp, cases[k].strategy, cases[k].bf16 ? " bf16" : "", dist_rank());
+        if (dist_rank() == 0)
+            printf("  pp%d %s%s: save at 3, load, 3 more steps: the parameters of 6 steps, bit "
+                   "for bit\n",
+                   cases[k].pp, cases[k].strategy, cases[k].bf16 ? " bf16" : "");
+        free(want);
+        free(got);
+        trainer_destroy(t);
+        ps_destroy(ps);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -363,6 +532,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(recomputation_in_bf16_changes_no_bit),
         cmocka_unit_test(sequence_parallelism_divides_the_activations_by_t),
         cmocka_unit_test(sequence_parallelism_in_bf16_trains_like_tensor_parallelism),
+        cmocka_unit_test(zero3_changes_no_bit_of_zero2_in_bf16),
+        cmocka_unit_test(sharding_strategies_free_what_they_shard),
+        cmocka_unit_test(zero2_and_zero3_resume_changing_no_bit),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     dist_finalize();

@@ -119,6 +119,15 @@ static void bad_input_gives_one_clear_line(void **state) {
     expect_error("train --pipeline-schedule zigzag",
                  "--pipeline-schedule must be one of gpipe|1f1b|interleaved");
     expect_error("train --tensor-model-parallel-size 2", "world size 1 is not divisible");
+    /* ZeRO stages: contradicting flags, and what ZeRO-2/3 do not take */
+    expect_error("train --use-distributed-optimizer --data-parallel-sharding-strategy no_shard",
+                 "shards nothing: give one of them");
+    expect_error("train --data-parallel-sharding-strategy optim_grads --fp16",
+                 "optim_grads does not support --fp16");
+    expect_error("train --data-parallel-sharding-strategy optim_grads_params --overlap-grad-reduce",
+                 "optim_grads_params does not take --overlap-grad-reduce");
+    expect_error("train --data-parallel-sharding-strategy zero3",
+                 "--data-parallel-sharding-strategy must be one of no_shard|optim|optim_grads");
     expect_error("eval", "--load CHECKPOINT_DIR is required");
     snprintf(a, sizeof a, "eval --load %s/nothing", dir);
     expect_error(a, "no checkpoint there");

@@ -1,6 +1,8 @@
 /* shard_ranges_test.c — ZeRO-1 shards in the three index spaces: hand-worked layouts
  * (uneven splits, a parameter over several shards, padding-only shards, dp = 1, dp > Ψ),
- * the tiling invariants on a GPT-like parameter list at dp = 1..8, and the bucket rule. */
+ * the tiling invariants on a GPT-like parameter list at dp = 1..8, and the bucket rule;
+ * ZeRO-2/3's UNITS layout: a hand-worked cut, its invariants at dp = 1..8, equal units cut
+ * alike (the tied wte), and a bad unit list refused. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,6 +360,146 @@ static void bad_dp_dies_with_one_clear_line(void **state) {
     assert_non_null(strstr(msg, "data-parallel size 0 must be at least 1"));
 }
 
+/* ------------------------------------------------------------------ units (ZeRO-2/3) */
+
+/* Everything UNITS promises: each unit padded to dp·s_u with s_u a multiple of align, slices
+ * laid one after another in every rank's shard, the pieces of rank d exactly unit ∩ slice d. */
+static void check_unit_invariants(const zero_ranges *r) {
+    size_t local = 0;
+    for (int u = 0; u < r->n_units; u++) {
+        const zero_unit *un = &r->units[u];
+        const size_t n = un->world_end - un->world_start, s = un->shard_numel;
+        assert_int_equal(s % r->align, 0);
+        assert_true(s * (size_t)r->dp >= n && (s - r->align) * (size_t)r->dp < n);
+        assert_int_equal(un->local_start, local);
+        local += s;
+        assert_int_equal(un->world_start, r->offsets[un->first_param]);
+        assert_int_equal(r->buckets[u].world_start, un->world_start);
+        assert_int_equal(r->buckets[u].world_end, un->world_end);
+    }
+    assert_int_equal(r->shard_numel, local);
+    assert_int_equal(r->padded_numel, local * (size_t)r->dp);
+    size_t covered = 0;
+    for (int d = 0; d < r->dp; d++) {
+        const zero_shard *sh = &r->shards[d];
+        size_t real = 0;
+        for (int k = 0; k < sh->n_pieces; k++) {
+            const zero_piece *pc = &sh->pieces[k];
+            const int u = zero_ranges_unit_of(r, pc->world_start);
+            const zero_unit *un = &r->units[u];
+            const size_t s = un->shard_numel, slice = un->world_start + (size_t)d * s;
+            assert_true(pc->world_start >= slice && pc->world_end <= slice + s);
+            assert_int_equal(pc->local_start, un->local_start + (pc->world_start - slice));
+            assert_int_equal(pc->local_end - pc->local_start, pc->world_end - pc->world_start);
+            assert_int_equal(pc->world_start, r->offsets[pc->param] + pc->param_start);
+            assert_int_equal(zero_ranges_owner(r, pc->world_start), d);
+            assert_int_equal(zero_ranges_owner(r, pc->world_end - 1), d);
+            real += pc->world_end - pc->world_start;
+        }
+        assert_int_equal(sh->real_numel, real);
+        covered += real;
+    }
+    assert_int_equal(covered, r->numel);
+}
+
+static void units_are_cut_one_by_one(void **state) {
+    (void)state;
+    /* units {a, b} (16 elements) and {c} (7): at dp 2, align 1, slices of 8 and 4 */
+    zero_param ps[] = {{"a", 10, true, true}, {"b", 6, false, true}, {"c", 7, true, true}};
+    const int first[] = {0, 2};
+    zero_ranges *r = zero_ranges_build_units(ps, 3, 2, 1, first, 2);
+    assert_int_equal(r->n_units, 2);
+    assert_int_equal(r->units[0].shard_numel, 8);
+    assert_int_equal(r->units[1].shard_numel, 4);
+    assert_int_equal(r->units[1].local_start, 8);
+    assert_int_equal(r->shard_numel, 12);
+    assert_int_equal(r->padded_numel, 24); /* one element of padding, in c's last slice */
+    const zero_shard *s0 = &r->shards[0], *s1 = &r->shards[1];
+    assert_int_equal(s0->n_pieces, 2);
+    expect_piece(&s0->pieces[0], 0, 0, 8, 0, 8, 0, 8);    /* a[0, 8) */
+    expect_piece(&s0->pieces[1], 2, 16, 20, 8, 12, 0, 4); /* c[0, 4) after a's slice */
+    assert_int_equal(s1->n_pieces, 3);
+    expect_piece(&s1->pieces[0], 0, 8, 10, 0, 2, 8, 10);  /* a[8, 10) */
+    expect_piece(&s1->pieces[1], 1, 10, 16, 2, 8, 0, 6);  /* b whole */
+    expect_piece(&s1->pieces[2], 2, 20, 23, 8, 11, 4, 7); /* c[4, 7), then 1 padding */
+    assert_int_equal(zero_ranges_unit_of(r, 15), 0);
+    assert_int_equal(zero_ranges_unit_of(r, 16), 1);
+    assert_int_equal(zero_ranges_unit_of(r, 23), -1);
+    assert_int_equal(zero_ranges_owner(r, 19), 0);
+    assert_int_equal(zero_ranges_owner(r, 20), 1);
+    assert_true(zero_ranges_param_is_cut(r, 0));
+    assert_false(zero_ranges_param_is_cut(r, 1));
+    check_unit_invariants(r);
+    zero_ranges_free(r);
+}
+
+static void units_tile_a_gpt_like_list_at_every_dp(void **state) {
+    (void)state;
+    /* wte, wpe, 3 blocks of 12 tensors, lnf: 6 units, as zero_fsdp_ranges cuts a chunk */
+    zero_param ps[2 + 36 + 2];
+    int first[6], n = 0, nu = 0;
+    ps[n++] = (zero_param){"wte", 8192, true, true};
+    first[nu++] = 0;
+    ps[n++] = (zero_param){"wpe", 512, true, true};
+    first[nu++] = 1;
+    for (int l = 0; l < 3; l++) {
+        first[nu++] = n;
+        for (int k = 0; k < 12; k++)
+            ps[n++] = (zero_param){"t", (size_t)(k % 2 ? 32 : 1024 + 7 * k), true, true};
+    }
+    first[nu++] = n;
+    ps[n++] = (zero_param){"lnf_w", 32, false, true};
+    ps[n++] = (zero_param){"lnf_b", 32, false, true};
+    for (int dp = 1; dp <= 8; dp++)
+        for (size_t align = 1; align <= 64; align *= 64) {
+            zero_ranges *r = zero_ranges_build_units(ps, n, dp, align, first, nu);
+            assert_int_equal(r->n_units, 6);
+            check_unit_invariants(r);
+            zero_ranges_free(r);
+        }
+}
+
+/* The tied wte's two copies (first and last stage, or zbv's two chunks): units of the same
+ * size are cut into the same parameter ranges, wherever they sit. */
+static void equal_units_are_cut_alike(void **state) {
+    (void)state;
+    zero_param ps[] = {{"wte", 300, true, true}, {"x", 77, true, true}, {"wte", 300, true, false}};
+    const int first[] = {0, 1, 2};
+    for (int dp = 1; dp <= 8; dp++) {
+        zero_ranges *r = zero_ranges_build_units(ps, 3, dp, 64, first, 3);
+        assert_int_equal(r->units[0].shard_numel, r->units[2].shard_numel);
+        for (int d = 0; d < dp; d++) {
+            const zero_piece *a = NULL, *b = NULL;
+            for (int k = 0; k < r->shards[d].n_pieces; k++) {
+                const zero_piece *pc = &r->shards[d].pieces[k];
+                if (pc->param == 0) a = pc;
+                if (pc->param == 2) b = pc;
+            }
+            assert_true((a == NULL) == (b == NULL));
+            if (!a) continue;
+            assert_int_equal(a->param_start, b->param_start);
+            assert_int_equal(a->param_end, b->param_end);
+        }
+        zero_ranges_free(r);
+    }
+}
+
+/* Units out of order: the second starts before the first. */
+static void build_bad_units(const void *arg) {
+    (void)arg;
+    zero_param ps[] = {{"a", 4, true, true}, {"b", 4, true, true}, {"c", 4, true, true}};
+    const int first[] = {0, 2, 1};
+    zero_ranges_build_units(ps, 3, 2, 1, first, 3);
+}
+
+static void bad_unit_lists_die_with_one_clear_line(void **state) {
+    (void)state;
+    char out[1024];
+    int rc = run_in_child(build_bad_units, NULL, out, sizeof out);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(out, "units are increasing"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(uneven_split_cuts_parameters_at_shard_boundaries),
@@ -370,6 +512,10 @@ int main(void) {
         cmocka_unit_test(buckets_end_on_parameter_ends_and_cut_only_oversized_ones),
         cmocka_unit_test(print_shows_the_three_index_spaces),
         cmocka_unit_test(bad_dp_dies_with_one_clear_line),
+        cmocka_unit_test(units_are_cut_one_by_one),
+        cmocka_unit_test(units_tile_a_gpt_like_list_at_every_dp),
+        cmocka_unit_test(equal_units_are_cut_alike),
+        cmocka_unit_test(bad_unit_lists_die_with_one_clear_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
