@@ -220,6 +220,7 @@ void comm_stream_destroy(comm_stream *s) {
         pthread_join(s->thread, NULL);
         MPI_Comm_free(&s->comm);
     }
+    for (int k = 0; k < COMM_STREAM_MAX_JOBS; k++) free_slot(&s->jobs[k]); /* freed lazily */
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->finished);
