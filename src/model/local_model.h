@@ -86,8 +86,9 @@ bool local_model_is_second_wte(const local_model *m, const gpt_param *p);
 void local_model_destroy(local_model *m);
 /* Zeroes the whole gradient buffer, padding included. */
 void local_model_zero_grads(local_model *m);
-/* Grows params and grads to numel_padded elements (>= numel), the new tail zero; done once,
- * before training (the ZeRO optimizer calls it when it is created). */
+/* Grows params and grads to numel_padded elements (>= numel), the new tail zero and the
+ * gradients all zero; done once, before training (the ZeRO optimizer calls it when it is
+ * created). */
 void local_model_pad(local_model *m, size_t numel_padded);
 
 #endif /* TRIDENT_MODEL_LOCAL_MODEL_H */

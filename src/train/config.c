@@ -476,6 +476,29 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
            check_model(c, err, errlen) && check_recompute(c, err, errlen);
 }
 
+int *train_config_stage_layers(const train_config *c, int nstages, const char *who) {
+    const char *s = c->stage_layers;
+    if (!s) return NULL;
+    int *out = callocCheck((size_t)nstages, sizeof(int));
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) die("%s: --stage-layers '%s': expected comma-separated layer counts", who, s);
+        if (n >= nstages)
+            die("%s: --stage-layers '%s' names more than the %d virtual pipeline stages", who, s,
+                nstages);
+        out[n++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            die("%s: --stage-layers '%s': expected comma-separated layer counts", who, s);
+    }
+    if (n != nstages)
+        die("%s: --stage-layers '%s' names %d stages, the layout has %d", who, s, n, nstages);
+    return out;
+}
+
 gpt_recompute train_config_recompute(const train_config *c) {
     gpt_recompute rc = {GPT_RECOMPUTE_NONE, GPT_RECOMPUTE_UNIFORM, 0};
     const char *g = c->recompute_granularity, *m = c->recompute_method;

@@ -72,6 +72,10 @@ void train_config_parse(train_config *c, const char *cmd, int argc, char **argv)
 /* Checks the rules for a world of `world_size` ranks and fills the derived fields.
  * Returns false with one line naming the values and the rule. */
 bool train_config_check(train_config *c, int world_size, char *err, size_t errlen);
+/* --stage-layers as the layer counts of the nstages virtual stages (malloc'd), or NULL when
+ * the flag is not given; dies with one line "<who>: --stage-layers ..." when it is not a list
+ * of nstages counts. */
+int *train_config_stage_layers(const train_config *c, int nstages, const char *who);
 /* The recomputation a checked configuration asks for, as the model takes it. */
 gpt_recompute train_config_recompute(const train_config *c);
 /* The configuration as a JSON object (malloc'd string). */
