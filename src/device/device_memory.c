@@ -33,7 +33,8 @@ typedef struct {
     size_t bytes;    /* what was asked for */
     size_t capacity; /* cpu-guarded: the block's size (pages); reused when free */
     bool live;
-    bool host; /* calloc'ed host memory (the cpu device), freed with free() */
+    bool host;        /* calloc'ed host memory (the cpu device), freed with free() */
+    const char *what; /* device_alloc's label (a string literal) */
 } block;
 
 static struct {
@@ -92,6 +93,14 @@ int device_cuda_count(void) {
 size_t device_bytes_in_use(void) { return g.in_use; }
 size_t device_bytes_peak(void) { return g.peak; }
 void device_bytes_peak_reset(void) { g.peak = g.in_use; }
+
+size_t device_bytes_in_use_of(const char *what) {
+    size_t n = 0;
+    for (int i = 0; i < g.nblocks; i++)
+        if (g.blocks[i].live && g.blocks[i].what && strcmp(g.blocks[i].what, what) == 0)
+            n += g.blocks[i].bytes;
+    return n;
+}
 
 #ifdef TRIDENT_CUDA
 #define ON_CUDA (g.kind == DEVICE_CUDA)
@@ -186,7 +195,7 @@ static char *guard_take(size_t bytes, size_t *capacity) {
 
 /* ---------------------------------------------------------------- the table of blocks */
 
-static void record(char *base, size_t bytes, size_t capacity, bool host) {
+static void record(char *base, size_t bytes, size_t capacity, bool host, const char *what) {
     if (g.nblocks == g.cap_blocks) {
         g.cap_blocks = g.cap_blocks ? 2 * g.cap_blocks : 64;
         block *grown = mallocCheck(sizeof *grown * (size_t)g.cap_blocks);
@@ -194,7 +203,7 @@ static void record(char *base, size_t bytes, size_t capacity, bool host) {
         free(g.blocks);
         g.blocks = grown;
     }
-    g.blocks[g.nblocks++] = (block){base, bytes, capacity, true, host};
+    g.blocks[g.nblocks++] = (block){base, bytes, capacity, true, host, what};
     g.in_use += bytes;
     if (g.in_use > g.peak) g.peak = g.in_use;
 }
@@ -273,7 +282,7 @@ void device_shutdown(void) {
 void *device_alloc(size_t bytes, const char *what) {
     if (g.kind == DEVICE_CPU) {
         char *h = callocCheck(bytes ? bytes : 1, 1);
-        record(h, bytes, bytes, true);
+        record(h, bytes, bytes, true, what);
         return h;
     }
     char *p = NULL;
@@ -297,8 +306,7 @@ void *device_alloc(size_t bytes, const char *what) {
         guard_close();
     }
     CHECK(p != NULL, "device_alloc: no memory");
-    (void)what;
-    record(p, bytes, capacity, false);
+    record(p, bytes, capacity, false, what);
     return p;
 }
 

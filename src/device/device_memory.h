@@ -46,7 +46,8 @@ int device_cuda_count(void);
 
 /* ---- memory --------------------------------------------------------------------------- */
 
-/* `bytes` of zeroed device memory (never NULL; dies naming `what` when it cannot). */
+/* `bytes` of zeroed device memory (never NULL; dies naming `what` when it cannot). `what`
+ * labels the buffer for device_bytes_in_use_of: a string literal. */
 void *device_alloc(size_t bytes, const char *what);
 void device_free(void *p);
 /* True when p points into a live device_alloc buffer of a non-host device (cuda,
@@ -63,6 +64,10 @@ size_t device_bytes_in_use(void);
 size_t device_bytes_peak(void);
 /* The peak starts again from what is in use now (between two runs in one process). */
 void device_bytes_peak_reset(void);
+/* Bytes in use in the buffers device_alloc'ed with this `what` ("parameters", "Adam first
+ * moments", ...): the measurement beside a prediction's kinds. `what` must be a string that
+ * outlives its buffers (every caller passes a literal). */
+size_t device_bytes_in_use_of(const char *what);
 
 void device_upload(void *dev_dst, const void *host_src, size_t bytes);
 void device_download(void *host_dst, const void *dev_src, size_t bytes);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "src/core/flags.h"
 #include "src/model/gpt.h"
 
 typedef struct {
@@ -61,6 +62,8 @@ typedef struct {
     const char *device;    /* cpu | cuda | cpu-guarded (src/device/device.h) */
     bool quiet;
     float distributed_timeout_minutes;
+    bool predict_only; /* trident memory: nothing is allocated, so the model need not fit this
+                          machine (train_config_check skips that rule, not the others) */
     /* derived by train_config_check */
     int world_size, dp, vpp, num_microbatches, padded_vocab;
 } train_config;
@@ -69,6 +72,10 @@ typedef struct {
 void train_config_defaults(train_config *c);
 /* Parses argv (the words after `trident train`); dies on unknown flags and bad values. */
 void train_config_parse(train_config *c, const char *cmd, int argc, char **argv);
+/* The same for a command that takes train's flags and its own (`trident memory`): `extra`
+ * after train's in --help, under the command's own usage text. */
+void train_config_parse_extra(train_config *c, const char *cmd, const char *usage,
+                              const flag_spec *extra, int nextra, int argc, char **argv);
 /* Checks the rules for a world of `world_size` ranks and fills the derived fields.
  * Returns false with one line naming the values and the rule. */
 bool train_config_check(train_config *c, int world_size, char *err, size_t errlen);

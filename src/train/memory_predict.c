@@ -165,3 +165,76 @@ int train_memory_largest(const train_memory *m) {
         if (m->ranks[k].total > m->ranks[best].total) best = k;
     return best;
 }
+
+void train_memory_zero_table(const train_memory *m, const train_config *c, int rank,
+                             train_memory_zero_row rows[4]) {
+    CHECK(rank >= 0 && rank < m->world, "train_memory_zero_table: a global rank");
+    const size_t numel = m->ranks[rank].numel;
+    const size_t padded = zero_padded_numel(numel, c->dp, ZERO_SHARD_ALIGN);
+    const size_t shard = padded / (size_t)c->dp;
+    const prec_dtype dt = c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
+    for (int s = 0; s < 4; s++) {
+        zero_memory_rank t = {0};
+        zero_memory_rank_model_state(&t, numel, padded, shard, dt, s);
+        const zero_memory_plan p = zero_memory_plan_make(numel, c->dp, shard, dt, s);
+        const double paper[] = {p.formula_param_bytes, p.formula_grad_bytes, p.formula_master_bytes,
+                                p.formula_optim_bytes};
+        train_memory_zero_row *r = &rows[s];
+        memset(r, 0, sizeof *r);
+        r->stage = s;
+        for (int k = 0; k <= ZERO_MEM_ADAM; k++) {
+            r->trident[k] = t.bytes[k];
+            r->trident_total += t.bytes[k];
+            r->paper[k] = paper[k];
+        }
+        r->paper_total = p.formula_total_bytes;
+    }
+}
+
+/* One block's activations as the model lays them out: a chunk of 2 blocks less one of 1
+ * (neither with the embedding nor the head), at tensor-parallel rank 0 of t. */
+static size_t layer_layout_bytes(const train_config *c, int t, bool sp, gpt_recompute rc) {
+    const gpt_config g = {c->padded_vocab,       256, c->seq_length, 2, c->hidden_size,
+                          c->num_attention_heads};
+    size_t bytes[2];
+    gpt_chunk *ch = callocCheck(1, sizeof *ch);
+    for (int n = 1; n <= 2; n++) {
+        const gpt_shard sh = {.tp_size = t, .layer_begin = 0, .layer_end = n};
+        gpt_chunk_init(ch, &g, &sh, 0);
+        gpt_chunk_set_recompute(ch, &rc);
+        gpt_chunk_set_sequence_parallel(ch, sp);
+        bytes[n - 1] = gpt_acts_bytes_of(ch, c->micro_batch_size, c->seq_length);
+    }
+    free(ch);
+    return bytes[1] - bytes[0];
+}
+
+void train_memory_activation_table(const train_config *c,
+                                   train_memory_layer_row rows[TRAIN_ACT_NROWS]) {
+    const double s = c->seq_length, b = c->micro_batch_size, h = c->hidden_size;
+    const double a = c->num_attention_heads, t = c->tensor_model_parallel_size;
+    const double sbh = s * b * h, sb = s * b;
+    const bool sp_ok = c->seq_length % c->tensor_model_parallel_size == 0;
+    const int tp = c->tensor_model_parallel_size;
+    const gpt_recompute none = {GPT_RECOMPUTE_NONE, GPT_RECOMPUTE_UNIFORM, 0};
+    const gpt_recompute sel = {GPT_RECOMPUTE_SELECTIVE, GPT_RECOMPUTE_UNIFORM, 0};
+    const gpt_recompute full = {GPT_RECOMPUTE_FULL, GPT_RECOMPUTE_UNIFORM, 1};
+    const train_memory_layer_row r[TRAIN_ACT_NROWS] = {
+        {"no parallelism", "sbh(34 + 5as/h)", "sbh(64 + 4as/h) + 16sb", sbh * (34 + 5 * a * s / h),
+         sbh * (64 + 4 * a * s / h) + 16 * sb, layer_layout_bytes(c, 1, false, none), true},
+        {"tensor parallel (TP)", "sbh(10 + 24/t + 5as/(ht))", "sbh(16 + 48/t + 4as/(ht)) + 16sb",
+         sbh * (10 + 24 / t + 5 * a * s / (h * t)),
+         sbh * (16 + 48 / t + 4 * a * s / (h * t)) + 16 * sb,
+         layer_layout_bytes(c, tp, false, none), true},
+        {"TP + sequence parallel", "(sbh/t)(34 + 5as/h)", "(sbh/t)(64 + 4as/h) + 16sb/t",
+         sbh / t * (34 + 5 * a * s / h), sbh / t * (64 + 4 * a * s / h) + 16 * sb / t,
+         sp_ok ? layer_layout_bytes(c, tp, true, none) : 0, sp_ok},
+        {"TP + selective recompute", "sbh(10 + 24/t)", "sbh(16 + 48/t) + 16sb", sbh * (10 + 24 / t),
+         sbh * (16 + 48 / t) + 16 * sb, layer_layout_bytes(c, tp, false, sel), true},
+        {"TP + SP + selective", "34sbh/t", "(64sbh + 16sb)/t", 34 * sbh / t,
+         (64 * sbh + 16 * sb) / t, sp_ok ? layer_layout_bytes(c, tp, true, sel) : 0, sp_ok},
+        {"full recompute", "2sbh (the layer's input)", "4sbh (the layer's input)", 2 * sbh, 4 * sbh,
+         layer_layout_bytes(c, 1, false, full), true},
+    };
+    memcpy(rows, r, sizeof r);
+}

@@ -65,4 +65,41 @@ void train_memory_free(train_memory *m);
 /* The rank with the largest total (the lowest such rank). */
 int train_memory_largest(const train_memory *m);
 
+/* The ZeRO paper's table for one rank's Ψ at this layout's dp, stage by stage: Trident's
+ * storage (parameters and gradients fp32 whatever the precision; shards padded) beside the
+ * paper's bytes for the run's precision (2-byte parameters and gradients in mixed precision,
+ * K = 12; fp32 4 + 4 + 8). Index ZERO_MEM_PARAMS .. ZERO_MEM_ADAM of the arrays. */
+typedef struct {
+    int stage;
+    size_t trident[ZERO_MEM_ADAM + 1], trident_total;
+    double paper[ZERO_MEM_ADAM + 1], paper_total;
+} train_memory_zero_row;
+void train_memory_zero_table(const train_memory *m, const train_config *c, int rank,
+                             train_memory_zero_row rows[4]);
+
+/* Korthikanti et al. 2022, table 2: the activations one transformer layer keeps for one
+ * micro-batch, by setting, with s = seq-length, b = micro-batch, h = hidden, a = heads and
+ * t = the layout's tensor-parallel size; the paper's 16-bit bytes (with dropout masks) beside
+ * Trident's (fp32, no dropout: 16 floats per token and channel kept, 4 LayerNorm statistics per
+ * token, the a·s² attention probabilities), as a formula and as the model's layout gives it
+ * (one block's gpt_acts_bytes_of; the views are rounded to 64 bytes). */
+enum {
+    TRAIN_ACT_NONE,         /* no parallelism (t = 1) */
+    TRAIN_ACT_TP,           /* tensor parallel */
+    TRAIN_ACT_TP_SP,        /* + sequence parallel */
+    TRAIN_ACT_TP_SELECTIVE, /* + selective recomputation */
+    TRAIN_ACT_TP_SP_SELECTIVE,
+    TRAIN_ACT_FULL, /* full recomputation, uniform, 1 layer per group */
+    TRAIN_ACT_NROWS
+};
+typedef struct {
+    const char *setting;                         /* "TP + sequence parallel" */
+    const char *paper_formula, *trident_formula; /* "sbh(10 + 24/t + 5as/(ht))" */
+    double paper_bytes, trident_bytes;           /* the formulas' values */
+    size_t layout_bytes;                         /* what gpt_acts_bytes_of gives for one block */
+    bool available;                              /* false: sequence parallelism needs s % t == 0 */
+} train_memory_layer_row;
+void train_memory_activation_table(const train_config *c,
+                                   train_memory_layer_row rows[TRAIN_ACT_NROWS]);
+
 #endif /* TRIDENT_TRAIN_MEMORY_PREDICT_H */

@@ -46,6 +46,8 @@ static void the_peak_is_the_most_at_once_and_resets(void **state) {
     void *c = device_alloc(2000, "c"); /* 3000 in use: below the 4000 of a + b */
     assert_int_equal(device_bytes_in_use(), 3000);
     assert_int_equal(device_bytes_peak(), 4000);
+    assert_int_equal(device_bytes_in_use_of("c"), 2000); /* by label: what a kind measures */
+    assert_int_equal(device_bytes_in_use_of("b"), 0);
     device_bytes_peak_reset();
     assert_int_equal(device_bytes_peak(), 3000);
     device_free(a);
