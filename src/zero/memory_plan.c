@@ -92,6 +92,14 @@ const char *zero_stage_sharded(int stage) {
     return n[stage];
 }
 
+const char *zero_stage_sharded_short(int stage) {
+    static const char *n[] = {"nothing sharded", "optimizer state sharded",
+                              "optimizer state and gradients sharded",
+                              "optimizer state, gradients and parameters sharded"};
+    CHECK(stage >= 0 && stage <= 3, "a ZeRO stage is 0, 1, 2 or 3");
+    return n[stage];
+}
+
 const char *zero_mem_kind_name(zero_mem_kind k) {
     static const char *n[ZERO_MEM_NKINDS] = {
         "parameters",     "gradients",  "master weights", "Adam m+v",     "activations",

@@ -87,6 +87,11 @@ const char *zero_stage_strategy(int stage);
  * whole". */
 const char *zero_stage_sharded(int stage);
 
+/* The same in a few words, for a picture's title: "nothing sharded", "optimizer state
+ * sharded", "optimizer state and gradients sharded", "optimizer state, gradients and
+ * parameters sharded". */
+const char *zero_stage_sharded_short(int stage);
+
 /* ---- one rank's whole bill ------------------------------------------------------------ */
 
 /* The kinds of buffer a rank holds (each one or more device_alloc buffers). */
