@@ -142,6 +142,18 @@ static void print_summary(FILE *f, const train_memory *tm) {
     fprintf(f, "\n");
 }
 
+/* Bytes per parameter of a stage's model state, as formulas (Ψ parameters, Nd = dp): Trident's
+ * fp32 storage, and the paper's (which Trident's equals in fp32). */
+static const char *zero_formula(int stage, bool mixed, bool paper) {
+    static const char *t[2][2][4] = {
+        {{"16Ψ", "8Ψ + 8Ψ/Nd", "4Ψ + 12Ψ/Nd", "16Ψ/Nd"},
+         {"16Ψ", "8Ψ + 8Ψ/Nd", "4Ψ + 12Ψ/Nd", "16Ψ/Nd"}},
+        {{"20Ψ", "8Ψ + 12Ψ/Nd", "4Ψ + 16Ψ/Nd", "20Ψ/Nd"},
+         {"16Ψ", "4Ψ + 12Ψ/Nd", "2Ψ + 14Ψ/Nd", "16Ψ/Nd"}},
+    };
+    return t[mixed][paper][stage];
+}
+
 /* The ZeRO paper's table for rank 0, decimal units as the paper. */
 static void print_zero_table(FILE *f, const train_config *c, const train_memory *tm) {
     train_memory_zero_row rows[4];
@@ -153,14 +165,15 @@ static void print_zero_table(FILE *f, const train_config *c, const train_memory 
             tm->ranks[0].numel, c->dp, mixed ? " (16-bit values)" : "");
     fprintf(f,
             "  stage    strategy             params     grads    master  Adam m+v     total  "
-            "| paper (%s)\n",
-            mixed ? "2 + 2 + 12 bytes: 2Ψ + 2Ψ + KΨ, K = 12" : "fp32: 4 + 4 + 8 bytes");
+            "Trident      | paper (%s)\n",
+            mixed ? "2 + 2 + 12 bytes, K = 12" : "fp32: 4 + 4 + 8 bytes");
     for (int s = 0; s < 4; s++) {
         const train_memory_zero_row *r = &rows[s];
         fprintf(f, "%c %-8s %-18s", s == tm->stage ? '*' : ' ', zero_stage_name(s),
                 zero_stage_strategy(s));
         for (int k = 0; k <= ZERO_MEM_ADAM; k++) fprintf(f, "  %8.3f", (double)r->trident[k] / 1e6);
-        fprintf(f, "  %8.3f  | %8.3f\n", (double)r->trident_total / 1e6, r->paper_total / 1e6);
+        fprintf(f, "  %8.3f  %-12s | %8.3f  %s\n", (double)r->trident_total / 1e6,
+                zero_formula(s, mixed, false), r->paper_total / 1e6, zero_formula(s, mixed, true));
     }
     fprintf(f,
             "  (* the stage this layout trains with; ZeRO-2 and ZeRO-3 priced as pure sharding)\n");
