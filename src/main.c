@@ -5,6 +5,7 @@
  *   trident generate … text from a checkpoint (KV cache; serial, TP and PP)
  *   trident groups   … the process groups of a layout (text, JSON or a picture), no MPI
  *   trident schedule … a pipeline schedule as data and as a picture, no MPI
+ *   trident memory   … the bytes every rank of a run will hold, predicted, no MPI
  *   trident render   … turn run directories into timelines (PNG/SVG/PDF/JSON/TXT)
  *   trident bench    … measured performance ratios, side by side in one run
  */
@@ -24,6 +25,7 @@ static const struct {
     {"generate", cmd_generate, "continue a prompt with text sampled from a checkpoint (stdout)"},
     {"groups", cmd_groups, "list or draw the process groups of a layout (no MPI needed)"},
     {"schedule", cmd_schedule, "list, check or draw a pipeline schedule (no MPI needed)"},
+    {"memory", cmd_memory, "predict the bytes every rank of a run holds (no MPI needed)"},
     {"render", cmd_render, "render run directories into timelines: .png .svg .pdf .json .txt"},
     {"bench", cmd_bench, "measure performance as ratios, side by side in one run"},
 };
@@ -50,7 +52,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 2, argv + 2);
     fprintf(stderr,
-            "trident: unknown subcommand '%s' (one of: train eval generate groups schedule render "
+            "trident: unknown subcommand '%s' (one of: train eval generate groups schedule memory "
+            "render "
             "bench)\n",
             argv[1]);
     return 1;

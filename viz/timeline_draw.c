@@ -271,7 +271,9 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     for (int p = 0; p < L->npanels; p++) mem |= L->panels[p].mem_max > 0;
     if (mem) {
         viz_box(cr, x, y - size, size, size, viz_shade(VIZ_MEMORY, 0.6));
-        legend_item(cr, x, y, size, "memory in use");
+        legend_item(cr, x, y, size,
+                    "memory in use: activations held (the model state of the title's ZeRO "
+                    "stage is constant, not drawn)");
     }
 
     x = L->plot_x, y += 16;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/zero/memory_plan.h"
 
 enum { LEFT_GUTTER = 150, RIGHT_GUTTER = 176, TOP_MARGIN = 14, PANEL_GAP = 18 };
 
@@ -55,10 +56,14 @@ static void panel_texts(viz_tl_panel_layout *P) {
     if (tl->step >= 0) snprintf(step, sizeof step, " · step %d", tl->step);
     char vpart[32] = "";
     if (tl->vpp > 1) snprintf(vpart, sizeof vpart, " · %d chunks per rank", tl->vpp);
+    char zero[96] = ""; /* the stage in use: the memory strip draws activations only */
+    if (tl->zero_stage >= 0)
+        snprintf(zero, sizeof zero, " · %s: %s", zero_stage_name(tl->zero_stage),
+                 zero_stage_sharded_short(tl->zero_stage));
     snprintf(P->title, sizeof P->title,
-             "%s — %s · TP %d × PP %d × DP %d (%d ranks) · %d micro-batches%s%s · %.2f ms",
+             "%s — %s · TP %d × PP %d × DP %d (%d ranks) · %d micro-batches%s%s%s · %.2f ms",
              tl->name, tl->schedule[0] ? tl->schedule : "schedule ?", tl->tp, tl->pp, tl->dp,
-             tl->world_size, tl->num_microbatches, vpart, step, tl->duration * 1e3);
+             tl->world_size, tl->num_microbatches, vpart, zero, step, tl->duration * 1e3);
 
     viz_tl_bubble bb = viz_timeline_bubble(tl);
     char mt[16], mi[16], tt[16], ti[16], mw[16], mdl[16];

@@ -74,6 +74,24 @@ static bool in_step(const trace_event *e, int step, double s0, double s1) {
     if (e->step >= 0) return e->step == step;
     return e->t_start >= s0 && e->t_start < s1;
 }
+/* The ZeRO stage of a run from its configuration (train_config_json, compact JSON):
+ * --data-parallel-sharding-strategy when the run names one, else --use-distributed-optimizer
+ * (stage 1 or 0); -1 when neither is there (traces of older runs, hand-made traces). */
+static int zero_stage_of(const char *config_json) {
+    static const char *strategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+    const char *s = config_json ? strstr(config_json, "\"data_parallel_sharding_strategy\":\"")
+                                : NULL;
+    if (s) {
+        s += strlen("\"data_parallel_sharding_strategy\":\"");
+        for (int k = 3; k >= 0; k--) /* longest first: optim_grads before optim */
+            if (strncmp(s, strategies[k], strlen(strategies[k])) == 0 &&
+                s[strlen(strategies[k])] == '"')
+                return k;
+    }
+    if (config_json && strstr(config_json, "\"use_distributed_optimizer\":true")) return 1;
+    if (config_json && strstr(config_json, "\"use_distributed_optimizer\":false")) return 0;
+    return -1;
+}
 
 viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int step, char *err,
                                     size_t errlen) {
@@ -133,6 +151,7 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
                                         h0->num_microbatches);
     tl->step = step;
     tl->duration = t1 - t0;
+    tl->zero_stage = zero_stage_of(h0->config_json);
     for (int k = 0; k < r->nranks; k++) {
         const trace_file *f = r->ranks[k];
         const trace_header *h = trace_file_header(f);

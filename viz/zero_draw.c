@@ -27,7 +27,7 @@ enum { MAX_LINES = 128, SEGMENTS_PER_LINE = 12, LABEL_ROWS_MAX = 2, TABLE_ROWS_M
 static const double DEFAULT_WIDTH = 1400, MIN_SEGMENT_W = 5;
 static const double BAR_H = 40, BAND_H = 20, BUCKET_H = 14, GAP = 4;
 static const double LABEL_FS = 8.5, LABEL_LINE = 11, LABEL_ROW_H = 37;
-static const double TITLE_H = 104; /* title + three lines of facts above the first bar */
+static const double TITLE_H = 122; /* title + four lines of facts above the first bar */
 
 /* Text width estimate for layout (DejaVu Sans averages about 0.6 em per character);
  * the drawing measures for real before placing names inside segments. */
@@ -340,39 +340,33 @@ static bool text_if_fits(cairo_t *cr, double x0, double x1, double y, double siz
 static void draw_title(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r,
                        const zero_memory_plan *plan) {
     char s[512], c1[32], c2[32], c3[32], c4[32];
-    snprintf(
-        s, sizeof s,
-        "ZeRO-1 distributed optimizer: one flat gradient buffer, DP rank d owns shard d (dp = %d)",
-        r->dp);
+    const int stage = plan ? plan->stage : 1; /* the stage in use: its name and what it shards */
+    snprintf(s, sizeof s, "%s (%s): one flat gradient buffer, DP rank d owns shard d (dp = %d)",
+             zero_stage_name(stage), zero_stage_strategy(stage), r->dp);
     viz_text(cr, 16, 26, 15, true, VIZ_LEFT, VIZ_TEXT, s);
+    snprintf(s, sizeof s, "%s: %s", zero_stage_name(stage), zero_stage_sharded(stage));
+    viz_text(cr, 16, 45, 10.5, false, VIZ_LEFT, VIZ_TEXT, s);
     snprintf(s, sizeof s,
-             "Ψ = %s elements in %d parameter%s, padded by %s to %s (a multiple of dp × align = %d "
-             "× %zu); "
-             "shard S = %s elements per rank",
+             "Ψ = %s elements in %d parameter%s, padded by %s to %s (a multiple of dp × align = "
+             "%d × %zu); shard S = %s elements per rank",
              count_str(r->numel, c1, sizeof c1), r->n_params, r->n_params == 1 ? "" : "s",
              count_str(r->padded_numel - r->numel, c2, sizeof c2),
              count_str(r->padded_numel, c3, sizeof c3), r->dp, r->align,
              count_str(r->shard_numel, c4, sizeof c4));
-    viz_text(cr, 16, 48, 10.5, false, VIZ_LEFT, VIZ_TEXT, s);
-    if (plan) {
-        char m[256];
-        zero_memory_plan_summary(plan, m, sizeof m);
-        snprintf(s, sizeof s, "Memory at start: %s", m);
-    } else {
-        snprintf(
-            s, sizeof s,
-            "reduce-scatter the gradients, AdamW on the rank's shard, all-gather the parameters");
-    }
-    viz_text(cr, 16, 66, 10.5, false, VIZ_LEFT, VIZ_TEXT, s);
+    viz_text(cr, 16, 63, 10.5, false, VIZ_LEFT, VIZ_TEXT, s);
+    char m[256] = "reduce-scatter the gradients, AdamW on the rank's shard, all-gather the "
+                  "parameters";
+    if (plan) snprintf(s, sizeof s, "Memory at start: %s", zero_memory_plan_summary(plan, m, 256));
+    else snprintf(s, sizeof s, "%s", m);
+    viz_text(cr, 16, 81, 10.5, false, VIZ_LEFT, VIZ_TEXT, s);
     if (L->n_widened)
         snprintf(s, sizeof s,
                  "Widths are proportional to numel, except that %d small parameter%s (biases, "
-                 "LayerNorm, padding) "
-                 "%s drawn at a minimum of %.0f px so they stay visible.",
+                 "LayerNorm, padding) %s drawn at a minimum of %.0f px so they stay visible.",
                  L->n_widened, L->n_widened == 1 ? "" : "s", L->n_widened == 1 ? "is" : "are",
                  L->min_w);
     else snprintf(s, sizeof s, "Widths are proportional to numel.");
-    viz_text(cr, 16, 84, 9.5, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35), s);
+    viz_text(cr, 16, 99, 9.5, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35), s);
 }
 
 static void draw_segments(cairo_t *cr, const zero_draw_layout *L, const zero_ranges *r) {

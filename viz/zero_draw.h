@@ -1,6 +1,8 @@
-/* zero_draw.h — the picture of ZeRO-1: one flat gradient buffer cut into dp shards.
+/* zero_draw.h — the picture of ZeRO: one flat gradient buffer cut into dp shards.
  *
- *   title:  Ψ, dp, padding, shard size, bytes per rank
+ *   title:  the stage in use (ZeRO-1 (optim), from the plan; ZeRO-1 without one) and what it
+ *           shards and gathers when (zero_stage_sharded); Ψ, dp, padding, shard size, bytes
+ *           per rank
  *
  *      params     |  wte              | wpe   |l|b| qkv (cut)   |   parameters in buffer
  *   DP rank 0     |<------------- DP rank 0's shard ------------>|   order; every shard

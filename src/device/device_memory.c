@@ -27,12 +27,14 @@
 
 #include "src/core/check.h"
 
-/* One live allocation of a non-host device. */
+/* One live allocation (every device: the accounting of device_bytes_in_use/peak). */
 typedef struct {
     char *base;
     size_t bytes;    /* what was asked for */
     size_t capacity; /* cpu-guarded: the block's size (pages); reused when free */
     bool live;
+    bool host;        /* calloc'ed host memory (the cpu device), freed with free() */
+    const char *what; /* device_alloc's label (a string literal) */
 } block;
 
 static struct {
@@ -90,6 +92,15 @@ int device_cuda_count(void) {
 }
 size_t device_bytes_in_use(void) { return g.in_use; }
 size_t device_bytes_peak(void) { return g.peak; }
+void device_bytes_peak_reset(void) { g.peak = g.in_use; }
+
+size_t device_bytes_in_use_of(const char *what) {
+    size_t n = 0;
+    for (int i = 0; i < g.nblocks; i++)
+        if (g.blocks[i].live && g.blocks[i].what && strcmp(g.blocks[i].what, what) == 0)
+            n += g.blocks[i].bytes;
+    return n;
+}
 
 #ifdef TRIDENT_CUDA
 #define ON_CUDA (g.kind == DEVICE_CUDA)
@@ -184,7 +195,7 @@ static char *guard_take(size_t bytes, size_t *capacity) {
 
 /* ---------------------------------------------------------------- the table of blocks */
 
-static void record(char *base, size_t bytes, size_t capacity) {
+static void record(char *base, size_t bytes, size_t capacity, bool host, const char *what) {
     if (g.nblocks == g.cap_blocks) {
         g.cap_blocks = g.cap_blocks ? 2 * g.cap_blocks : 64;
         block *grown = mallocCheck(sizeof *grown * (size_t)g.cap_blocks);
@@ -192,21 +203,26 @@ static void record(char *base, size_t bytes, size_t capacity) {
         free(g.blocks);
         g.blocks = grown;
     }
-    g.blocks[g.nblocks++] = (block){base, bytes, capacity, true};
+    g.blocks[g.nblocks++] = (block){base, bytes, capacity, true, host, what};
     g.in_use += bytes;
     if (g.in_use > g.peak) g.peak = g.in_use;
 }
 
+/* From the newest block down: a short-lived work space is found at once. */
 static int find_block(const void *p) {
     const char *c = p;
-    for (int i = 0; i < g.nblocks; i++)
+    for (int i = g.nblocks - 1; i >= 0; i--)
         if (g.blocks[i].live && c >= g.blocks[i].base &&
             c < g.blocks[i].base + (g.blocks[i].bytes ? g.blocks[i].bytes : 1))
             return i;
     return -1;
 }
 
-bool device_owns(const void *p) { return g.kind != DEVICE_CPU && p && find_block(p) >= 0; }
+bool device_owns(const void *p) {
+    if (g.kind == DEVICE_CPU || !p) return false;
+    int i = find_block(p);
+    return i >= 0 && !g.blocks[i].host;
+}
 
 /* ---------------------------------------------------------------- init */
 
@@ -264,7 +280,11 @@ void device_shutdown(void) {
 /* ---------------------------------------------------------------- memory */
 
 void *device_alloc(size_t bytes, const char *what) {
-    if (g.kind == DEVICE_CPU) return callocCheck(bytes ? bytes : 1, 1);
+    if (g.kind == DEVICE_CPU) {
+        char *h = callocCheck(bytes ? bytes : 1, 1);
+        record(h, bytes, bytes, true, what);
+        return h;
+    }
     char *p = NULL;
     size_t capacity = bytes;
 #ifdef TRIDENT_CUDA
@@ -286,20 +306,24 @@ void *device_alloc(size_t bytes, const char *what) {
         guard_close();
     }
     CHECK(p != NULL, "device_alloc: no memory");
-    (void)what;
-    record(p, bytes, capacity);
+    record(p, bytes, capacity, false, what);
     return p;
 }
 
 void device_free(void *p) {
     if (!p) return;
-    if (g.kind == DEVICE_CPU) {
+    int i = find_block(p);
+    if (i < 0 && g.kind == DEVICE_CPU) { /* a host pointer from elsewhere: plain memory here */
         free(p);
         return;
     }
-    int i = find_block(p);
     CHECK(i >= 0 && g.blocks[i].base == p, "device_free of a pointer device_alloc did not return");
     g.in_use -= g.blocks[i].bytes;
+    if (g.blocks[i].host) {
+        free(p);
+        g.blocks[i] = g.blocks[--g.nblocks];
+        return;
+    }
 #ifdef TRIDENT_CUDA
     if (ON_CUDA) {
         cudaCheck(cudaFree(p));

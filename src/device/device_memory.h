@@ -46,15 +46,28 @@ int device_cuda_count(void);
 
 /* ---- memory --------------------------------------------------------------------------- */
 
-/* `bytes` of zeroed device memory (never NULL; dies naming `what` when it cannot). */
+/* `bytes` of zeroed device memory (never NULL; dies naming `what` when it cannot). `what`
+ * labels the buffer for device_bytes_in_use_of: a string literal. */
 void *device_alloc(size_t bytes, const char *what);
 void device_free(void *p);
 /* True when p points into a live device_alloc buffer of a non-host device (cuda,
  * cpu-guarded); always false on the cpu device, where everything is host memory. */
 bool device_owns(const void *p);
-/* Bytes currently allocated with device_alloc, and the most ever at once. */
+/* Trident's own allocator accounting, on every device (the cpu one too): bytes currently
+ * allocated with device_alloc (what was asked for, not page or allocator rounding), and the
+ * most ever at once since the start or the last reset. Every buffer of the model, the
+ * optimizer, the activations, the work spaces and the pipeline messages comes from
+ * device_alloc, so the peak is what src/train/memory_predict.h predicts. Not counted: host
+ * arrays outside device_alloc (the data, the trace recorder, MPI's private copies of pending
+ * sends, the communication library's rings and staging slots). */
 size_t device_bytes_in_use(void);
 size_t device_bytes_peak(void);
+/* The peak starts again from what is in use now (between two runs in one process). */
+void device_bytes_peak_reset(void);
+/* Bytes in use in the buffers device_alloc'ed with this `what` ("parameters", "Adam first
+ * moments", ...): the measurement beside a prediction's kinds. `what` must be a string that
+ * outlives its buffers (every caller passes a literal). */
+size_t device_bytes_in_use_of(const char *what);
 
 void device_upload(void *dev_dst, const void *host_src, size_t bytes);
 void device_download(void *host_dst, const void *dev_src, size_t bytes);

@@ -283,7 +283,8 @@ static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
     return cc.used;
 }
 
-gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
+/* alloc false: only the size (a->bytes), no device memory (the *_bytes_of functions). */
+static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
     CHECK(T <= c->cfg.seq_len, "sequence longer than the position embedding");
     CHECK(!c->sequence_parallel || T % c->shard.tp_size == 0,
           "sequence parallelism: the micro-batch's sequence length must be divisible by tp");
@@ -295,11 +296,14 @@ gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
     a->blocks = callocCheck((size_t)a->nblocks + 1, sizeof *a->blocks);
     /* First pass counts, second lays out the views for real. */
     size_t n = acts_layout(a, c, NULL);
+    a->bytes = n * sizeof(float);
+    if (!alloc) return a;
     a->mem = device_alloc(n * sizeof(float), "activations");
     acts_layout(a, c, a->mem);
-    a->bytes = n * sizeof(float);
     return a;
 }
+
+gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) { return acts_create(c, B, T, true); }
 
 void gpt_acts_destroy(gpt_acts *a) {
     if (!a) return;
@@ -314,8 +318,9 @@ const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
 const float *gpt_acts_logits(const gpt_acts *a) { return a->logits; }
 
 /* A hand-over from B to W; `inputs`: with the W inputs of recomputed blocks (the split
- * backward's), not for the fused backward's own, which runs W right after B. */
-static gpt_wgrad *wgrad_create(const gpt_chunk *c, int B, int T, bool inputs) {
+ * backward's), not for the fused backward's own, which runs W right after B. alloc false:
+ * only its size. */
+static gpt_wgrad *wgrad_create(const gpt_chunk *c, int B, int T, bool inputs, bool alloc) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
     const size_t Nr = (size_t)B * seq_local(c, (size_t)T), full = c->sequence_parallel ? N * C : 0;
     gpt_wgrad *w = callocCheck(1, sizeof *w);
@@ -350,6 +355,7 @@ static gpt_wgrad *wgrad_create(const gpt_chunk *c, int B, int T, bool inputs) {
         if (c->shard.has_embedding) w->demb = take(cur, N * C);
         if (!pass) {
             w->bytes = cc.used * sizeof(float);
+            if (!alloc) break;
             w->mem = device_alloc(w->bytes, "weight-gradient inputs");
         }
     }
@@ -357,7 +363,7 @@ static gpt_wgrad *wgrad_create(const gpt_chunk *c, int B, int T, bool inputs) {
 }
 
 gpt_wgrad *gpt_wgrad_create(const gpt_chunk *c, int B, int T) {
-    return wgrad_create(c, B, T, true);
+    return wgrad_create(c, B, T, true, true);
 }
 
 void gpt_wgrad_destroy(gpt_wgrad *w) {
@@ -376,7 +382,7 @@ static int recompute_group_size(const gpt_chunk *c) {
     return rc->method == GPT_RECOMPUTE_BLOCK ? 1 : rc->num_layers;
 }
 
-gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
+static gpt_scratch *scratch_create(const gpt_chunk *c, int B, int T, bool alloc) {
     const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
     const size_t Nr = (size_t)B * seq_local(c, (size_t)T);
     gpt_scratch *s = callocCheck(1, sizeof *s);
@@ -399,12 +405,39 @@ gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
         if (!x_kept(c, c->shard.layer_end - c->shard.layer_begin)) s->x_out = take(cur, Nr * C);
         if (!pass) {
             s->bytes = cc.used * sizeof(float);
+            if (!alloc) break;
             s->mem = device_alloc(s->bytes, "backward work space");
         }
     }
-    s->wg = wgrad_create(c, B, T, false);
+    s->wg = wgrad_create(c, B, T, false, alloc);
     s->bytes += s->wg->bytes;
     return s;
+}
+
+gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
+    return scratch_create(c, B, T, true);
+}
+
+/* The sizes without the memory: the same layout code, counting only. */
+size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T) {
+    gpt_acts *a = acts_create(c, B, T, false);
+    size_t n = a->bytes;
+    gpt_acts_destroy(a);
+    return n;
+}
+
+size_t gpt_wgrad_bytes_of(const gpt_chunk *c, int B, int T) {
+    gpt_wgrad *w = wgrad_create(c, B, T, true, false);
+    size_t n = w->bytes;
+    gpt_wgrad_destroy(w);
+    return n;
+}
+
+size_t gpt_scratch_bytes_of(const gpt_chunk *c, int B, int T) {
+    gpt_scratch *s = scratch_create(c, B, T, false);
+    size_t n = s->bytes;
+    gpt_scratch_destroy(s);
+    return n;
 }
 
 void gpt_scratch_destroy(gpt_scratch *s) {

@@ -245,6 +245,13 @@ gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T);
 void gpt_scratch_destroy(gpt_scratch *s);
 size_t gpt_scratch_bytes(const gpt_scratch *s);
 
+/* The bytes gpt_acts_create, gpt_scratch_create and gpt_wgrad_create (below) would allocate,
+ * from the same layout code, without allocating: what the memory prediction adds up
+ * (src/train/memory_predict.h), exact by construction. */
+size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T);
+size_t gpt_scratch_bytes_of(const gpt_chunk *c, int B, int T);
+size_t gpt_wgrad_bytes_of(const gpt_chunk *c, int B, int T);
+
 /* Forward of one micro-batch.
  *   s: the chunk's scratch (may be NULL when the chunk recomputes nothing).
  *   tokens, targets (B,T): tokens are read by the first stage, targets by the last.

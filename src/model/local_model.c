@@ -148,12 +148,16 @@ static float *grown(float *old, size_t keep, size_t n, const char *what) {
     return b;
 }
 
+/* The gradients are given back first and come back zero (before training there are none to
+ * keep), so the copy of the parameters never holds more than the two padded buffers will:
+ * no moment of the set-up raises the allocator's high-water mark above the run's. */
 void local_model_pad(local_model *m, size_t numel_padded) {
     CHECK(numel_padded >= m->numel, "a padded length is at least the number of parameters");
     CHECK(m->params && m->grads, "pad the buffers before releasing them");
     if (numel_padded == m->numel_padded) return;
+    device_free(m->grads);
     m->params = grown(m->params, m->numel, numel_padded, "parameters");
-    m->grads = grown(m->grads, m->numel, numel_padded, "gradients");
+    m->grads = device_alloc(numel_padded * sizeof(float), "gradients"); /* zeroed */
     m->numel_padded = numel_padded;
 }
 

@@ -94,8 +94,9 @@ void local_model_zero_grads(local_model *m);
 /* Frees the gradient buffer (grads = NULL), and the parameter buffer too with `params`
  * (params = NULL): for an optimizer that keeps them as shards (ZeRO-2/3). */
 void local_model_release(local_model *m, bool params);
-/* Grows params and grads to numel_padded elements (>= numel), the new tail zero; done once,
- * before training (the ZeRO optimizer calls it when it is created). */
+/* Grows params and grads to numel_padded elements (>= numel), the new tail zero and the
+ * gradients all zero; done once, before training (the ZeRO optimizer calls it when it is
+ * created). */
 void local_model_pad(local_model *m, size_t numel_padded);
 
 #endif /* TRIDENT_MODEL_LOCAL_MODEL_H */

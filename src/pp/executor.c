@@ -328,11 +328,8 @@ int pp_executor_peak_microbatches(const pp_executor *ex) { return ex->peak_sets;
 
 size_t pp_executor_activation_bytes_per_microbatch(const pp_executor *ex) {
     size_t total = 0;
-    for (int c = 0; c < ex->cfg.v; c++) {
-        gpt_acts *a = gpt_acts_create(&ex->model->chunks[c], ex->B, ex->T);
-        total += gpt_acts_bytes(a);
-        gpt_acts_destroy(a);
-    }
+    for (int c = 0; c < ex->cfg.v; c++)
+        total += gpt_acts_bytes_of(&ex->model->chunks[c], ex->B, ex->T);
     return total;
 }
 

@@ -169,6 +169,24 @@ pp_action pp_action_make(const pp_config *cfg, int rank, pp_op op, int mb, int c
 void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out);
 void pp_rank_plan_free(pp_rank_plan *plan);
 
+/* What one rank's plan keeps alive, walking its actions in order — the executor's pools grow
+ * to exactly this (it never frees a set, it reuses it), so it is what a memory prediction
+ * multiplies by the bytes of one set (src/train/memory_predict.h):
+ *   acts[c]      the most activation sets of chunk c held at once, each from its F to its
+ *                whole backward (B) or, split, to its W: GPipe m, 1F1B min(p − r, m) ...
+ *   handover[c]  the most B → W hand-overs of chunk c held at once (split backward; else 0)
+ *   sets         the most activation sets held at once over all chunks
+ *   self_msgs    the most messages this rank sent to itself and has not received yet (the
+ *                bottom of zbv's V, handed over in memory by the executor; else 0) */
+typedef struct {
+    int v;
+    int *acts;     /* (v) */
+    int *handover; /* (v) */
+    int sets, self_msgs;
+} pp_plan_holds;
+pp_plan_holds pp_plan_holds_of(const pp_rank_plan *plan, int v);
+void pp_plan_holds_free(pp_plan_holds *h);
+
 /* Every rank's plan. */
 void pp_schedule_build(const pp_config *cfg, pp_schedule *out);
 void pp_schedule_free(pp_schedule *s);

@@ -6,6 +6,13 @@
  *
  *   {"step":10,"loss":4.70,"lr":0.0015,"grad_norm":1.66,"tokens_per_sec":23189.2, ...}
  *   {"step":10,"eval_loss":4.55}
+ *   {"step":1000,"rank":3,"tp_rank":1,"pp_rank":0,"dp_rank":1,"memory_predicted_bytes":8954368,
+ *    "memory_peak_bytes":8954368}
+ *
+ * The last kind, one line per rank at the end of the run (rank 0 gathers them): the bytes
+ * `trident memory` predicts for that rank (src/train/memory_predict.h) and the high-water mark
+ * its allocator measured over the whole run (src/device/device_memory.h). Nothing here reads
+ * them (they have no "loss"); `trident bench --suite memory` and the tests do.
  *
  * A line with "loss" is a training step, a line with "eval_loss" a held-out evaluation; other
  * objects are skipped (room for lines a later trainer adds), unknown keys are ignored. A line

@@ -196,12 +196,19 @@ static int run_flags(train_config *c, flag_spec *out, int cap) {
 }
 
 void train_config_parse(train_config *c, const char *cmd, int argc, char **argv) {
+    train_config_parse_extra(c, cmd, k_usage, NULL, 0, argc, argv);
+}
+
+void train_config_parse_extra(train_config *c, const char *cmd, const char *usage,
+                              const flag_spec *extra, int nextra, int argc, char **argv) {
     flag_spec specs[TRAIN_MAX_FLAGS];
     int n = model_flags(c, specs, TRAIN_MAX_FLAGS);
     n += parallel_flags(c, specs + n, TRAIN_MAX_FLAGS - n);
     n += run_flags(c, specs + n, TRAIN_MAX_FLAGS - n);
+    CHECK(n + nextra <= TRAIN_MAX_FLAGS, "raise TRAIN_MAX_FLAGS in src/train/config.c");
+    for (int i = 0; i < nextra; i++) specs[n++] = extra[i];
     const char *pos[1];
-    flags_parse(cmd, k_usage, specs, n, argc, argv, pos, 0);
+    flags_parse(cmd, usage, specs, n, argc, argv, pos, 0);
 }
 
 /* Writes the message into err and returns false from the rule helpers below. */
@@ -417,7 +424,9 @@ static bool check_fits(const train_config *c, char *err, size_t errlen) {
     const double params = (ceil(L / pp) * block + (V + T) * C + 2.0 * C) / tp;
     const double logits = (double)c->micro_batch_size * T * V / tp;
     const double need = 4.0 * (2.0 * params + logits);
-    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    const double have = c->predict_only
+                            ? 0 /* nothing is allocated: no limit */
+                            : (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
     if (have > 0 && need > have && c->model_from)
         FAIL("the model saved in '%s' (num_layers %d, hidden_size %d, seq_length %d, padded "
              "vocabulary %d) needs at least %.4g bytes per rank but this machine has %.4g bytes "
@@ -522,6 +531,29 @@ bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
     return check_flags(c, world, err, errlen) && check_split(c, err, errlen) &&
            check_batch(c, world, err, errlen) && check_schedule(c, err, errlen) &&
            check_model(c, err, errlen) && check_recompute(c, err, errlen);
+}
+
+int *train_config_stage_layers(const train_config *c, int nstages, const char *who) {
+    const char *s = c->stage_layers;
+    if (!s) return NULL;
+    int *out = callocCheck((size_t)nstages, sizeof(int));
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) die("%s: --stage-layers '%s': expected comma-separated layer counts", who, s);
+        if (n >= nstages)
+            die("%s: --stage-layers '%s' names more than the %d virtual pipeline stages", who, s,
+                nstages);
+        out[n++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            die("%s: --stage-layers '%s': expected comma-separated layer counts", who, s);
+    }
+    if (n != nstages)
+        die("%s: --stage-layers '%s' names %d stages, the layout has %d", who, s, n, nstages);
+    return out;
 }
 
 gpt_recompute train_config_recompute(const train_config *c) {

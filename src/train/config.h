@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "src/core/flags.h"
 #include "src/model/gpt.h"
 
 typedef struct {
@@ -65,6 +66,8 @@ typedef struct {
     const char *device;    /* cpu | cuda | cpu-guarded (src/device/device.h) */
     bool quiet;
     float distributed_timeout_minutes;
+    bool predict_only; /* trident memory: nothing is allocated, so the model need not fit this
+                          machine (train_config_check skips that rule, not the others) */
     /* derived by train_config_check */
     int world_size, dp, vpp, num_microbatches, padded_vocab;
 } train_config;
@@ -73,12 +76,20 @@ typedef struct {
 void train_config_defaults(train_config *c);
 /* Parses argv (the words after `trident train`); dies on unknown flags and bad values. */
 void train_config_parse(train_config *c, const char *cmd, int argc, char **argv);
+/* The same for a command that takes train's flags and its own (`trident memory`): `extra`
+ * after train's in --help, under the command's own usage text. */
+void train_config_parse_extra(train_config *c, const char *cmd, const char *usage,
+                              const flag_spec *extra, int nextra, int argc, char **argv);
 /* Checks the rules for a world of `world_size` ranks and fills the derived fields.
  * Returns false with one line naming the values and the rule. */
 bool train_config_check(train_config *c, int world_size, char *err, size_t errlen);
 /* The ZeRO stage a configuration asks for: 0 to 3 (from the strategy, else 1 with
  * --use-distributed-optimizer, else 0). */
 int train_config_zero_stage(const train_config *c);
+/* --stage-layers as the layer counts of the nstages virtual stages (malloc'd), or NULL when
+ * the flag is not given; dies with one line "<who>: --stage-layers ..." when it is not a list
+ * of nstages counts. */
+int *train_config_stage_layers(const train_config *c, int nstages, const char *who);
 /* The recomputation a checked configuration asks for, as the model takes it. */
 gpt_recompute train_config_recompute(const train_config *c);
 /* The configuration as a JSON object (malloc'd string). */

@@ -25,6 +25,7 @@
 #include "src/runtime/comm_stream.h"
 #include "src/runtime/dist.h"
 #include "src/trace/trace.h"
+#include "src/train/memory_predict.h"
 #include "src/zero/distributed_optimizer.h"
 #include "src/zero/memory_plan.h"
 #include "viz/canvas.h"
@@ -97,6 +98,23 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
                c->seq_length / c->tensor_model_parallel_size, c->seq_length);
     printf("; work space %.1f KiB (once per chunk)\n",
            (double)pp_executor_work_space_bytes(ex) / 1024.0);
+}
+
+/* "memory predicted (trident memory): rank 0 12.3 MiB = ... ; the most: rank 3, 14.1 MiB" */
+static void print_memory_prediction(const train_memory *tm) {
+    const zero_memory_rank *m = &tm->ranks[0];
+    char a[32], b[32];
+    printf("memory predicted (trident memory, %s): rank 0 %s =", zero_stage_name(tm->stage),
+           zero_bytes_text((double)m->total, a, sizeof a));
+    for (int k = 0, first = 1; k < ZERO_MEM_NKINDS; k++) {
+        if (!m->bytes[k]) continue;
+        printf("%s %s %s", first ? "" : " +", zero_mem_kind_name((zero_mem_kind)k),
+               zero_bytes_text((double)m->bytes[k], b, sizeof b));
+        first = 0;
+    }
+    const int big = train_memory_largest(tm);
+    printf("; the most: rank %d, %s\n", big,
+           zero_bytes_text((double)tm->ranks[big].total, a, sizeof a));
 }
 
 static void trace_comm_hook(const comm_event *e, void *ctx) {
@@ -196,6 +214,7 @@ typedef struct {
     double flops_per_token; /* model FLOPs of one trained token (src/model/flops.h) */
     double peak_flops;      /* what the job is compared with (gemm_rate.h); 0: unknown (cuda) */
     float held_out;         /* the last evaluation's loss, NAN before one */
+    train_memory *mem;      /* every rank's predicted bytes (lead only; memory_predict.h) */
 } run_state;
 
 /* Checks the configuration and the layout, then sets up communication, the device, the
@@ -375,6 +394,33 @@ static void run_loop(run_state *r) {
     distopt_wait_params(r->t->opt); /* --overlap-param-gather: the last step's gathers */
 }
 
+/* After the run (lead): one record per rank in metrics.jsonl, what the allocator measured
+ * next to what was predicted (src/trace/run_metrics.h documents the line), and the summary
+ * line. Every rank has gathered the peaks (trainer_memory_gather) just before. */
+static void run_memory_records(run_state *r) {
+    const train_memory *tm = r->mem;
+    double worst = 0;
+    int worst_rank = 0;
+    for (int k = 0; k < tm->world; k++) {
+        const zero_memory_rank *m = &tm->ranks[k];
+        const size_t peak = trainer_memory_peak(r->t, k);
+        fprintf(r->mf,
+                "{\"step\":%d,\"rank\":%d,\"tp_rank\":%d,\"pp_rank\":%d,\"dp_rank\":%d,"
+                "\"memory_predicted_bytes\":%zu,\"memory_peak_bytes\":%zu}\n",
+                r->c->train_iters, k, m->tp_rank, m->pp_rank, m->dp_rank, m->total, peak);
+        const double dev = m->total ? (double)peak / (double)m->total - 1.0 : 0.0;
+        if (fabs(dev) > fabs(worst)) worst = dev, worst_rank = k;
+    }
+    fflush(r->mf);
+    if (r->c->quiet) return;
+    char a[32], b[32];
+    printf("memory: peak %s on rank 0 (Trident's allocator), predicted %s; measured ÷ predicted "
+           "within %.1f%% on every rank (largest deviation %+.1f%% on rank %d)\n",
+           zero_bytes_text((double)trainer_memory_peak(r->t, 0), a, sizeof a),
+           zero_bytes_text((double)tm->ranks[0].total, b, sizeof b), 100.0 * fabs(worst),
+           100.0 * worst, worst_rank);
+}
+
 /* Every rank writes RUN_DIR/trace/rank<k>.trace; then all ranks meet. */
 static void run_trace_end(run_state *r) {
     trainer *t = r->t;
@@ -433,7 +479,9 @@ int trainer_run(train_config *c) {
     run_state r = {0};
     run_setup(&r, c);
     if (!c->no_trace) run_trace_begin(&r);
+    if (r.lead) r.mem = train_memory_predict(c, train_config_zero_stage(c), "trident train");
     if (r.lead && !c->quiet) print_layout(c, r.ps, r.t->model, r.t->opt, r.t->exec);
+    if (r.lead && !c->quiet) print_memory_prediction(r.mem);
     if (r.lead && c->sequence_parallel_off)
         fprintf(stderr, "trident train: note: --sequence-parallel ignored: "
                         "--tensor-model-parallel-size is 1, so there is no tensor-parallel group "
@@ -447,7 +495,9 @@ int trainer_run(train_config *c) {
     }
     run_loop(&r);
     double elapsed = time_now() - r.t_start;
+    trainer_memory_gather(r.t); /* every rank: the peaks after the last step and evaluation */
     if (r.lead) {
+        run_memory_records(&r);
         atomic_file_commit(&r.metrics);
         /* RUN_DIR/config.json, next to the metrics it describes (`render --metrics` labels by it) */
         snprintf(path, sizeof path, "%s/config.json", c->run_dir);
@@ -458,6 +508,7 @@ int trainer_run(train_config *c) {
     run_trace_end(&r);
     if (r.lead) run_summary(&r, elapsed);
     free(r.cfg_json);
+    train_memory_free(r.mem);
     trainer_destroy(r.t);
     ps_destroy(r.ps);
     device_shutdown();

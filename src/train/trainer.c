@@ -28,29 +28,6 @@
 #include "src/train/trainer_internal.h"
 
 
-static int *parse_stage_layers(const char *s, int nstages) {
-    if (!s) return NULL;
-    int *out = callocCheck((size_t)nstages, sizeof(int));
-    int n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p)
-            die("trident train: --stage-layers '%s': expected comma-separated layer counts", s);
-        if (n >= nstages)
-            die("trident train: --stage-layers '%s' names more than the %d virtual pipeline stages",
-                s, nstages);
-        out[n++] = (int)v;
-        p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
-            die("trident train: --stage-layers '%s': expected comma-separated layer counts", s);
-    }
-    if (n != nstages)
-        die("trident train: --stage-layers '%s' names %d stages, the layout has %d", s, n, nstages);
-    return out;
-}
-
 trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     trainer *t = callocCheck(1, sizeof *t);
     t->cfg = *cfg;
@@ -68,7 +45,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     CHECK(pp_kind_parse(cfg->pipeline_schedule, &kind), "schedule name checked by the flag parser");
     pp_config pc = {kind, pp, cfg->num_microbatches, cfg->vpp};
     pp_config_check(&pc, "trident train");
-    int *stage_layers = parse_stage_layers(cfg->stage_layers, pp * cfg->vpp);
+    int *stage_layers = train_config_stage_layers(cfg, pp * cfg->vpp, "trident train");
     int *chunk_stage = mallocCheck(sizeof(int) * (size_t)cfg->vpp); /* the schedule's placement */
     for (int c = 0; c < cfg->vpp; c++) chunk_stage[c] = pp_stage(&pc, t->pp_rank, c);
     t->model = local_model_create_staged(&g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp, chunk_stage,
@@ -118,6 +95,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     t->inputs = mallocCheck(n * sizeof(int32_t));
     t->targets = mallocCheck(n * sizeof(int32_t));
     t->sample = mallocCheck(((size_t)cfg->seq_length + 1) * sizeof(int32_t));
+    t->mem_peaks = callocCheck(2 * (size_t)(ps ? comm_size(ps->world) : 1), sizeof(int64_t));
     return t;
 }
 
@@ -130,7 +108,26 @@ void trainer_destroy(trainer *t) {
     free(t->inputs);
     free(t->targets);
     free(t->sample);
+    free(t->mem_peaks);
     free(t);
+}
+
+void trainer_memory_gather(trainer *t) {
+    int64_t mine[2] = {(int64_t)pp_executor_peak_activation_bytes(t->exec),
+                       (int64_t)device_bytes_peak()};
+    if (t->ps && comm_size(t->ps->world) > 1) {
+        comm_label_set("peak mem", -1);
+        comm_all_gather(t->ps->world, mine, t->mem_peaks, 2, COMM_INT64);
+        comm_label_clear();
+    } else {
+        memcpy(t->mem_peaks, mine, sizeof mine);
+    }
+}
+
+size_t trainer_memory_peak(const trainer *t, int rank) {
+    const int world = t->ps ? comm_size(t->ps->world) : 1;
+    CHECK(rank >= 0 && rank < world, "trainer_memory_peak: a global rank");
+    return (size_t)t->mem_peaks[2 * rank + 1];
 }
 
 /* Callers read the parameters: with --overlap-param-gather they must all be there, and with
@@ -185,22 +182,24 @@ step_result trainer_step(trainer *t, int it) {
     float loss = 0.0f;
     if (t->is_last_stage && t->tp_rank == 0)
         loss = (float)(loss_sum / (double)c->num_microbatches / (double)c->dp);
-    /* Memory accounting: the largest activation peak of any rank this step. */
-    int64_t peak = (int64_t)pp_executor_peak_activation_bytes(t->exec);
     /* A loss that is not finite: the lowest rank whose own share was not (max of -rank). */
     int32_t bad = isfinite(loss) ? INT32_MIN : -dist_rank();
     if (t->ps && comm_size(t->ps->world) > 1) {
         comm_label_set("loss", -1);
         comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);
-        comm_label_set("peak mem", -1);
-        comm_all_reduce(t->ps->world, &peak, 1, COMM_INT64, COMM_MAX);
-        comm_label_set("loss", -1);
         if (!isfinite(loss))
             comm_all_reduce(t->ps->world, &bad, 1, COMM_INT32, COMM_MAX); /* all see it */
         comm_label_clear();
     }
     r.loss_rank = bad == INT32_MIN ? -1 : -bad;
-    r.peak_activation_bytes = (size_t)peak;
+    /* Memory accounting: every rank's activation peak of this step and allocator peak. */
+    trainer_memory_gather(t);
+    for (int k = 0; k < (t->ps ? comm_size(t->ps->world) : 1); k++) {
+        if ((size_t)t->mem_peaks[2 * k] > r.peak_activation_bytes)
+            r.peak_activation_bytes = (size_t)t->mem_peaks[2 * k];
+        if ((size_t)t->mem_peaks[2 * k + 1] > r.memory_peak_bytes)
+            r.memory_peak_bytes = (size_t)t->mem_peaks[2 * k + 1];
+    }
     if (t->trace) trace_end(t->trace, hs);
     r.loss = loss;
     r.grad_norm = st.grad_norm;

@@ -36,11 +36,19 @@ typedef struct {
     bool skipped;                 /* fp16 overflow: the update was skipped */
     float loss_scale;             /* fp16 loss scale after this step (1 otherwise) */
     size_t peak_activation_bytes; /* the largest peak of activations held, over all ranks */
+    size_t memory_peak_bytes;     /* the largest allocator high-water mark, over all ranks */
     int loss_rank; /* loss not finite: the lowest rank whose own share was not; else -1 */
 } step_result;
 
 /* Runs iteration `it` (1-based). */
 step_result trainer_step(trainer *t, int it);
+
+/* Trident's allocator high-water mark of global rank `rank` (src/device/device_memory.h), as
+ * gathered by the last trainer_step or trainer_memory_gather (every rank knows every rank's). */
+size_t trainer_memory_peak(const trainer *t, int rank);
+/* Gathers every rank's activation peak and allocator high-water mark now (a collective of
+ * the world: every rank calls it; trainer_step does at its end). */
+void trainer_memory_gather(trainer *t);
 
 /* The model, with every parameter in model->params (ZeRO-3: gathered until the next step;
  * collective over the data-parallel group). */

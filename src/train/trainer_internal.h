@@ -23,6 +23,8 @@ struct trainer {
     bool is_last_stage;
     int32_t *inputs, *targets; /* (m, B, T) */
     int32_t *sample;           /* (T+1) */
+    int64_t *mem_peaks;        /* (world, 2) each rank's activation peak of the last step and its
+                           allocator's high-water mark so far (trainer_memory_gather) */
     trace_recorder *trace;
 };
 

@@ -62,9 +62,81 @@ static const char *human(double bytes, char *buf, size_t cap) {
     return buf;
 }
 
-static const char *stage_name(int stage) {
+static const char *stage_name(int stage) { return zero_stage_name(stage); }
+
+const char *zero_stage_name(int stage) {
     static const char *n[] = {"no ZeRO", "ZeRO-1", "ZeRO-2", "ZeRO-3"};
+    CHECK(stage >= 0 && stage <= 3, "a ZeRO stage is 0, 1, 2 or 3");
     return n[stage];
+}
+
+const char *zero_stage_strategy(int stage) {
+    static const char *n[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+    CHECK(stage >= 0 && stage <= 3, "a ZeRO stage is 0, 1, 2 or 3");
+    return n[stage];
+}
+
+const char *zero_stage_sharded(int stage) {
+    static const char *n[] = {
+        "nothing sharded: every DP rank holds all parameters, gradients and optimizer state; "
+        "gradients all-reduced once per step",
+        "Adam m, v and the fp32 master sharded over DP; gradients reduce-scattered and "
+        "parameters all-gathered once per step; parameters and gradients whole",
+        "Adam m, v, master and gradients sharded over DP; gradients reduce-scattered after each "
+        "micro-batch's backward; parameters whole, all-gathered once per step",
+        "parameters, gradients, Adam m, v and master sharded over DP; each layer's parameters "
+        "all-gathered before its forward and again before its backward, gradients "
+        "reduce-scattered after it",
+    };
+    CHECK(stage >= 0 && stage <= 3, "a ZeRO stage is 0, 1, 2 or 3");
+    return n[stage];
+}
+
+const char *zero_stage_sharded_short(int stage) {
+    static const char *n[] = {"nothing sharded", "optimizer state sharded",
+                              "optimizer state and gradients sharded",
+                              "optimizer state, gradients and parameters sharded"};
+    CHECK(stage >= 0 && stage <= 3, "a ZeRO stage is 0, 1, 2 or 3");
+    return n[stage];
+}
+
+const char *zero_mem_kind_name(zero_mem_kind k) {
+    static const char *n[ZERO_MEM_NKINDS] = {
+        "parameters",     "gradients",  "master weights", "Adam m+v",     "activations",
+        "B->W hand-over", "work space", "p2p buffers",    "grad buckets", "temporary"};
+    CHECK(k >= 0 && k < ZERO_MEM_NKINDS, "a zero_mem_kind");
+    return n[k];
+}
+
+const char *zero_mem_kind_key(zero_mem_kind k) {
+    static const char *n[ZERO_MEM_NKINDS] = {"params",      "grads",    "master",     "adam",
+                                             "activations", "handover", "work_space", "p2p",
+                                             "buckets",     "temporary"};
+    CHECK(k >= 0 && k < ZERO_MEM_NKINDS, "a zero_mem_kind");
+    return n[k];
+}
+
+void zero_memory_rank_model_state(zero_memory_rank *m, size_t numel, size_t padded_numel,
+                                  size_t shard_numel, prec_dtype dtype, int stage) {
+    if (stage < 0 || stage > 3) die("zero: ZeRO stage %d is not one of 0, 1, 2, 3", stage);
+    CHECK(padded_numel >= numel && shard_numel <= padded_numel,
+          "a padded buffer holds every element and a shard is part of it");
+    const size_t whole = stage >= 1 ? padded_numel : numel; /* an unsharded buffer's length */
+    const size_t f = sizeof(float);                         /* Trident stores fp32 */
+    m->numel = numel;
+    m->padded_numel = padded_numel;
+    m->shard_numel = shard_numel;
+    m->bytes[ZERO_MEM_PARAMS] = f * (stage >= 3 ? shard_numel : whole);
+    m->bytes[ZERO_MEM_GRADS] = f * (stage >= 2 ? shard_numel : whole);
+    const size_t state = stage >= 1 ? shard_numel : numel;
+    m->bytes[ZERO_MEM_MASTER] = dtype == PREC_FP32 ? 0 : f * state;
+    m->bytes[ZERO_MEM_ADAM] = 2 * f * state;
+}
+
+size_t zero_memory_rank_sum(zero_memory_rank *m) {
+    m->total = 0;
+    for (int k = 0; k < ZERO_MEM_NKINDS; k++) m->total += m->bytes[k];
+    return m->total;
 }
 
 const char *zero_memory_plan_summary(const zero_memory_plan *m, char *buf, size_t cap) {
@@ -108,4 +180,21 @@ void zero_memory_plan_print(FILE *f, const zero_memory_plan *m) {
         fprintf(f, "  %-16s %14s %14s\n", rows[i].name, human((double)rows[i].actual, a, sizeof a),
                 human(rows[i].formula, b, sizeof b));
     }
+}
+
+const char *zero_bytes_text(double bytes, char *buf, size_t cap) {
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 5) {
+        bytes /= 1024.0;
+        u++;
+    }
+    if (u == 0) snprintf(buf, cap, "%.0f B", bytes);
+    else
+        snprintf(buf, cap,
+                 bytes < 10    ? "%.2f %s"
+                 : bytes < 100 ? "%.1f %s"
+                               : "%.0f %s",
+                 bytes, unit[u]);
+    return buf;
 }

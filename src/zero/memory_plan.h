@@ -18,7 +18,24 @@
  * so the "actual" figures use S = shard_numel of shard_ranges (padded_numel / Nd) per
  * sharded element and exceed the pure formula Ψ/Nd by the padding; both are given.
  *
- * Not here: activations, temporary buffers, communication buffers.
+ * ONE RANK'S WHOLE BILL (zero_memory_rank, below) is what Trident's own allocator holds at
+ * its high-water mark (src/device/device_memory.h), kind by kind. Its model state is in
+ * Trident's storage, not the paper's: parameters and gradients are fp32 buffers even in mixed
+ * precision (they hold values rounded to 16 bits, src/precision/), so per element
+ *
+ *                          params   grads   fp32 master   Adam m + v
+ *   fp32                   4        4       —             8           16 bytes: the paper's K
+ *   bf16 / fp16            4        4       4             8           20 (the paper: 2+2+12)
+ *   stage 1 (ZeRO-1)       padded   padded  S             S           (padded = Nd·S)
+ *   stage 2                padded   S       S             S
+ *   stage 3                S        S       S             S
+ *
+ * Stages 2 and 3 are priced as pure sharding: the gather and reduce work buffers their
+ * implementation will need are not (zero_stage_sharded says what is gathered when). The
+ * other kinds — activations by schedule, work spaces, message buffers — are filled by
+ * src/train/memory_predict.h, which knows the model and the schedule.
+ *
+ * Not here: the model and the schedule (src/train/memory_predict.h), drawing (viz/).
  */
 #ifndef TRIDENT_ZERO_MEMORY_PLAN_H
 #define TRIDENT_ZERO_MEMORY_PLAN_H
@@ -28,6 +45,10 @@
 
 #include "src/precision/convert.h"
 #include "src/zero/shard_ranges.h"
+
+/* The alignment, in elements, of the shards src/zero/distributed_optimizer.c cuts (the align
+ * of zero_ranges_build): every shard a multiple of 64 floats. */
+#define ZERO_SHARD_ALIGN 64
 
 typedef struct {
     size_t psi;         /* Ψ: parameters on this rank */
@@ -54,5 +75,68 @@ zero_memory_plan zero_memory_plan_of(const zero_ranges *r, prec_dtype dtype, int
 const char *zero_memory_plan_summary(const zero_memory_plan *m, char *buf, size_t cap);
 /* A small table: one row per kind of tensor, actual and formula bytes. */
 void zero_memory_plan_print(FILE *f, const zero_memory_plan *m);
+
+/* "no ZeRO", "ZeRO-1", "ZeRO-2", "ZeRO-3" (stage 0..3). */
+const char *zero_stage_name(int stage);
+/* Megatron-FSDP's --data-parallel-sharding-strategy name of a stage: "no_shard", "optim",
+ * "optim_grads", "optim_grads_params". */
+const char *zero_stage_strategy(int stage);
+/* What a stage shards over the data-parallel ranks, and what is gathered or reduced when, in
+ * one line, e.g. for stage 1: "Adam m, v and the fp32 master sharded over DP; gradients
+ * reduce-scattered and parameters all-gathered once per step; parameters and gradients
+ * whole". */
+const char *zero_stage_sharded(int stage);
+
+/* The same in a few words, for a picture's title: "nothing sharded", "optimizer state
+ * sharded", "optimizer state and gradients sharded", "optimizer state, gradients and
+ * parameters sharded". */
+const char *zero_stage_sharded_short(int stage);
+
+/* ---- one rank's whole bill ------------------------------------------------------------ */
+
+/* The kinds of buffer a rank holds (each one or more device_alloc buffers). */
+typedef enum {
+    ZERO_MEM_PARAMS,      /* the flat parameter buffer (padded to the shard layout with ZeRO) */
+    ZERO_MEM_GRADS,       /* the flat gradient buffer, same layout */
+    ZERO_MEM_MASTER,      /* fp32 master weights, mixed precision only: all, or the shard */
+    ZERO_MEM_ADAM,        /* Adam m and v: all, or the shard */
+    ZERO_MEM_ACTIVATIONS, /* activation sets held: the schedule's in-flight micro-batches */
+    ZERO_MEM_HANDOVER,    /* B -> W hand-overs of a split backward (zb-h1, zbv) */
+    ZERO_MEM_WORK_SPACE,  /* per chunk: gradients in flight, what recomputation recomputes */
+    ZERO_MEM_P2P,         /* pipeline message buffers (and zbv's messages to itself) */
+    ZERO_MEM_BUCKETS,     /* ZeRO + --overlap-grad-reduce: the reduce-scattered buckets' shard */
+    ZERO_MEM_TEMPORARY,   /* the largest short-lived work space (TP and SP layers, SP grads) */
+    ZERO_MEM_NKINDS
+} zero_mem_kind;
+
+/* "parameters", "gradients", "master weights", "Adam m+v", "activations", "B->W hand-over",
+ * "work space", "p2p buffers", "grad buckets", "temporary". */
+const char *zero_mem_kind_name(zero_mem_kind k);
+/* The same as a JSON key: "params", "grads", "master", "adam", "activations", "handover",
+ * "work_space", "p2p", "buckets", "temporary". */
+const char *zero_mem_kind_key(zero_mem_kind k);
+
+typedef struct {
+    int rank, tp_rank, pp_rank, dp_rank;
+    size_t bytes[ZERO_MEM_NKINDS];
+    size_t total;        /* their sum: the predicted high-water mark */
+    size_t logits_bytes; /* of which logits and their gradient (last stage; informational) */
+    size_t numel;        /* Ψ of this rank, and the ZeRO layout of its buffer */
+    size_t padded_numel, shard_numel;
+    int sets;         /* activation sets held at once at most, all chunks together */
+    int sets_kept;    /* sets the pools keep: each chunk's most, summed (>= sets) */
+    size_t set_bytes; /* one micro-batch's activations through all the rank's chunks */
+} zero_memory_rank;
+
+/* The four model-state kinds of m in Trident's storage (the table above) for Ψ = numel
+ * elements laid out in padded_numel = dp · shard_numel at ZeRO stage 0..3 (stage 0: the
+ * buffers hold numel, no padding), and m->numel, padded_numel, shard_numel. Dies for a
+ * stage outside 0..3. */
+void zero_memory_rank_model_state(zero_memory_rank *m, size_t numel, size_t padded_numel,
+                                  size_t shard_numel, prec_dtype dtype, int stage);
+/* m->total = the sum of m->bytes; returns it. */
+size_t zero_memory_rank_sum(zero_memory_rank *m);
+/* Bytes in binary units, 3 significant digits: "512 B", "12.3 KiB", "1.50 GiB"; returns buf. */
+const char *zero_bytes_text(double bytes, char *buf, size_t cap);
 
 #endif /* TRIDENT_ZERO_MEMORY_PLAN_H */

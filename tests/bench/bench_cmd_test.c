@@ -65,11 +65,12 @@ static void quick_run_prints_every_suites_rows(void **state) {
     assert_non_null(
         strstr(g_out, "| suite | ratio measured side by side | value | target | verdict |"));
     /* serial: the FLOP/s ratio + attention; pipeline: 5 schedules × 4 (p, m) + 4 interleaved,
-     * 4 zb-h1 and 4 zbv ratios; memory: 2 × 4 + ZeRO; comm: 2 timings + TP + 2 PP; scaling: 3;
+     * 4 zb-h1 and 4 zbv ratios; memory: 2 × 4 + ZeRO + 11 layouts' peak ÷ predicted + 2 ZeRO
+     * savings; comm: 2 timings + TP + 2 PP; scaling: 3;
      * trace: 1; zero: dp 2 and 4 × two sizes; generate: 2. */
     assert_int_equal(count_rows(g_out, "serial"), 2);
     assert_int_equal(count_rows(g_out, "pipeline"), 32);
-    assert_int_equal(count_rows(g_out, "memory"), 9);
+    assert_int_equal(count_rows(g_out, "memory"), 22);
     assert_int_equal(count_rows(g_out, "comm"), 5);
     assert_int_equal(count_rows(g_out, "scaling"), 3);
     assert_int_equal(count_rows(g_out, "trace"), 1);

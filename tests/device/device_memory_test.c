@@ -1,6 +1,8 @@
 /* device_memory_test.c — src/device/device_memory.h on its own (the target links no kernels
- * and no BLAS): allocation is zeroed (and counted off the host), copies round-trip on the cpu and cpu-guarded
- * devices, device_owns tells device memory from host memory, and the guard nests. */
+ * and no BLAS): allocation is zeroed and counted on every device (Trident's own allocator
+ * accounting: in use, and the high-water mark with its reset), copies round-trip on the cpu
+ * and cpu-guarded devices, device_owns tells device memory from host memory, and the guard
+ * nests. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +16,8 @@ static void round_trip(void) {
     for (int i = 0; i < n; i++) host[i] = 0.5f * (float)i;
     float *d = device_alloc(n * sizeof(float), "test buffer");
     float *e = device_alloc(n * sizeof(float), "test copy");
-    /* counted on the non-host devices (the cpu device's memory is plain calloc) */
-    assert_int_equal(device_bytes_in_use(), device_is_host() ? 0 : 2 * n * sizeof(float));
+    /* counted on every device, the cpu one included (plain calloc, in the same table) */
+    assert_int_equal(device_bytes_in_use(), 2 * n * sizeof(float));
     device_download(back, d, sizeof back);
     for (int i = 0; i < n; i++) assert_true(back[i] == 0.0f); /* zeroed */
     device_upload(d, host, sizeof host);
@@ -30,6 +32,31 @@ static void round_trip(void) {
     assert_false(device_owns(host));
     device_free(d);
     device_free(e);
+    assert_int_equal(device_bytes_in_use(), 0);
+}
+
+/* The high-water mark: the most at once, not the sum of everything ever allocated; a reset
+ * starts it again from what is in use. */
+static void the_peak_is_the_most_at_once_and_resets(void **state) {
+    (void)state;
+    device_bytes_peak_reset();
+    assert_int_equal(device_bytes_peak(), 0);
+    void *a = device_alloc(1000, "a"), *b = device_alloc(3000, "b");
+    device_free(b);
+    void *c = device_alloc(2000, "c"); /* 3000 in use: below the 4000 of a + b */
+    assert_int_equal(device_bytes_in_use(), 3000);
+    assert_int_equal(device_bytes_peak(), 4000);
+    assert_int_equal(device_bytes_in_use_of("c"), 2000); /* by label: what a kind measures */
+    assert_int_equal(device_bytes_in_use_of("b"), 0);
+    device_bytes_peak_reset();
+    assert_int_equal(device_bytes_peak(), 3000);
+    device_free(a);
+    device_free(c);
+    assert_int_equal(device_bytes_in_use(), 0);
+    assert_int_equal(device_bytes_peak(), 3000);
+    void *z = device_alloc(0, "empty"); /* counts 0 bytes, still a pointer to free */
+    assert_non_null(z);
+    device_free(z);
     assert_int_equal(device_bytes_in_use(), 0);
 }
 
@@ -64,6 +91,7 @@ int main(int argc, char **argv) {
     (void)argv;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(memory_round_trips_on_the_cpu_device),
+        cmocka_unit_test(the_peak_is_the_most_at_once_and_resets),
         cmocka_unit_test(memory_round_trips_on_the_guarded_device_and_the_guard_nests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -179,6 +179,37 @@ static void gpipe_holds_every_micro_batch_and_1f1b_at_most_p_minus_r(void **stat
         }
 }
 
+/* What a rank's plan keeps alive, walked in order (pp_plan_holds_of, the memory prediction's
+ * count): the same peak of activation sets as the simulation, split by chunk; 1F1B min(p−r, m)
+ * and GPipe m; B -> W hand-overs only in the split backward; zbv's rank p−1 hands messages to
+ * itself (one at a time at most here), nobody else does. */
+static void plan_holds_agree_with_the_simulation(void **state) {
+    (void)state;
+    const pp_kind kinds[] = {PP_GPIPE, PP_1F1B, PP_INTERLEAVED, PP_ZB_H1, PP_ZBV};
+    for (int ki = 0; ki < 5; ki++)
+        for (int p = 2; p <= 4; p++)
+            for (int m = p; m <= 8; m += p) {
+                const pp_kind k = kinds[ki];
+                pp_config cfg = {k, p, m, k == PP_INTERLEAVED || k == PP_ZBV ? 2 : 1};
+                pp_schedule s;
+                pp_sim sim = simulate(&cfg, 1, 2, &s);
+                for (int r = 0; r < p; r++) {
+                    pp_plan_holds h = pp_plan_holds_of(&s.ranks[r], cfg.v);
+                    assert_int_equal(h.sets, sim.ranks[r].peak_inflight);
+                    int sum = 0, hand = 0;
+                    for (int c = 0; c < cfg.v; c++) sum += h.acts[c], hand += h.handover[c];
+                    assert_true(sum >= h.sets);
+                    if (k == PP_1F1B) assert_int_equal(h.acts[0], p - r < m ? p - r : m);
+                    if (k == PP_GPIPE) assert_int_equal(h.acts[0], m);
+                    assert_true(pp_splits_backward(k) ? hand >= 1 : hand == 0);
+                    assert_int_equal(h.self_msgs, k == PP_ZBV && r == p - 1 ? 1 : 0);
+                    pp_plan_holds_free(&h);
+                }
+                pp_sim_free(&sim);
+                pp_schedule_free(&s);
+            }
+}
+
 static void bubble_matches_the_textbook_for_gpipe_and_1f1b(void **state) {
     (void)state;
     for (int kind = 0; kind < 2; kind++)
@@ -398,6 +429,7 @@ int main(void) {
         cmocka_unit_test(missing_duplicate_and_miswired_actions_are_rejected),
         cmocka_unit_test(simulator_names_a_message_nobody_sends),
         cmocka_unit_test(gpipe_holds_every_micro_batch_and_1f1b_at_most_p_minus_r),
+        cmocka_unit_test(plan_holds_agree_with_the_simulation),
         cmocka_unit_test(bubble_matches_the_textbook_for_gpipe_and_1f1b),
         cmocka_unit_test(interleaving_shrinks_the_bubble),
         cmocka_unit_test(interleaved_peak_is_its_warmup_plus_one),

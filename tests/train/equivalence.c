@@ -26,6 +26,30 @@ void equivalence_base_config(train_config *c) {
     c->make_vocab_size_divisible_by = 64;
 }
 
+void equivalence_apply(const train_config *base, const layout_case *lc, train_config *out) {
+    train_config pc = *base;
+    /* zbv with layers per chunk given: the model has that many per stage, 2·pp stages */
+    if (strcmp(lc->schedule, "zbv") == 0 && lc->vpp_layers > 0)
+        pc.num_layers = lc->vpp_layers * 2 * lc->pp;
+    pc.tensor_model_parallel_size = lc->tp;
+    pc.pipeline_model_parallel_size = lc->pp;
+    pc.num_layers_per_virtual_pipeline_stage = lc->vpp_layers;
+    pc.pipeline_schedule = lc->schedule;
+    pc.use_distributed_optimizer = lc->zero;
+    pc.overlap_grad_reduce = lc->overlap_grad;
+    pc.overlap_param_gather = lc->overlap_param;
+    pc.overlap_p2p_comm = lc->overlap_p2p;
+    pc.recompute_granularity = lc->recompute;
+    pc.recompute_method = lc->recompute_method;
+    pc.recompute_num_layers = lc->recompute_layers;
+    pc.sequence_parallel = lc->sequence_parallel;
+    pc.data_parallel_sharding_strategy = lc->sharding;
+    /* A few thousand elements: the test model's ~70k parameters make a few dozen buckets that
+     * straddle layers and ZeRO shards, and most are reduced during the backward. */
+    if (lc->overlap_grad || lc->overlap_param) pc.ddp_bucket_size = 3000;
+    *out = pc;
+}
+
 /* The serial model's tensor with the same kind and layer as p. */
 static const gpt_param *serial_twin(const local_model *s, const gpt_param *p) {
     for (int i = 0; i < s->nparams; i++)
@@ -43,35 +67,19 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     if (strcmp(lc->schedule, "zbv") == 0 && lc->vpp_layers > 0)
         sc.num_layers = lc->vpp_layers * 2 * lc->pp;
     sc.train_iters = steps;
+    train_config pc;
+    equivalence_apply(&sc, lc, &pc);
     assert_true(train_config_check(&sc, 1, err, sizeof err));
     trainer *serial = trainer_create(&sc, NULL);
     float *serial_loss = calloc((size_t)steps, sizeof(float));
     for (int it = 1; it <= steps; it++) serial_loss[it - 1] = trainer_step(serial, it).loss;
 
-    train_config pc = sc;
-    pc.train_iters = steps;
-    pc.tensor_model_parallel_size = lc->tp;
-    pc.pipeline_model_parallel_size = lc->pp;
-    pc.num_layers_per_virtual_pipeline_stage = lc->vpp_layers;
-    pc.pipeline_schedule = lc->schedule;
-    pc.use_distributed_optimizer = lc->zero;
-    pc.overlap_grad_reduce = lc->overlap_grad;
-    pc.overlap_param_gather = lc->overlap_param;
-    pc.overlap_p2p_comm = lc->overlap_p2p;
-    pc.recompute_granularity = lc->recompute;
-    pc.recompute_method = lc->recompute_method;
-    pc.recompute_num_layers = lc->recompute_layers;
-    pc.sequence_parallel = lc->sequence_parallel;
-    pc.data_parallel_sharding_strategy = lc->sharding;
     char rec[80] = ""; /* the recomputation, SP and sharding, for the messages */
     if (lc->recompute)
         snprintf(rec, sizeof rec, " rc-%s%s%s", lc->recompute, lc->recompute_method ? "-" : "",
                  lc->recompute_method ? lc->recompute_method : "");
     if (lc->sequence_parallel) strcat(rec, " sp");
     if (lc->sharding) snprintf(rec + strlen(rec), sizeof rec - strlen(rec), " %s", lc->sharding);
-    /* A few thousand elements: the test model's ~70k parameters make a few dozen buckets that
-     * straddle layers and ZeRO shards, and most are reduced during the backward. */
-    if (lc->overlap_grad || lc->overlap_param) pc.ddp_bucket_size = 3000;
     if (!train_config_check(&pc, world, err, sizeof err)) fail_msg("layout rejected: %s", err);
     pg_layout l;
     assert_true(pg_layout_make(&l, world, pc.tensor_model_parallel_size,

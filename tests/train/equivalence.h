@@ -29,6 +29,10 @@ typedef struct {
 /* A small model and batch that every layout below divides. */
 void equivalence_base_config(train_config *c);
 
+/* The configuration of a layout case: base with the case's layout, schedule, ZeRO, overlaps,
+ * recomputation and sequence parallelism (not yet checked). */
+void equivalence_apply(const train_config *base, const layout_case *lc, train_config *out);
+
 /* Trains `steps` steps serially and at the layout (world = MPI world), and fails the test
  * if a loss differs by more than loss_rtol relative or a parameter by more than
  * atol + rtol·|serial|. Prints the largest differences seen. */

@@ -105,12 +105,49 @@ static void summary_and_table_read_well(void **state) {
     assert_non_null(strstr(line, "no ZeRO, fp32, dp 1: 160 B per rank"));
 }
 
+/* One rank's model state in Trident's storage: fp32 parameters and gradients whatever the
+ * precision, the padded buffer from stage 1 on, each stage sharding one more kind. */
+static void trident_storage_shards_one_more_kind_per_stage(void **state) {
+    (void)state;
+    const size_t psi = 1000, dp = 4, S = 256, padded = dp * S; /* 24 elements of padding */
+    zero_memory_rank m[4];
+    for (int s = 0; s < 4; s++) {
+        memset(&m[s], 0, sizeof m[s]);
+        zero_memory_rank_model_state(&m[s], psi, padded, S, PREC_BF16, s);
+    }
+    assert_int_equal(m[0].bytes[ZERO_MEM_PARAMS], 4 * psi); /* no padding without ZeRO */
+    assert_int_equal(m[0].bytes[ZERO_MEM_MASTER], 4 * psi);
+    assert_int_equal(m[0].bytes[ZERO_MEM_ADAM], 8 * psi);
+    assert_int_equal(m[1].bytes[ZERO_MEM_PARAMS], 4 * padded);
+    assert_int_equal(m[1].bytes[ZERO_MEM_GRADS], 4 * padded);
+    assert_int_equal(m[1].bytes[ZERO_MEM_MASTER], 4 * S);
+    assert_int_equal(m[1].bytes[ZERO_MEM_ADAM], 8 * S);
+    assert_int_equal(m[2].bytes[ZERO_MEM_GRADS], 4 * S);
+    assert_int_equal(m[2].bytes[ZERO_MEM_PARAMS], 4 * padded);
+    assert_int_equal(m[3].bytes[ZERO_MEM_PARAMS], 4 * S);
+    assert_int_equal(zero_memory_rank_sum(&m[3]), 20 * S); /* (4 + 16)Ψ/Nd, padded */
+    assert_int_equal(m[3].total, 20 * S);
+    zero_memory_rank f = {0};
+    zero_memory_rank_model_state(&f, psi, padded, S, PREC_FP32, 1);
+    assert_int_equal(f.bytes[ZERO_MEM_MASTER], 0); /* fp32: the parameters are the master */
+    assert_int_equal(zero_memory_rank_sum(&f), 8 * padded + 8 * S);
+    assert_string_equal(zero_stage_name(2), "ZeRO-2");
+    assert_string_equal(zero_stage_strategy(3), "optim_grads_params");
+    assert_non_null(strstr(zero_stage_sharded(1), "Adam m, v and the fp32 master sharded"));
+    assert_string_equal(zero_mem_kind_key(ZERO_MEM_HANDOVER), "handover");
+    char b[32];
+    assert_string_equal(zero_bytes_text(512, b, sizeof b), "512 B");
+    assert_string_equal(zero_bytes_text(1536, b, sizeof b), "1.50 KiB");
+    assert_string_equal(zero_bytes_text(12.5 * 1048576, b, sizeof b), "12.5 MiB");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(zero_paper_table_for_7_5b_on_64_ranks),
         cmocka_unit_test(optimizer_bytes_per_rank_are_unsharded_over_dp_up_to_padding),
         cmocka_unit_test(pure_fp32_has_no_separate_master),
         cmocka_unit_test(summary_and_table_read_well),
+        cmocka_unit_test(trident_storage_shards_one_more_kind_per_stage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,239 @@
+/* memory_predict.c — see memory_predict.h. One rank's bill is built from what trainer_create
+ * would build, without allocating it: the chunks' parameter tables (gpt_chunk_init), their
+ * ZeRO layout (zero_ranges_build), the schedule's plan (pp_rank_plan_build) and the sizes the
+ * model's layout code gives (gpt_*_bytes_of). */
+#include "src/train/memory_predict.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/core/check.h"
+#include "src/model/gpt.h"
+#include "src/model/local_model.h"
+#include "src/pp/schedule.h"
+#include "src/runtime/groups.h"
+#include "src/zero/shard_ranges.h"
+
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; } /* gpt.c's 64-byte views */
+
+/* The chunks of (tp_rank, pp_rank), as trainer_create makes them: the schedule's placement,
+ * the layer partition, recomputation and sequence parallelism. (v) chunks, free() them. */
+static gpt_chunk *make_chunks(const train_config *c, const pp_config *pc, int tp_rank, int pp_rank,
+                              const char *who) {
+    const gpt_config g = {c->padded_vocab,       256, c->seq_length, c->num_layers, c->hidden_size,
+                          c->num_attention_heads};
+    const int S = pc->p * pc->v;
+    int *stage_layers = train_config_stage_layers(c, S, who);
+    int *begin = mallocCheck(sizeof(int) * (size_t)(S + 1));
+    char err[256];
+    if (!local_model_partition(c->num_layers, S, stage_layers, begin, err, sizeof err))
+        die("%s: %s", who, err);
+    const gpt_recompute rc = train_config_recompute(c);
+    gpt_chunk *ch = callocCheck((size_t)pc->v, sizeof *ch);
+    size_t off = 0;
+    for (int k = 0; k < pc->v; k++) {
+        const int s = pp_stage(pc, pp_rank, k);
+        const gpt_shard sh = {.tp_size = c->tensor_model_parallel_size,
+                              .tp_rank = tp_rank,
+                              .layer_begin = begin[s],
+                              .layer_end = begin[s + 1],
+                              .has_embedding = s == 0,
+                              .has_head = s == S - 1};
+        gpt_chunk_init(&ch[k], &g, &sh, off);
+        off += ch[k].num_elements;
+        gpt_chunk_set_recompute(&ch[k], &rc);
+        gpt_chunk_set_sequence_parallel(&ch[k], c->sequence_parallel);
+    }
+    free(begin);
+    free(stage_layers);
+    return ch;
+}
+
+/* The chunks' tensors in buffer order (plist, v·GPT_MAX_PARAMS at most) and their ZeRO
+ * layout over `shards` data-parallel ranks, as the distributed optimizer builds it. */
+static zero_ranges *make_ranges(const gpt_chunk *ch, int v, int shards, size_t bucket,
+                                const gpt_param **plist) {
+    int n = 0;
+    for (int k = 0; k < v; k++)
+        for (int i = 0; i < ch[k].nparams; i++) plist[n++] = &ch[k].params[i];
+    zero_param *zp = callocCheck((size_t)(n ? n : 1), sizeof *zp);
+    for (int i = 0; i < n; i++)
+        zp[i] = (zero_param){plist[i]->name, plist[i]->numel, plist[i]->decay, false};
+    zero_ranges *r = zero_ranges_build(zp, n, shards, ZERO_SHARD_ALIGN, bucket);
+    free(zp);
+    return r;
+}
+
+/* The largest temporary buffer of a step (memory_predict.h): the tensor-parallel layers', or
+ * the optimizer's packed sequence-parallel gradients of this DP rank's shard. */
+static size_t temporary_bytes(const train_config *c, const zero_ranges *r, const gpt_param **plist,
+                              int shard) {
+    const size_t tp = (size_t)c->tensor_model_parallel_size;
+    if (tp == 1) return 0;
+    const size_t B = (size_t)c->micro_batch_size,
+                 NC = B * (size_t)c->seq_length * (size_t)c->hidden_size;
+    if (!c->sequence_parallel) return NC * sizeof(float);
+    const size_t layer = (B > 1 ? 2 : 1) * NC + NC / tp;
+    size_t packed = 0;
+    const zero_shard *sh = &r->shards[shard];
+    for (int k = 0; k < sh->n_pieces; k++)
+        if (plist[sh->pieces[k].param]->sequence_parallel)
+            packed += sh->pieces[k].local_end - sh->pieces[k].local_start;
+    return (layer > packed ? layer : packed) * sizeof(float);
+}
+
+/* Everything of (tp_rank, pp_rank) that does not depend on the DP rank: activations by
+ * schedule, hand-overs, work spaces, messages, and the model state of the ZeRO layout. */
+static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_config *pc,
+                       const gpt_chunk *ch, const zero_ranges *r, int pp_rank, int stage) {
+    const int B = c->micro_batch_size, T = c->seq_length;
+    pp_rank_plan plan;
+    pp_rank_plan_build(pc, pp_rank, &plan);
+    pp_plan_holds h = pp_plan_holds_of(&plan, pc->v);
+    pp_rank_plan_free(&plan);
+    const size_t msg = gpt_residual_rows(&ch[0], B, T) * (size_t)c->hidden_size * sizeof(float);
+    m->bytes[ZERO_MEM_P2P] = (3 + (size_t)h.self_msgs) * msg; /* 2 receive + 1 send buffers */
+    m->sets = h.sets;
+    for (int k = 0; k < pc->v; k++) {
+        const size_t set = gpt_acts_bytes_of(&ch[k], B, T);
+        m->set_bytes += set;
+        m->sets_kept += h.acts[k];
+        m->bytes[ZERO_MEM_ACTIVATIONS] += (size_t)h.acts[k] * set;
+        if (h.handover[k])
+            m->bytes[ZERO_MEM_HANDOVER] += (size_t)h.handover[k] * gpt_wgrad_bytes_of(&ch[k], B, T);
+        m->bytes[ZERO_MEM_WORK_SPACE] += gpt_scratch_bytes_of(&ch[k], B, T);
+        if (ch[k].shard.has_head) /* logits in each set held, dlogits in each hand-over */
+            m->logits_bytes = round16((size_t)B * (size_t)T * ch[k].Vl) * sizeof(float) *
+                              (size_t)(h.acts[k] + h.handover[k] + 1);
+    }
+    pp_plan_holds_free(&h);
+    const prec_dtype dt = c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
+    zero_memory_rank_model_state(m, r->numel, r->padded_numel, r->shard_numel, dt, stage);
+    const bool overlapped = stage == 1 && c->overlap_grad_reduce && c->dp > 1;
+    m->bytes[ZERO_MEM_BUCKETS] = overlapped ? r->shard_numel * sizeof(float) : 0;
+}
+
+train_memory *train_memory_predict(const train_config *c, int stage, const char *who) {
+    char err[512];
+    if (stage < 0 || stage > 3) die("%s: ZeRO stage %d is not one of 0, 1, 2, 3", who, stage);
+    pg_layout l;
+    if (!pg_layout_make(&l, c->world_size, c->tensor_model_parallel_size,
+                        c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
+        die("%s: %s", who, err);
+    pp_config pc = {PP_1F1B, c->pipeline_model_parallel_size, c->num_microbatches, c->vpp};
+    CHECK(pp_kind_parse(c->pipeline_schedule, &pc.kind), "schedule checked by the flag parser");
+    pp_config_check(&pc, who);
+    l.v_placement = pc.kind == PP_ZBV;
+    train_memory *tm = callocCheck(1, sizeof *tm);
+    tm->world = c->world_size;
+    tm->stage = stage;
+    tm->ranks = callocCheck((size_t)tm->world, sizeof *tm->ranks);
+    const gpt_param **plist = mallocCheck(sizeof *plist * (size_t)pc.v * GPT_MAX_PARAMS);
+    for (int pr = 0; pr < l.pp; pr++)
+        for (int tr = 0; tr < l.tp; tr++) {
+            gpt_chunk *ch = make_chunks(c, &pc, tr, pr, who);
+            zero_ranges *r = make_ranges(ch, pc.v, stage >= 1 ? l.dp : 1,
+                                         (size_t)c->ddp_bucket_size, plist);
+            zero_memory_rank base = {0};
+            chunk_bill(&base, c, &pc, ch, r, pr, stage);
+            for (int d = 0; d < l.dp; d++) {
+                const int rank = pg_rank_of(&l, (pg_coord){tr, pr, d});
+                zero_memory_rank *m = &tm->ranks[rank];
+                *m = base;
+                m->rank = rank, m->tp_rank = tr, m->pp_rank = pr, m->dp_rank = d;
+                m->bytes[ZERO_MEM_TEMPORARY] = temporary_bytes(c, r, plist, stage >= 1 ? d : 0);
+                zero_memory_rank_sum(m);
+            }
+            zero_ranges_free(r);
+            free(ch);
+        }
+    free(plist);
+    return tm;
+}
+
+void train_memory_free(train_memory *m) {
+    if (!m) return;
+    free(m->ranks);
+    free(m);
+}
+
+int train_memory_largest(const train_memory *m) {
+    int best = 0;
+    for (int k = 1; k < m->world; k++)
+        if (m->ranks[k].total > m->ranks[best].total) best = k;
+    return best;
+}
+
+void train_memory_zero_table(const train_memory *m, const train_config *c, int rank,
+                             train_memory_zero_row rows[4]) {
+    CHECK(rank >= 0 && rank < m->world, "train_memory_zero_table: a global rank");
+    const size_t numel = m->ranks[rank].numel;
+    const size_t padded = zero_padded_numel(numel, c->dp, ZERO_SHARD_ALIGN);
+    const size_t shard = padded / (size_t)c->dp;
+    const prec_dtype dt = c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
+    for (int s = 0; s < 4; s++) {
+        zero_memory_rank t = {0};
+        zero_memory_rank_model_state(&t, numel, padded, shard, dt, s);
+        const zero_memory_plan p = zero_memory_plan_make(numel, c->dp, shard, dt, s);
+        const double paper[] = {p.formula_param_bytes, p.formula_grad_bytes, p.formula_master_bytes,
+                                p.formula_optim_bytes};
+        train_memory_zero_row *r = &rows[s];
+        memset(r, 0, sizeof *r);
+        r->stage = s;
+        for (int k = 0; k <= ZERO_MEM_ADAM; k++) {
+            r->trident[k] = t.bytes[k];
+            r->trident_total += t.bytes[k];
+            r->paper[k] = paper[k];
+        }
+        r->paper_total = p.formula_total_bytes;
+    }
+}
+
+/* One block's activations as the model lays them out: a chunk of 2 blocks less one of 1
+ * (neither with the embedding nor the head), at tensor-parallel rank 0 of t. */
+static size_t layer_layout_bytes(const train_config *c, int t, bool sp, gpt_recompute rc) {
+    const gpt_config g = {c->padded_vocab,       256, c->seq_length, 2, c->hidden_size,
+                          c->num_attention_heads};
+    size_t bytes[2];
+    gpt_chunk *ch = callocCheck(1, sizeof *ch);
+    for (int n = 1; n <= 2; n++) {
+        const gpt_shard sh = {.tp_size = t, .layer_begin = 0, .layer_end = n};
+        gpt_chunk_init(ch, &g, &sh, 0);
+        gpt_chunk_set_recompute(ch, &rc);
+        gpt_chunk_set_sequence_parallel(ch, sp);
+        bytes[n - 1] = gpt_acts_bytes_of(ch, c->micro_batch_size, c->seq_length);
+    }
+    free(ch);
+    return bytes[1] - bytes[0];
+}
+
+void train_memory_activation_table(const train_config *c,
+                                   train_memory_layer_row rows[TRAIN_ACT_NROWS]) {
+    const double s = c->seq_length, b = c->micro_batch_size, h = c->hidden_size;
+    const double a = c->num_attention_heads, t = c->tensor_model_parallel_size;
+    const double sbh = s * b * h, sb = s * b;
+    const bool sp_ok = c->seq_length % c->tensor_model_parallel_size == 0;
+    const int tp = c->tensor_model_parallel_size;
+    const gpt_recompute none = {GPT_RECOMPUTE_NONE, GPT_RECOMPUTE_UNIFORM, 0};
+    const gpt_recompute sel = {GPT_RECOMPUTE_SELECTIVE, GPT_RECOMPUTE_UNIFORM, 0};
+    const gpt_recompute full = {GPT_RECOMPUTE_FULL, GPT_RECOMPUTE_UNIFORM, 1};
+    const train_memory_layer_row r[TRAIN_ACT_NROWS] = {
+        {"no parallelism", "sbh(34 + 5as/h)", "sbh(64 + 4as/h) + 16sb", sbh * (34 + 5 * a * s / h),
+         sbh * (64 + 4 * a * s / h) + 16 * sb, layer_layout_bytes(c, 1, false, none), true},
+        {"tensor parallel (TP)", "sbh(10 + 24/t + 5as/(ht))", "sbh(16 + 48/t + 4as/(ht)) + 16sb",
+         sbh * (10 + 24 / t + 5 * a * s / (h * t)),
+         sbh * (16 + 48 / t + 4 * a * s / (h * t)) + 16 * sb,
+         layer_layout_bytes(c, tp, false, none), true},
+        {"TP + sequence parallel", "(sbh/t)(34 + 5as/h)", "(sbh/t)(64 + 4as/h) + 16sb/t",
+         sbh / t * (34 + 5 * a * s / h), sbh / t * (64 + 4 * a * s / h) + 16 * sb / t,
+         sp_ok ? layer_layout_bytes(c, tp, true, none) : 0, sp_ok},
+        {"TP + selective recompute", "sbh(10 + 24/t)", "sbh(16 + 48/t) + 16sb", sbh * (10 + 24 / t),
+         sbh * (16 + 48 / t) + 16 * sb, layer_layout_bytes(c, tp, false, sel), true},
+        {"TP + SP + selective", "34sbh/t", "(64sbh + 16sb)/t", 34 * sbh / t,
+         (64 * sbh + 16 * sb) / t, sp_ok ? layer_layout_bytes(c, tp, true, sel) : 0, sp_ok},
+        {"full recompute", "2sbh (the layer's input)", "4sbh (the layer's input)", 2 * sbh, 4 * sbh,
+         layer_layout_bytes(c, 1, false, full), true},
+    };
+    memcpy(rows, r, sizeof r);
+}

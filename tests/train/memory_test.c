@@ -1,0 +1,148 @@
+/* memory_test.c — what `trident memory` predicts is what Trident's allocator measures.
+ *
+ * Run under mpirun with WORLD ranks (one binary per world size). For every layout of the
+ * equivalence matrix (tests/train/equivalence_cases.h: schedules, TP/PP/DP, ZeRO-1, overlaps,
+ * recomputation, sequence parallelism), then the same layout in bf16, and a few fp16 rows, each
+ * rank trains 2 steps and one held-out evaluation of the small equivalence model, and:
+ *   - its allocator high-water mark (device_bytes_peak, src/device/device_memory.h) is within
+ *     ±5% of the prediction for its rank (train_memory_predict, src/train/memory_predict.h) —
+ *     the issue's bound; the worst deviation seen is printed (0.00% today: the prediction adds
+ *     up the same buffers the run allocates);
+ *   - parameters, gradients, fp32 master and Adam m + v, measured by their allocation labels
+ *     (device_bytes_in_use_of), equal the predicted kinds exactly: the ZeRO paper's pattern in
+ *     Trident's storage at dp = 2, 4 and 8, with ZeRO-1 and without;
+ *   - trainer_memory_peak, which every rank gathers for metrics.jsonl, is each rank's own.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "src/device/device_memory.h"
+#include "src/runtime/dist.h"
+#include "src/runtime/groups.h"
+#include "src/runtime/parallel_state.h"
+#include "src/train/memory_predict.h"
+#include "src/train/trainer.h"
+#include "tests/support/testing.h"
+#include "tests/train/equivalence_cases.h"
+
+/* The model-state kinds, measured by their device_alloc labels. */
+static void model_state_measured(size_t out[ZERO_MEM_ADAM + 1]) {
+    out[ZERO_MEM_PARAMS] = device_bytes_in_use_of("parameters");
+    out[ZERO_MEM_GRADS] = device_bytes_in_use_of("gradients");
+    out[ZERO_MEM_MASTER] = device_bytes_in_use_of("fp32 master weights");
+    out[ZERO_MEM_ADAM] = device_bytes_in_use_of("Adam first moments") +
+                         device_bytes_in_use_of("Adam second moments");
+}
+
+/* Trains c (2 steps, one evaluation) at this world and checks every rank; returns the largest
+ * |peak / predicted − 1| over the ranks. */
+static double check_layout(const train_config *base, const char *name) {
+    const int world = dist_world_size(), rank = dist_rank();
+    train_config c = *base;
+    c.train_iters = 2;
+    char err[512];
+    if (!train_config_check(&c, world, err, sizeof err)) fail_msg("%s rejected: %s", name, err);
+    pg_layout l;
+    assert_true(pg_layout_make(&l, world, c.tensor_model_parallel_size,
+                               c.pipeline_model_parallel_size, c.vpp, c.rank_order, err, sizeof err));
+    assert_int_equal(device_bytes_in_use(), 0); /* the previous case gave everything back */
+    device_bytes_peak_reset();
+    parallel_state *ps = ps_create(&l, rank);
+    trainer *t = trainer_create(&c, ps);
+    for (int it = 1; it <= 2; it++) trainer_step(t, it);
+    trainer_evaluate(t, 1, 2);
+    const size_t peak = device_bytes_peak();
+    size_t state[ZERO_MEM_ADAM + 1];
+    model_state_measured(state);
+    train_memory *tm = train_memory_predict(&c, train_config_zero_stage(&c), "memory_test");
+    const zero_memory_rank *m = &tm->ranks[rank];
+    for (int k = 0; k <= ZERO_MEM_ADAM; k++)
+        if (state[k] != m->bytes[k])
+            fail_msg("%s rank %d: %s measured %zu bytes, predicted %zu", name, rank,
+                     zero_mem_kind_name(k), state[k], m->bytes[k]);
+    assert_int_equal(trainer_memory_peak(t, rank), device_bytes_peak()); /* gathered at the step */
+    trainer_memory_gather(t);
+    assert_int_equal(trainer_memory_peak(t, rank), peak); /* the evaluation raised nothing */
+    const double dev = (double)peak / (double)m->total - 1.0;
+    double worst = 0, mine = fabs(dev);
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) {
+        char a[32], b[32], d[32];
+        printf("  %-48s rank 0: peak %9s, predicted %9s; params+grads+master+Adam %8s; worst "
+               "|peak/predicted − 1| %.2f%%\n",
+               name, zero_bytes_text((double)peak, a, sizeof a),
+               zero_bytes_text((double)m->total, b, sizeof b),
+               zero_bytes_text((double)(state[0] + state[1] + state[2] + state[3]), d, sizeof d),
+               100.0 * worst);
+    }
+    if (!(mine <= 0.05))
+        fail_msg("%s rank %d: allocator peak %zu bytes vs predicted %zu (%+.2f%%, bound ±5%%)",
+                 name, rank, peak, m->total, 100.0 * dev);
+    train_memory_free(tm);
+    trainer_destroy(t);
+    ps_destroy(ps);
+    return worst;
+}
+
+static void case_name(const layout_case *lc, const train_config *c, char *buf, size_t cap) {
+    snprintf(buf, cap, "tp%d pp%d dp%d %s%s%s%s%s%s%s%s", lc->tp, lc->pp,
+             dist_world_size() / (lc->tp * lc->pp), lc->schedule, lc->zero ? " zero" : "",
+             lc->overlap_grad || lc->overlap_param ? " overlap" : "",
+             lc->overlap_p2p ? " p2p-ahead" : "", lc->recompute ? " rc-" : "",
+             lc->recompute ? lc->recompute : "", lc->sequence_parallel ? " sp" : "",
+             c->bf16   ? " bf16"
+             : c->fp16 ? " fp16"
+                       : "");
+}
+
+static void every_layout_peaks_where_predicted(void **state) {
+    (void)state;
+    train_config base;
+    equivalence_base_config(&base);
+    double worst = 0;
+    char name[128];
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        for (int prec = 0; prec < 3; prec++) {
+            train_config c;
+            equivalence_apply(&base, &k_cases[i], &c);
+            c.bf16 = prec == 1;
+            c.fp16 = prec == 2;
+            if (prec == 2 && (i % 4 != 0 || c.overlap_grad_reduce)) continue; /* a few fp16 */
+            if (k_cases[i].sharding) continue; /* ZeRO-2/3: see zero23_rows_peak_where_predicted */
+            case_name(&k_cases[i], &c, name, sizeof name);
+            worst = fmax(worst, check_layout(&c, name));
+        }
+    if (dist_rank() == 0) printf("  worst |peak/predicted − 1| over every row: %.2f%%\n", 100 * worst);
+}
+
+/* Data parallelism alone at this world (dp = WORLD), without and with ZeRO-1, fp32 and bf16:
+ * the ZeRO pattern of the four model-state kinds, measured by label (check_layout). */
+static void zero_pattern_at_this_dp(void **state) {
+    (void)state;
+    train_config base;
+    equivalence_base_config(&base);
+    char name[128];
+    for (int zero = 0; zero < 2; zero++)
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            train_config c = base;
+            c.use_distributed_optimizer = zero;
+            c.bf16 = bf16;
+            snprintf(name, sizeof name, "dp%d %s %s", dist_world_size(),
+                     zero ? "ZeRO-1" : "no ZeRO", bf16 ? "bf16" : "fp32");
+            check_layout(&c, name);
+        }
+}
+
+int main(int argc, char **argv) {
+    mpi_test_launch(argc, argv, WORLD);
+    dist_init(&argc, &argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(zero_pattern_at_this_dp),
+        cmocka_unit_test(every_layout_peaks_where_predicted),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    dist_finalize();
+    return rc;
+}
