@@ -3,7 +3,7 @@
  *
  *   trident memory --world-size 8 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
  *   trident memory ... --use-distributed-optimizer --bf16 --recompute-granularity selective
- *   trident memory ... --data-parallel-sharding-strategy optim_grads_params   (ZeRO-3, priced)
+ *   trident memory ... --data-parallel-sharding-strategy optim_grads_params   (ZeRO-3)
  *   trident memory ... --format json        or   -o bill.png|.svg|.pdf|.json|.txt
  *
  * Every flag of `trident train` is taken and checked by the same rules (train_config_check
@@ -41,7 +41,7 @@ enum {
 #define MEMORY_MAX_BYTES 1e18 /* per rank: sums of size_t stay far from wrapping */
 
 static const char k_usage[] =
-    "Usage: trident memory --world-size N [train's flags] [--data-parallel-sharding-strategy S]\n"
+    "Usage: trident memory --world-size N [train's flags]\n"
     "         [--format text|json] [-o FILE.png|.svg|.pdf|.json|.txt]\n\n"
     "Predicts the bytes every rank of `trident train` would hold at its peak, from the same\n"
     "flags and without MPI: parameters, gradients, fp32 master weights and Adam state (by ZeRO\n"
@@ -49,17 +49,6 @@ static const char k_usage[] =
     "sequence parallelism), the split backward's B->W hand-overs, work spaces, pipeline\n"
     "message buffers, gradient buckets and the largest temporary. `trident train` measures the\n"
     "same with its own allocator and writes both per rank into RUN_DIR/metrics.jsonl.";
-
-/* The ZeRO stage: --data-parallel-sharding-strategy, or --use-distributed-optimizer (1). */
-static int zero_stage_of(const train_config *c, const char *strategy) {
-    if (!strategy) return train_config_zero_stage(c);
-    int stage = 0;
-    while (strcmp(strategy, zero_stage_strategy(stage)) != 0) stage++;
-    if (stage == 0 && c->use_distributed_optimizer)
-        die(WHO ": --data-parallel-sharding-strategy no_shard contradicts "
-                "--use-distributed-optimizer (which shards the optimizer state: optim)");
-    return stage;
-}
 
 /* A generous upper bound of one rank's bytes, in double (no product of flags can wrap):
  * every layer and every micro-batch's activations on one rank, with the model state. */
@@ -176,7 +165,8 @@ static void print_zero_table(FILE *f, const train_config *c, const train_memory 
                 zero_formula(s, mixed, false), r->paper_total / 1e6, zero_formula(s, mixed, true));
     }
     fprintf(f,
-            "  (* the stage this layout trains with; ZeRO-2 and ZeRO-3 priced as pure sharding)\n");
+            "  (* the stage this layout trains with; every stage cut as ZeRO-1 cuts, in one piece: "
+            "the per-rank bill above has ZeRO-2/3's unit-by-unit shards and work buffers)\n");
 }
 
 static void print_activation_table(FILE *f, const train_config *c) {
@@ -366,13 +356,9 @@ int cmd_memory(int argc, char **argv) {
     train_config c;
     train_config_defaults(&c);
     int world = 0, width = 0, height = 0;
-    const char *strategy = NULL, *format = NULL, *output = NULL, *theme = NULL;
+    const char *format = NULL, *output = NULL, *theme = NULL;
     const flag_spec extra[] = {
         {"--world-size", FLAG_INT, &world, "number of ranks (required; no MPI is started)", NULL},
-        {"--data-parallel-sharding-strategy", FLAG_CHOICE, &strategy,
-         "ZeRO stage to predict (default: optim with --use-distributed-optimizer, else no_shard; "
-         "optim_grads and optim_grads_params are priced, not yet trained)",
-         "no_shard|optim|optim_grads|optim_grads_params"},
         {"--format", FLAG_CHOICE, &format, "what to print without -o (-o's extension decides)",
          "text|json"},
         {"--output", FLAG_STRING, &output,
@@ -389,7 +375,7 @@ int cmd_memory(int argc, char **argv) {
     c.predict_only = true;
     char err[512];
     if (!train_config_check(&c, world, err, sizeof err)) die(WHO ": %s", err);
-    const int stage = zero_stage_of(&c, strategy);
+    const int stage = train_config_zero_stage(&c); /* train's --data-parallel-sharding-... */
     check_size(&c);
     train_memory *tm = train_memory_predict(&c, stage, WHO);
     write_output(output, format, &c, tm);

@@ -47,9 +47,10 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
                                      stage_layers, seed);
 }
 
-local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
-                                       int pp_rank, int vpp, const int *chunk_stage,
-                                       const int *stage_layers, uint64_t seed) {
+/* local_model_create_staged, with a gradient buffer or without (ZeRO-2/3). */
+static local_model *create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
+                           int pp_rank, int vpp, const int *chunk_stage, const int *stage_layers,
+                           uint64_t seed, bool grads) {
     local_model *m = callocCheck(1, sizeof *m);
     m->cfg = *cfg;
     m->tp_size = tp_size;
@@ -87,7 +88,7 @@ local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int t
     m->numel = off;
     m->numel_padded = off;
     m->params = device_alloc(off * sizeof(float), "parameters");
-    m->grads = device_alloc(off * sizeof(float), "gradients");
+    m->grads = grads ? device_alloc(off * sizeof(float), "gradients") : NULL;
     float *init = mallocCheck(off * sizeof(float) + 1); /* initialised on the host, then uploaded */
     m->nparams = total;
     m->plist = mallocCheck(sizeof *m->plist * (size_t)total);
@@ -114,6 +115,20 @@ local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int t
     device_upload(m->params, init, off * sizeof(float));
     free(init);
     return m;
+}
+
+local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
+                                       int pp_rank, int vpp, const int *chunk_stage,
+                                       const int *stage_layers, uint64_t seed) {
+    return create(cfg, tp_size, tp_rank, pp_size, pp_rank, vpp, chunk_stage, stage_layers, seed,
+                  true);
+}
+
+local_model *local_model_create_sharded(const gpt_config *cfg, int tp_size, int tp_rank,
+                                        int pp_size, int pp_rank, int vpp, const int *chunk_stage,
+                                        const int *stage_layers, uint64_t seed) {
+    return create(cfg, tp_size, tp_rank, pp_size, pp_rank, vpp, chunk_stage, stage_layers, seed,
+                  false);
 }
 
 void local_model_destroy(local_model *m) {

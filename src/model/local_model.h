@@ -72,6 +72,12 @@ bool local_model_partition(int num_layers, int nstages, const int *stage_layers,
 local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
                                        int pp_rank, int nchunks, const int *chunk_stage,
                                        const int *stage_layers, uint64_t seed);
+/* The same without a gradient buffer (grads NULL), for ZeRO-2/3, which keep the gradients as
+ * shards of their own (src/zero/fsdp.h): a whole buffer never exists, not even at start-up. */
+local_model *local_model_create_sharded(const gpt_config *cfg, int tp_size, int tp_rank,
+                                        int pp_size, int pp_rank, int nchunks,
+                                        const int *chunk_stage, const int *stage_layers,
+                                        uint64_t seed);
 /* One chunk per rank (vpp must be 1): chunk 0 is stage pp_rank. */
 local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
                                 int pp_rank, int vpp, const int *stage_layers, uint64_t seed);

@@ -12,6 +12,7 @@
 #include "src/model/local_model.h"
 #include "src/pp/schedule.h"
 #include "src/runtime/groups.h"
+#include "src/zero/fsdp.h"
 #include "src/zero/shard_ranges.h"
 
 
@@ -51,12 +52,14 @@ static gpt_chunk *make_chunks(const train_config *c, const pp_config *pc, int tp
 }
 
 /* The chunks' tensors in buffer order (plist, v·GPT_MAX_PARAMS at most) and their ZeRO
- * layout over `shards` data-parallel ranks, as the distributed optimizer builds it. */
-static zero_ranges *make_ranges(const gpt_chunk *ch, int v, int shards, size_t bucket,
+ * layout over `shards` data-parallel ranks, as the distributed optimizer builds it: ZeRO-2/3
+ * cut unit by unit by zero_fsdp's own code, the others the whole buffer. */
+static zero_ranges *make_ranges(const gpt_chunk *ch, int v, int shards, size_t bucket, int stage,
                                 const gpt_param **plist) {
     int n = 0;
     for (int k = 0; k < v; k++)
         for (int i = 0; i < ch[k].nparams; i++) plist[n++] = &ch[k].params[i];
+    if (stage >= 2) return zero_fsdp_ranges_of(plist, NULL, n, shards, ZERO_SHARD_ALIGN);
     zero_param *zp = callocCheck((size_t)(n ? n : 1), sizeof *zp);
     for (int i = 0; i < n; i++)
         zp[i] = (zero_param){plist[i]->name, plist[i]->numel, plist[i]->decay, false};
@@ -112,6 +115,7 @@ static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_conf
     zero_memory_rank_model_state(m, r->numel, r->padded_numel, r->shard_numel, dt, stage);
     const bool overlapped = stage == 1 && c->overlap_grad_reduce && c->dp > 1;
     m->bytes[ZERO_MEM_BUCKETS] = overlapped ? r->shard_numel * sizeof(float) : 0;
+    if (stage >= 2) m->bytes[ZERO_MEM_BUCKETS] = zero_fsdp_work_bytes(r, stage);
 }
 
 train_memory *train_memory_predict(const train_config *c, int stage, const char *who) {
@@ -134,7 +138,7 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
         for (int tr = 0; tr < l.tp; tr++) {
             gpt_chunk *ch = make_chunks(c, &pc, tr, pr, who);
             zero_ranges *r = make_ranges(ch, pc.v, stage >= 1 ? l.dp : 1,
-                                         (size_t)c->ddp_bucket_size, plist);
+                                         (size_t)c->ddp_bucket_size, stage, plist);
             zero_memory_rank base = {0};
             chunk_bill(&base, c, &pc, ch, r, pr, stage);
             for (int d = 0; d < l.dp; d++) {

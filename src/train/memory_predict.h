@@ -30,10 +30,15 @@
  * per-chunk pool and reuses it, so after the first step every pool is at held(c) and stays
  * there; every other kind is allocated once at the start, except the temporaries, which come
  * and go one at a time on top of all that. The set-up never holds more (local_model_pad
- * gives the gradients back before it copies the parameters).
+ * gives the gradients back before it copies the parameters; ZeRO-2/3 create the model without
+ * gradients, and zero_fsdp_create frees ZeRO-3's whole parameters before it allocates the
+ * rest, so their one transient, 4Ψ beside the 4S parameter shard, stays under a step's
+ * 4S + 4S + 8S + the 12B work buffers + activations in every layout measured). Not predicted:
+ * a ZeRO-3 checkpoint save or whole-parameter read (trainer_model) adds a whole 4Ψ copy.
  *
- * The stage is train_config_zero_stage's (src/train/config.h). Stages 2 and 3 are predicted
- * as pure sharding (memory_plan.h) plus the work buffers src/zero/fsdp.h allocates.
+ * The stage is train_config_zero_stage's (src/train/config.h). Stages 2 and 3 are cut by
+ * zero_fsdp_ranges_of and their work buffers sized by zero_fsdp_work_bytes (src/zero/fsdp.h):
+ * the optimizer's own code, so the two cannot drift.
  *
  * Not here: MPI's private copies of pending sends, the communication library's rings and
  * staging slots, the data, the trace recorder (host memory outside device_alloc).

@@ -48,8 +48,11 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     int *stage_layers = train_config_stage_layers(cfg, pp * cfg->vpp, "trident train");
     int *chunk_stage = mallocCheck(sizeof(int) * (size_t)cfg->vpp); /* the schedule's placement */
     for (int c = 0; c < cfg->vpp; c++) chunk_stage[c] = pp_stage(&pc, t->pp_rank, c);
-    t->model = local_model_create_staged(&g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp, chunk_stage,
-                                         stage_layers, (uint64_t)cfg->seed);
+    /* ZeRO-2/3: no gradient buffer; the optimizer keeps the gradient shards (src/zero/fsdp.h) */
+    t->model = (train_config_zero_stage(cfg) >= 2
+                    ? local_model_create_sharded
+                    : local_model_create_staged)(&g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp,
+                                                 chunk_stage, stage_layers, (uint64_t)cfg->seed);
     free(chunk_stage);
     free(stage_layers);
     const gpt_recompute rc = train_config_recompute(cfg);

@@ -116,13 +116,13 @@ dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
     o->mine = &o->ranges->shards[o->g.zero ? o->dp_rank : 0];
     if (o->stage == 1) local_model_pad(model, o->ranges->padded_numel); /* shards: offsets */
     o->nstate = o->g.zero ? o->ranges->shard_numel : model->numel;
+    if (o->stage >= 2) create_fsdp(o); /* first: it gives the model's buffers back */
     o->m = device_alloc(o->nstate * sizeof(float), "Adam first moments");
     o->v = device_alloc(o->nstate * sizeof(float), "Adam second moments");
     prec_scaler_init(&o->scaler, 0);
     CHECK(!(g->overlap_grads && g->dtype == PREC_FP16),
           "--overlap-grad-reduce does not support --fp16 (checked by the flags)");
-    if (o->stage >= 2) create_fsdp(o);
-    else if ((g->overlap_grads || g->overlap_params) && o->dp_size > 1) {
+    if ((g->overlap_grads || g->overlap_params) && o->dp_size > 1) {
         const gpt_param *tie = model->wte_embedding ? model->wte_embedding : model->wte_head;
         /* zbv: both copies on this rank, summed locally after the backward (local_model.h) */
         const bool two_here = model->wte_embedding && model->wte_head &&

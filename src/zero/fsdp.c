@@ -50,18 +50,34 @@ struct zero_fsdp {
 };
 
 zero_ranges *zero_fsdp_ranges(const local_model *m, int dp, size_t align) {
-    const int n = m->nparams;
+    return zero_fsdp_ranges_of(m->plist, m->in_norm, m->nparams, dp, align);
+}
+
+zero_ranges *zero_fsdp_ranges_of(const gpt_param *const *plist, const bool *in_norm, int n, int dp,
+                                 size_t align) {
     zero_param *zp = mallocCheck(sizeof *zp * (size_t)(n ? n : 1));
     int *first = mallocCheck(sizeof *first * (size_t)(n ? n : 1)), nu = 0;
     for (int i = 0; i < n; i++) {
-        const gpt_param *p = m->plist[i];
-        zp[i] = (zero_param){p->name, p->numel, p->decay, m->in_norm[i]};
+        const gpt_param *p = plist[i];
+        zp[i] = (zero_param){p->name, p->numel, p->decay, in_norm && in_norm[i]};
         if (i == 0 || gpt_param_starts_unit(p)) first[nu++] = i;
     }
     zero_ranges *r = zero_ranges_build_units(zp, n, dp, align, first, nu);
     free(zp);
     free(first);
     return r;
+}
+
+size_t zero_fsdp_bucket_numel(const zero_ranges *r) {
+    size_t most = 0;
+    for (int u = 0; u < r->n_units; u++)
+        if (r->units[u].shard_numel > most) most = r->units[u].shard_numel;
+    return most * (size_t)r->dp;
+}
+
+size_t zero_fsdp_work_bytes(const zero_ranges *r, int stage) {
+    CHECK(stage == 2 || stage == 3, "zero_fsdp is ZeRO stage 2 or 3");
+    return (stage == 3 ? 3 : 1) * zero_fsdp_bucket_numel(r) * sizeof(float);
 }
 
 static const zero_unit *unit(const zero_fsdp *f, int u) { return &f->r->units[u]; }
@@ -206,16 +222,18 @@ zero_fsdp *zero_fsdp_create(local_model *m, const zero_ranges *r, comm_group *dp
     f->dp_size = dp ? comm_size(dp) : 1;
     f->dp_rank = dp ? comm_rank(dp) : 0;
     CHECK(r->dp == f->dp_size && r->n_units >= 1, "the units layout has one slice per DP rank");
-    size_t most = 0;
-    for (int u = 0; u < r->n_units; u++)
-        if (r->units[u].shard_numel > most) most = r->units[u].shard_numel;
-    f->bucket_numel = most * (size_t)f->dp_size;
+    f->bucket_numel = zero_fsdp_bucket_numel(r);
     f->bucket_unit = -1;
-    f->grad_shard = device_alloc(r->shard_numel * sizeof(float), "gradient shard");
-    f->bucket = device_alloc(f->bucket_numel * sizeof(float), "gradient bucket");
+    /* The model's buffers go first: the peak of start-up stays within a step's. */
+    local_model_release(m, false);
     if (cfg->stage == 3) {
         f->param_shard = device_alloc(r->shard_numel * sizeof(float), "parameter shard");
         for (int u = 0; u < r->n_units; u++) take_my_slice(f, u, m->params);
+        local_model_release(m, true);
+    }
+    f->grad_shard = device_alloc(r->shard_numel * sizeof(float), "gradient shard");
+    f->bucket = device_alloc(f->bucket_numel * sizeof(float), "gradient bucket");
+    if (cfg->stage == 3) {
         for (int k = 0; k < 2; k++) {
             f->slot[k].buf = device_alloc(f->bucket_numel * sizeof(float), "parameter gathers");
             f->slot[k].unit = -1;
@@ -225,7 +243,6 @@ zero_fsdp *zero_fsdp_create(local_model *m, const zero_ranges *r, comm_group *dp
             f->counts = mallocCheck(sizeof *f->counts * (size_t)f->dp_size);
         }
     }
-    local_model_release(m, cfg->stage == 3);
     gpt_hooks h = {.ctx = f, .grads_get = grads_get, .grads_done = grads_done};
     if (cfg->stage == 3) h.params_get = params_get, h.params_done = params_done;
     gpt_hooks_set(&h);
@@ -250,10 +267,10 @@ float *zero_fsdp_grads(zero_fsdp *f) { return f->grad_shard; }
 float *zero_fsdp_params(zero_fsdp *f) { return f->param_shard; }
 
 void zero_fsdp_bytes(const zero_fsdp *f, size_t *grads, size_t *params, size_t *work) {
-    const size_t S = f->r->shard_numel * sizeof(float), b = f->bucket_numel * sizeof(float);
+    const size_t S = f->r->shard_numel * sizeof(float);
     *grads = S;
     *params = f->param_shard ? S : 0;
-    *work = f->param_shard ? 3 * b : b;
+    *work = zero_fsdp_work_bytes(f->r, f->cfg.stage);
 }
 
 static void drop_whole(zero_fsdp *f) {

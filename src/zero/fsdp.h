@@ -80,10 +80,21 @@ typedef struct {
 /* The UNITS layout of this rank's buffer over dp ranks (gpt_param_starts_unit), with the
  * optimizer's flags per parameter. Free with zero_ranges_free. */
 zero_ranges *zero_fsdp_ranges(const local_model *m, int dp, size_t align);
+/* The same cut of the n parameters plist (in buffer order) without a model: the one
+ * `trident memory` prices (src/train/memory_predict.c). in_norm may be NULL (all false). */
+zero_ranges *zero_fsdp_ranges_of(const gpt_param *const *plist, const bool *in_norm, int n, int dp,
+                                 size_t align);
+/* Elements of one work buffer (the gradient bucket, each ZeRO-3 gather buffer): the largest
+ * unit padded, dp · max s_u. */
+size_t zero_fsdp_bucket_numel(const zero_ranges *r);
+/* Bytes of the work buffers a stage 2 (one bucket) or 3 (and two gather buffers) holds. */
+size_t zero_fsdp_work_bytes(const zero_ranges *r, int stage);
 
 /* Takes the model's gradients (and with ZeRO-3 its parameters: their slices are copied into
  * the parameter shard first) and installs the storage hooks; r is kept, not copied.
- * Collective over dp (the prefetch stream duplicates its communicator). */
+ * Collective over dp (the prefetch stream duplicates its communicator). The model's buffers
+ * are given back before the rest is allocated, so start-up never holds more than a step:
+ * ZeRO-3's one transient is the whole parameters beside the parameter shard. */
 zero_fsdp *zero_fsdp_create(local_model *m, const zero_ranges *r, comm_group *dp,
                             const zero_fsdp_config *cfg);
 void zero_fsdp_destroy(zero_fsdp *f); /* removes the hooks; NULL is fine */

@@ -121,8 +121,10 @@ void zero_memory_rank_model_state(zero_memory_rank *m, size_t numel, size_t padd
     if (stage < 0 || stage > 3) die("zero: ZeRO stage %d is not one of 0, 1, 2, 3", stage);
     CHECK(padded_numel >= numel && shard_numel <= padded_numel,
           "a padded buffer holds every element and a shard is part of it");
-    const size_t whole = stage >= 1 ? padded_numel : numel; /* an unsharded buffer's length */
-    const size_t f = sizeof(float);                         /* Trident stores fp32 */
+    /* An unsharded buffer's length: ZeRO-1 pads the model's buffers to its cut; ZeRO-2/3 pad
+     * only their shard-sized storage (src/zero/shard_ranges.h, UNITS). */
+    const size_t whole = stage == 1 ? padded_numel : numel;
+    const size_t f = sizeof(float); /* Trident stores fp32 */
     m->numel = numel;
     m->padded_numel = padded_numel;
     m->shard_numel = shard_numel;

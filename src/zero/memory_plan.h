@@ -13,8 +13,7 @@
  *   stage 3                parameters divided by Nd too             mixed: 16Ψ/Nd
  *   e.g. Ψ = 7.5e9, Nd = 64: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB (GB = 1e9 bytes, as the paper).
  *
- * Trident's distributed optimizer implements stage 1 (stage 2 and 3 are priced for
- * comparison). A sharded tensor is allocated as the rank's whole shard, padding included,
+ * Trident's distributed optimizer implements stages 1 to 3 (src/zero/fsdp.h for 2 and 3). A sharded tensor is allocated as the rank's whole shard, padding included,
  * so the "actual" figures use S = shard_numel of shard_ranges (padded_numel / Nd) per
  * sharded element and exceed the pure formula Ψ/Nd by the padding; both are given.
  *
@@ -27,11 +26,12 @@
  *   fp32                   4        4       —             8           16 bytes: the paper's K
  *   bf16 / fp16            4        4       4             8           20 (the paper: 2+2+12)
  *   stage 1 (ZeRO-1)       padded   padded  S             S           (padded = Nd·S)
- *   stage 2                padded   S       S             S
+ *   stage 2                Ψ        S       S             S           (ZeRO-2/3 pad shards only)
  *   stage 3                S        S       S             S
  *
- * Stages 2 and 3 are priced as pure sharding: the gather and reduce work buffers their
- * implementation will need are not (zero_stage_sharded says what is gathered when). The
+ * Stages 2 and 3 cut unit by unit (shard_ranges.h, UNITS): S = Σ s_u, and their work
+ * buffers (zero_fsdp_work_bytes: one bucket of dp·max s_u, ZeRO-3 two gather buffers more) are
+ * the kind ZERO_MEM_BUCKETS, filled by src/train/memory_predict.h. The
  * other kinds — activations by schedule, work spaces, message buffers — are filled by
  * src/train/memory_predict.h, which knows the model and the schedule.
  *
@@ -104,7 +104,8 @@ typedef enum {
     ZERO_MEM_HANDOVER,    /* B -> W hand-overs of a split backward (zb-h1, zbv) */
     ZERO_MEM_WORK_SPACE,  /* per chunk: gradients in flight, what recomputation recomputes */
     ZERO_MEM_P2P,         /* pipeline message buffers (and zbv's messages to itself) */
-    ZERO_MEM_BUCKETS,     /* ZeRO + --overlap-grad-reduce: the reduce-scattered buckets' shard */
+    ZERO_MEM_BUCKETS,     /* ZeRO-1 + --overlap-grad-reduce: the reduce-scattered buckets' shard;
+                           * ZeRO-2/3: the gradient bucket (and ZeRO-3's two gather buffers) */
     ZERO_MEM_TEMPORARY,   /* the largest short-lived work space (TP and SP layers, SP grads) */
     ZERO_MEM_NKINDS
 } zero_mem_kind;
