@@ -96,20 +96,29 @@ static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
     const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
     const block_acts *b = &a->blocks[i];
     const block_wgrad *g = &wg->blocks[i];
+    const int layer = c->shard.layer_begin + i;
 #define GRAD(kind) grad_of(grads, block_param(c, i, kind))
+/* Each weight's gradient is final as soon as it is computed: its buckets may start. */
+#define READY(w, bias) gpt_hooks_block_grads_ready(c, layer, w, bias)
     dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu, NULL,
                         N, 4 * Cl, C);
+    READY(GPT_FCPROJ_W, GPT_FCPROJ_B);
     dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, b->ln2, NULL, N, C, 4 * Cl);
+    READY(GPT_FC_W, GPT_FC_B);
     dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL,
                            b->ln2_mean, b->ln2_rstd, N, C);
+    READY(GPT_LN2_W, GPT_LN2_B);
     dev_matmul_backward(NULL, GRAD(GPT_PROJ_W), GRAD(GPT_PROJ_B), g->dproj, b->atty, NULL, N, Cl,
                         C);
+    READY(GPT_PROJ_W, GPT_PROJ_B);
     dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, b->ln1, NULL, N, C,
                         3 * Cl);
+    READY(GPT_QKV_W, GPT_QKV_B);
     dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, a->x[i], NULL,
                            b->ln1_mean, b->ln1_rstd, N, C);
+    READY(GPT_LN1_W, GPT_LN1_B);
+#undef READY
 #undef GRAD
-    gpt_hooks_grads_ready(c, c->shard.layer_begin + i); /* e.g. launch its bucket's all-reduce */
 }
 
 /* The end of B: the gradient of the chunk's input goes to the embedding's W or to the
