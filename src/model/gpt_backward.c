@@ -147,21 +147,30 @@ static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
     /* the inputs of qkv and fc over the whole sequence: kept, or all-gathered again by B */
     const float *ln1 = g->ln1_full ? g->ln1_full : b->ln1,
                 *ln2 = g->ln2_full ? g->ln2_full : b->ln2;
-    gpt_span span = gpt_span_grads(c, grads, c->shard.layer_begin + i);
+    const int layer = c->shard.layer_begin + i;
+    gpt_span span = gpt_span_grads(c, grads, layer);
 #define GRAD(kind) gpt_span_of(&span, block_param(c, i, kind))
+/* Each weight's gradient is final as soon as it is computed: its buckets may start. */
+#define READY(w, bias) gpt_hooks_block_grads_ready(c, layer, w, bias)
     dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu, NULL,
                         N, 4 * Cl, C);
+    READY(GPT_FCPROJ_W, GPT_FCPROJ_B);
     dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, ln2, NULL, N, C, 4 * Cl);
+    READY(GPT_FC_W, GPT_FC_B);
     dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL,
                            b->ln2_mean, b->ln2_rstd, Nr, C);
+    READY(GPT_LN2_W, GPT_LN2_B);
     dev_matmul_backward(NULL, GRAD(GPT_PROJ_W), GRAD(GPT_PROJ_B), g->dproj, b->atty, NULL, N, Cl,
                         C);
+    READY(GPT_PROJ_W, GPT_PROJ_B);
     dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, ln1, NULL, N, C, 3 * Cl);
+    READY(GPT_QKV_W, GPT_QKV_B);
     dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, io.x_in, NULL,
                            b->ln1_mean, b->ln1_rstd, Nr, C);
+    READY(GPT_LN1_W, GPT_LN1_B);
+#undef READY
 #undef GRAD
-    gpt_span_grads_done(c, &span);
-    gpt_hooks_grads_ready(c, c->shard.layer_begin + i); /* e.g. launch its bucket's all-reduce */
+    gpt_span_grads_done(c, &span); /* ZeRO-2/3: the bucket is reduce-scattered here */
 }
 
 /* The end of B: the gradient of the chunk's input goes to the embedding's W (with sequence

@@ -40,10 +40,18 @@ void gpt_hooks_params_needed(const gpt_chunk *c, int part) {
 
 void gpt_hooks_grads_ready(const gpt_chunk *c, int part) {
     if (!g_hooks.grads_ready || !g_armed) return;
+    CHECK(part == GPT_HOOK_EMBEDDING || part == GPT_HOOK_HEAD,
+          "a block reports its gradients weight by weight (gpt_hooks_block_grads_ready)");
     size_t b, e;
     if (part == GPT_HOOK_EMBEDDING) range(c, GPT_WTE, GPT_WPE, -1, &b, &e);
-    else if (part == GPT_HOOK_HEAD) range(c, GPT_LNF_W, GPT_LNF_B, -1, &b, &e);
-    else range(c, GPT_LN1_W, GPT_FCPROJ_B, part, &b, &e);
+    else range(c, GPT_LNF_W, GPT_LNF_B, -1, &b, &e);
+    g_hooks.grads_ready(g_hooks.ctx, b, e);
+}
+
+void gpt_hooks_block_grads_ready(const gpt_chunk *c, int layer, int kind_w, int kind_b) {
+    if (!g_hooks.grads_ready || !g_armed) return;
+    size_t b, e;
+    range(c, kind_w, kind_b, layer, &b, &e);
     g_hooks.grads_ready(g_hooks.ctx, b, e);
 }
 

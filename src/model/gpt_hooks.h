@@ -4,7 +4,8 @@
  *
  *   forward of a chunk:   params_needed(embedding) -> block l: params_needed(l), forward ...
  *                         -> params_needed(head: lnf, then the tied wte)
- *   weight backward:      head's W -> grads_ready(lnf) -> block l's W -> grads_ready(l) ...
+ *   weight backward:      head's W -> grads_ready(lnf) -> block l's W: grads_ready after each
+ *                         of its weights, in W's order (fcproj, fc, ln2, proj, qkv, ln1) ...
  *                         -> embedding's W -> grads_ready(wte, wpe)
  *
  * A hook gets an element range [begin, end) of the process's parameter (= gradient) buffer,
@@ -13,7 +14,10 @@
  * step, after which nothing adds to that chunk's gradients. The head's copy of a tied wte is
  * never reported ready by the head (its sum over the embedding group comes later, in the
  * optimizer); a chunk holding both ends reports wte with the embedding, after both parts.
- * params_needed fires on every forward (cheap when nothing is pending).
+ * params_needed fires on every forward (cheap when nothing is pending). Gradients are reported
+ * weight by weight, as Megatron hooks every parameter: a bucket of the last block's fcproj can
+ * start its reduction while that block's other weight gradients are computed, so what is left
+ * for after the backward (the exposed tail) is the last few weights, not a whole block.
  *
  * SHARDED STORAGE. Every read of a unit's parameters (gpt.h, UNITS: wte, wpe, a block, the
  * final norm) and every accumulation into its gradients goes through a span:
@@ -68,7 +72,11 @@ void gpt_hooks_arm_grads(bool armed);
 /* Called by gpt.c. part: a global block index, or GPT_HOOK_EMBEDDING / GPT_HOOK_HEAD. */
 enum { GPT_HOOK_EMBEDDING = -1, GPT_HOOK_HEAD = -2 };
 void gpt_hooks_params_needed(const gpt_chunk *c, int part);
+/* part: GPT_HOOK_EMBEDDING or GPT_HOOK_HEAD (blocks report weight by weight, below). */
 void gpt_hooks_grads_ready(const gpt_chunk *c, int part);
+/* The gradients of one weight and its bias (kinds kind_w, kind_b, adjacent in the buffer) of
+ * global block `layer` are final. */
+void gpt_hooks_block_grads_ready(const gpt_chunk *c, int layer, int kind_w, int kind_b);
 
 /* Units, as spans name them: a global block index, or one of these. */
 enum { GPT_UNIT_WTE = -3, GPT_UNIT_WPE = -4, GPT_UNIT_LNF = -5, GPT_UNIT_NONE = -6 };

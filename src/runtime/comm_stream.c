@@ -1,15 +1,15 @@
-/* comm_stream.c — see comm_stream.h. The queue is a ring of COMM_STREAM_MAX_JOBS slots; job
- * h lives in slot h % COMM_STREAM_MAX_JOBS from its call until the wait after it is done:
+/* comm_stream.c — see comm_stream.h: the queue, the thread and the waits (the rings that move
+ * a job's bytes are comm_stream_ring.c). The queue is a ring of COMM_STREAM_MAX_JOBS slots;
+ * job h lives in slot h % COMM_STREAM_MAX_JOBS from its call until the wait after it is done:
  *
  *   handles  0 .. done-1        complete (and every one before them)
- *            done .. posted-1   posted to MPI by the thread, in flight (some may be complete)
- *            posted .. queued-1 queued, not yet posted
+ *            done .. posted-1   started by the thread, in flight (some may be complete)
+ *            posted .. queued-1 queued, not yet started
  *
- * The thread keeps up to COMM_STREAM_IN_FLIGHT queued jobs posted at once: MPI allows many
- * nonblocking collectives in flight on one communicator, as long as every member posts them
- * in the same order, and one MPI_Test pass then moves all of them. `done` only advances over
- * a complete prefix, so a wait for h is a wait for everything queued before h too (a CUDA
- * stream's order).
+ * The thread keeps up to COMM_STREAM_IN_FLIGHT jobs moving at once, each on a ring of its own
+ * whose messages carry the job's handle as their tag, and one pass tests them all. `done` only
+ * advances over a complete prefix, so a wait for h is a wait for everything queued before h
+ * too (a CUDA stream's order).
  *
  * One mutex guards queued, done and the done flags; the thread sleeps on `work` while nothing
  * is queued or in flight, a waiting caller sleeps on `finished` (a sleep, not a spin: the
@@ -31,46 +31,36 @@
 #include "src/core/check.h"
 #include "src/core/clock.h"
 #include "src/runtime/comm_internal.h"
+#include "src/runtime/comm_stream_ring.h"
 
-/* How the thread drives its collectives (see comm_stream.h for why not a blocking call).
- * Each MPI_Test runs Open MPI's progress engine once: the next round of every posted libnbc
- * schedule moves (with single copy, a round is a rendezvous handshake and one
- * process_vm_readv). Right after something was posted or completed the thread tests every
- * 20 us, and doubles its nap every COMM_STREAM_BACKOFF passes without news up to 500 us, so
- * a collective waiting for a slower peer (its backward not done yet) costs little CPU. The
- * nap is what lets the compute run on a shared core; the wake-up of a napping thread costs
- * ~20-50 us of CPU on these VMs (dist.c measured the same for the p2p progress thread).
- * How many in flight (measured, 2 ranks on 2 cores under a load of 5-8, median exposed
- * DP time per step of a 12.7M-parameter model in 1 MiB buckets, two runs each): one at a
- * time, the next step's forward waited ~0.4 ms for each all-gather in turn (a collective's
- * handshakes moved only when the stream thread got the core; with several in flight one
- * pass moves them all); all of them (256) made bucket all-reduces crawl (253 and 587 ms
- * exposed, against 27 and 10 ms one at a time, and 41 and 12 ms with 4); with ZeRO and both
- * flags, 1: 45 and 33 ms, 4: 13 and 34 ms, 16: 365 and 96 ms. So 4.
+/* How the thread drives its rings (comm_stream.h says why not a blocking call, nor MPI's
+ * nonblocking collectives). Each MPI_Testall runs Open MPI's progress engine once: an envelope
+ * that has arrived is matched and its block copied (single copy), a copy the peer finished is
+ * acknowledged. A step needs the peer's thread to test as well, so right after progress (a job
+ * started, a STEP completed) the thread tests every 20 us, and doubles its nap every
+ * COMM_STREAM_BACKOFF passes without progress up to 500 us, so a ring waiting for a slower
+ * peer (its backward not done yet) costs little CPU. The nap is what lets the compute run on
+ * a shared core; waking a napping thread costs ~20-50 us of CPU on these VMs (dist.c measured
+ * the same for the p2p progress thread). Steps count as progress, not only whole jobs: when
+ * only a job's end reset the nap, the thread of the rank that was ahead had backed off to
+ * 500 us by the time its peer caught up, and each later step waited for one of its naps (a
+ * 512 KiB step took 1.2-1.6 ms beside a compute loop, against 0.06-0.2 ms alone; in training
+ * runs of the bench's model the exposed gradient time went from ~10 ms to ~3 ms per step).
+ * How many in flight (the bench's model, --overlap-grad-reduce, medians of 18 steps, run in
+ * turn on a quiet machine): 4 left 1.9 ms exposed per step, 16 left 0.3 ms (blocking: 14.3
+ * ms): at the end of the backward the last buckets come nearly at once, and one pass moves
+ * all of them. (With MPI's nonblocking collectives 16 had crawled; a ring step costs one test
+ * whatever else is in flight.) Each ring in flight keeps its scratch blocks (comm_stream.h).
  * While the caller waits (comm_stream_wait) its core has nothing else to do, so the thread
- * stops napping and tests back to back, like a blocking collective: a collective whose every
- * round costs a nap and a wake-up (1 MiB all-reduces took 10-40 ms each on the loaded
- * machine, napping) then runs at the speed of the blocking one. */
+ * stops napping and tests back to back, like a blocking collective. */
 enum {
     COMM_STREAM_NAP_NS = 20000,
     COMM_STREAM_NAP_MAX_NS = 500000,
     COMM_STREAM_BACKOFF = 64,
-    COMM_STREAM_IN_FLIGHT = 4,
+    COMM_STREAM_IN_FLIGHT = 16,
 };
 
-typedef enum { JOB_ALL_REDUCE, JOB_REDUCE_SCATTER, JOB_ALL_GATHER } job_kind;
-
-typedef struct {
-    job_kind kind;
-    float *buf;        /* all_reduce / all_gather buffer, reduce_scatter recv */
-    const float *send; /* reduce_scatter */
-    size_t count;      /* all_reduce */
-    int *counts;       /* (size) reduce_scatter / all_gather, as MPI ints */
-    int *displs;       /* (size) all_gather offsets */
-    const char *label;
-    double t_posted, t_start, t_end;
-    bool done;
-} job;
+typedef stream_job job;
 
 struct comm_stream {
     comm_group *g;
@@ -95,57 +85,46 @@ void comm_stream_set_trace_hook(void (*fn)(const comm_stream_event *e, void *ctx
 
 static job *slot(comm_stream *s, int64_t h) { return &s->jobs[h % COMM_STREAM_MAX_JOBS]; }
 
-/* Posts job j on the stream's communicator (thread only). */
-static MPI_Request post(comm_stream *s, job *j) {
-    MPI_Request req = MPI_REQUEST_NULL;
-    j->t_start = time_now();
-    switch (j->kind) {
-    case JOB_ALL_REDUCE:
-        MPI_Iallreduce(MPI_IN_PLACE, j->buf, comm_mpi_count(j->count), MPI_FLOAT, MPI_SUM, s->comm,
-                       &req);
-        break;
-    case JOB_REDUCE_SCATTER:
-        MPI_Ireduce_scatter(j->send, j->buf, j->counts, MPI_FLOAT, MPI_SUM, s->comm, &req);
-        break;
-    case JOB_ALL_GATHER:
-        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, j->buf, j->counts, j->displs, MPI_FLOAT,
-                        s->comm, &req);
-        break;
-    }
-    return req;
-}
-
-/* The jobs in flight: their MPI requests and handles (thread only). */
+/* The jobs in flight: their rings and handles (thread only). */
 typedef struct {
-    MPI_Request req[COMM_STREAM_IN_FLIGHT];
+    stream_ring ring[COMM_STREAM_IN_FLIGHT]; /* ring[0 .. n) in flight; the rest keep scratch */
     int64_t id[COMM_STREAM_IN_FLIGHT];
     int n;
     int64_t posted;
 } in_flight;
 
-/* One MPI_Test pass over the jobs in flight; returns how many completed (marked done under
- * the lock, and `done` advanced over the complete prefix). */
-static int test_all(comm_stream *s, in_flight *f) {
+/* Starts job `posted` on a free ring. */
+static void start_next(comm_stream *s, in_flight *f) {
+    job *j = slot(s, f->posted);
+    j->t_start = time_now();
+    stream_ring_start(&f->ring[f->n], j, f->posted, s->comm, s->size, s->rank);
+    f->id[f->n++] = f->posted++;
+}
+
+/* One pass over the jobs in flight: each ring moves as far as its messages allow (*moved is
+ * set when any step completed). Completed jobs are marked done under the lock and `done`
+ * advances over the complete prefix. */
+static void advance_all(comm_stream *s, in_flight *f, bool *moved) {
     int64_t complete[COMM_STREAM_IN_FLIGHT];
     int nc = 0;
     for (int i = 0; i < f->n;) {
-        int flag = 0;
-        MPI_Test(&f->req[i], &flag, MPI_STATUS_IGNORE);
-        if (!flag) {
+        if (!stream_ring_advance(&f->ring[i], moved)) {
             i++;
             continue;
         }
         slot(s, f->id[i])->t_end = time_now();
         complete[nc++] = f->id[i];
-        f->req[i] = f->req[f->n - 1], f->id[i] = f->id[f->n - 1], f->n--;
+        /* Keep the ring's scratch: swap the finished ring with the last one in flight. */
+        stream_ring t = f->ring[i];
+        f->ring[i] = f->ring[f->n - 1], f->ring[f->n - 1] = t;
+        f->id[i] = f->id[f->n - 1], f->n--;
     }
-    if (nc == 0) return 0;
+    if (nc == 0) return;
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < nc; i++) slot(s, complete[i])->done = true;
     while (s->done < f->posted && slot(s, s->done)->done) s->done++;
     pthread_cond_broadcast(&s->finished);
     pthread_mutex_unlock(&s->mu);
-    return nc;
 }
 
 static void *stream_main(void *arg) {
@@ -154,7 +133,8 @@ static void *stream_main(void *arg) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's business */
-    in_flight f = {.n = 0, .posted = 0};
+    in_flight f;
+    memset(&f, 0, sizeof f);
     long nap = COMM_STREAM_NAP_NS, quiet = 0;
     for (;;) {
         pthread_mutex_lock(&s->mu);
@@ -164,11 +144,8 @@ static void *stream_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
         if (stop && f.posted == queued && f.n == 0) break; /* destroy drains first */
         bool news = false;
-        for (; f.posted < queued && f.n < COMM_STREAM_IN_FLIGHT; f.posted++, news = true) {
-            f.req[f.n] = post(s, slot(s, f.posted));
-            f.id[f.n++] = f.posted;
-        }
-        news |= test_all(s, &f) > 0;
+        for (; f.posted < queued && f.n < COMM_STREAM_IN_FLIGHT; news = true) start_next(s, &f);
+        advance_all(s, &f, &news); /* a step done is news too: the peer is active */
         if (news) nap = COMM_STREAM_NAP_NS, quiet = 0;
         else if (++quiet % COMM_STREAM_BACKOFF == 0 && nap < COMM_STREAM_NAP_MAX_NS)
             nap = 2 * nap < COMM_STREAM_NAP_MAX_NS ? 2 * nap : COMM_STREAM_NAP_MAX_NS;
@@ -177,6 +154,7 @@ static void *stream_main(void *arg) {
             nanosleep(&ts, NULL);
         }
     }
+    for (int i = 0; i < COMM_STREAM_IN_FLIGHT; i++) stream_ring_free(&f.ring[i]);
     return NULL;
 }
 
@@ -228,7 +206,7 @@ void comm_stream_destroy(comm_stream *s) {
 }
 
 /* Takes the next slot (the caller fills it, then queue() hands it to the thread). */
-static job *next_job(comm_stream *s, job_kind kind, const char *label) {
+static job *next_job(comm_stream *s, stream_job_kind kind, const char *label) {
     CHECK(s->queued - s->waited < COMM_STREAM_MAX_JOBS,
           "more than COMM_STREAM_MAX_JOBS collectives queued and not waited for");
     job *j = slot(s, s->queued);
@@ -243,7 +221,7 @@ static job *next_job(comm_stream *s, job_kind kind, const char *label) {
 static comm_handle queue(comm_stream *s, job *j) {
     if (!s->running) { /* size 1: the collective is the identity (reduce-scatter: a copy) */
         if (j->kind == JOB_REDUCE_SCATTER && j->buf != j->send)
-            memmove(j->buf, j->send, (size_t)j->counts[0] * sizeof(float));
+            memmove(j->buf, j->send, j->counts[0] * sizeof(float));
         j->t_start = j->t_end = j->t_posted;
         j->done = true;
         s->done = ++s->queued;
@@ -256,14 +234,15 @@ static comm_handle queue(comm_stream *s, job *j) {
     return h;
 }
 
-/* counts[] as MPI ints, and (for displs) their running sums; returns the total. */
-static size_t copy_counts(comm_stream *s, job *j, const size_t *counts, bool displs) {
-    j->counts = mallocCheck(sizeof(int) * (size_t)s->size);
-    if (displs) j->displs = mallocCheck(sizeof(int) * (size_t)s->size);
+/* The job's blocks (comm_stream_ring.h): counts[] copied, displs[] their running sums;
+ * returns the total. */
+static size_t set_blocks(comm_stream *s, job *j, const size_t *counts) {
+    j->counts = mallocCheck(sizeof(size_t) * (size_t)s->size);
+    j->displs = mallocCheck(sizeof(size_t) * (size_t)s->size);
     size_t total = 0;
     for (int d = 0; d < s->size; d++) {
-        j->counts[d] = comm_mpi_count(counts[d]);
-        if (displs) j->displs[d] = comm_mpi_count(total);
+        j->counts[d] = counts[d];
+        j->displs[d] = total;
         total += counts[d];
     }
     return total;
@@ -271,15 +250,20 @@ static size_t copy_counts(comm_stream *s, job *j, const size_t *counts, bool dis
 
 comm_handle comm_stream_all_reduce(comm_stream *s, float *buf, size_t count, const char *label) {
     job *j = next_job(s, JOB_ALL_REDUCE, label);
+    /* Even blocks for the ring: the first count % size ranks hold one element more. */
+    size_t *even = mallocCheck(sizeof(size_t) * (size_t)s->size);
+    for (int d = 0; d < s->size; d++)
+        even[d] = count / (size_t)s->size + ((size_t)d < count % (size_t)s->size);
+    (void)set_blocks(s, j, even);
+    free(even);
     j->buf = buf;
-    j->count = count;
     return queue(s, j);
 }
 
 comm_handle comm_stream_reduce_scatter(comm_stream *s, const float *send, float *recv,
                                        const size_t *counts, const char *label) {
     job *j = next_job(s, JOB_REDUCE_SCATTER, label);
-    size_t total = copy_counts(s, j, counts, false);
+    size_t total = set_blocks(s, j, counts);
     CHECK(s->size == 1 || recv + counts[s->rank] <= send || recv >= send + total,
           "comm_stream_reduce_scatter: send and recv overlap");
     j->send = send;
@@ -290,15 +274,15 @@ comm_handle comm_stream_reduce_scatter(comm_stream *s, const float *send, float 
 comm_handle comm_stream_all_gather(comm_stream *s, float *buf, const size_t *counts,
                                    const char *label) {
     job *j = next_job(s, JOB_ALL_GATHER, label);
-    (void)copy_counts(s, j, counts, true);
+    (void)set_blocks(s, j, counts);
     j->buf = buf;
     return queue(s, j);
 }
 
 static void report(comm_stream *s, const job *j, double w0, double w1) {
     static const char *const ops[] = {"all_reduce", "reduce_scatter", "all_gather"};
-    size_t n = j->kind == JOB_ALL_REDUCE ? j->count : 0;
-    for (int d = 0; j->counts && d < s->size; d++) n += (size_t)j->counts[d];
+    size_t n = 0; /* comm.h's count: the buffer, or the whole send (reduce-scatter) */
+    for (int d = 0; d < s->size; d++) n += j->counts[d];
     comm_stream_event e = {ops[j->kind],
                            comm_name(s->g),
                            comm_global_rank(s->g, 0),

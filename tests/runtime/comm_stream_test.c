@@ -1,7 +1,7 @@
 /* comm_stream_test.c — the communication stream computes exactly what the blocking
- * collectives compute, with many jobs in flight, waited for in any order, beside the main
- * thread's own collectives; destroy drains what is still queued. Run with 0 (no mpirun), 2
- * and 4 ranks. */
+ * collectives compute (its ring adds in the blocking ring's order, so every rank holds the same
+ * bits), with many jobs in flight, waited for in any order, beside the main thread's own
+ * collectives; destroy drains what is still queued. Run with 0 (no mpirun), 2 and 4 ranks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +57,37 @@ static void uneven_reduce_scatter_and_all_gather_match_a_summed_reference(void *
     assert_memory_equal(buf, sum, total * sizeof(float));
     comm_stream_destroy(s);
     free(counts), free(send), free(sum), free(recv), free(buf);
+}
+
+/* Values whose sums depend on the order of the additions (at 4 ranks and more). */
+static float rough(int rank, size_t i) {
+    return (float)((rank + 1) * 0.1 + (double)((i * 2654435761u) % 10007) / 3.0e3);
+}
+
+/* The stream's ring sums each block once, in the blocking ring's order (comm_ring.c: block j
+ * starts on rank j+1), and copies it: its all-reduce is the blocking reduce-scatter then
+ * all-gather bit for bit, and every rank holds the same bits, whatever the values. */
+static void ring_sums_equal_the_blocking_rings_bits_on_every_rank(void **state) {
+    (void)state;
+    const int me = comm_rank(g_world), size = comm_size(g_world);
+    const size_t part = 20000, n = part * (size_t)size; /* blocks above COMM_RING_MIN_FLOATS */
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    float *rs = malloc(part * sizeof(float)), *want = malloc(part * sizeof(float));
+    for (size_t i = 0; i < n; i++) a[i] = b[i] = rough(me, i);
+    comm_stream *s = comm_stream_create(g_world);
+    size_t *counts = malloc((size_t)size * sizeof(size_t));
+    for (int d = 0; d < size; d++) counts[d] = part;
+    comm_stream_wait(s, comm_stream_reduce_scatter(s, a, rs, counts, "test"));
+    comm_stream_wait(s, comm_stream_all_reduce(s, a, n, "test"));
+    comm_reduce_scatter(g_world, b, want, part, COMM_FLOAT32, COMM_SUM);
+    assert_memory_equal(rs, want, part * sizeof(float));
+    comm_all_gather(g_world, want, b, part, COMM_FLOAT32);
+    assert_memory_equal(a, b, n * sizeof(float));
+    float *all = malloc(n * (size_t)size * sizeof(float)); /* every rank's result */
+    comm_all_gather(g_world, a, all, n, COMM_FLOAT32);
+    for (int d = 0; d < size; d++) assert_memory_equal(all + (size_t)d * n, a, n * sizeof(float));
+    comm_stream_destroy(s);
+    free(a), free(b), free(rs), free(want), free(counts), free(all);
 }
 
 static void many_jobs_in_flight_waited_for_in_reverse_order(void **state) {
@@ -117,6 +148,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(all_reduce_equals_the_blocking_all_reduce_bit_for_bit),
         cmocka_unit_test(uneven_reduce_scatter_and_all_gather_match_a_summed_reference),
+        cmocka_unit_test(ring_sums_equal_the_blocking_rings_bits_on_every_rank),
         cmocka_unit_test(many_jobs_in_flight_waited_for_in_reverse_order),
         cmocka_unit_test(destroy_drains_pending_jobs_and_reports_each_once),
     };
