@@ -36,11 +36,13 @@ static bool reducing(const stream_ring *r, int *s) {
     return rs;
 }
 
+/* Both messages of a step are posted even when a block is empty (uneven ZeRO counts): a
+ * zero-byte message costs one handshake, and it keeps the collective a synchronization — no
+ * member completes before every member has entered, which is what the trace's causality check
+ * (src/trace/causality.c) asserts of every collective. */
 static void post_pair(stream_ring *r, float *in, size_t nin, const float *out, size_t nout) {
-    r->req[0] = r->req[1] = MPI_REQUEST_NULL;
-    if (nin) MPI_Irecv(in, comm_mpi_count(nin), MPI_FLOAT, prev_of(r), r->tag, r->comm, &r->req[0]);
-    if (nout)
-        MPI_Isend(out, comm_mpi_count(nout), MPI_FLOAT, next_of(r), r->tag, r->comm, &r->req[1]);
+    MPI_Irecv(in, comm_mpi_count(nin), MPI_FLOAT, prev_of(r), r->tag, r->comm, &r->req[0]);
+    MPI_Isend(out, comm_mpi_count(nout), MPI_FLOAT, next_of(r), r->tag, r->comm, &r->req[1]);
 }
 
 /* The input this rank adds into the ring: the buffer itself in place, else `send`. */
