@@ -205,9 +205,14 @@ int run_in_child(void (*fn)(const void *), const void *arg, char *out, size_t ca
         _exit(0);
     }
     close(fds[1]);
+    /* Read to the end even past cap (the rest is dropped): a child that writes more than out
+     * holds — a sanitizer report, say — must not block on a full pipe while we wait for it. */
     size_t len = 0;
     ssize_t k;
-    while ((k = read(fds[0], out + len, cap - 1 - len)) > 0) len += (size_t)k;
+    char drop[4096];
+    while ((k = len + 1 < cap ? read(fds[0], out + len, cap - 1 - len)
+                              : read(fds[0], drop, sizeof drop)) > 0)
+        if (len + 1 < cap) len += (size_t)k;
     out[len] = 0;
     close(fds[0]);
     int st;
