@@ -3,8 +3,8 @@
  *
  * Gradients. The buckets of the gradient buffer (shard_ranges.h) fill up in the reverse of
  * the forward order while the last micro-batch's backward runs; the model reports each
- * layer's gradients final (src/model/gpt_hooks.h) and a bucket's collective is queued on the
- * stream as soon as all its elements are:
+ * weight's gradient final as soon as W computes it (src/model/gpt_hooks.h) and a bucket's
+ * collective is queued on the stream as soon as all its elements are:
  *
  *   backward (last mb)  ── blk 3 W ── blk 2 W ── blk 1 W ── blk 0 W ── emb W ── | finish
  *   stream                         ── bucket 3 ───── bucket 2 ──── bucket 1 ──  ── bucket 0
