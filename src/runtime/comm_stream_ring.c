@@ -36,11 +36,13 @@ static bool reducing(const stream_ring *r, int *s) {
     return rs;
 }
 
+/* Posts one step. An empty block still goes as an empty message: a step then completes only
+ * once prev has posted it too, so after its p−1 steps a rank has heard from every member
+ * (nobody finishes a collective that a member has not started: what the trace's causality
+ * check asserts, and what an uneven ZeRO bucket with nothing for this rank would break). */
 static void post_pair(stream_ring *r, float *in, size_t nin, const float *out, size_t nout) {
-    r->req[0] = r->req[1] = MPI_REQUEST_NULL;
-    if (nin) MPI_Irecv(in, comm_mpi_count(nin), MPI_FLOAT, prev_of(r), r->tag, r->comm, &r->req[0]);
-    if (nout)
-        MPI_Isend(out, comm_mpi_count(nout), MPI_FLOAT, next_of(r), r->tag, r->comm, &r->req[1]);
+    MPI_Irecv(in, comm_mpi_count(nin), MPI_FLOAT, prev_of(r), r->tag, r->comm, &r->req[0]);
+    MPI_Isend(out, comm_mpi_count(nout), MPI_FLOAT, next_of(r), r->tag, r->comm, &r->req[1]);
 }
 
 /* The input this rank adds into the ring: the buffer itself in place, else `send`. */
