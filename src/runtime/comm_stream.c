@@ -46,10 +46,11 @@
  * 500 us by the time its peer caught up, and each later step waited for one of its naps (a
  * 512 KiB step took 1.2-1.6 ms beside a compute loop, against 0.06-0.2 ms alone; in training
  * runs of the bench's model the exposed gradient time went from ~10 ms to ~3 ms per step).
- * How many in flight (the bench's model, --overlap-grad-reduce, medians of 18 steps, run in
- * turn on a quiet machine): 4 left 1.9 ms exposed per step, 16 left 0.3 ms (blocking: 14.3
- * ms): at the end of the backward the last buckets come nearly at once, and one pass moves
- * all of them. (With MPI's nonblocking collectives 16 had crawled; a ring step costs one test
+ * How many in flight (the bench's model, --overlap-grad-reduce, medians of 12-18 steps, run in
+ * turn on a quiet machine, two sessions): 4 left 1.9 and 1.3 ms exposed per step, 16 left 0.3
+ * and 0.3 ms (blocking: 14 and 31 ms): at the end of the backward the last buckets come nearly
+ * at once, and one pass moves all of them; with ZeRO and both flags, 4: 1.0 ms reduce-scatter
+ * + 0.0 ms gather exposed, 16: 0.8 + 0.5 ms (blocking 12 + 8 ms). (With MPI's nonblocking collectives 16 had crawled; a ring step costs one test
  * whatever else is in flight.) Each ring in flight keeps its scratch blocks (comm_stream.h).
  * While the caller waits (comm_stream_wait) its core has nothing else to do, so the thread
  * stops napping and tests back to back, like a blocking collective. */

@@ -32,11 +32,12 @@
  * The thread tests every ring in flight, adds what arrived, posts the next steps, then naps
  * (20 us, backing off to 500 us while no step completes: comm_stream.c) so the core goes back
  * to the compute; while the caller waits it tests back to back. Measured by `trident bench
- * --suite overlap` (12.7M parameters, 1 MiB buckets, loads 1.7-2.4): exposed gradient
- * all-reduce 1.7-2.8 ms per step against 17-22 ms blocking (libnbc in the same window: 6-8
- * ms), ZeRO's reduce-scatter 1.8-1.9 against 16-19 ms, parameter all-gather 0.1-0.5 against
- * 8-9 ms. What stays exposed is the tail: the buckets whose last gradient comes at the very
- * end of the backward (gpt_hooks.h reports gradients weight by weight to keep it short).
+ * --suite overlap` (12.7M parameters, 1 MiB buckets, seven runs at loads 1.7-4.3): exposed
+ * gradient all-reduce 1.7-5.3 ms per step against 16-33 ms blocking (libnbc in the same
+ * windows: 6-16 ms), ZeRO's reduce-scatter 0.06-0.11 and the parameter all-gather 0.00-0.24 of
+ * the blocking time. What stays exposed is the tail: the buckets whose last gradient comes at
+ * the very end of the backward (gpt_hooks.h reports gradients weight by weight to keep it
+ * short).
  *
  * Ordering: the stream runs on a DUPLICATE of the group's communicator (MPI_Comm_dup at
  * create), so its messages never match the main thread's collectives and p2p on the group

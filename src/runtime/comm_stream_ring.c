@@ -36,10 +36,10 @@ static bool reducing(const stream_ring *r, int *s) {
     return rs;
 }
 
-/* Both messages of a step are posted even when a block is empty (uneven ZeRO counts): a
- * zero-byte message costs one handshake, and it keeps the collective a synchronization — no
- * member completes before every member has entered, which is what the trace's causality check
- * (src/trace/causality.c) asserts of every collective. */
+/* Posts one step. An empty block still goes as an empty message: a step then completes only
+ * once prev has posted it too, so after its p−1 steps a rank has heard from every member
+ * (nobody finishes a collective that a member has not started: what the trace's causality
+ * check asserts, and what an uneven ZeRO bucket with nothing for this rank would break). */
 static void post_pair(stream_ring *r, float *in, size_t nin, const float *out, size_t nout) {
     MPI_Irecv(in, comm_mpi_count(nin), MPI_FLOAT, prev_of(r), r->tag, r->comm, &r->req[0]);
     MPI_Isend(out, comm_mpi_count(nout), MPI_FLOAT, next_of(r), r->tag, r->comm, &r->req[1]);

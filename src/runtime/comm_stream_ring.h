@@ -19,7 +19,8 @@
  *
  * A step is one MPI_Irecv and one MPI_Isend, tag = the job's handle mod COMM_STREAM_MAX_JOBS (a
  * job in flight owns its tag; the steps of one job match in order, MPI messages between two
- * ranks with one tag do not overtake). Empty blocks send nothing: every rank knows the counts.
+ * ranks with one tag do not overtake). An empty block travels as an empty message, so a job
+ * completes on a rank only after every member has started it.
  */
 #ifndef TRIDENT_RUNTIME_COMM_STREAM_RING_H
 #define TRIDENT_RUNTIME_COMM_STREAM_RING_H

@@ -4,6 +4,7 @@
  * collectives; destroy drains what is still queued. Run with 0 (no mpirun), 2 and 4 ranks. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "src/runtime/comm.h"
 #include "src/runtime/comm_stream.h"
@@ -90,6 +91,52 @@ static void ring_sums_equal_the_blocking_rings_bits_on_every_rank(void **state) 
     free(a), free(b), free(rs), free(want), free(counts), free(all);
 }
 
+static double g_started, g_ended; /* the last job's times on the stream, from the hook */
+static void keep_times(const comm_stream_event *e, void *ctx) {
+    (void)ctx;
+    g_started = e->t_start;
+    g_ended = e->t_end;
+}
+
+/* Runs job `kind` (0: reduce-scatter, 1: all-gather) of a small bucket that is all rank 0's
+ * part, with rank `late` starting 30 ms after the others; true when no rank finished it before
+ * every rank had started it (ranks of one host share time_now's clock). */
+static bool ends_after_every_start(int kind, int late) {
+    const int me = comm_rank(g_world), size = comm_size(g_world);
+    size_t *counts = calloc((size_t)size, sizeof(size_t));
+    counts[0] = 100; /* an eager message: its send completes without the receiver */
+    float send[100] = {0}, recv[100] = {0};
+    comm_stream *s = comm_stream_create(g_world);
+    comm_stream_set_trace_hook(keep_times, NULL);
+    comm_barrier(g_world);
+    if (me == late) {
+        struct timespec nap = {0, 30000000};
+        nanosleep(&nap, NULL);
+    }
+    comm_stream_wait(s, kind == 0 ? comm_stream_reduce_scatter(s, send, recv, counts, "test")
+                                  : comm_stream_all_gather(s, send, counts, "test"));
+    comm_stream_set_trace_hook(NULL, NULL);
+    comm_stream_destroy(s);
+    double mine[2] = {g_started, g_ended}, *all = malloc(2 * sizeof(double) * (size_t)size);
+    comm_all_gather(g_world, mine, all, sizeof mine, COMM_BYTE);
+    double last_start = 0;
+    for (int d = 0; d < size; d++) last_start = all[2 * d] > last_start ? all[2 * d] : last_start;
+    bool ok = true;
+    for (int d = 0; d < size; d++) ok = ok && all[2 * d + 1] >= last_start;
+    free(counts), free(all);
+    return ok;
+}
+
+/* A rank with nothing to receive still hears from every member before its job is complete
+ * (empty blocks travel as empty messages): nobody finishes a collective a member has not
+ * started, which the trace's causality check asserts on every traced run. */
+static void a_rank_with_an_empty_part_finishes_after_every_member_started(void **state) {
+    (void)state;
+    if (comm_size(g_world) == 1) return;       /* completes on the caller: nothing to order */
+    assert_true(ends_after_every_start(0, 0)); /* ranks 1.. get nothing, rank 0 is late */
+    assert_true(ends_after_every_start(1, 1)); /* rank 0 receives nothing, rank 1 is late */
+}
+
 static void many_jobs_in_flight_waited_for_in_reverse_order(void **state) {
     (void)state;
     const int me = comm_rank(g_world);
@@ -149,6 +196,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(all_reduce_equals_the_blocking_all_reduce_bit_for_bit),
         cmocka_unit_test(uneven_reduce_scatter_and_all_gather_match_a_summed_reference),
         cmocka_unit_test(ring_sums_equal_the_blocking_rings_bits_on_every_rank),
+        cmocka_unit_test(a_rank_with_an_empty_part_finishes_after_every_member_started),
         cmocka_unit_test(many_jobs_in_flight_waited_for_in_reverse_order),
         cmocka_unit_test(destroy_drains_pending_jobs_and_reports_each_once),
     };
