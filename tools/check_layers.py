@@ -11,7 +11,8 @@ and to a higher level (upward) are errors. The levels, bottom to top (STYLE.md's
    1  kernels precision optim data trace    leaf libraries (no MPI, no devices)
    2  device                                where tensors live, which kernel runs
    3  runtime                               MPI, groups, communication
-   4  tp cp                                 f, g and the parallel layers; ring attention
+   4  tp cp moe                             f, g and the parallel layers; ring attention;
+                                            mixture of experts
    5  model                                 the GPT and its buffers
    6  pp zero infer                         schedules + executor; the distributed optimizer;
                                            generation with a KV cache
@@ -48,7 +49,7 @@ LEVELS = {
     "kernels": 1, "precision": 1, "optim": 1, "data": 1, "trace": 1,
     "device": 2,
     "runtime": 3,
-    "tp": 4, "cp": 4,
+    "tp": 4, "cp": 4, "moe": 4,
     "model": 5,
     "pp": 6, "zero": 6, "infer": 6,
     "ckpt": 7,

@@ -372,3 +372,53 @@ void comm_barrier(comm_group *g) {
     }
     comm_report_(g, "barrier", -1, 0, -1, t0, t0, time_now(), c0);
 }
+
+/* Blocks of different sizes to and from every member. The extent of a buffer is the end of
+ * its last block; a device buffer is staged whole (the receive side is read first, so the
+ * gaps between blocks keep what they held). */
+static size_t block_extent(const size_t *counts, const size_t *displs, int size) {
+    size_t end = 0;
+    for (int j = 0; j < size; j++)
+        if (counts[j] && displs[j] + counts[j] > end) end = displs[j] + counts[j];
+    return end;
+}
+
+void comm_all_to_all_v(comm_group *g, const void *send, const size_t *send_counts,
+                       const size_t *send_displs, void *recv, const size_t *recv_counts,
+                       const size_t *recv_displs, comm_dtype dt) {
+    CHECK(!comm_is_nccl(g), "all_to_all_v: not available with NCCL (use an MPI group on host "
+                            "memory)");
+    comm_fault_point("all_to_all_v");
+    double t0 = time_now(), c0 = thread_cpu_now();
+    size_t es = comm_dtype_size(dt), to_others = 0;
+    for (int j = 0; j < g->size; j++)
+        if (j != g->rank) to_others += send_counts[j] * es;
+    comm_staged ss, sr;
+    send = comm_stage_in(g, &ss, 0, send, block_extent(send_counts, send_displs, g->size) * es,
+                         true);
+    recv = comm_stage_in(g, &sr, 1, recv, block_extent(recv_counts, recv_displs, g->size) * es,
+                         true);
+    if (comm_is_local(g)) {
+        CHECK(send_counts[0] == recv_counts[0],
+              "all_to_all_v: a rank alone must receive exactly what it sends");
+        if (send_counts[0])
+            memmove((char *)recv + recv_displs[0] * es, (const char *)send + send_displs[0] * es,
+                    send_counts[0] * es);
+    } else {
+        int *ints = mallocCheck(sizeof(int) * 4 * (size_t)g->size); /* MPI takes int counts */
+        int *sc = ints, *sd = ints + g->size, *rc = ints + 2 * g->size, *rd = ints + 3 * g->size;
+        for (int j = 0; j < g->size; j++) {
+            sc[j] = comm_mpi_count(send_counts[j]);
+            sd[j] = comm_mpi_count(send_displs[j]);
+            rc[j] = comm_mpi_count(recv_counts[j]);
+            rd[j] = comm_mpi_count(recv_displs[j]);
+        }
+        comm_wait_site w = {g, "all_to_all_v", NULL, -1, -1};
+        comm_wait_begin(&w);
+        MPI_Alltoallv(send, sc, sd, comm_mpi_type(dt), recv, rc, rd, comm_mpi_type(dt), g->mpi);
+        comm_wait_end();
+        free(ints);
+    }
+    comm_stage_out(&sr);
+    comm_report_(g, "all_to_all_v", -1, to_others, -1, t0, t0, time_now(), c0);
+}

@@ -3,7 +3,8 @@
  * A comm_group is a set of ranks that talk together: the tensor-, pipeline-, data- or
  * model-parallel group of this rank, the embedding group, or the whole world. Layers call
  * the operations of the Megatron paper by name (all-reduce, all-gather, reduce-scatter,
- * broadcast, point-to-point send/recv) on a group, and never see MPI or NCCL:
+ * broadcast, point-to-point send/recv, the all-to-all of expert parallelism) on a group, and
+ * never see MPI or NCCL:
  *
  *   comm_all_reduce(ps->tp, out, B * T * C, COMM_FLOAT32, COMM_SUM);  // "g" of the MLP
  *
@@ -15,6 +16,10 @@
  *   all_gather      send[count] -> recv[size * count], rank i's part at recv + i * count
  *   reduce_scatter  send[size * count] -> recv[count], rank i keeps part i of the reduction
  *   broadcast       buf[count] from root to all, in place
+ *   all_to_all_v    blocks of any size to and from every member: send_counts[j] elements at
+ *                   send + send_displs[j] go to rank j, rank j's block for us lands at
+ *                   recv + recv_displs[j] (recv_counts[j] elements, as rank j sends). MPI
+ *                   backend only (the MoE token dispatcher, src/moe); NCCL groups fail.
  *   send / recv     buf[count] to / from one peer, matched by tag (0 .. COMM_MAX_TAG, comm_tag.h)
  * Zero counts are fine. bf16 and fp16 travel as uint16_t bit patterns. sendrecv's two
  * buffers must not overlap. In place (one contract for every backend):
@@ -75,7 +80,9 @@
  * Tracing and counters: when a hook is set, every call reports one comm_event. `bytes` is
  * the size of the caller's payload: buf for all_reduce/broadcast/send/recv, the full recv
  * buffer (size * count) for all_gather, the full send buffer (size * count) for
- * reduce_scatter, what was sent for sendrecv. Per group, counters add up the same bytes.
+ * reduce_scatter, what was sent for sendrecv, and for all_to_all_v the bytes this rank
+ * sends to OTHER members (the sum of its send blocks except its own block: what leaves the
+ * rank; a group of one thus reports 0). Per group, counters add up the same bytes.
  * The event also carries the caller's label and layer (src/runtime/comm_label.h).
  *
  * Not here: which ranks form a group (groups.h computes it, parallel_state.h builds the
@@ -133,6 +140,12 @@ void comm_reduce_scatter(comm_group *g, const void *send, void *recv, size_t cou
                          comm_dtype dt, comm_op op);
 void comm_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int root_group_rank);
 void comm_barrier(comm_group *g);
+/* send: this rank's blocks in group-rank order, send_counts[j] elements for rank j at
+ * send_displs[j]; recv likewise. Counts and displacements in elements of dt. Every member
+ * must receive from j exactly what j sends it. send and recv must not overlap. */
+void comm_all_to_all_v(comm_group *g, const void *send, const size_t *send_counts,
+                       const size_t *send_displs, void *recv, const size_t *recv_counts,
+                       const size_t *recv_displs, comm_dtype dt);
 
 /* --- point to point (peers are group ranks) ------------------------------------------- */
 
@@ -168,8 +181,8 @@ double comm_timeout(void);
 /* --- tracing and counters --------------------------------------------------------------- */
 
 typedef struct {
-    const char *op;    /* "all_reduce" "all_gather" "reduce_scatter" "broadcast" "barrier"
-                          "send" "recv" "sendrecv" */
+    const char *op;    /* "all_reduce" "all_gather" "reduce_scatter" "all_to_all_v"
+                          "broadcast" "barrier" "send" "recv" "sendrecv" */
     const char *group; /* comm_name() */
     int peer;          /* global rank of the peer; -1 for collectives */
     size_t bytes;      /* payload, see the manual above */

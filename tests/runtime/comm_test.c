@@ -172,6 +172,44 @@ static void broadcast_copies_the_roots_buffer(void **state) {
     comm_barrier(g_world);
 }
 
+/* all_to_all_v: rank r sends c(r, j) = (r + 2j + 1) % 3 elements to rank j (zeros among
+ * them, its own block too), blocks laid out with a one-element gap that must stay untouched;
+ * the counter adds only what goes to OTHER ranks. */
+static size_t a2a_count(int from, int to) { return (size_t)((from + 2 * to + 1) % 3); }
+
+static void all_to_all_v_moves_uneven_blocks_and_counts_bytes_to_others(void **state) {
+    (void)state;
+    int r = R(), size = N();
+    size_t *sc = malloc(sizeof(size_t) * 4 * (size_t)size), *sd = sc + size, *rc = sc + 2 * size,
+           *rd = sc + 3 * size;
+    size_t send_end = 0, recv_end = 0, to_others = 0;
+    for (int j = 0; j < size; j++) {
+        sc[j] = a2a_count(r, j);
+        sd[j] = send_end;
+        send_end += sc[j] + 1; /* the gap */
+        rc[j] = a2a_count(j, r);
+        rd[j] = recv_end;
+        recv_end += rc[j] + 1;
+        if (j != r) to_others += sc[j] * sizeof(int32_t);
+    }
+    int32_t *send = malloc(sizeof(int32_t) * send_end), *recv = malloc(sizeof(int32_t) * recv_end);
+    for (int j = 0; j < size; j++)
+        for (size_t i = 0; i < sc[j]; i++) send[sd[j] + i] = 1000 * r + 100 * j + (int32_t)i;
+    for (size_t i = 0; i < recv_end; i++) recv[i] = -7;
+    comm_reset_counters(g_world);
+    comm_all_to_all_v(g_world, send, sc, sd, recv, rc, rd, COMM_INT32);
+    assert_int_equal(comm_bytes_collective(g_world), to_others);
+    assert_int_equal(comm_calls(g_world), 1);
+    for (int s = 0; s < size; s++) {
+        for (size_t i = 0; i < rc[s]; i++)
+            assert_int_equal(recv[rd[s] + i], 1000 * s + 100 * r + (int32_t)i);
+        assert_int_equal(recv[rd[s] + rc[s]], -7); /* the gap after the block */
+    }
+    free(send);
+    free(recv);
+    free(sc);
+}
+
 static void zero_length_buffers_are_fine_everywhere(void **state) {
     (void)state;
     float a[1] = {42}, b[1] = {43};
@@ -508,6 +546,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(large_reduce_scatter_and_all_gather_take_the_ring_and_stay_exact),
         cmocka_unit_test(in_place_reduce_scatter_leaves_the_part_at_the_front_like_out_of_place),
         cmocka_unit_test(broadcast_copies_the_roots_buffer),
+        cmocka_unit_test(all_to_all_v_moves_uneven_blocks_and_counts_bytes_to_others),
         cmocka_unit_test(zero_length_buffers_are_fine_everywhere),
         cmocka_unit_test(send_send_then_recv_recv_does_not_deadlock),
         cmocka_unit_test(receives_posted_ahead_get_their_messages_in_any_wait_order),
