@@ -4,9 +4,10 @@
  *
  *   title      "Process groups: world 16 = TP 2 × PP 4 × DP 2"
  *   subtitle   rank order, ranks per node, vpp
- *   legend     TP outline, PP line; DP fill colours
+ *   legend     TP outline, PP line; DP fill colours; CP and EP lines (only when > 1)
  *   node bands one per node: label column, then rows of `cols` boxes; under every row a
- *              ROW_GAP-high channel where the PP arcs between boxes of that row run
+ *              ROW_GAP-high channel where the PP arcs between boxes of that row run, and
+ *              with cp or ep > 1 a TOP_GAP-high channel above every row for their lines
  */
 #include "viz/groups_draw.h"
 
@@ -19,11 +20,17 @@
 
 enum { MAX_COLS = 8 };
 static const double MARGIN = 24, BOX_W = 124, BOX_H = 54, GAP = 16, ROW_GAP = 64, PAD_TOP = 14,
-                    LABEL_W = 78, BAND_GAP = 14, PAD = 10, MIN_WIDTH = 820;
+                    LABEL_W = 78, BAND_GAP = 14, PAD = 10, MIN_WIDTH = 820, TOP_GAP = 40,
+                    BOX_H_WIDE = 62; /* room for a third label line: cp, ep, edp */
 
 viz_rgb viz_groups_fill(int dp_group) { return viz_shade(viz_categorical(dp_group), 0.55); }
 viz_rgb viz_groups_tp_color(void) { return VIZ_COLLECTIVE; }
 viz_rgb viz_groups_pp_color(void) { return VIZ_P2P; }
+viz_rgb viz_groups_cp_color(void) { return VIZ_WEIGHT; }
+viz_rgb viz_groups_ep_color(void) { return VIZ_MEMORY; }
+
+/* Whether the picture shows context or expert parallelism (extra legend row, channel, label). */
+static bool wide(const pg_layout *l) { return l->cp > 1 || l->ep > 1; }
 
 void viz_groups_layout_make(viz_groups_layout *gl, const pg_layout *l, int ranks_per_node) {
     CHECK(ranks_per_node >= 1, "ranks per node must be at least 1");
@@ -36,22 +43,29 @@ void viz_groups_layout_make(viz_groups_layout *gl, const pg_layout *l, int ranks
     int in_band = ranks_per_node < l->world ? ranks_per_node : l->world;
     int rows = (in_band + gl->cols - 1) / gl->cols; /* rows of boxes inside one band */
     double row_gap = l->pp > 1 ? ROW_GAP : 16;      /* room for PP arcs only when there are any */
+    double box_h = wide(l) ? BOX_H_WIDE : BOX_H;
+    gl->top_gap = wide(l) ? TOP_GAP : 0;
     gl->title_y = MARGIN + 18;
     gl->legend_y = MARGIN + 64;
-    double top = gl->legend_y + 22 + 30;
+    double top = gl->legend_y + 22 + 30 + (wide(l) ? 22 : 0); /* the CP/EP legend row */
     double band_w = LABEL_W + PAD + gl->cols * (BOX_W + GAP) - GAP + PAD;
-    double band_h = PAD_TOP + rows * (BOX_H + row_gap);
+    double pitch = gl->top_gap + box_h + row_gap; /* from one row of boxes to the next */
+    double band_h = PAD_TOP + rows * pitch;
     gl->node = mallocCheck(sizeof(viz_rect) * (size_t)gl->nodes);
     gl->box = mallocCheck(sizeof(viz_rect) * (size_t)l->world);
     gl->dp_group = mallocCheck(sizeof(int) * (size_t)l->world);
+    if (l->cp > 1) gl->cp_group = mallocCheck(sizeof(int) * (size_t)l->world);
+    if (l->ep > 1) gl->ep_group = mallocCheck(sizeof(int) * (size_t)l->world);
     for (int n = 0; n < gl->nodes; n++)
         gl->node[n] = (viz_rect){MARGIN, top + n * (band_h + BAND_GAP), band_w, band_h};
     for (int r = 0; r < l->world; r++) {
         int n = r / ranks_per_node, k = r % ranks_per_node;
         int row = k / gl->cols, col = k % gl->cols;
         gl->box[r] = (viz_rect){gl->node[n].x + LABEL_W + PAD + col * (BOX_W + GAP),
-                                gl->node[n].y + PAD_TOP + row * (BOX_H + row_gap), BOX_W, BOX_H};
+                                gl->node[n].y + PAD_TOP + gl->top_gap + row * pitch, BOX_W, box_h};
         gl->dp_group[r] = pg_group_of(l, PG_DP, r, NULL, NULL);
+        if (gl->cp_group) gl->cp_group[r] = pg_group_of(l, PG_CP, r, NULL, NULL);
+        if (gl->ep_group) gl->ep_group[r] = pg_group_of(l, PG_EP, r, NULL, NULL);
     }
     gl->width = fmax(MIN_WIDTH, 2 * MARGIN + band_w);
     gl->height = top + gl->nodes * (band_h + BAND_GAP) - BAND_GAP + MARGIN;
@@ -61,6 +75,8 @@ void viz_groups_layout_free(viz_groups_layout *gl) {
     free(gl->node);
     free(gl->box);
     free(gl->dp_group);
+    free(gl->cp_group);
+    free(gl->ep_group);
     memset(gl, 0, sizeof *gl);
 }
 
@@ -88,6 +104,20 @@ static void draw_legend(cairo_t *cr, const viz_groups_layout *gl, const pg_layou
     const char *key_labels[2] = {"TP group: red outline (tensor-parallel all-reduce)",
                                  "PP group: orange line, stage → next stage (activations)"};
     viz_legend(cr, MARGIN, gl->legend_y, 11, 2, keys, key_labels);
+    if (wide(l)) { /* a row of its own, below the DP colours */
+        viz_rgb more[2];
+        const char *more_labels[2];
+        int n = 0;
+        if (l->cp > 1) {
+            more[n] = viz_groups_cp_color();
+            more_labels[n++] = "CP group: teal dashed line over the boxes (one sequence, split)";
+        }
+        if (l->ep > 1) {
+            more[n] = viz_groups_ep_color();
+            more_labels[n++] = "EP group: purple dotted line over the boxes (expert all-to-all)";
+        }
+        viz_legend(cr, MARGIN, gl->legend_y + 44, 11, n, more, more_labels);
+    }
 
     int ndp = pg_num_groups(l, PG_DP), shown = ndp < 8 ? ndp : 8;
     viz_text(cr, MARGIN, gl->legend_y + 22, 11, true, VIZ_LEFT, VIZ_TEXT, "DP groups (fill):");
@@ -140,10 +170,15 @@ static void draw_boxes(cairo_t *cr, const viz_groups_layout *gl, const pg_layout
         viz_rect b = gl->box[r];
         pg_coord c = pg_coord_of(l, r);
         viz_box(cr, b.x, b.y, b.w, b.h, viz_groups_fill(gl->dp_group[r]));
+        const double y0 = wide(l) ? -2 : 0; /* a wide box has a third line */
         snprintf(s, sizeof s, "rank %d", r);
-        viz_text(cr, b.x + b.w / 2, b.y + 22, 13, true, VIZ_CENTER, VIZ_TEXT, s);
+        viz_text(cr, b.x + b.w / 2, b.y + y0 + 22, 13, true, VIZ_CENTER, VIZ_TEXT, s);
         snprintf(s, sizeof s, "tp %d · pp %d · dp %d", c.tp, c.pp, c.dp);
-        viz_text(cr, b.x + b.w / 2, b.y + 40, 10, false, VIZ_CENTER, VIZ_TEXT, s);
+        viz_text(cr, b.x + b.w / 2, b.y + y0 + 40, 10, false, VIZ_CENTER, VIZ_TEXT, s);
+        if (wide(l)) {
+            snprintf(s, sizeof s, "cp %d · ep %d · edp %d", c.cp, c.ep, c.edp);
+            viz_text(cr, b.x + b.w / 2, b.y + y0 + 54, 10, false, VIZ_CENTER, VIZ_TEXT, s);
+        }
     }
 }
 
@@ -201,6 +236,38 @@ static void draw_pp_links(cairo_t *cr, const viz_groups_layout *gl, const pg_lay
     free(m);
 }
 
+/* CP or EP links: member to member, over the tops of the boxes, in the channel above the
+ * row. `dx` shifts a kind's line ends off the box centre so CP and EP lines stay apart; dash
+ * tells them apart without colour. */
+static void draw_span_links(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l,
+                            pg_kind kind, viz_rgb color, double dx, const double *dash, int ndash) {
+    int size = pg_group_size(l, kind);
+    if (size < 2) return;
+    int *m = mallocCheck(sizeof(int) * (size_t)size);
+    viz_line_width(cr, 1.8);
+    for (int g = 0; g < pg_num_groups(l, kind); g++) {
+        pg_group_members(l, kind, g, m);
+        static const double shade[3] = {-0.25, 0.0, 0.2};
+        viz_set_rgb(cr, viz_shade(color, shade[g % 3]));
+        double depth = 14 + 8 * (g % 3); /* the curve rises about 3/4 of it */
+        for (int i = 0; i < size; i++) {
+            viz_rect a = gl->box[m[i]];
+            cairo_arc(cr, a.x + a.w / 2 + dx, a.y - 8, 2.5, 0, 2 * M_PI); /* a member */
+            cairo_fill(cr);
+            if (i + 1 == size) break;
+            viz_rect b = gl->box[m[i + 1]];
+            /* ends just above the TP outline (5 points out from the box) */
+            double sx = a.x + a.w / 2 + dx, sy = a.y - 8, ex = b.x + b.w / 2 + dx, ey = b.y - 8;
+            cairo_set_dash(cr, dash, ndash, 0);
+            cairo_move_to(cr, sx, sy);
+            cairo_curve_to(cr, sx, sy - depth, ex, ey - depth, ex, ey);
+            cairo_stroke(cr);
+            cairo_set_dash(cr, NULL, 0, 0);
+        }
+    }
+    free(m);
+}
+
 void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node) {
     viz_groups_layout gl;
     viz_groups_layout_make(&gl, l, ranks_per_node);
@@ -208,18 +275,32 @@ void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node) {
     viz_canvas_open(&c, path, gl.width, gl.height);
     cairo_t *cr = c.cr;
     char s[256];
-    snprintf(s, sizeof s, "Process groups: world %d = TP %d × PP %d × DP %d", l->world, l->tp,
-             l->pp, l->dp);
+    char cp[32] = "", ep[48] = "";
+    if (l->cp > 1) snprintf(cp, sizeof cp, " × CP %d", l->cp);
+    if (l->ep > 1) snprintf(ep, sizeof ep, " (EP %d × EDP %d)", l->ep, l->edp);
+    snprintf(s, sizeof s, "Process groups: world %d = TP %d%s × PP %d × DP %d%s", l->world, l->tp,
+             cp, l->pp, l->dp, ep);
     viz_text(cr, MARGIN, gl.title_y, 17, true, VIZ_LEFT, VIZ_TEXT, s);
-    snprintf(s, sizeof s,
-             "rank order %s (rank = tp + TP·(%s)), %d ranks per node, virtual pipeline size %d",
-             pg_order_name(l->order), l->order == PG_ORDER_TP_DP_PP ? "dp + DP·pp" : "pp + PP·dp",
-             ranks_per_node, l->vpp);
+    const bool dp_first = l->order == PG_ORDER_TP_DP_PP;
+    if (wide(l))
+        snprintf(s, sizeof s,
+                 "rank order %s (rank = tp + TP·(cp + CP·(%s)), dp = ep + EP·edp), %d ranks per "
+                 "node, virtual pipeline size %d",
+                 pg_layout_order_name(l), dp_first ? "dp + DP·pp" : "pp + PP·dp", ranks_per_node,
+                 l->vpp);
+    else
+        snprintf(s, sizeof s,
+                 "rank order %s (rank = tp + TP·(%s)), %d ranks per node, virtual pipeline size %d",
+                 pg_layout_order_name(l), dp_first ? "dp + DP·pp" : "pp + PP·dp", ranks_per_node,
+                 l->vpp);
     viz_text(cr, MARGIN, gl.title_y + 20, 11, false, VIZ_LEFT, VIZ_TEXT, s);
     draw_legend(cr, &gl, l);
     draw_boxes(cr, &gl, l);
     draw_tp_outlines(cr, &gl, l);
     draw_pp_links(cr, &gl, l);
+    static const double cp_dash[2] = {6, 3}, ep_dash[2] = {1.5, 3};
+    draw_span_links(cr, &gl, l, PG_CP, viz_groups_cp_color(), -16, cp_dash, 2);
+    draw_span_links(cr, &gl, l, PG_EP, viz_groups_ep_color(), 16, ep_dash, 2);
     viz_canvas_close(&c);
     viz_groups_layout_free(&gl);
 }

@@ -1,12 +1,15 @@
 /* groups_draw.h — the picture of a layout's process groups (`trident groups -o x.png`).
  *
  * Every rank is a box, laid out node by node (one band per node, up to 8 boxes per row),
- * labelled with its global rank and its (tp, pp, dp) coordinates. The three kinds of group
- * are told apart by three visual channels:
+ * labelled with its global rank and its (tp, pp, dp) coordinates (and cp, ep, edp when the
+ * layout has them). The kinds of group are told apart by visual channels:
  *
  *   DP group   fill colour   ranks holding the same model shard share a colour
  *   TP group   red outline   around the contiguous boxes of one tensor-parallel group
  *   PP group   orange lines  stage 0 -> 1 -> ... -> pp-1, with an arrow at each stage
+ *   CP group   teal dashed   member to member over the tops of the boxes (cp > 1 only)
+ *   EP group   purple dotted member to member over the tops of the boxes (ep > 1 only);
+ *              an EDP group is what is left of a DP group (same fill) at one ep rank
  *
  *   +- node 0 ---------------------------------------------+
  *   | [r0 ][r1 ]  [r2 ][r3 ]  [r4 ][r5 ]  [r6 ][r7 ]        |   [..] = one TP outline
@@ -35,6 +38,8 @@ typedef struct {
     viz_rect *node;                         /* (nodes) the band of each node */
     viz_rect *box;                          /* (world) the box of each rank */
     int *dp_group;            /* (world) number of the rank's DP group = its colour index */
+    int *cp_group, *ep_group; /* (world) number of the rank's CP / EP group; NULL when 1 */
+    double top_gap;           /* height of the channel above each row for CP and EP lines */
     double title_y, legend_y; /* baselines of the title and the first legend row */
 } viz_groups_layout;
 
@@ -47,6 +52,9 @@ viz_rgb viz_groups_fill(int dp_group);
 /* Colours of TP outlines and PP lines (the palette's collective and p2p colours). */
 viz_rgb viz_groups_tp_color(void);
 viz_rgb viz_groups_pp_color(void);
+/* Colours of CP and EP lines (the palette's weight and memory colours). */
+viz_rgb viz_groups_cp_color(void);
+viz_rgb viz_groups_ep_color(void);
 
 /* Draws the picture to path (.png .svg .pdf, written atomically); dies on a bad path. */
 void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node);

@@ -4,6 +4,12 @@
  *   trident groups ... --format json
  *   trident groups ... -o groups.png        (.png .svg .pdf: picture; .json; .txt)
  *   trident groups ... -o g.pdf --theme slides --width 1600   (for a slide)
+ *   trident groups --world-size 16 --tensor-model-parallel-size 2 --context-parallel-size 2 \
+ *       --pipeline-model-parallel-size 2 --expert-model-parallel-size 2
+ *
+ * The groups of context and expert parallelism (cp, ep, edp, dp_cp, edp_cp) are listed and
+ * drawn only when their dimension is above 1, so a tp × pp × dp layout prints as it always
+ * did.
  *
  * Pure computation (groups.h) plus output; it never starts MPI, so it answers "which ranks
  * will talk to which" before a job is launched. Files are written atomically.
@@ -22,7 +28,9 @@
 #include "viz/canvas.h"
 #include "viz/groups_draw.h"
 
-static const pg_kind k_kinds[PG_NKINDS] = {PG_TP, PG_DP, PG_PP, PG_MP, PG_EMBEDDING};
+/* The order of the listing: each dimension next to its relatives. */
+static const pg_kind k_kinds[PG_NKINDS] = {PG_TP, PG_CP, PG_DP,        PG_EP,    PG_EDP,
+                                           PG_PP, PG_MP, PG_EMBEDDING, PG_DP_CP, PG_EDP_CP};
 
 static const char *kind_title(pg_kind k) {
     switch (k) {
@@ -31,9 +39,30 @@ static const char *kind_title(pg_kind k) {
     case PG_PP: return "pipeline parallel";
     case PG_MP: return "model parallel = tp × pp";
     case PG_EMBEDDING: return "first and last pipeline stage";
+    case PG_CP: return "context parallel: one sequence split, attention trades keys and values";
+    case PG_EP: return "expert parallel: tokens routed to experts, all-to-all";
+    case PG_EDP: return "expert data parallel: copies of one expert shard";
+    case PG_DP_CP: return "data × context parallel: dense gradients are averaged here";
+    case PG_EDP_CP: return "expert data × context parallel: expert gradients are averaged here";
     default: return "?";
     }
 }
+
+/* Whether a kind is listed: cp's and ep's groups only when that dimension is above 1 (and
+ * edp_cp when both are: otherwise it is the edp or the dp_cp group again). */
+static bool kind_shown(const pg_layout *l, pg_kind k) {
+    switch (k) {
+    case PG_CP:
+    case PG_DP_CP: return l->cp > 1;
+    case PG_EP:
+    case PG_EDP: return l->ep > 1;
+    case PG_EDP_CP: return l->cp > 1 && l->ep > 1;
+    default: return true;
+    }
+}
+
+/* Whether the layout has context or expert parallelism (extra columns and fields). */
+static bool has_cp_or_ep(const pg_layout *l) { return l->cp > 1 || l->ep > 1; }
 
 /* "[0,1,4,5]" style list (the text output; JSON writes the same with json.h). */
 static void print_members(FILE *f, const int *m, int n) {
@@ -43,12 +72,17 @@ static void print_members(FILE *f, const int *m, int n) {
 }
 
 static void write_text(FILE *f, const pg_layout *l, int ranks_per_node) {
+    char cp[32] = "", ep[48] = "";
+    if (l->cp > 1) snprintf(cp, sizeof cp, " × cp %d", l->cp);
+    if (l->ep > 1) snprintf(ep, sizeof ep, " (ep %d × edp %d)", l->ep, l->edp);
     fprintf(f,
-            "layout: world %d = tp %d × pp %d × dp %d, vpp %d, rank order %s, %d ranks per node\n",
-            l->world, l->tp, l->pp, l->dp, l->vpp, pg_order_name(l->order), ranks_per_node);
+            "layout: world %d = tp %d%s × pp %d × dp %d%s, vpp %d, rank order %s, %d ranks per "
+            "node\n",
+            l->world, l->tp, cp, l->pp, l->dp, ep, l->vpp, pg_layout_order_name(l), ranks_per_node);
     int *m = mallocCheck(sizeof(int) * (size_t)l->world);
     for (int k = 0; k < PG_NKINDS; k++) {
         pg_kind kind = k_kinds[k];
+        if (!kind_shown(l, kind)) continue;
         int n = pg_num_groups(l, kind), size = pg_group_size(l, kind);
         fprintf(f, "\n%s (%s): %d group%s of %d\n", pg_kind_name(kind), kind_title(kind), n,
                 n == 1 ? "" : "s", size);
@@ -67,11 +101,18 @@ static void write_text(FILE *f, const pg_layout *l, int ranks_per_node) {
         }
         fputc('\n', f);
     }
-    fprintf(f, "\nrank  node  tp  pp  dp  prev  next\n");
+    const bool wide = has_cp_or_ep(l);
+    fprintf(f, wide ? "\nrank  node  tp  cp  pp  dp  ep  edp  prev  next\n"
+                    : "\nrank  node  tp  pp  dp  prev  next\n");
     for (int r = 0; r < l->world; r++) {
         pg_coord c = pg_coord_of(l, r);
-        fprintf(f, "%4d  %4d  %2d  %2d  %2d  %4d  %4d\n", r, r / ranks_per_node, c.tp, c.pp, c.dp,
-                pg_prev_pp_rank(l, r), pg_next_pp_rank(l, r));
+        if (wide)
+            fprintf(f, "%4d  %4d  %2d  %2d  %2d  %2d  %2d  %3d  %4d  %4d\n", r, r / ranks_per_node,
+                    c.tp, c.cp, c.pp, c.dp, c.ep, c.edp, pg_prev_pp_rank(l, r),
+                    pg_next_pp_rank(l, r));
+        else
+            fprintf(f, "%4d  %4d  %2d  %2d  %2d  %4d  %4d\n", r, r / ranks_per_node, c.tp, c.pp,
+                    c.dp, pg_prev_pp_rank(l, r), pg_next_pp_rank(l, r));
     }
     free(m);
 }
@@ -87,12 +128,18 @@ static void write_json(FILE *f, const pg_layout *l, int ranks_per_node) {
     json_field_int(&w, "pipeline_model_parallel_size", l->pp);
     json_field_int(&w, "data_parallel_size", l->dp);
     json_field_int(&w, "virtual_pipeline_model_parallel_size", l->vpp);
-    json_field_string(&w, "rank_order", pg_order_name(l->order));
+    if (has_cp_or_ep(l)) {
+        json_field_int(&w, "context_parallel_size", l->cp);
+        json_field_int(&w, "expert_model_parallel_size", l->ep);
+        json_field_int(&w, "expert_data_parallel_size", l->edp);
+    }
+    json_field_string(&w, "rank_order", pg_layout_order_name(l));
     json_field_int(&w, "ranks_per_node", ranks_per_node);
     json_end_object(&w);
     int *m = mallocCheck(sizeof(int) * (size_t)l->world);
     for (int k = 0; k < PG_NKINDS; k++) {
         pg_kind kind = k_kinds[k];
+        if (!kind_shown(l, kind)) continue;
         int n = pg_num_groups(l, kind), size = pg_group_size(l, kind);
         json_key(&w, pg_kind_name(kind));
         json_begin_array(&w, JSON_SPACED);
@@ -114,6 +161,11 @@ static void write_json(FILE *f, const pg_layout *l, int ranks_per_node) {
         json_field_int(&w, "tp", c.tp);
         json_field_int(&w, "pp", c.pp);
         json_field_int(&w, "dp", c.dp);
+        if (has_cp_or_ep(l)) {
+            json_field_int(&w, "cp", c.cp);
+            json_field_int(&w, "ep", c.ep);
+            json_field_int(&w, "edp", c.edp);
+        }
         json_end_object(&w);
     }
     json_end_array(&w);
@@ -128,20 +180,26 @@ enum {
 };
 
 int cmd_groups(int argc, char **argv) {
-    int world = 0, tp = 1, pp = 1, vpp = 1, per_node = 8;
-    const char *order = "tp-dp-pp", *format = "text", *output = NULL, *theme = NULL;
+    int world = 0, tp = 1, cp = 1, ep = 1, pp = 1, vpp = 1, per_node = 8;
+    const char *order = "tp-cp-ep-dp-pp", *format = "text", *output = NULL, *theme = NULL;
     const char *schedule = "1f1b";
     int width = 0, height = 0;
     flag_spec specs[] = {
         {"--world-size", FLAG_INT, &world, "number of ranks (required)", NULL},
         {"--tensor-model-parallel-size", FLAG_INT, &tp, "ranks per tensor-parallel group", NULL},
+        {"--context-parallel-size", FLAG_INT, &cp,
+         "ranks that split one sequence (context parallel)", NULL},
+        {"--expert-model-parallel-size", FLAG_INT, &ep,
+         "ranks that share the experts (expert parallel); divides the data-parallel size", NULL},
         {"--pipeline-model-parallel-size", FLAG_INT, &pp, "pipeline stages", NULL},
         {"--virtual-pipeline-model-parallel-size", FLAG_INT, &vpp,
          "model chunks per stage (interleaved)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &schedule,
          "zbv: 2 chunks per rank in a V, the embedding group is pipeline rank 0 alone",
          "gpipe|1f1b|interleaved|zb-h1|zbv"},
-        {"--rank-order", FLAG_CHOICE, &order, "how coordinates map to ranks", "tp-dp-pp|tp-pp-dp"},
+        {"--rank-order", FLAG_CHOICE, &order,
+         "how coordinates map to ranks (tp-dp-pp, tp-pp-dp: the same two orders)",
+         "tp-dp-pp|tp-pp-dp|tp-cp-ep-dp-pp|tp-cp-ep-pp-dp"},
         {"--ranks-per-node", FLAG_INT, &per_node,
          "ranks per node, for the picture and the node column", NULL},
         {"--format", FLAG_CHOICE, &format, "what to print when there is no --output", "text|json"},
@@ -155,9 +213,11 @@ int cmd_groups(int argc, char **argv) {
          "picture height in points; 0: its own (both: the picture fits inside, centred)", NULL},
     };
     const char *usage = "Usage: trident groups --world-size N --tensor-model-parallel-size T "
-                        "--pipeline-model-parallel-size P [-o FILE]\n"
+                        "--pipeline-model-parallel-size P [--context-parallel-size C] "
+                        "[--expert-model-parallel-size E] [-o FILE]\n"
                         "Lists (or draws) the tensor, data, pipeline, model-parallel and embedding "
-                        "groups of a layout.";
+                        "groups of a layout, and its context- and expert-parallel groups when C or "
+                        "E is above 1.";
     flags_parse("groups", usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv, NULL, 0);
 
     viz_picture_options("trident groups", theme, width, height);
@@ -174,7 +234,7 @@ int cmd_groups(int argc, char **argv) {
     pg_layout l;
     char err[512];
     const bool zbv = strcmp(schedule, "zbv") == 0;
-    if (!pg_layout_make(&l, world, tp, pp, zbv ? 2 : vpp, order, err, sizeof err))
+    if (!pg_layout_make5(&l, world, tp, cp, ep, pp, zbv ? 2 : vpp, order, err, sizeof err))
         die("trident groups: %s", err);
     l.v_placement = zbv;
 

@@ -1,10 +1,11 @@
 /* groups.c — the process groups of a layout, computed from rank coordinates.
  *
- * Every query reduces to two steps: find the rank's coordinates, then vary the one
- * coordinate that a kind of group spans (all of tp and pp for mp). Group numbers come from
- * counting "leaders" (ranks that are the smallest member of their group) below a group's
- * leader, which numbers groups in order of their first member without storing any table.
- * Sizes here are tiny (a world of thousands is still microseconds), so clarity wins.
+ * Every query reduces to two steps: find the rank's coordinates, then vary the coordinates
+ * that a kind of group spans (a table below: tp for tp, ep and edp for dp, ...). A rank's
+ * number is a mixed-radix number whose digits are its coordinates, so group numbers come
+ * from reading the digits a group keeps fixed as one number, which numbers groups in order
+ * of their first member without storing any table. Sizes here are tiny (a world of
+ * thousands is still microseconds), so clarity wins.
  *
  * Not here: communicators (parallel_state.c), printing (src/cli/groups_cmd.c).
  */
@@ -15,8 +16,20 @@
 
 #include "src/core/check.h"
 
-bool pg_layout_make(pg_layout *out, int world, int tp, int pp, int vpp, const char *order,
-                    char *err, size_t errlen) {
+/* Every spelling of the two rank orders: the long names, and the short names from before
+ * context and expert parallelism (the same placement). */
+static const struct {
+    const char *name;
+    pg_order order;
+} k_orders[] = {
+    {"tp-dp-pp", PG_ORDER_TP_DP_PP},
+    {"tp-pp-dp", PG_ORDER_TP_PP_DP},
+    {"tp-cp-ep-dp-pp", PG_ORDER_TP_DP_PP},
+    {"tp-cp-ep-pp-dp", PG_ORDER_TP_PP_DP},
+};
+
+bool pg_layout_make5(pg_layout *out, int world, int tp, int cp, int ep, int pp, int vpp,
+                     const char *order, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (world < 1 || tp < 1 || pp < 1 || vpp < 1) {
         snprintf(err, errlen,
@@ -25,11 +38,30 @@ bool pg_layout_make(pg_layout *out, int world, int tp, int pp, int vpp, const ch
                  world, tp, pp, vpp);
         return false;
     }
-    if ((long)tp * pp > world || world % (tp * pp) != 0) {
+    if (cp < 1 || ep < 1) {
+        snprintf(err, errlen, "%s %d must be at least 1",
+                 cp < 1 ? "context-parallel-size" : "expert-model-parallel-size", cp < 1 ? cp : ep);
+        return false;
+    }
+    /* Checked factor by factor so the products cannot overflow. */
+    const long long tcp = (long long)tp * cp;
+    if (tcp > world || tcp * pp > world || world % (int)(tcp * pp) != 0) {
+        if (cp == 1)
+            snprintf(err, errlen,
+                     "world size %d is not divisible by tensor-model-parallel-size %d × "
+                     "pipeline-model-parallel-size %d",
+                     world, tp, pp);
+        else
+            snprintf(err, errlen,
+                     "world size %d is not divisible by tensor-model-parallel-size %d × "
+                     "context-parallel-size %d × pipeline-model-parallel-size %d",
+                     world, tp, cp, pp);
+        return false;
+    }
+    const int dp = world / (tp * cp * pp);
+    if (dp % ep != 0) {
         snprintf(err, errlen,
-                 "world size %d is not divisible by tensor-model-parallel-size %d × "
-                 "pipeline-model-parallel-size %d",
-                 world, tp, pp);
+                 "expert-model-parallel-size %d does not divide the data-parallel size %d", ep, dp);
         return false;
     }
     if (vpp > 1 && pp == 1) {
@@ -39,30 +71,49 @@ bool pg_layout_make(pg_layout *out, int world, int tp, int pp, int vpp, const ch
                  vpp);
         return false;
     }
-    pg_order o;
-    if (!order || strcmp(order, "tp-dp-pp") == 0) o = PG_ORDER_TP_DP_PP;
-    else if (strcmp(order, "tp-pp-dp") == 0) o = PG_ORDER_TP_PP_DP;
-    else {
-        snprintf(err, errlen, "rank order '%s' is not one of tp-dp-pp, tp-pp-dp", order);
+    int o = -1;
+    for (size_t i = 0; i < sizeof k_orders / sizeof k_orders[0]; i++)
+        if (!order || strcmp(order, k_orders[i].name) == 0) {
+            o = (int)k_orders[i].order;
+            break;
+        }
+    if (o < 0) {
+        snprintf(err, errlen,
+                 "rank order '%s' is not one of tp-dp-pp, tp-pp-dp, tp-cp-ep-dp-pp, tp-cp-ep-pp-dp",
+                 order);
         return false;
     }
     out->world = world;
     out->tp = tp;
+    out->cp = cp;
     out->pp = pp;
-    out->dp = world / (tp * pp);
+    out->dp = dp;
+    out->ep = ep;
+    out->edp = dp / ep;
     out->vpp = vpp;
     out->v_placement = false;
-    out->order = o;
+    out->order = (pg_order)o;
     if (errlen) err[0] = 0;
     return true;
+}
+
+bool pg_layout_make(pg_layout *out, int world, int tp, int pp, int vpp, const char *order,
+                    char *err, size_t errlen) {
+    return pg_layout_make5(out, world, tp, 1, 1, pp, vpp, order, err, errlen);
 }
 
 const char *pg_order_name(pg_order order) {
     return order == PG_ORDER_TP_PP_DP ? "tp-pp-dp" : "tp-dp-pp";
 }
 
+const char *pg_layout_order_name(const pg_layout *l) {
+    if (l->cp == 1 && l->ep == 1) return pg_order_name(l->order);
+    return l->order == PG_ORDER_TP_PP_DP ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp";
+}
+
 const char *pg_kind_name(pg_kind kind) {
-    static const char *const names[PG_NKINDS] = {"tp", "dp", "pp", "mp", "embedding"};
+    static const char *const names[PG_NKINDS] = {"tp", "dp", "pp",  "mp",    "embedding",
+                                                 "cp", "ep", "edp", "dp_cp", "edp_cp"};
     CHECK(kind >= 0 && kind < PG_NKINDS, "pg_kind out of range");
     return names[kind];
 }
@@ -73,6 +124,8 @@ pg_coord pg_coord_of(const pg_layout *l, int rank) {
     pg_coord c;
     c.tp = rank % l->tp;
     int rest = rank / l->tp;
+    c.cp = rest % l->cp;
+    rest /= l->cp;
     if (l->order == PG_ORDER_TP_DP_PP) {
         c.dp = rest % l->dp;
         c.pp = rest / l->dp;
@@ -80,58 +133,100 @@ pg_coord pg_coord_of(const pg_layout *l, int rank) {
         c.pp = rest % l->pp;
         c.dp = rest / l->pp;
     }
+    c.ep = c.dp % l->ep; /* dp = ep + EP·edp: an expert group is EP consecutive dp ranks */
+    c.edp = c.dp / l->ep;
     return c;
 }
 
 int pg_rank_of(const pg_layout *l, pg_coord c) {
-    CHECK(c.tp >= 0 && c.tp < l->tp && c.pp >= 0 && c.pp < l->pp && c.dp >= 0 && c.dp < l->dp,
+    CHECK(c.tp >= 0 && c.tp < l->tp && c.cp >= 0 && c.cp < l->cp && c.pp >= 0 && c.pp < l->pp &&
+              c.dp >= 0 && c.dp < l->dp,
           "coordinate outside the layout");
-    if (l->order == PG_ORDER_TP_DP_PP) return c.tp + l->tp * (c.dp + l->dp * c.pp);
-    return c.tp + l->tp * (c.pp + l->pp * c.dp);
+    if (l->order == PG_ORDER_TP_DP_PP) return c.tp + l->tp * (c.cp + l->cp * (c.dp + l->dp * c.pp));
+    return c.tp + l->tp * (c.cp + l->cp * (c.pp + l->pp * c.dp));
 }
 /* exercise 1 ends */
 
-int pg_group_size(const pg_layout *l, pg_kind kind) {
-    switch (kind) {
-    case PG_TP: return l->tp;
-    case PG_DP: return l->dp;
-    case PG_PP: return l->pp;
-    case PG_MP: return l->tp * l->pp;
-    case PG_EMBEDDING: return l->pp == 1 || l->v_placement ? 1 : 2;
-    default: break;
+/* The five coordinates, dp counted as its two parts ep and edp. A rank's number has them
+ * as its digits, fastest first, in the order of the layout:
+ *
+ *   tp-cp-ep-dp-pp   rank = tp + TP·(cp + CP·(ep + EP·(edp + EDP·pp)))
+ *   tp-cp-ep-pp-dp   rank = tp + TP·(cp + CP·(pp + PP·(ep + EP·edp)))
+ */
+typedef enum { DIM_TP, DIM_CP, DIM_EP, DIM_EDP, DIM_PP, NDIMS } pg_dim;
+
+static const pg_dim k_digits[2][NDIMS] = {
+    [PG_ORDER_TP_DP_PP] = {DIM_TP, DIM_CP, DIM_EP, DIM_EDP, DIM_PP},
+    [PG_ORDER_TP_PP_DP] = {DIM_TP, DIM_CP, DIM_PP, DIM_EP, DIM_EDP},
+};
+
+#define DIM_BIT(d) (1u << (d))
+
+/* The coordinates each kind of group spans (the embedding group spans only the two ends of
+ * pp, handled apart). */
+static const unsigned k_spans[PG_NKINDS] = {
+    [PG_TP] = DIM_BIT(DIM_TP),
+    [PG_DP] = DIM_BIT(DIM_EP) | DIM_BIT(DIM_EDP),
+    [PG_PP] = DIM_BIT(DIM_PP),
+    [PG_MP] = DIM_BIT(DIM_TP) | DIM_BIT(DIM_PP),
+    [PG_EMBEDDING] = DIM_BIT(DIM_PP),
+    [PG_CP] = DIM_BIT(DIM_CP),
+    [PG_EP] = DIM_BIT(DIM_EP),
+    [PG_EDP] = DIM_BIT(DIM_EDP),
+    [PG_DP_CP] = DIM_BIT(DIM_CP) | DIM_BIT(DIM_EP) | DIM_BIT(DIM_EDP),
+    [PG_EDP_CP] = DIM_BIT(DIM_CP) | DIM_BIT(DIM_EDP),
+};
+
+static unsigned spans(pg_kind kind) {
+    CHECK(kind >= 0 && kind < PG_NKINDS, "pg_kind out of range");
+    return k_spans[kind];
+}
+
+static int dim_size(const pg_layout *l, pg_dim d) {
+    const int sizes[NDIMS] = {
+        [DIM_TP] = l->tp, [DIM_CP] = l->cp, [DIM_EP] = l->ep, [DIM_EDP] = l->edp, [DIM_PP] = l->pp};
+    return sizes[d];
+}
+
+static int dim_get(pg_coord c, pg_dim d) {
+    const int v[NDIMS] = {
+        [DIM_TP] = c.tp, [DIM_CP] = c.cp, [DIM_EP] = c.ep, [DIM_EDP] = c.edp, [DIM_PP] = c.pp};
+    return v[d];
+}
+
+/* Sets one coordinate; dp follows its parts. */
+static void dim_set(const pg_layout *l, pg_coord *c, pg_dim d, int value) {
+    switch (d) {
+    case DIM_TP: c->tp = value; break;
+    case DIM_CP: c->cp = value; break;
+    case DIM_EP: c->ep = value; break;
+    case DIM_EDP: c->edp = value; break;
+    case DIM_PP: c->pp = value; break;
+    default: CHECK(0, "dimension out of range");
     }
-    CHECK(0, "pg_kind out of range");
-    return 0;
+    c->dp = c->ep + l->ep * c->edp;
+}
+
+int pg_group_size(const pg_layout *l, pg_kind kind) {
+    if (kind == PG_EMBEDDING) return l->pp == 1 || l->v_placement ? 1 : 2;
+    const unsigned span = spans(kind);
+    int size = 1;
+    for (int d = 0; d < NDIMS; d++)
+        if (span & DIM_BIT(d)) size *= dim_size(l, (pg_dim)d);
+    return size;
 }
 
 int pg_num_groups(const pg_layout *l, pg_kind kind) {
-    if (kind == PG_EMBEDDING) return l->tp * l->dp; /* one per pipeline group */
+    if (kind == PG_EMBEDDING) return l->world / l->pp; /* one per pipeline group */
     return l->world / pg_group_size(l, kind);
 }
 
 /* The members of the group of kind `kind` that contains `rank`, ascending; returns false
  * when the rank is in no such group (embedding, middle pipeline stages). */
 static bool members_of(const pg_layout *l, pg_kind kind, int rank, int *m) {
-    pg_coord c = pg_coord_of(l, rank), v = c;
-    switch (kind) {
-    case PG_TP:
-        for (v.tp = 0; v.tp < l->tp; v.tp++) m[v.tp] = pg_rank_of(l, v);
-        return true;
-    case PG_DP:
-        for (v.dp = 0; v.dp < l->dp; v.dp++) m[v.dp] = pg_rank_of(l, v);
-        return true;
-    case PG_PP:
-        for (v.pp = 0; v.pp < l->pp; v.pp++) m[v.pp] = pg_rank_of(l, v);
-        return true;
-    case PG_MP: {
-        /* All (tp, pp) with this dp, ascending by global rank: in both orders a rank grows
-         * with pp (the slower of the two) and then with tp. */
-        int k = 0;
-        for (v.pp = 0; v.pp < l->pp; v.pp++)
-            for (v.tp = 0; v.tp < l->tp; v.tp++) m[k++] = pg_rank_of(l, v);
-        return true;
-    }
-    case PG_EMBEDDING:
+    const pg_coord c = pg_coord_of(l, rank);
+    pg_coord v = c;
+    if (kind == PG_EMBEDDING) {
         if (c.pp != 0 && (c.pp != l->pp - 1 || l->v_placement)) return false;
         v.pp = 0;
         m[0] = pg_rank_of(l, v);
@@ -140,81 +235,53 @@ static bool members_of(const pg_layout *l, pg_kind kind, int rank, int *m) {
             m[1] = pg_rank_of(l, v);
         }
         return true;
-    default: break;
     }
-    CHECK(0, "pg_kind out of range");
-    return false;
-}
-
-/* The smallest member of rank's group, or -1 when the rank is in none. A global rank grows
- * with every coordinate in both orders, so the smallest member has the varying ones at 0. */
-static int leader_of(const pg_layout *l, pg_kind kind, int rank) {
-    pg_coord c = pg_coord_of(l, rank);
-    switch (kind) {
-    case PG_TP: c.tp = 0; break;
-    case PG_DP: c.dp = 0; break;
-    case PG_PP: c.pp = 0; break;
-    case PG_MP:
-        c.tp = 0;
-        c.pp = 0;
-        break;
-    case PG_EMBEDDING:
-        if (c.pp != 0 && (c.pp != l->pp - 1 || l->v_placement)) return -1;
-        c.pp = 0;
-        break;
-    default: CHECK(0, "pg_kind out of range");
+    /* Member i: i read as a mixed-radix number over the spanned digits, fastest first. A
+     * rank grows with every digit, so counting i up lists the members in ascending order. */
+    const pg_dim *digit = k_digits[l->order];
+    const unsigned span = spans(kind);
+    const int size = pg_group_size(l, kind);
+    for (int i = 0; i < size; i++) {
+        int rest = i;
+        for (int k = 0; k < NDIMS; k++) {
+            if (!(span & DIM_BIT(digit[k]))) continue;
+            const int n = dim_size(l, digit[k]);
+            dim_set(l, &v, digit[k], rest % n);
+            rest /= n;
+        }
+        m[i] = pg_rank_of(l, v);
     }
-    return pg_rank_of(l, c);
+    return true;
 }
 
-/* A rank's coordinates as the digits of its number, fastest first, and their radices. */
-static void digits_of(const pg_layout *l, pg_coord c, int d[3], int radix[3]) {
-    const bool dp_second = l->order == PG_ORDER_TP_DP_PP;
-    d[0] = c.tp, radix[0] = l->tp;
-    d[1] = dp_second ? c.dp : c.pp, radix[1] = dp_second ? l->dp : l->pp;
-    d[2] = dp_second ? c.pp : c.dp, radix[2] = dp_second ? l->pp : l->dp;
-}
-
-/* Which digits vary inside a group of `kind` (the leader has them at 0). */
-static void varying(const pg_layout *l, pg_kind kind, bool v[3]) {
-    const bool dp_second = l->order == PG_ORDER_TP_DP_PP;
-    const bool vtp = kind == PG_TP || kind == PG_MP;
-    const bool vpp = kind == PG_PP || kind == PG_MP || kind == PG_EMBEDDING;
-    const bool vdp = kind == PG_DP;
-    v[0] = vtp;
-    v[1] = dp_second ? vdp : vpp;
-    v[2] = dp_second ? vpp : vdp;
-}
-
-/* Number of the group led by `leader` = how many leaders are smaller. A rank grows with
- * every digit, so ordering leaders by rank orders them by their fixed digits, slowest first:
- * the number is the fixed digits read as one mixed-radix number (O(1), not a scan). */
-static int group_number(const pg_layout *l, pg_kind kind, int leader) {
-    int d[3], radix[3], n = 0;
-    bool v[3];
-    digits_of(l, pg_coord_of(l, leader), d, radix);
-    varying(l, kind, v);
-    for (int i = 2; i >= 0; i--)
-        if (!v[i]) n = n * radix[i] + d[i];
+/* Number of the group that holds `rank` = how many groups have a smaller first member.
+ * Ordering first members by rank orders them by their fixed digits, slowest first: the
+ * number is the fixed digits read as one mixed-radix number (O(1), not a scan). */
+static int group_number(const pg_layout *l, pg_kind kind, int rank) {
+    const pg_coord c = pg_coord_of(l, rank);
+    const pg_dim *digit = k_digits[l->order];
+    const unsigned span = spans(kind);
+    int n = 0;
+    for (int k = NDIMS - 1; k >= 0; k--)
+        if (!(span & DIM_BIT(digit[k]))) n = n * dim_size(l, digit[k]) + dim_get(c, digit[k]);
     return n;
 }
 
 void pg_group_members(const pg_layout *l, pg_kind kind, int index, int *members) {
     CHECK(index >= 0 && index < pg_num_groups(l, kind), "group index out of range");
-    /* The inverse of group_number: the fixed digits from the index, the varying ones 0. */
-    int d[3], radix[3];
-    bool v[3];
-    digits_of(l, pg_coord_of(l, 0), d, radix);
-    varying(l, kind, v);
-    for (int i = 0; i < 3; i++) {
-        d[i] = v[i] ? 0 : index % radix[i];
-        if (!v[i]) index /= radix[i];
+    /* The inverse of group_number: the fixed digits from the index, the spanned ones 0. */
+    const pg_dim *digit = k_digits[l->order];
+    const unsigned span = spans(kind);
+    pg_coord c = {0};
+    for (int k = 0; k < NDIMS; k++) {
+        if (span & DIM_BIT(digit[k])) continue;
+        const int n = dim_size(l, digit[k]);
+        dim_set(l, &c, digit[k], index % n);
+        index /= n;
     }
-    const bool dp_second = l->order == PG_ORDER_TP_DP_PP;
-    pg_coord c = {.tp = d[0], .dp = dp_second ? d[1] : d[2], .pp = dp_second ? d[2] : d[1]};
-    int leader = pg_rank_of(l, c);
-    CHECK(leader_of(l, kind, leader) == leader, "group numbering is inconsistent");
-    members_of(l, kind, leader, members);
+    const int leader = pg_rank_of(l, c);
+    CHECK(members_of(l, kind, leader, members) && members[0] == leader,
+          "group numbering is inconsistent");
 }
 
 int pg_group_of(const pg_layout *l, pg_kind kind, int rank, int *members, int *index_in_group) {

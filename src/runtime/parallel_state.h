@@ -16,8 +16,13 @@
  * embedding == NULL — deliberately not a size-1 group, which would wrongly suggest the rank
  * holds an embedding. With pp = 1 every rank is its own (size-1) embedding group.
  *
+ * Context and expert parallelism (groups.h): cp, ep, edp, dp_cp and edp_cp are always built,
+ * as size-1 groups when their dimension is 1. Dense gradients are averaged over dp_cp (dp
+ * when cp = 1), expert gradients over edp_cp; ep carries the tokens' all-to-all.
+ *
  * Group ranks equal coordinates: comm_rank(ps->tp) == tp_rank, comm_rank(ps->pp) == pp_rank,
- * comm_rank(ps->dp) == dp_rank.
+ * comm_rank(ps->dp) == dp_rank, comm_rank(ps->cp) == cp_rank, comm_rank(ps->ep) == ep_rank,
+ * comm_rank(ps->edp) == edp_rank.
  *
  * Not here: how the groups are computed (groups.h), how bytes move (comm.h).
  */
@@ -33,10 +38,12 @@ typedef struct {
     pg_layout layout;
     int world_rank;
     int tp_rank, pp_rank, dp_rank;
+    int cp_rank, ep_rank, edp_rank; /* dp_rank = ep_rank + ep · edp_rank */
     int next_pp_rank, prev_pp_rank; /* global ranks of the pipeline neighbours (wrapping) */
     bool is_first_stage, is_last_stage;
     comm_group *world, *tp, *pp, *dp, *mp;
     comm_group *embedding; /* NULL on middle pipeline stages, see above */
+    comm_group *cp, *ep, *edp, *dp_cp, *edp_cp;
 } parallel_state;
 
 /* Builds every group with the MPI backend (host memory). Collective over the world. */

@@ -142,7 +142,7 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
             zero_memory_rank base = {0};
             chunk_bill(&base, c, &pc, ch, r, pr, stage);
             for (int d = 0; d < l.dp; d++) {
-                const int rank = pg_rank_of(&l, (pg_coord){tr, pr, d});
+                const int rank = pg_rank_of(&l, (pg_coord){.tp = tr, .pp = pr, .dp = d});
                 zero_memory_rank *m = &tm->ranks[rank];
                 *m = base;
                 m->rank = rank, m->tp_rank = tr, m->pp_rank = pr, m->dp_rank = d;

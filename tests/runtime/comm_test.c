@@ -296,59 +296,82 @@ static void sendrecv_in_a_ring_passes_to_the_next_rank(void **state) {
     for (int i = 0; i < n; i++) assert_int_equal(in[i], ((r + size - 1) % size) * 100 + i);
 }
 
-/* For every layout of this world size: an all-reduce in each group adds up exactly its
- * members' global ranks, and activations flow stage to stage over the pp group. */
+/* For every layout of this world size (with context and expert parallelism of 1 and 2 too):
+ * an all-reduce in each group adds up exactly its members' global ranks, group ranks equal
+ * the coordinates, and activations flow stage to stage over the pp group. */
 static void subgroups_of_parallel_state_reduce_over_their_members(void **state) {
     (void)state;
     static const int sizes[] = {1, 2, 4, 8};
     int size = N(), me = dist_rank();
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 4; b++)
-            for (int o = 0; o < 2; o++) {
-                int tp = sizes[a], pp = sizes[b];
-                if (size % (tp * pp)) continue;
-                pg_layout l;
-                char err[256];
-                assert_true(pg_layout_make(&l, size, tp, pp, 1, o ? "tp-pp-dp" : "tp-dp-pp", err,
-                                           sizeof err));
-                parallel_state *ps = ps_create(&l, me);
-                assert_int_equal(comm_size(ps->tp), tp);
-                assert_int_equal(comm_size(ps->pp), pp);
-                assert_int_equal(comm_size(ps->dp), l.dp);
-                assert_int_equal(comm_size(ps->mp), tp * pp);
-                comm_group *gs[5] = {ps->tp, ps->dp, ps->pp, ps->mp, ps->embedding};
-                for (int k = 0; k < PG_NKINDS; k++) {
-                    int m[64], idx;
-                    int number = pg_group_of(&l, (pg_kind)k, me, m, &idx);
-                    if (number < 0) {
-                        assert_null(gs[k]);
-                        continue;
+            for (int o = 0; o < 2; o++)
+                for (int cp = 1; cp <= 2; cp++)
+                    for (int ep = 1; ep <= 2; ep++) {
+                        int tp = sizes[a], pp = sizes[b];
+                        if (size % (tp * cp * pp) || (size / (tp * cp * pp)) % ep) continue;
+                        pg_layout l;
+                        char err[256];
+                        assert_true(pg_layout_make5(&l, size, tp, cp, ep, pp, 1,
+                                                    o ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp", err,
+                                                    sizeof err));
+                        parallel_state *ps = ps_create(&l, me);
+                        assert_int_equal(comm_size(ps->tp), tp);
+                        assert_int_equal(comm_size(ps->pp), pp);
+                        assert_int_equal(comm_size(ps->dp), l.dp);
+                        assert_int_equal(comm_size(ps->mp), tp * pp);
+                        assert_int_equal(comm_size(ps->cp), cp);
+                        assert_int_equal(comm_size(ps->ep), ep);
+                        assert_int_equal(comm_size(ps->edp), l.edp);
+                        assert_int_equal(comm_size(ps->dp_cp), l.dp * cp);
+                        assert_int_equal(comm_size(ps->edp_cp), l.edp * cp);
+                        assert_int_equal(comm_rank(ps->cp), ps->cp_rank);
+                        assert_int_equal(comm_rank(ps->ep), ps->ep_rank);
+                        assert_int_equal(comm_rank(ps->edp), ps->edp_rank);
+                        assert_int_equal(ps->dp_rank, ps->ep_rank + ep * ps->edp_rank);
+                        comm_group *gs[PG_NKINDS] = {[PG_TP] = ps->tp,
+                                                     [PG_DP] = ps->dp,
+                                                     [PG_PP] = ps->pp,
+                                                     [PG_MP] = ps->mp,
+                                                     [PG_EMBEDDING] = ps->embedding,
+                                                     [PG_CP] = ps->cp,
+                                                     [PG_EP] = ps->ep,
+                                                     [PG_EDP] = ps->edp,
+                                                     [PG_DP_CP] = ps->dp_cp,
+                                                     [PG_EDP_CP] = ps->edp_cp};
+                        for (int k = 0; k < PG_NKINDS; k++) {
+                            int m[64], idx;
+                            int number = pg_group_of(&l, (pg_kind)k, me, m, &idx);
+                            if (number < 0) {
+                                assert_null(gs[k]);
+                                continue;
+                            }
+                            assert_non_null(gs[k]);
+                            assert_string_equal(comm_name(gs[k]), pg_kind_name((pg_kind)k));
+                            assert_int_equal(comm_rank(gs[k]), idx);
+                            int64_t want = 0;
+                            for (int i = 0; i < comm_size(gs[k]); i++) {
+                                assert_int_equal(comm_global_rank(gs[k], i), m[i]);
+                                want += m[i];
+                            }
+                            int64_t v = me;
+                            comm_all_reduce(gs[k], &v, 1, COMM_INT64, COMM_SUM);
+                            assert_true(v == want);
+                        }
+                        /* pipeline: forward activations from the first stage to the last */
+                        float act[6];
+                        if (!ps->is_first_stage) {
+                            comm_recv(ps->pp, act, 6, COMM_FLOAT32, ps->pp_rank - 1, 0);
+                            assert_true(act[5] == (float)(ps->prev_pp_rank + 5));
+                        }
+                        for (int i = 0; i < 6; i++) act[i] = (float)(me + i);
+                        if (!ps->is_last_stage)
+                            comm_send(ps->pp, act, 6, COMM_FLOAT32, ps->pp_rank + 1, 0);
+                        assert_int_equal(comm_global_rank(ps->pp, (ps->pp_rank + 1) % pp),
+                                         ps->next_pp_rank);
+                        comm_barrier(ps->world);
+                        ps_destroy(ps);
                     }
-                    assert_non_null(gs[k]);
-                    assert_string_equal(comm_name(gs[k]), pg_kind_name((pg_kind)k));
-                    assert_int_equal(comm_rank(gs[k]), idx);
-                    int64_t want = 0;
-                    for (int i = 0; i < comm_size(gs[k]); i++) {
-                        assert_int_equal(comm_global_rank(gs[k], i), m[i]);
-                        want += m[i];
-                    }
-                    int64_t v = me;
-                    comm_all_reduce(gs[k], &v, 1, COMM_INT64, COMM_SUM);
-                    assert_true(v == want);
-                }
-                /* pipeline: forward activations from the first stage to the last */
-                float act[6];
-                if (!ps->is_first_stage) {
-                    comm_recv(ps->pp, act, 6, COMM_FLOAT32, ps->pp_rank - 1, 0);
-                    assert_true(act[5] == (float)(ps->prev_pp_rank + 5));
-                }
-                for (int i = 0; i < 6; i++) act[i] = (float)(me + i);
-                if (!ps->is_last_stage) comm_send(ps->pp, act, 6, COMM_FLOAT32, ps->pp_rank + 1, 0);
-                assert_int_equal(comm_global_rank(ps->pp, (ps->pp_rank + 1) % pp),
-                                 ps->next_pp_rank);
-                comm_barrier(ps->world);
-                ps_destroy(ps);
-            }
 }
 
 typedef struct {

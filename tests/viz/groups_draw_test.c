@@ -98,11 +98,83 @@ static void rendered_png_has_the_fill_colour_inside_each_box(void **state) {
     viz_groups_layout_free(&gl);
 }
 
+/* With cp and ep above 1: every box gets its CP and EP group number, a channel above each
+ * row holds their lines, and boxes still sit in their node without overlapping. Without,
+ * the geometry is the old one. */
+static void context_and_expert_groups_get_numbers_and_room(void **state) {
+    (void)state;
+    pg_layout old = make(16, 2, 2, NULL);
+    viz_groups_layout go;
+    viz_groups_layout_make(&go, &old, 8);
+    assert_null(go.cp_group);
+    assert_null(go.ep_group);
+    assert_true(go.top_gap == 0);
+
+    pg_layout l;
+    char err[256];
+    assert_true(pg_layout_make5(&l, 16, 2, 2, 2, 2, 1, NULL, err, sizeof err));
+    viz_groups_layout gl;
+    viz_groups_layout_make(&gl, &l, 8);
+    assert_non_null(gl.cp_group);
+    assert_non_null(gl.ep_group);
+    assert_true(gl.top_gap > 20);
+    viz_rect page = {0, 0, gl.width, gl.height};
+    for (int r = 0; r < l.world; r++) {
+        assert_int_equal(gl.cp_group[r], pg_group_of(&l, PG_CP, r, NULL, NULL));
+        assert_int_equal(gl.ep_group[r], pg_group_of(&l, PG_EP, r, NULL, NULL));
+        assert_true(inside(gl.box[r], gl.node[r / 8]));
+        assert_true(inside(gl.box[r], page));
+        /* the channel above the box is inside the node band too */
+        assert_true(gl.box[r].y - gl.top_gap >= gl.node[r / 8].y);
+        for (int q = 0; q < r; q++) assert_false(overlap(gl.box[r], gl.box[q]));
+    }
+    assert_int_equal(gl.cp_group[0], gl.cp_group[2]); /* [0,2] */
+    assert_int_equal(gl.ep_group[0], gl.ep_group[4]); /* [0,4] */
+    assert_int_not_equal(gl.ep_group[0], gl.ep_group[2]);
+    assert_true(gl.box[0].y > go.box[0].y); /* room for the CP/EP legend row and channel */
+    viz_groups_layout_free(&gl);
+    viz_groups_layout_free(&go);
+}
+
+/* The rendered picture has a CP dot over rank 0 (left of centre) and an EP dot (right). */
+static void rendered_png_marks_cp_and_ep_members_over_the_boxes(void **state) {
+    (void)state;
+    pg_layout l;
+    char err[256], path[4200];
+    assert_true(pg_layout_make5(&l, 16, 2, 2, 2, 2, 1, NULL, err, sizeof err));
+    snprintf(path, sizeof path, "%s/groups_cp_ep.png", test_tmpdir("groups_draw"));
+    viz_groups_draw(path, &l, 8);
+    viz_groups_layout gl;
+    viz_groups_layout_make(&gl, &l, 8);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
+    assert_int_equal(cairo_image_surface_get_height(s), (int)(gl.height + 0.5));
+    const unsigned char *px = cairo_image_surface_get_data(s);
+    int stride = cairo_image_surface_get_stride(s);
+    const double dx[2] = {-16, 16};
+    const viz_rgb base[2] = {viz_groups_cp_color(), viz_groups_ep_color()};
+    for (int k = 0; k < 2; k++) {
+        int x = (int)(gl.box[0].x + gl.box[0].w / 2 + dx[k]), y = (int)(gl.box[0].y - 8);
+        uint32_t p;
+        memcpy(&p, px + y * stride + x * 4, 4);
+        viz_rgb want = viz_shade(base[k], -0.25); /* group 0's shade */
+        int red = (p >> 16) & 255, green = (p >> 8) & 255, blue = p & 255;
+        if (abs(red - (int)(want.r * 255)) > 12 || abs(green - (int)(want.g * 255)) > 12 ||
+            abs(blue - (int)(want.b * 255)) > 12)
+            fail_msg("%s dot at (%d,%d): pixel %d,%d,%d, want %.0f,%.0f,%.0f", k ? "EP" : "CP", x,
+                     y, red, green, blue, want.r * 255, want.g * 255, want.b * 255);
+    }
+    cairo_surface_destroy(s);
+    viz_groups_layout_free(&gl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(boxes_sit_in_their_node_without_overlapping),
         cmocka_unit_test(ranks_of_a_node_read_left_to_right),
         cmocka_unit_test(rendered_png_has_the_fill_colour_inside_each_box),
+        cmocka_unit_test(context_and_expert_groups_get_numbers_and_room),
+        cmocka_unit_test(rendered_png_marks_cp_and_ep_members_over_the_boxes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
