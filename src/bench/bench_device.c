@@ -107,7 +107,12 @@ void bench_device(bench_ctx *ctx) {
     const int L = d.L, C = d.C, NH = d.NH, T = d.T, B = d.B, repeats = d.repeats;
     train_config tc;
     trainer *t = device_trainer(ctx, &d, &tc);
-    const gpt_config g = {tc.padded_vocab, 256, T, L, C, NH};
+    const gpt_config g = {.vocab_size = tc.padded_vocab,
+                          .real_vocab = 256,
+                          .seq_len = T,
+                          .num_layers = L,
+                          .hidden = C,
+                          .num_heads = NH};
     const size_t N = (size_t)B * (size_t)T;
     const double tokens = (double)N, flops_per_step = gpt_flops_per_token(&g, T) * tokens;
 

@@ -42,12 +42,12 @@ void bench_generate(bench_ctx *ctx) {
     train_config c;
     train_config_defaults(&c);
     const int T = c.seq_length > PROMPT + LONG ? c.seq_length : PROMPT + LONG;
-    gpt_config g = {gpt_padded_vocab(256, c.make_vocab_size_divisible_by, 1),
-                    256,
-                    T,
-                    c.num_layers,
-                    c.hidden_size,
-                    c.num_attention_heads};
+    gpt_config g = {.vocab_size = gpt_padded_vocab(256, c.make_vocab_size_divisible_by, 1),
+                    .real_vocab = 256,
+                    .seq_len = T,
+                    .num_layers = c.num_layers,
+                    .hidden = c.hidden_size,
+                    .num_heads = c.num_attention_heads};
     device_set_threads(1);
     local_model *m = local_model_create(&g, 1, 0, 1, 0, 1, NULL, (uint64_t)c.seed);
     int32_t prompt[PROMPT];

@@ -272,7 +272,12 @@ void bench_serial(bench_ctx *ctx) {
                                 : (serial_setup){12, 768, 12, 256, 1, 5};
     train_config tc;
     trainer *t = serial_trainer(&s, &tc);
-    const gpt_config g = {tc.padded_vocab, 256, s.T, s.L, s.C, s.NH};
+    const gpt_config g = {.vocab_size = tc.padded_vocab,
+                          .real_vocab = 256,
+                          .seq_len = s.T,
+                          .num_layers = s.L,
+                          .hidden = s.C,
+                          .num_heads = s.NH};
     const double tokens = (double)s.B * s.T;
     const double flops_per_step = gpt_flops_per_token(&g, s.T) * tokens;
 

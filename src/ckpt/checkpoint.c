@@ -82,6 +82,7 @@ bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_siz
     if (full_cols == 0 || serial / full_cols >= full_rows) return false;
     const size_t tp = (size_t)tp_size, row = serial / full_cols, col = serial % full_cols;
     switch ((gpt_split)split) {
+    case SPLIT_EXPERTS: /* whole on every TP rank (checkpoints of ep > 1 are refused) */
     case SPLIT_NONE:
         *tp_rank = -1;
         *local = serial;

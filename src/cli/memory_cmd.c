@@ -375,6 +375,10 @@ int cmd_memory(int argc, char **argv) {
     c.predict_only = true;
     char err[512];
     if (!train_config_check(&c, world, err, sizeof err)) die(WHO ": %s", err);
+    if (c.num_experts > 0 || c.context_parallel_size > 1)
+        die(WHO ": --num-experts %d / --context-parallel-size %d: MoE and context-parallel "
+                "layouts are not predicted yet (only dense models without context parallelism)",
+            c.num_experts, c.context_parallel_size);
     const int stage = train_config_zero_stage(&c); /* train's --data-parallel-sharding-... */
     check_size(&c);
     train_memory *tm = train_memory_predict(&c, stage, WHO);

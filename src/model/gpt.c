@@ -18,6 +18,8 @@
 #include "src/core/check.h"
 #include "src/device/device.h"
 #include "src/core/rng.h"
+#include "src/cp/ring_attention.h"
+#include "src/cp/zigzag.h"
 #include "src/model/gpt_hooks.h"
 #include "src/model/gpt_internal.h"
 #include "src/runtime/comm.h"
@@ -55,6 +57,16 @@ bool gpt_config_check(const gpt_config *cfg, int tp, char *err, size_t errlen) {
                  cfg->num_heads, tp);
         return false;
     }
+    if (cfg->num_experts < 0 || cfg->num_experts > 4096) {
+        snprintf(err, errlen, "--num-experts %d must be between 0 (a dense MLP) and 4096",
+                 cfg->num_experts);
+        return false;
+    }
+    if (cfg->num_experts > 0 && (cfg->moe_topk < 1 || cfg->moe_topk > cfg->num_experts)) {
+        snprintf(err, errlen, "--moe-router-topk %d must be between 1 and --num-experts %d",
+                 cfg->moe_topk, cfg->num_experts);
+        return false;
+    }
     if (cfg->vocab_size % tp != 0 || cfg->vocab_size < cfg->real_vocab) {
         snprintf(err, errlen,
                  "padded vocabulary %d is not a multiple of --tensor-model-parallel-size %d "
@@ -76,8 +88,10 @@ static void add_param(gpt_chunk *c, size_t *off, const char *name, int kind, int
     p->full_rows = full_rows;
     p->full_cols = full_cols;
     p->split = split;
-    size_t tp = (size_t)c->shard.tp_size;
-    p->rows = (split == SPLIT_ROWS || split == SPLIT_QKV) ? full_rows / tp : full_rows;
+    size_t tp = (size_t)c->shard.tp_size, ep = c->shard.ep_size > 0 ? (size_t)c->shard.ep_size : 1;
+    p->rows = (split == SPLIT_ROWS || split == SPLIT_QKV) ? full_rows / tp
+              : split == SPLIT_EXPERTS                    ? full_rows / ep
+                                                          : full_rows;
     p->cols = split == SPLIT_COLS ? full_cols / tp : full_cols;
     p->numel = p->rows * p->cols;
     p->offset = *off;
@@ -99,6 +113,15 @@ void gpt_chunk_init(gpt_chunk *c, const gpt_config *cfg, const gpt_shard *shard,
     c->v_start = (int64_t)(c->Vl * (size_t)shard->tp_rank);
     size_t off = param_offset;
     char name[40];
+    /* MoE: the experts' MLP tensors stacked (E of them in the serial model), then the router */
+    const bool moe = cfg->num_experts > 0;
+    const size_t E = moe ? (size_t)cfg->num_experts : 1;
+    const gpt_split mlp_rows = moe ? SPLIT_EXPERTS : SPLIT_ROWS;
+    const gpt_split mlp_cols = moe ? SPLIT_EXPERTS : SPLIT_COLS;
+    const gpt_split mlp_bias = moe ? SPLIT_EXPERTS : SPLIT_NONE;
+    c->block_tensors = moe ? BLOCK_KINDS + 1 : BLOCK_KINDS;
+    CHECK(!moe || (shard->ep_size <= 1 ? 1 : shard->ep_size) <= cfg->num_experts,
+          "each expert-parallel rank holds at least one expert");
     if (shard->has_embedding || shard->has_head)
         add_param(c, &off, "wte", GPT_WTE, -1, V, C, SPLIT_ROWS, true);
     if (shard->has_embedding) add_param(c, &off, "wpe", GPT_WPE, -1, T, C, SPLIT_NONE, true);
@@ -113,11 +136,18 @@ void gpt_chunk_init(gpt_chunk *c, const gpt_config *cfg, const gpt_shard *shard,
             case GPT_QKV_W: add_param(c, &off, name, kind, l, 3 * C, C, SPLIT_QKV, true); break;
             case GPT_QKV_B: add_param(c, &off, name, kind, l, 3 * C, 1, SPLIT_QKV, false); break;
             case GPT_PROJ_W: add_param(c, &off, name, kind, l, C, C, SPLIT_COLS, true); break;
-            case GPT_FC_W: add_param(c, &off, name, kind, l, 4 * C, C, SPLIT_ROWS, true); break;
-            case GPT_FC_B: add_param(c, &off, name, kind, l, 4 * C, 1, SPLIT_ROWS, false); break;
-            case GPT_FCPROJ_W: add_param(c, &off, name, kind, l, C, 4 * C, SPLIT_COLS, true); break;
+            case GPT_FC_W: add_param(c, &off, name, kind, l, E * 4 * C, C, mlp_rows, true); break;
+            case GPT_FC_B: add_param(c, &off, name, kind, l, E * 4 * C, 1, mlp_rows, false); break;
+            case GPT_FCPROJ_W:
+                add_param(c, &off, name, kind, l, E * C, 4 * C, mlp_cols, true);
+                break;
+            case GPT_FCPROJ_B: add_param(c, &off, name, kind, l, E * C, 1, mlp_bias, false); break;
             default: add_param(c, &off, name, kind, l, C, 1, SPLIT_NONE, false); break;
             }
+        }
+        if (moe) {
+            snprintf(name, sizeof name, "blocks.%d.router_w", l);
+            add_param(c, &off, name, GPT_ROUTER_W, l, E, C, SPLIT_NONE, true);
         }
     }
     if (shard->has_head) {
@@ -143,6 +173,23 @@ void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on) {
     }
 }
 
+void gpt_chunk_set_context_parallel(gpt_chunk *c, comm_group *cp) {
+    c->cp = cp && comm_size(cp) > 1 ? cp : NULL;
+    c->cp_size = c->cp ? comm_size(cp) : 1;
+    c->cp_rank = c->cp ? comm_rank(cp) : 0;
+    char err[256];
+    if (c->cp && !cp_check((size_t)c->cfg.seq_len, c->cp_size, err, sizeof err))
+        die("context parallelism: %s", err); /* train's configuration check refuses it first */
+}
+
+void gpt_chunk_set_expert_parallel(gpt_chunk *c, comm_group *ep) {
+    const int size = c->shard.ep_size > 0 ? c->shard.ep_size : 1;
+    CHECK(chunk_is_moe(c) || size == 1, "expert parallelism needs an MoE model (--num-experts)");
+    CHECK((ep ? comm_size(ep) : 1) == size && (ep ? comm_rank(ep) : 0) == c->shard.ep_rank,
+          "the expert-parallel group is the one the chunk's experts were cut for");
+    c->ep = ep;
+}
+
 size_t gpt_residual_rows(const gpt_chunk *c, int B, int T) {
     return (size_t)B * seq_local(c, (size_t)T);
 }
@@ -162,6 +209,7 @@ size_t gpt_param_serial_index(const gpt_param *p, const gpt_shard *shard, size_t
     size_t tr = (size_t)shard->tp_rank;
     switch (p->split) {
     case SPLIT_NONE: return i;
+    case SPLIT_EXPERTS: return (size_t)shard->ep_rank * p->numel + i; /* whole experts */
     case SPLIT_ROWS: return (tr * p->rows + r) * p->full_cols + col;
     case SPLIT_COLS: return r * p->full_cols + tr * p->cols + col;
     case SPLIT_QKV: {
@@ -238,7 +286,8 @@ static void block_layout(block_acts *b, cursor *cur, const gpt_chunk *c, size_t 
     memset(b, 0, sizeof *b);
     if (w) b->ln1 = take(cur, Nr * C), b->ln1_mean = take(cur, Nr), b->ln1_rstd = take(cur, Nr);
     if (bb) b->qkv = take(cur, N * 3 * Cl);
-    if (parts & PART_ATT) b->att = take(cur, B * NHl * T * T);
+    /* context parallelism keeps each query row's log-sum-exp (B,NHl,T) instead */
+    if (parts & PART_ATT) b->att = take(cur, c->cp ? B * NHl * T : B * NHl * T * T);
     if (w) {
         b->atty = take(cur, N * Cl);
         b->x_mid = take(cur, Nr * C);
@@ -246,6 +295,7 @@ static void block_layout(block_acts *b, cursor *cur, const gpt_chunk *c, size_t 
         b->ln2_mean = take(cur, Nr);
         b->ln2_rstd = take(cur, Nr);
     }
+    if (chunk_is_moe(c)) return; /* the MoE layer keeps its own (gpt_acts.moe) */
     if (bb) b->fch = take(cur, N * 4 * Cl);
     if (w) b->fch_gelu = take(cur, N * 4 * Cl);
 }
@@ -288,6 +338,10 @@ static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
     CHECK(T <= c->cfg.seq_len, "sequence longer than the position embedding");
     CHECK(!c->sequence_parallel || T % c->shard.tp_size == 0,
           "sequence parallelism: the micro-batch's sequence length must be divisible by tp");
+    CHECK(!(chunk_is_moe(c) || c->cp) ||
+              (c->recompute.granularity == GPT_RECOMPUTE_NONE && !c->sequence_parallel),
+          "MoE and context parallelism run without recomputation and sequence parallelism "
+          "(train's configuration check refuses them, naming the flags)");
     gpt_acts *a = callocCheck(1, sizeof *a);
     a->B = B;
     a->T = T;
@@ -297,9 +351,21 @@ static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
     /* First pass counts, second lays out the views for real. */
     size_t n = acts_layout(a, c, NULL);
     a->bytes = n * sizeof(float);
+    const size_t Nr = (size_t)B * seq_local(c, (size_t)T), C = (size_t)c->cfg.hidden;
+    const moe_config mc = chunk_moe_config(c);
+    if (chunk_is_moe(c)) a->bytes += (size_t)a->nblocks * moe_acts_bytes_of(&mc, Nr, C);
     if (!alloc) return a;
     a->mem = device_alloc(n * sizeof(float), "activations");
     acts_layout(a, c, a->mem);
+    if (chunk_is_moe(c)) {
+        a->moe = callocCheck((size_t)a->nblocks + 1, sizeof *a->moe);
+        a->aux = callocCheck((size_t)a->nblocks + 1, sizeof *a->aux);
+        for (int i = 0; i < a->nblocks; i++) {
+            a->moe[i] = moe_acts_create(&mc, Nr, C);
+            a->blocks[i].moe = a->moe[i];
+            a->blocks[i].aux = &a->aux[i];
+        }
+    }
     return a;
 }
 
@@ -308,6 +374,9 @@ gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) { return acts_create
 void gpt_acts_destroy(gpt_acts *a) {
     if (!a) return;
     device_free(a->mem);
+    for (int i = 0; a->moe && i < a->nblocks; i++) moe_acts_destroy(a->moe[i]);
+    free(a->moe);
+    free(a->aux);
     free(a->x);
     free(a->blocks);
     free(a);
@@ -316,6 +385,22 @@ void gpt_acts_destroy(gpt_acts *a) {
 size_t gpt_acts_bytes(const gpt_acts *a) { return a->bytes; }
 const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
 const float *gpt_acts_logits(const gpt_acts *a) { return a->logits; }
+
+float gpt_acts_aux_loss(const gpt_acts *a) {
+    float sum = 0.0f;
+    for (int i = 0; a->aux && i < a->nblocks; i++) sum += a->aux[i];
+    return sum;
+}
+
+const int64_t *gpt_acts_expert_counts(const gpt_acts *a, int i) {
+    CHECK(a->moe && i >= 0 && i < a->nblocks, "expert counts: an MoE block of the chunk");
+    return moe_acts_expert_counts(a->moe[i]);
+}
+
+int64_t gpt_acts_dropped(const gpt_acts *a, int i) {
+    CHECK(a->moe && i >= 0 && i < a->nblocks, "dropped tokens: an MoE block of the chunk");
+    return moe_acts_dropped(a->moe[i]);
+}
 
 /* A hand-over from B to W; `inputs`: with the W inputs of recomputed blocks (the split
  * backward's), not for the fused backward's own, which runs W right after B. alloc false:
@@ -335,8 +420,10 @@ static gpt_wgrad *wgrad_create(const gpt_chunk *c, int B, int T, bool inputs, bo
         float *shared2 = full && !inputs ? take(cur, full) : NULL;
         for (int i = 0, g0, g1; i < w->nblocks; i++) {
             block_wgrad *b = &w->blocks[i];
-            b->dfcproj = take(cur, N * C);
-            b->dfch = take(cur, N * 4 * Cl);
+            const bool moe = chunk_is_moe(c);
+            b->dfcproj = moe ? NULL : take(cur, N * C);
+            b->dfch = moe ? NULL : take(cur, N * 4 * Cl);
+            b->dmoe = moe ? take(cur, moe_block_floats(c)) : NULL;
             b->dln2 = take(cur, Nr * C);
             b->dproj = take(cur, N * C);
             b->dqkv = take(cur, N * 3 * Cl);
@@ -492,12 +579,28 @@ void gpt_block_forward(const gpt_chunk *c, const block_params *wp, int B_, int T
      *             -> proj (row-parallel: g, or ḡ; then the bias once) -> + x */
     dev_layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, io->x_in, w.ln1_w, w.ln1_b, Nr, C);
     column_forward(c, tp, b->qkv, b->ln1, w.qkv_w, w.qkv_b, B, T, 3 * Cl, "sp g fwd attn", layer);
-    dev_attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
+    if (c->cp) { /* context parallelism: K/V go around the cp group (b->att: log-sum-exps) */
+        comm_label_set("cp ring fwd attn", layer);
+        ring_attention_forward(c->cp, b->atty, b->att, b->qkv, B, T, NHl, HS);
+        comm_label_clear();
+    } else {
+        dev_attention_forward(b->atty, b->att, b->qkv, B, T, NHl, HS);
+    }
     row_forward(c, tp, b->x_mid, b->atty, w.proj_w, w.proj_b, B, T, Cl, "g fwd attn",
                 "sp gbar fwd attn", layer);
     dev_add_inplace(b->x_mid, io->x_in, Nr * C); /* the residual, added in place */
     /* MLP: x -> LN -> fc (column-parallel) -> GELU -> fcproj (row-parallel) -> + x */
     dev_layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->x_mid, w.ln2_w, w.ln2_b, Nr, C);
+    if (chunk_is_moe(c)) { /* or: x -> LN -> router, experts (all-to-all over ep) -> + x */
+        CHECK(io->x_out, "MoE blocks are not recomputed");
+        const moe_config mc = chunk_moe_config(c);
+        const moe_params mp = {w.router_w, w.fc_w, w.fc_b, w.fcproj_w, w.fcproj_b};
+        comm_label_set("ep a2a fwd moe", layer);
+        *b->aux = moe_forward(&mc, c->ep, c->cp, &mp, b->moe, io->x_out, b->ln2, Nr, C);
+        comm_label_clear();
+        dev_add_inplace(io->x_out, b->x_mid, Nr * C);
+        return;
+    }
     column_forward(c, tp, b->fch, b->ln2, w.fc_w, w.fc_b, B, T, 4 * Cl, "sp g fwd mlp", layer);
     dev_gelu_forward(b->fch_gelu, b->fch, N * 4 * Cl);
     if (!io->x_out) return; /* a recompute: the group's output is kept */
@@ -527,6 +630,13 @@ static void embedding_forward(const gpt_chunk *c, const float *params, gpt_acts 
     w = gpt_span_params(c, params, GPT_UNIT_WPE, first_block);
     if (c->sequence_parallel) /* this rank's positions [r·Tl, (r+1)·Tl) of each sequence */
         dev_position_forward(x0, w.at + (size_t)c->shard.tp_rank * Tl * C, B, Tl, C);
+    else if (c->cp) /* context parallelism: each sequence's two zig-zag chunks */
+        for (size_t b = 0; b < B; b++)
+            for (size_t h = 0; h < 2; h++) {
+                const size_t t0 = h * (T / 2), g0 = cp_global_position(c->cp_rank, c->cp_size,
+                                                                       T * (size_t)c->cp_size, t0);
+                dev_position_forward(x0 + (b * T + t0) * C, w.at + g0 * C, 1, T / 2, C);
+            }
     else dev_position_forward(x0, w.at, B, T, C);
     gpt_span_params_done(c, &w);
 }

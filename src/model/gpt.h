@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 typedef struct comm_group comm_group;
+typedef struct gpt_acts gpt_acts;
 
 typedef struct {
     int vocab_size; /* V: padded vocabulary, a multiple of make_vocab_size_divisible_by * tp */
@@ -45,6 +46,11 @@ typedef struct {
     int num_layers; /* L */
     int hidden;     /* C */
     int num_heads;  /* NH */
+    /* Mixture of experts (see MIXTURE OF EXPERTS below): 0 = every block has the dense MLP. */
+    int num_experts;           /* E (Megatron's --num-experts) */
+    int moe_topk;              /* K experts per token (--moe-router-topk) */
+    float moe_aux_loss_coeff;  /* switch load-balancing loss weight (--moe-aux-loss-coeff) */
+    float moe_capacity_factor; /* <= 0: dropless (--moe-expert-capacity-factor) */
 } gpt_config;
 
 /* The part of the model a chunk holds. */
@@ -53,14 +59,17 @@ typedef struct {
     int layer_begin, layer_end; /* blocks [layer_begin, layer_end) */
     bool has_embedding;         /* first stage: wte + wpe, token lookup */
     bool has_head;              /* last stage: lnf + tied head (a copy of wte) + loss */
+    int ep_size, ep_rank;       /* expert parallelism: experts [ep_rank·E/ep, ..) held (0 = 1) */
 } gpt_shard;
 
 /* How a tensor is cut across tensor-parallel ranks (the serial tensor is (full_rows, full_cols)). */
 typedef enum {
-    SPLIT_NONE, /* replicated: LayerNorms, wpe, biases of row-parallel layers */
-    SPLIT_ROWS, /* column-parallel: output rows split (fc_w, fc_b, wte by vocabulary) */
-    SPLIT_QKV,  /* column-parallel over heads: rows of Q, K and V each split */
-    SPLIT_COLS, /* row-parallel: input columns split (proj_w, fcproj_w) */
+    SPLIT_NONE,    /* replicated: LayerNorms, wpe, biases of row-parallel layers */
+    SPLIT_ROWS,    /* column-parallel: output rows split (fc_w, fc_b, wte by vocabulary) */
+    SPLIT_QKV,     /* column-parallel over heads: rows of Q, K and V each split */
+    SPLIT_COLS,    /* row-parallel: input columns split (proj_w, fcproj_w) */
+    SPLIT_EXPERTS, /* the experts of an MoE block stacked on rows, cut by expert-parallel rank
+                    * (E/ep whole experts each); replicated over TP, like a LayerNorm */
 } gpt_split;
 
 enum {
@@ -80,6 +89,7 @@ enum {
     GPT_FCPROJ_B,
     GPT_LNF_W,
     GPT_LNF_B,
+    GPT_ROUTER_W, /* MoE blocks only: the router (E, C), the block's 13th tensor (after fcproj_b) */
     GPT_NUM_KINDS
 };
 
@@ -155,10 +165,10 @@ typedef struct {
  * Only the LayerNorm gains and biases (ln1, ln2, lnf) see their shard alone: they carry
  * gpt_param.sequence_parallel, and the optimizer all-reduces their gradients over TP. */
 
-#define GPT_MAX_PARAMS 1024
-/* Blocks one chunk can hold in its table: 12 tensors each, plus the embeddings, final norm
- * and head (train's configuration check refuses more, naming the flags). */
-#define GPT_MAX_BLOCKS_PER_CHUNK ((GPT_MAX_PARAMS - 8) / 12)
+/* Blocks one chunk can hold in its table: 12 tensors each (13 with MoE), plus the embeddings,
+ * final norm and head (train's configuration check refuses more, naming the flags). */
+#define GPT_MAX_BLOCKS_PER_CHUNK 84
+#define GPT_MAX_PARAMS (GPT_MAX_BLOCKS_PER_CHUNK * 13 + 8)
 
 /* One chunk: its shard, its parameter table and views, its activation sizes. */
 typedef struct {
@@ -175,6 +185,10 @@ typedef struct {
     int64_t v_start;         /* first vocabulary row held */
     gpt_recompute recompute; /* none unless gpt_chunk_set_recompute */
     bool sequence_parallel;  /* off unless gpt_chunk_set_sequence_parallel (and tp > 1) */
+    int block_tensors;       /* tensors per block: 12, or 13 with MoE (the router) */
+    comm_group *cp;          /* context parallelism: gpt_chunk_set_context_parallel (NULL: none) */
+    int cp_size, cp_rank;    /* 1, 0 without */
+    comm_group *ep;          /* MoE: the expert-parallel group (gpt_chunk_set_expert_parallel) */
 } gpt_chunk;
 
 /* Checks the configuration for a given tp; writes a message naming the values and the rule. */
@@ -192,6 +206,39 @@ void gpt_chunk_set_recompute(gpt_chunk *c, const gpt_recompute *rc);
  * gpt_scratch or gpt_wgrad of it is created. With tp_size 1 it stays off (Megatron too: there
  * is nothing to shard). Dies unless tp_size divides the sequence length. */
 void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on);
+/* MIXTURE OF EXPERTS (Megatron's --num-experts; the layer is src/moe/moe_layer.h). With
+ * cfg.num_experts = E > 0 every block's MLP is E expert MLPs behind a router: each token goes
+ * to its top-K experts by softmax score, and the block adds Σ score · expert(LN2(x)) to the
+ * residual stream. A block's tensors: the 12 of a dense block, where fc_w (E·4C, C), fc_b,
+ * fcproj_w (E·C, 4C) and fcproj_b hold the experts stacked (SPLIT_EXPERTS: this rank's E/ep
+ * of them, whole — expert tensor parallelism is 1: every TP rank runs all its tokens through
+ * them, like a LayerNorm), then router_w (E, C). With E = 1, K = 1 the score is 1 and the
+ * model is the dense one, with the same initial values. The experts' weight gradients are
+ * computed in B (the dispatch's all-to-all runs there) into the block's gpt_wgrad and added
+ * to the gradients in W, so W still never communicates.
+ * The switch load-balancing loss of each block is added to the objective with the weight of
+ * one micro-batch's mean loss; gpt_acts_aux_loss reports it (the LM loss stays what
+ * gpt_forward returns). Not with recomputation, sequence parallelism, ZeRO-2/3 or CUDA
+ * (train's configuration check names the flags).
+ *
+ * CONTEXT PARALLELISM (--context-parallel-size; src/cp/). With a cp group of size P the
+ * chunk's micro-batches hold T/P positions of each sequence, Megatron's zig-zag chunks r and
+ * 2P−1−r (src/cp/zigzag.h): gpt_acts_create and gpt_forward take the LOCAL length, tokens and
+ * targets are this rank's positions, every activation is (B, T/P, ·). The embedding adds
+ * each row's global position; attention is ring attention over the group (K/V travel, the
+ * partial results merge by log-sum-exp), keeping the log-sum-exp (B,NHl,T/P) where att was;
+ * the loss is the mean over this rank's positions. Not with recomputation, sequence
+ * parallelism, ZeRO-2/3 or CUDA. */
+void gpt_chunk_set_context_parallel(gpt_chunk *c, comm_group *cp);
+/* The expert-parallel group of an MoE chunk (size shard.ep_size, rank shard.ep_rank). */
+void gpt_chunk_set_expert_parallel(gpt_chunk *c, comm_group *ep);
+/* The switch loss summed over the blocks of the last forward of `a` (0 without MoE). */
+float gpt_acts_aux_loss(const gpt_acts *a);
+/* Per MoE block i of the chunk (local index): the (token, choice) pairs of the last forward
+ * routed to each of the E experts from this rank's tokens, before dropping. */
+const int64_t *gpt_acts_expert_counts(const gpt_acts *a, int i);
+int64_t gpt_acts_dropped(const gpt_acts *a, int i);
+
 /* Rows of the residual stream a chunk holds for a micro-batch of B sequences of T tokens:
  * B·T, or B·T/tp with sequence parallelism (the rows of x_in, x_out and their gradients). */
 size_t gpt_residual_rows(const gpt_chunk *c, int B, int T);

@@ -2,6 +2,8 @@
  * weight-gradient part W, and the whole backward that runs each layer's W right after its B. */
 #include <stddef.h>
 
+#include "src/cp/ring_attention.h"
+#include "src/cp/zigzag.h"
 #include "src/device/device.h"
 #include "src/model/gpt.h"
 #include "src/model/gpt_hooks.h"
@@ -89,6 +91,32 @@ static void head_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, con
     gpt_hooks_grads_ready(c, GPT_HOOK_HEAD); /* lnf; the head's wte part is not all of it */
 }
 
+/* B of an MoE block's MLP (gpt.h, MIXTURE OF EXPERTS): dY rows go back to the experts over
+ * the ep group and the input gradients come home (all-to-all both ways), into g->dln2; the
+ * experts' and the router's weight gradients are computed here, into g->dmoe, and W adds them.
+ * The switch loss weighs as one micro-batch's mean loss: dloss · (positions here) · cp. */
+static void moe_mlp_input(const gpt_chunk *c, const block_params *w, const block_acts *b,
+                          block_wgrad *g, gpt_scratch *s, int i, size_t Nr) {
+    const size_t C = (size_t)c->cfg.hidden;
+    const moe_config mc = chunk_moe_config(c);
+    const moe_params mp = {w->router_w, w->fc_w, w->fc_b, w->fcproj_w, w->fcproj_b};
+    float *base = g->dmoe;
+    const size_t first = block_param(c, i, GPT_FC_W)->offset;
+    moe_grads mg = {
+        .router_w = base + (block_param(c, i, GPT_ROUTER_W)->offset - first),
+        .fc_w = base,
+        .fc_b = base + (block_param(c, i, GPT_FC_B)->offset - first),
+        .fcproj_w = base + (block_param(c, i, GPT_FCPROJ_W)->offset - first),
+        .fcproj_b = base + (block_param(c, i, GPT_FCPROJ_B)->offset - first),
+    };
+    device_zero(base, moe_block_floats(c) * sizeof(float));
+    device_zero(g->dln2, Nr * C * sizeof(float));
+    const float aux_dloss = s->dloss_value * (float)Nr * (float)c->cp_size;
+    comm_label_set("ep a2a bwd moe", c->shard.layer_begin + i);
+    moe_backward(&mc, c->ep, &mp, &mg, b->moe, g->dln2, s->dres, b->ln2, aux_dloss, Nr, C);
+    comm_label_clear();
+}
+
 /* B of block i: s->dres goes from the gradient of its output to that of its input; the dY's
  * its W needs are left in wg. First, what the micro-batch did not keep is recomputed. */
 static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
@@ -107,15 +135,20 @@ static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
 
     /* MLP backward. The row-parallel fcproj: g's backward is the identity (no message), or
      * with sequence parallelism ḡ's backward all-gathers dY; the column-parallel fc sums its
-     * input gradient (f's backward all-reduces; with sequence parallelism g's reduce-scatters). */
-    device_zero(s->dfch_gelu, N * 4 * Cl * sizeof(float));
-    row_input(c, tp, s->dfch_gelu, g->dfcproj, dres, b->fch_gelu, w.fcproj_w, B, T, 4 * Cl,
-              "sp gbar bwd mlp", layer);
-    device_zero(g->dfch, N * 4 * Cl * sizeof(float));
-    dev_gelu_backward(g->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
-    device_zero(g->dln2, Nr * C * sizeof(float));
-    column_input(c, tp, g->dln2, g->ln2_full, g->dfch, b->ln2, w.fc_w, B, T, 4 * Cl, "f bwd mlp",
-                 "sp g bwd mlp", layer);
+     * input gradient (f's backward all-reduces; with sequence parallelism g's reduce-scatters).
+     * An MoE block's: moe_mlp_input. */
+    if (chunk_is_moe(c)) {
+        moe_mlp_input(c, &w, b, g, s, i, Nr);
+    } else {
+        device_zero(s->dfch_gelu, N * 4 * Cl * sizeof(float));
+        row_input(c, tp, s->dfch_gelu, g->dfcproj, dres, b->fch_gelu, w.fcproj_w, B, T, 4 * Cl,
+                  "sp gbar bwd mlp", layer);
+        device_zero(g->dfch, N * 4 * Cl * sizeof(float));
+        dev_gelu_backward(g->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
+        device_zero(g->dln2, Nr * C * sizeof(float));
+        column_input(c, tp, g->dln2, g->ln2_full, g->dfch, b->ln2, w.fc_w, B, T, 4 * Cl,
+                     "f bwd mlp", "sp g bwd mlp", layer);
+    }
     /* dres += LN2 backward: now the gradient of x_mid */
     dev_layernorm_backward(dres, NULL, NULL, g->dln2, b->x_mid, w.ln2_w, b->ln2_mean, b->ln2_rstd,
                            Nr, C);
@@ -125,7 +158,13 @@ static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
     row_input(c, tp, s->datty, g->dproj, dres, b->atty, w.proj_w, B, T, Cl, "sp gbar bwd attn",
               layer);
     device_zero(g->dqkv, N * 3 * Cl * sizeof(float));
-    dev_attention_backward(g->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
+    if (c->cp) { /* ring attention's backward: K/V around again, dK/dV home (src/cp) */
+        comm_label_set("cp ring bwd attn", layer);
+        ring_attention_backward(c->cp, g->dqkv, s->datty, b->qkv, b->atty, b->att, B, T, NHl, HS);
+        comm_label_clear();
+    } else {
+        dev_attention_backward(g->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
+    }
     device_zero(g->dln1, Nr * C * sizeof(float));
     column_input(c, tp, g->dln1, g->ln1_full, g->dqkv, b->ln1, w.qkv_w, B, T, 3 * Cl, "f bwd attn",
                  "sp g bwd attn", layer);
@@ -152,11 +191,15 @@ static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, co
 #define GRAD(kind) gpt_span_of(&span, block_param(c, i, kind))
 /* Each weight's gradient is final as soon as it is computed: its buckets may start. */
 #define READY(w, bias) gpt_hooks_block_grads_ready(c, layer, w, bias)
-    dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu, NULL,
-                        N, 4 * Cl, C);
-    READY(GPT_FCPROJ_W, GPT_FCPROJ_B);
-    dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, ln2, NULL, N, C, 4 * Cl);
-    READY(GPT_FC_W, GPT_FC_B);
+    if (chunk_is_moe(c)) { /* B computed them (fc_w .. router_w, in buffer order) */
+        dev_add_inplace(GRAD(GPT_FC_W), g->dmoe, moe_block_floats(c));
+    } else {
+        dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu,
+                            NULL, N, 4 * Cl, C);
+        READY(GPT_FCPROJ_W, GPT_FCPROJ_B);
+        dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, ln2, NULL, N, C, 4 * Cl);
+        READY(GPT_FC_W, GPT_FC_B);
+    }
     dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL,
                            b->ln2_mean, b->ln2_rstd, Nr, C);
     READY(GPT_LN2_W, GPT_LN2_B);
@@ -197,7 +240,14 @@ static void embedding_weight(const gpt_chunk *c, float *grads, const gpt_acts *a
                              const gpt_wgrad *wg) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     gpt_span g = gpt_span_grads(c, grads, GPT_UNIT_WPE);
-    dev_position_backward(g.at, wg->demb, B, T, C); /* the unit is wpe alone */
+    if (c->cp) /* each sequence's two zig-zag chunks, at their global positions */
+        for (size_t b = 0; b < B; b++)
+            for (size_t h = 0; h < 2; h++) {
+                const size_t t0 = h * (T / 2), g0 = cp_global_position(c->cp_rank, c->cp_size,
+                                                                       T * (size_t)c->cp_size, t0);
+                dev_position_backward(g.at + g0 * C, wg->demb + (b * T + t0) * C, 1, T / 2, C);
+            }
+    else dev_position_backward(g.at, wg->demb, B, T, C); /* the unit is wpe alone */
     gpt_span_grads_done(c, &g);
     g = gpt_span_grads(c, grads, GPT_UNIT_WTE);
     tp_vocab_embedding_backward(NULL, g.at, wg->demb, a->tokens, N, C, c->v_start, c->Vl);
@@ -212,6 +262,7 @@ static void embedding_weight(const gpt_chunk *c, float *grads, const gpt_acts *a
 void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
                   gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
     const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T), C = (size_t)c->cfg.hidden;
+    s->dloss_value = dloss;
     if (c->shard.has_head) {
         head_input(c, params, a, s, s->wg, dloss, tp);
         head_weight(c, grads, a, s->wg);
@@ -234,6 +285,7 @@ void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
                         gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss,
                         comm_group *tp) {
     const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T), C = (size_t)c->cfg.hidden;
+    s->dloss_value = dloss;
     if (c->shard.has_head) head_input(c, params, a, s, wg, dloss, tp);
     else device_copy(s->dres, dx_out, Nr * C * sizeof(float));
     for (int i = a->nblocks - 1; i >= 0; i--) block_input(c, params, a, s, wg, i, tp);

@@ -10,6 +10,7 @@
 
 #include "src/model/gpt.h"
 #include "src/model/gpt_hooks.h"
+#include "src/moe/moe_layer.h"
 
 #define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
 
@@ -30,7 +31,9 @@ typedef struct {
     float *atty;                      /* (N,Cl) */
     float *x_mid;                     /* (Nr,C) residual after attention */
     float *ln2, *ln2_mean, *ln2_rstd; /* (Nr,C) (Nr) (Nr) */
-    float *fch, *fch_gelu;            /* (N,4Cl) (N,4Cl) */
+    float *fch, *fch_gelu; /* (N,4Cl) (N,4Cl); MoE blocks: none (the layer keeps its own) */
+    moe_acts *moe;         /* MoE blocks: the layer's routing and expert activations */
+    float *aux;            /* MoE blocks: where the forward leaves its switch loss */
 } block_acts;
 
 /* One micro-batch's activations. What the chunk's recomputation does not keep is NULL here
@@ -49,6 +52,8 @@ struct gpt_acts {
     float *logits;                    /* (N,Vl) */
     float *ce_stats; /* (3,N): row max, sum of exponentials, target logit (all-reduced) */
     float *losses;   /* (N) */
+    moe_acts **moe;  /* (nblocks) MoE chunks: each block's layer state (own allocations), or NULL */
+    float *aux;      /* (nblocks) MoE chunks: each block's switch loss of the last forward */
 };
 
 /* Per block: the output gradients its weight-gradient pass needs (see gpt.h). */
@@ -66,6 +71,8 @@ typedef struct {
      * what its W reads, recomputed by B (the scratch is overwritten before W runs). */
     block_acts in; /* the W fields only (see block_acts); all NULL for other blocks */
     float *x_in;   /* (Nr,C) the block's input, unless it is its group's (kept in gpt_acts) */
+    float *dmoe;   /* MoE blocks: B's gradients of fc_w .. router_w, in their buffer order; W adds
+                      them (dfcproj, dfch are then not used) */
 } block_wgrad;
 
 struct gpt_wgrad {
@@ -81,13 +88,14 @@ struct gpt_wgrad {
 
 struct gpt_scratch {
     float *mem;
-    size_t bytes;     /* mem and wg */
-    float *dres;      /* (Nr,C) gradient of the residual stream */
-    float *dfch_gelu; /* (N,4Cl) */
-    float *datty;     /* (N,Cl) */
-    float *datt;      /* (T,T) */
-    float *dloss;     /* (N) */
-    gpt_wgrad *wg;    /* the fused gpt_backward's own B -> W hand-over (no recomputed inputs) */
+    size_t bytes;      /* mem and wg */
+    float *dres;       /* (Nr,C) gradient of the residual stream */
+    float *dfch_gelu;  /* (N,4Cl) */
+    float *datty;      /* (N,Cl) */
+    float *datt;       /* (T,T) */
+    float *dloss;      /* (N) */
+    float dloss_value; /* the backward's dloss: MoE blocks weigh their switch loss with it */
+    gpt_wgrad *wg;     /* the fused gpt_backward's own B -> W hand-over (no recomputed inputs) */
     /* Recomputation: where what the micro-batches do not keep is computed (gpt.h). */
     float *att;        /* (B,NHl,T,T) selective: att of the block at hand, or NULL */
     int group;         /* full: blocks in a recomputed group (0 without full recomputation) */
@@ -117,12 +125,34 @@ static inline bool recompute_group(const gpt_chunk *c, int i, int *g0, int *g1) 
 typedef struct {
     const float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b;
     const float *ln2_w, *ln2_b, *fc_w, *fc_b, *fcproj_w, *fcproj_b;
+    const float *router_w; /* MoE blocks */
 } block_params;
 
 static inline const gpt_param *block_param(const gpt_chunk *c, int i, int kind) {
     int first = (c->shard.has_embedding || c->shard.has_head ? 1 : 0) +
                 (c->shard.has_embedding ? 1 : 0);
-    return &c->params[first + i * BLOCK_KINDS + (kind - GPT_LN1_W)];
+    const int k = kind == GPT_ROUTER_W ? BLOCK_KINDS : kind - GPT_LN1_W;
+    return &c->params[first + i * c->block_tensors + k];
+}
+
+static inline bool chunk_is_moe(const gpt_chunk *c) { return c->cfg.num_experts > 0; }
+
+/* Floats of one MoE block's tensors from fc_w to router_w (this rank's experts). */
+static inline size_t moe_block_floats(const gpt_chunk *c) {
+    const size_t C = (size_t)c->cfg.hidden, E = (size_t)c->cfg.num_experts;
+    const size_t El = E / (size_t)(c->shard.ep_size > 0 ? c->shard.ep_size : 1);
+    return El * (4 * C * C + 4 * C + C * 4 * C + C) + E * C;
+}
+
+/* The MoE layer's configuration for this chunk's blocks. */
+static inline moe_config chunk_moe_config(const gpt_chunk *c) {
+    moe_config m = {c->cfg.num_experts,
+                    c->cfg.moe_topk,
+                    c->cfg.moe_aux_loss_coeff,
+                    c->cfg.moe_capacity_factor,
+                    c->shard.ep_size > 0 ? c->shard.ep_size : 1,
+                    c->shard.ep_rank};
+    return m;
 }
 
 /* The views of block i in the span of its unit (gpt_hooks.h). */
@@ -133,6 +163,7 @@ static inline block_params block_views(const gpt_chunk *c, const gpt_span *w, in
                                       &v.fc_w,   &v.fc_b,   &v.fcproj_w, &v.fcproj_b};
     for (int k = 0; k < BLOCK_KINDS; k++)
         *dst[k] = gpt_span_of(w, block_param(c, i, GPT_LN1_W + k));
+    v.router_w = chunk_is_moe(c) ? gpt_span_of(w, block_param(c, i, GPT_ROUTER_W)) : NULL;
     return v;
 }
 

@@ -48,9 +48,9 @@ local_model *local_model_create(const gpt_config *cfg, int tp_size, int tp_rank,
 }
 
 /* local_model_create_staged, with a gradient buffer or without (ZeRO-2/3). */
-static local_model *create(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
-                           int pp_rank, int vpp, const int *chunk_stage, const int *stage_layers,
-                           uint64_t seed, bool grads) {
+static local_model *create(const gpt_config *cfg, int tp_size, int tp_rank, int ep_size,
+                           int ep_rank, int pp_size, int pp_rank, int vpp, const int *chunk_stage,
+                           const int *stage_layers, uint64_t seed, bool grads) {
     local_model *m = callocCheck(1, sizeof *m);
     m->cfg = *cfg;
     m->tp_size = tp_size;
@@ -79,6 +79,8 @@ static local_model *create(const gpt_config *cfg, int tp_size, int tp_rank, int 
             .layer_end = begin[s + 1],
             .has_embedding = s == 0,
             .has_head = s == S - 1,
+            .ep_size = ep_size,
+            .ep_rank = ep_rank,
         };
         gpt_chunk_init(&m->chunks[c], cfg, &sh, off);
         off += m->chunks[c].num_elements;
@@ -102,7 +104,9 @@ static local_model *create(const gpt_config *cfg, int tp_size, int tp_rank, int 
             const gpt_param *p = &ch->params[i];
             m->plist[k] = p;
             m->pshard[k] = &ch->shard;
-            bool counted = p->split != SPLIT_NONE || tp_rank == 0;
+            /* replicated over TP (LayerNorms, row-parallel biases, wpe, the experts and router
+             * of MoE blocks): counted once, on TP rank 0 */
+            bool counted = (p->split != SPLIT_NONE && p->split != SPLIT_EXPERTS) || tp_rank == 0;
             if (p->kind == GPT_WTE) {
                 if (ch->shard.has_embedding) m->wte_embedding = p;
                 if (ch->shard.has_head) m->wte_head = p;
@@ -120,15 +124,23 @@ static local_model *create(const gpt_config *cfg, int tp_size, int tp_rank, int 
 local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
                                        int pp_rank, int vpp, const int *chunk_stage,
                                        const int *stage_layers, uint64_t seed) {
-    return create(cfg, tp_size, tp_rank, pp_size, pp_rank, vpp, chunk_stage, stage_layers, seed,
-                  true);
+    return create(cfg, tp_size, tp_rank, 1, 0, pp_size, pp_rank, vpp, chunk_stage, stage_layers,
+                  seed, true);
+}
+
+local_model *local_model_create_experts(const gpt_config *cfg, int tp_size, int tp_rank,
+                                        int ep_size, int ep_rank, int pp_size, int pp_rank, int vpp,
+                                        const int *chunk_stage, const int *stage_layers,
+                                        uint64_t seed) {
+    return create(cfg, tp_size, tp_rank, ep_size, ep_rank, pp_size, pp_rank, vpp, chunk_stage,
+                  stage_layers, seed, true);
 }
 
 local_model *local_model_create_sharded(const gpt_config *cfg, int tp_size, int tp_rank,
                                         int pp_size, int pp_rank, int vpp, const int *chunk_stage,
                                         const int *stage_layers, uint64_t seed) {
-    return create(cfg, tp_size, tp_rank, pp_size, pp_rank, vpp, chunk_stage, stage_layers, seed,
-                  false);
+    return create(cfg, tp_size, tp_rank, 1, 0, pp_size, pp_rank, vpp, chunk_stage, stage_layers,
+                  seed, false);
 }
 
 void local_model_destroy(local_model *m) {
@@ -182,6 +194,13 @@ void local_model_set_recompute(local_model *m, const gpt_recompute *rc) {
 
 void local_model_set_sequence_parallel(local_model *m, bool on) {
     for (int c = 0; c < m->nchunks; c++) gpt_chunk_set_sequence_parallel(&m->chunks[c], on);
+}
+
+void local_model_set_groups(local_model *m, comm_group *cp, comm_group *ep) {
+    for (int c = 0; c < m->nchunks; c++) {
+        gpt_chunk_set_context_parallel(&m->chunks[c], cp);
+        if (m->cfg.num_experts > 0) gpt_chunk_set_expert_parallel(&m->chunks[c], ep);
+    }
 }
 
 void local_model_sum_tied_grads(local_model *m) {

@@ -72,6 +72,12 @@ bool local_model_partition(int num_layers, int nstages, const int *stage_layers,
 local_model *local_model_create_staged(const gpt_config *cfg, int tp_size, int tp_rank, int pp_size,
                                        int pp_rank, int nchunks, const int *chunk_stage,
                                        const int *stage_layers, uint64_t seed);
+/* The same with the experts of MoE blocks cut over ep_size expert-parallel ranks (this rank
+ * holds experts [ep_rank·E/ep_size, ..), gpt.h MIXTURE OF EXPERTS). */
+local_model *local_model_create_experts(const gpt_config *cfg, int tp_size, int tp_rank,
+                                        int ep_size, int ep_rank, int pp_size, int pp_rank, int vpp,
+                                        const int *chunk_stage, const int *stage_layers,
+                                        uint64_t seed);
 /* The same without a gradient buffer (grads NULL), for ZeRO-2/3, which keep the gradients as
  * shards of their own (src/zero/fsdp.h): a whole buffer never exists, not even at start-up. */
 local_model *local_model_create_sharded(const gpt_config *cfg, int tp_size, int tp_rank,
@@ -87,6 +93,10 @@ void local_model_set_recompute(local_model *m, const gpt_recompute *rc);
 /* Sequence parallelism (--sequence-parallel; gpt.h, SEQUENCE PARALLELISM) for every chunk of
  * this rank, before their activations and work spaces are created; off while tp_size is 1. */
 void local_model_set_sequence_parallel(local_model *m, bool on);
+/* Context parallelism's group (NULL or size 1: none) and, for an MoE model, the expert-parallel
+ * group its experts were cut for (gpt_chunk_set_context_parallel / _expert_parallel), before
+ * any activations are created. */
+void local_model_set_groups(local_model *m, comm_group *cp, comm_group *ep);
 /* Both wte copies on this rank (zbv): each gets the sum of the two gradients. Nothing to do
  * when this rank holds one copy or none, or no gradient buffer (ZeRO-2/3 sum the shards). */
 void local_model_sum_tied_grads(local_model *m);

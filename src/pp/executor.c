@@ -44,6 +44,10 @@ struct pp_executor {
     size_t live_bytes, peak_bytes;
     int live_sets, peak_sets;
     trace_recorder *trace;
+    /* MoE: what the forwards of the last run routed (pp_executor_moe_load) */
+    double aux_sum;       /* switch losses of its forwards */
+    int64_t *moe_tokens;  /* (L·E) by global layer: (token, choice) pairs sent to each expert */
+    int64_t *moe_dropped; /* (L) */
 };
 
 pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *pp,
@@ -62,6 +66,11 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
     ex->pp_rank = pp_rank;
     ex->B = B;
     ex->T = T;
+    if (model->cfg.num_experts > 0) {
+        const size_t L = (size_t)model->cfg.num_layers;
+        ex->moe_tokens = callocCheck(L * (size_t)model->cfg.num_experts, sizeof(int64_t));
+        ex->moe_dropped = callocCheck(L, sizeof(int64_t));
+    }
     pp_rank_plan_build(cfg, pp_rank, &ex->plan);
     /* A message is the residual stream: with sequence parallelism this rank's positions only,
      * so each of the tp ranks of a stage sends its (B, T/tp, C) shard to its peer. */
@@ -98,6 +107,8 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
 
 void pp_executor_destroy(pp_executor *ex) {
     if (!ex) return;
+    free(ex->moe_tokens);
+    free(ex->moe_dropped);
     for (int c = 0; c < ex->cfg.v; c++) {
         for (int i = 0; i < ex->pool_n[c]; i++) gpt_acts_destroy(ex->pool[c][i]);
         free(ex->pool[c]);
@@ -234,6 +245,21 @@ static void send_output(pp_executor *ex, const pp_action *a) {
     comm_label_clear();
 }
 
+static void moe_load_reset(pp_executor *ex) {
+    ex->aux_sum = 0.0;
+    if (!ex->moe_tokens) return;
+    const size_t L = (size_t)ex->model->cfg.num_layers;
+    memset(ex->moe_tokens, 0, L * (size_t)ex->model->cfg.num_experts * sizeof(int64_t));
+    memset(ex->moe_dropped, 0, L * sizeof(int64_t));
+}
+
+double pp_executor_moe_load(const pp_executor *ex, const int64_t **tokens,
+                            const int64_t **dropped) {
+    if (tokens) *tokens = ex->moe_tokens;
+    if (dropped) *dropped = ex->moe_dropped;
+    return ex->aux_sum;
+}
+
 /* The forward of action a into acts (its input already in xin, its output left in xout),
  * recorded as `kind`; returns the micro-batch's mean loss on the last stage, 0 elsewhere. */
 static float forward(pp_executor *ex, const pp_action *a, gpt_acts *acts, const int32_t *inputs,
@@ -245,6 +271,17 @@ static float forward(pp_executor *ex, const pp_action *a, gpt_acts *acts, const 
                              inputs + (size_t)a->mb * BT, targets + (size_t)a->mb * BT, ex->xin,
                              a->send_peer >= 0 ? ex->xout : NULL, ex->tp);
     if (ex->trace) trace_end(ex->trace, h);
+    if (ex->moe_tokens) { /* MoE: the routing of this forward, by global layer */
+        const int E = ex->model->cfg.num_experts;
+        ex->aux_sum += gpt_acts_aux_loss(acts);
+        for (int i = 0; i < ch->shard.layer_end - ch->shard.layer_begin; i++) {
+            const int64_t *n = gpt_acts_expert_counts(acts, i);
+            const int layer = ch->shard.layer_begin + i;
+            for (int e = 0; e < E; e++)
+                ex->moe_tokens[(size_t)layer * (size_t)E + (size_t)e] += n[e];
+            ex->moe_dropped[layer] += gpt_acts_dropped(acts, i);
+        }
+    }
     return ch->shard.has_head ? loss : 0.0f;
 }
 
@@ -285,6 +322,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
     const int v = ex->cfg.v;
     double loss_sum = 0.0;
     ex->peak_bytes = ex->live_bytes;
+    moe_load_reset(ex);
     ex->peak_sets = ex->live_sets;
     for (int i = 0; i < ex->plan.n; i++) {
         const pp_action *a = &ex->plan.actions[i];
@@ -310,6 +348,7 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
 double pp_executor_forward_only(pp_executor *ex, const int32_t *inputs, const int32_t *targets,
                                 int step) {
     double loss_sum = 0.0;
+    moe_load_reset(ex);
     for (int i = 0; i < ex->plan.n; i++) {
         const pp_action *a = &ex->plan.actions[i];
         if (a->op != PP_FORWARD) continue;

@@ -43,6 +43,11 @@ typedef struct pp_executor pp_executor;
 pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *pp,
                                 const pp_config *cfg, int pp_rank, int B, int T);
 void pp_executor_destroy(pp_executor *ex);
+/* MoE models: what the forwards of the last run (or forward-only pass) routed — tokens[l·E + e]
+ * the (token, choice) pairs this rank's chunks sent to expert e of global layer l (0 for layers
+ * it does not hold), dropped[l] those over capacity — and the sum of their switch losses
+ * (returned). NULL arrays for a dense model. */
+double pp_executor_moe_load(const pp_executor *ex, const int64_t **tokens, const int64_t **dropped);
 
 /* Optional: record each forward/backward (and memory in use) on this recorder. */
 void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr);

@@ -35,6 +35,9 @@ void train_config_defaults(train_config *c) {
     c->train_iters = 1000;
     c->seed = 1234;
     c->tensor_model_parallel_size = 1;
+    c->context_parallel_size = 1;
+    c->expert_model_parallel_size = 1;
+    c->moe_router_topk = 2; /* Megatron's default */
     c->pipeline_model_parallel_size = 1;
     c->pipeline_schedule = "1f1b";
     c->rank_order = "tp-dp-pp";
@@ -102,6 +105,24 @@ static int parallel_flags(train_config *c, flag_spec *out, int cap) {
          "tensor-parallel size", NULL},
         {"--pipeline-model-parallel-size", FLAG_INT, &c->pipeline_model_parallel_size,
          "pipeline-parallel size", NULL},
+        {"--context-parallel-size", FLAG_INT, &c->context_parallel_size,
+         "context-parallel size: each sequence cut into 2·CP zig-zag chunks over CP ranks, "
+         "causal ring attention passing K/V around them",
+         NULL},
+        {"--expert-model-parallel-size", FLAG_INT, &c->expert_model_parallel_size,
+         "expert-parallel size (MoE): the experts cut over this many data-parallel ranks, "
+         "tokens exchanged by all-to-all",
+         NULL},
+        {"--num-experts", FLAG_INT, &c->num_experts,
+         "mixture of experts: experts per MLP (default 0: dense MLPs)", NULL},
+        {"--moe-router-topk", FLAG_INT, &c->moe_router_topk,
+         "MoE: experts each token goes to (default 2)", NULL},
+        {"--moe-aux-loss-coeff", FLAG_FLOAT, &c->moe_aux_loss_coeff,
+         "MoE: weight of the switch load-balancing loss (default 0)", NULL},
+        {"--moe-expert-capacity-factor", FLAG_FLOAT, &c->moe_expert_capacity_factor,
+         "MoE: each expert takes at most factor · tokens · topk / experts of a micro-batch, "
+         "later tokens are dropped (default 0: dropless)",
+         NULL},
         {"--num-layers-per-virtual-pipeline-stage", FLAG_INT,
          &c->num_layers_per_virtual_pipeline_stage,
          "layers per model chunk: enables the interleaved schedule (0 = off)", NULL},
@@ -111,8 +132,9 @@ static int parallel_flags(train_config *c, flag_spec *out, int cap) {
          "gpipe|1f1b|interleaved|zb-h1|zbv"},
         {"--stage-layers", FLAG_STRING, &c->stage_layers,
          "explicit layers per virtual stage, e.g. 3,3,2 (default: even split)", NULL},
-        {"--rank-order", FLAG_CHOICE, &c->rank_order, "how ranks map to (tp, dp, pp)",
-         "tp-dp-pp|tp-pp-dp"},
+        {"--rank-order", FLAG_CHOICE, &c->rank_order,
+         "how ranks map to (tp, cp, ep, dp, pp): tp-dp-pp = Megatron's tp-cp-ep-dp-pp",
+         "tp-dp-pp|tp-pp-dp|tp-cp-ep-dp-pp|tp-cp-ep-pp-dp"},
         {"--overlap-p2p-comm", FLAG_BOOL, &c->overlap_p2p_comm,
          "pipeline: post each receive one action ahead, so it can land while the rank computes",
          NULL},
@@ -263,10 +285,21 @@ static bool check_flags(train_config *c, int world, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
     if (tp < 1) FAIL("--tensor-model-parallel-size %d must be at least 1", tp);
     if (pp < 1) FAIL("--pipeline-model-parallel-size %d must be at least 1", pp);
+    const int cp = c->context_parallel_size, ep = c->expert_model_parallel_size;
+    if (cp < 1) FAIL("--context-parallel-size %d must be at least 1", cp);
+    if (ep < 1) FAIL("--expert-model-parallel-size %d must be at least 1", ep);
     if (world % (tp * pp) != 0)
         FAIL("world size %d is not divisible by --tensor-model-parallel-size %d × "
              "--pipeline-model-parallel-size %d",
              world, tp, pp);
+    if (world % (tp * cp * pp) != 0)
+        FAIL("world size %d is not divisible by --tensor-model-parallel-size %d × "
+             "--context-parallel-size %d × --pipeline-model-parallel-size %d",
+             world, tp, cp, pp);
+    if ((world / (tp * cp * pp)) % ep != 0)
+        FAIL("--expert-model-parallel-size %d does not divide the data-parallel size %d (experts "
+             "are cut over data-parallel ranks)",
+             ep, world / (tp * cp * pp));
     if (c->micro_batch_size < 1)
         FAIL("--micro-batch-size %d must be at least 1", c->micro_batch_size);
     if (c->train_iters < 0) FAIL("--train-iters %d must not be negative", c->train_iters);
@@ -339,7 +372,7 @@ static bool check_split(train_config *c, char *err, size_t errlen) {
 static bool check_batch(train_config *c, int world, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
     c->world_size = world;
-    c->dp = world / (tp * pp);
+    c->dp = world / (tp * c->context_parallel_size * pp);
     if (c->global_batch_size < 1 || c->global_batch_size % (c->micro_batch_size * c->dp) != 0)
         FAIL("--global-batch-size %d is not divisible by --micro-batch-size %d × data-parallel "
              "size %d",
@@ -506,13 +539,77 @@ static bool check_recompute(const train_config *c, char *err, size_t errlen) {
     return true;
 }
 
+gpt_config train_config_model(const train_config *c) {
+    gpt_config g = {c->padded_vocab,       256,
+                    c->seq_length,         c->num_layers,
+                    c->hidden_size,        c->num_attention_heads,
+                    c->num_experts,        c->moe_router_topk,
+                    c->moe_aux_loss_coeff, c->moe_expert_capacity_factor};
+    return g;
+}
+
+/* What MoE, expert and context parallelism need, and what they do not run with (yet). */
+static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
+    const int cp = c->context_parallel_size, ep = c->expert_model_parallel_size;
+    const int E = c->num_experts;
+    const bool moe = E > 0;
+    if (ep > 1 && !moe)
+        FAIL("--expert-model-parallel-size %d needs experts: give --num-experts", ep);
+    if (moe && E % ep != 0)
+        FAIL("--num-experts %d is not divisible by --expert-model-parallel-size %d (each "
+             "expert-parallel rank holds whole experts)",
+             E, ep);
+    if (moe && (!(c->moe_aux_loss_coeff >= 0) || !isfinite(c->moe_aux_loss_coeff)))
+        FAIL("--moe-aux-loss-coeff %g must be finite and not negative",
+             (double)c->moe_aux_loss_coeff);
+    if (moe && (!(c->moe_expert_capacity_factor >= 0) || !isfinite(c->moe_expert_capacity_factor)))
+        FAIL("--moe-expert-capacity-factor %g must be finite and not negative (0 = dropless)",
+             (double)c->moe_expert_capacity_factor);
+    if (cp > 1 && c->seq_length % (2 * cp) != 0)
+        FAIL("--seq-length %d is not divisible by 2 × --context-parallel-size %d (each rank "
+             "holds two zig-zag chunks of every sequence)",
+             c->seq_length, cp);
+    if (cp > 1 && moe && c->moe_expert_capacity_factor > 0)
+        FAIL("--moe-expert-capacity-factor %g with --context-parallel-size %d: capacity is "
+             "counted over a rank's own tokens, which context parallelism cuts (use dropless, 0)",
+             (double)c->moe_expert_capacity_factor, cp);
+    if (!moe && cp == 1) return true;
+    const char *what = moe ? "--num-experts" : "--context-parallel-size";
+    if (c->sequence_parallel)
+        FAIL("%s does not run with --sequence-parallel (not implemented)", what);
+    if (c->recompute_granularity)
+        FAIL("%s does not run with --recompute-granularity (not implemented)", what);
+    if (train_config_zero_stage(c) >= 2)
+        FAIL("%s does not run with --data-parallel-sharding-strategy %s (ZeRO-2/3: not "
+             "implemented; ZeRO-1 is)",
+             what, c->data_parallel_sharding_strategy);
+    if (strcmp(c->device, "cpu") != 0)
+        FAIL("%s runs on --device cpu only (its kernels are host code)", what);
+    if (ep > 1 && c->use_distributed_optimizer)
+        FAIL("--expert-model-parallel-size %d does not run with --use-distributed-optimizer: "
+             "ZeRO's shards cut one buffer over data-parallel ranks, which hold different "
+             "experts (not implemented; --expert-model-parallel-size 1 does)",
+             ep);
+    if (ep > 1 && (c->overlap_grad_reduce || c->overlap_param_gather))
+        FAIL("--expert-model-parallel-size %d does not run with --overlap-grad-reduce / "
+             "--overlap-param-gather (not implemented)",
+             ep);
+    if (moe && (c->save || c->load))
+        FAIL("--num-experts does not run with --save / --load yet (checkpoints do not record "
+             "the experts; not implemented)");
+    if (moe && c->overlap_grad_reduce)
+        FAIL("--num-experts does not run with --overlap-grad-reduce (the experts' gradients are "
+             "computed in the input-gradient backward; not implemented)");
+    return true;
+}
+
 /* The model's shape at this tensor-parallel size. */
 static bool check_model(train_config *c, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size;
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
-    gpt_config g = {c->padded_vocab,       256, c->seq_length, c->num_layers, c->hidden_size,
-                    c->num_attention_heads};
+    gpt_config g = train_config_model(c);
     if (!gpt_config_check(&g, tp, err, errlen)) return false;
+    if (!check_moe_cp(c, err, errlen)) return false;
     if (c->hidden_size % tp != 0)
         FAIL("--hidden-size %d is not divisible by --tensor-model-parallel-size %d", c->hidden_size,
              tp);
@@ -588,6 +685,15 @@ char *train_config_json(const train_config *c) {
     json_field_int(&w, "world_size", c->world_size);
     json_field_int(&w, "tensor_model_parallel_size", c->tensor_model_parallel_size);
     json_field_int(&w, "pipeline_model_parallel_size", c->pipeline_model_parallel_size);
+    json_field_int(&w, "context_parallel_size", c->context_parallel_size);
+    json_field_int(&w, "expert_model_parallel_size", c->expert_model_parallel_size);
+    json_field_int(&w, "num_experts", c->num_experts);
+    if (c->num_experts > 0) {
+        json_field_int(&w, "moe_router_topk", c->moe_router_topk);
+        json_field_double(&w, "moe_aux_loss_coeff", "%g", (double)c->moe_aux_loss_coeff);
+        json_field_double(&w, "moe_expert_capacity_factor", "%g",
+                          (double)c->moe_expert_capacity_factor);
+    }
     json_field_int(&w, "data_parallel_size", c->dp);
     json_field_int(&w, "virtual_pipeline_size", c->vpp);
     json_field_int(&w, "num_microbatches", c->num_microbatches);

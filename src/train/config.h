@@ -18,6 +18,9 @@
 typedef struct {
     /* model */
     int num_layers, hidden_size, num_attention_heads, seq_length;
+    /* mixture of experts (src/model/gpt.h, MIXTURE OF EXPERTS; 0 experts = dense MLPs) */
+    int num_experts, moe_router_topk;
+    float moe_aux_loss_coeff, moe_expert_capacity_factor; /* capacity <= 0: dropless */
     int make_vocab_size_divisible_by;
     /* batch */
     int micro_batch_size, global_batch_size;
@@ -27,6 +30,8 @@ typedef struct {
     int seed;
     /* parallelism */
     int tensor_model_parallel_size, pipeline_model_parallel_size;
+    int context_parallel_size;      /* CP: sequence split over ranks, ring attention (src/cp) */
+    int expert_model_parallel_size; /* EP: MoE experts split over data-parallel ranks */
     int num_layers_per_virtual_pipeline_stage; /* 0 = not interleaved */
     const char *pipeline_schedule;             /* gpipe | 1f1b | interleaved */
     const char *stage_layers;       /* "2,3,3" explicit layers per virtual stage, or NULL */
@@ -92,6 +97,8 @@ int train_config_zero_stage(const train_config *c);
 int *train_config_stage_layers(const train_config *c, int nstages, const char *who);
 /* The recomputation a checked configuration asks for, as the model takes it. */
 gpt_recompute train_config_recompute(const train_config *c);
+/* The model's shape (padded vocabulary, MoE) as the checked configuration says. */
+gpt_config train_config_model(const train_config *c);
 /* The configuration as a JSON object (malloc'd string). */
 char *train_config_json(const train_config *c);
 

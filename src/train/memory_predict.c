@@ -22,8 +22,7 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; } /* gpt.c's 64
  * the layer partition, recomputation and sequence parallelism. (v) chunks, free() them. */
 static gpt_chunk *make_chunks(const train_config *c, const pp_config *pc, int tp_rank, int pp_rank,
                               const char *who) {
-    const gpt_config g = {c->padded_vocab,       256, c->seq_length, c->num_layers, c->hidden_size,
-                          c->num_attention_heads};
+    const gpt_config g = train_config_model(c);
     const int S = pc->p * pc->v;
     int *stage_layers = train_config_stage_layers(c, S, who);
     int *begin = mallocCheck(sizeof(int) * (size_t)(S + 1));
@@ -197,8 +196,8 @@ void train_memory_zero_table(const train_memory *m, const train_config *c, int r
 /* One block's activations as the model lays them out: a chunk of 2 blocks less one of 1
  * (neither with the embedding nor the head), at tensor-parallel rank 0 of t. */
 static size_t layer_layout_bytes(const train_config *c, int t, bool sp, gpt_recompute rc) {
-    const gpt_config g = {c->padded_vocab,       256, c->seq_length, 2, c->hidden_size,
-                          c->num_attention_heads};
+    gpt_config g = train_config_model(c);
+    g.num_layers = 2;
     size_t bytes[2];
     gpt_chunk *ch = callocCheck(1, sizeof *ch);
     for (int n = 1; n <= 2; n++) {

@@ -226,8 +226,9 @@ static void run_setup(run_state *r, train_config *c) {
     r->rank = dist_rank();
     r->lead = r->rank == 0;
     if (!train_config_check(c, r->world, err, sizeof err)) dist_fail_all("trident train: %s", err);
-    if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size,
-                        c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
+    if (!pg_layout_make5(&r->layout, r->world, c->tensor_model_parallel_size,
+                         c->context_parallel_size, c->expert_model_parallel_size,
+                         c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("trident train: %s", err);
     r->layout.v_placement = strcmp(c->pipeline_schedule, "zbv") == 0; /* rank 0: embedding + head */
     comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes);  /* 0 waits forever */
@@ -261,11 +262,13 @@ static void run_trace_begin(run_state *r) {
     h.world_size = r->world;
     h.tp = c->tensor_model_parallel_size;
     h.pp = c->pipeline_model_parallel_size;
-    h.dp = c->dp;
+    /* Context parallelism: the trace's layout is (tp, dp·cp, pp) — cp ranks drawn as the
+     * data-parallel ranks they sit between (rank order tp-cp-dp: cp varies faster). */
+    h.dp = c->dp * c->context_parallel_size;
     h.vpp = c->vpp;
     h.tp_rank = ps->tp_rank;
     h.pp_rank = ps->pp_rank;
-    h.dp_rank = ps->dp_rank;
+    h.dp_rank = ps->cp_rank + c->context_parallel_size * ps->dp_rank;
     h.num_microbatches = c->num_microbatches;
     snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
     h.clock_offset = cs.offset;
@@ -274,9 +277,13 @@ static void run_trace_begin(run_state *r) {
     /* Events per step: for each (micro-batch, chunk) a forward and a backward, their p2p,
      * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the
      * embedding and loss ones; then the optimizer's collectives and the step's own events. */
+    /* MoE blocks add their all-to-alls (counts and tokens, both ways, forward and backward),
+     * context parallelism its ring steps (cp − 1 forward, 2·cp − 1 backward) per layer. */
+    const size_t per_layer = 4 + (c->num_experts > 0 ? 10 : 0) +
+                             3 * (size_t)c->context_parallel_size;
     size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp *
-                          (12 + 4 * (size_t)c->num_layers) +
-                      64;
+                          (12 + per_layer * (size_t)c->num_layers) +
+                      64 + (c->expert_model_parallel_size > 1 ? 16 * (size_t)c->num_layers : 0);
     trainer *t = r->t;
     t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
     pp_executor_set_trace(t->exec, t->trace);
@@ -318,6 +325,22 @@ static void run_throughput_setup(run_state *r) {
                r->peak_flops / g.flops_per_s < 1.5 ? "" : "es", cores, cores == 1 ? "" : "s");
 }
 
+/* MoE: the step's switch loss and, per layer, the (token, choice) pairs each expert got over
+ * the global batch and those dropped (viz/moe_load_draw.h draws them). */
+static void log_moe(FILE *f, const train_config *c, const step_result *s) {
+    const int L = c->num_layers, E = c->num_experts;
+    fprintf(f, ",\"moe_aux_loss\":%.7g,\"moe_tokens\":[", (double)s->aux_loss);
+    for (int l = 0; l < L; l++) {
+        fprintf(f, "%s[", l ? "," : "");
+        for (int e = 0; e < E; e++)
+            fprintf(f, "%s%lld", e ? "," : "", (long long)s->moe_tokens[(size_t)l * E + e]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "],\"moe_dropped\":[");
+    for (int l = 0; l < L; l++) fprintf(f, "%s%lld", l ? "," : "", (long long)s->moe_dropped[l]);
+    fprintf(f, "]");
+}
+
 /* One line of RUN_DIR/metrics.jsonl and one progress line (lead only). */
 static void log_step(run_state *r, int it, const step_result *s, double tps) {
     const train_config *c = r->c;
@@ -331,6 +354,7 @@ static void log_step(run_state *r, int it, const step_result *s, double tps) {
     if (c->fp16)
         fprintf(r->mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)s->loss_scale,
                 s->skipped ? "true" : "false");
+    if (s->moe_tokens) log_moe(r->mf, c, s);
     fprintf(r->mf, "}\n");
     fflush(r->mf);
     if (!c->quiet) {

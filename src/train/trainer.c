@@ -17,6 +17,7 @@
 #include "src/model/flops.h"
 #include "src/pp/executor.h"
 #include "src/pp/schedule.h"
+#include "src/cp/zigzag.h"
 #include "src/runtime/clock_sync.h"
 #include "src/runtime/comm_label.h"
 #include "src/runtime/dist.h"
@@ -36,10 +37,13 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     t->tp_rank = ps ? ps->tp_rank : 0;
     t->pp_rank = ps ? ps->pp_rank : 0;
     t->dp_rank = ps ? ps->dp_rank : 0;
-    if (!ps) CHECK(tp == 1 && pp == 1 && cfg->dp == 1, "a serial trainer needs tp = pp = dp = 1");
-    gpt_config g = {cfg->padded_vocab, 256,
-                    cfg->seq_length,   cfg->num_layers,
-                    cfg->hidden_size,  cfg->num_attention_heads};
+    t->cp_rank = ps ? ps->cp_rank : 0;
+    t->cp_size = cfg->context_parallel_size;
+    const int ep = cfg->expert_model_parallel_size;
+    if (!ps)
+        CHECK(tp == 1 && pp == 1 && cfg->dp == 1 && t->cp_size == 1,
+              "a serial trainer needs tp = pp = dp = cp = 1");
+    gpt_config g = train_config_model(cfg);
     t->gcfg = g;
     pp_kind kind;
     CHECK(pp_kind_parse(cfg->pipeline_schedule, &kind), "schedule name checked by the flag parser");
@@ -49,19 +53,25 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     int *chunk_stage = mallocCheck(sizeof(int) * (size_t)cfg->vpp); /* the schedule's placement */
     for (int c = 0; c < cfg->vpp; c++) chunk_stage[c] = pp_stage(&pc, t->pp_rank, c);
     /* ZeRO-2/3: no gradient buffer; the optimizer keeps the gradient shards (src/zero/fsdp.h) */
-    t->model = (train_config_zero_stage(cfg) >= 2
-                    ? local_model_create_sharded
-                    : local_model_create_staged)(&g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp,
-                                                 chunk_stage, stage_layers, (uint64_t)cfg->seed);
+    if (ep > 1) /* MoE: this rank's experts (no ZeRO-2/3 here: refused by the flags) */
+        t->model = local_model_create_experts(&g, tp, t->tp_rank, ep, ps->ep_rank, pp, t->pp_rank,
+                                              cfg->vpp, chunk_stage, stage_layers,
+                                              (uint64_t)cfg->seed);
+    else
+        t->model = (train_config_zero_stage(cfg) >= 2 ? local_model_create_sharded
+                                                      : local_model_create_staged)(
+            &g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp, chunk_stage, stage_layers,
+            (uint64_t)cfg->seed);
     free(chunk_stage);
     free(stage_layers);
     const gpt_recompute rc = train_config_recompute(cfg);
     local_model_set_recompute(t->model, &rc); /* before the executor lays out activations */
     local_model_set_sequence_parallel(t->model, cfg->sequence_parallel);
+    local_model_set_groups(t->model, ps ? ps->cp : NULL, ps && ep > 1 ? ps->ep : NULL);
     /* The rank with the loss: the last pipeline rank, or rank 0 at the top of zbv's V. */
     t->is_last_stage = t->model->wte_head != NULL;
     t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
-                                 cfg->micro_batch_size, cfg->seq_length);
+                                 cfg->micro_batch_size, cfg->seq_length / t->cp_size);
     pp_executor_set_overlap_p2p(t->exec, cfg->overlap_p2p_comm);
     adamw_config ac = {
         .lr = cfg->lr,
@@ -75,7 +85,12 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         .clip_grad = cfg->clip_grad,
     };
     distopt_groups dg = {
-        .dp = ps ? ps->dp : NULL,
+        /* context parallelism: every rank of a data-parallel replica's cp group holds other
+         * positions of the same sequences, so gradients are summed over dp × cp */
+        .dp = ps ? (t->cp_size > 1 ? ps->dp_cp : ps->dp) : NULL,
+        /* expert parallelism: an expert's gradient is summed over the ranks holding it */
+        .expert_dp = ps && ep > 1 ? ps->edp_cp : NULL,
+        .ep = ps && ep > 1 ? ps->ep : NULL,
         .norm = ps ? (cfg->use_distributed_optimizer ? ps->world : ps->mp) : NULL,
         /* zbv: both wte copies on pipeline rank 0, summed by the executor (local_model.h) */
         .embedding = ps && kind != PP_ZBV ? ps->embedding : NULL,
@@ -94,7 +109,13 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     t->data = dataset_open_split(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed,
                                  cfg->split_train, cfg->split_held);
     size_t n = (size_t)cfg->num_microbatches * (size_t)cfg->micro_batch_size *
-               (size_t)cfg->seq_length;
+               (size_t)(cfg->seq_length / t->cp_size);
+    if (t->cp_size > 1)
+        t->full = mallocCheck(2 * (size_t)cfg->micro_batch_size * (size_t)cfg->seq_length *
+                              sizeof(int32_t));
+    if (g.num_experts > 0)
+        t->moe_load = callocCheck((size_t)cfg->num_layers * (size_t)(g.num_experts + 1),
+                                  sizeof(int64_t));
     t->inputs = mallocCheck(n * sizeof(int32_t));
     t->targets = mallocCheck(n * sizeof(int32_t));
     t->sample = mallocCheck(((size_t)cfg->seq_length + 1) * sizeof(int32_t));
@@ -112,6 +133,8 @@ void trainer_destroy(trainer *t) {
     free(t->targets);
     free(t->sample);
     free(t->mem_peaks);
+    free(t->full);
+    free(t->moe_load);
     free(t);
 }
 
@@ -152,16 +175,48 @@ static void load_batch(trainer *t, uint64_t first, bool eval) {
     const size_t T = (size_t)c->seq_length, B = (size_t)c->micro_batch_size;
     const uint64_t base = first + (uint64_t)t->dp_rank * (uint64_t)(c->global_batch_size / c->dp);
     const size_t nwin = eval ? dataset_eval_windows(t->data) : 0;
+    const int cp = t->cp_size;
     for (int j = 0; j < c->num_microbatches; j++) {
+        /* context parallelism: the whole sequences first, then this rank's zig-zag positions */
+        int32_t *in = cp > 1 ? t->full : t->inputs + (size_t)j * B * T;
+        int32_t *tg = cp > 1 ? t->full + B * T : t->targets + (size_t)j * B * T;
         for (size_t i = 0; i < B; i++) {
             uint64_t k = base + (uint64_t)j * B + i;
             if (eval) dataset_eval_window(t->data, (size_t)(k % nwin), t->sample);
             else dataset_sample(t->data, k, t->sample);
-            size_t at = ((size_t)j * B + i) * T;
-            memcpy(t->inputs + at, t->sample, T * sizeof(int32_t));
-            memcpy(t->targets + at, t->sample + 1, T * sizeof(int32_t));
+            memcpy(in + i * T, t->sample, T * sizeof(int32_t));
+            memcpy(tg + i * T, t->sample + 1, T * sizeof(int32_t));
         }
+        if (cp == 1) continue;
+        const size_t Tl = T / (size_t)cp;
+        cp_slice_tokens(t->inputs + (size_t)j * B * Tl, in, B, T, t->cp_rank, cp);
+        cp_slice_tokens(t->targets + (size_t)j * B * Tl, tg, B, T, t->cp_rank, cp);
     }
+}
+
+/* MoE: the step's switch losses and routed tokens, summed over the ranks that hold them. Every
+ * TP rank routes the same tokens (counted on TP rank 0); cp ranks hold other positions of the
+ * same sequences (counts add up, the switch loss is already the whole micro-batch's: cp rank 0);
+ * dp ranks other sequences (all add up; the loss is averaged over them). */
+static void moe_load_gather(trainer *t, step_result *r) {
+    const train_config *c = &t->cfg;
+    const size_t L = (size_t)c->num_layers, E = (size_t)c->num_experts;
+    const int64_t *tokens, *dropped;
+    const double aux = pp_executor_moe_load(t->exec, &tokens, &dropped);
+    const bool counts = t->tp_rank == 0;
+    for (size_t k = 0; k < L * E; k++) t->moe_load[k] = counts ? tokens[k] : 0;
+    for (size_t l = 0; l < L; l++) t->moe_load[L * E + l] = counts ? dropped[l] : 0;
+    float a = counts && t->cp_rank == 0 ? (float)(aux / (double)c->num_microbatches / (double)c->dp)
+                                        : 0.0f;
+    if (t->ps && comm_size(t->ps->world) > 1) {
+        comm_label_set("moe load", -1);
+        comm_all_reduce(t->ps->world, t->moe_load, L * (E + 1), COMM_INT64, COMM_SUM);
+        comm_all_reduce(t->ps->world, &a, 1, COMM_FLOAT32, COMM_SUM);
+        comm_label_clear();
+    }
+    r->aux_loss = a;
+    r->moe_tokens = t->moe_load;
+    r->moe_dropped = t->moe_load + L * E;
 }
 
 step_result trainer_step(trainer *t, int it) {
@@ -173,7 +228,9 @@ step_result trainer_step(trainer *t, int it) {
     if (t->trace) trace_end(t->trace, hd);
     distopt_zero_grads(t->opt); /* the model's buffer, or the ZeRO-2/3 gradient shard */
     /* Each position's loss weighs 1/(B·T·m) of the step's objective (times the fp16 loss scale). */
-    const float dloss = distopt_loss_scale(t->opt) /
+    /* With context parallelism each rank holds 1/cp of the positions and the gradients are
+     * averaged over dp × cp (Megatron's scaling): each position weighs cp times as much here. */
+    const float dloss = distopt_loss_scale(t->opt) * (float)t->cp_size /
                         ((float)c->micro_batch_size * (float)c->seq_length *
                          (float)c->num_microbatches);
     double loss_sum = pp_executor_run(t->exec, t->inputs, t->targets, dloss, it);
@@ -183,8 +240,8 @@ step_result trainer_step(trainer *t, int it) {
     /* The loss lives on the last pipeline stage; every TP rank there has it. Average over DP
      * and make it known everywhere: one all-reduce over the world. */
     float loss = 0.0f;
-    if (t->is_last_stage && t->tp_rank == 0)
-        loss = (float)(loss_sum / (double)c->num_microbatches / (double)c->dp);
+    if (t->is_last_stage && t->tp_rank == 0) /* cp ranks: means over equal shares of positions */
+        loss = (float)(loss_sum / (double)c->num_microbatches / (double)c->dp / (double)t->cp_size);
     /* A loss that is not finite: the lowest rank whose own share was not (max of -rank). */
     int32_t bad = isfinite(loss) ? INT32_MIN : -dist_rank();
     if (t->ps && comm_size(t->ps->world) > 1) {
@@ -195,6 +252,7 @@ step_result trainer_step(trainer *t, int it) {
         comm_label_clear();
     }
     r.loss_rank = bad == INT32_MIN ? -1 : -bad;
+    if (t->moe_load) moe_load_gather(t, &r);
     /* Memory accounting: every rank's activation peak of this step and allocator peak. */
     trainer_memory_gather(t);
     for (int k = 0; k < (t->ps ? comm_size(t->ps->world) : 1); k++) {
@@ -225,7 +283,7 @@ float trainer_evaluate(trainer *t, int batches, int step) {
     /* Like the training loss: from the last stage's first TP rank, averaged over DP. */
     float loss = 0.0f;
     if (t->is_last_stage && t->tp_rank == 0)
-        loss = (float)(sum / ((double)batches * c->num_microbatches * c->dp));
+        loss = (float)(sum / ((double)batches * c->num_microbatches * c->dp * t->cp_size));
     if (t->ps && comm_size(t->ps->world) > 1) {
         comm_label_set("eval loss", -1);
         comm_all_reduce(t->ps->world, &loss, 1, COMM_FLOAT32, COMM_SUM);

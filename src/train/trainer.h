@@ -38,6 +38,10 @@ typedef struct {
     size_t peak_activation_bytes; /* the largest peak of activations held, over all ranks */
     size_t memory_peak_bytes;     /* the largest allocator high-water mark, over all ranks */
     int loss_rank; /* loss not finite: the lowest rank whose own share was not; else -1 */
+    /* MoE models (NULL / 0 otherwise), over the whole global batch: */
+    float aux_loss;             /* the switch losses' part of the objective (per micro-batch) */
+    const int64_t *moe_tokens;  /* (L·E) (token, choice) pairs routed to expert e of layer l */
+    const int64_t *moe_dropped; /* (L) of them over capacity */
 } step_result;
 
 /* Runs iteration `it` (1-based). */

@@ -19,7 +19,9 @@ struct trainer {
     pp_executor *exec;
     dist_optimizer *opt;
     dataset *data;
-    int tp_rank, pp_rank, dp_rank;
+    int tp_rank, pp_rank, dp_rank, cp_rank, cp_size;
+    int64_t *moe_load; /* MoE: (L·E + L) the step's routed and dropped counts, summed over ranks */
+    int32_t *full;     /* context parallelism: (B, T) one micro-batch's whole sequences */
     bool is_last_stage;
     int32_t *inputs, *targets; /* (m, B, T) */
     int32_t *sample;           /* (T+1) */

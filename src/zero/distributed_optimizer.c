@@ -231,10 +231,29 @@ static void fsdp_finish_grads(dist_optimizer *o, float inv) {
     dev_scale(zero_fsdp_grads(o->fsdp), inv, o->ranges->shard_numel);
 }
 
+/* Step 2 with expert parallelism (no ZeRO): tensor by tensor, the experts' over expert_dp and
+ * every other over dp. */
+static void expert_reduce_grads(dist_optimizer *o, float inv) {
+    local_model *m = o->model;
+    for (int k = 0; k < m->nparams; k++) {
+        const gpt_param *p = m->plist[k];
+        const bool expert = p->split == SPLIT_EXPERTS;
+        comm_label_set(expert ? "expert grads" : "grads", -1);
+        comm_all_reduce(expert ? o->g.expert_dp : o->g.dp, m->grads + p->offset, p->numel,
+                        COMM_FLOAT32, COMM_SUM);
+        comm_label_clear();
+    }
+    if (inv != 1.0f) dev_scale(m->grads, inv, m->numel);
+}
+
 /* Step 2 without ZeRO: every rank gets the whole summed gradient, bucket by bucket. */
 static void plain_reduce_grads(dist_optimizer *o, float inv) {
     local_model *m = o->model;
     const zero_ranges *r = o->ranges;
+    if (o->g.expert_dp) {
+        expert_reduce_grads(o, inv);
+        return;
+    }
     if (o->dp_size > 1) {
         comm_label_set("grads", -1);
         for (int b = 0; b < r->n_buckets; b++) {
@@ -296,13 +315,17 @@ static void sum_sequence_parallel_grads(dist_optimizer *o) {
 /* Step 3: the global norm: this rank's pieces that count, summed over the norm group. */
 static double grad_norm(dist_optimizer *o) {
     const zero_shard *sh = o->mine;
-    double ss = 0.0;
+    double ss = 0.0, experts = 0.0;
     for (int k = 0; k < sh->n_pieces; k++) {
         const zero_piece *pc = &sh->pieces[k];
-        if (o->ranges->params[pc->param].in_grad_norm)
-            ss += dev_sumsq(grads_base(o) + pc->local_start, pc->local_end - pc->local_start);
+        if (!o->ranges->params[pc->param].in_grad_norm) continue;
+        const double x = dev_sumsq(grads_base(o) + pc->local_start,
+                                   pc->local_end - pc->local_start);
+        if (o->g.ep && o->model->plist[pc->param]->split == SPLIT_EXPERTS) experts += x;
+        else ss += x;
     }
     comm_label_set("grad norm", -1);
+    if (o->g.ep) ss += sum_over_group(o->g.ep, experts); /* the other ep ranks' experts */
     ss = sum_over_group(o->g.norm, ss);
     comm_label_clear();
     return sqrt(ss);

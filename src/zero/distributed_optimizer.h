@@ -74,6 +74,11 @@ typedef struct {
                               (src/zero/overlap.h; not with fp16) */
     bool overlap_params;   /* --overlap-param-gather (ZeRO): gathers finish during the next
                               forward */
+    /* Expert parallelism (MoE, ep > 1; not with ZeRO or the overlap flags): the experts'
+     * tensors (SPLIT_EXPERTS) differ between the ranks of dp, so their gradients are summed
+     * over expert_dp (the ranks holding the same experts), tensor by tensor, and their part of
+     * the norm over ep (the ranks holding the other experts). NULL: no expert parallelism. */
+    comm_group *expert_dp, *ep;
 } distopt_groups;
 
 typedef struct dist_optimizer dist_optimizer;

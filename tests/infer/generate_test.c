@@ -25,7 +25,7 @@ static const char *k_prompt = "fdiecofn=fdiecofn;epii|iipe;elkb";
 
 static void cache_and_no_cache_generate_the_same_tokens(void **state) {
     (void)state;
-    gpt_config g = {gpt_padded_vocab(256, 128, 1), 256, 40, 2, 32, 4};
+    gpt_config g = {.vocab_size = gpt_padded_vocab(256, 128, 1), .real_vocab = 256, .seq_len = 40, .num_layers = 2, .hidden = 32, .num_heads = 4};
     local_model *m = local_model_create(&g, 1, 0, 1, 0, 1, NULL, 5);
     int32_t prompt[6] = {'a', 'b', 'c', '=', 'a', 'b'};
     for (int rule = 0; rule < 2; rule++) {

@@ -19,7 +19,7 @@
 enum { T = 24, L = 3, C = 32, NH = 4 };
 
 static gpt_config model_config(void) {
-    gpt_config g = {gpt_padded_vocab(256, 128, 1), 256, T, L, C, NH};
+    gpt_config g = {.vocab_size = gpt_padded_vocab(256, 128, 1), .real_vocab = 256, .seq_len = T, .num_layers = L, .hidden = C, .num_heads = NH};
     return g;
 }
 

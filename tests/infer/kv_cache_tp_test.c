@@ -27,7 +27,7 @@ static parallel_state *g_ps;
 static void decoded_shards_match_the_serial_full_forward(void **state) {
     (void)state;
     const int rank = g_ps->tp_rank;
-    gpt_config g = {gpt_padded_vocab(256, 128, TP), 256, T, L, C, NH};
+    gpt_config g = {.vocab_size = gpt_padded_vocab(256, 128, TP), .real_vocab = 256, .seq_len = T, .num_layers = L, .hidden = C, .num_heads = NH};
     local_model *serial = local_model_create(&g, 1, 0, 1, 0, 1, NULL, 21);
     local_model *mine = local_model_create(&g, TP, rank, 1, 0, 1, NULL, 21);
     int32_t tok[T];

@@ -290,9 +290,9 @@ static void parameter_table_is_contiguous_and_counts_match_the_formula(void **st
     assert_int_equal(c->nparams, 2 + 12 * (int)L + 2);
 
     const gpt_shard shards[] = {
-        {1, 0, 0, 4, true, true},  {2, 1, 0, 4, true, true},  {4, 3, 0, 4, true, true},
-        {2, 0, 0, 2, true, false}, {2, 1, 2, 4, false, true}, {4, 2, 1, 3, false, false},
-        {1, 0, 3, 4, false, true},
+        {1, 0, 0, 4, true, true, 1, 0},  {2, 1, 0, 4, true, true, 1, 0},  {4, 3, 0, 4, true, true, 1, 0},
+        {2, 0, 0, 2, true, false, 1, 0}, {2, 1, 2, 4, false, true, 1, 0}, {4, 2, 1, 3, false, false, 1, 0},
+        {1, 0, 3, 4, false, true, 1, 0},
     };
     for (size_t si = 0; si < sizeof shards / sizeof shards[0]; si++) {
         const gpt_shard *sh = &shards[si];
@@ -345,7 +345,7 @@ static void serial_index_maps_are_bijections_over_the_tp_ranks(void **state) {
     gpt_chunk *c = malloc(sizeof *c);
     int seen_split[4] = {0};
     for (int tp = 2; tp <= 4; tp *= 2) {
-        gpt_shard sh0 = {tp, 0, 0, 1, true, true};
+        gpt_shard sh0 = {tp, 0, 0, 1, true, true, 1, 0};
         gpt_chunk_init(c, &cfg, &sh0, 0);
         const int nparams = c->nparams;
         for (int i = 0; i < nparams; i++) {
@@ -384,7 +384,7 @@ static void serial_index_maps_are_bijections_over_the_tp_ranks(void **state) {
      *   SPLIT_QKV  local rows [Q_1; K_1; V_1] (8 each) -> serial rows 8.., 24.., 40..
      *   SPLIT_ROWS local row 0 of fc_w (32 of 64 rows) -> serial row 32
      *   SPLIT_COLS local col 0 of proj_w (8 of 16 cols) -> serial col 8 */
-    gpt_shard sh = {2, 1, 0, 1, true, true};
+    gpt_shard sh = {.tp_size = 2, .tp_rank = 1, .layer_begin = 0, .layer_end = 1, .has_embedding = true, .has_head = true};
     gpt_chunk_init(c, &cfg, &sh, 0);
     const gpt_param *qkv = gpt_chunk_find(c, GPT_QKV_W, 0), *fc = gpt_chunk_find(c, GPT_FC_W, 0);
     const gpt_param *proj = gpt_chunk_find(c, GPT_PROJ_W, 0),
@@ -412,11 +412,11 @@ static void tp_shard_initialisation_is_the_slice_of_the_serial_init(void **state
     gpt_chunk_init(serial, &cfg, &ssh, 0);
     float *sp = malloc(serial->num_elements * sizeof(float));
     gpt_chunk_init_params(serial, sp, seed);
-    const gpt_shard shards[] = {{2, 0, 0, 2, true, true},
-                                {2, 1, 0, 2, true, true},
-                                {4, 2, 0, 2, true, true},
-                                {4, 3, 1, 2, false, true},
-                                {1, 0, 1, 2, false, false}};
+    const gpt_shard shards[] = {{2, 0, 0, 2, true, true, 1, 0},
+                                {2, 1, 0, 2, true, true, 1, 0},
+                                {4, 2, 0, 2, true, true, 1, 0},
+                                {4, 3, 1, 2, false, true, 1, 0},
+                                {1, 0, 1, 2, false, false, 1, 0}};
     for (size_t si = 0; si < sizeof shards / sizeof shards[0]; si++) {
         const size_t base = 5;
         gpt_chunk_init(c, &cfg, &shards[si], base);

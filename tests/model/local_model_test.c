@@ -8,7 +8,7 @@
 #include "src/model/local_model.h"
 #include "tests/support/testing.h"
 
-static const gpt_config k_cfg = {256, 256, 16, 4, 32, 4}; /* V, real V, T, L, C, NH */
+static const gpt_config k_cfg = {.vocab_size = 256, .real_vocab = 256, .seq_len = 16, .num_layers = 4, .hidden = 32, .num_heads = 4}; /* V, real V, T, L, C, NH */
 
 /* zbv at p = 2, rank 0: chunk 0 is stage 0 (embedding), chunk 1 is stage 3 (head), one layer
  * each; both hold a wte, equal at initialisation, and only the embedding's counts in the norm. */

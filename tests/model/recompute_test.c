@@ -60,7 +60,7 @@ typedef struct {
  * (F F B B W W, the W's in the other order). */
 static void run(const gpt_config *cfg, bool middle, const gpt_recompute *rc, bool split,
                 outcome *o) {
-    gpt_shard sh = {1, 0, 0, L, !middle, !middle};
+    gpt_shard sh = {.tp_size = 1, .tp_rank = 0, .layer_begin = 0, .layer_end = L, .has_embedding = !middle, .has_head = !middle};
     gpt_chunk *c = malloc(sizeof *c);
     gpt_chunk_init(c, cfg, &sh, 0);
     gpt_chunk_set_recompute(c, rc);
@@ -107,7 +107,7 @@ static void run(const gpt_config *cfg, bool middle, const gpt_recompute *rc, boo
 }
 
 static size_t numel(const gpt_config *cfg, bool middle) {
-    gpt_shard sh = {1, 0, 0, L, !middle, !middle};
+    gpt_shard sh = {.tp_size = 1, .tp_rank = 0, .layer_begin = 0, .layer_end = L, .has_embedding = !middle, .has_head = !middle};
     gpt_chunk *c = malloc(sizeof *c);
     gpt_chunk_init(c, cfg, &sh, 0);
     size_t n = c->num_elements;
@@ -180,7 +180,7 @@ static void activation_bytes_are_what_each_setting_keeps(void **state) {
     (void)state;
     const gpt_config cfg = config();
     for (int middle = 0; middle < 2; middle++) {
-        gpt_shard sh = {1, 0, 0, L, !middle, !middle};
+        gpt_shard sh = {.tp_size = 1, .tp_rank = 0, .layer_begin = 0, .layer_end = L, .has_embedding = !middle, .has_head = !middle};
         gpt_chunk *c = malloc(sizeof *c);
         gpt_chunk_init(c, &cfg, &sh, 0);
         const gpt_recompute none = {GPT_RECOMPUTE_NONE, GPT_RECOMPUTE_UNIFORM, 0};

@@ -83,7 +83,7 @@ typedef struct {
 static chunk_run *run_make_sp(const gpt_config *cfg, int tp_size, int tp_rank, int l0, int l1,
                               bool emb, bool head, bool sp) {
     chunk_run *r = calloc(1, sizeof *r);
-    gpt_shard sh = {tp_size, tp_rank, l0, l1, emb, head};
+    gpt_shard sh = {.tp_size = tp_size, .tp_rank = tp_rank, .layer_begin = l0, .layer_end = l1, .has_embedding = emb, .has_head = head};
     char err[256];
     if (!gpt_config_check(cfg, tp_size, err, sizeof err)) fail_msg("%s", err);
     gpt_chunk_init(&r->c, cfg, &sh, 0);

@@ -44,6 +44,8 @@ void equivalence_apply(const train_config *base, const layout_case *lc, train_co
     pc.recompute_num_layers = lc->recompute_layers;
     pc.sequence_parallel = lc->sequence_parallel;
     pc.data_parallel_sharding_strategy = lc->sharding;
+    pc.context_parallel_size = lc->cp > 0 ? lc->cp : 1;
+    pc.expert_model_parallel_size = lc->ep > 0 ? lc->ep : 1;
     /* A few thousand elements: the test model's ~70k parameters make a few dozen buckets that
      * straddle layers and ZeRO shards, and most are reduced during the backward. */
     if (lc->overlap_grad || lc->overlap_param) pc.ddp_bucket_size = 3000;
@@ -67,6 +69,10 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     if (strcmp(lc->schedule, "zbv") == 0 && lc->vpp_layers > 0)
         sc.num_layers = lc->vpp_layers * 2 * lc->pp;
     sc.train_iters = steps;
+    sc.num_experts = lc->experts; /* the model: the same at both ends */
+    if (lc->topk > 0) sc.moe_router_topk = lc->topk;
+    sc.moe_aux_loss_coeff = lc->aux_coeff;
+    sc.moe_expert_capacity_factor = lc->capacity;
     train_config pc;
     equivalence_apply(&sc, lc, &pc);
     assert_true(train_config_check(&sc, 1, err, sizeof err));
@@ -74,17 +80,22 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     float *serial_loss = calloc((size_t)steps, sizeof(float));
     for (int it = 1; it <= steps; it++) serial_loss[it - 1] = trainer_step(serial, it).loss;
 
-    char rec[80] = ""; /* the recomputation, SP and sharding, for the messages */
+    char rec[160] = ""; /* the recomputation, SP and sharding, for the messages */
     if (lc->recompute)
         snprintf(rec, sizeof rec, " rc-%s%s%s", lc->recompute, lc->recompute_method ? "-" : "",
                  lc->recompute_method ? lc->recompute_method : "");
     if (lc->sequence_parallel) strcat(rec, " sp");
     if (lc->sharding) snprintf(rec + strlen(rec), sizeof rec - strlen(rec), " %s", lc->sharding);
+    if (lc->cp > 1) snprintf(rec + strlen(rec), sizeof rec - strlen(rec), " cp%d", lc->cp);
+    if (lc->experts > 0)
+        snprintf(rec + strlen(rec), sizeof rec - strlen(rec), " moe-E%d-k%d ep%d%s", lc->experts,
+                 sc.moe_router_topk, lc->ep > 0 ? lc->ep : 1, lc->capacity > 0 ? " cap" : "");
     if (!train_config_check(&pc, world, err, sizeof err)) fail_msg("layout rejected: %s", err);
     pg_layout l;
-    assert_true(pg_layout_make(&l, world, pc.tensor_model_parallel_size,
-                               pc.pipeline_model_parallel_size, pc.vpp, pc.rank_order, err,
-                               sizeof err));
+    assert_true(pg_layout_make5(&l, world, pc.tensor_model_parallel_size,
+                                pc.context_parallel_size, pc.expert_model_parallel_size,
+                                pc.pipeline_model_parallel_size, pc.vpp, pc.rank_order, err,
+                                sizeof err));
     parallel_state *ps = ps_create(&l, rank);
     trainer *par = trainer_create(&pc, ps);
     double worst_loss = 0.0;

@@ -24,6 +24,12 @@ typedef struct {
     /* --data-parallel-sharding-strategy (NULL: as .zero says): optim_grads is ZeRO-2,
      * optim_grads_params ZeRO-3 (src/zero/fsdp.h) */
     const char *sharding;
+    /* 5-D: --context-parallel-size, --expert-model-parallel-size (0 = 1). The model side —
+     * --num-experts, --moe-router-topk, --moe-aux-loss-coeff, --moe-expert-capacity-factor —
+     * is the serial run's too (an MoE model is compared with the same MoE model, serial). */
+    int cp, ep;
+    int experts, topk;
+    float aux_coeff, capacity;
 } layout_case;
 
 /* A small model and batch that every layout below divides. */

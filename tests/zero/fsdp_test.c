@@ -25,7 +25,7 @@
 
 enum { WORLD = 2, LAYERS = 4 }; /* 4 layers: zbv's 4 stages of a 2-rank V */
 
-static const gpt_config k_cfg = {256, 256, 8, LAYERS, 16, 2}; /* V T L C NH */
+static const gpt_config k_cfg = {.vocab_size = 256, .real_vocab = 256, .seq_len = 8, .num_layers = LAYERS, .hidden = 16, .num_heads = 2}; /* V T L C NH */
 
 /* The model's units in forward order, as gpt_hooks.h names them. */
 static int units_of(int *u) {

@@ -1,0 +1,153 @@
+/* moe_cp_equivalence_test.c — the 5-D layouts compute what one process computes.
+ *
+ * Run under mpirun with WORLD ranks (a build-time constant, one binary per world size; WORLD 1
+ * is the serial checks alone). Each case trains a few steps serially (on every rank, no
+ * communication) and at the layout, and compares every step's loss (rtol 1e-5) and every final
+ * parameter element (|diff| <= 1e-5 + 1e-4·|serial|), as equivalence_test.c does:
+ *   - context parallelism (--context-parallel-size): zig-zag positions, ring attention, the
+ *     gradients averaged over dp × cp — alone and with TP, PP, DP and ZeRO;
+ *   - mixture of experts at expert-parallel sizes 2 and 4 (--expert-model-parallel-size): the
+ *     all-to-all dispatch, the experts' gradients summed over the expert-data-parallel group —
+ *     against the same MoE model run serially, with TP, PP (split backward too) and CP.
+ * And, serially: an MoE model with one expert and top-1 routing is the dense model (losses to
+ * 1e-6 and every shared parameter after training within the same tolerance; the router alone is
+ * extra).
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "src/runtime/dist.h"
+#include "src/train/trainer.h"
+#include "tests/support/testing.h"
+#include "tests/train/equivalence.h"
+
+#ifndef WORLD
+#define WORLD 1
+#endif
+
+#if WORLD > 1
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+static const layout_case k_cases[] = {
+#if WORLD == 2
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 2},                         /* CP2 */
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .ep = 2, .experts = 4, .topk = 2, /* EP2 */
+     .aux_coeff = 0.01f},
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .ep = 2, .experts = 4, .topk = 1, /* EP2, dropping */
+     .aux_coeff = 0.01f, .capacity = 1.0f},
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .zero = true, .experts = 4, .topk = 2}, /* DP2 ZeRO */
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 2, .experts = 4, .topk = 2, /* CP2 MoE */
+     .aux_coeff = 0.01f},
+#elif WORLD == 4
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .cp = 2},               /* TP2 × CP2 */
+    {.tp = 1, .pp = 2, .schedule = "1f1b", .cp = 2},               /* CP2 × PP2 */
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 2, .zero = true}, /* CP2 × DP2 ZeRO */
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 4},               /* CP4 */
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .ep = 4, .experts = 4, .topk = 2, /* EP4 */
+     .aux_coeff = 0.01f},
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .ep = 2, .experts = 4, .topk = 2, /* TP2 × EP2 */
+     .aux_coeff = 0.01f},
+    {.tp = 1, .pp = 2, .schedule = "zb-h1", .ep = 2, .experts = 4, .topk = 2, /* PP2 × EP2 */
+     .aux_coeff = 0.01f},
+    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 2, .ep = 2, .experts = 4, .topk = 2, /* CP2×EP2 */
+     .aux_coeff = 0.01f},
+#elif WORLD == 8
+    {.tp = 2, .pp = 2, .schedule = "1f1b", .cp = 2},                   /* TP2 × CP2 × PP2 */
+    {.tp = 1, .pp = 2, .vpp_layers = 1, .schedule = "interleaved", .cp = 2, /* CP2 × DP2 × PP2 */
+     .zero = true},
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .cp = 4},                    /* TP2 × CP4 */
+    {.tp = 2, .pp = 2, .schedule = "1f1b", .ep = 2, .experts = 4, .topk = 2, /* TP2×PP2×EP2 */
+     .aux_coeff = 0.01f},
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .ep = 4, .experts = 8, .topk = 2, /* TP2 × EP4 */
+     .aux_coeff = 0.01f},
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .cp = 2, .ep = 2, .experts = 4, .topk = 2,
+     .aux_coeff = 0.01f}, /* TP2 × CP2 × DP2 (EP2) */
+#endif
+};
+#pragma GCC diagnostic pop
+
+static void every_layout_matches_the_serial_run(void **state) {
+    (void)state;
+    train_config base;
+    equivalence_base_config(&base);
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        equivalence_check(&base, &k_cases[i], 4, 1e-5, 1e-5, 1e-4);
+}
+#endif
+
+#if WORLD == 1
+/* The tensor of the same kind and layer in another model, or NULL. */
+static const gpt_param *twin(const local_model *m, const gpt_param *p) {
+    for (int i = 0; i < m->nparams; i++)
+        if (m->plist[i]->kind == p->kind && m->plist[i]->layer == p->layer) return m->plist[i];
+    return NULL;
+}
+
+/* One expert, top-1: every token goes to it with score 1, so the MoE model is the dense one
+ * (the same initial values: the experts' tensors are numbered as the dense MLP's). */
+static void one_expert_top1_is_the_dense_model(void **state) {
+    (void)state;
+    char err[512];
+    train_config dense;
+    equivalence_base_config(&dense);
+    train_config moe = dense;
+    moe.num_experts = 1;
+    moe.moe_router_topk = 1;
+    moe.moe_aux_loss_coeff = 0.01f; /* its gradient reaches no weight: softmax over one expert */
+    assert_true(train_config_check(&dense, 1, err, sizeof err));
+    if (!train_config_check(&moe, 1, err, sizeof err)) fail_msg("%s", err);
+    trainer *td = trainer_create(&dense, NULL), *tm = trainer_create(&moe, NULL);
+    for (int it = 1; it <= 4; it++) {
+        step_result rd = trainer_step(td, it), rm = trainer_step(tm, it);
+        const double rel = fabs((double)rd.loss - rm.loss) / fabs((double)rd.loss);
+        if (!(rel <= 1e-6))
+            fail_msg("step %d: MoE (1 expert, top-1) loss %.9g, dense %.9g (rel %.3g)", it,
+                     (double)rm.loss, (double)rd.loss, rel);
+        assert_true(rm.moe_tokens != NULL);
+        /* every position of the global batch went to the one expert, in every layer */
+        for (int l = 0; l < dense.num_layers; l++)
+            assert_int_equal(rm.moe_tokens[l],
+                             (int64_t)dense.global_batch_size * dense.seq_length);
+    }
+    const local_model *md = trainer_model(td), *mm = trainer_model(tm);
+    double worst = 0.0;
+    int routers = 0;
+    size_t bad = 0;
+    for (int i = 0; i < mm->nparams; i++) {
+        const gpt_param *p = mm->plist[i], *q = twin(md, p);
+        if (p->kind == GPT_ROUTER_W) {
+            routers++;
+            continue;
+        }
+        assert_non_null(q);
+        assert_int_equal(p->numel, q->numel);
+        for (size_t k = 0; k < p->numel; k++) {
+            const double a = mm->params[p->offset + k], b = md->params[q->offset + k];
+            if (fabs(a - b) / (fabs(b) + 1e-3) > worst) worst = fabs(a - b) / (fabs(b) + 1e-3);
+            /* the equivalence tolerance: the same sums, another order (the experts' weight
+             * gradients are computed into their own buffer and then added) */
+            if (!(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b))) bad++;
+        }
+    }
+    assert_int_equal(routers, dense.num_layers);
+    printf("  MoE 1 expert top-1 vs dense: 4 steps, worst param diff %.2e\n", worst);
+    assert_int_equal(bad, 0);
+    trainer_destroy(td);
+    trainer_destroy(tm);
+}
+#endif
+
+int main(int argc, char **argv) {
+    if (WORLD > 1) mpi_test_launch(argc, argv, WORLD);
+    dist_init(&argc, &argv);
+#if WORLD == 1
+    const struct CMUnitTest tests[] = {cmocka_unit_test(one_expert_top1_is_the_dense_model)};
+#else
+    const struct CMUnitTest tests[] = {cmocka_unit_test(every_layout_matches_the_serial_run)};
+#endif
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    dist_finalize();
+    return rc;
+}
