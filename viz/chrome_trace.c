@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "src/core/json.h"
+#include "viz/timeline.h"
 
 /* Starts the next element of traceEvents: an event object. */
 static void next(json_writer *w) { json_begin_object(w, JSON_COMPACT); }
@@ -132,8 +133,12 @@ static void write_compute(const rank_out *o, const trace_event *e, double a, dou
 static void write_p2p(const rank_out *o, size_t i, const trace_event *e, double a, double m,
                       double b) {
     json_writer *w = o->w;
-    const char *kn = trace_kind_name(e->kind);
     bool send = e->kind == TRACE_SEND;
+    /* A ring-attention step (the "cp" group) is its own kind, as in the pictures. */
+    const char *kn = viz_tl_message_kind(send ? VIZ_TL_SEND : VIZ_TL_RECV, NULL,
+                                         trace_file_string(o->tf, e->group)) == VIZ_TL_RING
+                         ? viz_tl_kind_name(VIZ_TL_RING)
+                         : trace_kind_name(e->kind);
     int tid = send ? VIZ_CT_TID_SEND : VIZ_CT_TID_RECV;
     if (m > a && slice_begin(w, o->pid, tid, "wait", "wait", a, m, o->t0)) {
         wait_args(w, kn, e);
@@ -173,16 +178,18 @@ static void write_collective(const rank_out *o, const trace_event *e, double a, 
     const char *group = trace_file_string(o->tf, e->group);
     /* A collective of the communication stream ran beside the rank: a thread of its own. */
     const int tid = e->flags & TRACE_STREAM ? VIZ_CT_TID_STREAM : VIZ_CT_TID_COLL;
+    const char *op = e->op >= 0 ? trace_file_string(o->tf, e->op) : "collective";
+    /* An all-to-all (MoE dispatch) is its own kind, as in the pictures. */
+    const char *kind = viz_tl_kind_name(viz_tl_message_kind(VIZ_TL_COLLECTIVE, op, group));
     if (m > a && slice_begin(w, o->pid, tid, "wait", "wait", a, m, o->t0)) {
         json_field_string(w, "class", "wait");
-        json_field_string(w, "kind", "collective");
+        json_field_string(w, "kind", kind);
         json_field_string(w, "group", group);
         slice_end(w);
     }
-    const char *op = e->op >= 0 ? trace_file_string(o->tf, e->op) : "collective";
     if (slice_begin(w, o->pid, tid, op, "transfer", m, b, o->t0)) {
         json_field_string(w, "class", "transfer");
-        json_field_string(w, "kind", "collective");
+        json_field_string(w, "kind", kind);
         json_field_string(w, "group", group);
         json_field_uint(w, "bytes", (unsigned long long)e->bytes);
         transfer_tail(w, o->tf, e, a, m, b);

@@ -8,7 +8,9 @@
  *   tid 3 "p2p send"     tid 4 "p2p recv"     tid 5 "collectives"
  *
  * Every slice carries its time class (viz/timeline.h) as its category and in args.class:
- * compute slices are "compute" (args.kind says forward / backward / …); a send, receive or
+ * compute slices are "compute" (args.kind says forward / backward / …; for messages it says
+ * send / recv / collective, or "all-to-all" and "ring" for the MoE dispatch and the ring
+ * attention steps, as viz_tl_message_kind tells them apart); a send, receive or
  * collective becomes two slices, "wait" (start -> ready: blocked on a peer; category "wait")
  * and the transfer (ready -> end: bytes moving; category "transfer", args wait_us and
  * bandwidth_gbps). A number that is not finite (a bandwidth over zero seconds) is written as

@@ -10,6 +10,7 @@
 #include "viz/chrome_trace.h"
 #include "viz/groups_draw.h"
 #include "viz/metrics_plot.h"
+#include "viz/moe_load_draw.h"
 #include "viz/timeline_draw.h"
 #include "viz/timeline_load.h"
 #include "viz/zero_draw.h"
@@ -86,7 +87,8 @@ static void draw_timelines(const viz_run_pictures *req, const viz_run_views *v,
 }
 
 /* RUN_DIR/loss.png from RUN_DIR/metrics.jsonl; a run that logged no step has no curves (a
- * note on stderr, no picture). */
+ * note on stderr, no picture). An MoE run (its steps carry moe_tokens) also gets
+ * RUN_DIR/moe_load.png. */
 static void draw_loss_curves(const viz_run_pictures *req) {
     char path[4200], err[1024];
     run_metrics *m = run_metrics_read(req->run_dir, err, sizeof err);
@@ -99,6 +101,13 @@ static void draw_loss_curves(const viz_run_pictures *req) {
     viz_metrics_plot(path, runs, 1, 1000, NULL);
     fprintf(req->out, "  %s   (loss, learning rate, gradient norm, tokens/s against the step)\n",
             path);
+    if (m->nmoe > 0) {
+        snprintf(path, sizeof path, "%s/moe_load.png", req->run_dir);
+        if (viz_moe_load_draw(m, path, 1000, err, sizeof err))
+            fprintf(req->out, "  %s   (each expert's share of its layer's tokens, per step)\n",
+                    path);
+        else fprintf(stderr, "%s: no MoE load picture: %s\n", req->who, err);
+    }
     run_metrics_free(m);
 }
 

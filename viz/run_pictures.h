@@ -4,6 +4,8 @@
  *   RUN_DIR/groups.png            the process groups of the layout
  *   RUN_DIR/zero.png              with ZeRO: rank 0's buffer cut into dp shards
  *   RUN_DIR/loss.png              loss, learning rate, gradient norm, tokens/s against the step
+ *   RUN_DIR/moe_load.png          MoE runs (metrics with moe_tokens): each expert's share of
+ *                                 its layer's tokens per step, dropped tokens (moe_load_draw.h)
  *   RUN_DIR/timeline.png          the last step, every rank, wall clock
  *   RUN_DIR/timeline-replay.png   the same step re-timed as if each rank had its own core
  *   RUN_DIR/trace.json            the whole run as a Chrome trace (Perfetto)
@@ -18,7 +20,7 @@
  *
  * Not here: reading trace files (src/trace/trace.h), the replay (src/trace/replay.h), the
  * drawings themselves (timeline_draw.h, groups_draw.h, zero_draw.h, metrics_plot.h,
- * chrome_trace.h), reading metrics.jsonl (src/trace/run_metrics.h).
+ * moe_load_draw.h, chrome_trace.h), reading metrics.jsonl (src/trace/run_metrics.h).
  */
 #ifndef TRIDENT_VIZ_RUN_PICTURES_H
 #define TRIDENT_VIZ_RUN_PICTURES_H

@@ -16,6 +16,8 @@ char viz_text_timeline_char(viz_tl_kind kind, int chunk) {
     case VIZ_TL_SEND: return '>';
     case VIZ_TL_RECV: return '<';
     case VIZ_TL_COLLECTIVE: return 'C';
+    case VIZ_TL_ALL_TO_ALL: return 'A';
+    case VIZ_TL_RING: return 'R';
     case VIZ_TL_DATA: return 'D';
     case VIZ_TL_EVAL: return 'E';
     default: return '?';
@@ -133,11 +135,19 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
                 "theory (p=%d, m=%d%s): %s = %s of total, %s = %s of ideal\n",
                 mt, mw, md, mi, tl->pp, tl->num_microbatches, cond, tx->total, tt, tx->ideal, ti);
     }
+    bool a2a = false, ring = false; /* named in the legend only when some panel has them */
+    for (int p = 0; p < n; p++)
+        for (int r = 0; r < tls[p]->nrows; r++)
+            for (int i = 0; i < tls[p]->rows[r].nboxes; i++) {
+                a2a |= tls[p]->rows[r].boxes[i].kind == VIZ_TL_ALL_TO_ALL;
+                ring |= tls[p]->rows[r].boxes[i].kind == VIZ_TL_RING;
+            }
     fprintf(f,
             "legend: F forward  B backward  W weight gradient (f, b, w: odd model chunk)  O "
             "optimizer  D data  E eval "
-            "(compute) | > send  < recv  C collective (transfer: bytes moving) | ~ wait (blocked "
-            "on a peer) | . idle (nothing scheduled)\n"
+            "(compute) | > send  < recv  C collective%s%s (transfer: bytes moving) | ~ wait "
+            "(blocked on a peer) | . idle (nothing scheduled)\n"
             "bubble = wait + idle inside the pipeline's first-forward..last-backward span, mean "
-            "over ranks; the four shares of a row add up to the step\n");
+            "over ranks; the four shares of a row add up to the step\n",
+            a2a ? "  A all-to-all (MoE)" : "", ring ? "  R ring step (CP)" : "");
 }

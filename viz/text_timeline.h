@@ -7,6 +7,7 @@
  *   compute   F forward  B backward  (lowercase f, b: an odd model chunk)  O optimizer
  *             D data     E eval                     — the compute kind covering most of it
  *   transfer  > send     < receive   C collective   — the message moving bytes longest
+ *             A all-to-all (MoE)     R ring step (CP)   (named in the legend when present)
  *   wait      ~          (blocked on a peer)
  *   idle      .          (nothing scheduled)
  *

@@ -10,13 +10,26 @@
 
 const char *viz_tl_kind_name(viz_tl_kind k) {
     static const char *const names[VIZ_TL_NUM_KINDS] = {
-        "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval", "weight",
+        "forward", "backward", "optimizer", "send",       "recv", "collective",
+        "data",    "eval",     "weight",    "all-to-all", "ring",
     };
     return (int)k >= 0 && k < VIZ_TL_NUM_KINDS ? names[k] : "?";
 }
 
 bool viz_tl_is_comm(viz_tl_kind k) {
-    return k == VIZ_TL_SEND || k == VIZ_TL_RECV || k == VIZ_TL_COLLECTIVE;
+    return k == VIZ_TL_SEND || k == VIZ_TL_RECV || k == VIZ_TL_COLLECTIVE ||
+           k == VIZ_TL_ALL_TO_ALL || k == VIZ_TL_RING;
+}
+
+viz_tl_kind viz_tl_message_kind(viz_tl_kind base, const char *op, const char *group) {
+    op = op ? op : "";
+    group = group ? group : "";
+    if (base == VIZ_TL_COLLECTIVE &&
+        (strncmp(op, "all_to_all", 10) == 0 || strcmp(op, "all-to-all") == 0))
+        return VIZ_TL_ALL_TO_ALL;
+    if ((base == VIZ_TL_SEND || base == VIZ_TL_RECV) && strcmp(group, "cp") == 0)
+        return VIZ_TL_RING;
+    return base;
 }
 
 viz_timeline *viz_timeline_new(const char *name, const char *schedule, int tp, int pp, int dp,

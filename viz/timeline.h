@@ -69,14 +69,28 @@ typedef enum {
     VIZ_TL_COLLECTIVE,
     VIZ_TL_DATA,
     VIZ_TL_EVAL,
-    VIZ_TL_WEIGHT, /* the W (weight gradient) of a split backward; BACKWARD is then B */
+    VIZ_TL_WEIGHT,     /* the W (weight gradient) of a split backward; BACKWARD is then B */
+    VIZ_TL_ALL_TO_ALL, /* a collective all-to-all: MoE token dispatch on the "ep" group */
+    VIZ_TL_RING,       /* a p2p message on the "cp" group: one step of ring attention */
     VIZ_TL_NUM_KINDS
 } viz_tl_kind;
 
-/* "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval", "weight". */
+/* "forward", "backward", "optimizer", "send", "recv", "collective", "data", "eval", "weight",
+ * "all-to-all", "ring". */
 const char *viz_tl_kind_name(viz_tl_kind k);
-/* Compute kinds occupy a rank's main lane; send/recv/collective its communication lane. */
+/* Compute kinds occupy a rank's main lane; send/recv/collective/all-to-all/ring its
+ * communication lane. */
 bool viz_tl_is_comm(viz_tl_kind k);
+
+/* The kind a message of the trace is drawn as. `base` is what the trace kind says (SEND, RECV
+ * or COLLECTIVE); two kinds of message are told apart by their op and group names:
+ *
+ *   COLLECTIVE whose op is an all-to-all ("all_to_all", "all_to_all_v", "all-to-all")
+ *                                     -> ALL_TO_ALL   (MoE dispatch: counts, tokens out, back)
+ *   SEND or RECV on the group "cp"    -> RING         (ring attention: one sendrecv per step)
+ *
+ * Everything else keeps `base`. op and group may be NULL or "". */
+viz_tl_kind viz_tl_message_kind(viz_tl_kind base, const char *op, const char *group);
 
 typedef struct {
     viz_tl_kind kind;
@@ -87,6 +101,8 @@ typedef struct {
     int peer;                 /* p2p: the other global rank, else -1 */
     int flow;                 /* p2p: id shared by a send and its matching receive, else -1 */
     char op[24];              /* collective / p2p op name ("all-reduce"), may be empty */
+    double bytes;             /* messages: the bytes the trace gives (what this rank sent),
+                               * else 0; all-to-all and ring boxes print it */
     bool stream;              /* a collective of the communication stream (overlapped with the
                                * rank's compute, trace flag STREAM): drawn on the stream lane
                                * under the comm lane, and in none of the rank's time classes */

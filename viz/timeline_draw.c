@@ -8,6 +8,9 @@
 #include "viz/timeline_layout.h"
 
 static const viz_rgb DATA_RGB = {0.55, 0.36, 0.30}, EVAL_RGB = {0.50, 0.50, 0.50};
+/* The messages of MoE and context parallelism: dark enough for white byte counts, and of hues
+ * no other kind uses (goldenrod, magenta). */
+static const viz_rgb ALL_TO_ALL_RGB = {0.62, 0.47, 0.02}, RING_RGB = {0.78, 0.16, 0.55};
 static const viz_rgb MUTED = {0.40, 0.40, 0.44};
 /* The time classes in the compute lane (viz/timeline.h): a transfer is solid slate, a wait is
  * pale and hatched, idle is left blank. */
@@ -34,6 +37,8 @@ viz_rgb viz_tl_box_color(viz_tl_kind kind, int chunk) {
     case VIZ_TL_RECV: c = VIZ_P2P; break;
     case VIZ_TL_COLLECTIVE: c = VIZ_COLLECTIVE; break;
     case VIZ_TL_DATA: c = DATA_RGB; break;
+    case VIZ_TL_ALL_TO_ALL: c = ALL_TO_ALL_RGB; break;
+    case VIZ_TL_RING: c = RING_RGB; break;
     default: c = EVAL_RGB; break;
     }
     if (chunk >= 2) c = viz_shade(c, -0.22 * (chunk / 2 > 2 ? 2 : chunk / 2));
@@ -135,9 +140,14 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
         cairo_stroke(cr);
     }
     for (int i = 0; i < row->nboxes; i++) {
+        const viz_tl_box *b = &row->boxes[i];
         const viz_tl_box_layout *B = &R->boxes[i];
-        if (B->label_shown)
-            viz_text(cr, B->x + B->w / 2, R->lane_y + 15, VIZ_TL_LABEL_SIZE, true, VIZ_CENTER,
+        if (!B->label_shown) continue;
+        if (viz_tl_is_comm(b->kind)) /* a byte count, on the box's own lane */
+            viz_text(cr, B->label_x, (b->stream ? R->stream_y : R->comm_y) + 7, VIZ_TL_BYTES_SIZE,
+                     false, VIZ_CENTER, (viz_rgb){1, 1, 1}, B->label);
+        else
+            viz_text(cr, B->label_x, R->lane_y + 15, VIZ_TL_LABEL_SIZE, true, VIZ_CENTER,
                      (viz_rgb){1, 1, 1}, B->label);
     }
 
@@ -249,9 +259,11 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
         {VIZ_TL_EVAL, "eval"},
         {VIZ_TL_SEND, "p2p message"},
         {VIZ_TL_COLLECTIVE, "collective"},
+        {VIZ_TL_ALL_TO_ALL, "all-to-all (MoE)"},
+        {VIZ_TL_RING, "ring step (CP)"},
     };
-    viz_rgb colors[10];
-    const char *labels[10];
+    viz_rgb colors[sizeof order / sizeof order[0]];
+    const char *labels[sizeof order / sizeof order[0]];
     int n = 0;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         bool present = L->kinds_present[order[i].k] ||
@@ -290,9 +302,13 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     cairo_set_line_width(cr, 0.8);
     cairo_stroke(cr);
     legend_item(cr, x, y, size, "idle (blank: nothing scheduled)");
+    const bool bytes = L->kinds_present[VIZ_TL_ALL_TO_ALL] || L->kinds_present[VIZ_TL_RING];
     viz_text(cr, L->plot_x, y + 14, 8.5, false, VIZ_LEFT, MUTED,
-             "the four shares of a row add up to the step · bubble = wait + idle inside the "
-             "pipeline's first-forward→last-backward span, mean over ranks");
+             bytes ? "the four shares of a row add up to the step · bubble = wait + idle inside "
+                     "the pipeline's first-forward→last-backward span, mean over ranks · "
+                     "all-to-all and ring boxes: bytes this rank sent"
+                   : "the four shares of a row add up to the step · bubble = wait + idle inside "
+                     "the pipeline's first-forward→last-backward span, mean over ranks");
 }
 
 void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,

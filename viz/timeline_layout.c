@@ -117,9 +117,17 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
         B->x = viz_tl_x(L, b->start);
         B->w = (b->end - b->start) * L->px_per_s;
         B->x_ready = viz_tl_x(L, b->ready);
-        if (b->microbatch >= 0 && !viz_tl_is_comm(b->kind))
-            snprintf(B->label, sizeof B->label, "%d", b->microbatch);
-        B->label_shown = B->label[0] && strlen(B->label) * VIZ_TL_CHAR_W + 4 <= B->w;
+        B->label_x = B->x + B->w / 2;
+        if (b->kind == VIZ_TL_ALL_TO_ALL || b->kind == VIZ_TL_RING) {
+            const double tw = B->x + B->w - B->x_ready; /* the transfer part */
+            viz_tl_format_bytes(b->bytes, B->label, (int)sizeof B->label);
+            B->label_x = B->x_ready + tw / 2;
+            B->label_shown = strlen(B->label) * VIZ_TL_BYTES_CHAR_W + 4 <= tw;
+        } else {
+            if (b->microbatch >= 0 && !viz_tl_is_comm(b->kind))
+                snprintf(B->label, sizeof B->label, "%d", b->microbatch);
+            B->label_shown = B->label[0] && strlen(B->label) * VIZ_TL_CHAR_W + 4 <= B->w;
+        }
         if (b->kind < VIZ_TL_NUM_KINDS) L->kinds_present[b->kind] = true;
         if (b->chunk >= 1) L->any_chunks = true;
     }
@@ -170,12 +178,20 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
 /* The centre of a row's comm lane, for arrows. */
 static double comm_mid(const viz_tl_row_layout *R) { return R->comm_y + VIZ_TL_COMM_H / 2.0; }
 
+/* The two ends of a matched message: a send (or a ring step that sends: sendrecv, send) and
+ * a receive (or a ring step's "recv"). */
+static bool sends(const viz_tl_box *b) {
+    return b->kind == VIZ_TL_SEND || (b->kind == VIZ_TL_RING && strcmp(b->op, "recv") != 0);
+}
+static bool receives(const viz_tl_box *b) {
+    return b->kind == VIZ_TL_RECV || (b->kind == VIZ_TL_RING && strcmp(b->op, "recv") == 0);
+}
+
 static void layout_arrows(viz_tl_panel_layout *P) {
     const viz_timeline *tl = P->tl;
     int nsend = 0;
     for (int r = 0; r < tl->nrows; r++)
-        for (int i = 0; i < tl->rows[r].nboxes; i++)
-            nsend += tl->rows[r].boxes[i].kind == VIZ_TL_SEND;
+        for (int i = 0; i < tl->rows[r].nboxes; i++) nsend += sends(&tl->rows[r].boxes[i]);
     P->arrows = callocCheck((size_t)nsend + 1, sizeof *P->arrows);
     /* Row layout by rank, to find a receiver's row. */
     int *display_of = mallocCheck((size_t)tl->nrows * sizeof *display_of);
@@ -185,12 +201,11 @@ static void layout_arrows(viz_tl_panel_layout *P) {
         const viz_tl_row *srow = &tl->rows[S->rank];
         for (int i = 0; i < srow->nboxes; i++) {
             const viz_tl_box *b = &srow->boxes[i];
-            if (b->kind != VIZ_TL_SEND || b->flow < 0 || b->peer < 0 || b->peer >= tl->nrows)
-                continue;
+            if (!sends(b) || b->flow < 0 || b->peer < 0 || b->peer >= tl->nrows) continue;
             const viz_tl_row_layout *D = &P->rows[display_of[b->peer]];
             const viz_tl_row *drow = &tl->rows[b->peer];
             for (int j = 0; j < drow->nboxes; j++) {
-                if (drow->boxes[j].kind != VIZ_TL_RECV || drow->boxes[j].flow != b->flow) continue;
+                if (!receives(&drow->boxes[j]) || drow->boxes[j].flow != b->flow) continue;
                 P->arrows[P->narrows++] = (viz_tl_arrow){
                     S->boxes[i].x_ready, comm_mid(S), D->boxes[j].x + D->boxes[j].w, comm_mid(D)};
                 break;

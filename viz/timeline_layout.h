@@ -44,12 +44,19 @@ enum {
 };
 #define VIZ_TL_LABEL_SIZE 10.0 /* micro-batch numbers, points */
 #define VIZ_TL_CHAR_W 6.4      /* estimated advance of one character at that size */
+#define VIZ_TL_BYTES_SIZE 6.5  /* byte counts in the comm lane, points */
+#define VIZ_TL_BYTES_CHAR_W 4.2
 
+/* Box labels. A compute box shows its micro-batch number, centred on the box in the compute
+ * lane. An all-to-all or ring box shows the bytes this rank sent ("12.0 KiB",
+ * viz_tl_format_bytes), small, centred on its transfer part (x_ready .. x + w) in the comm
+ * lane (or the stream lane); the other messages show nothing, as before. */
 typedef struct {
     double x, w;    /* the whole box */
     double x_ready; /* p2p: where waiting ends and the transfer starts (= x otherwise) */
     bool label_shown;
-    char label[16]; /* micro-batch number ("" when there is none) */
+    char label[16]; /* micro-batch number, or byte count ("" when there is none) */
+    double label_x; /* the label's centre */
 } viz_tl_box_layout;
 
 typedef struct {

@@ -175,6 +175,8 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
             viz_tl_kind kind = tl_kind(e->kind);
             if (kind == VIZ_TL_NUM_KINDS) continue;
             if (!whole && !in_step(e, step, s0, s1)) continue;
+            const char *op = trace_file_string(f, e->op);
+            kind = viz_tl_message_kind(kind, op, trace_file_string(f, e->group));
             viz_tl_box box = {
                 .kind = kind,
                 .microbatch = e->microbatch,
@@ -185,8 +187,9 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
                 .peer = e->peer,
                 .flow = r->flow[k][i],
                 .stream = (e->flags & TRACE_STREAM) != 0,
+                .bytes = viz_tl_is_comm(kind) ? (double)e->bytes : 0,
             };
-            snprintf(box.op, sizeof box.op, "%s", trace_file_string(f, e->op));
+            snprintf(box.op, sizeof box.op, "%s", op);
             viz_timeline_add_box(tl, k, box);
         }
         if (last_mem >= 0) viz_timeline_add_sample(tl, k, (whole ? t0 : s0 + off) - t0, last_mem);

@@ -8,6 +8,7 @@
  *   trident render run/ -o replay.png --replay       re-timed as if each rank had its own core
  *   trident render run/ -o both.png --replay-and-wall   wall clock above, replay below
  *   trident render --metrics serial/ 3d/ -o loss.png   loss curves of the runs, overlaid
+ *   trident render --moe-load moe/ -o moe_load.png     per-expert token load of an MoE run
  *   trident render run/ -o t.pdf --theme slides --width 1600 --height 900   for a slide
  *
  * The output format follows the extension (.png .svg .pdf .json .txt). Every input is read
@@ -20,7 +21,8 @@
  * use (viz_run_load: the measured run and its replay; viz_chrome_trace_save).
  *
  * --metrics reads RUN_DIR/metrics.jsonl instead of the traces (src/trace/run_metrics.h) and
- * draws the curves (viz/metrics_plot.h).
+ * draws the curves (viz/metrics_plot.h). --moe-load reads the same file's moe_tokens and
+ * moe_dropped and draws one heat map per layer (viz/moe_load_draw.h).
  *
  * Not here: the drawing (timeline_draw.h, metrics_plot.h), the model (timeline.h), the file
  * formats (src/trace).
@@ -38,6 +40,7 @@
 #include "src/trace/run_metrics.h"
 #include "viz/canvas.h"
 #include "viz/metrics_plot.h"
+#include "viz/moe_load_draw.h"
 #include "viz/run_pictures.h"
 #include "viz/text_timeline.h"
 #include "viz/timeline_draw.h"
@@ -49,6 +52,7 @@ static const char *k_usage =
     "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--arrows] [--replay | "
     "--replay-and-wall]\n"
     "       trident render --metrics RUN_DIR [RUN_DIR ...] -o FILE.png|.svg|.pdf\n"
+    "       trident render --moe-load RUN_DIR -o FILE.png|.svg|.pdf\n"
     "Turns the per-rank traces of training runs (RUN_DIR/trace/rank<k>.trace) into a timeline:\n"
     "  .png .svg .pdf  one row per rank grouped by pipeline stage, idle %, bubble, phases, memory\n"
     "  .json           Chrome trace for ui.perfetto.dev or chrome://tracing (every step)\n"
@@ -62,7 +66,11 @@ static const char *k_usage =
     "--metrics draws, from each RUN_DIR/metrics.jsonl, training loss and held-out loss, learning\n"
     "rate, gradient norm and tokens/s against the step, one panel each, the runs overlaid and\n"
     "labelled with their layout (tp x pp x dp, schedule, ZeRO, from RUN_DIR/config.json): runs of\n"
-    "one model at different layouts compute the same numbers, so their curves lie on one another.";
+    "one model at different layouts compute the same numbers, so their curves lie on one "
+    "another.\n"
+    "--moe-load draws, from the RUN_DIR/metrics.jsonl of a mixture-of-experts run (moe_tokens,\n"
+    "moe_dropped, moe_aux_loss), one heat map per layer: x = step, y = expert, colour = the\n"
+    "expert's share of the layer's routed tokens (balanced = 1/E), dropped tokens above it.";
 
 /* The panels of the picture: one per run directory, or two (wall clock, replay) with
  * --replay-and-wall. Every input is read and checked before anything is written. */
@@ -150,12 +158,29 @@ static void write_metrics(const char *output, const char *const *dirs, int ndirs
     }
 }
 
+/* --moe-load: one run's metrics.jsonl read and checked, then one picture. */
+static void write_moe_load(const char *output, const char *dir, int width) {
+    if (!viz_format_of(output))
+        die("trident render: cannot write '%s': --moe-load draws a picture, the extension must be "
+            ".png, .svg or .pdf",
+            output);
+    char err[1024];
+    run_metrics *m = run_metrics_read(dir, err, sizeof err);
+    if (!m) die("trident render: --moe-load %s: %s", dir, err);
+    if (!viz_moe_load_draw(m, output, width, err, sizeof err))
+        die("trident render: --moe-load %s: %s", dir, err);
+    printf("trident render: wrote %s (expert load of %d experts x %d layers over %d logged "
+           "steps)\n",
+           output, m->moe_experts, m->moe_layers, m->nmoe);
+    run_metrics_free(m);
+}
+
 int cmd_render(int argc, char **argv) {
     const char *output = NULL;
     int step = -1, width = 0, columns = 100;
     int height = 0;
     const char *theme = NULL;
-    bool arrows = false, replay = false, both = false, metrics = false;
+    bool arrows = false, replay = false, both = false, metrics = false, moe_load = false;
     flag_spec specs[] = {
         {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)",
          NULL},
@@ -170,6 +195,8 @@ int cmd_render(int argc, char **argv) {
          NULL},
         {"--metrics", FLAG_BOOL, &metrics,
          "draw the runs' loss curves (metrics.jsonl), not timelines", NULL},
+        {"--moe-load", FLAG_BOOL, &moe_load,
+         "draw an MoE run's per-expert token load per step (metrics.jsonl), not timelines", NULL},
         {"--theme", FLAG_CHOICE, &theme,
          "look of the picture: default, or slides (large type, thick lines, grey-scale safe)",
          "default|slides"},
@@ -186,10 +213,19 @@ int cmd_render(int argc, char **argv) {
         die("trident render: %d run directories given, at most %d fit in one picture", ndirs,
             MAX_RUNS);
     if (!output) die("trident render: -o FILE is required (.png, .svg, .pdf, .json or .txt)");
-    if (width == 0) width = metrics ? 1000 : 1400;
+    if (width == 0) width = metrics || moe_load ? 1000 : 1400;
     if (width < 400 || width > 20000)
         die("trident render: --width %d is out of range (400 to 20000)", width);
     viz_picture_options("trident render", theme, height ? width : 0, height);
+    if (moe_load) {
+        if (metrics || replay || both || arrows || step != -1)
+            die("trident render: --moe-load draws one run's expert load; --metrics, --replay, "
+                "--replay-and-wall, --arrows and --step are for other pictures");
+        if (ndirs != 1)
+            die("trident render: --moe-load draws one run, %d run directories given", ndirs);
+        write_moe_load(output, dirs[0], width);
+        return 0;
+    }
     if (metrics) {
         if (replay || both || arrows || step != -1)
             die("trident render: --metrics draws curves; --replay, --replay-and-wall, --arrows and "

@@ -2,6 +2,7 @@
 #include "src/trace/run_metrics.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +17,14 @@
 enum { FIELD_MAX = 64, KEY_LEN = 64, STR_LEN = 64 };
 #define RUN_METRICS_MAX_BYTES ((size_t)1 << 30) /* metrics.jsonl read whole: 1 GiB at most */
 
-typedef enum { V_NUMBER, V_STRING, V_BOOL, V_NULL } value_kind;
+typedef enum { V_NUMBER, V_STRING, V_BOOL, V_NULL, V_ARRAY } value_kind;
 
 typedef struct {
     char key[KEY_LEN]; /* truncated when longer */
     value_kind kind;
     double num;        /* V_NUMBER; V_BOOL: 0 or 1 */
     char str[STR_LEN]; /* V_STRING, truncated */
+    const char *at;    /* V_ARRAY: its '[' in the line, read by parse_counts */
 } field;
 
 typedef struct {
@@ -53,6 +55,28 @@ static const char *parse_string(const char *p, char *out, size_t cap) {
     if (*p != '"') return NULL;
     out[n] = 0;
     return p + 1;
+}
+
+/* The keys whose value may be an array (of counts, nested at most two deep): the MoE load. */
+static bool array_key(const char *key) {
+    return strcmp(key, "moe_tokens") == 0 || strcmp(key, "moe_dropped") == 0;
+}
+
+/* Past the array at p (on its '['): numbers, commas and blanks, nested at most two deep;
+ * NULL when it is not that. The numbers themselves are read by parse_counts. */
+static const char *skip_array(const char *p) {
+    int depth = 0;
+    do {
+        if (*p == '[') {
+            if (++depth > 2) return NULL;
+        } else if (*p == ']') {
+            depth--;
+        } else if (*p == 0 || !strchr("0123456789+-.eE, \t\r\n", *p)) {
+            return NULL;
+        }
+        p++;
+    } while (depth > 0);
+    return p;
 }
 
 /* Parses `s` as one flat object; false with why[] (and the column) when it is not one. */
@@ -88,6 +112,11 @@ static bool parse_object(const char *s, object *o, char *why, size_t whylen) {
             f->kind = V_NULL;
             f->num = NAN;
             q = p + 4;
+        } else if (*p == '[' && array_key(f->key)) {
+            f->kind = V_ARRAY;
+            f->at = p;
+            q = skip_array(p);
+            if (!q) BAD("\"%s\" is not an array of numbers (at most two deep)", f->key);
         } else if (*p == '{' || *p == '[') {
             BAD("\"%s\" holds a nested %s; metrics lines are flat", f->key,
                 *p == '{' ? "object" : "array");
@@ -123,6 +152,120 @@ static const field *find(const object *o, const char *key) {
 static double number_or_nan(const object *o, const char *key) {
     const field *f = find(o, key);
     return f && f->kind == V_NUMBER ? f->num : NAN;
+}
+
+/* ---- the MoE load -------------------------------------------------------------------------- */
+
+/* One array of counts at p (on its '['): non-negative integers below 2^32. Stores the first
+ * `cap` into out and counts them all in *n. The end past ']', or NULL with why[]. */
+static const char *parse_counts(const char *p, uint32_t *out, int cap, int *n, const char *what,
+                                char *why, size_t whylen) {
+    *n = 0;
+    if (*p != '[') return snprintf(why, whylen, "%s must be an array of counts", what), NULL;
+    p = skip_ws(p + 1);
+    if (*p == ']') return p + 1;
+    for (;;) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || !strchr("-0123456789", *p))
+            return snprintf(why, whylen, "%s holds something other than a count", what), NULL;
+        if (!(v >= 0 && v < 4294967296.0 && v == floor(v)))
+            return snprintf(why, whylen, "%s holds %g: counts are non-negative integers", what, v),
+                   NULL;
+        if (*n < cap) out[*n] = (uint32_t)v;
+        if (*n < INT_MAX) (*n)++;
+        p = skip_ws(end);
+        if (*p == ']') return p + 1;
+        if (*p != ',') return snprintf(why, whylen, "%s: expected ',' or ']'", what), NULL;
+        p = skip_ws(p + 1);
+    }
+}
+
+static void *grow(void *p, size_t bytes);
+
+/* Room for `need` counts in m->moe_counts. */
+static void reserve_counts(run_metrics *m, size_t *cap, size_t need) {
+    if (need <= *cap) return;
+    while (*cap < need) *cap = *cap ? 2 * *cap : 4096;
+    m->moe_counts = grow(m->moe_counts, *cap * sizeof *m->moe_counts);
+}
+
+/* A step line's moe_tokens and moe_dropped appended to m->moe_counts (run_metrics.h: L*E
+ * tokens, then L dropped, zeros when the line has none) and m->moe; false with why[] when they
+ * break a rule of run_metrics.h. *has_dropped: the line gave moe_dropped. */
+static bool append_moe(run_metrics *m, size_t *cap, int *cap_moe, const object *o, int line,
+                       bool *has_dropped, char *why, size_t whylen) {
+    const field *tok = find(o, "moe_tokens"), *drop = find(o, "moe_dropped");
+    *has_dropped = false;
+    if (!tok) {
+        if (drop) snprintf(why, whylen, "\"moe_dropped\" without \"moe_tokens\"");
+        return !drop;
+    }
+    if (tok->kind != V_ARRAY || (drop && drop->kind != V_ARRAY)) {
+        snprintf(why, whylen, "\"%s\" must be an array",
+                 tok->kind != V_ARRAY ? "moe_tokens" : "moe_dropped");
+        return false;
+    }
+    const bool first = m->nmoe == 0;
+    const int L0 = m->moe_layers, E0 = m->moe_experts;
+    const size_t base = first ? 0 : (size_t)m->nmoe * ((size_t)L0 * (size_t)E0 + (size_t)L0);
+    int L = 0, E = E0;
+    const char *p = skip_ws(tok->at + 1); /* past the outer '[' */
+    while (*p != ']') {
+        if (L == RUN_METRICS_MAX_MOE_LAYERS)
+            return snprintf(why, whylen, "\"moe_tokens\" has more than %d layers",
+                            RUN_METRICS_MAX_MOE_LAYERS),
+                   false;
+        const int cap_e = L == 0 && first ? RUN_METRICS_MAX_MOE_EXPERTS : E;
+        reserve_counts(m, cap, base + (size_t)L * (size_t)cap_e + (size_t)cap_e);
+        char what[64];
+        snprintf(what, sizeof what, "layer %d of \"moe_tokens\"", L);
+        int n;
+        p = parse_counts(p, m->moe_counts + base + (size_t)L * (size_t)cap_e, cap_e, &n, what, why,
+                         whylen);
+        if (!p) return false;
+        if (L == 0 && first) {
+            if (n < 1 || n > RUN_METRICS_MAX_MOE_EXPERTS)
+                return snprintf(why, whylen, "layer 0 of \"moe_tokens\" has %d experts (1 to %d)",
+                                n, RUN_METRICS_MAX_MOE_EXPERTS),
+                       false;
+            E = n;
+        } else if (n != E) {
+            return snprintf(why, whylen,
+                            "layer %d of \"moe_tokens\" has %d experts, %s has %d (ragged)", L, n,
+                            first ? "layer 0" : "the first MoE line", E),
+                   false;
+        }
+        L++;
+        p = skip_ws(p);
+        if (*p == ',') p = skip_ws(p + 1);
+        else if (*p != ']') return snprintf(why, whylen, "\"moe_tokens\" must be arrays"), false;
+    }
+    if (L == 0) return snprintf(why, whylen, "\"moe_tokens\" has no layers"), false;
+    if (!first && L != L0)
+        return snprintf(why, whylen, "\"moe_tokens\" has %d layers, the first MoE line had %d", L,
+                        L0),
+               false;
+    const size_t LE = (size_t)L * (size_t)E;
+    reserve_counts(m, cap, base + LE + (size_t)L);
+    uint32_t *dropped = m->moe_counts + base + LE;
+    memset(dropped, 0, (size_t)L * sizeof *dropped);
+    if (drop) {
+        int n;
+        if (!parse_counts(drop->at, dropped, L, &n, "\"moe_dropped\"", why, whylen)) return false;
+        if (n != L)
+            return snprintf(why, whylen, "\"moe_dropped\" has %d counts for %d layers", n, L),
+                   false;
+        *has_dropped = true;
+    }
+    m->moe_layers = L, m->moe_experts = E;
+    if (m->nmoe == *cap_moe) {
+        *cap_moe = *cap_moe ? 2 * *cap_moe : 64;
+        m->moe = grow(m->moe, (size_t)*cap_moe * sizeof *m->moe);
+    }
+    /* The views are set when the file is read: the buffer still moves. */
+    m->moe[m->nmoe++] = (run_metrics_moe){m->steps[line].step, line, NULL, NULL};
+    return true;
 }
 
 /* ---- the layout label --------------------------------------------------------------------- */
@@ -192,6 +335,8 @@ void run_metrics_free(run_metrics *m) {
     if (!m) return;
     free(m->steps);
     free(m->evals);
+    free(m->moe);
+    free(m->moe_counts);
     free(m);
 }
 
@@ -228,6 +373,7 @@ static void append_record(run_metrics *m, int *cap_s, int *cap_e, const object *
             .tokens_per_sec = number_or_nan(o, "tokens_per_sec"),
             .model_flops_per_s = number_or_nan(o, "model_flops_per_s"),
             .mfu = number_or_nan(o, "mfu"),
+            .moe_aux_loss = number_or_nan(o, "moe_aux_loss"),
         };
     } else {
         if (m->nevals == *cap_e) {
@@ -257,23 +403,19 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
         run_metrics_free(m);
         return NULL;
     }
-    const char *at = text, *end = text + size;
-    int cap_s = 0, cap_e = 0, lineno = 0;
-    char line[4096], why[256];
-    bool ok = true;
+    /* Lines are parsed in place, each cut at its newline: the file's bound is theirs (an MoE
+     * line of L x E counts is long). */
+    char *at = text, *end = text + size;
+    int cap_s = 0, cap_e = 0, cap_moe = 0, lineno = 0;
+    size_t cap_counts = 0;
+    char why[256];
+    bool ok = true, *dropped_given = NULL;
     while (ok && at < end) {
-        const char *nl = memchr(at, '\n', (size_t)(end - at));
-        const size_t llen = (size_t)((nl ? nl : end) - at);
+        char *nl = memchr(at, '\n', (size_t)(end - at));
+        const char *line = at;
+        if (nl) *nl = 0;
+        at = nl ? nl + 1 : end;
         lineno++;
-        if (llen >= sizeof line) {
-            snprintf(err, errlen, "%s:%d: line longer than %zu bytes", path, lineno,
-                     sizeof line - 1);
-            ok = false;
-            break;
-        }
-        memcpy(line, at, llen);
-        line[llen] = 0;
-        at += llen + (nl != NULL);
         if (*skip_ws(line) == 0) continue; /* blank */
         object o;
         if (!parse_object(line, &o, why, sizeof why)) {
@@ -296,8 +438,28 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
             break;
         }
         append_record(m, &cap_s, &cap_e, &o, loss, eval, step);
+        if (!loss) continue;
+        const int had = m->nmoe;
+        bool has_dropped;
+        if (!append_moe(m, &cap_counts, &cap_moe, &o, m->nsteps - 1, &has_dropped, why,
+                        sizeof why)) {
+            snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+            ok = false;
+            break;
+        }
+        if (m->nmoe > had) {
+            dropped_given = grow(dropped_given, (size_t)cap_moe * sizeof *dropped_given);
+            dropped_given[had] = has_dropped;
+        }
     }
     free(text);
+    /* One buffer, many views: each MoE line's L x E tokens and L dropped counts. */
+    const size_t per = (size_t)m->moe_layers * (size_t)m->moe_experts + (size_t)m->moe_layers;
+    for (int i = 0; ok && i < m->nmoe; i++) {
+        m->moe[i].tokens = m->moe_counts + (size_t)i * per;
+        m->moe[i].dropped = dropped_given[i] ? m->moe[i].tokens + per - m->moe_layers : NULL;
+    }
+    free(dropped_given);
     if (ok && m->nsteps == 0) {
         snprintf(err, errlen, "%s has no training steps (%s): nothing to draw", path,
                  lineno == 0 ? "the file is empty" : "no line with a \"loss\"");

@@ -14,6 +14,20 @@
  * its allocator measured over the whole run (src/device/device_memory.h). Nothing here reads
  * them (they have no "loss"); `trident bench --suite memory` and the tests do.
  *
+ * A step line of a mixture-of-experts run also carries the router's load (L layers, E experts):
+ *
+ *   {"step":10,"loss":4.7,...,"moe_aux_loss":0.0123,"moe_tokens":[[n_00,...,n_0(E-1)],...,
+ *    [n_(L-1)0,...]],"moe_dropped":[d_0,...,d_(L-1)]}
+ *
+ * moe_tokens[l][e] is the number of tokens layer l's router sent to expert e in that step,
+ * moe_dropped[l] the tokens layer l dropped (over an expert's capacity); both optional, the
+ * aux loss (the load-balancing loss, mean over layers) too. They are the only arrays a line may
+ * hold, and are checked: moe_tokens has 1..RUN_METRICS_MAX_MOE_LAYERS layers of the same
+ * 1..RUN_METRICS_MAX_MOE_EXPERTS experts, the same L and E on every line; moe_dropped has L
+ * counts and comes with moe_tokens; every count is a non-negative integer below 2^32. The
+ * counts are kept as uint32 (each takes at least two bytes of text, so memory stays within
+ * twice the file's size).
+ *
  * A line with "loss" is a training step, a line with "eval_loss" a held-out evaluation; other
  * objects are skipped (room for lines a later trainer adds), unknown keys are ignored. A line
  * that is not a flat object of numbers, strings, true/false/null, or a step/loss line whose
@@ -34,12 +48,24 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+enum { RUN_METRICS_MAX_MOE_LAYERS = 4096, RUN_METRICS_MAX_MOE_EXPERTS = 4096 };
 
 typedef struct {
     int step;
     double loss, lr, grad_norm, tokens_per_sec; /* NAN when absent */
     double model_flops_per_s, mfu;              /* NAN when absent (runs before MFU) */
+    double moe_aux_loss;                        /* NAN when absent (not an MoE run) */
 } run_metrics_step;
+
+/* The expert load of one step line that had moe_tokens: views into run_metrics.moe_counts. */
+typedef struct {
+    int step;                /* the training step */
+    int line;                /* its entry in run_metrics.steps (for the aux loss, the loss) */
+    const uint32_t *tokens;  /* (L, E): tokens[l * E + e] went to expert e of layer l */
+    const uint32_t *dropped; /* (L): tokens layer l dropped; NULL when the line had none */
+} run_metrics_moe;
 
 typedef struct {
     int step;
@@ -50,8 +76,12 @@ typedef struct {
     char dir[4096];   /* as given, without trailing '/' */
     char layout[160]; /* "tp2×pp2×dp2, interleaved v2, ZeRO", "serial"; "" when unknown */
     int nsteps, nevals;
-    run_metrics_step *steps; /* (nsteps) in file order */
-    run_metrics_eval *evals; /* (nevals) in file order */
+    run_metrics_step *steps;     /* (nsteps) in file order */
+    run_metrics_eval *evals;     /* (nevals) in file order */
+    int moe_layers, moe_experts; /* L, E; both 0 when no line has moe_tokens */
+    int nmoe;
+    run_metrics_moe *moe; /* (nmoe) in file order */
+    uint32_t *moe_counts; /* (nmoe, L*E + L): per line its tokens, then its dropped counts */
 } run_metrics;
 
 /* NULL and one line in err when RUN_DIR/metrics.jsonl is missing, unreadable, malformed (the

@@ -3,6 +3,7 @@
 #include "src/trace/run_metrics.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -119,12 +120,97 @@ static void test_bad_files_are_named_with_their_line(void **state) {
     expect_error("{\"step\":1,\"loss\":null}\n", "\"loss\" must be a number");
 }
 
+/* An MoE run's step lines: moe_tokens (L = 2 layers of E = 3 experts), moe_dropped, the aux
+ * loss; a line without them (an eval, a step that did not log them) is not an MoE line. */
+static void test_reads_moe_load(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("run_metrics_moe");
+    write_file(dir, "metrics.jsonl",
+               "{\"step\":1,\"loss\":5.5,\"moe_aux_loss\":0.0123,"
+               "\"moe_tokens\":[[10, 20, 30],[0,0,60]],\"moe_dropped\":[0, 4]}\n"
+               "{\"step\":1,\"eval_loss\":5.4}\n"
+               "{\"step\":2,\"loss\":5.4}\n"
+               "{\"step\":3,\"loss\":5.3,\"moe_tokens\":[ [ 4294967295 ,0,1 ] , [7,8,9] ] }\n");
+    char err[512] = "";
+    run_metrics *m = run_metrics_read(dir, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    assert_int_equal(m->nsteps, 3);
+    assert_int_equal(m->moe_layers, 2);
+    assert_int_equal(m->moe_experts, 3);
+    assert_int_equal(m->nmoe, 2);
+    assert_true(m->steps[0].moe_aux_loss == 0.0123);
+    assert_true(isnan(m->steps[1].moe_aux_loss));
+    const run_metrics_moe *a = &m->moe[0], *b = &m->moe[1];
+    assert_int_equal(a->step, 1);
+    assert_int_equal(a->line, 0);
+    const uint32_t want_a[6] = {10, 20, 30, 0, 0, 60}, want_b[6] = {4294967295u, 0, 1, 7, 8, 9};
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(a->tokens[i], want_a[i]);
+        assert_int_equal(b->tokens[i], want_b[i]);
+    }
+    assert_non_null(a->dropped);
+    assert_int_equal(a->dropped[0], 0);
+    assert_int_equal(a->dropped[1], 4);
+    assert_int_equal(b->step, 3);
+    assert_int_equal(b->line, 2);
+    assert_null(b->dropped); /* the line gave no moe_dropped */
+    run_metrics_free(m);
+
+    /* A run without MoE fields has none. */
+    write_file(dir, "metrics.jsonl", "{\"step\":1,\"loss\":2}\n");
+    m = run_metrics_read(dir, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    assert_int_equal(m->nmoe, 0);
+    assert_int_equal(m->moe_layers, 0);
+    assert_null(m->moe);
+    run_metrics_free(m);
+}
+
+static void test_bad_moe_fields_are_named_with_their_line(void **state) {
+    (void)state;
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[1,2,3],[4,5]]}\n",
+                 ":1: layer 1 of \"moe_tokens\" has 2 experts, layer 0 has 3 (ragged)");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[1,2],[3,4]]}\n"
+                 "{\"step\":2,\"loss\":2,\"moe_tokens\":[[1,2,3],[3,4,5]]}\n",
+                 ":2: layer 0 of \"moe_tokens\" has 3 experts, the first MoE line has 2");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[1,2]]}\n"
+                 "{\"step\":2,\"loss\":2,\"moe_tokens\":[[1,2],[3,4]]}\n",
+                 ":2: \"moe_tokens\" has 2 layers, the first MoE line had 1");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[1,-2]]}\n",
+                 ":1: layer 0 of \"moe_tokens\" holds -2: counts are non-negative integers");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[1,2.5]]}\n", "holds 2.5");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[1,4294967296]]}\n", "holds 4.29497e+09");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[]}\n", "\"moe_tokens\" has no layers");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[]]}\n", "has 0 experts (1 to 4096)");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[1,2]}\n",
+                 "layer 0 of \"moe_tokens\" must be an array of counts");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[[1]]]}\n",
+                 "\"moe_tokens\" is not an array of numbers (at most two deep)");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[\"a\"]]}\n", "not an array of numbers");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[1,2]],\"moe_dropped\":[1,2]}\n",
+                 ":1: \"moe_dropped\" has 2 counts for 1 layers");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_dropped\":[1]}\n",
+                 ":1: \"moe_dropped\" without \"moe_tokens\"");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":7}\n", "\"moe_tokens\" must be an array");
+    expect_error("{\"step\":1,\"loss\":2,\"moe_tokens\":[[1,2]\n", "not a flat JSON object");
+    expect_error("{\"step\":1,\"loss\":2,\"other\":[1,2]}\n", "\"other\" holds a nested array");
+    /* 4097 layers of one expert: over the bound */
+    static char big[4097 * 4 + 128];
+    int n = snprintf(big, sizeof big, "{\"step\":1,\"loss\":2,\"moe_tokens\":[");
+    for (int l = 0; l < 4097; l++)
+        n += snprintf(big + n, sizeof big - (size_t)n, "%s[0]", l ? "," : "");
+    snprintf(big + n, sizeof big - (size_t)n, "]}\n");
+    expect_error(big, "\"moe_tokens\" has more than 4096 layers");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_steps_evals_and_layout),
         cmocka_unit_test(test_layout_labels),
         cmocka_unit_test(test_no_config_means_no_label),
         cmocka_unit_test(test_bad_files_are_named_with_their_line),
+        cmocka_unit_test(test_reads_moe_load),
+        cmocka_unit_test(test_bad_moe_fields_are_named_with_their_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -240,6 +240,53 @@ static void metrics_bad_input_is_one_line_and_no_file(void **state) {
     expect_magic(out, "\x89PNG");
 }
 
+/* `render --moe-load`: an MoE run's metrics.jsonl drawn in every picture format; a run without
+ * moe_tokens, several runs, or a non-picture extension refused with one line and no file. */
+static void moe_load_is_drawn_and_a_dense_run_refused(void **state) {
+    (void)state;
+    const char *base = test_tmpdir("render_moe");
+    char moe[4200], dense[4200], path[4300], args[9000], out[4300];
+    snprintf(moe, sizeof moe, "%s/moe", base);
+    snprintf(dense, sizeof dense, "%s/dense", base);
+    write_metrics_run(dense, 1, 1, 1, 1000);
+    snprintf(path, sizeof path, "mkdir -p '%s'", moe);
+    assert_int_equal(system(path), 0);
+    snprintf(path, sizeof path, "%s/metrics.jsonl", moe);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int step = 1; step <= 12; step++)
+        fprintf(f,
+                "{\"step\":%d,\"loss\":%.3f,\"moe_aux_loss\":0.012,\"moe_tokens\":[[%d,10,10,10],"
+                "[10,10,10,10]],\"moe_dropped\":[%d,0]}\n",
+                step, 5.0 - 0.1 * step, 10 + step, step % 3);
+    fclose(f);
+    const char *exts[] = {"png", "svg", "pdf"};
+    const char *magic[] = {"\x89PNG", "<?xml", "%PDF"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(out, sizeof out, "%s/moe_load.%s", base, exts[i]);
+        snprintf(args, sizeof args, "--moe-load %s -o %s", moe, out);
+        if (render(args) != 0) fail_msg("render --moe-load to .%s failed: %s", exts[i], g_out);
+        expect_magic(out, magic[i]);
+        assert_true(size_of(out) > 1000);
+    }
+    assert_non_null(strstr(g_out, "4 experts x 2 layers over 12 logged steps"));
+
+    snprintf(out, sizeof out, "%s/refused.png", base);
+    snprintf(args, sizeof args, "--moe-load %s -o %s", dense, out);
+    char want[4400];
+    snprintf(want, sizeof want,
+             "--moe-load %s: %s/metrics.jsonl has no moe_tokens (not an MoE run)", dense, dense);
+    expect_refusal(args, want, out);
+    snprintf(args, sizeof args, "--moe-load %s %s -o %s", moe, dense, out);
+    expect_refusal(args, "--moe-load draws one run, 2 run directories given", out);
+    snprintf(args, sizeof args, "--moe-load %s -o %s/x.json", moe, base);
+    expect_refusal(args, "--moe-load draws a picture, the extension must be", out);
+    snprintf(args, sizeof args, "--moe-load %s --step 3 -o %s", moe, out);
+    expect_refusal(args, "--moe-load draws one run's expert load", out);
+    assert_int_equal(render("--help"), 0);
+    assert_non_null(strstr(g_out, "--moe-load"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_format_is_written),
@@ -247,6 +294,7 @@ int main(void) {
         cmocka_unit_test(replay_is_drawn_and_labelled),
         cmocka_unit_test(metrics_of_two_runs_in_every_picture_format),
         cmocka_unit_test(metrics_bad_input_is_one_line_and_no_file),
+        cmocka_unit_test(moe_load_is_drawn_and_a_dense_run_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -495,6 +495,132 @@ static void phases_of_a_recorded_interleaved_run_follow_pp_warmup(void **state) 
     trace_run_free(run);
 }
 
+/* An MoE + context-parallel step of two ranks (world = ep = cp = 2), times in ms:
+ *
+ *   both ranks  step 0 [0, 10]: F [0, 4], B [5, 9]
+ *     inside F: an all_to_all_v on "ep" [1, 2], 12288 bytes sent ("12.0 KiB"), which rank 1
+ *               enters at 1.2 (so rank 0 waits 1 .. 1.2, the reader's last arrival),
+ *               a cp sendrecv ring step [2.5, 3] to the other rank, 100 bytes;
+ *     inside B: an all_to_all_v on "ep" [6, 6.01] of 4096 bytes — too short for its label;
+ *     and a plain all-reduce on "dp" [9, 9.5], which stays a collective.
+ *
+ * The loader must classify the messages into the new kinds with their bytes, and the layout
+ * must print the byte counts in the boxes wide enough for them. */
+static const char *write_moe_cp_step(void) {
+    const char *dir = test_tmpdir("moe_cp");
+    for (int r = 0; r < 2; r++) {
+        trace_header h = {0};
+        h.rank = r, h.world_size = 2, h.tp = 1, h.pp = 1, h.dp = 2, h.vpp = 1, h.dp_rank = r;
+        h.num_microbatches = 1;
+        strcpy(h.schedule, "1f1b");
+        h.config_json = "{}";
+        trace_recorder *t = trace_create(&h, 64);
+        const double ms = 1e-3;
+        trace_record(t, TRACE_STEP, 0, -1, -1, 0, 10 * ms);
+        trace_record(t, TRACE_FORWARD, 0, 0, 0, 0, 4 * ms);
+        trace_record(t, TRACE_BACKWARD, 0, 0, 0, 5 * ms, 9 * ms);
+        trace_comm_info a2a = {.kind = TRACE_COLLECTIVE,
+                               .op = "all_to_all_v",
+                               .group = "ep",
+                               .label = "ep a2a fwd moe",
+                               .peer = -1,
+                               .layer = 0,
+                               .group_first = 0,
+                               .bytes = 12288,
+                               .t_start = (r == 0 ? 1 : 1.2) * ms,
+                               .t_ready = (r == 0 ? 1 : 1.2) * ms,
+                               .t_end = 2 * ms,
+                               .cpu = -1};
+        trace_comm_full(t, &a2a);
+        trace_comm_info ring = {.kind = TRACE_SEND,
+                                .op = "sendrecv",
+                                .group = "cp",
+                                .label = "cp ring fwd attn",
+                                .peer = 1 - r,
+                                .tag = 0,
+                                .layer = 0,
+                                .group_first = -1,
+                                .bytes = 100,
+                                .t_start = 2.5 * ms,
+                                .t_ready = 2.5 * ms,
+                                .t_end = 3 * ms,
+                                .cpu = -1};
+        trace_comm_full(t, &ring);
+        trace_comm_info small = a2a;
+        small.label = "ep a2a bwd moe";
+        small.bytes = 4096;
+        small.t_start = small.t_ready = 6 * ms;
+        small.t_end = 6.01 * ms;
+        trace_comm_full(t, &small);
+        trace_comm(t, TRACE_COLLECTIVE, "all_reduce", "dp", -1, 64, 0, 9 * ms, 9 * ms, 9.5 * ms);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
+        trace_write(t, path);
+        trace_destroy(t);
+    }
+    return dir;
+}
+
+static void all_to_all_and_ring_steps_are_kinds_of_their_own_with_byte_labels(void **state) {
+    (void)state;
+    /* The rule, by op and group name. */
+    assert_int_equal(viz_tl_message_kind(VIZ_TL_COLLECTIVE, "all_to_all_v", "ep"),
+                     VIZ_TL_ALL_TO_ALL);
+    assert_int_equal(viz_tl_message_kind(VIZ_TL_COLLECTIVE, "all_to_all", NULL), VIZ_TL_ALL_TO_ALL);
+    assert_int_equal(viz_tl_message_kind(VIZ_TL_COLLECTIVE, "all_reduce", "cp"), VIZ_TL_COLLECTIVE);
+    assert_int_equal(viz_tl_message_kind(VIZ_TL_SEND, "sendrecv", "cp"), VIZ_TL_RING);
+    assert_int_equal(viz_tl_message_kind(VIZ_TL_RECV, "recv", "cp"), VIZ_TL_RING);
+    assert_int_equal(viz_tl_message_kind(VIZ_TL_SEND, "sendrecv", "pp"), VIZ_TL_SEND);
+    assert_int_equal(viz_tl_message_kind(VIZ_TL_FORWARD, "all_to_all", "cp"), VIZ_TL_FORWARD);
+    assert_string_equal(viz_tl_kind_name(VIZ_TL_ALL_TO_ALL), "all-to-all");
+    assert_string_equal(viz_tl_kind_name(VIZ_TL_RING), "ring");
+    assert_true(viz_tl_is_comm(VIZ_TL_ALL_TO_ALL) && viz_tl_is_comm(VIZ_TL_RING));
+
+    const char *dir = write_moe_cp_step();
+    char err[1024] = "";
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    viz_timeline *tl = viz_timeline_from_run(run, "moe", 0, err, sizeof err);
+    if (!tl) fail_msg("%s", err);
+    /* Row 0 by start: F [0], a2a [1], ring [2.5], B [5], a2a [6], all-reduce [9]. */
+    const viz_tl_row *r0 = &tl->rows[0];
+    assert_int_equal(r0->nboxes, 6);
+    const viz_tl_kind want[6] = {VIZ_TL_FORWARD,  VIZ_TL_ALL_TO_ALL, VIZ_TL_RING,
+                                 VIZ_TL_BACKWARD, VIZ_TL_ALL_TO_ALL, VIZ_TL_COLLECTIVE};
+    for (int i = 0; i < 6; i++) assert_int_equal(r0->boxes[i].kind, want[i]);
+    assert_true(r0->boxes[1].bytes == 12288 && r0->boxes[2].bytes == 100);
+    assert_true(r0->boxes[5].bytes == 64 && r0->boxes[0].bytes == 0);
+    assert_int_equal(r0->boxes[2].peer, 1);
+    assert_string_equal(r0->boxes[1].op, "all_to_all_v");
+    /* They are messages: their time is wait and transfer, taken out of the forward. */
+    viz_tl_row_stats st = viz_timeline_row_stats(tl, 0);
+    assert_true(fabs(st.classes.seconds[VIZ_TC_WAIT] - 0.2e-3) < 1e-12);
+    assert_true(fabs(st.classes.seconds[VIZ_TC_TRANSFER] - (0.8 + 0.5 + 0.01 + 0.5) * 1e-3) <
+                1e-12);
+
+    /* 1000 points wide: 10 ms over 674 px, 67.4 px per ms. */
+    viz_tl_layout L;
+    const viz_timeline *one[1] = {tl};
+    viz_tl_layout_compute(&L, one, 1, 1000);
+    assert_true(L.kinds_present[VIZ_TL_ALL_TO_ALL] && L.kinds_present[VIZ_TL_RING]);
+    assert_true(L.kinds_present[VIZ_TL_COLLECTIVE] && !L.kinds_present[VIZ_TL_SEND]);
+    const viz_tl_row_layout *R = &L.panels[0].rows[0];
+    const viz_tl_box_layout *a = &R->boxes[1], *ring = &R->boxes[2], *tiny = &R->boxes[4];
+    assert_string_equal(a->label, "12.0 KiB");
+    assert_true(a->label_shown); /* 0.8 ms of transfer = 53.9 px >= 8 chars * 4.2 + 4 */
+    assert_true(fabs(a->label_x - viz_tl_x(&L, 1.6e-3)) < 1e-9); /* centre of the transfer */
+    assert_string_equal(ring->label, "100 B");
+    assert_true(ring->label_shown);
+    assert_string_equal(tiny->label, "4.0 KiB");
+    assert_false(tiny->label_shown);             /* 0.01 ms: under a pixel */
+    assert_string_equal(R->boxes[0].label, "0"); /* compute boxes keep their micro-batch */
+    assert_string_equal(R->boxes[5].label, "");  /* other messages print nothing */
+    assert_false(R->boxes[5].label_shown);
+    viz_tl_layout_free(&L);
+    viz_timeline_free(tl);
+    trace_run_free(run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(classes_split_wait_from_transfer_and_idle),
@@ -509,6 +635,7 @@ int main(void) {
         cmocka_unit_test(loader_picks_a_complete_step_on_rank0_clock),
         cmocka_unit_test(a_step_holds_its_own_events_only),
         cmocka_unit_test(phases_of_a_recorded_interleaved_run_follow_pp_warmup),
+        cmocka_unit_test(all_to_all_and_ring_steps_are_kinds_of_their_own_with_byte_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
