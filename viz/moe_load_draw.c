@@ -153,7 +153,7 @@ bool viz_moe_layout_of(const run_metrics *m, double width, viz_moe_layout *out, 
     else
         snprintf(out->subtitle, sizeof out->subtitle,
                  "colour = an expert's share of its layer's routed tokens (balanced: 1/%d = %s) · "
-                 "aux loss at step %d: %.4g (mean over layers)",
+                 "aux loss at step %d: %.4g (summed over layers)",
                  E, b, last->step, aux);
     char more[80] = "", merged[80] = "";
     if (L > out->npanels)

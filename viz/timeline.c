@@ -43,6 +43,7 @@ viz_timeline *viz_timeline_new(const char *name, const char *schedule, int tp, i
     tl->world_size = tl->nrows = tp * pp * dp;
     tl->step = -1;
     tl->zero_stage = -1;
+    tl->cp = 1;
     tl->rows = callocCheck((size_t)tl->nrows, sizeof *tl->rows);
     for (int r = 0; r < tl->nrows; r++) {
         viz_tl_row *row = &tl->rows[r];

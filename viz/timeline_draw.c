@@ -78,7 +78,11 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
     /* Labels on the left, numbers on the right. */
     snprintf(buf, sizeof buf, "rank %d", row->rank);
     viz_text(cr, L->plot_x - 8, R->lane_y + 14, 10.5, true, VIZ_RIGHT, VIZ_TEXT, buf);
-    snprintf(buf, sizeof buf, "tp %d · dp %d", row->tp_rank, row->dp_rank);
+    const int cp = P->tl->cp;
+    if (cp > 1)
+        snprintf(buf, sizeof buf, "tp %d · cp %d · dp %d", row->tp_rank, row->dp_rank % cp,
+                 row->dp_rank / cp);
+    else snprintf(buf, sizeof buf, "tp %d · dp %d", row->tp_rank, row->dp_rank);
     viz_text(cr, L->plot_x - 8, R->comm_y + 7, 7.5, false, VIZ_RIGHT, MUTED, buf);
     if (R->stream_h > 0)
         viz_text(cr, L->plot_x - 8, R->stream_y + 7, 7, false, VIZ_RIGHT, MUTED, "comm stream");

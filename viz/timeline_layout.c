@@ -60,10 +60,15 @@ static void panel_texts(viz_tl_panel_layout *P) {
     if (tl->zero_stage >= 0)
         snprintf(zero, sizeof zero, " · %s: %s", zero_stage_name(tl->zero_stage),
                  zero_stage_sharded_short(tl->zero_stage));
+    char dims[64]; /* context parallelism: its ranks sit between the data-parallel ones */
+    if (tl->cp > 1)
+        snprintf(dims, sizeof dims, "TP %d × CP %d × PP %d × DP %d", tl->tp, tl->cp, tl->pp,
+                 tl->dp / tl->cp);
+    else snprintf(dims, sizeof dims, "TP %d × PP %d × DP %d", tl->tp, tl->pp, tl->dp);
     snprintf(P->title, sizeof P->title,
-             "%s — %s · TP %d × PP %d × DP %d (%d ranks) · %d micro-batches%s%s%s · %.2f ms",
-             tl->name, tl->schedule[0] ? tl->schedule : "schedule ?", tl->tp, tl->pp, tl->dp,
-             tl->world_size, tl->num_microbatches, vpart, zero, step, tl->duration * 1e3);
+             "%s — %s · %s (%d ranks) · %d micro-batches%s%s%s · %.2f ms", tl->name,
+             tl->schedule[0] ? tl->schedule : "schedule ?", dims, tl->world_size,
+             tl->num_microbatches, vpart, zero, step, tl->duration * 1e3);
 
     viz_tl_bubble bb = viz_timeline_bubble(tl);
     char mt[16], mi[16], tt[16], ti[16], mw[16], mdl[16];

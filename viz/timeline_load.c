@@ -93,6 +93,16 @@ static int zero_stage_of(const char *config_json) {
     return -1;
 }
 
+/* The context-parallel size of a run from its configuration, when it divides the traces' dp
+ * (which then counts dp · cp ranks); 1 otherwise (older runs, hand-made traces). */
+static int context_parallel_of(const trace_header *h, const char *config_json) {
+    const char *key = "\"context_parallel_size\":";
+    const char *s = config_json ? strstr(config_json, key) : NULL;
+    if (!s) return 1;
+    long cp = strtol(s + strlen(key), NULL, 10);
+    return cp > 1 && cp <= h->dp && h->dp % cp == 0 ? (int)cp : 1;
+}
+
 viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int step, char *err,
                                     size_t errlen) {
     const trace_header *h0 = trace_file_header(r->ranks[0]);
@@ -152,6 +162,7 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
     tl->step = step;
     tl->duration = t1 - t0;
     tl->zero_stage = zero_stage_of(h0->config_json);
+    tl->cp = context_parallel_of(h0, h0->config_json);
     for (int k = 0; k < r->nranks; k++) {
         const trace_file *f = r->ranks[k];
         const trace_header *h = trace_file_header(f);

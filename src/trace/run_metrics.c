@@ -290,8 +290,14 @@ bool run_metrics_layout_label(const char *config_json, char *buf, size_t cap) {
                 *dp = find(&o, "data_parallel_size");
     int t, p, d;
     if (!layout_size(tp, &t) || !layout_size(pp, &p) || !layout_size(dp, &d)) return false;
-    int n = t == 1 && p == 1 && d == 1 ? snprintf(buf, cap, "serial")
-                                       : snprintf(buf, cap, "tp%d×pp%d×dp%d", t, p, d);
+    int c = 1, e = 1; /* context and expert parallel sizes: absent before they existed */
+    if (!layout_size(find(&o, "context_parallel_size"), &c)) c = 1;
+    if (!layout_size(find(&o, "expert_model_parallel_size"), &e)) e = 1;
+    int n;
+    if (t == 1 && p == 1 && d == 1 && c == 1) n = snprintf(buf, cap, "serial");
+    else if (c > 1) n = snprintf(buf, cap, "tp%d×cp%d×pp%d×dp%d", t, c, p, d);
+    else n = snprintf(buf, cap, "tp%d×pp%d×dp%d", t, p, d);
+    if (e > 1 && n >= 0 && (size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, " ep%d", e);
     const field *sched = find(&o, "pipeline_schedule"), *vpp = find(&o, "virtual_pipeline_size");
     if (p > 1 && sched && sched->kind == V_STRING && n >= 0 && (size_t)n < cap) {
         n += snprintf(buf + n, cap - (size_t)n, ", %s", sched->str);

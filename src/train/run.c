@@ -34,12 +34,17 @@
 
 /* The groups of each kind, as rank lists (at most 16 groups per kind). */
 static void print_groups(const train_config *c, const parallel_state *ps) {
-    printf("groups (rank order %s):\n", c->rank_order);
-    const pg_kind kinds[] = {PG_TP, PG_PP, PG_DP};
-    for (int k = 0; k < 3; k++) {
+    printf("groups (rank order %s):\n", pg_layout_order_name(&ps->layout));
+    /* the context- and expert-parallel ones when those dimensions are used */
+    const pg_kind kinds[] = {PG_TP, PG_PP, PG_DP, PG_CP, PG_EP, PG_EDP};
+    const int nkinds = c->context_parallel_size > 1 || c->expert_model_parallel_size > 1 ? 6 : 3;
+    for (int k = 0; k < nkinds; k++) {
+        if (kinds[k] == PG_CP && c->context_parallel_size == 1) continue;
+        if ((kinds[k] == PG_EP || kinds[k] == PG_EDP) && c->expert_model_parallel_size == 1)
+            continue;
         int ng = pg_num_groups(&ps->layout, kinds[k]), gs = pg_group_size(&ps->layout, kinds[k]);
         int members[4096];
-        printf("  %-3s", pg_kind_name(kinds[k]));
+        printf("  %-4s", pg_kind_name(kinds[k]));
         for (int g = 0; g < ng && g < 16; g++) {
             pg_group_members(&ps->layout, kinds[k], g, members);
             printf(" [");
@@ -53,9 +58,14 @@ static void print_groups(const train_config *c, const parallel_state *ps) {
 
 static void print_layout(const train_config *c, const parallel_state *ps, const local_model *m,
                          const dist_optimizer *opt, const pp_executor *ex) {
-    printf("trident train: %d rank%s = tensor %d × pipeline %d × data %d, schedule %s",
-           c->world_size, c->world_size == 1 ? "" : "s", c->tensor_model_parallel_size,
-           c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule);
+    printf("trident train: %d rank%s = tensor %d × ", c->world_size, c->world_size == 1 ? "" : "s",
+           c->tensor_model_parallel_size);
+    if (c->context_parallel_size > 1) printf("context %d × ", c->context_parallel_size);
+    printf("pipeline %d × data %d", c->pipeline_model_parallel_size, c->dp);
+    if (c->expert_model_parallel_size > 1)
+        printf(" (expert %d × expert-data %d)", c->expert_model_parallel_size,
+               c->dp / c->expert_model_parallel_size);
+    printf(", schedule %s", c->pipeline_schedule);
     if (c->vpp > 1) printf(" (%d chunks per rank)", c->vpp);
     if (c->sequence_parallel) printf(", sequence parallel");
     const int stage = train_config_zero_stage(c);
@@ -71,8 +81,21 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
                                             ? "NCCL on device memory"
                                             : "MPI, device buffers staged through host memory");
     }
-    printf("model: %d layers, hidden %d, %d heads, seq %d, vocab 256 (padded %d)\n", c->num_layers,
+    printf("model: %d layers, hidden %d, %d heads, seq %d, vocab 256 (padded %d)", c->num_layers,
            c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab);
+    if (c->num_experts > 0) {
+        printf(", MoE: %d experts, top-%d, aux loss coeff %g, ", c->num_experts, c->moe_router_topk,
+               (double)c->moe_aux_loss_coeff);
+        if (c->moe_expert_capacity_factor > 0)
+            printf("capacity factor %g", (double)c->moe_expert_capacity_factor);
+        else printf("dropless");
+    }
+    printf("\n");
+    if (c->context_parallel_size > 1)
+        printf("context parallel: each sequence in %d zig-zag chunks of %d positions, rank r "
+               "holding chunks r and %d−r; ring attention over %d ranks\n",
+               2 * c->context_parallel_size, c->seq_length / (2 * c->context_parallel_size),
+               2 * c->context_parallel_size - 1, c->context_parallel_size);
     printf("batch: global %d = micro-batch %d × %d micro-batches × data-parallel %d\n",
            c->global_batch_size, c->micro_batch_size, c->num_microbatches, c->dp);
     if (ps) print_groups(c, ps);
@@ -361,6 +384,7 @@ static void log_step(run_state *r, int it, const step_result *s, double tps) {
         printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.3g GFLOP/s",
                it, c->train_iters, (double)s->loss, (double)s->lr, s->grad_norm, tps, 1e-9 * mfs);
         if (r->peak_flops > 0) printf(" (MFU %.1f%%)", 100 * mfs / r->peak_flops);
+        if (s->moe_tokens) printf(" | moe aux %.4f", (double)s->aux_loss);
         printf("\n");
     }
     fflush(stdout);
