@@ -16,6 +16,9 @@
  *                         = 6·N·1 + 12·L·T·C     with N = 12·L·C² + C·V, the weights used in
  *                                                matrix products (biases, LayerNorms, wpe aside)
  *
+ * A mixture-of-experts layer (gpt.h) counts the experts a token goes through: the MLP's 16·C²
+ * K times (top-K routing), plus the router's 2·E·C; the experts a token skips cost it nothing.
+ *
  * This is Megatron-LM's 72·B·T·L·C²·(1 + T/(6C) + V/(12·L·C)) per iteration (Narayanan et al.
  * 2021, appendix) divided by the B·T tokens, and PaLM's 6N + 12·L·H·Q·T (Chowdhery et al. 2022,
  * appendix B; H·Q = C). Causal attention is counted in full, as both papers count it.
@@ -30,7 +33,8 @@
 
 #include "src/model/gpt.h"
 
-/* Forward FLOPs of one token: L·(24·C² + 4·T·C) + 2·C·V. */
+/* Forward FLOPs of one token: L·(24·C² + 4·T·C) + 2·C·V (MoE: L·(8·C² + 16·K·C² + 2·E·C +
+ * 4·T·C) + 2·C·V). */
 double flops_forward_per_token(const gpt_config *g);
 /* Forward + backward FLOPs of one token: 3 × the forward. */
 double flops_train_per_token(const gpt_config *g);

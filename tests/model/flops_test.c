@@ -69,11 +69,28 @@ static void test_agrees_with_megatron_formula(void **state) {
     assert_true(fabs(flops_train_per_token(&g) - megatron) <= 1e-9 * megatron);
 }
 
+/* MoE: top-K routing runs K experts' MLPs per token, plus the router's product; one expert
+ * with top-1 costs the dense model plus the router. */
+static void test_moe_counts_the_experts_a_token_uses(void **state) {
+    (void)state;
+    gpt_config d = {.vocab_size = 64, .real_vocab = 64, .seq_len = 8, .num_layers = 2,
+                    .hidden = 16, .num_heads = 2};
+    gpt_config m1 = d, m2 = d;
+    m1.num_experts = 1, m1.moe_topk = 1;
+    m2.num_experts = 8, m2.moe_topk = 2;
+    const double C = 16, L = 2, E = 8;
+    assert_true(fabs(flops_forward_per_token(&m1) - flops_forward_per_token(&d) - L * 2 * C) <
+                1e-6);
+    assert_true(fabs(flops_forward_per_token(&m2) - flops_forward_per_token(&d) -
+                     L * (16 * C * C + 2 * E * C)) < 1e-6);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_count_of_a_tiny_model),
         cmocka_unit_test(test_weight_part_is_six_per_matrix_weight),
         cmocka_unit_test(test_agrees_with_megatron_formula),
+        cmocka_unit_test(test_moe_counts_the_experts_a_token_uses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
