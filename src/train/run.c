@@ -84,8 +84,8 @@ static void print_layout(const train_config *c, const parallel_state *ps, const 
     printf("model: %d layers, hidden %d, %d heads, seq %d, vocab 256 (padded %d)", c->num_layers,
            c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab);
     if (c->num_experts > 0) {
-        printf(", MoE: %d experts, top-%d, aux loss coeff %g, ", c->num_experts, c->moe_router_topk,
-               (double)c->moe_aux_loss_coeff);
+        printf(", MoE: %d expert%s, top-%d, aux loss coeff %g, ", c->num_experts,
+               c->num_experts == 1 ? "" : "s", c->moe_router_topk, (double)c->moe_aux_loss_coeff);
         if (c->moe_expert_capacity_factor > 0)
             printf("capacity factor %g", (double)c->moe_expert_capacity_factor);
         else printf("dropless");
