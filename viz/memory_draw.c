@@ -119,6 +119,14 @@ static void draw_axis(cairo_t *cr, const viz_memory_layout *L) {
     }
 }
 
+/* Whether some rank has a context- or expert-parallel coordinate: the labels under the bars
+ * then name cp and ep too (a layout without either is drawn as it always was). */
+static bool has_cp_ep(const viz_memory_chart *ch) {
+    for (int r = 0; r < ch->nranks; r++)
+        if (ch->ranks[r].cp_rank > 0 || ch->ranks[r].ep_rank > 0) return true;
+    return false;
+}
+
 static void draw_bars(cairo_t *cr, const viz_memory_layout *L, const viz_memory_chart *ch) {
     const int K = ZERO_MEM_NKINDS;
     const double base = L->plot_y + L->plot_h;
@@ -143,8 +151,11 @@ static void draw_bars(cairo_t *cr, const viz_memory_layout *L, const viz_memory_
             viz_text(cr, cx, base + 14, 9, false, VIZ_CENTER, VIZ_TEXT, s);
         }
         if (L->slot >= 60) {
-            snprintf(s, sizeof s, "%d,%d,%d", ch->ranks[r].tp_rank, ch->ranks[r].pp_rank,
-                     ch->ranks[r].dp_rank);
+            const zero_memory_rank *m = &ch->ranks[r];
+            if (has_cp_ep(ch))
+                snprintf(s, sizeof s, "%d,%d,%d,%d,%d", m->tp_rank, m->pp_rank, m->dp_rank,
+                         m->cp_rank, m->ep_rank);
+            else snprintf(s, sizeof s, "%d,%d,%d", m->tp_rank, m->pp_rank, m->dp_rank);
             viz_text(cr, cx, base + 26, 7.5, false, VIZ_CENTER, viz_shade(VIZ_TEXT, 0.4), s);
         }
         if (L->totals) {
@@ -174,8 +185,9 @@ static void draw_legend(cairo_t *cr, const viz_memory_layout *L, const viz_memor
         cairo_stroke(cr);
         viz_text(cr, x + 20, L->legend_y, 10, false, VIZ_LEFT, VIZ_TEXT, "measured peak");
     }
-    const char *caption = L->rank_labels && L->slot >= 60 ? "bars: ranks (tp, pp, dp under each)"
-                                                          : "bars: ranks 0, 1, ... left to right";
+    const char *caption = !(L->rank_labels && L->slot >= 60) ? "bars: ranks 0, 1, ... left to right"
+                          : has_cp_ep(ch) ? "bars: ranks (tp, pp, dp, cp, ep under each)"
+                                          : "bars: ranks (tp, pp, dp under each)";
     viz_text(cr, L->plot_x, L->legend_y + 18, 9, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35),
              caption);
     if (ch->note)

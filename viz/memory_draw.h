@@ -9,7 +9,9 @@
  *       | |grd| |grd| |grd|          grad buckets, temporary); a kind that is 0 has no box.
  *     0 +-|par|-|par|-|par|---       With measured peaks, a black tick crosses each bar at
  *          r0    r1    r2            its measured height.
- *   legend (the kinds present), notes
+ *   legend (the kinds present), notes        Wide bars are labelled with the rank's (tp, pp, dp)
+ *                                            coordinates, (tp, pp, dp, cp, ep) when some rank
+ *                                            has a cp or ep coordinate.
  *
  * The geometry is computed first (viz_memory_layout_make, no Cairo) and painted second, so tests
  * check bar heights and stacking as numbers. Bars are at least 4 points apart: a picture takes

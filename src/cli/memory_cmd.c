@@ -4,17 +4,18 @@
  *   trident memory --world-size 8 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
  *   trident memory ... --use-distributed-optimizer --bf16 --recompute-granularity selective
  *   trident memory ... --data-parallel-sharding-strategy optim_grads_params   (ZeRO-3)
+ *   trident memory ... --num-experts 8 --expert-model-parallel-size 2 --context-parallel-size 2
  *   trident memory ... --format json        or   -o bill.png|.svg|.pdf|.json|.txt
  *
  * Every flag of `trident train` is taken and checked by the same rules (train_config_check
  * for --world-size ranks), except that the model need not fit this machine. The text is: the
- * layout; one row per rank, one column per kind of buffer (src/zero/memory_plan.h); the ZeRO
- * paper's table for rank 0's parameters, stage by stage, Trident's storage beside the paper's
- * bytes; and Korthikanti et al.'s activations per layer, the paper's formulas beside
- * Trident's and the model's own layout. JSON holds the same; a picture is one stacked bar per
- * rank (viz/memory_draw.h). What the numbers are: src/train/memory_predict.h. A run measures
- * them: `trident train` writes memory_peak_bytes beside memory_predicted_bytes per rank into
- * RUN_DIR/metrics.jsonl.
+ * layout; one row per rank (its tp, pp, dp coordinates, and cp, ep when either size is above
+ * 1), one column per kind of buffer (src/zero/memory_plan.h); the ZeRO paper's table for rank
+ * 0's parameters, stage by stage, Trident's storage beside the paper's bytes; and Korthikanti
+ * et al.'s activations per layer, the paper's formulas beside Trident's and the model's own
+ * layout. JSON holds the same; a picture is one stacked bar per rank (viz/memory_draw.h).
+ * What the numbers are: src/train/memory_predict.h. A run measures them: `trident train`
+ * writes memory_peak_bytes beside memory_predicted_bytes per rank into RUN_DIR/metrics.jsonl.
  *
  * Not here: the prediction (src/train/memory_predict.c) or the picture (viz/memory_draw.c).
  */
@@ -55,8 +56,13 @@ static const char k_usage[] =
 static void check_size(const train_config *c) {
     const double L = c->num_layers, C = c->hidden_size, T = c->seq_length, B = c->micro_batch_size;
     const double V = c->padded_vocab, NH = c->num_attention_heads, m = c->num_microbatches;
-    const double params = L * (12 * C * C + 13 * C) + (V + T) * C;
-    const double acts = L * (20 * B * T * C + B * NH * T * T) + 2 * B * T * V;
+    /* MoE: E experts' MLPs and the router per block; the layer's worst case, ep·N·K rows */
+    const double E = c->num_experts > 0 ? c->num_experts : 1;
+    const double K = c->num_experts > 0 ? c->moe_router_topk : 0;
+    const double ep = c->expert_model_parallel_size;
+    const double params = L * (4 * C * C + 8 * E * C * C + (5 * E + 13) * C) + (V + T) * C;
+    const double acts = L * (20 * B * T * C + B * NH * T * T + ep * B * T * K * 16 * C) +
+                        2 * B * T * V;
     const double need = 4 * (5 * params + (m + 2) * acts);
     if (need > MEMORY_MAX_BYTES)
         die(WHO ": this model could need up to %.3g bytes per rank; predictions stop at %.0e "
@@ -66,11 +72,22 @@ static void check_size(const train_config *c) {
 
 /* ---- text ------------------------------------------------------------------------------ */
 
+/* Whether the layout has context or expert parallelism: then every listing of a rank's
+ * coordinates adds cp and ep (without, the output is what it always was). */
+static bool has_cp_ep(const train_config *c) {
+    return c->context_parallel_size > 1 || c->expert_model_parallel_size > 1;
+}
+
 static void print_header(FILE *f, const train_config *c, const train_memory *tm) {
     const char *prec = c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32";
-    fprintf(f, "%s: %d rank%s = tensor %d × pipeline %d × data %d, schedule %s", WHO, c->world_size,
-            c->world_size == 1 ? "" : "s", c->tensor_model_parallel_size,
-            c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule);
+    fprintf(f, "%s: %d rank%s = tensor %d × ", WHO, c->world_size, c->world_size == 1 ? "" : "s",
+            c->tensor_model_parallel_size);
+    if (c->context_parallel_size > 1) fprintf(f, "context %d × ", c->context_parallel_size);
+    fprintf(f, "pipeline %d × data %d", c->pipeline_model_parallel_size, c->dp);
+    if (c->expert_model_parallel_size > 1)
+        fprintf(f, " (expert %d × expert-data %d)", c->expert_model_parallel_size,
+                c->dp / c->expert_model_parallel_size);
+    fprintf(f, ", schedule %s", c->pipeline_schedule);
     if (c->vpp > 1) fprintf(f, " (%d chunks per rank)", c->vpp);
     fprintf(f, ", %s (%s), %s\n", zero_stage_name(tm->stage), zero_stage_strategy(tm->stage), prec);
     fprintf(f,
@@ -78,6 +95,14 @@ static void print_header(FILE *f, const train_config *c, const train_memory *tm)
             "× %d micro-batches per step\n",
             c->num_layers, c->hidden_size, c->num_attention_heads, c->seq_length, c->padded_vocab,
             c->micro_batch_size, c->num_microbatches);
+    if (c->num_experts > 0) {
+        fprintf(f, "mixture of experts: %d experts, top-%d, ", c->num_experts, c->moe_router_topk);
+        if (c->moe_expert_capacity_factor > 0)
+            fprintf(f, "capacity factor %g", (double)c->moe_expert_capacity_factor);
+        else fprintf(f, "dropless");
+        fprintf(f, "; %d experts per expert-parallel rank\n",
+                c->num_experts / c->expert_model_parallel_size);
+    }
     fprintf(f, "recomputation %s", c->recompute_granularity ? c->recompute_granularity : "none");
     if (c->recompute_method) fprintf(f, " %s %d", c->recompute_method, c->recompute_num_layers);
     fprintf(f, ", sequence parallelism %s\n", c->sequence_parallel ? "on" : "off");
@@ -90,7 +115,8 @@ static int column_width(int k) {
 }
 
 /* One row per rank, one column per kind that some rank holds, in one unit. */
-static void print_ranks(FILE *f, const train_memory *tm) {
+static void print_ranks(FILE *f, const train_config *c, const train_memory *tm) {
+    const bool five = has_cp_ep(c);
     bool present[ZERO_MEM_NKINDS] = {false};
     double top = 1;
     for (int r = 0; r < tm->world; r++) {
@@ -103,27 +129,30 @@ static void print_ranks(FILE *f, const train_memory *tm) {
     while (top / unit >= 1e4 && u < 5) unit *= 1024, u++;
     fprintf(f, "\npredicted peak per rank, %s (the high-water mark of Trident's allocator):\n",
             units[u]);
-    fprintf(f, "rank  tp  pp  dp");
+    fprintf(f, "rank  tp  pp  dp%s", five ? "  cp  ep" : "");
     for (int k = 0; k < ZERO_MEM_NKINDS; k++)
         if (present[k]) fprintf(f, "  %*s", column_width(k), zero_mem_kind_name(k));
     fprintf(f, "  %10s  %s\n", "total", "sets held");
     for (int r = 0; r < tm->world; r++) {
         const zero_memory_rank *m = &tm->ranks[r];
         fprintf(f, "%4d  %2d  %2d  %2d", r, m->tp_rank, m->pp_rank, m->dp_rank);
+        if (five) fprintf(f, "  %2d  %2d", m->cp_rank, m->ep_rank);
         for (int k = 0; k < ZERO_MEM_NKINDS; k++)
             if (present[k]) fprintf(f, "  %*.2f", column_width(k), (double)m->bytes[k] / unit);
         fprintf(f, "  %10.2f  %d\n", (double)m->total / unit, m->sets);
     }
 }
 
-static void print_summary(FILE *f, const train_memory *tm) {
+static void print_summary(FILE *f, const train_config *c, const train_memory *tm) {
     const int big = train_memory_largest(tm);
     const zero_memory_rank *m = &tm->ranks[big];
-    char a[32], b[32], d[32];
+    char a[32], b[32], d[32], five[48] = "";
+    if (has_cp_ep(c)) snprintf(five, sizeof five, ", cp %d, ep %d", m->cp_rank, m->ep_rank);
     fprintf(f,
-            "the most: rank %d (tp %d, pp %d, dp %d), %s; one micro-batch's activations there %s, "
-            "at most %d held at once",
-            big, m->tp_rank, m->pp_rank, m->dp_rank, zero_bytes_text((double)m->total, a, sizeof a),
+            "the most: rank %d (tp %d, pp %d, dp %d%s), %s; one micro-batch's activations there "
+            "%s, at most %d held at once",
+            big, m->tp_rank, m->pp_rank, m->dp_rank, five,
+            zero_bytes_text((double)m->total, a, sizeof a),
             zero_bytes_text((double)m->set_bytes, b, sizeof b), m->sets);
     if (m->logits_bytes)
         fprintf(f, "; logits and their gradient %s",
@@ -177,6 +206,8 @@ static void print_activation_table(FILE *f, const train_config *c) {
             "b = %d, h = %d, a = %d, t = %d, bytes:\n",
             c->seq_length, c->micro_batch_size, c->hidden_size, c->num_attention_heads,
             c->tensor_model_parallel_size);
+    if (c->num_experts > 0)
+        fprintf(f, "  (the paper's dense layer: an MLP where the experts are)\n");
     fprintf(f, "  %-26s %-27s %12s  %-34s %12s %12s\n", "setting", "paper (16-bit, dropout)",
             "bytes", "Trident (fp32, no dropout)", "formula", "layout");
     for (int i = 0; i < TRAIN_ACT_NROWS; i++) {
@@ -192,8 +223,8 @@ static void print_activation_table(FILE *f, const train_config *c) {
 
 static void write_text(FILE *f, const train_config *c, const train_memory *tm) {
     print_header(f, c, tm);
-    print_ranks(f, tm);
-    print_summary(f, tm);
+    print_ranks(f, c, tm);
+    print_summary(f, c, tm);
     print_zero_table(f, c, tm);
     print_activation_table(f, c);
 }
@@ -207,6 +238,14 @@ static void json_layout(json_writer *w, const train_config *c, const train_memor
     json_field_int(w, "tensor_model_parallel_size", c->tensor_model_parallel_size);
     json_field_int(w, "pipeline_model_parallel_size", c->pipeline_model_parallel_size);
     json_field_int(w, "data_parallel_size", c->dp);
+    if (c->context_parallel_size > 1)
+        json_field_int(w, "context_parallel_size", c->context_parallel_size);
+    if (c->expert_model_parallel_size > 1)
+        json_field_int(w, "expert_model_parallel_size", c->expert_model_parallel_size);
+    if (c->num_experts > 0) {
+        json_field_int(w, "num_experts", c->num_experts);
+        json_field_int(w, "moe_router_topk", c->moe_router_topk);
+    }
     json_field_int(w, "virtual_pipeline_size", c->vpp);
     json_field_string(w, "pipeline_schedule", c->pipeline_schedule);
     json_field_int(w, "num_microbatches", c->num_microbatches);
@@ -219,7 +258,7 @@ static void json_layout(json_writer *w, const train_config *c, const train_memor
     json_end_object(w);
 }
 
-static void json_ranks(json_writer *w, const train_memory *tm) {
+static void json_ranks(json_writer *w, const train_config *c, const train_memory *tm) {
     json_key(w, "ranks");
     json_begin_array(w, JSON_LINES);
     for (int r = 0; r < tm->world; r++) {
@@ -229,6 +268,10 @@ static void json_ranks(json_writer *w, const train_memory *tm) {
         json_field_int(w, "tp", m->tp_rank);
         json_field_int(w, "pp", m->pp_rank);
         json_field_int(w, "dp", m->dp_rank);
+        if (has_cp_ep(c)) {
+            json_field_int(w, "cp", m->cp_rank);
+            json_field_int(w, "ep", m->ep_rank);
+        }
         for (int k = 0; k < ZERO_MEM_NKINDS; k++)
             json_field_uint(w, zero_mem_kind_key(k), m->bytes[k]);
         json_field_uint(w, "total", m->total);
@@ -279,7 +322,7 @@ static void write_json(FILE *f, const train_config *c, const train_memory *tm) {
     json_init_file(&w, f, 2);
     json_begin_object(&w, JSON_LINES);
     json_layout(&w, c, tm);
-    json_ranks(&w, tm);
+    json_ranks(&w, c, tm);
     json_tables(&w, c, tm);
     json_end_object(&w);
     fputc('\n', f);
@@ -288,16 +331,19 @@ static void write_json(FILE *f, const train_config *c, const train_memory *tm) {
 /* ---- the command ----------------------------------------------------------------------- */
 
 static void draw(const char *path, const train_config *c, const train_memory *tm) {
-    char title[256], sub[512];
-    snprintf(
-        title, sizeof title,
-        "Predicted peak memory per rank: tp %d × pp %d × dp %d, %s, %s, %s, micro-batch %d × %d",
-        c->tensor_model_parallel_size, c->pipeline_model_parallel_size, c->dp, c->pipeline_schedule,
-        zero_stage_name(tm->stage),
-        c->bf16   ? "bf16"
-        : c->fp16 ? "fp16"
-                  : "fp32",
-        c->micro_batch_size, c->num_microbatches);
+    char title[256], sub[512], cp[32] = "", ep[32] = "";
+    if (c->context_parallel_size > 1) snprintf(cp, sizeof cp, " × cp %d", c->context_parallel_size);
+    if (c->expert_model_parallel_size > 1)
+        snprintf(ep, sizeof ep, " (ep %d)", c->expert_model_parallel_size);
+    snprintf(title, sizeof title,
+             "Predicted peak memory per rank: tp %d%s × pp %d × dp %d%s, %s, %s, %s, micro-batch "
+             "%d × %d",
+             c->tensor_model_parallel_size, cp, c->pipeline_model_parallel_size, c->dp, ep,
+             c->pipeline_schedule, zero_stage_name(tm->stage),
+             c->bf16   ? "bf16"
+             : c->fp16 ? "fp16"
+                       : "fp32",
+             c->micro_batch_size, c->num_microbatches);
     snprintf(sub, sizeof sub, "%s: %s", zero_stage_name(tm->stage), zero_stage_sharded(tm->stage));
     viz_memory_chart ch = {
         tm->ranks,
@@ -375,10 +421,6 @@ int cmd_memory(int argc, char **argv) {
     c.predict_only = true;
     char err[512];
     if (!train_config_check(&c, world, err, sizeof err)) die(WHO ": %s", err);
-    if (c.num_experts > 0 || c.context_parallel_size > 1)
-        die(WHO ": --num-experts %d / --context-parallel-size %d: MoE and context-parallel "
-                "layouts are not predicted yet (only dense models without context parallelism)",
-            c.num_experts, c.context_parallel_size);
     const int stage = train_config_zero_stage(&c); /* train's --data-parallel-sharding-... */
     check_size(&c);
     train_memory *tm = train_memory_predict(&c, stage, WHO);

@@ -4,17 +4,26 @@
  * Layout of the travelling buffer: the parts K, V (and dK, dV in the backward) one after
  * another, each (B, Tl, CH) contiguous with CH = NH·HS, so head h of row t of sequence b is at
  * part + (b·Tl + t)·CH + h·HS. Q, out, dout, dqkv stay in the caller's layouts.
+ *
+ * Scratch of one call, all of it device_alloc'ed (label "ring attention scratch") at the start
+ * and freed before it returns, so at its peak a call holds, in floats (c = the longest span):
+ *
+ *   block scratch   2c² + c·HS + c     s, ds (c,c), o_blk (c,HS), l_blk (c): one allocation
+ *   forward         2 × 2X             kv, kv_next: [K | V] held and arriving
+ *   backward        B·NH·Tl + 2 × 4X   D, then buf, buf_next: [K | V | dK | dV] × 2
+ *
+ * ring_attention_scratch_bytes is the larger of the two sums (the backward's).
  */
 #include "src/cp/ring_attention.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdbool.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "src/core/check.h"
 #include "src/cp/zigzag.h"
+#include "src/device/device_memory.h"
 #include "src/runtime/comm.h"
 
 /* A run of consecutive positions a rank holds: its local rows [row0, row0 + n) are the global
@@ -100,6 +109,9 @@ static void add_part_in(float *dqkv, const float *part, size_t N, size_t CH, siz
     }
 }
 
+/* The label of every scratch buffer (device_bytes_in_use_of). */
+#define SCRATCH "ring attention scratch"
+
 /* Shapes and scratch of one call. */
 typedef struct {
     size_t Tl, NH, HS, CH;
@@ -182,22 +194,29 @@ static void forward_step(const ring_ctx *x, float *out, float *lse, const float 
                 }
 }
 
-/* Scratch for blocks of at most c rows (c = the longest span). */
+/* The longest span: blocks have at most this many rows and columns. */
+static size_t block_rows(size_t Tl, int cp_size) { return cp_size == 1 ? Tl : Tl / 2; }
+
+/* Floats of a ring_ctx's block scratch: s, ds (c, c), o_blk (c, HS), l_blk (c). */
+static size_t ctx_floats(size_t c, size_t HS) { return 2 * c * c + c * HS + c; }
+
+/* Scratch for blocks of at most c rows (c = the longest span), one device allocation. */
 static ring_ctx ctx_new(size_t Tl, size_t NH, size_t HS, int cp_size) {
-    const size_t c = cp_size == 1 ? Tl : Tl / 2;
+    const size_t c = block_rows(Tl, cp_size);
     ring_ctx x = {.Tl = Tl, .NH = NH, .HS = HS, .CH = NH * HS, .scale = 1.0f / sqrtf((float)HS)};
-    x.s = mallocCheck(c * c * sizeof(float));
-    x.ds = mallocCheck(c * c * sizeof(float));
-    x.o_blk = mallocCheck(c * HS * sizeof(float));
-    x.l_blk = mallocCheck(c * sizeof(float));
+    x.s = device_alloc(ctx_floats(c, HS) * sizeof(float), SCRATCH);
+    x.ds = x.s + c * c;
+    x.o_blk = x.ds + c * c;
+    x.l_blk = x.o_blk + c * HS;
     return x;
 }
 
-static void ctx_free(ring_ctx *x) {
-    free(x->s);
-    free(x->ds);
-    free(x->o_blk);
-    free(x->l_blk);
+static void ctx_free(ring_ctx *x) { device_free(x->s); }
+
+size_t ring_attention_scratch_bytes(size_t B, size_t Tl, size_t NH, size_t HS, int cp_size) {
+    const size_t X = B * Tl * NH * HS, ctx = ctx_floats(block_rows(Tl, cp_size), HS);
+    const size_t forward = ctx + 2 * (2 * X), backward = ctx + B * NH * Tl + 2 * (4 * X);
+    return (forward > backward ? forward : backward) * sizeof(float);
 }
 
 void ring_attention_forward(comm_group *cp, float *out, float *lse, const float *qkv, size_t B,
@@ -206,8 +225,8 @@ void ring_attention_forward(comm_group *cp, float *out, float *lse, const float 
     check_shapes(Tl, size);
     const size_t CH = NH * HS, N = B * Tl, X = N * CH; /* X: floats of one of Q, K, V */
     ring_ctx x = ctx_new(Tl, NH, HS, size);
-    float *kv = mallocCheck(2 * X * sizeof(float));      /* [K | V] held at this step */
-    float *kv_next = mallocCheck(2 * X * sizeof(float)); /* [K | V] arriving for the next */
+    float *kv = device_alloc(2 * X * sizeof(float), SCRATCH);      /* [K | V] held now */
+    float *kv_next = device_alloc(2 * X * sizeof(float), SCRATCH); /* [K | V] arriving */
     copy_part_out(kv, qkv, N, CH, CH);
     copy_part_out(kv + X, qkv, N, CH, 2 * CH);
     for (size_t i = 0; i < X; i++) out[i] = 0.0f;
@@ -226,8 +245,8 @@ void ring_attention_forward(comm_group *cp, float *out, float *lse, const float 
         kv = kv_next;
         kv_next = t;
     }
-    free(kv);
-    free(kv_next);
+    device_free(kv);
+    device_free(kv_next);
     ctx_free(&x);
 }
 
@@ -295,7 +314,7 @@ void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, con
     ring_ctx x = ctx_new(Tl, NH, HS, size);
 
     /* D (B,NH,Tl) = rowsum(dout ∘ out) per head: Σ_j P_ij dP_ij of the softmax backward */
-    float *D = mallocCheck(B * NH * Tl * sizeof(float));
+    float *D = device_alloc(B * NH * Tl * sizeof(float), SCRATCH);
     for (size_t b = 0; b < B; b++)
         for (size_t h = 0; h < NH; h++)
             for (size_t t = 0; t < Tl; t++) {
@@ -306,8 +325,8 @@ void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, con
                 D[(b * NH + h) * Tl + t] = d;
             }
 
-    float *buf = mallocCheck(4 * X * sizeof(float));      /* [K | V | dK | dV] held now */
-    float *buf_next = mallocCheck(4 * X * sizeof(float)); /* the one arriving */
+    float *buf = device_alloc(4 * X * sizeof(float), SCRATCH);      /* [K | V | dK | dV] now */
+    float *buf_next = device_alloc(4 * X * sizeof(float), SCRATCH); /* the one arriving */
     copy_part_out(buf, qkv, N, CH, CH);
     copy_part_out(buf + X, qkv, N, CH, 2 * CH);
     memset(buf + 2 * X, 0, 2 * X * sizeof(float));
@@ -335,8 +354,8 @@ void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, con
     add_part_in(dqkv, home, N, CH, CH);
     add_part_in(dqkv, home + X, N, CH, 2 * CH);
 
-    free(buf);
-    free(buf_next);
-    free(D);
+    device_free(buf);
+    device_free(buf_next);
+    device_free(D);
     ctx_free(&x);
 }

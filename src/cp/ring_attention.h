@@ -52,7 +52,10 @@
  *
  * cp == NULL or a group of size 1: the same arithmetic on the local sequence (one chunk, any
  * Tl), no message. Scratch is allocated inside each call (the travelling buffers: 4·X or 8·X
- * bytes, and a few (T/2cp)² blocks) and freed before it returns.
+ * bytes, and a few (T/2cp)² blocks) and freed before it returns; it comes from the device
+ * allocator (src/device/device_memory.h, label "ring attention scratch": the cpu device is
+ * host memory), so the allocator's peak sees it — a transient on top of whatever is held,
+ * ring_attention_scratch_bytes at most, which `trident memory` counts as a temporary.
  *
  * Not here: which positions a rank holds (zigzag.h), trace labels (the caller sets them,
  * src/runtime/comm_label.h), the rest of the transformer layer, and device memory (these
@@ -86,6 +89,11 @@ void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, con
  * formulas above; what comm_bytes_sent(cp) counts). */
 size_t ring_attention_forward_bytes(size_t B, size_t Tl, size_t NH, size_t HS, int cp_size);
 size_t ring_attention_backward_bytes(size_t B, size_t Tl, size_t NH, size_t HS, int cp_size);
+
+/* The most bytes of scratch one call holds at once (the backward's: the travelling buffers
+ * [K | V | dK | dV] twice, D, the block scratch; the forward holds less). What the device
+ * allocator's peak rises by while a call runs. */
+size_t ring_attention_scratch_bytes(size_t B, size_t Tl, size_t NH, size_t HS, int cp_size);
 
 /* (query, key) score entries whose products rank cp_rank computes in one forward, per sequence
  * and head (skipped blocks count 0, diagonal ones whole): the work the zig-zag balances. The

@@ -173,13 +173,18 @@ void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on) {
     }
 }
 
+void gpt_chunk_set_context_parallel_layout(gpt_chunk *c, int size, int rank) {
+    CHECK(size >= 1 && rank >= 0 && rank < size, "context parallelism: a rank of the cp group");
+    c->cp_size = size;
+    c->cp_rank = size > 1 ? rank : 0;
+    char err[256];
+    if (size > 1 && !cp_check((size_t)c->cfg.seq_len, size, err, sizeof err))
+        die("context parallelism: %s", err); /* train's configuration check refuses it first */
+}
+
 void gpt_chunk_set_context_parallel(gpt_chunk *c, comm_group *cp) {
     c->cp = cp && comm_size(cp) > 1 ? cp : NULL;
-    c->cp_size = c->cp ? comm_size(cp) : 1;
-    c->cp_rank = c->cp ? comm_rank(cp) : 0;
-    char err[256];
-    if (c->cp && !cp_check((size_t)c->cfg.seq_len, c->cp_size, err, sizeof err))
-        die("context parallelism: %s", err); /* train's configuration check refuses it first */
+    gpt_chunk_set_context_parallel_layout(c, c->cp ? comm_size(cp) : 1, c->cp ? comm_rank(cp) : 0);
 }
 
 void gpt_chunk_set_expert_parallel(gpt_chunk *c, comm_group *ep) {
@@ -287,7 +292,7 @@ static void block_layout(block_acts *b, cursor *cur, const gpt_chunk *c, size_t 
     if (w) b->ln1 = take(cur, Nr * C), b->ln1_mean = take(cur, Nr), b->ln1_rstd = take(cur, Nr);
     if (bb) b->qkv = take(cur, N * 3 * Cl);
     /* context parallelism keeps each query row's log-sum-exp (B,NHl,T) instead */
-    if (parts & PART_ATT) b->att = take(cur, c->cp ? B * NHl * T : B * NHl * T * T);
+    if (parts & PART_ATT) b->att = take(cur, c->cp_size > 1 ? B * NHl * T : B * NHl * T * T);
     if (w) {
         b->atty = take(cur, N * Cl);
         b->x_mid = take(cur, Nr * C);
@@ -338,7 +343,7 @@ static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
     CHECK(T <= c->cfg.seq_len, "sequence longer than the position embedding");
     CHECK(!c->sequence_parallel || T % c->shard.tp_size == 0,
           "sequence parallelism: the micro-batch's sequence length must be divisible by tp");
-    CHECK(!(chunk_is_moe(c) || c->cp) ||
+    CHECK(!(chunk_is_moe(c) || c->cp_size > 1) ||
               (c->recompute.granularity == GPT_RECOMPUTE_NONE && !c->sequence_parallel),
           "MoE and context parallelism run without recomputation and sequence parallelism "
           "(train's configuration check refuses them, naming the flags)");

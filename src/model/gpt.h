@@ -187,7 +187,7 @@ typedef struct {
     bool sequence_parallel;  /* off unless gpt_chunk_set_sequence_parallel (and tp > 1) */
     int block_tensors;       /* tensors per block: 12, or 13 with MoE (the router) */
     comm_group *cp;          /* context parallelism: gpt_chunk_set_context_parallel (NULL: none) */
-    int cp_size, cp_rank;    /* 1, 0 without */
+    int cp_size, cp_rank;    /* 1 (or 0: never set), 0 without; what the layout code reads */
     comm_group *ep;          /* MoE: the expert-parallel group (gpt_chunk_set_expert_parallel) */
 } gpt_chunk;
 
@@ -230,6 +230,11 @@ void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on);
  * the loss is the mean over this rank's positions. Not with recomputation, sequence
  * parallelism, ZeRO-2/3 or CUDA. */
 void gpt_chunk_set_context_parallel(gpt_chunk *c, comm_group *cp);
+/* The same sizes without a group, for layout only: the chunk's activations are laid out as
+ * rank `rank` of a cp group of `size` holds them (gpt_*_bytes_of), but it cannot run (its
+ * forward has no group to send K/V around). The memory prediction (src/train/memory_predict.h)
+ * uses it, having no MPI; gpt_chunk_set_context_parallel calls it. */
+void gpt_chunk_set_context_parallel_layout(gpt_chunk *c, int size, int rank);
 /* The expert-parallel group of an MoE chunk (size shard.ep_size, rank shard.ep_rank). */
 void gpt_chunk_set_expert_parallel(gpt_chunk *c, comm_group *ep);
 /* The switch loss summed over the blocks of the last forward of `a` (0 without MoE). */

@@ -1,7 +1,9 @@
 /* moe_layer.c — the MoE layer (moe_layer.h): parameter views, the one activation buffer,
  * and forward / backward as router -> dispatch -> experts -> return -> combine.
  *
- * Activation memory, one buffer laid out by acts_layout (every piece 64-byte aligned):
+ * Activation memory, one buffer laid out by acts_layout (every piece 64-byte aligned), taken
+ * from the device allocator (src/device/device_memory.h: the cpu device is host memory) under
+ * the label "activations", so the allocator's peak sees it as `trident memory` predicts it:
  *
  *   token side (this rank's N tokens, K choices each)
  *     scores, dscores  (N,E)        router output; backward: d scores, then d logits
@@ -28,6 +30,7 @@
 
 #include "kernels/ops.h"
 #include "src/core/check.h"
+#include "src/device/device_memory.h"
 #include "src/moe/router.h"
 #include "src/moe/token_dispatch.h"
 
@@ -146,7 +149,7 @@ static size_t acts_layout(struct moe_acts *a, const moe_config *m, size_t N, siz
 
 size_t moe_acts_bytes_of(const moe_config *m, size_t N, size_t C) {
     struct moe_acts probe;
-    return sizeof(struct moe_acts) + acts_layout(&probe, m, N, C, NULL);
+    return acts_layout(&probe, m, N, C, NULL);
 }
 
 moe_acts *moe_acts_create(const moe_config *m, size_t N, size_t C) {
@@ -157,8 +160,7 @@ moe_acts *moe_acts_create(const moe_config *m, size_t N, size_t C) {
     a->N = N;
     a->C = C;
     a->max_rows = (size_t)m->ep_size * N * (size_t)m->topk;
-    struct moe_acts probe;
-    a->buf = callocCheck(1, acts_layout(&probe, m, N, C, NULL));
+    a->buf = device_alloc(moe_acts_bytes_of(m, N, C), "activations"); /* zeroed, counted */
     acts_layout(a, m, N, C, a->buf);
     a->d.P = m->ep_size;
     a->d.me = m->ep_rank;
@@ -170,7 +172,7 @@ moe_acts *moe_acts_create(const moe_config *m, size_t N, size_t C) {
 
 void moe_acts_destroy(moe_acts *a) {
     if (!a) return;
-    free(a->buf);
+    device_free(a->buf);
     free(a);
 }
 

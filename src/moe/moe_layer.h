@@ -33,7 +33,8 @@
  *
  * Memory: how many rows arrive is data-dependent (dropless), so moe_acts_create allocates
  * the worst case, P·N·K rows per buffer on the expert side: the memory of a micro-batch is
- * known before it runs (moe_acts_bytes_of). All ep ranks call with the same N.
+ * known before it runs (moe_acts_bytes_of), and it is device memory (device_alloc; the cpu
+ * device is host memory, which the layer's host code reads). All ep ranks call with the same N.
  *
  * Bytes on ep (comm_bytes_collective; this rank's sends to OTHER ranks, token_dispatch.h):
  *   moe_forward_bytes  = (P-1)·El·8  +  4C·(M - M_self)  +  4C·(R - R_self)
@@ -86,7 +87,8 @@ moe_grads moe_grads_view(const moe_config *m, float *base, size_t C);
 typedef struct moe_acts moe_acts;
 moe_acts *moe_acts_create(const moe_config *m, size_t N, size_t C);
 void moe_acts_destroy(moe_acts *a);
-/* Exactly the bytes moe_acts_create allocates (its struct and its one buffer). */
+/* Exactly the bytes moe_acts_create takes from the device allocator (device_alloc, label
+ * "activations": its one buffer; the small struct of views beside it is host bookkeeping). */
 size_t moe_acts_bytes_of(const moe_config *m, size_t N, size_t C);
 
 /* out (N,C) = the layer of in (N,C). in must stay as it is until the backward (pass it again

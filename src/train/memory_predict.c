@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/cp/ring_attention.h"
 #include "src/model/gpt.h"
 #include "src/model/local_model.h"
 #include "src/pp/schedule.h"
@@ -18,9 +19,20 @@
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; } /* gpt.c's 64-byte views */
 
-/* The chunks of (tp_rank, pp_rank), as trainer_create makes them: the schedule's placement,
- * the layer partition, recomputation and sequence parallelism. (v) chunks, free() them. */
-static gpt_chunk *make_chunks(const train_config *c, const pp_config *pc, int tp_rank, int pp_rank,
+/* Where a rank sits: the coordinates its chunks depend on. */
+typedef struct {
+    int tp, pp, cp, ep;
+} chunk_coord;
+
+/* The micro-batch's sequence length on a rank: T, or T/cp with context parallelism (what
+ * trainer_create gives the executor). */
+static int local_seq(const train_config *c) { return c->seq_length / c->context_parallel_size; }
+
+/* The chunks of a rank at `at`, as trainer_create makes them: the schedule's placement, the
+ * layer partition, this ep rank's experts, recomputation, sequence and context parallelism
+ * (the cp sizes without a group: gpt_chunk_set_context_parallel_layout). (v) chunks, free()
+ * them. */
+static gpt_chunk *make_chunks(const train_config *c, const pp_config *pc, chunk_coord at,
                               const char *who) {
     const gpt_config g = train_config_model(c);
     const int S = pc->p * pc->v;
@@ -33,17 +45,20 @@ static gpt_chunk *make_chunks(const train_config *c, const pp_config *pc, int tp
     gpt_chunk *ch = callocCheck((size_t)pc->v, sizeof *ch);
     size_t off = 0;
     for (int k = 0; k < pc->v; k++) {
-        const int s = pp_stage(pc, pp_rank, k);
+        const int s = pp_stage(pc, at.pp, k);
         const gpt_shard sh = {.tp_size = c->tensor_model_parallel_size,
-                              .tp_rank = tp_rank,
+                              .tp_rank = at.tp,
                               .layer_begin = begin[s],
                               .layer_end = begin[s + 1],
                               .has_embedding = s == 0,
-                              .has_head = s == S - 1};
+                              .has_head = s == S - 1,
+                              .ep_size = c->expert_model_parallel_size,
+                              .ep_rank = at.ep};
         gpt_chunk_init(&ch[k], &g, &sh, off);
         off += ch[k].num_elements;
         gpt_chunk_set_recompute(&ch[k], &rc);
         gpt_chunk_set_sequence_parallel(&ch[k], c->sequence_parallel);
+        gpt_chunk_set_context_parallel_layout(&ch[k], c->context_parallel_size, at.cp);
     }
     free(begin);
     free(stage_layers);
@@ -67,15 +82,20 @@ static zero_ranges *make_ranges(const gpt_chunk *ch, int v, int shards, size_t b
     return r;
 }
 
-/* The largest temporary buffer of a step (memory_predict.h): the tensor-parallel layers', or
- * the optimizer's packed sequence-parallel gradients of this DP rank's shard. */
+/* The largest temporary buffer of a step (memory_predict.h): the tensor-parallel layers', the
+ * optimizer's packed sequence-parallel gradients of this DP rank's shard, or ring attention's
+ * scratch (context parallelism; never at once with a layer's: each is given back before the
+ * next layer runs). */
 static size_t temporary_bytes(const train_config *c, const zero_ranges *r, const gpt_param **plist,
                               int shard) {
     const size_t tp = (size_t)c->tensor_model_parallel_size;
-    if (tp == 1) return 0;
-    const size_t B = (size_t)c->micro_batch_size,
-                 NC = B * (size_t)c->seq_length * (size_t)c->hidden_size;
-    if (!c->sequence_parallel) return NC * sizeof(float);
+    const size_t B = (size_t)c->micro_batch_size, T = (size_t)local_seq(c);
+    const size_t NH = (size_t)c->num_attention_heads, HS = (size_t)c->hidden_size / NH;
+    const int cp = c->context_parallel_size;
+    const size_t ring = cp > 1 ? ring_attention_scratch_bytes(B, T, NH / tp, HS, cp) : 0;
+    if (tp == 1) return ring;
+    const size_t NC = B * T * (size_t)c->hidden_size;
+    if (!c->sequence_parallel) return (NC * sizeof(float) > ring ? NC * sizeof(float) : ring);
     const size_t layer = (B > 1 ? 2 : 1) * NC + NC / tp;
     size_t packed = 0;
     const zero_shard *sh = &r->shards[shard];
@@ -89,7 +109,7 @@ static size_t temporary_bytes(const train_config *c, const zero_ranges *r, const
  * schedule, hand-overs, work spaces, messages, and the model state of the ZeRO layout. */
 static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_config *pc,
                        const gpt_chunk *ch, const zero_ranges *r, int pp_rank, int stage) {
-    const int B = c->micro_batch_size, T = c->seq_length;
+    const int B = c->micro_batch_size, T = local_seq(c);
     pp_rank_plan plan;
     pp_rank_plan_build(pc, pp_rank, &plan);
     pp_plan_holds h = pp_plan_holds_of(&plan, pc->v);
@@ -121,8 +141,9 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
     char err[512];
     if (stage < 0 || stage > 3) die("%s: ZeRO stage %d is not one of 0, 1, 2, 3", who, stage);
     pg_layout l;
-    if (!pg_layout_make(&l, c->world_size, c->tensor_model_parallel_size,
-                        c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
+    if (!pg_layout_make5(&l, c->world_size, c->tensor_model_parallel_size, c->context_parallel_size,
+                         c->expert_model_parallel_size, c->pipeline_model_parallel_size, c->vpp,
+                         c->rank_order, err, sizeof err))
         die("%s: %s", who, err);
     pp_config pc = {PP_1F1B, c->pipeline_model_parallel_size, c->num_microbatches, c->vpp};
     CHECK(pp_kind_parse(c->pipeline_schedule, &pc.kind), "schedule checked by the flag parser");
@@ -133,24 +154,35 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
     tm->stage = stage;
     tm->ranks = callocCheck((size_t)tm->world, sizeof *tm->ranks);
     const gpt_param **plist = mallocCheck(sizeof *plist * (size_t)pc.v * GPT_MAX_PARAMS);
+    /* ZeRO shards over the ranks that average the dense gradients: dp, or dp × cp (trainer) */
+    const pg_kind shard_kind = l.cp > 1 ? PG_DP_CP : PG_DP;
+    const int shards = stage >= 1 ? pg_group_size(&l, shard_kind) : 1;
+    /* What a rank holds depends on its tp, pp and ep coordinates only (cp and the rest of dp
+     * change which positions and sequences, not how many): one bill per (tp, pp, ep) */
     for (int pr = 0; pr < l.pp; pr++)
-        for (int tr = 0; tr < l.tp; tr++) {
-            gpt_chunk *ch = make_chunks(c, &pc, tr, pr, who);
-            zero_ranges *r = make_ranges(ch, pc.v, stage >= 1 ? l.dp : 1,
-                                         (size_t)c->ddp_bucket_size, stage, plist);
-            zero_memory_rank base = {0};
-            chunk_bill(&base, c, &pc, ch, r, pr, stage);
-            for (int d = 0; d < l.dp; d++) {
-                const int rank = pg_rank_of(&l, (pg_coord){.tp = tr, .pp = pr, .dp = d});
-                zero_memory_rank *m = &tm->ranks[rank];
-                *m = base;
-                m->rank = rank, m->tp_rank = tr, m->pp_rank = pr, m->dp_rank = d;
-                m->bytes[ZERO_MEM_TEMPORARY] = temporary_bytes(c, r, plist, stage >= 1 ? d : 0);
-                zero_memory_rank_sum(m);
+        for (int tr = 0; tr < l.tp; tr++)
+            for (int e = 0; e < l.ep; e++) {
+                gpt_chunk *ch = make_chunks(c, &pc, (chunk_coord){tr, pr, 0, e}, who);
+                zero_ranges *r = make_ranges(ch, pc.v, shards, (size_t)c->ddp_bucket_size, stage,
+                                             plist);
+                zero_memory_rank base = {0};
+                chunk_bill(&base, c, &pc, ch, r, pr, stage);
+                for (int cr = 0; cr < l.cp; cr++)
+                    for (int d = e; d < l.dp; d += l.ep) { /* the dp ranks of ep rank e */
+                        const pg_coord at = {.tp = tr, .pp = pr, .dp = d, .cp = cr};
+                        const int rank = pg_rank_of(&l, at);
+                        zero_memory_rank *m = &tm->ranks[rank];
+                        *m = base;
+                        m->rank = rank, m->tp_rank = tr, m->pp_rank = pr, m->dp_rank = d;
+                        m->cp_rank = cr, m->ep_rank = e;
+                        /* its place in the dp (or dp_cp: cp fastest) group: its ZeRO shard */
+                        const int shard = stage >= 1 ? cr + l.cp * d : 0;
+                        m->bytes[ZERO_MEM_TEMPORARY] = temporary_bytes(c, r, plist, shard);
+                        zero_memory_rank_sum(m);
+                    }
+                zero_ranges_free(r);
+                free(ch);
             }
-            zero_ranges_free(r);
-            free(ch);
-        }
     free(plist);
     return tm;
 }
@@ -198,6 +230,7 @@ void train_memory_zero_table(const train_memory *m, const train_config *c, int r
 static size_t layer_layout_bytes(const train_config *c, int t, bool sp, gpt_recompute rc) {
     gpt_config g = train_config_model(c);
     g.num_layers = 2;
+    g.num_experts = 0; /* the paper's layer: dense (an MoE run's table is its dense twin's) */
     size_t bytes[2];
     gpt_chunk *ch = callocCheck(1, sizeof *ch);
     for (int n = 1; n <= 2; n++) {

@@ -5,16 +5,21 @@
  * The prediction is the high-water mark of Trident's own allocator accounting
  * (src/device/device_memory.h: every buffer of the model, the optimizer, the activations, the
  * work spaces and the messages comes from device_alloc), kind by kind (src/zero/memory_plan.h,
- * zero_mem_kind), for each rank (tp_rank, pp_rank, dp_rank) of the layout:
+ * zero_mem_kind), for each rank (tp_rank, pp_rank, dp_rank, and cp_rank, ep_rank with context
+ * and expert parallelism: pg_layout_make5's coordinates, ep_rank = dp_rank % ep) of the layout:
  *
- *   parameters, gradients,      Ψ of the rank's chunks (gpt_chunk_init's table), in fp32, laid
- *   master, Adam m + v          out as the ZeRO stage says (zero_memory_rank_model_state)
+ *   parameters, gradients,      Ψ of the rank's chunks (gpt_chunk_init's table: with MoE this
+ *   master, Adam m + v          ep rank's E/ep experts per block and the router), in fp32, laid
+ *                               out as the ZeRO stage says (zero_memory_rank_model_state; with
+ *                               context parallelism ZeRO shards over dp × cp, as the trainer)
  *   activations                 Σ over chunks c: held(c) × one set of chunk c, where held(c) is
  *                               the most sets of c the schedule keeps alive at once (the rank's
  *                               plan walked in order, pp_plan_holds: GPipe m, 1F1B min(p−r, m),
  *                               interleaved and zero bubble as their plans say) and a set is
  *                               what recomputation and sequence parallelism keep
- *                               (gpt_acts_bytes_of: the model's own layout code)
+ *                               (gpt_acts_bytes_of: the model's own layout code, at the
+ *                               trainer's length T/cp; with MoE each block's moe_acts, the
+ *                               worst case of src/moe/moe_layer.h, ep·N·K rows)
  *   B -> W hand-over            Σ over chunks: held hand-overs × gpt_wgrad_bytes_of (zb-h1, zbv)
  *   work space                  Σ over chunks: gpt_scratch_bytes_of (one per chunk)
  *   p2p buffers                 3 message buffers (2 receive, 1 send) of the residual stream,
@@ -24,7 +29,10 @@
  *                               tp > 1: N·C floats (a column-parallel layer's partial input
  *                               gradient, N = B·T); with sequence parallelism (2 if B > 1 else
  *                               1)·N·C + N·C/tp (the gathers and reduce-scatters); the packed
- *                               sequence-parallel gradients of the optimizer, when larger
+ *                               sequence-parallel gradients of the optimizer, when larger;
+ *                               with context parallelism ring attention's scratch, when larger
+ *                               (ring_attention_scratch_bytes: a call's buffers, given back
+ *                               before it returns, src/cp/ring_attention.h)
  *
  * Why the sum is the peak: the executor keeps every activation set it ever allocated in a
  * per-chunk pool and reuses it, so after the first step every pool is at held(c) and stays

@@ -119,6 +119,7 @@ const char *zero_mem_kind_key(zero_mem_kind k);
 
 typedef struct {
     int rank, tp_rank, pp_rank, dp_rank;
+    int cp_rank, ep_rank; /* context- and expert-parallel coordinates (0 without; ep = dp % EP) */
     size_t bytes[ZERO_MEM_NKINDS];
     size_t total;        /* their sum: the predicted high-water mark */
     size_t logits_bytes; /* of which logits and their gradient (last stage; informational) */

@@ -16,6 +16,7 @@
 #include "src/core/rng.h"
 #include "src/cp/ring_attention.h"
 #include "src/cp/zigzag.h"
+#include "src/device/device_memory.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/dist.h"
 #include "tests/support/testing.h"
@@ -98,6 +99,8 @@ static void ring_matches_serial(size_t B, size_t T, size_t NH, size_t HS) {
     float *lse = malloc(B * NH * Tl * sizeof(float));
     float *dqkv = calloc(B * Tl * 3 * CH, sizeof(float));
 
+    const size_t held = device_bytes_in_use(); /* the scratch comes and goes on top of it */
+    device_bytes_peak_reset();
     comm_reset_counters(g_cp);
     ring_attention_forward(g_cp, out, lse, qkv, B, Tl, NH, HS);
     assert_int_equal(comm_bytes_sent(g_cp), ring_attention_forward_bytes(B, Tl, NH, HS, cp));
@@ -115,6 +118,9 @@ static void ring_matches_serial(size_t B, size_t T, size_t NH, size_t HS) {
     ring_attention_backward(g_cp, dqkv, dout, qkv, out, lse, B, Tl, NH, HS);
     assert_int_equal(comm_bytes_sent(g_cp), ring_attention_backward_bytes(B, Tl, NH, HS, cp));
     expect_close(dqkv, want_dqkv, B * Tl * 3 * CH, ATOL, RTOL, "ring backward dqkv vs serial");
+    /* the scratch is device memory, given back on return; its peak is what memory predicts */
+    assert_int_equal(device_bytes_in_use(), held);
+    assert_int_equal(device_bytes_peak() - held, ring_attention_scratch_bytes(B, Tl, NH, HS, cp));
 
     /* A second backward adds the same gradient again (accumulates, like kernels/ops.h). */
     ring_attention_backward(g_cp, dqkv, dout, qkv, out, lse, B, Tl, NH, HS);

@@ -2,6 +2,7 @@
  *   - the text: layout, one row per rank, the ZeRO table (stage in use starred), the
  *     Korthikanti table whose Trident formula equals the model's layout;
  *   - JSON with every rank, pictures in three formats, --data-parallel-sharding-strategy;
+ *   - MoE, expert- and context-parallel layouts: cp and ep columns, no refusal;
  *   - bad input: one line naming the value, exit 1, no file;
  *   - a 2-rank `trident train` writes one metrics.jsonl record per rank whose predicted bytes
  *     are `trident memory`'s and whose measured peak is within 5% of them.
@@ -81,6 +82,45 @@ static void json_and_pictures_and_stages(void **state) {
     expect_output("ZeRO-3 (optim_grads_params)");
     expect_output("* ZeRO-3   optim_grads_params");
     expect_output("parameters, gradients, Adam m, v and master sharded over DP");
+}
+
+#define LAYOUT_5D                                                                                  \
+    "--world-size 8 --tensor-model-parallel-size 2 --context-parallel-size 2 --num-experts 4 "     \
+    "--moe-router-topk 2 --expert-model-parallel-size 2"
+
+/* MoE, expert and context parallelism are predicted (memory_moe_cp_test.c measures them): the
+ * rank rows gain cp and ep coordinates, in text, JSON and the picture's labels. */
+static void moe_cp_ep_layouts_list_cp_and_ep(void **state) {
+    (void)state;
+    assert_int_equal(memory(LAYOUT_5D), 0);
+    if (strstr(g_out, "not predicted")) fail_msg("refused:\n%s", g_out);
+    expect_output("trident memory: 8 ranks = tensor 2 × context 2 × pipeline 1 × data 2 (expert 2 "
+                  "× expert-data 1), schedule 1f1b");
+    expect_output("mixture of experts: 4 experts, top-2, dropless; 2 experts per expert-parallel "
+                  "rank");
+    expect_output("rank  tp  pp  dp  cp  ep  parameters");
+    for (int r = 0; r < 8; r++) { /* tp-cp-ep-dp-pp: tp fastest, then cp, then dp; ep = dp % 2 */
+        char row[48];
+        const int dp = r / 4;
+        snprintf(row, sizeof row, "\n%4d  %2d  %2d  %2d  %2d  %2d", r, r % 2, 0, dp, (r / 2) % 2,
+                 dp % 2);
+        expect_output(row);
+    }
+    expect_output("(tp 0, pp 0, dp 0, cp 0, ep 0)");
+    assert_int_equal(memory(LAYOUT_5D " --format json"), 0);
+    assert_int_equal(count(g_out, "{\"rank\":"), 8);
+    expect_output("\"context_parallel_size\": 2");
+    expect_output("\"expert_model_parallel_size\": 2");
+    expect_output("{\"rank\":6,\"tp\":0,\"pp\":0,\"dp\":1,\"cp\":1,\"ep\":1,");
+    char path[4400], args[4600];
+    snprintf(path, sizeof path, "%s/bill5d.png", test_tmpdir("memory_cmd_5d"));
+    snprintf(args, sizeof args, LAYOUT_5D " -o %s", path);
+    assert_int_equal(memory(args), 0);
+    assert_true(access(path, F_OK) == 0);
+    /* without cp or ep the listing keeps its three coordinates */
+    assert_int_equal(memory("--world-size 2 --num-experts 4 --format json"), 0);
+    assert_true(strstr(g_out, "\"cp\":") == NULL);
+    expect_output("\"num_experts\": 4");
 }
 
 static void refuse(const char *args, const char *needle) {
@@ -163,6 +203,7 @@ int main(void) {
         cmocka_unit_test(text_lists_every_rank_and_both_tables),
         cmocka_unit_test(json_and_pictures_and_stages),
         cmocka_unit_test(bad_input_gets_one_line),
+        cmocka_unit_test(moe_cp_ep_layouts_list_cp_and_ep),
         cmocka_unit_test(train_records_predicted_and_measured_per_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

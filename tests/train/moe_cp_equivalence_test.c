@@ -26,59 +26,21 @@
 #include "src/train/trainer.h"
 #include "tests/support/testing.h"
 #include "tests/train/equivalence.h"
+#include "tests/train/moe_cp_cases.h"
 
 #ifndef WORLD
 #define WORLD 1
 #endif
 
 #if WORLD > 1
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-static const layout_case k_cases[] = {
-#if WORLD == 2
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 2},                         /* CP2 */
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .ep = 2, .experts = 4, .topk = 2, /* EP2 */
-     .aux_coeff = 0.01f},
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .ep = 2, .experts = 4, .topk = 1, /* EP2, dropping */
-     .aux_coeff = 0.01f, .capacity = 1.0f},
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .zero = true, .experts = 4, .topk = 2}, /* DP2 ZeRO */
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 2, .experts = 4, .topk = 2, /* CP2 MoE */
-     .aux_coeff = 0.01f},
-#elif WORLD == 4
-    {.tp = 2, .pp = 1, .schedule = "1f1b", .cp = 2},               /* TP2 × CP2 */
-    {.tp = 1, .pp = 2, .schedule = "1f1b", .cp = 2},               /* CP2 × PP2 */
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 2, .zero = true}, /* CP2 × DP2 ZeRO */
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 4},               /* CP4 */
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .ep = 4, .experts = 4, .topk = 2, /* EP4 */
-     .aux_coeff = 0.01f},
-    {.tp = 2, .pp = 1, .schedule = "1f1b", .ep = 2, .experts = 4, .topk = 2, /* TP2 × EP2 */
-     .aux_coeff = 0.01f},
-    {.tp = 1, .pp = 2, .schedule = "zb-h1", .ep = 2, .experts = 4, .topk = 2, /* PP2 × EP2 */
-     .aux_coeff = 0.01f},
-    {.tp = 1, .pp = 1, .schedule = "1f1b", .cp = 2, .ep = 2, .experts = 4, .topk = 2, /* CP2×EP2 */
-     .aux_coeff = 0.01f},
-#elif WORLD == 8
-    {.tp = 2, .pp = 2, .schedule = "1f1b", .cp = 2},                   /* TP2 × CP2 × PP2 */
-    {.tp = 1, .pp = 2, .vpp_layers = 1, .schedule = "interleaved", .cp = 2, /* CP2 × DP2 × PP2 */
-     .zero = true},
-    {.tp = 2, .pp = 1, .schedule = "1f1b", .cp = 4},                    /* TP2 × CP4 */
-    {.tp = 2, .pp = 2, .schedule = "1f1b", .ep = 2, .experts = 4, .topk = 2, /* TP2×PP2×EP2 */
-     .aux_coeff = 0.01f},
-    {.tp = 2, .pp = 1, .schedule = "1f1b", .ep = 4, .experts = 8, .topk = 2, /* TP2 × EP4 */
-     .aux_coeff = 0.01f},
-    {.tp = 2, .pp = 1, .schedule = "1f1b", .cp = 2, .ep = 2, .experts = 4, .topk = 2,
-     .aux_coeff = 0.01f}, /* TP2 × CP2 × DP2 (EP2) */
-#endif
-};
-#pragma GCC diagnostic pop
 
 static void every_layout_matches_the_serial_run(void **state) {
     (void)state;
     train_config base;
     equivalence_base_config(&base);
-    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
-        equivalence_check(&base, &k_cases[i], 4, 1e-5, k_cases[i].experts > 0 ? 2e-5 : 1e-5,
-                          1e-4);
+    for (size_t i = 0; i < sizeof k_moe_cp_cases / sizeof k_moe_cp_cases[0]; i++)
+        equivalence_check(&base, &k_moe_cp_cases[i], 4, 1e-5,
+                          k_moe_cp_cases[i].experts > 0 ? 2e-5 : 1e-5, 1e-4);
 }
 #endif
 

@@ -1,0 +1,142 @@
+/* memory_moe_cp_test.c — `trident memory` predicts the 5-D layouts exactly, as memory_test.c
+ * holds it to for the 3-D ones.
+ *
+ * Run under mpirun with WORLD ranks (one binary per world size). For every layout of
+ * tests/train/moe_cp_cases.h (context parallelism, mixture of experts, expert parallelism,
+ * with TP, PP, DP and ZeRO-1: the layouts moe_cp_equivalence_test.c checks against the
+ * serial run), each rank trains 2 steps and one held-out evaluation of the small equivalence
+ * model (fp32), and:
+ *   - its allocator high-water mark (device_bytes_peak) is within ±5% of the prediction for
+ *     its rank (train_memory_predict: the coordinates of pg_layout_make5, this ep rank's
+ *     experts, activations at T/cp with each MoE block's worst case, ring attention's scratch
+ *     as the temporary); the worst deviation is printed per layout and over all of them;
+ *   - parameters, gradients, fp32 master and Adam m + v, measured by their allocation labels,
+ *     equal the predicted kinds exactly (with expert parallelism: E/ep experts per rank);
+ *   - trainer_memory_peak, which every rank gathers for metrics.jsonl, is each rank's own.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "src/device/device_memory.h"
+#include "src/runtime/dist.h"
+#include "src/runtime/groups.h"
+#include "src/runtime/parallel_state.h"
+#include "src/train/memory_predict.h"
+#include "src/train/trainer.h"
+#include "tests/support/testing.h"
+#include "tests/train/moe_cp_cases.h"
+
+/* The model-state kinds, measured by their device_alloc labels (no ZeRO-2/3 here: refused
+ * with MoE and context parallelism). */
+static void model_state_measured(size_t out[ZERO_MEM_ADAM + 1]) {
+    out[ZERO_MEM_PARAMS] = device_bytes_in_use_of("parameters");
+    out[ZERO_MEM_GRADS] = device_bytes_in_use_of("gradients");
+    out[ZERO_MEM_MASTER] = device_bytes_in_use_of("fp32 master weights");
+    out[ZERO_MEM_ADAM] = device_bytes_in_use_of("Adam first moments") +
+                         device_bytes_in_use_of("Adam second moments");
+}
+
+/* The configuration of a case: the layout (equivalence_apply) and its model (the experts). */
+static void case_config(const layout_case *lc, train_config *c) {
+    train_config base;
+    equivalence_base_config(&base);
+    base.num_experts = lc->experts;
+    if (lc->topk > 0) base.moe_router_topk = lc->topk;
+    base.moe_aux_loss_coeff = lc->aux_coeff;
+    base.moe_expert_capacity_factor = lc->capacity;
+    equivalence_apply(&base, lc, c);
+    c->train_iters = 2;
+}
+
+static void case_name(const layout_case *lc, const train_config *c, char *buf, size_t cap) {
+    snprintf(buf, cap, "tp%d cp%d pp%d dp%d %s%s", lc->tp, c->context_parallel_size, lc->pp,
+             dist_world_size() / (lc->tp * lc->pp * c->context_parallel_size), lc->schedule,
+             lc->zero ? " zero" : "");
+    if (lc->experts > 0)
+        snprintf(buf + strlen(buf), cap - strlen(buf), " moe-E%d-k%d ep%d%s", lc->experts,
+                 c->moe_router_topk, c->expert_model_parallel_size, lc->capacity > 0 ? " cap" : "");
+}
+
+/* Trains c (2 steps, one evaluation) at this world and checks every rank; returns the largest
+ * |peak / predicted − 1| over the ranks. */
+static double check_layout(const train_config *base, const char *name) {
+    const int world = dist_world_size(), rank = dist_rank();
+    train_config c = *base;
+    char err[512];
+    if (!train_config_check(&c, world, err, sizeof err)) fail_msg("%s rejected: %s", name, err);
+    pg_layout l;
+    assert_true(pg_layout_make5(&l, world, c.tensor_model_parallel_size, c.context_parallel_size,
+                                c.expert_model_parallel_size, c.pipeline_model_parallel_size,
+                                c.vpp, c.rank_order, err, sizeof err));
+    assert_int_equal(device_bytes_in_use(), 0); /* the previous case gave everything back */
+    device_bytes_peak_reset();
+    parallel_state *ps = ps_create(&l, rank);
+    trainer *t = trainer_create(&c, ps);
+    for (int it = 1; it <= 2; it++) trainer_step(t, it);
+    trainer_evaluate(t, 1, 2);
+    const size_t peak = device_bytes_peak();
+    size_t state[ZERO_MEM_ADAM + 1];
+    model_state_measured(state);
+    train_memory *tm = train_memory_predict(&c, train_config_zero_stage(&c), "memory_moe_cp_test");
+    const zero_memory_rank *m = &tm->ranks[rank];
+    /* the prediction's coordinates are the run's */
+    assert_int_equal(m->tp_rank, ps->tp_rank);
+    assert_int_equal(m->pp_rank, ps->pp_rank);
+    assert_int_equal(m->dp_rank, ps->dp_rank);
+    assert_int_equal(m->cp_rank, ps->cp_rank);
+    assert_int_equal(m->ep_rank, ps->ep_rank);
+    for (int k = 0; k <= ZERO_MEM_ADAM; k++)
+        if (state[k] != m->bytes[k])
+            fail_msg("%s rank %d: %s measured %zu bytes, predicted %zu", name, rank,
+                     zero_mem_kind_name(k), state[k], m->bytes[k]);
+    assert_int_equal(trainer_memory_peak(t, rank), device_bytes_peak()); /* gathered at the step */
+    trainer_memory_gather(t);
+    assert_int_equal(trainer_memory_peak(t, rank), peak); /* the evaluation raised nothing */
+    const double dev = (double)peak / (double)m->total - 1.0;
+    double worst = 0, mine = fabs(dev);
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    long long off = (long long)peak - (long long)m->total, most = 0;
+    off = off < 0 ? -off : off;
+    MPI_Allreduce(&off, &most, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) {
+        char a[32], b[32];
+        printf("  %-40s rank 0: peak %9s, predicted %9s; worst |peak/predicted − 1| %.4f%% "
+               "(%lld bytes)\n",
+               name, zero_bytes_text((double)peak, a, sizeof a),
+               zero_bytes_text((double)m->total, b, sizeof b), 100.0 * worst, most);
+    }
+    if (!(mine <= 0.05))
+        fail_msg("%s rank %d: allocator peak %zu bytes vs predicted %zu (%+.2f%%, bound ±5%%)",
+                 name, rank, peak, m->total, 100.0 * dev);
+    train_memory_free(tm);
+    trainer_destroy(t);
+    ps_destroy(ps);
+    return worst;
+}
+
+static void every_5d_layout_peaks_where_predicted(void **state) {
+    (void)state;
+    double worst = 0;
+    char name[160];
+    for (size_t i = 0; i < sizeof k_moe_cp_cases / sizeof k_moe_cp_cases[0]; i++) {
+        train_config c;
+        case_config(&k_moe_cp_cases[i], &c);
+        case_name(&k_moe_cp_cases[i], &c, name, sizeof name);
+        worst = fmax(worst, check_layout(&c, name));
+    }
+    if (dist_rank() == 0)
+        printf("  worst |peak/predicted − 1| over every 5-D row: %.4f%%\n", 100 * worst);
+}
+
+int main(int argc, char **argv) {
+    mpi_test_launch(argc, argv, WORLD);
+    dist_init(&argc, &argv);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_5d_layout_peaks_where_predicted),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    dist_finalize();
+    return rc;
+}
