@@ -453,10 +453,16 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
 static bool check_fits(const train_config *c, char *err, size_t errlen) {
     const double C = c->hidden_size, L = c->num_layers, T = c->seq_length, V = c->padded_vocab;
     const double tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
-    const double block = 12.0 * C * C + 13.0 * C; /* one transformer block's parameters */
+    /* one transformer block's parameters: with MoE, this rank's E/ep experts (whole on every
+     * TP rank) and the router */
+    const double E = c->num_experts, ep = c->expert_model_parallel_size;
+    const double mlps = E > 0 ? E / ep * tp : 1; /* in units of a TP-cut dense MLP */
+    const double block = 4.0 * C * C + mlps * 8.0 * C * C + 13.0 * C + E * C * tp;
     const double params = (ceil(L / pp) * block + (V + T) * C + 2.0 * C) / tp;
     const double logits = (double)c->micro_batch_size * T * V / tp;
-    const double need = 4.0 * (2.0 * params + logits);
+    /* MoE: one layer's worst case of received rows (ep · tokens · top-k), in, hidden, out */
+    const double moe_rows = E > 0 ? ep * c->micro_batch_size * T * c->moe_router_topk : 0;
+    const double need = 4.0 * (2.0 * params + logits + moe_rows * 10.0 * C);
     const double have = c->predict_only
                             ? 0 /* nothing is allocated: no limit */
                             : (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
