@@ -73,7 +73,7 @@ static void draw_timelines(const viz_run_pictures *req, const viz_run_views *v,
         viz_timeline *tl = viz_timeline_from_run(views[k], req->run_dir, -1, err, sizeof err);
         if (!tl) continue;
         snprintf(path, sizeof path, "%s/%s", req->run_dir, files[k]);
-        viz_tl_draw_options o = {0, req->pipeline};
+        viz_tl_draw_options o = {.width = 0, .arrows = req->pipeline};
         const viz_timeline *one[1] = {tl};
         viz_timeline_draw(path, one, 1, &o);
         fprintf(req->out, "  %s   (%s)\n", path, what[k]);

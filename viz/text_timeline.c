@@ -55,17 +55,19 @@ static char bucket_char(const viz_tl_row *row, const viz_tc_segment *seg, int ns
     return ch;
 }
 
-static void write_row(FILE *f, const viz_timeline *tl, int rank, int columns, double dt) {
+/* Row `rank` over [t0, t_end): `columns` buckets of dt seconds from t0. */
+static void write_row(FILE *f, const viz_timeline *tl, int rank, int columns, double t0,
+                      double t_end, double dt) {
     const viz_tl_row *row = &tl->rows[rank];
     viz_tc_segment *seg;
-    int nseg = viz_timeline_class_segments(tl, rank, 0, tl->duration, &seg);
+    int nseg = viz_timeline_class_segments(tl, rank, t0, t_end, &seg);
     for (int c = 0; c < columns; c++) {
-        double a = c * dt, b = a + dt;
-        if (a >= tl->duration) { /* past this panel's end: blank */
+        double a = t0 + c * dt, b = a + dt;
+        if (a >= t_end) { /* past this panel's end: blank */
             fputc(' ', f);
             continue;
         }
-        if (b > tl->duration) b = tl->duration;
+        if (b > t_end) b = t_end;
         fputc(bucket_char(row, seg, nseg, a, b), f);
     }
     free(seg);
@@ -74,18 +76,36 @@ static void write_row(FILE *f, const viz_timeline *tl, int rank, int columns, do
 static void pct(char *buf, size_t cap, double x) { snprintf(buf, cap, "%.1f%%", 100 * x); }
 
 void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int columns) {
+    viz_text_timeline_write_window(f, tls, n, columns, NULL);
+}
+
+void viz_text_timeline_write_window(FILE *f, const viz_timeline *const *tls, int n, int columns,
+                                    const viz_tl_window *w) {
     CHECK(columns >= 1, "a text timeline needs at least one column");
     double longest = 0;
     for (int p = 0; p < n; p++)
         if (tls[p]->duration > longest) longest = tls[p]->duration;
-    double dt = longest > 0 ? longest / columns : 1;
+    /* The time shown: [0, longest), or the window with its end clipped to the longest. */
+    double t0 = 0, t1 = longest;
+    if (w) {
+        CHECK(w->t0 >= 0 && w->t0 < w->t1 && w->t0 < longest,
+              "a timeline window must start at or after 0, before its end and before the "
+              "step's end");
+        t0 = w->t0;
+        if (w->t1 < longest) t1 = w->t1;
+    }
+    double dt = t1 > t0 ? (t1 - t0) / columns : 1;
     for (int p = 0; p < n; p++) {
         const viz_timeline *tl = tls[p];
+        const double t_end = tl->duration < t1 ? tl->duration : t1; /* this panel's part */
         if (p > 0) fputc('\n', f);
         fprintf(f, "%s: %s, TP %d x PP %d x DP %d (%d ranks), %d micro-batches", tl->name,
                 tl->schedule, tl->tp, tl->pp, tl->dp, tl->world_size, tl->num_microbatches);
         if (tl->vpp > 1) fprintf(f, ", %d chunks per rank", tl->vpp);
-        if (tl->step >= 0) fprintf(f, ", step %d", tl->step);
+        char step[32] = "the timeline";
+        if (tl->step >= 0) snprintf(step, sizeof step, "step %d", tl->step);
+        if (w) fprintf(f, ", window %g-%g ms of %s", t0 * 1e3, t1 * 1e3, step);
+        else if (tl->step >= 0) fprintf(f, ", %s", step);
         fprintf(f, ", %.3f ms (one column = %.3f ms)\n", tl->duration * 1e3, dt * 1e3);
         if (tl->dropped)
             fprintf(f, "WARNING: %llu events were dropped (trace buffer full)\n",
@@ -108,10 +128,11 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
         }
         for (int d = 0; d < tl->nrows; d++) {
             int r = order[d];
-            viz_tl_row_stats st = viz_timeline_row_stats(tl, r);
-            const double *sh = st.classes.share;
+            viz_tc_shares shares = w ? viz_timeline_class_shares(tl, r, t0, t_end)
+                                     : viz_timeline_row_stats(tl, r).classes;
+            const double *sh = shares.share;
             fprintf(f, "stage %-2d rank %-3d |", tl->rows[r].pp_rank, r);
-            write_row(f, tl, r, columns, dt);
+            write_row(f, tl, r, columns, t0, t_end, dt);
             fprintf(f, "| compute %5.1f%% transfer %5.1f%% wait %5.1f%% idle %5.1f%%\n",
                     100 * sh[VIZ_TC_COMPUTE], 100 * sh[VIZ_TC_TRANSFER], 100 * sh[VIZ_TC_WAIT],
                     100 * sh[VIZ_TC_IDLE]);
@@ -131,9 +152,10 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
         if (tx->shows_v) snprintf(cond, sizeof cond, ", v=%d", tl->vpp);
         else if (tx->assumes[0]) snprintf(cond, sizeof cond, ", %s", tx->assumes);
         fprintf(f,
-                "bubble measured: %s of total time (wait %s + idle %s), %s of ideal time | "
+                "bubble%s measured: %s of total time (wait %s + idle %s), %s of ideal time | "
                 "theory (p=%d, m=%d%s): %s = %s of total, %s = %s of ideal\n",
-                mt, mw, md, mi, tl->pp, tl->num_microbatches, cond, tx->total, tt, tx->ideal, ti);
+                w ? " of the whole step" : "", mt, mw, md, mi, tl->pp, tl->num_microbatches, cond,
+                tx->total, tt, tx->ideal, ti);
     }
     bool a2a = false, ring = false; /* named in the legend only when some panel has them */
     for (int p = 0; p < n; p++)
@@ -148,6 +170,7 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
             "(compute) | > send  < recv  C collective%s%s (transfer: bytes moving) | ~ wait "
             "(blocked on a peer) | . idle (nothing scheduled)\n"
             "bubble = wait + idle inside the pipeline's first-forward..last-backward span, mean "
-            "over ranks; the four shares of a row add up to the step\n",
-            a2a ? "  A all-to-all (MoE)" : "", ring ? "  R ring step (CP)" : "");
+            "over ranks; the four shares of a row add up to the %s\n",
+            a2a ? "  A all-to-all (MoE)" : "", ring ? "  R ring step (CP)" : "",
+            w ? "window (the bubble: the whole step)" : "step");
 }

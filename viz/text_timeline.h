@@ -26,6 +26,11 @@
 
 /* Writes n timelines with `columns` time buckets per row (the longest panel fills them). */
 void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int columns);
+/* The same, for the window [w->t0, w->t1) of every panel only (NULL: all, as above): the
+ * buckets cover the window (its end clipped to the longest panel), the title names it, the
+ * shares count it; the bubble line stays the whole step's. */
+void viz_text_timeline_write_window(FILE *f, const viz_timeline *const *tls, int n, int columns,
+                                    const viz_tl_window *w);
 
 /* The character of one kind of box (chunk picks the case of F and B). */
 char viz_text_timeline_char(viz_tl_kind kind, int chunk);

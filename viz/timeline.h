@@ -135,6 +135,13 @@ typedef struct {
     int nrows;
 } viz_timeline;
 
+/* A window of a timeline's time for the views to show: [t0, t1) seconds from the start, as the
+ * pictures' axis counts them (`trident render --window A:B`). The views (timeline_layout.h,
+ * text_timeline.h) map and clip to it; the model itself is never cut. */
+typedef struct {
+    double t0, t1;
+} viz_tl_window;
+
 /* A timeline with tp*pp*dp empty rows. Coordinates default to Megatron's order (tp fastest,
  * then dp, then pp: rank = tp_rank + tp * (dp_rank + dp * pp_rank)); change them with
  * viz_timeline_set_coords() when the producer knows better. vpp >= 1. */

@@ -96,12 +96,13 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
     cairo_set_line_width(cr, 0.5);
     viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.2));
     cairo_move_to(cr, L->plot_x, R->lane_y + VIZ_TL_LANE_H - 0.25);
-    cairo_line_to(cr, viz_tl_x(L, P->tl->duration), R->lane_y + VIZ_TL_LANE_H - 0.25);
+    cairo_line_to(cr, viz_tl_x(L, P->t_end), R->lane_y + VIZ_TL_LANE_H - 0.25);
     cairo_stroke(cr);
 
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
         const viz_tl_box_layout *B = &R->boxes[i];
+        if (B->hidden) continue; /* outside the window */
         viz_rgb fill = viz_tl_box_color(b->kind, b->chunk);
         double w = B->w < 1 ? 1 : B->w;
         if (b->stream) { /* overlapped: on its own lane, under the compute it hides behind;
@@ -138,7 +139,7 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
         const viz_tl_box_layout *B = &R->boxes[i];
-        if (viz_tl_is_comm(b->kind) || B->w < 3) continue;
+        if (B->hidden || viz_tl_is_comm(b->kind) || B->w < 3) continue;
         cairo_rectangle(cr, B->x + 0.7, R->lane_y + 0.7, B->w - 1.4, VIZ_TL_LANE_H - 1.4);
         viz_set_rgb(cr, viz_tl_box_color(b->kind, b->chunk));
         cairo_stroke(cr);
@@ -155,10 +156,16 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
                      (viz_rgb){1, 1, 1}, B->label);
     }
 
-    /* Memory: a step curve scaled to the panel's peak, with this rank's peak at the right. */
+    /* Memory: a step curve scaled to the panel's peak, with this rank's peak (of the whole
+     * step) at the right. In a window the curve is cut at the window's edges. */
     if (R->mem_h > 0 && row->nmem > 0 && P->mem_max > 0) {
         double base = R->mem_y + R->mem_h - 3, top = R->mem_y + 2, span = base - top;
-        double x_end = viz_tl_x(L, P->tl->duration);
+        double x_end = viz_tl_x(L, P->t_end);
+        if (L->windowed) {
+            cairo_save(cr);
+            cairo_rectangle(cr, L->plot_x, R->mem_y, x_end - L->plot_x, R->mem_h);
+            cairo_clip(cr);
+        }
         cairo_move_to(cr, viz_tl_x(L, row->mem[0].t), base);
         double prev_y = base;
         for (int i = 0; i < row->nmem; i++) {
@@ -176,6 +183,7 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
         viz_set_rgb(cr, VIZ_MEMORY);
         cairo_set_line_width(cr, 0.9);
         cairo_stroke(cr);
+        if (L->windowed) cairo_restore(cr);
         viz_text(cr, xr, R->mem_y + R->mem_h - 5, 8.5, false, VIZ_LEFT, VIZ_MEMORY, R->mem_text);
     }
 }
@@ -197,15 +205,14 @@ static void draw_arrow(cairo_t *cr, const viz_tl_arrow *a) {
 }
 
 static void draw_axis(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P) {
-    double x_end = viz_tl_x(L, P->tl->duration);
+    double x_end = viz_tl_x(L, P->t_end);
     viz_set_rgb(cr, VIZ_TEXT);
     cairo_set_line_width(cr, 1);
     cairo_move_to(cr, L->plot_x, P->axis_y + 0.5);
     cairo_line_to(cr, x_end, P->axis_y + 0.5);
     cairo_stroke(cr);
     char buf[32];
-    int nt = (int)floor(P->tl->duration / L->tick_s + 1e-9);
-    for (int i = 0; i <= nt; i++) {
+    for (int i = P->tick_first; i <= P->tick_last; i++) {
         double x = floor(viz_tl_x(L, i * L->tick_s)) + 0.5;
         viz_set_rgb(cr, VIZ_TEXT);
         cairo_move_to(cr, x, P->axis_y);
@@ -218,10 +225,9 @@ static void draw_axis(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_la
 }
 
 static void draw_grid(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P) {
-    int nt = (int)floor(P->tl->duration / L->tick_s + 1e-9);
     cairo_set_line_width(cr, 0.5);
     viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.5));
-    for (int i = 0; i <= nt; i++) {
+    for (int i = P->tick_first; i <= P->tick_last; i++) {
         double x = floor(viz_tl_x(L, i * L->tick_s)) + 0.5;
         cairo_move_to(cr, x, P->rows_top);
         cairo_line_to(cr, x, P->axis_y);
@@ -307,19 +313,20 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     cairo_stroke(cr);
     legend_item(cr, x, y, size, "idle (blank: nothing scheduled)");
     const bool bytes = L->kinds_present[VIZ_TL_ALL_TO_ALL] || L->kinds_present[VIZ_TL_RING];
-    viz_text(cr, L->plot_x, y + 14, 8.5, false, VIZ_LEFT, MUTED,
-             bytes ? "the four shares of a row add up to the step · bubble = wait + idle inside "
-                     "the pipeline's first-forward→last-backward span, mean over ranks · "
-                     "all-to-all and ring boxes: bytes this rank sent"
-                   : "the four shares of a row add up to the step · bubble = wait + idle inside "
-                     "the pipeline's first-forward→last-backward span, mean over ranks");
+    char line[320];
+    snprintf(line, sizeof line,
+             "the four shares of a row add up to the %s · bubble = wait + idle inside the "
+             "pipeline's first-forward→last-backward span, mean over ranks%s",
+             L->windowed ? "window" : "step",
+             bytes ? " · all-to-all and ring boxes: bytes this rank sent" : "");
+    viz_text(cr, L->plot_x, y + 14, 8.5, false, VIZ_LEFT, MUTED, line);
 }
 
 void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,
                        const viz_tl_draw_options *opt) {
     double width = opt && opt->width > 0 ? opt->width : 1400;
     viz_tl_layout L;
-    viz_tl_layout_compute(&L, tls, n, width);
+    viz_tl_layout_compute_window(&L, tls, n, width, opt ? opt->window : NULL);
     viz_canvas c;
     viz_canvas_open(&c, path, L.width, L.height);
     cairo_t *cr = c.cr;

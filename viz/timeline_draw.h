@@ -11,7 +11,8 @@
  * "compute · transfer" and "wait · idle" (they add up to 100% of the step); above the rows
  * the measured bubble (wait + idle in the pipeline span) beside the theory; a time axis in ms
  * below; a two-line legend (kinds, then time classes). Optional arrows join each send to its
- * receive. Same timelines -> same PNG bytes.
+ * receive. Same timelines -> same PNG bytes. With a window (viz_tl_draw_options.window) only
+ * that time of the step is drawn, at the full width, and the shares count the window.
  *
  * Not here: where things go (timeline_layout.h), trace files (timeline_load.h).
  */
@@ -24,8 +25,10 @@
 #include "viz/timeline.h"
 
 typedef struct {
-    double width; /* page width in points (pixels for PNG); 0 means 1400 */
-    bool arrows;  /* draw send -> receive arrows */
+    double width;                /* page width in points (pixels for PNG); 0 means 1400 */
+    bool arrows;                 /* draw send -> receive arrows */
+    const viz_tl_window *window; /* only this time of the step, at the full width (NULL: all;
+                                  * viz/timeline_layout.h) */
 } viz_tl_draw_options;
 
 /* Draws n timelines into `path` (.png, .svg or .pdf), atomically. */

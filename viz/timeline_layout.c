@@ -11,7 +11,13 @@
 
 enum { LEFT_GUTTER = 150, RIGHT_GUTTER = 176, TOP_MARGIN = 14, PANEL_GAP = 18 };
 
-double viz_tl_x(const viz_tl_layout *L, double t) { return L->plot_x + t * L->px_per_s; }
+double viz_tl_x(const viz_tl_layout *L, double t) { return L->plot_x + (t - L->t0) * L->px_per_s; }
+
+/* t moved into the time shown (in a window; unchanged without one). */
+static double shown(const viz_tl_layout *L, double t) {
+    if (!L->windowed) return t;
+    return t < L->t0 ? L->t0 : t > L->t1 ? L->t1 : t;
+}
 
 double viz_tl_nice_tick(double duration, int max_ticks) {
     if (!(duration > 0) || max_ticks < 1) return 1e-3;
@@ -50,10 +56,16 @@ static void sort_rows(const viz_timeline *tl, int *order, int n) {
 
 static void pct(char *buf, size_t cap, double f) { snprintf(buf, cap, "%.1f%%", 100 * f); }
 
-static void panel_texts(viz_tl_panel_layout *P) {
+static void panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P) {
     const viz_timeline *tl = P->tl;
-    char step[48] = "";
-    if (tl->step >= 0) snprintf(step, sizeof step, " · step %d", tl->step);
+    char step[48] = "", when[128]; /* which step, and how long it is */
+    if (tl->step >= 0) snprintf(step, sizeof step, "step %d", tl->step);
+    if (L->windowed) /* the window, as the axis counts it: ms from the step's start */
+        snprintf(when, sizeof when, " · window %g–%g ms of %s (%.2f ms)", L->t0 * 1e3, L->t1 * 1e3,
+                 step[0] ? step : "the timeline", tl->duration * 1e3);
+    else
+        snprintf(when, sizeof when, "%s%s · %.2f ms", step[0] ? " · " : "", step,
+                 tl->duration * 1e3);
     char vpart[32] = "";
     if (tl->vpp > 1) snprintf(vpart, sizeof vpart, " · %d chunks per rank", tl->vpp);
     char zero[96] = ""; /* the stage in use: the memory strip draws activations only */
@@ -65,10 +77,9 @@ static void panel_texts(viz_tl_panel_layout *P) {
         snprintf(dims, sizeof dims, "TP %d × CP %d × PP %d × DP %d", tl->tp, tl->cp, tl->pp,
                  tl->dp / tl->cp);
     else snprintf(dims, sizeof dims, "TP %d × PP %d × DP %d", tl->tp, tl->pp, tl->dp);
-    snprintf(P->title, sizeof P->title,
-             "%s — %s · %s (%d ranks) · %d micro-batches%s%s%s · %.2f ms", tl->name,
-             tl->schedule[0] ? tl->schedule : "schedule ?", dims, tl->world_size,
-             tl->num_microbatches, vpart, zero, step, tl->duration * 1e3);
+    snprintf(P->title, sizeof P->title, "%s — %s · %s (%d ranks) · %d micro-batches%s%s%s",
+             tl->name, tl->schedule[0] ? tl->schedule : "schedule ?", dims, tl->world_size,
+             tl->num_microbatches, vpart, zero, when);
 
     viz_tl_bubble bb = viz_timeline_bubble(tl);
     char mt[16], mi[16], tt[16], ti[16], mw[16], mdl[16];
@@ -85,9 +96,10 @@ static void panel_texts(viz_tl_panel_layout *P) {
     if (tx->shows_v) snprintf(cond, sizeof cond, ", v=%d", tl->vpp);
     else if (tx->assumes[0]) snprintf(cond, sizeof cond, ", %s", tx->assumes);
     snprintf(P->info, sizeof P->info,
-             "Bubble measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
+             "Bubble%s measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
              "theory (p=%d, m=%d%s): %s = %s of total, %s = %s of ideal",
-             mt, mw, mdl, mi, tl->pp, tl->num_microbatches, cond, ft, tt, fi, ti);
+             L->windowed ? " of the whole step" : "", mt, mw, mdl, mi, tl->pp, tl->num_microbatches,
+             cond, ft, tt, fi, ti);
     char dropped[96] = "";
     if (tl->dropped)
         snprintf(dropped, sizeof dropped,
@@ -97,8 +109,8 @@ static void panel_texts(viz_tl_panel_layout *P) {
         P->note, sizeof P->note,
         "bubble = wait + idle inside the pipeline's first-forward→last-backward span, mean over "
         "ranks · compute = boxes minus messages inside them · transfer = bytes moving · "
-        "wait = blocked on a peer · idle = nothing scheduled%s",
-        dropped);
+        "wait = blocked on a peer · idle = nothing scheduled%s%s",
+        L->windowed ? " · shares at the right: this window only" : "", dropped);
 }
 
 static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layout *R, double y,
@@ -119,9 +131,12 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
         viz_tl_box_layout *B = &R->boxes[i];
-        B->x = viz_tl_x(L, b->start);
-        B->w = (b->end - b->start) * L->px_per_s;
-        B->x_ready = viz_tl_x(L, b->ready);
+        /* In a window a box crossing an edge keeps its part inside; one outside is hidden. */
+        B->hidden = L->windowed && (b->end <= L->t0 || b->start >= L->t1);
+        const double start = shown(L, b->start), end = shown(L, b->end);
+        B->x = viz_tl_x(L, start);
+        B->w = (end - start) * L->px_per_s;
+        B->x_ready = viz_tl_x(L, shown(L, b->ready));
         B->label_x = B->x + B->w / 2;
         if (b->kind == VIZ_TL_ALL_TO_ALL || b->kind == VIZ_TL_RING) {
             const double tw = B->x + B->w - B->x_ready; /* the transfer part */
@@ -133,13 +148,19 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
                 snprintf(B->label, sizeof B->label, "%d", b->microbatch);
             B->label_shown = B->label[0] && strlen(B->label) * VIZ_TL_CHAR_W + 4 <= B->w;
         }
+        if (B->hidden) { /* the legend names only what is drawn */
+            B->label_shown = false;
+            continue;
+        }
         if (b->kind < VIZ_TL_NUM_KINDS) L->kinds_present[b->kind] = true;
         if (b->chunk >= 1) L->any_chunks = true;
     }
 
-    /* Time classes: the segments drawn, and the shares printed at the right. */
+    /* Time classes: the segments drawn, and the shares printed at the right, over the time
+     * shown (the whole step, or the window's part of it). */
+    const double a = L->windowed ? L->t0 : 0, z = P->t_end;
     viz_tc_segment *seg;
-    int n = viz_timeline_class_segments(tl, R->rank, 0, tl->duration, &seg);
+    int n = viz_timeline_class_segments(tl, R->rank, a, z, &seg);
     R->seg_x = mallocCheck(((size_t)n + 1) * sizeof *R->seg_x);
     R->seg_w = mallocCheck(((size_t)n + 1) * sizeof *R->seg_w);
     R->seg_cls = mallocCheck(((size_t)n + 1) * sizeof *R->seg_cls);
@@ -153,12 +174,15 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
     free(seg);
 
     viz_tl_row_stats st = viz_timeline_row_stats(tl, R->rank);
-    R->shares = st.classes;
-    const double *f = st.classes.share;
-    snprintf(R->share_text[0], sizeof R->share_text[0], "compute %.1f%% · transfer %.1f%%",
-             100 * f[VIZ_TC_COMPUTE], 100 * f[VIZ_TC_TRANSFER]);
-    snprintf(R->share_text[1], sizeof R->share_text[1], "wait %.1f%% · idle %.1f%%",
-             100 * f[VIZ_TC_WAIT], 100 * f[VIZ_TC_IDLE]);
+    R->shares = L->windowed ? viz_timeline_class_shares(tl, R->rank, a, z) : st.classes;
+    const double *f = R->shares.share;
+    if (z > a) {
+        snprintf(R->share_text[0], sizeof R->share_text[0], "compute %.1f%% · transfer %.1f%%",
+                 100 * f[VIZ_TC_COMPUTE], 100 * f[VIZ_TC_TRANSFER]);
+        snprintf(R->share_text[1], sizeof R->share_text[1], "wait %.1f%% · idle %.1f%%",
+                 100 * f[VIZ_TC_WAIT], 100 * f[VIZ_TC_IDLE]);
+    } else /* a shorter panel of a stack, whose step ended before the window */
+        snprintf(R->share_text[0], sizeof R->share_text[0], "(step ended before)");
     if (st.mem_peak > 0) {
         char b[24];
         viz_tl_format_bytes(st.mem_peak, b, sizeof b);
@@ -170,10 +194,10 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
         double w1 = st.warmup_end >= 0 ? st.warmup_end : st.first_fwd;
         double c0 = st.cooldown_start >= 0 ? st.cooldown_start : end;
         if (c0 < w1) c0 = w1;
-        R->warmup_x0 = viz_tl_x(L, st.first_fwd);
-        R->warmup_x1 = R->steady_x0 = viz_tl_x(L, w1);
-        R->steady_x1 = R->cooldown_x0 = viz_tl_x(L, c0);
-        R->cooldown_x1 = viz_tl_x(L, end);
+        R->warmup_x0 = viz_tl_x(L, shown(L, st.first_fwd));
+        R->warmup_x1 = R->steady_x0 = viz_tl_x(L, shown(L, w1));
+        R->steady_x1 = R->cooldown_x0 = viz_tl_x(L, shown(L, c0));
+        R->cooldown_x1 = viz_tl_x(L, shown(L, end));
         if (st.warmup_forwards >= st.forwards) R->steady_x1 = R->steady_x0; /* no steady pairs */
         if (st.cooldown_backwards <= 0) R->cooldown_x0 = R->cooldown_x1;
         if (st.warmup_forwards <= 0) R->warmup_x1 = R->warmup_x0;
@@ -192,7 +216,7 @@ static bool receives(const viz_tl_box *b) {
     return b->kind == VIZ_TL_RECV || (b->kind == VIZ_TL_RING && strcmp(b->op, "recv") == 0);
 }
 
-static void layout_arrows(viz_tl_panel_layout *P) {
+static void layout_arrows(const viz_tl_layout *L, viz_tl_panel_layout *P) {
     const viz_timeline *tl = P->tl;
     int nsend = 0;
     for (int r = 0; r < tl->nrows; r++)
@@ -211,6 +235,10 @@ static void layout_arrows(viz_tl_panel_layout *P) {
             const viz_tl_row *drow = &tl->rows[b->peer];
             for (int j = 0; j < drow->nboxes; j++) {
                 if (!receives(&drow->boxes[j]) || drow->boxes[j].flow != b->flow) continue;
+                const double t_send = b->ready, t_recv = drow->boxes[j].end;
+                if (L->windowed &&
+                    (t_send < L->t0 || t_send > L->t1 || t_recv < L->t0 || t_recv > L->t1))
+                    break; /* an end outside the window: no arrow */
                 P->arrows[P->narrows++] = (viz_tl_arrow){
                     S->boxes[i].x_ready, comm_mid(S), D->boxes[j].x + D->boxes[j].w, comm_mid(D)};
                 break;
@@ -221,6 +249,11 @@ static void layout_arrows(viz_tl_panel_layout *P) {
 }
 
 void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int n, double width) {
+    viz_tl_layout_compute_window(L, tls, n, width, NULL);
+}
+
+void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *tls, int n,
+                                  double width, const viz_tl_window *w) {
     CHECK(n >= 1, "a timeline picture needs at least one timeline");
     memset(L, 0, sizeof *L);
     L->width = width;
@@ -230,6 +263,16 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
     for (int p = 0; p < n; p++)
         if (tls[p]->duration > L->duration) L->duration = tls[p]->duration;
     double dur = L->duration > 0 ? L->duration : 1e-3;
+    L->t1 = L->duration;
+    if (w) { /* the window, its end clipped to the longest panel */
+        CHECK(w->t0 >= 0 && w->t0 < w->t1 && w->t0 < L->duration,
+              "a timeline window must start at or after 0, before its end and before the "
+              "step's end");
+        L->windowed = true;
+        L->t0 = w->t0;
+        L->t1 = w->t1 < L->duration ? w->t1 : L->duration;
+        dur = L->t1 - L->t0;
+    }
     L->px_per_s = L->plot_w / dur;
     L->tick_s = viz_tl_nice_tick(dur, 12);
 
@@ -243,7 +286,12 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
         P->title_y = y + 14;
         P->info_y = y + 32;
         P->note_y = y + 46;
-        panel_texts(P);
+        P->t_end = L->windowed && L->t1 < tl->duration ? L->t1 : tl->duration;
+        if (P->t_end < L->t0) P->t_end = L->t0; /* a stack's shorter step, over before */
+        /* Ticks at whole multiples of tick_s inside [t0, t_end] (without a window from 0). */
+        P->tick_first = (int)ceil(L->t0 / L->tick_s - 1e-9);
+        P->tick_last = (int)floor(P->t_end / L->tick_s + 1e-9);
+        panel_texts(L, P);
         P->rows_top = y + 56;
 
         bool has_mem = false, has_stream = false;
@@ -279,7 +327,7 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
         }
         free(order);
         P->rows_bottom = ry - VIZ_TL_ROW_GAP;
-        layout_arrows(P);
+        layout_arrows(L, P);
         P->axis_y = P->rows_bottom + 6;
         P->bottom = P->axis_y + 26;
         y = P->bottom + PANEL_GAP;

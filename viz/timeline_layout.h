@@ -19,10 +19,19 @@
  * Every row carries its time classes (viz/timeline.h: compute, transfer, wait, idle) as
  * segments on the page and as the two share lines printed at its right.
  *
- * x = plot_x + t * px_per_s for every time t (seconds from the panel's start). Labels are
- * shown when their estimated width (a fixed advance per character, so the numbers do not
- * depend on Cairo) fits inside the box. The drawing code (timeline_draw.h) only paints what
- * this computes; the tests check these numbers directly.
+ * x = plot_x + (t - t0) * px_per_s for every time t (seconds from the panel's start), where
+ * [t0, t1) is the time shown: the whole longest step (t0 = 0), or a window of it
+ * (viz_tl_layout_compute_window, `trident render --window A:B`) drawn at the full plot width:
+ *
+ *   step   0 |-----------[a2a]------------------------------------------| 1000 ms
+ *   window               99 |--------[   a2a 12.0 KiB   ]--------| 102 ms
+ *
+ * In a window, boxes crossing its edges are clipped to it, boxes outside it are hidden, the
+ * axis ticks count the window's times, the time classes and the shares at the right cover the
+ * window only (the title says so), while the bubble line and the peak memory stay those of the
+ * whole step. Labels are shown when their estimated width (a fixed advance per character, so
+ * the numbers do not depend on Cairo) fits inside the (clipped) box. The drawing code
+ * (timeline_draw.h) only paints what this computes; the tests check these numbers directly.
  *
  * Not here: Cairo, files.
  */
@@ -52,7 +61,8 @@ enum {
  * viz_tl_format_bytes), small, centred on its transfer part (x_ready .. x + w) in the comm
  * lane (or the stream lane); the other messages show nothing, as before. */
 typedef struct {
-    double x, w;    /* the whole box */
+    bool hidden;    /* a window is shown and the box lies outside it: nothing is drawn */
+    double x, w;    /* the whole box (in a window: its part inside the window) */
     double x_ready; /* p2p: where waiting ends and the transfer starts (= x otherwise) */
     bool label_shown;
     char label[16]; /* micro-batch number, or byte count ("" when there is none) */
@@ -69,10 +79,11 @@ typedef struct {
     double mem_h;                          /* 0 when the panel has no memory samples */
     double bottom;                         /* y just below the row */
     viz_tl_box_layout *boxes;              /* parallel to the timeline row's boxes */
-    int nseg; /* the row's time classes over [0, duration], as x and width */
+    int nseg; /* the row's time classes over the time shown, as x and width */
     double *seg_x, *seg_w;
     viz_time_class *seg_cls;
-    viz_tc_shares shares; /* seconds and shares of each class over [0, duration] */
+    viz_tc_shares shares; /* seconds and shares of each class over the time shown: the whole
+                           * step, or the window's part of it (all 0: the step ended before) */
     bool has_phases;      /* phase boundaries below are meaningful (the schedule is known); a
                            * phase with x1 <= x0 is absent (GPipe has no steady phase) */
     double warmup_x0, warmup_x1, steady_x0, steady_x1, cooldown_x0, cooldown_x1;
@@ -89,6 +100,9 @@ typedef struct {
     double top, title_y, info_y, note_y; /* baselines of the title and the two text lines */
     char title[512], info[512], note[512];
     double rows_top, rows_bottom, axis_y, bottom;
+    double t_end;              /* the last time drawn: the panel's duration, or the
+                                * window's end if sooner */
+    int tick_first, tick_last; /* axis ticks at k * tick_s, k = tick_first .. tick_last */
     int nrows;
     viz_tl_row_layout *rows; /* in display order (by stage, then dp, then tp) */
     int nstages;
@@ -101,7 +115,9 @@ typedef struct {
 typedef struct {
     double width, height;
     double plot_x, plot_w, px_per_s, duration; /* duration: longest panel, seconds */
-    double tick_s;                             /* spacing of axis ticks, seconds */
+    bool windowed;                             /* a window was asked for */
+    double t0, t1; /* the time shown, seconds: [0, duration], or the window clipped to it */
+    double tick_s; /* spacing of axis ticks, seconds */
     double legend_y;
     bool kinds_present[VIZ_TL_NUM_KINDS];
     bool any_chunks; /* some box has chunk >= 1: the legend explains hatching */
@@ -112,9 +128,14 @@ typedef struct {
 
 /* Lays out n timelines on a page `width` points wide (height follows from the rows). */
 void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int n, double width);
+/* The same, showing only the window [w->t0, w->t1) of every panel (NULL: the whole step, as
+ * above). The window's end is clipped to the longest panel; it must start at or after 0 and
+ * before that panel's end (the caller checks and names the flag). */
+void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *tls, int n,
+                                  double width, const viz_tl_window *w);
 void viz_tl_layout_free(viz_tl_layout *L);
 
-/* The page x of time t (seconds from the panel start). */
+/* The page x of time t (seconds from the panel start): plot_x + (t - t0) * px_per_s. */
 double viz_tl_x(const viz_tl_layout *L, double t);
 
 /* A 1-2-5 tick spacing (seconds) giving at most about max_ticks ticks over duration. */

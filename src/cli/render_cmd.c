@@ -10,6 +10,7 @@
  *   trident render --metrics serial/ 3d/ -o loss.png   loss curves of the runs, overlaid
  *   trident render --moe-load moe/ -o moe_load.png     per-expert token load of an MoE run
  *   trident render run/ -o t.pdf --theme slides --width 1600 --height 900   for a slide
+ *   trident render run/ -o zoom.png --window 99:102   only ms 99..102 of the step, full width
  *
  * The output format follows the extension (.png .svg .pdf .json .txt). Every input is read
  * and checked before anything is written; the output is written atomically.
@@ -20,6 +21,10 @@
  * Run directories are read through viz/run_pictures.h, the loaders the trainer's own pictures
  * use (viz_run_load: the measured run and its replay; viz_chrome_trace_save).
  *
+ * --window A:B shows the milliseconds [A, B) of the step (from its start, as the axis counts
+ * them; B past the step's end is clipped) at the full width, so that a 1 ms all-to-all in a
+ * 3 s step gets wide enough for its byte count; the layout maps and clips (timeline_layout.h).
+ *
  * --metrics reads RUN_DIR/metrics.jsonl instead of the traces (src/trace/run_metrics.h) and
  * draws the curves (viz/metrics_plot.h). --moe-load reads the same file's moe_tokens and
  * moe_dropped and draws one heat map per layer (viz/moe_load_draw.h).
@@ -27,8 +32,10 @@
  * Not here: the drawing (timeline_draw.h, metrics_plot.h), the model (timeline.h), the file
  * formats (src/trace).
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/cli/commands.h"
@@ -49,8 +56,8 @@
 enum { MAX_RUNS = 16 };
 
 static const char *k_usage =
-    "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--arrows] [--replay | "
-    "--replay-and-wall]\n"
+    "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--window A:B] [--arrows] "
+    "[--replay | --replay-and-wall]\n"
     "       trident render --metrics RUN_DIR [RUN_DIR ...] -o FILE.png|.svg|.pdf\n"
     "       trident render --moe-load RUN_DIR -o FILE.png|.svg|.pdf\n"
     "Turns the per-rank traces of training runs (RUN_DIR/trace/rank<k>.trace) into a timeline:\n"
@@ -58,6 +65,11 @@ static const char *k_usage =
     "  .json           Chrome trace for ui.perfetto.dev or chrome://tracing (every step)\n"
     "  .txt            one line of characters per rank, for terminals\n"
     "Several RUN_DIRs are stacked on one time scale (e.g. gpipe vs 1f1b vs interleaved).\n"
+    "--window A:B draws only the milliseconds [A, B) of the step (counted from its start, as the\n"
+    "axis shows them; B past the step's end is clipped) at the full width, so that short boxes\n"
+    "(an all-to-all, a ring step) are wide enough for their byte counts; boxes crossing an edge\n"
+    "are clipped, the shares at the right count the window, the bubble line the whole step.\n"
+    "Every run of a stack gets the same window. Not for .json (zoom in Perfetto instead).\n"
     "--replay draws each run re-timed \"as if each rank had its own core\" (compute lasts its "
     "thread\n"
     "CPU time, messages wait for their sender): for runs of more ranks than cores, whose wall "
@@ -115,22 +127,51 @@ static void load_panels(panels *p, const char *const *dirs, int ndirs, bool repl
     }
 }
 
-/* The picture or text of the panels' timelines at `step`. */
+/* --window A:B (milliseconds from the step's start) as seconds; a malformed, negative or empty
+ * window ends the command with one line naming the flag and the rule. */
+static viz_tl_window parse_window(const char *v) {
+    char *colon = NULL, *end = NULL;
+    double a = strtod(v, &colon), b = NAN;
+    bool ok = colon != v && *colon == ':';
+    if (ok) {
+        b = strtod(colon + 1, &end);
+        ok = end != colon + 1 && *end == 0 && isfinite(a) && isfinite(b);
+    }
+    if (!ok)
+        die("trident render: --window '%s' is not A:B (two numbers: milliseconds from the step's "
+            "start, e.g. --window 99:102)",
+            v);
+    if (a < 0)
+        die("trident render: --window %s starts before the step (A = %g ms; times count from the "
+            "step's start, 0 ms)",
+            v, a);
+    if (a >= b) die("trident render: --window %s is empty (A must be less than B)", v);
+    return (viz_tl_window){a * 1e-3, b * 1e-3};
+}
+
+/* The picture or text of the panels' timelines at `step`, all of it or the window `win`
+ * (NULL: all; `win_text` is the flag's value, for the error). */
 static void write_timelines(const char *output, const panels *p, int step, int width, int columns,
-                            bool arrows) {
+                            bool arrows, const viz_tl_window *win, const char *win_text) {
     char err[1024];
     viz_timeline *tls[MAX_RUNS];
+    double longest = 0;
     for (int i = 0; i < p->n; i++) {
         tls[i] = viz_timeline_from_run(p->runs[i], p->names[i], step, err, sizeof err);
         if (!tls[i]) die("trident render: %s", err);
+        if (tls[i]->duration > longest) longest = tls[i]->duration;
     }
+    if (win && win->t0 >= longest) /* B past the end is clipped; A past it shows nothing */
+        die("trident render: --window %s starts at or after the end of the step (step %d is %.3f "
+            "ms long%s)",
+            win_text, tls[0]->step, longest * 1e3, p->n > 1 ? ", the longest of the runs" : "");
     if (path_has_ext(output, ".txt")) {
         atomic_file af;
         FILE *f = atomic_file_open(&af, output);
-        viz_text_timeline_write(f, (const viz_timeline *const *)tls, p->n, columns);
+        viz_text_timeline_write_window(f, (const viz_timeline *const *)tls, p->n, columns, win);
         atomic_file_commit(&af);
     } else {
-        viz_tl_draw_options opt = {.width = width, .arrows = arrows};
+        viz_tl_draw_options opt = {.width = width, .arrows = arrows, .window = win};
         viz_timeline_draw(output, (const viz_timeline *const *)tls, p->n, &opt);
     }
     for (int i = 0; i < p->n; i++) viz_timeline_free(tls[i]);
@@ -179,12 +220,14 @@ int cmd_render(int argc, char **argv) {
     const char *output = NULL;
     int step = -1, width = 0, columns = 100;
     int height = 0;
-    const char *theme = NULL;
+    const char *theme = NULL, *window = NULL;
     bool arrows = false, replay = false, both = false, metrics = false, moe_load = false;
     flag_spec specs[] = {
         {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)",
          NULL},
         {"--step", FLAG_INT, &step, "training step to show (-1: the last complete step)", NULL},
+        {"--window", FLAG_STRING, &window,
+         "A:B: only the ms [A, B) of the step (from its start), at the full width", NULL},
         {"--arrows", FLAG_BOOL, &arrows, "draw an arrow from every send to its receive", NULL},
         {"--width", FLAG_INT, &width,
          "picture width in points (pixels for PNG); 0: 1400 for timelines, 1000 for --metrics",
@@ -217,6 +260,9 @@ int cmd_render(int argc, char **argv) {
     if (width < 400 || width > 20000)
         die("trident render: --width %d is out of range (400 to 20000)", width);
     viz_picture_options("trident render", theme, height ? width : 0, height);
+    if (window && (metrics || moe_load))
+        die("trident render: --window %s is for timelines; %s draws against the step, not time",
+            window, metrics ? "--metrics" : "--moe-load");
     if (moe_load) {
         if (metrics || replay || both || arrows || step != -1)
             die("trident render: --moe-load draws one run's expert load; --metrics, --replay, "
@@ -239,6 +285,12 @@ int cmd_render(int argc, char **argv) {
         die("trident render: cannot write '%s': the extension must be .png, .svg, .pdf, .json or "
             ".txt",
             output);
+    if (window && json)
+        die("trident render: --window %s is for pictures and text; a .json Chrome trace holds "
+            "every step (zoom in Perfetto instead)",
+            window);
+    viz_tl_window win = {0};
+    if (window) win = parse_window(window);
     if (step < -1)
         die("trident render: --step %d is not a step (steps count from 0; -1 means the last)",
             step);
@@ -256,7 +308,7 @@ int cmd_render(int argc, char **argv) {
     p = (panels){0};
     load_panels(&p, dirs, ndirs, replay, both);
     if (json) viz_chrome_trace_save(output, p.runs, p.name_ptrs, p.n);
-    else write_timelines(output, &p, step, width, columns, arrows);
+    else write_timelines(output, &p, step, width, columns, arrows, window ? &win : NULL, window);
     for (int i = 0; i < ndirs; i++) viz_run_views_free(&p.views[i]);
     printf("trident render: wrote %s (%d run%s, %d ranks)\n", output, p.n, p.n == 1 ? "" : "s",
            p.total_ranks);

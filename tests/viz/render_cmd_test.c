@@ -1,7 +1,7 @@
 /* render_cmd_test.c — `trident render` end to end: every output format from a run directory,
  * several runs at once, and bad input (missing directory, bad extension, corrupt trace,
  * unknown step) answered by one clear line, a non-zero exit and no output file; the same for
- * `render --metrics` (loss curves from metrics.jsonl). */
+ * `render --metrics` (loss curves from metrics.jsonl) and for `--window A:B` (part of a step). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +287,64 @@ static void moe_load_is_drawn_and_a_dense_run_refused(void **state) {
     assert_non_null(strstr(g_out, "--moe-load"));
 }
 
+/* --window A:B: a stack of two runs drawn through the same window (PNG and text); every bad
+ * value refused with one line naming the flag, and no file. The fixture's steps last 16.5 ms. */
+static void window_draws_part_of_the_step_and_bad_values_are_refused(void **state) {
+    (void)state;
+    const char *base = test_tmpdir("render_window");
+    char run[4200], run2[4200], args[9000], out[4300];
+    snprintf(run, sizeof run, "%s/run1f1b", base);
+    snprintf(run2, sizeof run2, "%s/rungpipe", base);
+    fixture_run a = fixture_defaults("1f1b", 2, 4, 1), b = fixture_defaults("gpipe", 2, 4, 1);
+    fixture_write_run(run, &a);
+    fixture_write_run(run2, &b);
+    snprintf(out, sizeof out, "%s/zoom.png", base);
+    snprintf(args, sizeof args, "%s %s -o %s --step 0 --window 2:6.5 --arrows", run, run2, out);
+    if (render(args) != 0) fail_msg("--window failed: %s", g_out);
+    expect_magic(out, "\x89PNG");
+    assert_true(size_of(out) > 2000);
+    snprintf(out, sizeof out, "%s/zoom.txt", base);
+    snprintf(args, sizeof args, "%s %s -o %s --step 0 --window=10:99", run, run2, out);
+    if (render(args) != 0) fail_msg("--window to .txt failed: %s", g_out);
+    FILE *f = fopen(out, "r");
+    char text[16384] = "";
+    assert_true(fread(text, 1, sizeof text - 1, f) > 0);
+    fclose(f);
+    /* The same window for both runs, its end clipped to the longer step. */
+    const char *t1 = strstr(text, ", window 10-"), *t2 = t1 ? strstr(t1 + 1, ", window 10-") : NULL;
+    if (!t1 || !t2 || !strstr(text, "ms of step 0, "))
+        fail_msg("no window in the titles:\n%s", text);
+
+    snprintf(out, sizeof out, "%s/refused.png", base);
+    const struct {
+        const char *value, *needle;
+    } bad[] = {
+        {"abc", "--window 'abc' is not A:B (two numbers: milliseconds from the step's start"},
+        {"5", "--window '5' is not A:B"},
+        {"1:2:3", "--window '1:2:3' is not A:B"},
+        {"1:", "--window '1:' is not A:B"},
+        {"nan:3", "--window 'nan:3' is not A:B"},
+        {"-1:5", "--window -1:5 starts before the step (A = -1 ms"},
+        {"5:5", "--window 5:5 is empty (A must be less than B)"},
+        {"6:2", "--window 6:2 is empty (A must be less than B)"},
+        {"16.5:40", "--window 16.5:40 starts at or after the end of the step (step 0 is 16.500 ms"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "%s -o %s --step 0 --window %s", run, out, bad[i].value);
+        expect_refusal(args, bad[i].needle, out);
+    }
+    snprintf(args, sizeof args, "%s -o %s/t.json --window 1:2", run, base);
+    expect_refusal(args, "--window 1:2 is for pictures and text; a .json Chrome trace holds", out);
+    snprintf(args, sizeof args, "%s/t.json", base);
+    assert_int_equal(size_of(args), -1);
+    snprintf(args, sizeof args, "--metrics %s -o %s --window 1:2", run, out);
+    expect_refusal(args, "--window 1:2 is for timelines; --metrics draws", out);
+    snprintf(args, sizeof args, "--moe-load %s -o %s --window 1:2", run, out);
+    expect_refusal(args, "--window 1:2 is for timelines; --moe-load draws", out);
+    assert_int_equal(render("--help"), 0);
+    assert_non_null(strstr(g_out, "--window A:B draws only the milliseconds [A, B) of the step"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_format_is_written),
@@ -295,6 +353,7 @@ int main(void) {
         cmocka_unit_test(metrics_of_two_runs_in_every_picture_format),
         cmocka_unit_test(metrics_bad_input_is_one_line_and_no_file),
         cmocka_unit_test(moe_load_is_drawn_and_a_dense_run_refused),
+        cmocka_unit_test(window_draws_part_of_the_step_and_bad_values_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

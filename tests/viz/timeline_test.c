@@ -1,6 +1,7 @@
 /* timeline_test.c — the timeline model, its time classes (compute / transfer / wait / idle),
- * the bubble, the schedule's phases, step windows and the layout numbers, on hand-made
- * timelines and traces with times chosen so every number can be checked by hand. No drawing. */
+ * the bubble, the schedule's phases, step windows and the layout numbers (of the whole step
+ * and of a --window of it), on hand-made timelines and traces with times chosen so every
+ * number can be checked by hand. No drawing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -621,6 +622,99 @@ static void all_to_all_and_ring_steps_are_kinds_of_their_own_with_byte_labels(vo
     trace_run_free(run);
 }
 
+/* One rank, a 1000 ms step: a forward [0, 900] ms with a 1 ms all-to-all (12 KiB) inside it at
+ * [100, 101] ms, a collective [101.5, 150] ms and a backward [500, 600] ms. In the whole step
+ * the all-to-all is 0.674 px wide and its byte count hidden; --window 99:102 maps 3 ms onto the
+ * 674 px plot. */
+static viz_timeline *step_with_a_short_all_to_all(void) {
+    const double ms = 1e-3;
+    viz_timeline *tl = viz_timeline_new("zoom", "1f1b", 1, 1, 1, 1, 1);
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_FORWARD, 0, 0, 0, 900 * ms));
+    viz_tl_box a2a = box(VIZ_TL_ALL_TO_ALL, -1, -1, 100 * ms, 101 * ms);
+    a2a.bytes = 12288;
+    viz_timeline_add_box(tl, 0, a2a);
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_COLLECTIVE, -1, -1, 101.5 * ms, 150 * ms));
+    viz_timeline_add_box(tl, 0, box(VIZ_TL_BACKWARD, 0, 0, 500 * ms, 600 * ms));
+    tl->duration = 1000 * ms;
+    tl->step = 5;
+    viz_timeline_finish(tl);
+    return tl;
+}
+
+static void a_window_widens_short_boxes_until_their_byte_labels_show(void **state) {
+    (void)state;
+    const double ms = 1e-3;
+    viz_timeline *tl = step_with_a_short_all_to_all();
+    const viz_timeline *one[1] = {tl};
+    /* Row 0 by start: forward, all-to-all, collective, backward. */
+    viz_tl_layout L;
+    viz_tl_layout_compute(&L, one, 1, 1000);
+    const double x0 = L.plot_x, pw = L.plot_w; /* 150, 674 */
+    const viz_tl_box_layout *a = &L.panels[0].rows[0].boxes[1];
+    assert_string_equal(a->label, "12.0 KiB");
+    assert_false(a->label_shown);
+    assert_true(fabs(a->w - pw / 1000) < 1e-9);
+    assert_false(L.windowed);
+    assert_true(L.t0 == 0 && L.t1 == tl->duration);
+    assert_null(strstr(L.panels[0].title, "window"));
+    viz_tl_layout_free(&L);
+
+    viz_tl_layout_compute_window(&L, one, 1, 1000, &(viz_tl_window){99 * ms, 102 * ms});
+    assert_true(L.windowed && near(L.t0, 99 * ms) && near(L.t1, 102 * ms));
+    assert_true(fabs(L.px_per_s - pw / (3 * ms)) < 1e-6);
+    const viz_tl_row_layout *R = &L.panels[0].rows[0];
+    a = &R->boxes[1];
+    assert_true(a->label_shown); /* 224.7 px */
+    assert_true(fabs(a->x - (x0 + pw / 3)) < 1e-9 && fabs(a->w - pw / 3) < 1e-9);
+    assert_true(fabs(a->label_x - (x0 + pw / 2)) < 1e-9);
+    /* Clipped to the window: the forward covers the whole plot, the collective crosses the
+     * right edge and keeps [101.5, 102]; the backward lies outside and is hidden. */
+    const viz_tl_box_layout *fwd = &R->boxes[0], *coll = &R->boxes[2], *bwd = &R->boxes[3];
+    assert_false(fwd->hidden || coll->hidden);
+    assert_true(fabs(fwd->x - x0) < 1e-9 && fabs(fwd->w - pw) < 1e-9);
+    assert_true(fabs(coll->x - (x0 + pw * 2.5 / 3)) < 1e-9 && fabs(coll->w - pw * 0.5 / 3) < 1e-9);
+    assert_true(fabs(coll->x + coll->w - (x0 + pw)) < 1e-9);
+    assert_true(bwd->hidden && !bwd->label_shown);
+    assert_false(L.kinds_present[VIZ_TL_BACKWARD]); /* the legend names what is drawn */
+    /* The time classes and the shares count the window: compute 99..100 and 101..101.5,
+     * transfer 100..101 and 101.5..102. */
+    assert_true(fabs(R->shares.seconds[VIZ_TC_COMPUTE] - 1.5 * ms) < 1e-12);
+    assert_true(fabs(R->shares.seconds[VIZ_TC_TRANSFER] - 1.5 * ms) < 1e-12);
+    assert_string_equal(R->share_text[0], "compute 50.0% · transfer 50.0%");
+    assert_true(fabs(R->seg_x[0] - x0) < 1e-9);
+    assert_true(fabs(R->seg_x[R->nseg - 1] + R->seg_w[R->nseg - 1] - (x0 + pw)) < 1e-9);
+    /* The axis: ticks every 0.5 ms from 99 to 102, at the plot's two ends. */
+    const viz_tl_panel_layout *P = &L.panels[0];
+    assert_true(near(L.tick_s, 0.5 * ms));
+    assert_int_equal(P->tick_first, 198);
+    assert_int_equal(P->tick_last, 204);
+    assert_true(fabs(viz_tl_x(&L, P->tick_first * L.tick_s) - x0) < 1e-6);
+    assert_true(fabs(viz_tl_x(&L, P->tick_last * L.tick_s) - (x0 + pw)) < 1e-6);
+    assert_true(near(P->t_end, 102 * ms));
+    if (!strstr(P->title, " · window 99–102 ms of step 5 (1000.00 ms)"))
+        fail_msg("title: %s", P->title);
+    assert_non_null(strstr(P->info, "Bubble of the whole step measured: "));
+    assert_non_null(strstr(P->note, "shares at the right: this window only"));
+    viz_tl_layout_free(&L);
+
+    /* A tighter window: the all-to-all spans most of the plot. */
+    viz_tl_layout_compute_window(&L, one, 1, 1000, &(viz_tl_window){99.9 * ms, 101.1 * ms});
+    a = &L.panels[0].rows[0].boxes[1];
+    assert_true(a->label_shown && a->w > 0.8 * pw);
+    viz_tl_layout_free(&L);
+
+    /* A window past the step's end is clipped to it: the axis ends at 1000 ms. */
+    viz_tl_layout_compute_window(&L, one, 1, 1000, &(viz_tl_window){990 * ms, 1100 * ms});
+    assert_true(near(L.t1, 1000 * ms) && near(L.panels[0].t_end, 1000 * ms));
+    assert_true(fabs(L.px_per_s - pw / (10 * ms)) < 1e-6);
+    assert_int_equal(L.panels[0].tick_first, 990);
+    assert_int_equal(L.panels[0].tick_last, 1000);
+    assert_true(L.panels[0].rows[0].boxes[1].hidden);
+    assert_true(near(L.panels[0].rows[0].shares.share[VIZ_TC_IDLE], 1));
+    viz_tl_layout_free(&L);
+    viz_timeline_free(tl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(classes_split_wait_from_transfer_and_idle),
@@ -636,6 +730,7 @@ int main(void) {
         cmocka_unit_test(a_step_holds_its_own_events_only),
         cmocka_unit_test(phases_of_a_recorded_interleaved_run_follow_pp_warmup),
         cmocka_unit_test(all_to_all_and_ring_steps_are_kinds_of_their_own_with_byte_labels),
+        cmocka_unit_test(a_window_widens_short_boxes_until_their_byte_labels_show),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
