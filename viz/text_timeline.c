@@ -99,8 +99,13 @@ void viz_text_timeline_write_window(FILE *f, const viz_timeline *const *tls, int
         const viz_timeline *tl = tls[p];
         const double t_end = tl->duration < t1 ? tl->duration : t1; /* this panel's part */
         if (p > 0) fputc('\n', f);
-        fprintf(f, "%s: %s, TP %d x PP %d x DP %d (%d ranks), %d micro-batches", tl->name,
-                tl->schedule, tl->tp, tl->pp, tl->dp, tl->world_size, tl->num_microbatches);
+        if (tl->cp > 1) /* the traces' dp counts dp · cp ranks (viz/timeline.h) */
+            fprintf(f, "%s: %s, TP %d x CP %d x PP %d x DP %d (%d ranks), %d micro-batches",
+                    tl->name, tl->schedule, tl->tp, tl->cp, tl->pp, tl->dp / tl->cp, tl->world_size,
+                    tl->num_microbatches);
+        else
+            fprintf(f, "%s: %s, TP %d x PP %d x DP %d (%d ranks), %d micro-batches", tl->name,
+                    tl->schedule, tl->tp, tl->pp, tl->dp, tl->world_size, tl->num_microbatches);
         if (tl->vpp > 1) fprintf(f, ", %d chunks per rank", tl->vpp);
         char step[32] = "the timeline";
         if (tl->step >= 0) snprintf(step, sizeof step, "step %d", tl->step);
