@@ -138,7 +138,10 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
         B->w = (end - start) * L->px_per_s;
         B->x_ready = viz_tl_x(L, shown(L, b->ready));
         B->label_x = B->x + B->w / 2;
-        if (b->kind == VIZ_TL_ALL_TO_ALL || b->kind == VIZ_TL_RING) {
+        /* bytes this rank sent: a ring step's receive half (sendrecv is traced as a send and
+         * a receive over the same time) carries none of its own, or the two labels overlap */
+        const bool ring_recv = b->kind == VIZ_TL_RING && strcmp(b->op, "recv") == 0;
+        if (b->kind == VIZ_TL_ALL_TO_ALL || (b->kind == VIZ_TL_RING && !ring_recv)) {
             const double tw = B->x + B->w - B->x_ready; /* the transfer part */
             viz_tl_format_bytes(b->bytes, B->label, (int)sizeof B->label);
             B->label_x = B->x_ready + tw / 2;

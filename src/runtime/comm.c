@@ -115,6 +115,11 @@ void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t byt
     if (strcmp(op, "send") == 0) g->bytes_sent += bytes;
     else if (strcmp(op, "recv") == 0) g->bytes_received += bytes;
     else if (strcmp(op, "sendrecv") != 0) g->bytes_collective += bytes;
+    comm_emit_(g, op, peer_group_rank, bytes, tag, t_start, t_ready, t_end, cpu_start);
+}
+
+void comm_emit_(comm_group *g, const char *op, int peer_group_rank, size_t bytes, int tag,
+                double t_start, double t_ready, double t_end, double cpu_start) {
     if (!g_hook) return;
     comm_event e = {op,
                     g->name,

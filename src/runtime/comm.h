@@ -77,10 +77,12 @@
  * makes it sleep there forever instead. Either prints one line first. Unset: one compare
  * per call.
  *
- * Tracing and counters: when a hook is set, every call reports one comm_event. `bytes` is
+ * Tracing and counters: when a hook is set, every call reports one comm_event — sendrecv two,
+ * its halves: a "send" to dest and a "recv" from src over the same time, so that a trace pairs
+ * each with its partner's (it counts as one call). `bytes` is
  * the size of the caller's payload: buf for all_reduce/broadcast/send/recv, the full recv
  * buffer (size * count) for all_gather, the full send buffer (size * count) for
- * reduce_scatter, what was sent for sendrecv, and for all_to_all_v the bytes this rank
+ * reduce_scatter, each half's message for sendrecv, and for all_to_all_v the bytes this rank
  * sends to OTHER members (the sum of its send blocks except its own block: what leaves the
  * rank; a group of one thus reports 0). Per group, counters add up the same bytes.
  * The event also carries the caller's label and layer (src/runtime/comm_label.h).
@@ -182,13 +184,13 @@ double comm_timeout(void);
 
 typedef struct {
     const char *op;    /* "all_reduce" "all_gather" "reduce_scatter" "all_to_all_v"
-                          "broadcast" "barrier" "send" "recv" "sendrecv" */
+                          "broadcast" "barrier" "send" "recv" (sendrecv: a send and a recv) */
     const char *group; /* comm_name() */
     int peer;          /* global rank of the peer; -1 for collectives */
     size_t bytes;      /* payload, see the manual above */
     int tag;           /* p2p tag; -1 for collectives */
     double t_start;    /* time_now() when the call began */
-    double t_ready;    /* when the peer's data was there (recv/sendrecv); = t_start otherwise */
+    double t_ready;    /* when the peer's data was there (recv); = t_start otherwise */
     double t_end;      /* when the call returned */
     const char *label; /* what the message is for (comm_label.h), NULL when unlabelled */
     int layer;         /* the label's transformer layer; -1 n/a */

@@ -69,6 +69,9 @@ MPI_Datatype comm_mpi_type(comm_dtype dt);
 
 /* Reports one event to the trace hook (if any) and updates the group's counters. cpu_start is
  * thread_cpu_now() when the call began (the event carries the CPU seconds spent in it). */
+/* The trace event alone, no counter (comm_sendrecv reports its two halves with it). */
+void comm_emit_(comm_group *g, const char *op, int peer_group_rank, size_t bytes, int tag,
+                double t_start, double t_ready, double t_end, double cpu_start);
 void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t bytes, int tag,
                   double t_start, double t_ready, double t_end, double cpu_start);
 

@@ -192,9 +192,15 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
         comm_wait_request(&req, &to);
     }
     comm_stage_out(&sr);
+    /* One call, counted once; traced as its two halves — a send to dest and a receive from
+     * src, over the same time — so that a trace pairs each with its partner's (a ring step of
+     * ring attention is one of each) and checks the receive came after the send. */
+    g->calls++;
     g->bytes_sent += sbytes;
     g->bytes_received += rbytes;
-    comm_report_(g, "sendrecv", dest, sbytes, tag, t0, t_ready, time_now(), c0);
+    const double t1 = time_now();
+    comm_emit_(g, "send", dest, sbytes, tag, t0, t0, t1, c0);
+    comm_emit_(g, "recv", src, rbytes, tag, t0, t_ready, t1, c0);
 }
 
 struct comm_request {
