@@ -37,6 +37,7 @@
 #define CKPT_FORMAT "trident-checkpoint"
 #define CKPT_VERSION 2
 #define MAX_SAVED_WORLD (1 << 20) /* sanity bound on a file's world_size */
+#define CKPT_MAX_EXPERTS 4096     /* sanity bound on a file's num_experts */
 
 
 /* Parameters and optimizer state live in device memory (src/device/device.h). Saving and
@@ -57,14 +58,23 @@ static void host_view_release(float *dev, float *h, size_t n, bool write_back) {
 
 /* ---- who holds what --------------------------------------------------------------------- */
 
-/* The data-parallel rank of `rank` in the run's layout (0 for a serial run). */
-static int dp_rank_of(const ckpt_layout *c, int rank) {
-    if (c->world_size <= 1) return 0;
+/* The coordinates of `rank` in the run's layout (all 0 for a serial run), and in
+ * *shard_index the ZeRO shard it holds: its rank in the group the optimizer shards over (dp,
+ * or dp × cp with context parallelism: src/train/trainer.c). */
+static pg_coord coord_of(const ckpt_layout *c, int rank, int *shard_index) {
+    pg_coord none = {0};
+    if (shard_index) *shard_index = 0;
+    if (c->world_size <= 1) return none;
+    const int cp = c->cp > 1 ? c->cp : 1, ep = c->ep > 1 ? c->ep : 1;
     pg_layout l;
     char err[256];
-    CHECK(pg_layout_make(&l, c->world_size, c->tp, c->pp, c->vpp, c->rank_order, err, sizeof err),
+    CHECK(pg_layout_make5(&l, c->world_size, c->tp, cp, ep, c->pp, c->vpp, c->rank_order, err,
+                          sizeof err),
           "the trainer checked the layout before saving or loading");
-    return pg_coord_of(&l, rank).dp;
+    pg_coord xy = pg_coord_of(&l, rank);
+    if (shard_index) *shard_index = xy.dp;
+    if (shard_index && cp > 1) pg_group_of(&l, PG_DP_CP, rank, NULL, shard_index);
+    return xy;
 }
 
 /* This rank's optimizer state as pieces of parameters (src/zero/shard_ranges.h): with ZeRO
@@ -72,7 +82,8 @@ static int dp_rank_of(const ckpt_layout *c, int rank) {
  * shard of the dp = 1 ranges, whose pieces are whole parameters at their buffer offsets. */
 static const zero_shard *state_pieces(const ckpt_layout *c, dist_optimizer *opt, int rank) {
     const zero_ranges *r = distopt_ranges(opt);
-    int d = c->zero ? dp_rank_of(c, rank) : 0;
+    int d = 0;
+    if (c->zero) coord_of(c, rank, &d);
     CHECK(d >= 0 && d < r->dp, "the data-parallel rank is inside the optimizer's shards");
     return &r->shards[d];
 }
@@ -82,7 +93,7 @@ bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_siz
     if (full_cols == 0 || serial / full_cols >= full_rows) return false;
     const size_t tp = (size_t)tp_size, row = serial / full_cols, col = serial % full_cols;
     switch ((gpt_split)split) {
-    case SPLIT_EXPERTS: /* whole on every TP rank (checkpoints of ep > 1 are refused) */
+    case SPLIT_EXPERTS: /* whole on every TP rank (the ep cut: checkpoint_locate_expert) */
     case SPLIT_NONE:
         *tp_rank = -1;
         *local = serial;
@@ -108,6 +119,18 @@ bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_siz
     }
     }
     return false;
+}
+
+bool checkpoint_locate_expert(size_t full_rows, size_t full_cols, int ep_size, size_t serial,
+                              int *ep_rank, size_t *local) {
+    /* W = [experts 0..El-1; El..2El-1; ...]: ep rank r holds rows [r·rows, (r+1)·rows) */
+    if (ep_size < 1 || full_cols == 0 || full_rows % (size_t)ep_size != 0 ||
+        serial / full_cols >= full_rows)
+        return false;
+    const size_t per = full_rows / (size_t)ep_size * full_cols; /* elements per ep rank */
+    *ep_rank = (int)(serial / per);
+    *local = serial % per;
+    return true;
 }
 
 /* ---- saving ----------------------------------------------------------------------------- */
@@ -137,7 +160,17 @@ static char *meta_json(uint64_t save_id, int it, const ckpt_layout *c, const loc
     json_field_int(&w, "zero", c->zero ? 1 : 0);
     json_field_int(&w, "tp_rank", m->tp_rank);
     json_field_int(&w, "pp_rank", m->pp_rank);
-    json_field_int(&w, "dp_rank", dp_rank_of(c, rank));
+    const pg_coord xy = coord_of(c, rank, NULL);
+    json_field_int(&w, "dp_rank", xy.dp);
+    /* 5-D layouts only (absent: 1, and coordinate 0), so a 3-D run's files read as before */
+    if (c->cp > 1) {
+        json_field_int(&w, "context_parallel_size", c->cp);
+        json_field_int(&w, "cp_rank", xy.cp);
+    }
+    if (c->ep > 1) {
+        json_field_int(&w, "expert_model_parallel_size", c->ep);
+        json_field_int(&w, "ep_rank", xy.ep);
+    }
     json_field_int(&w, "num_layers", c->num_layers);
     json_field_int(&w, "hidden_size", c->hidden_size);
     json_field_int(&w, "num_attention_heads", c->num_attention_heads);
@@ -145,6 +178,13 @@ static char *meta_json(uint64_t save_id, int it, const ckpt_layout *c, const loc
     json_field_int(&w, "padded_vocab", c->padded_vocab);
     json_field_int(&w, "make_vocab_size_divisible_by", c->make_vocab_size_divisible_by);
     json_field_int(&w, "seed", c->seed);
+    if (c->num_experts > 0) { /* absent: a dense model */
+        json_field_int(&w, "num_experts", c->num_experts);
+        json_field_int(&w, "moe_router_topk", c->moe_router_topk);
+        json_field_double(&w, "moe_aux_loss_coeff", "%.9g", (double)c->moe_aux_loss_coeff);
+        json_field_double(&w, "moe_expert_capacity_factor", "%.9g",
+                          (double)c->moe_expert_capacity_factor);
+    }
     json_field_uint(&w, "numel", (unsigned long long)m->numel);
     json_end_object(&w);
     return json_take(&w);
@@ -215,6 +255,9 @@ typedef struct {
     tf_reader *r;
     const char *path;
     long long iteration, world, tp, tp_rank, padded_vocab, adam_step;
+    long long cp, cp_rank, ep, ep_rank; /* 1, 0 when absent (files of 3-D layouts) */
+    int num_experts, topk;              /* 0, 0 when absent (a dense model) */
+    float aux_coeff, capacity;
     char precision[16];
     char save_id[24]; /* "" in checkpoints saved before ids existed */
 } saved_rank;
@@ -246,6 +289,58 @@ static int meta_dim(const saved_rank *f, const char *key, int lo) {
     if (v < lo || v > INT_MAX)
         die("checkpoint '%s': %s %lld is not between %d and %d", f->path, key, v, lo, INT_MAX);
     return (int)v;
+}
+
+/* An optional integer: `absent` when the key is not there; present, it must be an integer in
+ * [lo, hi] (a value of another type, or out of range, is refused, never read as absent). */
+static long long meta_opt_int(const saved_rank *f, const char *key, long long absent, long long lo,
+                              long long hi) {
+    if (!tf_meta_has(tf_reader_meta(f->r), key)) return absent;
+    long long v;
+    if (!tf_meta_get_int(tf_reader_meta(f->r), key, &v) || v < lo || v > hi)
+        die("checkpoint '%s': %s is not an integer between %lld and %lld", f->path, key, lo, hi);
+    return v;
+}
+
+/* An optional non-negative finite number (0 when absent). */
+static float meta_opt_nonneg(const saved_rank *f, const char *key) {
+    if (!tf_meta_has(tf_reader_meta(f->r), key)) return 0.0f;
+    double v;
+    if (!tf_meta_get_double(tf_reader_meta(f->r), key, &v) || !isfinite(v) || v < 0 || v > 3.0e38)
+        die("checkpoint '%s': %s is not a finite number >= 0", f->path, key);
+    return (float)v;
+}
+
+/* The 5-D layout (absent: cp = ep = 1) and the model's experts (absent: dense), checked:
+ * tp · cp divides the world, ep divides what is left (the data-parallel size) and the experts,
+ * every coordinate is inside its size, 1 <= topk <= experts. */
+static void read_moe_cp(saved_rank *f) {
+    f->cp = meta_opt_int(f, "context_parallel_size", 1, 1, MAX_SAVED_WORLD);
+    f->ep = meta_opt_int(f, "expert_model_parallel_size", 1, 1, MAX_SAVED_WORLD);
+    f->cp_rank = meta_opt_int(f, "cp_rank", 0, 0, f->cp - 1);
+    f->ep_rank = meta_opt_int(f, "ep_rank", 0, 0, f->ep - 1);
+    if (f->world % (f->tp * f->cp) != 0 || (f->world / (f->tp * f->cp)) % f->ep != 0)
+        die("checkpoint '%s': tp %lld × context_parallel_size %lld × expert_model_parallel_size "
+            "%lld does not divide world_size %lld (ep divides the data-parallel ranks)",
+            f->path, f->tp, f->cp, f->ep, f->world);
+    f->num_experts = (int)meta_opt_int(f, "num_experts", 0, 0, CKPT_MAX_EXPERTS);
+    if (f->num_experts == 0) {
+        if (f->ep != 1)
+            die("checkpoint '%s': expert_model_parallel_size %lld but no num_experts (a dense "
+                "model has no experts to cut)",
+                f->path, f->ep);
+        if (tf_meta_has(tf_reader_meta(f->r), "moe_router_topk"))
+            die("checkpoint '%s': moe_router_topk but no num_experts", f->path);
+        return;
+    }
+    f->topk = (int)meta_opt_int(f, "moe_router_topk", -1, 1, f->num_experts);
+    if (f->topk < 0) die("checkpoint '%s': num_experts but no moe_router_topk", f->path);
+    if (f->num_experts % f->ep != 0)
+        die("checkpoint '%s': num_experts %d is not divisible by expert_model_parallel_size %lld "
+            "(each expert-parallel rank holds whole experts)",
+            f->path, f->num_experts, f->ep);
+    f->aux_coeff = meta_opt_nonneg(f, "moe_aux_loss_coeff");
+    f->capacity = meta_opt_nonneg(f, "moe_expert_capacity_factor");
 }
 
 /* Every element of a saved tensor finite (and, for Adam's second moment, not negative): a
@@ -313,26 +408,28 @@ static void open_rank(saved_rank *f, char *path, size_t cap, const char *dir, in
     if (f->padded_vocab < 1 || f->padded_vocab % f->tp != 0)
         die("checkpoint '%s': padded_vocab %lld is not a positive multiple of tp %lld", path,
             f->padded_vocab, f->tp);
+    read_moe_cp(f);
 }
 
-/* The model must be the same; the layout may differ. */
+/* The model must be the same (its experts too: a dense checkpoint has none); the layout may
+ * differ, and so may the MoE training settings (aux-loss weight, capacity factor). */
 static void check_same_model(const saved_rank *f, const char *dir, const ckpt_layout *c) {
     struct {
         const char *key;
-        long long want;
+        long long got, want;
     } checks[] = {
-        {"num_layers", c->num_layers},
-        {"hidden_size", c->hidden_size},
-        {"num_attention_heads", c->num_attention_heads},
-        {"seq_length", c->seq_length},
+        {"num_layers", meta_int(f, "num_layers"), c->num_layers},
+        {"hidden_size", meta_int(f, "hidden_size"), c->hidden_size},
+        {"num_attention_heads", meta_int(f, "num_attention_heads"), c->num_attention_heads},
+        {"seq_length", meta_int(f, "seq_length"), c->seq_length},
+        {"num_experts", f->num_experts, c->num_experts},
+        {"moe_router_topk", f->topk, c->num_experts > 0 ? c->moe_router_topk : 0},
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
-        long long got = meta_int(f, checks[i].key);
-        if (got != checks[i].want)
+        if (checks[i].got != checks[i].want)
             die("--load %s: the checkpoint has %s = %lld but this run has %lld (the model must "
-                "match; "
-                "the parallel layout may differ)",
-                dir, checks[i].key, got, checks[i].want);
+                "match; the parallel layout may differ)",
+                dir, checks[i].key, checks[i].got, checks[i].want);
     }
 }
 
@@ -361,7 +458,11 @@ static const float *saved_param(const saved_rank *f, const gpt_param *p, size_t 
         (p->split == SPLIT_COLS && p->full_cols % tp != 0))
         die("checkpoint '%s': tp %lld does not divide the shape of '%s' (%zu, %zu)", f->path, f->tp,
             p->name, *full_rows, p->full_cols);
-    int64_t shape[2] = {(int64_t)(by_rows ? *full_rows / tp : *full_rows),
+    /* experts: the saved ep rank's E/ep of them, whole (read_moe_cp: ep divides E) */
+    const size_t rows = by_rows                     ? *full_rows / tp
+                        : p->split == SPLIT_EXPERTS ? *full_rows / (size_t)f->ep
+                                                    : *full_rows;
+    int64_t shape[2] = {(int64_t)rows,
                         (int64_t)(p->split == SPLIT_COLS ? p->full_cols / tp : p->full_cols)};
     char name[TF_MAX_NAME + 1];
     snprintf(name, sizeof name, "param/%s", p->name);
@@ -369,12 +470,16 @@ static const float *saved_param(const saved_rank *f, const gpt_param *p, size_t 
 }
 
 /* Where my local element i of parameter j sits in the saved file f: false if f's tp rank does
- * not hold it. */
+ * not hold it or, for an expert tensor, f's ep rank does not (never another ep rank's expert). */
 static bool find_in_file(const saved_rank *f, const load_target *t, int j, size_t full_rows,
                          size_t i, size_t *saved_local) {
     const gpt_param *p = t->m->plist[j];
     size_t s = gpt_param_serial_index(p, t->m->pshard[j], i);
     int holder;
+    if (p->split == SPLIT_EXPERTS)
+        return checkpoint_locate_expert(full_rows, p->full_cols, (int)f->ep, s, &holder,
+                                        saved_local) &&
+               holder == f->ep_rank;
     if (!checkpoint_locate(p->split, full_rows, p->full_cols, (int)f->tp, s, &holder, saved_local))
         return false;
     return holder < 0 || holder == f->tp_rank;
@@ -589,6 +694,10 @@ void checkpoint_read_model(const char *dir, ckpt_layout *c) {
     c->seq_length = meta_dim(&f, "seq_length", 1);
     c->make_vocab_size_divisible_by = meta_dim(&f, "make_vocab_size_divisible_by", 1);
     c->seed = meta_dim(&f, "seed", INT_MIN);
+    c->num_experts = f.num_experts; /* 0: dense (open_rank checked the MoE fields) */
+    c->moe_router_topk = f.num_experts > 0 ? f.topk : 0;
+    c->moe_aux_loss_coeff = f.aux_coeff;
+    c->moe_expert_capacity_factor = f.capacity;
     if (c->hidden_size % c->num_attention_heads != 0)
         die("checkpoint '%s': hidden_size %d is not divisible by num_attention_heads %d", path,
             c->hidden_size, c->num_attention_heads);

@@ -15,14 +15,18 @@
  * Without ZeRO the moment ranges cover each parameter whole; with ZeRO a rank holds only the
  * pieces of its shard (src/zero/shard_ranges.h), so a parameter cut by a shard boundary has
  * pieces in two files. The metadata (JSON) names the iteration, Adam step count, loss scale,
- * precision, the layout (world, tp, pp, dp, vpp, zero), the rank's coordinates and the model.
+ * precision, the layout (world, tp, pp, dp, vpp, zero; cp, ep when > 1), the rank's
+ * coordinates and the model (with its MoE fields when it has experts).
  * src/ckpt/CHECKPOINTS.md describes the layout, the files and resharding in full.
  *
  * Loading reshards: any layout (tp, pp, dp, vpp, ZeRO on or off, or serial) loads any saved
  * layout of the same model. A rank reads the rank files of the iteration in rank order and,
  * for each element it needs, finds it through its serial index (gpt_param_serial_index and
- * the saved file's tp coordinates); copies saved by TP, DP or pipeline (tied wte) replicas are
- * equal and the first one found is used. Loading at the saving layout is bit-identical.
+ * the saved file's tp coordinates); copies saved by TP, DP, CP or pipeline (tied wte) replicas
+ * are equal and the first one found is used. Experts (SPLIT_EXPERTS) are cut over ep instead
+ * of tp: an expert element is taken only from a file of the saved ep rank that held it
+ * (checkpoint_locate_expert and the file's ep_rank), whichever tp rank or edp/cp replica saved
+ * it; its optimizer state follows the same rule. Loading at the saving layout is bit-identical.
  * Padded vocabulary rows that the saved layout did not have (padding depends on tp) get their
  * initial value and zero moments: they never receive a gradient.
  *
@@ -57,12 +61,19 @@ typedef struct dist_optimizer dist_optimizer;
 typedef struct {
     int world_size;         /* ranks (1 for a serial run) */
     int tp, pp, dp, vpp;    /* tensor, pipeline, data parallel sizes; model chunks per rank */
-    const char *rank_order; /* "tp-dp-pp" | "tp-pp-dp" (src/runtime/groups.h) */
+    int cp, ep;             /* context and expert parallel sizes (0 or 1: none; ep divides dp) */
+    const char *rank_order; /* "tp-dp-pp" | "tp-pp-dp" | "tp-cp-ep-dp-pp" | "tp-cp-ep-pp-dp"
+                               (src/runtime/groups.h) */
     bool zero;              /* the distributed optimizer (ZeRO-1): moments sharded over dp */
     prec_dtype dtype;       /* fp32, bf16 or fp16 parameters */
     /* the model: must match when loading (the layout above may differ) */
     int num_layers, hidden_size, num_attention_heads, seq_length;
     int padded_vocab, make_vocab_size_divisible_by, seed;
+    /* mixture of experts (src/model/gpt.h): num_experts 0 = dense. E and K must match to
+     * load; the aux-loss weight and the capacity factor are training settings (recorded for
+     * eval/generate, free to differ on --load) */
+    int num_experts, moe_router_topk;
+    float moe_aux_loss_coeff, moe_expert_capacity_factor;
 } ckpt_layout;
 
 /* Writes this rank's file of iteration `it` and, once every rank of `world` has, makes the
@@ -81,7 +92,8 @@ int checkpoint_load(const char *dir, const ckpt_layout *l, local_model *m, dist_
                     int rank);
 
 /* Reads the model stored in a checkpoint (for `trident eval`): fills the model fields of l
- * (layers, hidden, heads, seq length, vocab padding, seed) and leaves the others alone. */
+ * (layers, hidden, heads, seq length, vocab padding, seed, the MoE fields: 0 experts for a
+ * dense checkpoint) and leaves the others alone. */
 void checkpoint_read_model(const char *dir, ckpt_layout *l);
 
 /* Where element `serial` of a parameter's serial tensor lives when the tensor, of serial
@@ -91,5 +103,13 @@ void checkpoint_read_model(const char *dir, ckpt_layout *l);
  * The inverse of gpt_param_serial_index. */
 bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_size, size_t serial,
                        int *tp_rank, size_t *local);
+
+/* The expert-parallel twin, for SPLIT_EXPERTS tensors (an MoE block's stacked experts, cut by
+ * whole experts over ep_size ranks, each held whole by every TP rank): element `serial` of the
+ * serial tensor (full_rows, full_cols) is local element *local of ep rank *ep_rank, which holds
+ * rows [ep_rank·full_rows/ep_size, ..). Returns false outside the tensor or when ep_size does
+ * not divide full_rows. The inverse of gpt_param_serial_index for SPLIT_EXPERTS. */
+bool checkpoint_locate_expert(size_t full_rows, size_t full_cols, int ep_size, size_t serial,
+                              int *ep_rank, size_t *local);
 
 #endif /* TRIDENT_CKPT_CHECKPOINT_H */

@@ -3,7 +3,9 @@
  * Reading guide: kv_cache_create lays out two allocations (the cache, and the work space of
  * one call); kv_cache_forward walks embedding -> blocks -> head like gpt_forward, but over
  * n new rows only; attend() is the one step that differs from training: the new queries read
- * keys and values from the cache instead of from this call's rows.
+ * keys and values from the cache instead of from this call's rows. An MoE chunk's blocks run
+ * the MoE layer (src/moe/moe_layer.h) in place of the MLP, serially (ep 1: every expert here)
+ * on the n new rows; every TP rank runs it whole, as in training.
  */
 #include "src/infer/kv_cache.h"
 
@@ -12,6 +14,7 @@
 
 #include "src/core/check.h"
 #include "src/device/device.h"
+#include "src/moe/moe_layer.h"
 #include "src/tp/layers.h"
 
 struct kv_cache {
@@ -30,6 +33,9 @@ struct kv_cache {
     float *atty;           /* (n,Cl) */
     float *fch, *fch_gelu; /* (n,4Cl) */
     float *scores;         /* (Tmax) one query's attention row */
+    moe_config moe;        /* MoE chunks: the layer's settings, ep 1 */
+    moe_acts *moe_acts;    /* MoE chunks: work space of the layer for up to max_new rows (one
+                              for all blocks: nothing is kept for a backward); NULL if dense */
 };
 
 kv_cache *kv_cache_create(const gpt_chunk *c, int max_new) {
@@ -59,6 +65,16 @@ kv_cache *kv_cache_create(const gpt_chunk *c, int max_new) {
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
     kv->work = callocCheck(total, sizeof(float));
+    if (c->cfg.num_experts > 0) {
+        CHECK(c->shard.ep_size <= 1, "generation runs the experts serially (ep 1)");
+        kv->moe = (moe_config){c->cfg.num_experts,
+                               c->cfg.moe_topk,
+                               c->cfg.moe_aux_loss_coeff,
+                               c->cfg.moe_capacity_factor,
+                               1,
+                               0};
+        kv->moe_acts = moe_acts_create(&kv->moe, n, C);
+    }
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         *views[i] = kv->work + off;
@@ -73,6 +89,7 @@ void kv_cache_destroy(kv_cache *kv) {
     free(kv->k);
     free(kv->v);
     free(kv->work);
+    moe_acts_destroy(kv->moe_acts);
     free(kv);
 }
 
@@ -163,6 +180,14 @@ void kv_cache_forward(const gpt_chunk *c, const float *params, kv_cache *kv, con
         /* MLP: LN -> fc (column-parallel) -> GELU -> fcproj (row-parallel) -> + x_mid */
         dev_layernorm_forward(kv->ln, kv->mean, kv->rstd, kv->x_mid, view(c, params, GPT_LN2_W, l),
                               view(c, params, GPT_LN2_B, l), N, C);
+        if (kv->moe_acts) { /* or the MoE layer: router, top-K experts, combine -> + x_mid */
+            const moe_params mp = {view(c, params, GPT_ROUTER_W, l), view(c, params, GPT_FC_W, l),
+                                   view(c, params, GPT_FC_B, l), view(c, params, GPT_FCPROJ_W, l),
+                                   view(c, params, GPT_FCPROJ_B, l)};
+            moe_forward(&kv->moe, NULL, NULL, &mp, kv->moe_acts, kv->x, kv->ln, N, C);
+            dev_add_inplace(kv->x, kv->x_mid, N * C);
+            continue;
+        }
         tp_column_linear_forward(tp, kv->fch, kv->ln, view(c, params, GPT_FC_W, l),
                                  view(c, params, GPT_FC_B, l), N, C, 4 * Cl, false);
         dev_gelu_forward(kv->fch_gelu, kv->fch, N * 4 * Cl);

@@ -15,6 +15,10 @@
  * Under tensor parallelism the layers are the same Megatron layers as training
  * (src/tp/layers.h): QKV and fc column-parallel, proj and fcproj row-parallel (one all-reduce
  * each), the embedding vocab-parallel; this rank caches only its own heads.
+ * MoE chunks (cfg.num_experts > 0) run the MoE layer (src/moe/moe_layer.h) in place of the MLP
+ * on the n new rows, all experts on this rank (ep 1; every TP rank runs it whole, as training
+ * does): dropless routing decides each token alone, so the result is the full forward's; with a
+ * capacity factor a token competes only with the other rows of its call.
  *
  * Device: the cpu device only (the attention over the cache is a plain C loop here; a CUDA twin
  * would be one more kernel). kv_cache_create dies with a clear message on another device.

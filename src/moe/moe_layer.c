@@ -246,7 +246,8 @@ static void experts_backward(moe_acts *a, const moe_params *p, moe_grads *g) {
 /* ------------------------------------------------------------------------ the layer */
 
 static void check_call(const moe_config *m, const moe_acts *a, comm_group *ep, size_t N, size_t C) {
-    CHECK(a->N == N && a->C == C, "MoE: N or C differ from those the activations were made for");
+    CHECK(N <= a->N && a->C == C,
+          "MoE: more tokens than, or another C than, the activations were made for");
     CHECK(a->m.num_experts == m->num_experts && a->m.topk == m->topk &&
               a->m.ep_size == m->ep_size && a->m.ep_rank == m->ep_rank,
           "MoE: the config differs from the one the activations were made for");

@@ -83,7 +83,9 @@ typedef struct {
 moe_params moe_params_view(const moe_config *m, const float *base, size_t C);
 moe_grads moe_grads_view(const moe_config *m, float *base, size_t C);
 
-/* One micro-batch of the layer: what the backward needs, for N tokens fixed at creation. */
+/* One micro-batch of the layer: what the backward needs, for up to N tokens (fixed at
+ * creation; a call may take fewer — generation's KV cache runs n new rows through acts made for
+ * its largest n — and a backward takes the N of the forward it follows). */
 typedef struct moe_acts moe_acts;
 moe_acts *moe_acts_create(const moe_config *m, size_t N, size_t C);
 void moe_acts_destroy(moe_acts *a);

@@ -600,9 +600,6 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
         FAIL("--expert-model-parallel-size %d does not run with --overlap-grad-reduce / "
              "--overlap-param-gather (not implemented)",
              ep);
-    if (moe && (c->save || c->load))
-        FAIL("--num-experts does not run with --save / --load yet (checkpoints do not record "
-             "the experts; not implemented)");
     if (moe && c->overlap_grad_reduce)
         FAIL("--num-experts does not run with --overlap-grad-reduce (the experts' gradients are "
              "computed in the input-gradient backward; not implemented)");

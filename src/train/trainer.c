@@ -329,6 +329,8 @@ ckpt_layout trainer_ckpt_layout(const train_config *c) {
         .pp = c->pipeline_model_parallel_size,
         .dp = c->dp,
         .vpp = c->vpp,
+        .cp = c->context_parallel_size,
+        .ep = c->expert_model_parallel_size,
         .rank_order = c->rank_order,
         .zero = c->use_distributed_optimizer,
         .dtype = trainer_run_dtype(c),
@@ -339,6 +341,10 @@ ckpt_layout trainer_ckpt_layout(const train_config *c) {
         .padded_vocab = c->padded_vocab,
         .make_vocab_size_divisible_by = c->make_vocab_size_divisible_by,
         .seed = c->seed,
+        .num_experts = c->num_experts,
+        .moe_router_topk = c->moe_router_topk,
+        .moe_aux_loss_coeff = c->moe_aux_loss_coeff,
+        .moe_expert_capacity_factor = c->moe_expert_capacity_factor,
     };
 }
 
@@ -349,4 +355,10 @@ void trainer_config_take_model(train_config *c, const ckpt_layout *saved) {
     c->seq_length = saved->seq_length;
     c->make_vocab_size_divisible_by = saved->make_vocab_size_divisible_by;
     c->seed = saved->seed;
+    c->num_experts = saved->num_experts; /* 0: a dense checkpoint */
+    if (saved->num_experts > 0) {
+        c->moe_router_topk = saved->moe_router_topk;
+        c->moe_aux_loss_coeff = saved->moe_aux_loss_coeff;
+        c->moe_expert_capacity_factor = saved->moe_expert_capacity_factor;
+    }
 }

@@ -73,8 +73,9 @@ int trainer_run(train_config *cfg);
 ckpt_layout trainer_ckpt_layout(const train_config *cfg);
 
 /* The other way round, for commands that load a checkpoint (eval, generate): cfg gets the
- * saved model's shape (layers, hidden size, heads, sequence length, vocabulary padding) and
- * seed; its layout, precision and data are left to the caller. */
+ * saved model's shape (layers, hidden size, heads, sequence length, vocabulary padding),
+ * seed and experts (--num-experts, --moe-*: none for a dense checkpoint); its layout,
+ * precision and data are left to the caller. */
 void trainer_config_take_model(train_config *cfg, const ckpt_layout *saved);
 
 /* Evaluation during training, on any layout: `batches` global batches of held-out samples

@@ -3,6 +3,8 @@
  * - a prefill of the whole window gives, at every position, the logits gpt_forward gives;
  * - a short prefill then one position at a time (the decode path) gives the same logits;
  * - the same for a pipeline chunk in the middle (x_in -> x_out) chained with a last chunk;
+ * - an MoE model (4 experts, top-2, dropless): the blocks run the MoE layer on the new rows,
+ *   and prefill + decoding, alone and over two pipeline stages, give gpt_forward's logits;
  * - positions past the context end the process with a message naming them.
  */
 #include <math.h>
@@ -19,7 +21,12 @@
 enum { T = 24, L = 3, C = 32, NH = 4 };
 
 static gpt_config model_config(void) {
-    gpt_config g = {.vocab_size = gpt_padded_vocab(256, 128, 1), .real_vocab = 256, .seq_len = T, .num_layers = L, .hidden = C, .num_heads = NH};
+    gpt_config g = {.vocab_size = gpt_padded_vocab(256, 128, 1),
+                    .real_vocab = 256,
+                    .seq_len = T,
+                    .num_layers = L,
+                    .hidden = C,
+                    .num_heads = NH};
     return g;
 }
 
@@ -119,6 +126,74 @@ static void pipeline_stages_chained_match_the_serial_model(void **state) {
     local_model_destroy(s1);
 }
 
+/* The model with 4 experts per block, top-2 routing, dropless (a token's experts do not depend
+ * on the other tokens of the call, so one position at a time routes as the whole window does). */
+static gpt_config moe_model_config(void) {
+    gpt_config g = model_config();
+    g.num_experts = 4;
+    g.moe_topk = 2;
+    g.moe_aux_loss_coeff = 0.01f;
+    return g;
+}
+
+static void an_moe_model_decodes_as_its_full_forward(void **state) {
+    (void)state;
+    gpt_config g = moe_model_config();
+    local_model *m = local_model_create(&g, 1, 0, 1, 0, 1, NULL, 15);
+    int32_t tok[T];
+    tokens_of(tok, T, 5);
+    float *want = full_logits(m, tok);
+    const gpt_chunk *c = &m->chunks[0];
+    const int P = 6;
+    kv_cache *kv = kv_cache_create(c, P);
+    float *got = malloc((size_t)P * c->Vl * sizeof(float));
+    kv_cache_forward(c, m->params, kv, tok, NULL, NULL, NULL, got, P, NULL);
+    expect_close(got, want, (size_t)P * c->Vl, 1e-5, 1e-4, "MoE prefill of 6");
+    for (int p = P; p < T;) { /* 1 position, then 3 (fewer rows than the work space), ... */
+        const int n = (p % 2 == 0 && p + 3 <= T) ? 3 : 1;
+        kv_cache_forward(c, m->params, kv, tok + p, NULL, NULL, NULL, got, n, NULL);
+        char what[64];
+        snprintf(what, sizeof what, "MoE positions %d..%d", p, p + n - 1);
+        expect_close(got, want + (size_t)p * c->Vl, (size_t)n * c->Vl, 1e-5, 1e-4, what);
+        p += n;
+    }
+    free(got);
+    free(want);
+    kv_cache_destroy(kv);
+    local_model_destroy(m);
+}
+
+static void moe_pipeline_stages_chained_match_the_serial_model(void **state) {
+    (void)state;
+    gpt_config g = moe_model_config();
+    const int layers[2] = {1, 2};
+    local_model *serial = local_model_create(&g, 1, 0, 1, 0, 1, NULL, 16);
+    local_model *s0 = local_model_create(&g, 1, 0, 2, 0, 1, layers, 16);
+    local_model *s1 = local_model_create(&g, 1, 0, 2, 1, 1, layers, 16);
+    int32_t tok[T];
+    tokens_of(tok, T, 6);
+    float *want = full_logits(serial, tok);
+    const gpt_chunk *c0 = &s0->chunks[0], *c1 = &s1->chunks[0];
+    const int P = 4;
+    kv_cache *k0 = kv_cache_create(c0, P), *k1 = kv_cache_create(c1, P);
+    float *x = calloc((size_t)P * C, sizeof(float)), *logits = malloc(c1->Vl * sizeof(float));
+    for (int p = 0; p < T;) {
+        int n = p == 0 ? P : 1;
+        kv_cache_forward(c0, s0->params, k0, tok + p, NULL, x, NULL, NULL, n, NULL);
+        kv_cache_forward(c1, s1->params, k1, NULL, x, NULL, logits, NULL, n, NULL);
+        p += n;
+        expect_close(logits, want + (size_t)(p - 1) * c1->Vl, c1->Vl, 1e-5, 1e-4, "two MoE stages");
+    }
+    free(x);
+    free(logits);
+    free(want);
+    kv_cache_destroy(k0);
+    kv_cache_destroy(k1);
+    local_model_destroy(serial);
+    local_model_destroy(s0);
+    local_model_destroy(s1);
+}
+
 static void overflow(const void *arg) {
     (void)arg;
     gpt_config g = model_config();
@@ -144,6 +219,8 @@ int main(void) {
         cmocka_unit_test(decoding_one_position_at_a_time_matches_full_forward),
         cmocka_unit_test(pipeline_stages_chained_match_the_serial_model),
         cmocka_unit_test(a_position_past_the_context_is_refused),
+        cmocka_unit_test(an_moe_model_decodes_as_its_full_forward),
+        cmocka_unit_test(moe_pipeline_stages_chained_match_the_serial_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

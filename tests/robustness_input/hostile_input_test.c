@@ -65,7 +65,7 @@ static const hostile_case k_cases[] = {
      "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1|zbv, got 'zigzag'", NULL},
     {1, "train --device gpu", "--device must be one of cpu|cuda|cpu-guarded, got 'gpu'", NULL},
     {1, "train --rank-order dp-tp-pp",
-     "--rank-order must be one of tp-dp-pp|tp-pp-dp, got 'dp-tp-pp'", NULL},
+     "--rank-order must be one of tp-dp-pp|tp-pp-dp|tp-cp-ep-dp-pp|tp-cp-ep-pp-dp, got 'dp-tp-pp'", NULL},
     {1, "train --tensor-model-parallel-size 2",
      "world size 1 is not divisible by --tensor-model-parallel-size 2", NULL},
     {1, "train --num-layers-per-virtual-pipeline-stage 1",
@@ -315,6 +315,22 @@ static const hostile_case k_cases[] = {
     {1, "eval --load {D}/ck_hidden",
      "the model saved in '{D}/ck_hidden' (num_layers 1, hidden_size 2000000000", NULL},
     {1, "generate --load {D}/ck_layers --prompt ab", "it cannot be loaded on this machine", NULL},
+    /* the MoE and 5-D fields of a checkpoint (absent: dense, cp = ep = 1) */
+    {1, "eval --load {D}/ck_experts",
+     "rank_00000.tck': num_experts is not an integer between 0 and 4096", NULL},
+    {1, "generate --load {D}/ck_topk --prompt ab",
+     "rank_00000.tck': moe_router_topk is not an integer between 1 and 4", NULL},
+    {1, "eval --load {D}/ck_coeff",
+     "rank_00000.tck': moe_aux_loss_coeff is not a finite number >= 0", NULL},
+    {1, "eval --load {D}/ck_capnan",
+     "rank_00000.tck': moe_expert_capacity_factor is not a finite number >= 0", NULL},
+    {1, "eval --load {D}/ck_cp3",
+     "tp 1 × context_parallel_size 3 × expert_model_parallel_size 1 does not divide world_size 1",
+     NULL},
+    {1, "train " TINY " --train-iters 3 --run-dir {D}/m --num-experts 4 --load {D}/ck",
+     "the checkpoint has num_experts = 0 but this run has 4 (the model must match", NULL},
+    {1, "eval --load {D}/ck_eprank", "rank_00000.tck': ep_rank is not an integer between 0 and 0",
+     NULL},
     /* family 8: values read from traces (the run {D}/rp: 2 ranks, pp 2) */
     {1, "render {D}/tr_world -o {D}/x.png", "has an impossible layout (rank 0, world 1073741824",
      NULL},
@@ -519,6 +535,20 @@ static void setup_round2(void) {
     forged_copy("ck_hdiv", "\"num_attention_heads\":1,", "\"num_attention_heads\":3,", NULL, 0);
     forged_copy("ck_hidden", "\"hidden_size\":8,", "\"hidden_size\":2000000000,", NULL, 0);
     forged_copy("ck_layers", "\"num_layers\":1,", "\"num_layers\":2000000000,", NULL, 0);
+    /* the MoE and 5-D fields (absent in the dense fixture), forged in before "numel" */
+    forged_copy("ck_experts",
+                "\"numel\":", "\"num_experts\":5000,\"moe_router_topk\":1,\"numel\":", NULL, 0);
+    forged_copy("ck_topk", "\"numel\":", "\"num_experts\":4,\"moe_router_topk\":5,\"numel\":", NULL,
+                0);
+    forged_copy(
+        "ck_coeff", "\"numel\":",
+        "\"num_experts\":4,\"moe_router_topk\":2,\"moe_aux_loss_coeff\":-1,\"numel\":", NULL, 0);
+    forged_copy("ck_capnan", "\"numel\":",
+                "\"num_experts\":4,\"moe_router_topk\":2,\"moe_expert_capacity_factor\":nan,"
+                "\"numel\":",
+                NULL, 0);
+    forged_copy("ck_cp3", "\"numel\":", "\"context_parallel_size\":3,\"numel\":", NULL, 0);
+    forged_copy("ck_eprank", "\"numel\":", "\"ep_rank\":2,\"numel\":", NULL, 0);
     const int32_t world[5] = {0, 1 << 30, 1, 1, 1 << 30}, seven = 7, ninety9 = 99, five = 5;
     const double far = 1e300, negcpu = -5.0;
     forged_trace("tr_world", -1, 12, world, sizeof world);
