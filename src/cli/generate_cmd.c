@@ -188,12 +188,16 @@ int cmd_generate(int argc, char **argv) {
     trainer *t = trainer_create(&c, ps);
     ckpt_layout here = trainer_ckpt_layout(&c);
     const int it = checkpoint_load(f.load, &here, trainer_model(t), trainer_optimizer(t), rank);
+    char moe[64] = ""; /* an MoE checkpoint's experts */
+    if (c.num_experts > 0)
+        snprintf(moe, sizeof moe, ", MoE %d expert%s top-%d", c.num_experts,
+                 c.num_experts == 1 ? "" : "s", c.moe_router_topk);
     if (rank == 0)
         fprintf(
             stderr,
-            "generate: %s iteration %d (%d layers, hidden %d, %d heads, context %d) at "
+            "generate: %s iteration %d (%d layers, hidden %d, %d heads, context %d%s) at "
             "tp %d × pp %d; prompt %zu bytes, up to %d new, temperature %g, top-k %d, top-p %g\n",
-            f.load, it, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length, f.tp,
+            f.load, it, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length, moe, f.tp,
             f.pp, plen, f.max_new, (double)f.temperature, f.top_k, (double)f.top_p);
 
     int32_t *out = callocCheck((size_t)f.max_new, sizeof *out);
