@@ -1,8 +1,8 @@
 /* gpt_internal.h — what gpt_params.c (the parameter table), gpt.c (forward, activations),
- * gpt_backward.c (the backward, B and
- * W) and gpt_recompute.c (activation recomputation) share: the layout of the activation,
- * weight-gradient and scratch buffers, the parameter views of one block, and where each
- * pass finds a block's activations. Nothing outside src/model includes it. */
+ * gpt_backward.c (the backward, B and W) and gpt_recompute.c (activation recomputation)
+ * share: the layout of the activation, weight-gradient and scratch buffers, the parameter
+ * views of one block, and where each pass finds a block's activations. Nothing outside
+ * src/model includes it. */
 #ifndef TRIDENT_MODEL_GPT_INTERNAL_H
 #define TRIDENT_MODEL_GPT_INTERNAL_H
 
