@@ -88,6 +88,39 @@ static const zero_shard *state_pieces(const ckpt_layout *c, dist_optimizer *opt,
     return &r->shards[d];
 }
 
+/* The optimizer's state parts (distopt_state_parts), the first's pieces by state_pieces: one
+ * part, or with ZeRO-1 and expert parallelism the dense shard and the experts' shard. */
+static int state_parts(const ckpt_layout *c, dist_optimizer *opt, int rank,
+                       distopt_state_part part[DISTOPT_MAX_PARTS]) {
+    const int n = distopt_state_parts(opt, part);
+    part[0].pieces = state_pieces(c, opt, rank);
+    return n;
+}
+
+static const char *const k_state[3] = {"adam_m", "adam_v", "master"};
+
+/* One part's pieces as "adam_m/NAME@a-b", "adam_v/..." (and "master/..." in mixed
+ * precision). */
+static void save_state_part(tf_writer *w, const local_model *m, const distopt_state_part *pt) {
+    char name[TF_MAX_NAME + 1];
+    float *mom[2] = {host_view(pt->m, pt->n), host_view(pt->v, pt->n)};
+    float *master = host_view(pt->master, pt->n);
+    const zero_shard *sh = pt->pieces;
+    for (int k = 0; k < sh->n_pieces; k++) {
+        const zero_piece *pc = &sh->pieces[k];
+        if (local_model_is_second_wte(m, m->plist[pc->param])) continue;
+        int64_t len = (int64_t)(pc->param_end - pc->param_start);
+        for (int which = 0; which < (master ? 3 : 2); which++) {
+            const float *src = which < 2 ? mom[which] : master;
+            snprintf(name, sizeof name, "%s/%s@%zu-%zu", k_state[which], m->plist[pc->param]->name,
+                     pc->param_start, pc->param_end);
+            tf_writer_add(w, name, TF_F32, 1, &len, src + pc->local_start);
+        }
+    }
+    for (int k = 0; k < 2; k++) host_view_release(k ? pt->v : pt->m, mom[k], pt->n, false);
+    if (master) host_view_release(pt->master, master, pt->n, false);
+}
+
 bool checkpoint_locate(int split, size_t full_rows, size_t full_cols, int tp_size, size_t serial,
                        int *tp_rank, size_t *local) {
     if (full_cols == 0 || serial / full_cols >= full_rows) return false;
@@ -212,25 +245,11 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
         tf_writer_add(w, name, TF_F32, p->cols == 1 ? 1 : 2, shape, params + p->offset);
     }
     ckpt_save_crash_point(CKPT_STEP_RANK_FILE, rank); /* halfway through the file */
-    /* Optimizer state, piece by piece, each named by its range of the local parameter. */
-    size_t n, nmaster;
-    float *dmom[2] = {distopt_moment(opt, 0, &n), distopt_moment(opt, 1, &n)};
-    float *dmaster = distopt_master(opt, &nmaster);
-    float *mom[2] = {host_view(dmom[0], n), host_view(dmom[1], n)};
-    float *master = host_view(dmaster, nmaster);
-    static const char *k_state[3] = {"adam_m", "adam_v", "master"};
-    const zero_shard *sh = state_pieces(c, opt, rank);
-    for (int k = 0; k < sh->n_pieces; k++) {
-        const zero_piece *pc = &sh->pieces[k];
-        if (local_model_is_second_wte(m, m->plist[pc->param])) continue;
-        int64_t len = (int64_t)(pc->param_end - pc->param_start);
-        for (int which = 0; which < (master ? 3 : 2); which++) {
-            const float *src = which < 2 ? mom[which] : master;
-            snprintf(name, sizeof name, "%s/%s@%zu-%zu", k_state[which], m->plist[pc->param]->name,
-                     pc->param_start, pc->param_end);
-            tf_writer_add(w, name, TF_F32, 1, &len, src + pc->local_start);
-        }
-    }
+    /* Optimizer state, piece by piece, each named by its range of the local parameter (with
+     * ZeRO-1 and expert parallelism the dense shard's pieces, then the expert shard's). */
+    distopt_state_part part[DISTOPT_MAX_PARTS];
+    const int nparts = state_parts(c, opt, rank, part);
+    for (int q = 0; q < nparts; q++) save_state_part(w, m, &part[q]);
     prec_scaler *s = distopt_scaler(opt);
     int64_t four = 4;
     int32_t sc[4] = {s->growth_tracker, s->hysteresis_tracker, (int32_t)s->steps,
@@ -238,8 +257,6 @@ void checkpoint_save(const char *dir, int it, const ckpt_layout *c, const local_
     tf_writer_add(w, "loss_scaler", TF_I32, 1, &four, sc);
     tf_writer_commit(w);
     host_view_release(m->params, params, m->numel, false);
-    for (int k = 0; k < 2; k++) host_view_release(dmom[k], mom[k], n, false);
-    host_view_release(dmaster, master, nmaster, false);
     /* Everyone has written: the iteration becomes visible at once. */
     if (world) comm_barrier(world);
     ckpt_save_publish(dir, it, rank); /* rank 0: the renames and `latest` */
@@ -435,15 +452,22 @@ static void check_same_model(const saved_rank *f, const char *dir, const ckpt_la
 
 /* ---- loading ---------------------------------------------------------------------------- */
 
+/* One part of the loading rank's optimizer state (distopt_state_parts). */
+typedef struct {
+    float *mom[2],
+        *master; /* host views of the optimizer state, indexed by the pieces' local_start */
+    const zero_shard *pieces; /* what of the state this rank holds */
+    bool *done;
+} load_state;
+
 /* The loading rank's buffers, and which of their elements are filled. */
 typedef struct {
     local_model *m;
     prec_dtype dtype;
     float *params; /* host view of m->params */
-    float *mom[2],
-        *master; /* host views of the optimizer state, indexed by the pieces' local_start */
-    const zero_shard *pieces; /* what of the state this rank holds */
-    bool *param_done, *state_done;
+    int nparts;
+    load_state state[DISTOPT_MAX_PARTS];
+    bool *param_done;
     size_t params_left, state_left;
 } load_target;
 
@@ -550,25 +574,27 @@ static void copy_state(const saved_rank *f, load_target *t) {
                 pt->numel, p->name);
         int64_t len = (int64_t)(b - a);
         const float *src[3];
-        static const char *k_state[3] = {"adam_m", "adam_v", "master"};
         for (int w = 0; w < (saved_master ? 3 : 2); w++) {
             snprintf(name, sizeof name, "%s/%s@%zu-%zu", k_state[w], pname, a, b);
             src[w] = tf_reader_require(f->r, name, TF_F32, 1, &len);
             check_values(f, name, src[w], (size_t)len, w == 1);
         }
-        for (int q = 0; q < t->pieces->n_pieces; q++) {
-            const zero_piece *pc = &t->pieces->pieces[q];
-            if (strcmp(m->plist[pc->param]->name, pname) != 0) continue; /* both wte copies */
-            for (size_t i = pc->param_start; i < pc->param_end; i++) {
-                size_t at = pc->local_start + (i - pc->param_start), li;
-                if (t->state_done[at] || !find_in_file(f, t, pc->param, full_rows, i, &li) ||
-                    li < a || li >= b)
-                    continue;
-                t->mom[0][at] = src[0][li - a];
-                t->mom[1][at] = src[1][li - a];
-                if (t->master) t->master[at] = saved_master ? src[2][li - a] : params[li];
-                t->state_done[at] = true;
-                t->state_left--;
+        for (int part = 0; part < t->nparts; part++) {
+            load_state *ls = &t->state[part];
+            for (int q = 0; q < ls->pieces->n_pieces; q++) {
+                const zero_piece *pc = &ls->pieces->pieces[q];
+                if (strcmp(m->plist[pc->param]->name, pname) != 0) continue; /* both wte copies */
+                for (size_t i = pc->param_start; i < pc->param_end; i++) {
+                    size_t at = pc->local_start + (i - pc->param_start), li;
+                    if (ls->done[at] || !find_in_file(f, t, pc->param, full_rows, i, &li) ||
+                        li < a || li >= b)
+                        continue;
+                    ls->mom[0][at] = src[0][li - a];
+                    ls->mom[1][at] = src[1][li - a];
+                    if (ls->master) ls->master[at] = saved_master ? src[2][li - a] : params[li];
+                    ls->done[at] = true;
+                    t->state_left--;
+                }
             }
         }
     }
@@ -592,21 +618,24 @@ static void fill_padding_or_die(load_target *t, const char *dir, int it, const c
             t->param_done[p->offset + i] = true;
         }
     }
-    for (int q = 0; q < t->pieces->n_pieces; q++) {
-        const zero_piece *pc = &t->pieces->pieces[q];
-        const gpt_param *p = m->plist[pc->param];
-        for (size_t i = pc->param_start; i < pc->param_end; i++) {
-            size_t at = pc->local_start + (i - pc->param_start);
-            if (t->state_done[at]) continue;
-            size_t s = gpt_param_serial_index(p, m->pshard[pc->param], i);
-            if (p->kind != GPT_WTE || s / p->full_cols < (size_t)m->cfg.real_vocab)
-                die("--load %s: iteration %d has no optimizer state for element %zu of '%s' (is a "
-                    "rank "
-                    "file missing?)",
-                    dir, it, s, p->name);
-            t->mom[0][at] = t->mom[1][at] = 0.0f;
-            if (t->master)
-                t->master[at] = gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer, s);
+    for (int part = 0; part < t->nparts; part++) {
+        load_state *ls = &t->state[part];
+        for (int q = 0; q < ls->pieces->n_pieces; q++) {
+            const zero_piece *pc = &ls->pieces->pieces[q];
+            const gpt_param *p = m->plist[pc->param];
+            for (size_t i = pc->param_start; i < pc->param_end; i++) {
+                size_t at = pc->local_start + (i - pc->param_start);
+                if (ls->done[at]) continue;
+                size_t s = gpt_param_serial_index(p, m->pshard[pc->param], i);
+                if (p->kind != GPT_WTE || s / p->full_cols < (size_t)m->cfg.real_vocab)
+                    die("--load %s: iteration %d has no optimizer state for element %zu of '%s' "
+                        "(is a rank file missing?)",
+                        dir, it, s, p->name);
+                ls->mom[0][at] = ls->mom[1][at] = 0.0f;
+                if (ls->master)
+                    ls->master[at] = gpt_init_value(&m->cfg, (uint64_t)c->seed, p->kind, p->layer,
+                                                    s);
+            }
         }
     }
 }
@@ -615,19 +644,21 @@ int checkpoint_load(const char *dir, const ckpt_layout *c, local_model *m, dist_
                     int rank) {
     const int it = checkpoint_latest(dir);
     load_target t = {.m = m, .dtype = c->dtype};
-    size_t nstate, nmaster;
-    float *dmom[2] = {distopt_moment(opt, 0, &nstate), distopt_moment(opt, 1, &nstate)};
-    float *dmaster = distopt_master(opt, &nmaster);
+    distopt_state_part part[DISTOPT_MAX_PARTS];
+    t.nparts = state_parts(c, opt, rank, part);
     t.params = host_view(m->params, m->numel);
-    t.mom[0] = host_view(dmom[0], nstate);
-    t.mom[1] = host_view(dmom[1], nstate);
-    t.master = host_view(dmaster, nmaster);
-    t.pieces = state_pieces(c, opt, rank);
+    for (int k = 0; k < t.nparts; k++) {
+        load_state *ls = &t.state[k];
+        ls->mom[0] = host_view(part[k].m, part[k].n);
+        ls->mom[1] = host_view(part[k].v, part[k].n);
+        ls->master = host_view(part[k].master, part[k].n);
+        ls->pieces = part[k].pieces;
+        ls->done = callocCheck(part[k].n ? part[k].n : 1, sizeof(bool));
+        for (int q = 0; q < ls->pieces->n_pieces; q++)
+            t.state_left += ls->pieces->pieces[q].param_end - ls->pieces->pieces[q].param_start;
+    }
     t.param_done = callocCheck(m->numel ? m->numel : 1, sizeof(bool));
-    t.state_done = callocCheck(nstate ? nstate : 1, sizeof(bool));
     t.params_left = m->numel;
-    for (int q = 0; q < t.pieces->n_pieces; q++)
-        t.state_left += t.pieces->pieces[q].param_end - t.pieces->pieces[q].param_start;
 
     /* Rank 0's file names the saved world and carries the step count and loss scaler. */
     char path[4400];
@@ -675,11 +706,15 @@ int checkpoint_load(const char *dir, const ckpt_layout *c, local_model *m, dist_
     }
     fill_padding_or_die(&t, dir, it, c);
     host_view_release(m->params, t.params, m->numel, true);
-    for (int k = 0; k < 2; k++) host_view_release(dmom[k], t.mom[k], nstate, true);
-    host_view_release(dmaster, t.master, nmaster, true);
+    for (int k = 0; k < t.nparts; k++) {
+        load_state *ls = &t.state[k];
+        host_view_release(part[k].m, ls->mom[0], part[k].n, true);
+        host_view_release(part[k].v, ls->mom[1], part[k].n, true);
+        host_view_release(part[k].master, ls->master, part[k].n, true);
+        free(ls->done);
+    }
     distopt_set_step_count(opt, (int)adam_step);
     free(t.param_done);
-    free(t.state_done);
     return it;
 }
 

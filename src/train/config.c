@@ -591,11 +591,6 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
              what, c->data_parallel_sharding_strategy);
     if (strcmp(c->device, "cpu") != 0)
         FAIL("%s runs on --device cpu only (its kernels are host code)", what);
-    if (ep > 1 && c->use_distributed_optimizer)
-        FAIL("--expert-model-parallel-size %d does not run with --use-distributed-optimizer: "
-             "ZeRO's shards cut one buffer over data-parallel ranks, which hold different "
-             "experts (not implemented; --expert-model-parallel-size 1 does)",
-             ep);
     if (ep > 1 && (c->overlap_grad_reduce || c->overlap_param_gather))
         FAIL("--expert-model-parallel-size %d does not run with --overlap-grad-reduce / "
              "--overlap-param-gather (not implemented)",

@@ -105,10 +105,27 @@ static size_t temporary_bytes(const train_config *c, const zero_ranges *r, const
     return (layer > packed ? layer : packed) * sizeof(float);
 }
 
+/* ZeRO-1 with expert parallelism (src/zero/distributed_optimizer.c): the expert tensors
+ * packed end to end and padded for `xshards` expert-data-parallel shards — a buffer of that
+ * length (gradients, then parameters) and, per shard, Adam m and v and the fp32 master. */
+static void expert_state_bill(zero_memory_rank *m, const gpt_param *const *plist, int n,
+                              int xshards, prec_dtype dt) {
+    size_t experts = 0;
+    for (int i = 0; i < n; i++)
+        if (plist[i]->split == SPLIT_EXPERTS) experts += plist[i]->numel;
+    const size_t padded = zero_padded_numel(experts, xshards, ZERO_SHARD_ALIGN);
+    const size_t shard = padded / (size_t)xshards, f = sizeof(float);
+    m->bytes[ZERO_MEM_GRADS] += f * padded;
+    m->bytes[ZERO_MEM_MASTER] += dt == PREC_FP32 ? 0 : f * shard;
+    m->bytes[ZERO_MEM_ADAM] += 2 * f * shard;
+}
+
 /* Everything of (tp_rank, pp_rank) that does not depend on the DP rank: activations by
- * schedule, hand-overs, work spaces, messages, and the model state of the ZeRO layout. */
+ * schedule, hand-overs, work spaces, messages, and the model state of the ZeRO layout
+ * (xshards > 0: ZeRO-1 with expert parallelism, the experts sharded over that many ranks). */
 static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_config *pc,
-                       const gpt_chunk *ch, const zero_ranges *r, int pp_rank, int stage) {
+                       const gpt_chunk *ch, const zero_ranges *r, int pp_rank, int stage,
+                       const gpt_param *const *plist, int xshards) {
     const int B = c->micro_batch_size, T = local_seq(c);
     pp_rank_plan plan;
     pp_rank_plan_build(pc, pp_rank, &plan);
@@ -132,6 +149,7 @@ static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_conf
     pp_plan_holds_free(&h);
     const prec_dtype dt = c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
     zero_memory_rank_model_state(m, r->numel, r->padded_numel, r->shard_numel, dt, stage);
+    if (xshards > 0) expert_state_bill(m, plist, r->n_params, xshards, dt);
     const bool overlapped = stage == 1 && c->overlap_grad_reduce && c->dp > 1;
     m->bytes[ZERO_MEM_BUCKETS] = overlapped ? r->shard_numel * sizeof(float) : 0;
     if (stage >= 2) m->bytes[ZERO_MEM_BUCKETS] = zero_fsdp_work_bytes(r, stage);
@@ -157,6 +175,9 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
     /* ZeRO shards over the ranks that average the dense gradients: dp, or dp × cp (trainer) */
     const pg_kind shard_kind = l.cp > 1 ? PG_DP_CP : PG_DP;
     const int shards = stage >= 1 ? pg_group_size(&l, shard_kind) : 1;
+    /* with expert parallelism, ZeRO-1 shards the experts over edp (× cp): the same experts */
+    const int xshards = stage == 1 && l.ep > 1 ? pg_group_size(&l, l.cp > 1 ? PG_EDP_CP : PG_EDP)
+                                               : 0;
     /* What a rank holds depends on its tp, pp and ep coordinates only (cp and the rest of dp
      * change which positions and sequences, not how many): one bill per (tp, pp, ep) */
     for (int pr = 0; pr < l.pp; pr++)
@@ -166,7 +187,7 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
                 zero_ranges *r = make_ranges(ch, pc.v, shards, (size_t)c->ddp_bucket_size, stage,
                                              plist);
                 zero_memory_rank base = {0};
-                chunk_bill(&base, c, &pc, ch, r, pr, stage);
+                chunk_bill(&base, c, &pc, ch, r, pr, stage, plist, xshards);
                 for (int cr = 0; cr < l.cp; cr++)
                     for (int d = e; d < l.dp; d += l.ep) { /* the dp ranks of ep rank e */
                         const pg_coord at = {.tp = tr, .pp = pr, .dp = d, .cp = cr};

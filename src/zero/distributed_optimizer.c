@@ -20,6 +20,26 @@
  * unit by unit) or the parameter shard + local_start (ZeRO-3, nothing gathered: the next
  * passes gather what they read). The same loops serve every stage through grads_base and
  * model_weights.
+ *
+ * ZeRO-1 with expert parallelism (ep > 1): the ranks of dp hold DIFFERENT experts at the same
+ * offsets, so the expert tensors (SPLIT_EXPERTS) cannot share the dense tensors' cut. They are
+ * sharded over expert_dp (edp × cp: the ranks holding the same experts), as Megatron does, in
+ * a layout of their own — the expert tensors laid end to end, padded (xranges: the other
+ * tensors are there with size 0, so pieces keep the model's parameter indices):
+ *
+ *   model grads  [ wte | wpe | ln | attn | router | EXPERTS | ln | ... | EXPERTS | ... | pad ]
+ *                                                    \ copied /              \ copied /
+ *   xbuf         [ EXPERTS | EXPERTS | ... | pad ] = [ xshard 0 | ... | xshard edp·cp-1 ]
+ *
+ *   1. the experts' gradients are copied into xbuf, which is reduce-scattered over expert_dp;
+ *      the model's buffer is reduce-scattered over dp as without experts, but the dense
+ *      ranges hold no expert piece (zero_ranges_drop), so what lands there is never read;
+ *   2. AdamW on both shards' pieces (each with its own m, v and master);
+ *   3. the updated expert pieces are written into xbuf at their place, xbuf is all-gathered
+ *      over expert_dp, the model's buffer over dp (which leaves other ranks' experts in the
+ *      expert tensors), and the experts are copied back from xbuf.
+ * The dense shard's state keeps the expert tensors' positions (unused): the price of working
+ * in place on a buffer that interleaves the two kinds.
  */
 #include "src/zero/distributed_optimizer.h"
 
@@ -49,15 +69,28 @@ struct dist_optimizer {
     zero_overlap *overlap; /* --overlap-grad-reduce / --overlap-param-gather at dp > 1 */
     int stage;             /* 0 (no ZeRO) .. 3 */
     zero_fsdp *fsdp;       /* ZeRO-2/3: the gradient (and parameter) shards */
+    /* ZeRO-1 with expert parallelism: the experts' layout over expert_dp (top of the file) */
+    zero_ranges *xranges;     /* NULL without */
+    const zero_shard *xmine;  /* the expert shard this rank updates */
+    float *xbuf;              /* (xranges->padded_numel) packed experts: gradients, then params */
+    float *xm, *xv, *xmaster; /* (xranges->shard_numel) Adam moments, fp32 master weights */
+    int xdp_size, xdp_rank;
 };
 
 static int gsize(comm_group *g) { return g ? comm_size(g) : 1; }
 
-static zero_ranges *build_ranges(const local_model *model, int shards, size_t bucket_numel) {
+static bool is_expert(const local_model *model, int k) {
+    return model->plist[k]->split == SPLIT_EXPERTS;
+}
+
+/* The shard layout of the model's tensors, or with experts_only of the expert tensors alone
+ * (the others of size 0: they occupy nothing, so the experts lie end to end). */
+static zero_ranges *build_ranges(const local_model *model, int shards, size_t bucket_numel,
+                                 bool experts_only) {
     zero_param *zp = mallocCheck(sizeof *zp * (size_t)(model->nparams ? model->nparams : 1));
     for (int i = 0; i < model->nparams; i++) {
         zp[i].name = model->plist[i]->name;
-        zp[i].numel = model->plist[i]->numel;
+        zp[i].numel = !experts_only || is_expert(model, i) ? model->plist[i]->numel : 0;
         zp[i].weight_decay = model->plist[i]->decay;
         zp[i].in_grad_norm = model->in_norm[i];
     }
@@ -78,6 +111,12 @@ static float *model_weights(dist_optimizer *o, const zero_piece *pc) {
     return o->model->params + pc->world_start;
 }
 
+/* The model's copy of piece pc of the expert layout: in the expert tensor, which the model's
+ * buffer holds whole. */
+static float *expert_weights(dist_optimizer *o, const zero_piece *pc) {
+    return o->model->params + o->model->plist[pc->param]->offset + pc->param_start;
+}
+
 /* Mixed precision: the fp32 master weights start as the fp32 initialisation, piece by piece;
  * the model's copy is then rounded. */
 static void init_master(dist_optimizer *o) {
@@ -88,7 +127,34 @@ static void init_master(dist_optimizer *o) {
         device_copy(o->master + pc->local_start, model_weights(o, pc), len * sizeof(float));
         dev_round(o->g.dtype, model_weights(o, pc), len);
     }
+    if (o->xranges) {
+        o->xmaster = device_alloc(o->xranges->shard_numel * sizeof(float), "fp32 master weights");
+        for (int k = 0; k < o->xmine->n_pieces; k++) {
+            const zero_piece *pc = &o->xmine->pieces[k];
+            device_copy(o->xmaster + pc->local_start, expert_weights(o, pc),
+                        (pc->local_end - pc->local_start) * sizeof(float));
+        }
+    }
     if (o->stage <= 2) dev_round(o->g.dtype, o->model->params, o->model->numel); /* replicas */
+}
+
+/* ZeRO-1 with expert parallelism: the experts' own layout over expert_dp, its packed buffer
+ * and its Adam moments; the dense ranges lose their expert pieces. */
+static void create_experts(dist_optimizer *o) {
+    local_model *m = o->model;
+    o->xdp_size = gsize(o->g.expert_dp);
+    o->xdp_rank = o->g.expert_dp ? comm_rank(o->g.expert_dp) : 0;
+    o->xranges = build_ranges(m, o->xdp_size, 0, true);
+    o->xmine = &o->xranges->shards[o->xdp_rank];
+    bool *drop = mallocCheck(sizeof(bool) * (size_t)(m->nparams ? m->nparams : 1));
+    for (int k = 0; k < m->nparams; k++) drop[k] = is_expert(m, k);
+    zero_ranges_drop(o->ranges, drop);
+    free(drop);
+    const size_t S = o->xranges->shard_numel;
+    /* labelled as what it first holds: the experts' gradients (then their parameters) */
+    o->xbuf = device_alloc(o->xranges->padded_numel * sizeof(float), "gradients");
+    o->xm = device_alloc(S * sizeof(float), "Adam first moments");
+    o->xv = device_alloc(S * sizeof(float), "Adam second moments");
 }
 
 /* ZeRO-2/3: zero_fsdp takes the gradients (and parameters) of the model. Its gathers
@@ -112,10 +178,15 @@ dist_optimizer *distopt_create(local_model *model, const adamw_config *cfg,
     o->stage = g->zero_stage ? g->zero_stage : g->zero ? 1 : 0;
     o->g.zero = o->stage >= 1;
     if (o->stage >= 2) o->ranges = zero_fsdp_ranges(model, o->dp_size, 64);
-    else o->ranges = build_ranges(model, o->g.zero ? o->dp_size : 1, g->bucket_numel);
+    else o->ranges = build_ranges(model, o->g.zero ? o->dp_size : 1, g->bucket_numel, false);
     o->mine = &o->ranges->shards[o->g.zero ? o->dp_rank : 0];
     if (o->stage == 1) local_model_pad(model, o->ranges->padded_numel); /* shards: offsets */
     o->nstate = o->g.zero ? o->ranges->shard_numel : model->numel;
+    if (o->stage == 1 && g->expert_dp) {
+        CHECK(!g->overlap_grads && !g->overlap_params,
+              "expert parallelism takes no overlap flags (refused by the flags)");
+        create_experts(o);
+    }
     if (o->stage >= 2) create_fsdp(o); /* first: it gives the model's buffers back */
     o->m = device_alloc(o->nstate * sizeof(float), "Adam first moments");
     o->v = device_alloc(o->nstate * sizeof(float), "Adam second moments");
@@ -147,11 +218,18 @@ void distopt_destroy(dist_optimizer *o) {
     zero_ranges_free(o->ranges);
     device_free(o->m);
     device_free(o->v);
+    zero_ranges_free(o->xranges);
+    device_free(o->xbuf);
+    device_free(o->xm);
+    device_free(o->xv);
+    device_free(o->xmaster);
     free(o);
 }
 
 const zero_ranges *distopt_ranges(const dist_optimizer *o) { return o->ranges; }
-size_t distopt_state_bytes(const dist_optimizer *o) { return 2 * o->nstate * sizeof(float); }
+size_t distopt_state_bytes(const dist_optimizer *o) {
+    return 2 * (o->nstate + (o->xranges ? o->xranges->shard_numel : 0)) * sizeof(float);
+}
 int distopt_step_count(const dist_optimizer *o) { return o->t; }
 void distopt_set_step_count(dist_optimizer *o, int t) { o->t = t; }
 
@@ -168,6 +246,13 @@ prec_scaler *distopt_scaler(dist_optimizer *o) { return &o->scaler; }
 float *distopt_moment(dist_optimizer *o, int which, size_t *n) {
     *n = o->nstate;
     return which ? o->v : o->m;
+}
+
+int distopt_state_parts(dist_optimizer *o, distopt_state_part parts[DISTOPT_MAX_PARTS]) {
+    parts[0] = (distopt_state_part){o->mine, o->m, o->v, o->master, o->nstate};
+    if (!o->xranges) return 1;
+    parts[1] = (distopt_state_part){o->xmine, o->xm, o->xv, o->xmaster, o->xranges->shard_numel};
+    return 2;
 }
 
 /* Sum of one double per rank, added in rank order (the same on every rank). */
@@ -266,11 +351,32 @@ static void plain_reduce_grads(dist_optimizer *o, float inv) {
     if (inv != 1.0f) dev_scale(m->grads, inv, m->numel);
 }
 
+/* Step 2 with ZeRO and expert parallelism, the experts' part: their gradients are packed into
+ * xbuf (its padding zero) and reduce-scattered over expert_dp; this rank's summed expert shard
+ * lands at xbuf's start. */
+static void expert_zero_reduce_grads(dist_optimizer *o, float inv) {
+    const zero_ranges *x = o->xranges;
+    const local_model *m = o->model;
+    for (int k = 0; k < x->n_params; k++)
+        if (x->params[k].numel)
+            device_copy(o->xbuf + x->offsets[k], m->grads + m->plist[k]->offset,
+                        x->params[k].numel * sizeof(float));
+    dev_fill(o->xbuf + x->numel, 0.0f, x->padded_numel - x->numel);
+    if (o->xdp_size > 1) {
+        comm_label_set("expert grads", -1);
+        comm_reduce_scatter(o->g.expert_dp, o->xbuf, o->xbuf, x->shard_numel, COMM_FLOAT32,
+                            COMM_SUM);
+        comm_label_clear();
+    }
+    dev_scale(o->xbuf, inv, x->shard_numel);
+}
+
 /* Step 2 with ZeRO: reduce-scatter the padded gradient buffer in place; the summed shard of
  * this rank lands at its start (comm.h), where the pieces' local indices find it. */
 static void zero_reduce_grads(dist_optimizer *o, float inv) {
     float *grads = o->model->grads;
     const size_t S = o->ranges->shard_numel;
+    if (o->xranges) expert_zero_reduce_grads(o, inv); /* first: the dense one scrambles grads */
     if (o->dp_size > 1) {
         comm_label_set("grads", -1);
         comm_reduce_scatter(o->g.dp, grads, grads, S, COMM_FLOAT32, COMM_SUM);
@@ -324,37 +430,81 @@ static double grad_norm(dist_optimizer *o) {
         if (o->g.ep && o->model->plist[pc->param]->split == SPLIT_EXPERTS) experts += x;
         else ss += x;
     }
+    /* ZeRO: this rank's expert shard; the norm group (the world) counts each expert shard
+     * once — edp × cp ranks hold different parts of the same experts, ep ranks other experts */
+    for (int k = 0; o->xranges && k < o->xmine->n_pieces; k++) {
+        const zero_piece *pc = &o->xmine->pieces[k];
+        if (o->xranges->params[pc->param].in_grad_norm)
+            ss += dev_sumsq(o->xbuf + pc->local_start, pc->local_end - pc->local_start);
+    }
     comm_label_set("grad norm", -1);
-    if (o->g.ep) ss += sum_over_group(o->g.ep, experts); /* the other ep ranks' experts */
+    if (o->g.ep && !o->xranges) ss += sum_over_group(o->g.ep, experts); /* other ep ranks' */
     ss = sum_over_group(o->g.norm, ss);
     comm_label_clear();
     return sqrt(ss);
 }
 
 /* Step 4: AdamW on this rank's pieces (fp32 master weights when there are), then the model's
- * copy of them (rounded to 16 bits in mixed precision). */
+ * copy of them (rounded to 16 bits in mixed precision); with ZeRO and expert parallelism the
+ * expert shard's pieces too, with their own gradients (in xbuf), moments and master. */
 static void update_mine(dist_optimizer *o, float lr, float clip) {
-    const zero_shard *sh = o->mine;
-    float *g = grads_base(o);
+    for (int part = 0; part < (o->xranges ? 2 : 1); part++) {
+        const bool ex = part == 1;
+        const zero_ranges *r = ex ? o->xranges : o->ranges;
+        const zero_shard *sh = ex ? o->xmine : o->mine;
+        float *g = ex ? o->xbuf : grads_base(o), *master = ex ? o->xmaster : o->master;
+        float *mo = ex ? o->xm : o->m, *vo = ex ? o->xv : o->v;
+        for (int k = 0; k < sh->n_pieces; k++) {
+            const zero_piece *pc = &sh->pieces[k];
+            const size_t at = pc->local_start, len = pc->local_end - at;
+            const float wd = r->params[pc->param].weight_decay ? o->cfg.weight_decay : 0.0f;
+            float *model_w = ex ? expert_weights(o, pc) : model_weights(o, pc);
+            float *w = master ? master + at : model_w;
+            dev_adamw_update(w, g + at, mo + at, vo + at, len, &o->cfg, lr, wd, o->t, clip);
+            if (!master) continue;
+            device_copy(model_w, w, len * sizeof(float));
+            dev_round(o->g.dtype, model_w, len);
+        }
+    }
+}
+
+/* With ZeRO and expert parallelism: this rank's updated expert pieces go to their place in
+ * xbuf, which is all-gathered over expert_dp (before the model's buffer is gathered over dp:
+ * that overwrites the expert tensors with other ranks' experts). */
+static void expert_gather_params(dist_optimizer *o) {
+    const zero_shard *sh = o->xmine;
     for (int k = 0; k < sh->n_pieces; k++) {
         const zero_piece *pc = &sh->pieces[k];
-        const size_t at = pc->local_start, len = pc->local_end - at;
-        const float wd = o->ranges->params[pc->param].weight_decay ? o->cfg.weight_decay : 0.0f;
-        float *w = o->master ? o->master + at : model_weights(o, pc);
-        dev_adamw_update(w, g + at, o->m + at, o->v + at, len, &o->cfg, lr, wd, o->t, clip);
-        if (!o->master) continue;
-        device_copy(model_weights(o, pc), w, len * sizeof(float));
-        dev_round(o->g.dtype, model_weights(o, pc), len);
+        device_copy(o->xbuf + pc->world_start, expert_weights(o, pc),
+                    (pc->world_end - pc->world_start) * sizeof(float));
     }
+    if (o->xdp_size <= 1) return;
+    comm_label_set("expert params", -1);
+    comm_all_gather(o->g.expert_dp, o->xbuf + sh->world_start, o->xbuf, o->xranges->shard_numel,
+                    COMM_FLOAT32);
+    comm_label_clear();
+}
+
+/* ...and after the model's gather, every expert tensor comes back from xbuf. */
+static void expert_unpack_params(dist_optimizer *o) {
+    const zero_ranges *x = o->xranges;
+    const local_model *m = o->model;
+    for (int k = 0; k < x->n_params; k++)
+        if (x->params[k].numel)
+            device_copy(m->params + m->plist[k]->offset, o->xbuf + x->offsets[k],
+                        x->params[k].numel * sizeof(float));
 }
 
 /* With ZeRO: every rank gets every shard's updated parameters, in place. */
 static void zero_gather_params(dist_optimizer *o) {
-    if (o->dp_size <= 1) return;
-    comm_label_set("params", -1);
-    comm_all_gather(o->g.dp, o->model->params + o->mine->world_start, o->model->params,
-                    o->ranges->shard_numel, COMM_FLOAT32);
-    comm_label_clear();
+    if (o->xranges) expert_gather_params(o);
+    if (o->dp_size > 1) {
+        comm_label_set("params", -1);
+        comm_all_gather(o->g.dp, o->model->params + o->mine->world_start, o->model->params,
+                        o->ranges->shard_numel, COMM_FLOAT32);
+        comm_label_clear();
+    }
+    if (o->xranges) expert_unpack_params(o);
 }
 
 distopt_stats distopt_step(dist_optimizer *o, int it) {
@@ -418,5 +568,11 @@ distopt_memory distopt_memory_held(const dist_optimizer *o) {
     if (o->stage <= 2) mem.params = whole; /* ZeRO-3: the shard only */
     mem.master = o->master ? o->nstate * sizeof(float) : 0;
     mem.adam = 2 * o->nstate * sizeof(float);
+    if (o->xranges) { /* ZeRO-1 with expert parallelism: the experts' buffer and shard */
+        const size_t S = o->xranges->shard_numel * sizeof(float);
+        mem.grads += o->xranges->padded_numel * sizeof(float);
+        mem.master += o->xmaster ? S : 0;
+        mem.adam += 2 * S;
+    }
     return mem;
 }

@@ -27,6 +27,13 @@
  * reduced shard at its start and stale values elsewhere; the next backward zeroes it.
  * With one process all of this is the serial AdamW step.
  *
+ * ZeRO-1 with expert parallelism (Megatron's expert-data-parallel sharding): the dense tensors
+ * are sharded over dp as above; the expert tensors, which differ between the ranks of dp, over
+ * expert_dp (edp × cp ranks, which hold the same experts): their gradients are packed into a
+ * padded buffer of their own, reduce-scattered over expert_dp, updated with their own m, v
+ * (and master) on this rank's expert shard, all-gathered and copied back. The picture is at
+ * the top of distributed_optimizer.c; the state comes in two parts (distopt_state_parts).
+ *
  * ZeRO-2 and ZeRO-3 (src/zero/fsdp.h): the model keeps no gradient buffer (ZeRO-3 no
  * parameter buffer either); each unit's gradients are reduce-scattered during the backward,
  * micro-batch by micro-batch, into a gradient shard of the UNITS layout (shard_ranges.h), so
@@ -74,10 +81,13 @@ typedef struct {
                               (src/zero/overlap.h; not with fp16) */
     bool overlap_params;   /* --overlap-param-gather (ZeRO): gathers finish during the next
                               forward */
-    /* Expert parallelism (MoE, ep > 1; not with ZeRO or the overlap flags): the experts'
+    /* Expert parallelism (MoE, ep > 1; not with ZeRO-2/3 or the overlap flags): the experts'
      * tensors (SPLIT_EXPERTS) differ between the ranks of dp, so their gradients are summed
-     * over expert_dp (the ranks holding the same experts), tensor by tensor, and their part of
-     * the norm over ep (the ranks holding the other experts). NULL: no expert parallelism. */
+     * over expert_dp (edp × cp: the ranks holding the same experts), tensor by tensor, and
+     * their part of the norm over ep (the ranks holding the other experts). With ZeRO-1 their
+     * optimizer state is sharded over expert_dp instead of dp, in a packed layout of their
+     * own (top of distributed_optimizer.c), and the norm group (the world) counts each
+     * expert shard once. NULL: no expert parallelism. */
     comm_group *expert_dp, *ep;
 } distopt_groups;
 
@@ -126,11 +136,14 @@ int distopt_stage(const dist_optimizer *o);
  *   stage      params      grads        master (bf16/fp16)   adam (m + v)   work
  *   0          4Ψ          4Ψ           4Ψ                   8Ψ             -
  *   1          4P          4P           4S                   8S             -
+ *   1 + ep     4P          4P + 4X      4(S + Sx)            8(S + Sx)      -
  *   2          4Ψ          4S           4S                   8S             4B
  *   3          4S          4S           4S                   8S             12B
  * Ψ = parameters of this rank (model->numel), P = ZeRO-1's padded buffer (dp·S1), S the
  * shard (ZeRO-1: P/dp; ZeRO-2/3: Σ of the units' slices, shard_ranges.h UNITS), B = the
- * bucket, dp × the largest unit's slice (ZeRO-3 adds two parameter gather buffers of B). */
+ * bucket, dp × the largest unit's slice (ZeRO-3 adds two parameter gather buffers of B).
+ * With expert parallelism X = the experts' packed buffer (padded to a multiple of expert_dp ·
+ * 64), Sx = X / expert_dp their shard; the dense shard S still spans the experts' positions. */
 typedef struct {
     size_t params, grads, master, adam, work;
 } distopt_memory;
@@ -138,18 +151,32 @@ distopt_memory distopt_memory_held(const dist_optimizer *o);
 
 /* Test hook: the next step sees an inf in its gradients (fp16 recovery test). */
 void distopt_inject_overflow(dist_optimizer *o);
-/* fp32 master weights (numel without ZeRO, shard with ZeRO), NULL in fp32 runs; device memory. */
+/* fp32 master weights (numel without ZeRO, shard with ZeRO; the dense shard with experts),
+ * NULL in fp32 runs; device memory. */
 float *distopt_master(dist_optimizer *o, size_t *n);
 prec_scaler *distopt_scaler(dist_optimizer *o);
 
 /* The ranges (world/local/param) used with ZeRO; the dp = 1 layout without it. */
 const zero_ranges *distopt_ranges(const dist_optimizer *o);
-/* Optimizer-state bytes this rank holds (Adam m and v, plus fp32 master shard with ZeRO). */
+/* Optimizer-state bytes this rank holds: Adam m and v (of both shards with experts). */
 size_t distopt_state_bytes(const dist_optimizer *o);
 
 /* The Adam moments for checkpoints: this rank's m and v (shard-sized with ZeRO); device memory. */
 float *distopt_moment(dist_optimizer *o, int which /* 0 = m, 1 = v */, size_t *n);
 int distopt_step_count(const dist_optimizer *o);
+
+/* This rank's optimizer state, part by part (checkpoints): one part, or with ZeRO-1 and
+ * expert parallelism two — the dense shard over dp (distopt_moment's, distopt_master's), then
+ * the expert shard over expert_dp. A part's pieces index its arrays by local_start; device
+ * memory. Returns the number of parts. */
+#define DISTOPT_MAX_PARTS 2
+typedef struct {
+    const zero_shard *pieces;
+    float *m, *v;  /* (n) Adam moments */
+    float *master; /* (n) fp32 master weights; NULL in fp32 runs */
+    size_t n;
+} distopt_state_part;
+int distopt_state_parts(dist_optimizer *o, distopt_state_part parts[DISTOPT_MAX_PARTS]);
 void distopt_set_step_count(dist_optimizer *o, int t);
 
 #endif /* TRIDENT_ZERO_DISTRIBUTED_OPTIMIZER_H */

@@ -210,6 +210,16 @@ zero_ranges *zero_ranges_build_units(const zero_param *params, int n_params, int
     return r;
 }
 
+void zero_ranges_drop(zero_ranges *r, const bool *drop) {
+    for (int d = 0; d < r->dp; d++) {
+        zero_shard *sh = &r->shards[d];
+        int kept = 0;
+        for (int k = 0; k < sh->n_pieces; k++)
+            if (!drop[sh->pieces[k].param]) sh->pieces[kept++] = sh->pieces[k];
+        sh->n_pieces = kept;
+    }
+}
+
 int zero_ranges_unit_of(const zero_ranges *r, size_t w) {
     int lo = 0, hi = r->n_units - 1; /* units are in buffer order */
     while (lo <= hi) {

@@ -142,6 +142,13 @@ zero_ranges *zero_ranges_build_units(const zero_param *params, int n_params, int
 /* The unit holding world index w (w < numel), or -1. */
 int zero_ranges_unit_of(const zero_ranges *r, size_t w);
 
+/* Takes the pieces of every parameter p with drop[p] out of every shard: their elements stay
+ * in the buffer (world offsets do not change) but, like padding, belong to no piece, so a loop
+ * over a shard's pieces never touches them. For a buffer whose parameters are sharded in two
+ * ways (expert parallelism: the dense tensors over dp, the experts over expert-dp, in a
+ * layout of their own). */
+void zero_ranges_drop(zero_ranges *r, const bool *drop);
+
 /* The DP rank whose shard holds world index w (w < padded_numel; with units, w < numel). */
 int zero_ranges_owner(const zero_ranges *r, size_t w);
 /* True when parameter p is split between two or more ranks' shards. */

@@ -9,7 +9,10 @@
  * Parameters are compared as serial tensors: every rank writes the elements it holds at their
  * serial index (gpt_param_serial_index), and the ranks' pictures are merged (replicas are equal).
  *   - MoE (E = 4, K = 2) saved at ep 2 × edp 2: loaded at the same layout, serially, at ep 4,
- *     at tp 2 × cp 2 and at tp 2 × ep 2;
+ *     at tp 2 × cp 2, at tp 2 × ep 2 and at ep 2 × edp 2 with ZeRO;
+ *   - the same saved at ep 2 × edp 2 with ZeRO (the experts' optimizer state sharded over edp,
+ *     the dense tensors' over dp): loaded at the same layout, serially, at tp 2 × ep 2 with
+ *     ZeRO (edp 1), at ep 4 with ZeRO and at ep 2 × edp 2 without;
  *   - saved at cp 2 × dp 2 with ZeRO (a dense model: the shards are cut over dp × cp), and an
  *     MoE model at cp 2 × ep 2: both loaded serially;
  *   - a dense checkpoint of a 3-D layout records no MoE or 5-D keys (it reads as before).
@@ -193,6 +196,32 @@ static void an_moe_checkpoint_continues_at_other_layouts(void **state) {
         {.name = "tp2 x cp2", .tp = 2, .cp = 2},
         {.name = "tp2 x ep2", .tp = 2, .ep = 2},
         {.name = "pp2 x dp2 zero (ep1)", .pp = 2, .zero = true},
+        {.name = "ep2 x edp2 zero", .ep = 2, .zero = true},
+    };
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
+        expect_load_continues(&model, &others[k], ck, want_loss, want, 2e-5);
+    free(want);
+}
+
+/* ZeRO-1 with expert parallelism keeps the experts' optimizer state in a shard of its own
+ * (over edp): saved at ep 2 × edp 2 with ZeRO, it loads at the same layout, serially, at
+ * ep 2 with ZeRO at another dp (tp 2: dp 2, edp 1), at ep 4 with ZeRO and without ZeRO. */
+static void a_zero_expert_parallel_checkpoint_continues_at_other_layouts(void **state) {
+    (void)state;
+    char ck[4400];
+    snprintf(ck, sizeof ck, "%s/ck", shared_tmpdir("moe_zero_reshard"));
+    train_config model;
+    model_config(&model, 4);
+    const layout saving = {.name = "ep2 x edp2 zero", .ep = 2, .zero = true};
+    float want_loss[N_MORE];
+    float *want = save_and_continue(&model, &saving, ck, want_loss);
+    if (dist_rank() == 0) printf("  saved at %s:\n", saving.name);
+    expect_load_continues(&model, &saving, ck, want_loss, want, -1.0);
+    const layout others[] = {
+        {.name = "serial", .serial = true},
+        {.name = "tp2 x ep2 zero", .tp = 2, .ep = 2, .zero = true},
+        {.name = "ep4 zero", .ep = 4, .zero = true},
+        {.name = "ep2 x edp2", .ep = 2},
     };
     for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
         expect_load_continues(&model, &others[k], ck, want_loss, want, 2e-5);
@@ -274,6 +303,7 @@ int main(int argc, char **argv) {
     dist_init(&argc, &argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_moe_checkpoint_continues_at_other_layouts),
+        cmocka_unit_test(a_zero_expert_parallel_checkpoint_continues_at_other_layouts),
         cmocka_unit_test(context_parallel_checkpoints_load_serially),
         cmocka_unit_test(dense_checkpoints_record_no_moe_or_5d_keys),
     };

@@ -174,8 +174,10 @@ static const hostile_case k_cases[] = {
     {2, "train " TINY " --context-parallel-size 2 --seq-length 6 --run-dir {D}/c",
      "--seq-length 6 is not divisible by 2 × --context-parallel-size 2", NULL},
     {2, "train " TINY " --num-experts 2 --expert-model-parallel-size 2 --global-batch-size 2 "
-        "--use-distributed-optimizer --run-dir {D}/e",
-     "does not run with --use-distributed-optimizer", NULL},
+        "--use-distributed-optimizer --overlap-param-gather --run-dir {D}/e",
+     "--expert-model-parallel-size 2 does not run with --overlap-grad-reduce / "
+     "--overlap-param-gather",
+     NULL},
     /* ---- train: special files as data ---- */
     {1, "train --data-path {D}/fifo", "is not a regular file (a FIFO)", NULL},
     {1, "train --data-path /dev/zero", "is not a regular file (a character device)", NULL},
