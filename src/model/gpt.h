@@ -218,8 +218,10 @@ void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on);
  * to the gradients in W, so W still never communicates.
  * The switch load-balancing loss of each block is added to the objective with the weight of
  * one micro-batch's mean loss; gpt_acts_aux_loss reports it (the LM loss stays what
- * gpt_forward returns). Not with recomputation, sequence parallelism, ZeRO-2/3 or CUDA
- * (train's configuration check names the flags).
+ * gpt_forward returns). With sequence parallelism each TP rank routes only its own positions
+ * (B, T/tp): the experts' and router's gradients are then sequence_parallel (summed over TP by
+ * the optimizer) and the switch loss's counts are shared over TP. Not with recomputation,
+ * ZeRO-2/3 or CUDA (train's configuration check names the flags).
  *
  * CONTEXT PARALLELISM (--context-parallel-size; src/cp/). With a cp group of size P the
  * chunk's micro-batches hold T/P positions of each sequence, Megatron's zig-zag chunks r and

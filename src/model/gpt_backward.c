@@ -111,7 +111,9 @@ static void moe_mlp_input(const gpt_chunk *c, const block_params *w, const block
     };
     device_zero(base, moe_block_floats(c) * sizeof(float));
     device_zero(g->dln2, Nr * C * sizeof(float));
-    const float aux_dloss = s->dloss_value * (float)Nr * (float)c->cp_size;
+    /* dloss · the micro-batch's positions (this rank holds 1/cp, with SP 1/tp, of them) */
+    const float share = (float)c->cp_size * (c->sequence_parallel ? (float)c->shard.tp_size : 1);
+    const float aux_dloss = s->dloss_value * (float)Nr * share;
     comm_label_set("ep a2a bwd moe", c->shard.layer_begin + i);
     moe_backward(&mc, c->ep, &mp, &mg, b->moe, g->dln2, s->dres, b->ln2, aux_dloss, Nr, C);
     comm_label_clear();

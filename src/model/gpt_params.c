@@ -155,9 +155,11 @@ void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on) {
      * the LayerNorms' (see SEQUENCE PARALLELISM in gpt.h for why no other). */
     for (int i = 0; i < c->nparams; i++) {
         const int k = c->params[i].kind;
-        c->params[i].sequence_parallel = c->sequence_parallel &&
-                                         (k == GPT_LN1_W || k == GPT_LN1_B || k == GPT_LN2_W ||
-                                          k == GPT_LN2_B || k == GPT_LNF_W || k == GPT_LNF_B);
+        const bool norm = k == GPT_LN1_W || k == GPT_LN1_B || k == GPT_LN2_W || k == GPT_LN2_B ||
+                          k == GPT_LNF_W || k == GPT_LNF_B;
+        /* MoE: each TP rank routes only its own positions through the experts */
+        const bool moe = c->params[i].split == SPLIT_EXPERTS || k == GPT_ROUTER_W;
+        c->params[i].sequence_parallel = c->sequence_parallel && (norm || moe);
     }
 }
 

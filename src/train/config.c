@@ -581,8 +581,10 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
              (double)c->moe_expert_capacity_factor, cp);
     if (!moe && cp == 1) return true;
     const char *what = moe ? "--num-experts" : "--context-parallel-size";
-    if (c->sequence_parallel)
-        FAIL("%s does not run with --sequence-parallel (not implemented)", what);
+    if (c->sequence_parallel && cp > 1)
+        FAIL("--context-parallel-size %d does not run with --sequence-parallel (not "
+             "implemented)",
+             cp);
     if (c->recompute_granularity)
         FAIL("%s does not run with --recompute-granularity (not implemented)", what);
     if (train_config_zero_stage(c) >= 2)

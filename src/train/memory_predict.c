@@ -83,11 +83,13 @@ static zero_ranges *make_ranges(const gpt_chunk *ch, int v, int shards, size_t b
 }
 
 /* The largest temporary buffer of a step (memory_predict.h): the tensor-parallel layers', the
- * optimizer's packed sequence-parallel gradients of this DP rank's shard, or ring attention's
- * scratch (context parallelism; never at once with a layer's: each is given back before the
- * next layer runs). */
+ * optimizer's packed sequence-parallel gradients of this DP rank's shard (with ZeRO-1 and expert
+ * parallelism: of its dense shard, then of its expert shard `xshard` of `xshards`, one after
+ * the other — an MoE block's experts and router are sequence-parallel tensors), or ring
+ * attention's scratch (context parallelism; never at once with a layer's: each is given back
+ * before the next layer runs). */
 static size_t temporary_bytes(const train_config *c, const zero_ranges *r, const gpt_param **plist,
-                              int shard) {
+                              int shard, int xshards, int xshard) {
     const size_t tp = (size_t)c->tensor_model_parallel_size;
     const size_t B = (size_t)c->micro_batch_size, T = (size_t)local_seq(c);
     const size_t NH = (size_t)c->num_attention_heads, HS = (size_t)c->hidden_size / NH;
@@ -97,11 +99,21 @@ static size_t temporary_bytes(const train_config *c, const zero_ranges *r, const
     const size_t NC = B * T * (size_t)c->hidden_size;
     if (!c->sequence_parallel) return (NC * sizeof(float) > ring ? NC * sizeof(float) : ring);
     const size_t layer = (B > 1 ? 2 : 1) * NC + NC / tp;
-    size_t packed = 0;
+    size_t packed = 0, experts = 0;
     const zero_shard *sh = &r->shards[shard];
-    for (int k = 0; k < sh->n_pieces; k++)
-        if (plist[sh->pieces[k].param]->sequence_parallel)
+    for (int k = 0; k < sh->n_pieces; k++) {
+        const gpt_param *p = plist[sh->pieces[k].param];
+        if (p->sequence_parallel && !(xshards > 0 && p->split == SPLIT_EXPERTS))
             packed += sh->pieces[k].local_end - sh->pieces[k].local_start;
+    }
+    if (xshards > 0) { /* the expert shard: the real elements of its slice of the packed experts */
+        for (int i = 0; i < r->n_params; i++)
+            if (plist[i]->split == SPLIT_EXPERTS) experts += plist[i]->numel;
+        const size_t xs = zero_padded_numel(experts, xshards, ZERO_SHARD_ALIGN) / (size_t)xshards;
+        const size_t from = (size_t)xshard * xs;
+        experts = experts > from ? (experts - from < xs ? experts - from : xs) : 0;
+    }
+    if (experts > packed) packed = experts;
     return (layer > packed ? layer : packed) * sizeof(float);
 }
 
@@ -198,7 +210,10 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
                         m->cp_rank = cr, m->ep_rank = e;
                         /* its place in the dp (or dp_cp: cp fastest) group: its ZeRO shard */
                         const int shard = stage >= 1 ? cr + l.cp * d : 0;
-                        m->bytes[ZERO_MEM_TEMPORARY] = temporary_bytes(c, r, plist, shard);
+                        /* its expert shard: its place in edp × cp (cp fastest) */
+                        const int xshard = cr + l.cp * (d / l.ep);
+                        m->bytes[ZERO_MEM_TEMPORARY] = temporary_bytes(c, r, plist, shard, xshards,
+                                                                       xshard);
                         zero_memory_rank_sum(m);
                     }
                 zero_ranges_free(r);

@@ -203,10 +203,11 @@ static void moe_load_gather(trainer *t, step_result *r) {
     const size_t L = (size_t)c->num_layers, E = (size_t)c->num_experts;
     const int64_t *tokens, *dropped;
     const double aux = pp_executor_moe_load(t->exec, &tokens, &dropped);
-    const bool counts = t->tp_rank == 0;
+    /* with sequence parallelism each TP rank routes its own positions: all count */
+    const bool counts = t->tp_rank == 0 || c->sequence_parallel;
     for (size_t k = 0; k < L * E; k++) t->moe_load[k] = counts ? tokens[k] : 0;
     for (size_t l = 0; l < L; l++) t->moe_load[L * E + l] = counts ? dropped[l] : 0;
-    float a = counts && t->cp_rank == 0 ? (float)(aux / (double)c->num_microbatches / (double)c->dp)
+    float a = t->tp_rank == 0 && t->cp_rank == 0 /* the whole micro-batch's on each */ ? (float)(aux / (double)c->num_microbatches / (double)c->dp)
                                         : 0.0f;
     if (t->ps && comm_size(t->ps->world) > 1) {
         comm_label_set("moe load", -1);

@@ -390,11 +390,8 @@ static void zero_reduce_grads(dist_optimizer *o, float inv) {
  * Megatron's all-reduce of "sequence_parallel" gradients (finalize_model_grads). The pieces
  * of this rank's shard that belong to them are packed into one buffer, all-reduced once and
  * put back. */
-static void sum_sequence_parallel_grads(dist_optimizer *o) {
-    const zero_shard *sh = o->mine;
-    float *g = grads_base(o);
+static void sum_sequence_parallel_pieces(dist_optimizer *o, const zero_shard *sh, float *g) {
     size_t n = 0;
-    if (gsize(o->g.tp) <= 1) return;
     for (int k = 0; k < sh->n_pieces; k++)
         if (o->model->plist[sh->pieces[k].param]->sequence_parallel)
             n += sh->pieces[k].local_end - sh->pieces[k].local_start;
@@ -416,6 +413,15 @@ static void sum_sequence_parallel_grads(dist_optimizer *o) {
         comm_label_clear();
     }
     device_free(buf);
+}
+
+/* ...over this rank's shard, and with ZeRO and expert parallelism over its expert shard too
+ * (an MoE block's experts and router under sequence parallelism: each TP rank routes only its
+ * own positions). */
+static void sum_sequence_parallel_grads(dist_optimizer *o) {
+    if (gsize(o->g.tp) <= 1) return;
+    sum_sequence_parallel_pieces(o, o->mine, grads_base(o));
+    if (o->xranges) sum_sequence_parallel_pieces(o, o->xmine, o->xbuf);
 }
 
 /* Step 3: the global norm: this rank's pieces that count, summed over the norm group. */
