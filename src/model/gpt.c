@@ -113,9 +113,9 @@ static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
           "sequence parallelism: the micro-batch's sequence length must be divisible by tp");
     CHECK(!(chunk_is_moe(c) || c->cp_size > 1) ||
               (c->recompute.granularity == GPT_RECOMPUTE_NONE &&
-               !(c->cp_size > 1 && c->sequence_parallel)),
-          "MoE and context parallelism run without recomputation, context parallelism without "
-          "sequence parallelism (train's configuration check refuses them, naming the flags)");
+               !(c->cp_size > 1 && c->sequence_parallel && chunk_is_moe(c))),
+          "MoE and context parallelism run without recomputation, and not all three of MoE, "
+          "context and sequence parallelism (train's configuration check refuses them)");
     gpt_acts *a = callocCheck(1, sizeof *a);
     a->B = B;
     a->T = T;
@@ -386,6 +386,25 @@ void gpt_block_forward(const gpt_chunk *c, const block_params *wp, int B_, int T
     dev_add_inplace(io->x_out, b->x_mid, Nr * C);
 }
 
+/* x (B,n,C) += the position embeddings of rows [r0, r0+n) of each of the B local sequences of
+ * T rows: row t is position t, or with context parallelism its zig-zag chunk's global position
+ * (src/cp/zigzag.h) — added run by run of consecutive positions (at most two per sequence). */
+static void add_positions(const gpt_chunk *c, float *x, const float *wpe, size_t B, size_t T,
+                          size_t r0, size_t n) {
+    const size_t C = (size_t)c->cfg.hidden, Tg = T * (size_t)c->cp_size;
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = r0; t < r0 + n;) {
+            const size_t g = c->cp_size > 1 ? cp_global_position(c->cp_rank, c->cp_size, Tg, t) : t;
+            size_t len = 1;
+            while (t + len < r0 + n &&
+                   (c->cp_size > 1 ? cp_global_position(c->cp_rank, c->cp_size, Tg, t + len)
+                                   : t + len) == g + len)
+                len++;
+            dev_position_forward(x + (b * n + (t - r0)) * C, wpe + g * C, 1, len, C);
+            t += len;
+        }
+}
+
 /* Embedding (first stage): the vocab-parallel lookup summed over TP (g: all-reduce), or with
  * sequence parallelism reduce-scattered to this rank's positions (ḡ); then the positions. */
 static void embedding_forward(const gpt_chunk *c, const float *params, gpt_acts *a, float *x0,
@@ -405,16 +424,9 @@ static void embedding_forward(const gpt_chunk *c, const float *params, gpt_acts 
     gpt_span_params_done(c, &w);
     const int first_block = a->nblocks > 0 ? c->shard.layer_begin : GPT_UNIT_NONE;
     w = gpt_span_params(c, params, GPT_UNIT_WPE, first_block);
-    if (c->sequence_parallel) /* this rank's positions [r·Tl, (r+1)·Tl) of each sequence */
-        dev_position_forward(x0, w.at + (size_t)c->shard.tp_rank * Tl * C, B, Tl, C);
-    else if (c->cp) /* context parallelism: each sequence's two zig-zag chunks */
-        for (size_t b = 0; b < B; b++)
-            for (size_t h = 0; h < 2; h++) {
-                const size_t t0 = h * (T / 2), g0 = cp_global_position(c->cp_rank, c->cp_size,
-                                                                       T * (size_t)c->cp_size, t0);
-                dev_position_forward(x0 + (b * T + t0) * C, w.at + g0 * C, 1, T / 2, C);
-            }
-    else dev_position_forward(x0, w.at, B, T, C);
+    if (c->sequence_parallel) /* this rank's rows [r·Tl, (r+1)·Tl) of each sequence */
+        add_positions(c, x0, w.at, B, T, (size_t)c->shard.tp_rank * Tl, Tl);
+    else add_positions(c, x0, w.at, B, T, 0, T);
     gpt_span_params_done(c, &w);
 }
 

@@ -229,8 +229,9 @@ void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on);
  * targets are this rank's positions, every activation is (B, T/P, ·). The embedding adds
  * each row's global position; attention is ring attention over the group (K/V travel, the
  * partial results merge by log-sum-exp), keeping the log-sum-exp (B,NHl,T/P) where att was;
- * the loss is the mean over this rank's positions. Not with recomputation, sequence
- * parallelism, ZeRO-2/3 or CUDA. */
+ * the loss is the mean over this rank's positions. With sequence parallelism each TP rank
+ * holds 1/tp of those rows, their global positions still the zig-zag ones. Not with
+ * recomputation, ZeRO-2/3, CUDA, or MoE together with sequence parallelism. */
 void gpt_chunk_set_context_parallel(gpt_chunk *c, comm_group *cp);
 /* The same sizes without a group, for layout only: the chunk's activations are laid out as
  * rank `rank` of a cp group of `size` holds them (gpt_*_bytes_of), but it cannot run (its

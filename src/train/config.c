@@ -581,10 +581,14 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
              (double)c->moe_expert_capacity_factor, cp);
     if (!moe && cp == 1) return true;
     const char *what = moe ? "--num-experts" : "--context-parallel-size";
-    if (c->sequence_parallel && cp > 1)
-        FAIL("--context-parallel-size %d does not run with --sequence-parallel (not "
-             "implemented)",
+    if (c->sequence_parallel && cp > 1 && moe)
+        FAIL("--num-experts with both --context-parallel-size %d and --sequence-parallel: the "
+             "switch loss's counts would be shared over tp × cp (not implemented)",
              cp);
+    if (c->sequence_parallel && cp > 1 && (c->seq_length / cp) % c->tensor_model_parallel_size)
+        FAIL("--sequence-parallel with --context-parallel-size %d: the %d positions of a "
+             "context-parallel rank are not divisible by --tensor-model-parallel-size %d",
+             cp, c->seq_length / cp, c->tensor_model_parallel_size);
     if (c->recompute_granularity)
         FAIL("%s does not run with --recompute-granularity (not implemented)", what);
     if (train_config_zero_stage(c) >= 2)
@@ -609,12 +613,12 @@ static bool check_model(train_config *c, char *err, size_t errlen) {
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
     gpt_config g = train_config_model(c);
     if (!gpt_config_check(&g, tp, err, errlen)) return false;
-    if (!check_moe_cp(c, err, errlen)) return false;
     if (c->hidden_size % tp != 0)
         FAIL("--hidden-size %d is not divisible by --tensor-model-parallel-size %d", c->hidden_size,
              tp);
     if (c->sequence_parallel && tp == 1) /* Megatron turns it off (with a note): nothing to cut */
         c->sequence_parallel = false, c->sequence_parallel_off = true;
+    if (!check_moe_cp(c, err, errlen)) return false;
     if (c->sequence_parallel && c->seq_length % tp != 0)
         FAIL("--sequence-parallel: --seq-length %d is not divisible by "
              "--tensor-model-parallel-size %d (each tensor-parallel rank holds seq-length / "

@@ -114,7 +114,8 @@ static size_t temporary_bytes(const train_config *c, const zero_ranges *r, const
         experts = experts > from ? (experts - from < xs ? experts - from : xs) : 0;
     }
     if (experts > packed) packed = experts;
-    return (layer > packed ? layer : packed) * sizeof(float);
+    const size_t most = (layer > packed ? layer : packed) * sizeof(float);
+    return most > ring ? most : ring; /* with context parallelism too */
 }
 
 /* ZeRO-1 with expert parallelism (src/zero/distributed_optimizer.c): the expert tensors

@@ -53,7 +53,12 @@ static const layout_case k_moe_cp_cases[] = {
      .topk = 2,
      .aux_coeff = 0.01f},
     /* sequence parallelism: each TP rank routes its own positions (serial: no SP) */
-    {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true, .experts = 4, .topk = 2,
+    {.tp = 2,
+     .pp = 1,
+     .schedule = "1f1b",
+     .sequence_parallel = true,
+     .experts = 4,
+     .topk = 2,
      .aux_coeff = 0.01f}, /* TP2 SP MoE */
 #elif WORLD == 4
     {.tp = 2, .pp = 1, .schedule = "1f1b", .cp = 2},               /* TP2 × CP2 */
@@ -105,8 +110,15 @@ static const layout_case k_moe_cp_cases[] = {
      .experts = 4, /* TP2×EP2 */
      .topk = 2,
      .aux_coeff = 0.01f}, /* ZeRO */
-    {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true, .ep = 2, .experts = 4,
-     .topk = 2, .aux_coeff = 0.01f}, /* TP2 × EP2, SP */
+    {.tp = 2,
+     .pp = 1,
+     .schedule = "1f1b",
+     .sequence_parallel = true,
+     .ep = 2,
+     .experts = 4,
+     .topk = 2,
+     .aux_coeff = 0.01f},                                                       /* TP2 × EP2, SP */
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true, .cp = 2}, /* TP2 × CP2, SP */
 #elif WORLD == 8
     {.tp = 2, .pp = 2, .schedule = "1f1b", .cp = 2}, /* TP2 × CP2 × PP2 */
     {.tp = 1,
@@ -147,8 +159,16 @@ static const layout_case k_moe_cp_cases[] = {
      .topk = 2,
      .aux_coeff = 0.01f,
      .zero = true}, /* TP2 × CP2 × EP2 ZeRO: experts over edp × cp = 2 */
-    {.tp = 2, .pp = 2, .schedule = "zb-h1", .sequence_parallel = true, .ep = 2, .experts = 4,
-     .topk = 2, .aux_coeff = 0.01f, .zero = true}, /* TP2 × PP2 × EP2, SP, zb-h1, ZeRO */
+    {.tp = 2,
+     .pp = 2,
+     .schedule = "zb-h1",
+     .sequence_parallel = true,
+     .ep = 2,
+     .experts = 4,
+     .topk = 2,
+     .aux_coeff = 0.01f,
+     .zero = true}, /* TP2 × PP2 × EP2, SP, zb-h1, ZeRO */
+    {.tp = 2, .pp = 2, .schedule = "zbv", .sequence_parallel = true, .cp = 2}, /* TP2×CP2×PP2 SP */
 #endif
 };
 #pragma GCC diagnostic pop
