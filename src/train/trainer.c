@@ -207,8 +207,9 @@ static void moe_load_gather(trainer *t, step_result *r) {
     const bool counts = t->tp_rank == 0 || c->sequence_parallel;
     for (size_t k = 0; k < L * E; k++) t->moe_load[k] = counts ? tokens[k] : 0;
     for (size_t l = 0; l < L; l++) t->moe_load[L * E + l] = counts ? dropped[l] : 0;
-    float a = t->tp_rank == 0 && t->cp_rank == 0 /* the whole micro-batch's on each */ ? (float)(aux / (double)c->num_microbatches / (double)c->dp)
-                                        : 0.0f;
+    /* the switch loss is the whole micro-batch's on every tp and cp rank: counted once */
+    const bool once = t->tp_rank == 0 && t->cp_rank == 0;
+    float a = once ? (float)(aux / (double)c->num_microbatches / (double)c->dp) : 0.0f;
     if (t->ps && comm_size(t->ps->world) > 1) {
         comm_label_set("moe load", -1);
         comm_all_reduce(t->ps->world, t->moe_load, L * (E + 1), COMM_INT64, COMM_SUM);
