@@ -44,7 +44,7 @@ static void print_groups(const train_config *c, const parallel_state *ps) {
             continue;
         int ng = pg_num_groups(&ps->layout, kinds[k]), gs = pg_group_size(&ps->layout, kinds[k]);
         int members[4096];
-        printf("  %-4s", pg_kind_name(kinds[k]));
+        printf("  %-*s", nkinds > 3 ? 4 : 3, pg_kind_name(kinds[k])); /* "edp" needs 4 */
         for (int g = 0; g < ng && g < 16; g++) {
             pg_group_members(&ps->layout, kinds[k], g, members);
             printf(" [");
