@@ -111,11 +111,9 @@ static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
     CHECK(T <= c->cfg.seq_len, "sequence longer than the position embedding");
     CHECK(!c->sequence_parallel || T % c->shard.tp_size == 0,
           "sequence parallelism: the micro-batch's sequence length must be divisible by tp");
-    CHECK(!(chunk_is_moe(c) || c->cp_size > 1) ||
-              (c->recompute.granularity == GPT_RECOMPUTE_NONE &&
-               !(c->cp_size > 1 && c->sequence_parallel && chunk_is_moe(c))),
-          "MoE and context parallelism run without recomputation, and not all three of MoE, "
-          "context and sequence parallelism (train's configuration check refuses them)");
+    CHECK(!(chunk_is_moe(c) || c->cp_size > 1) || c->recompute.granularity == GPT_RECOMPUTE_NONE,
+          "MoE and context parallelism run without recomputation (train's configuration check "
+          "refuses it, naming the flags)");
     gpt_acts *a = callocCheck(1, sizeof *a);
     a->B = B;
     a->T = T;
@@ -370,8 +368,9 @@ void gpt_block_forward(const gpt_chunk *c, const block_params *wp, int B_, int T
         const moe_config mc = chunk_moe_config(c);
         const moe_params mp = {w.router_w, w.fc_w, w.fc_b, w.fcproj_w, w.fcproj_b};
         /* the ranks holding the micro-batch's other positions share the switch loss's counts:
-         * the tensor-parallel group with sequence parallelism, the context-parallel one */
-        comm_group *stats = c->sequence_parallel ? tp : c->cp;
+         * the tensor-parallel group with sequence parallelism, the context-parallel one, or
+         * both at once (gpt_chunk.moe_stats) */
+        comm_group *stats = c->moe_stats ? c->moe_stats : c->sequence_parallel ? tp : c->cp;
         comm_label_set("ep a2a fwd moe", layer);
         *b->aux = moe_forward(&mc, c->ep, stats, &mp, b->moe, io->x_out, b->ln2, Nr, C);
         comm_label_clear();

@@ -189,6 +189,9 @@ typedef struct {
     comm_group *cp;          /* context parallelism: gpt_chunk_set_context_parallel (NULL: none) */
     int cp_size, cp_rank;    /* 1 (or 0: never set), 0 without; what the layout code reads */
     comm_group *ep;          /* MoE: the expert-parallel group (gpt_chunk_set_expert_parallel) */
+    comm_group *moe_stats;   /* MoE: the ranks holding the micro-batch's other positions, which
+                                share the switch loss's counts: tp with sequence parallelism, cp
+                                with context parallelism, tp × cp with both (NULL: none) */
 } gpt_chunk;
 
 /* Checks the configuration for a given tp; writes a message naming the values and the rule. */
@@ -231,7 +234,7 @@ void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on);
  * partial results merge by log-sum-exp), keeping the log-sum-exp (B,NHl,T/P) where att was;
  * the loss is the mean over this rank's positions. With sequence parallelism each TP rank
  * holds 1/tp of those rows, their global positions still the zig-zag ones. Not with
- * recomputation, ZeRO-2/3, CUDA, or MoE together with sequence parallelism. */
+ * recomputation, ZeRO-2/3 or CUDA. */
 void gpt_chunk_set_context_parallel(gpt_chunk *c, comm_group *cp);
 /* The same sizes without a group, for layout only: the chunk's activations are laid out as
  * rank `rank` of a cp group of `size` holds them (gpt_*_bytes_of), but it cannot run (its

@@ -95,8 +95,9 @@ void local_model_set_recompute(local_model *m, const gpt_recompute *rc);
 void local_model_set_sequence_parallel(local_model *m, bool on);
 /* Context parallelism's group (NULL or size 1: none) and, for an MoE model, the expert-parallel
  * group its experts were cut for (gpt_chunk_set_context_parallel / _expert_parallel), before
- * any activations are created. */
-void local_model_set_groups(local_model *m, comm_group *cp, comm_group *ep);
+ * any activations are created; moe_stats: gpt_chunk.moe_stats (NULL unless sequence and
+ * context parallelism are both on: the tp × cp ranks of a micro-batch). */
+void local_model_set_groups(local_model *m, comm_group *cp, comm_group *ep, comm_group *moe_stats);
 /* Both wte copies on this rank (zbv): each gets the sum of the two gradients. Nothing to do
  * when this rank holds one copy or none, or no gradient buffer (ZeRO-2/3 sum the shards). */
 void local_model_sum_tied_grads(local_model *m);

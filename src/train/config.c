@@ -581,10 +581,6 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
              (double)c->moe_expert_capacity_factor, cp);
     if (!moe && cp == 1) return true;
     const char *what = moe ? "--num-experts" : "--context-parallel-size";
-    if (c->sequence_parallel && cp > 1 && moe)
-        FAIL("--num-experts with both --context-parallel-size %d and --sequence-parallel: the "
-             "switch loss's counts would be shared over tp × cp (not implemented)",
-             cp);
     if (c->sequence_parallel && cp > 1 && (c->seq_length / cp) % c->tensor_model_parallel_size)
         FAIL("--sequence-parallel with --context-parallel-size %d: the %d positions of a "
              "context-parallel rank are not divisible by --tensor-model-parallel-size %d",

@@ -29,6 +29,24 @@
 #include "src/train/trainer_internal.h"
 
 
+/* MoE with sequence and context parallelism: the tensor- and context-parallel ranks of this
+ * rank's data-parallel replica and pipeline stage — together they hold the positions of one
+ * micro-batch, and share the switch loss's counts (Megatron's tensor-and-context group).
+ * Collective over the world. */
+static comm_group *tp_cp_group(const parallel_state *ps) {
+    const pg_layout *l = &ps->layout;
+    const pg_coord me = pg_coord_of(l, ps->world_rank);
+    int *members = mallocCheck(sizeof(int) * (size_t)l->world), n = 0;
+    for (int r = 0; r < l->world; r++) {
+        const pg_coord x = pg_coord_of(l, r);
+        if (x.dp == me.dp && x.pp == me.pp) members[n++] = r;
+    }
+    comm_group *g = comm_group_split("tp_cp", me.dp + l->dp * me.pp, members, n,
+                                     comm_backend_of(ps->world));
+    free(members);
+    return g;
+}
+
 trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     trainer *t = callocCheck(1, sizeof *t);
     t->cfg = *cfg;
@@ -67,7 +85,9 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     const gpt_recompute rc = train_config_recompute(cfg);
     local_model_set_recompute(t->model, &rc); /* before the executor lays out activations */
     local_model_set_sequence_parallel(t->model, cfg->sequence_parallel);
-    local_model_set_groups(t->model, ps ? ps->cp : NULL, ps && ep > 1 ? ps->ep : NULL);
+    if (ps && g.num_experts > 0 && cfg->sequence_parallel && t->cp_size > 1)
+        t->tp_cp = tp_cp_group(ps);
+    local_model_set_groups(t->model, ps ? ps->cp : NULL, ps && ep > 1 ? ps->ep : NULL, t->tp_cp);
     /* The rank with the loss: the last pipeline rank, or rank 0 at the top of zbv's V. */
     t->is_last_stage = t->model->wte_head != NULL;
     t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
@@ -135,6 +155,7 @@ void trainer_destroy(trainer *t) {
     free(t->mem_peaks);
     free(t->full);
     free(t->moe_load);
+    comm_group_destroy(t->tp_cp);
     free(t);
 }
 

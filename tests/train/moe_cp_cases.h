@@ -119,6 +119,8 @@ static const layout_case k_moe_cp_cases[] = {
      .topk = 2,
      .aux_coeff = 0.01f},                                                       /* TP2 × EP2, SP */
     {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true, .cp = 2}, /* TP2 × CP2, SP */
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true, .cp = 2, .experts = 4,
+     .topk = 2, .aux_coeff = 0.01f}, /* TP2 × CP2, SP, MoE: the switch loss over tp × cp */
 #elif WORLD == 8
     {.tp = 2, .pp = 2, .schedule = "1f1b", .cp = 2}, /* TP2 × CP2 × PP2 */
     {.tp = 1,
@@ -169,6 +171,8 @@ static const layout_case k_moe_cp_cases[] = {
      .aux_coeff = 0.01f,
      .zero = true}, /* TP2 × PP2 × EP2, SP, zb-h1, ZeRO */
     {.tp = 2, .pp = 2, .schedule = "zbv", .sequence_parallel = true, .cp = 2}, /* TP2×CP2×PP2 SP */
+    {.tp = 2, .pp = 1, .schedule = "1f1b", .sequence_parallel = true, .cp = 2, .ep = 2,
+     .experts = 4, .topk = 2, .aux_coeff = 0.01f, .zero = true}, /* all five: TP×CP×EP, SP */
 #endif
 };
 #pragma GCC diagnostic pop
