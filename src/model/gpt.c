@@ -18,7 +18,6 @@
 #include "src/core/check.h"
 #include "src/device/device.h"
 #include "src/cp/ring_attention.h"
-#include "src/cp/zigzag.h"
 #include "src/model/gpt_hooks.h"
 #include "src/model/gpt_internal.h"
 #include "src/runtime/comm.h"
@@ -386,22 +385,20 @@ void gpt_block_forward(const gpt_chunk *c, const block_params *wp, int B_, int T
 }
 
 /* x (B,n,C) += the position embeddings of rows [r0, r0+n) of each of the B local sequences of
- * T rows: row t is position t, or with context parallelism its zig-zag chunk's global position
- * (src/cp/zigzag.h) — added run by run of consecutive positions (at most two per sequence). */
+ * T rows (position_runs): one call for all B sequences when the rows are one run. */
 static void add_positions(const gpt_chunk *c, float *x, const float *wpe, size_t B, size_t T,
                           size_t r0, size_t n) {
-    const size_t C = (size_t)c->cfg.hidden, Tg = T * (size_t)c->cp_size;
+    const size_t C = (size_t)c->cfg.hidden;
+    position_run run[2];
+    const int k = position_runs(c, T, r0, n, run);
+    if (k == 1) {
+        dev_position_forward(x, wpe + run[0].pos * C, B, n, C);
+        return;
+    }
     for (size_t b = 0; b < B; b++)
-        for (size_t t = r0; t < r0 + n;) {
-            const size_t g = c->cp_size > 1 ? cp_global_position(c->cp_rank, c->cp_size, Tg, t) : t;
-            size_t len = 1;
-            while (t + len < r0 + n &&
-                   (c->cp_size > 1 ? cp_global_position(c->cp_rank, c->cp_size, Tg, t + len)
-                                   : t + len) == g + len)
-                len++;
-            dev_position_forward(x + (b * n + (t - r0)) * C, wpe + g * C, 1, len, C);
-            t += len;
-        }
+        for (int j = 0; j < k; j++)
+            dev_position_forward(x + (b * n + run[j].row) * C, wpe + run[j].pos * C, 1, run[j].len,
+                                 C);
 }
 
 /* Embedding (first stage): the vocab-parallel lookup summed over TP (g: all-reduce), or with

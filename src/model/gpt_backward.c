@@ -3,7 +3,6 @@
 #include <stddef.h>
 
 #include "src/cp/ring_attention.h"
-#include "src/cp/zigzag.h"
 #include "src/device/device.h"
 #include "src/model/gpt.h"
 #include "src/model/gpt_hooks.h"
@@ -242,14 +241,13 @@ static void embedding_weight(const gpt_chunk *c, float *grads, const gpt_acts *a
                              const gpt_wgrad *wg) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     gpt_span g = gpt_span_grads(c, grads, GPT_UNIT_WPE);
-    if (c->cp) /* each sequence's two zig-zag chunks, at their global positions */
-        for (size_t b = 0; b < B; b++)
-            for (size_t h = 0; h < 2; h++) {
-                const size_t t0 = h * (T / 2), g0 = cp_global_position(c->cp_rank, c->cp_size,
-                                                                       T * (size_t)c->cp_size, t0);
-                dev_position_backward(g.at + g0 * C, wg->demb + (b * T + t0) * C, 1, T / 2, C);
-            }
-    else dev_position_backward(g.at, wg->demb, B, T, C); /* the unit is wpe alone */
+    position_run run[2]; /* the unit is wpe alone; rows at their (zig-zag) positions */
+    const int k = position_runs(c, T, 0, T, run);
+    if (k == 1) dev_position_backward(g.at, wg->demb, B, T, C);
+    for (size_t b = 0; k > 1 && b < B; b++)
+        for (int j = 0; j < k; j++)
+            dev_position_backward(g.at + run[j].pos * C, wg->demb + (b * T + run[j].row) * C, 1,
+                                  run[j].len, C);
     gpt_span_grads_done(c, &g);
     g = gpt_span_grads(c, grads, GPT_UNIT_WTE);
     tp_vocab_embedding_backward(NULL, g.at, wg->demb, a->tokens, N, C, c->v_start, c->Vl);

@@ -11,6 +11,7 @@
 
 #include "src/model/gpt.h"
 #include "src/model/gpt_hooks.h"
+#include "src/cp/zigzag.h"
 #include "src/moe/moe_layer.h"
 
 #define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
@@ -137,6 +138,32 @@ static inline const gpt_param *block_param(const gpt_chunk *c, int i, int kind) 
 }
 
 static inline bool chunk_is_moe(const gpt_chunk *c) { return c->cfg.num_experts > 0; }
+
+/* Rows [row, row + len) of a run (offsets from the first row asked for) hold the consecutive
+ * positions [pos, pos + len). */
+typedef struct {
+    size_t row, pos, len;
+} position_run;
+
+/* The runs of positions of rows [r0, r0 + n) of one of the chunk's local sequences of T rows:
+ * row t is position t (one run), or with context parallelism its zig-zag chunk's global
+ * position (src/cp/zigzag.h): one run per half the rows reach, at most two. Returns how many.
+ * The embedding's forward and backward both walk these runs. */
+static inline int position_runs(const gpt_chunk *c, size_t T, size_t r0, size_t n,
+                                position_run run[2]) {
+    if (c->cp_size <= 1) {
+        run[0] = (position_run){0, r0, n};
+        return 1;
+    }
+    const size_t H = T / 2, Tg = T * (size_t)c->cp_size;
+    int k = 0;
+    for (size_t h = 0; h < 2; h++) {
+        const size_t a = r0 > h * H ? r0 : h * H, b = r0 + n < (h + 1) * H ? r0 + n : (h + 1) * H;
+        if (a >= b) continue;
+        run[k++] = (position_run){a - r0, cp_global_position(c->cp_rank, c->cp_size, Tg, a), b - a};
+    }
+    return k;
+}
 
 /* Floats of one MoE block's tensors from fc_w to router_w (this rank's experts). */
 static inline size_t moe_block_floats(const gpt_chunk *c) {
