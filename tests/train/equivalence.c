@@ -52,6 +52,13 @@ void equivalence_apply(const train_config *base, const layout_case *lc, train_co
     *out = pc;
 }
 
+void equivalence_model(const layout_case *lc, train_config *c) {
+    c->num_experts = lc->experts;
+    if (lc->topk > 0) c->moe_router_topk = lc->topk;
+    c->moe_aux_loss_coeff = lc->aux_coeff;
+    c->moe_expert_capacity_factor = lc->capacity;
+}
+
 /* The serial model's tensor with the same kind and layer as p. */
 static const gpt_param *serial_twin(const local_model *s, const gpt_param *p) {
     for (int i = 0; i < s->nparams; i++)
@@ -69,10 +76,7 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     if (strcmp(lc->schedule, "zbv") == 0 && lc->vpp_layers > 0)
         sc.num_layers = lc->vpp_layers * 2 * lc->pp;
     sc.train_iters = steps;
-    sc.num_experts = lc->experts; /* the model: the same at both ends */
-    if (lc->topk > 0) sc.moe_router_topk = lc->topk;
-    sc.moe_aux_loss_coeff = lc->aux_coeff;
-    sc.moe_expert_capacity_factor = lc->capacity;
+    equivalence_model(lc, &sc); /* the model: the same at both ends */
     train_config pc;
     equivalence_apply(&sc, lc, &pc);
     assert_true(train_config_check(&sc, 1, err, sizeof err));

@@ -39,6 +39,10 @@ void equivalence_base_config(train_config *c);
  * recomputation and sequence parallelism (not yet checked). */
 void equivalence_apply(const train_config *base, const layout_case *lc, train_config *out);
 
+/* The case's model side (--num-experts, --moe-router-topk, --moe-aux-loss-coeff,
+ * --moe-expert-capacity-factor) set in c: the same at the serial end and at the layout. */
+void equivalence_model(const layout_case *lc, train_config *c);
+
 /* Trains `steps` steps serially and at the layout (world = MPI world), and fails the test
  * if a loss differs by more than loss_rtol relative or a parameter by more than
  * atol + rtol·|serial|. Prints the largest differences seen. */

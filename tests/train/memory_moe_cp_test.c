@@ -42,10 +42,7 @@ static void model_state_measured(size_t out[ZERO_MEM_ADAM + 1]) {
 static void case_config(const layout_case *lc, train_config *c) {
     train_config base;
     equivalence_base_config(&base);
-    base.num_experts = lc->experts;
-    if (lc->topk > 0) base.moe_router_topk = lc->topk;
-    base.moe_aux_loss_coeff = lc->aux_coeff;
-    base.moe_expert_capacity_factor = lc->capacity;
+    equivalence_model(lc, &base);
     equivalence_apply(&base, lc, c);
     c->train_iters = 2;
 }
