@@ -301,9 +301,10 @@ static void run_trace_begin(run_state *r) {
      * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the
      * embedding and loss ones; then the optimizer's collectives and the step's own events. */
     /* MoE blocks add their all-to-alls (counts and tokens, both ways, forward and backward),
-     * context parallelism its ring steps (cp − 1 forward, 2·cp − 1 backward) per layer. */
+     * context parallelism its ring steps per layer (cp − 1 forward, cp backward), each traced
+     * as a send and a receive (comm.h). */
     const size_t per_layer = 4 + (c->num_experts > 0 ? 10 : 0) +
-                             3 * (size_t)c->context_parallel_size;
+                             4 * (size_t)c->context_parallel_size;
     size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp *
                           (12 + per_layer * (size_t)c->num_layers) +
                       64 + (c->expert_model_parallel_size > 1 ? 16 * (size_t)c->num_layers : 0);
