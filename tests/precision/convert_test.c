@@ -166,6 +166,39 @@ static void arrays_and_in_place_rounding(void **state) {
     assert_true(x[1] == -2.5f);
 }
 
+/* prec_round_array's bf16 loop (branch-free, vectorised) gives prec_round's bits for every
+ * input: every 2^32 pattern in steps of 251 (a prime: every residue of the low 16 bits,
+ * ties, carries into the exponent, infinities and NaN payloads all come up), plus the
+ * patterns around each rounding boundary of a few exponents. */
+static void bf16_array_rounding_equals_prec_round_bit_for_bit(void **state) {
+    (void)state;
+    enum { CHUNK = 4096 };
+    static float x[CHUNK];
+    static uint32_t want[CHUNK];
+    size_t bad = 0, n = 0;
+    uint64_t p = 0;
+    for (;;) {
+        n = 0;
+        for (; n < CHUNK && p <= 0xffffffffull; p += 251, n++) {
+            x[n] = f_of((uint32_t)p);
+            want[n] = b_of(prec_round(PREC_BF16, x[n]));
+        }
+        prec_round_array(PREC_BF16, x, n);
+        for (size_t i = 0; i < n; i++) bad += b_of(x[i]) != want[i];
+        if (p > 0xffffffffull) break;
+    }
+    const uint32_t edges[] = {0x3f800000u, 0xbf800000u, 0x7f7f0000u, 0x00010000u, 0x7f800000u};
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++)
+        for (uint32_t low = 0x7ff0u; low <= 0x8010u; low++)
+            for (uint32_t odd = 0; odd < 2; odd++) {
+                float y = f_of(edges[e] + (odd << 16) + low);
+                const uint32_t w = b_of(prec_round(PREC_BF16, y));
+                prec_round_array(PREC_BF16, &y, 1);
+                bad += b_of(y) != w;
+            }
+    assert_int_equal(bad, 0);
+}
+
 static void dtype_names_parse_and_sizes(void **state) {
     (void)state;
     prec_dtype t;
@@ -189,6 +222,7 @@ int main(void) {
         cmocka_unit_test(every_16_bit_pattern_round_trips),
         cmocka_unit_test(rounding_picks_the_nearest_neighbour),
         cmocka_unit_test(arrays_and_in_place_rounding),
+        cmocka_unit_test(bf16_array_rounding_equals_prec_round_bit_for_bit),
         cmocka_unit_test(dtype_names_parse_and_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
