@@ -46,16 +46,113 @@ void device_set_threads(int n) { ops_set_threads(n); }
     } while (0)
 #endif
 
+/* ---------------------------------------------------------------- the linear products
+ *
+ * fp32: one kernel. bf16: the operands are rounded into the scratch first, laid out as
+ *
+ *   forward   | inp (N·C)  | weight (OC·C) |
+ *   backward  | dout (N·OC) | weight (OC·C), for dinp; then inp (N·C), for dweight |
+ *
+ * (cuda: bf16 bit patterns; the CPU devices: bf16 values as floats). On cuda the second cast
+ * of the backward overwrites the weight after the dinp GEMM read it: one stream, in order. */
+
+static struct {
+    prec_dtype dtype; /* PREC_FP32 or PREC_BF16 */
+    void *scratch;    /* bf16: device_alloc'ed, `elems` operand values */
+    size_t elems;
+} g_mm = {PREC_FP32, NULL, 0};
+
+size_t dev_matmul_operand_elems(size_t N, size_t C, size_t OC) {
+    const size_t fwd = N * C + OC * C, bwd = N * OC + (OC * C > N * C ? OC * C : N * C);
+    return fwd > bwd ? fwd : bwd;
+}
+
+size_t device_matmul_scratch_bytes(prec_dtype t, size_t elems) {
+    if (t != PREC_BF16) return 0;
+    return elems * (device_current() == DEVICE_CUDA ? sizeof(uint16_t) : sizeof(float));
+}
+
+void device_set_matmul_dtype(prec_dtype t, size_t operand_elems) {
+    CHECK(t == PREC_FP32 || t == PREC_BF16,
+          "the linear products run in fp32 or bf16 (fp16 runs keep fp32 products)");
+    if (t == PREC_BF16 && g_mm.dtype == PREC_BF16 && g_mm.elems >= operand_elems) return;
+    device_free(g_mm.scratch);
+    g_mm.scratch = NULL;
+    g_mm.elems = 0;
+    g_mm.dtype = t;
+    if (t == PREC_FP32) return;
+    g_mm.scratch = device_alloc(device_matmul_scratch_bytes(t, operand_elems),
+                                "bf16 matmul operands");
+    g_mm.elems = operand_elems;
+}
+
+prec_dtype device_matmul_dtype(void) { return g_mm.dtype; }
+
+/* x (n) rounded to bf16 into the scratch from element `at`: what the bf16 GEMM (cuda) or the
+ * fp32 sgemm (the CPU twin) multiplies. Inside device_guard_open (cpu-guarded). */
+static const void *bf16_operand(size_t at, const float *x, size_t n) {
+#ifdef TRIDENT_CUDA
+    if (ON_CUDA) {
+        uint16_t *h = (uint16_t *)g_mm.scratch + at;
+        cuda_fp32_to_bf16(CTX, h, x, n);
+        return h;
+    }
+#endif
+    float *f = (float *)g_mm.scratch + at;
+    if (n) memcpy(f, x, n * sizeof(float));
+    prec_round_array(PREC_BF16, f, n);
+    return f;
+}
+
+static void bf16_operands_fit(size_t elems) {
+    if (elems > g_mm.elems)
+        die("dev_matmul in bf16: a product of %zu operand values, but the scratch holds %zu "
+            "(device_set_matmul_dtype sizes it for the largest linear of the model: "
+            "dev_matmul_operand_elems)",
+            elems, g_mm.elems);
+}
+
 void dev_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         size_t N, size_t C, size_t OC) {
-    KERNEL(cuda_matmul_forward(CTX, out, inp, weight, bias, N, C, OC),
-           matmul_forward(out, inp, weight, bias, N, C, OC));
+    if (g_mm.dtype == PREC_FP32) {
+        KERNEL(cuda_matmul_forward(CTX, out, inp, weight, bias, N, C, OC),
+               matmul_forward(out, inp, weight, bias, N, C, OC));
+        return;
+    }
+    bf16_operands_fit(N * C + OC * C);
+    device_guard_open();
+    const void *x = bf16_operand(0, inp, N * C), *w = bf16_operand(N * C, weight, OC * C);
+    KERNEL(cuda_matmul_forward_bf16(CTX, out, x, w, bias, N, C, OC),
+           matmul_forward(out, x, w, bias, N, C, OC));
+    device_guard_close();
 }
 
 void dev_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                          const float *inp, const float *weight, size_t N, size_t C, size_t OC) {
-    KERNEL(cuda_matmul_backward(CTX, dinp, dweight, dbias, dout, inp, weight, N, C, OC),
-           matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC));
+    if (g_mm.dtype == PREC_FP32) {
+        KERNEL(cuda_matmul_backward(CTX, dinp, dweight, dbias, dout, inp, weight, N, C, OC),
+               matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC));
+        return;
+    }
+    if (N == 0 || C == 0 || OC == 0) return; /* nothing to add, as in fp32 */
+    const size_t w_elems = dinp ? OC * C : 0, x_elems = dweight ? N * C : 0;
+    bf16_operands_fit(N * OC + (w_elems > x_elems ? w_elems : x_elems)); /* dout, then w or x */
+    device_guard_open();
+    const void *d = (dinp || dweight) ? bf16_operand(0, dout, N * OC) : NULL;
+    if (dinp) {
+        const void *w = bf16_operand(N * OC, weight, OC * C);
+        KERNEL(cuda_matmul_backward_bf16(CTX, dinp, NULL, NULL, d, NULL, w, N, C, OC),
+               matmul_backward(dinp, NULL, NULL, d, NULL, w, N, C, OC));
+    }
+    if (dweight) {
+        const void *x = bf16_operand(N * OC, inp, N * C);
+        KERNEL(cuda_matmul_backward_bf16(CTX, NULL, dweight, NULL, d, x, NULL, N, C, OC),
+               matmul_backward(NULL, dweight, NULL, d, x, NULL, N, C, OC));
+    }
+    if (dbias) /* from the fp32 dout */
+        KERNEL(cuda_matmul_backward(CTX, NULL, NULL, dbias, dout, NULL, NULL, N, C, OC),
+               matmul_backward(NULL, NULL, dbias, dout, NULL, NULL, N, C, OC));
+    device_guard_close();
 }
 
 void dev_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,

@@ -22,6 +22,31 @@
  *   device_upload(w, host_w, n * sizeof(float));
  *   dev_matmul_forward(out, inp, w, NULL, N, C, OC);           // same contract as ops.h
  *
+ * THE PRECISION OF THE LINEAR PRODUCTS. dev_matmul_forward / dev_matmul_backward compute in
+ * fp32 unless the process asks for bf16, as mixed-precision training does (Megatron's --bf16):
+ *
+ *   device_set_matmul_dtype(PREC_BF16, elems);   // trainer_create with --bf16
+ *   dev_matmul_forward(out, inp, w, bias, N, C, OC);
+ *       // out = round_bf16(inp) @ round_bf16(w)^T + bias: fp32 accumulation, fp32 out
+ *   device_set_matmul_dtype(PREC_FP32, 0);       // trainer_destroy: fp32 again
+ *
+ * It is process-wide, like the device itself, and only these two functions read it. With bf16
+ * every product rounds its operands (inp, weight; backward: dout, weight for dinp, inp for
+ * dweight) to bf16 in a device scratch and multiplies those:
+ *   cuda         cuda_fp32_to_bf16 casts into the scratch (bit patterns), then the bf16
+ *                cuBLAS GEMMs of kernels/ops_cuda.h (tensor cores, fp32 accumulation);
+ *   cpu devices  the twin: prec_round_array on copies in the scratch (bf16 values kept as
+ *                floats), then the same fp32 sgemm. A product of two bf16 values is exact in
+ *                fp32, so the twin equals the GPU up to the order of the sums; cpu-guarded
+ *                equals cpu bit for bit, as for every kernel.
+ * The bias and dbias stay fp32 (dbias sums the fp32 dout). The scratch comes from
+ * device_alloc ("bf16 matmul operands", so the memory prediction counts it), sized once for
+ * the largest product the caller will run: dev_matmul_operand_elems(N, C, OC) elements,
+ * maximised over its linears, device_matmul_scratch_bytes(PREC_BF16, elems) bytes. Setting bf16
+ * again keeps the larger scratch; fp32 frees it. A product larger than the scratch dies.
+ * Not in bf16: the attention's strided batched products (dev_attention_*: fp32 always) and
+ * fp16 runs (--fp16 rounds parameters and gradients only; its products stay fp32).
+ *
  * Communication needs nothing from the caller: comm.c asks device_owns(buf) and, for a
  * buffer in device memory on an MPI group, stages it through host memory (download, MPI,
  * upload); on an NCCL group device buffers go to NCCL directly.
@@ -49,8 +74,22 @@ struct adamw_config; /* src/optim/adamw.h: only the kernel's implementation need
 /* Threads of the CPU kernels (BLAS) of this process, at least 1; the CUDA kernels ignore it. */
 void device_set_threads(int n);
 
+/* The precision of dev_matmul_forward / dev_matmul_backward from now on (see THE PRECISION OF
+ * THE LINEAR PRODUCTS above): PREC_BF16 with a scratch for products of up to operand_elems
+ * elements (kept if the one held is larger), or PREC_FP32 (frees it; operand_elems unused). */
+void device_set_matmul_dtype(prec_dtype t, size_t operand_elems);
+prec_dtype device_matmul_dtype(void);
+/* Operand elements one bf16 product of the linear (N,C) -> (N,OC) holds in the scratch at
+ * once: the forward's inp and weight, N·C + OC·C; the backward's dout with weight (for dinp),
+ * then with inp (for dweight) in the same place, N·OC + max(OC·C, N·C). The larger of the two. */
+size_t dev_matmul_operand_elems(size_t N, size_t C, size_t OC);
+/* Bytes of the operand scratch for `elems` on the current device: 2 a value on cuda (bf16),
+ * 4 on the CPU devices (bf16 values as floats); 0 for PREC_FP32. */
+size_t device_matmul_scratch_bytes(prec_dtype t, size_t elems);
+
 /* ---- kernels: the contracts of kernels/ops.h ------------------------------------------ */
 
+/* The linear layer in the precision set above (fp32 unless device_set_matmul_dtype). */
 void dev_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         size_t N, size_t C, size_t OC);
 void dev_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,

@@ -298,6 +298,29 @@ size_t gpt_scratch_bytes_of(const gpt_chunk *c, int B, int T) {
     return n;
 }
 
+size_t gpt_matmul_operand_elems(const gpt_chunk *chunks, int n, int B, int T) {
+    size_t most = 0;
+    for (int k = 0; k < n; k++) {
+        const gpt_chunk *c = &chunks[k];
+        const size_t N = (size_t)B * (size_t)T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
+        size_t e[5] = {0};
+        if (c->shard.layer_end > c->shard.layer_begin) {
+            e[0] = dev_matmul_operand_elems(N, C, 3 * Cl); /* qkv */
+            e[1] = dev_matmul_operand_elems(N, Cl, C);     /* proj */
+            if (chunk_is_moe(c)) {                         /* the experts, on this rank's rows */
+                const moe_config mc = chunk_moe_config(c);
+                e[2] = moe_matmul_operand_elems(&mc, (size_t)B * seq_local(c, (size_t)T), C);
+            } else {
+                e[2] = dev_matmul_operand_elems(N, C, 4 * Cl); /* fc */
+                e[3] = dev_matmul_operand_elems(N, 4 * Cl, C); /* fcproj */
+            }
+        }
+        if (c->shard.has_head) e[4] = dev_matmul_operand_elems(N, C, c->Vl); /* the LM head */
+        for (int i = 0; i < 5; i++) most = e[i] > most ? e[i] : most;
+    }
+    return most;
+}
+
 void gpt_scratch_destroy(gpt_scratch *s) {
     if (!s) return;
     gpt_wgrad_destroy(s->wg);

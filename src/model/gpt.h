@@ -309,6 +309,12 @@ size_t gpt_scratch_bytes(const gpt_scratch *s);
 size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T);
 size_t gpt_scratch_bytes_of(const gpt_chunk *c, int B, int T);
 size_t gpt_wgrad_bytes_of(const gpt_chunk *c, int B, int T);
+/* The operand elements of the largest linear product (dev_matmul_operand_elems) that any of
+ * the n chunks runs for micro-batches of (B,T): qkv, proj, fc, fcproj or the experts, the LM
+ * head with this rank's vocabulary shard. With bf16 products the device's operand scratch is
+ * sized by it once (src/device/device.h device_set_matmul_dtype; the trainer, and the memory
+ * prediction, which counts it). */
+size_t gpt_matmul_operand_elems(const gpt_chunk *chunks, int n, int B, int T);
 
 /* Forward of one micro-batch.
  *   s: the chunk's scratch (may be NULL when the chunk recomputes nothing).

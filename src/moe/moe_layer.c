@@ -30,7 +30,7 @@
 
 #include "kernels/ops.h"
 #include "src/core/check.h"
-#include "src/device/device_memory.h"
+#include "src/device/device.h"
 #include "src/moe/router.h"
 #include "src/moe/token_dispatch.h"
 
@@ -170,6 +170,13 @@ moe_acts *moe_acts_create(const moe_config *m, size_t N, size_t C) {
     return a;
 }
 
+size_t moe_matmul_operand_elems(const moe_config *m, size_t N, size_t C) {
+    const size_t rows = (size_t)m->ep_size * N; /* one row per token of the ep group, at most */
+    const size_t fc = dev_matmul_operand_elems(rows, C, 4 * C);
+    const size_t fcproj = dev_matmul_operand_elems(rows, 4 * C, C);
+    return fc > fcproj ? fc : fcproj;
+}
+
 void moe_acts_destroy(moe_acts *a) {
     if (!a) return;
     device_free(a->buf);
@@ -217,9 +224,9 @@ static void experts_forward(moe_acts *a, const moe_params *p) {
         expert_slice x = expert_of(a, p, l);
         if (x.n == 0) continue;
         float *h_pre = a->h_pre + x.first * 4 * C, *h = a->h + x.first * 4 * C;
-        matmul_forward(h_pre, a->xs + x.first * C, x.fc_w, x.fc_b, x.n, C, 4 * C);
+        dev_matmul_forward(h_pre, a->xs + x.first * C, x.fc_w, x.fc_b, x.n, C, 4 * C);
         gelu_forward(h, h_pre, x.n * 4 * C);
-        matmul_forward(a->ys + x.first * C, h, x.fcproj_w, x.fcproj_b, x.n, 4 * C, C);
+        dev_matmul_forward(a->ys + x.first * C, h, x.fcproj_w, x.fcproj_b, x.n, 4 * C, C);
     }
 }
 
@@ -233,13 +240,13 @@ static void experts_backward(moe_acts *a, const moe_params *p, moe_grads *g) {
         float *h_pre = a->h_pre + x.first * 4 * C, *h = a->h + x.first * 4 * C;
         float *dh = a->dh + x.first * 4 * C, *dy = a->ys + x.first * C;
         memset(dh, 0, x.n * 4 * C * sizeof(float));
-        matmul_backward(dh, g->fcproj_w + L * C * 4 * C, g->fcproj_b + L * C, dy, h, x.fcproj_w,
-                        x.n, 4 * C, C);
+        dev_matmul_backward(dh, g->fcproj_w + L * C * 4 * C, g->fcproj_b + L * C, dy, h, x.fcproj_w,
+                            x.n, 4 * C, C);
         memset(h, 0, x.n * 4 * C * sizeof(float)); /* h is spent: it takes d h_pre */
         gelu_backward(h, h_pre, dh, x.n * 4 * C);
         memset(dy, 0, x.n * C * sizeof(float)); /* dY is spent: it takes dX */
-        matmul_backward(dy, g->fc_w + L * 4 * C * C, g->fc_b + L * 4 * C, h, a->xs + x.first * C,
-                        x.fc_w, x.n, C, 4 * C);
+        dev_matmul_backward(dy, g->fc_w + L * 4 * C * C, g->fc_b + L * 4 * C, h,
+                            a->xs + x.first * C, x.fc_w, x.n, C, 4 * C);
     }
 }
 

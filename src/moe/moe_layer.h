@@ -7,7 +7,8 @@
  *            ──experts──> y = gelu(x fc_w[e]^T + fc_b[e]) fcproj_w[e]^T + fcproj_b[e]
  *            ──return, combine──> out[t] = Σ over t's kept choices of score · y_e(t)
  *
- * Each expert is a GPT MLP (fc (4C,C), GELU tanh, fcproj (C,4C)). With E = 1, K = 1 every
+ * Each expert is a GPT MLP (fc (4C,C), GELU tanh, fcproj (C,4C)); its two products are
+ * dev_matmul_* (src/device/device.h: bf16 when the process set it, like the dense MLP's). With E = 1, K = 1 every
  * score is 1 and the layer is the dense MLP exactly. Routing, the aux loss and capacity are
  * in router.h; moving rows between ranks in token_dispatch.h.
  *
@@ -92,6 +93,12 @@ void moe_acts_destroy(moe_acts *a);
 /* Exactly the bytes moe_acts_create takes from the device allocator (device_alloc, label
  * "activations": its one buffer; the small struct of views beside it is host bookkeeping). */
 size_t moe_acts_bytes_of(const moe_config *m, size_t N, size_t C);
+
+/* Operand elements of the largest linear product one expert runs (fc (rows,C) -> (rows,4C) or
+ * fcproj back; src/device/device.h dev_matmul_operand_elems): with bf16 products the device's
+ * operand scratch must hold it. rows = P·N, the most one expert can receive: a token picks an
+ * expert at most once. (The router's product stays fp32: routing decides on its scores.) */
+size_t moe_matmul_operand_elems(const moe_config *m, size_t N, size_t C);
 
 /* out (N,C) = the layer of in (N,C). in must stay as it is until the backward (pass it again
  * there). Returns the aux loss: the whole micro-batch's when stats_group (the ranks holding

@@ -1,9 +1,16 @@
 /* convert.h — the number formats of mixed-precision training, done by hand in C.
  *
- * Trident keeps every tensor in fp32 on the host. Mixed precision is simulated the way the
- * hardware would do it: a value is rounded to the 16-bit format (round to nearest, ties to
- * even) and, where it is used, widened back to fp32. The 16-bit values are stored as raw
- * bit patterns in uint16_t:
+ * Trident keeps its tensors in fp32 buffers. Mixed precision rounds values to the 16-bit
+ * format (round to nearest, ties to even) where the hardware would hold them in 16 bits, and
+ * widens them back to fp32 where they are used:
+ *   - parameters and gradients (--bf16, --fp16): rounded in place after each step and each
+ *     backward, kept as floats, beside the fp32 master weights of the optimizer;
+ *   - the operands of the linear layers' products (--bf16 only; src/device/device.h): on a GPU
+ *     cast to bf16 and multiplied by the bf16 tensor-core GEMMs with fp32 accumulation; on the
+ *     CPU devices rounded to bf16 values with prec_round_array and multiplied by the fp32 sgemm,
+ *     which is the same product (a product of two bf16 values is exact in fp32) up to the order
+ *     of the sums. fp16 runs keep fp32 products, and so do the attention's products.
+ * The 16-bit values are stored as raw bit patterns in uint16_t:
  *
  *   fp32  s eeeeeeee mmmmmmmmmmmmmmmmmmmmmmm   8-bit exponent, 23-bit mantissa
  *   bf16  s eeeeeeee mmmmmmm                   fp32's range, 7-bit mantissa (= top half of fp32)

@@ -152,8 +152,13 @@ static int parallel_flags(train_config *c, flag_spec *out, int cap) {
         {"--overlap-param-gather", FLAG_BOOL, &c->overlap_param_gather,
          "ZeRO: all-gather each parameter bucket while the next forward goes on", NULL},
         {"--ddp-bucket-size", FLAG_INT, &c->ddp_bucket_size, "elements per gradient bucket", NULL},
-        {"--bf16", FLAG_BOOL, &c->bf16, "bf16 parameters and gradients, fp32 master weights", NULL},
-        {"--fp16", FLAG_BOOL, &c->fp16, "fp16 with dynamic loss scaling, fp32 master weights",
+        {"--bf16", FLAG_BOOL, &c->bf16,
+         "bf16 parameters and gradients, fp32 master weights; the linear layers multiply bf16 "
+         "operands with fp32 accumulation (tensor cores on cuda)",
+         NULL},
+        {"--fp16", FLAG_BOOL, &c->fp16,
+         "fp16 parameters and gradients with dynamic loss scaling, fp32 master weights (fp32 "
+         "products)",
          NULL},
         {"--sequence-parallel", FLAG_BOOL, &c->sequence_parallel,
          "with tensor parallelism: LayerNorms, residual adds and their activations on T/tp "
@@ -543,6 +548,10 @@ static bool check_recompute(const train_config *c, char *err, size_t errlen) {
              "many",
              n, c->stage_layers);
     return true;
+}
+
+prec_dtype train_config_matmul_dtype(const train_config *c) {
+    return c->bf16 ? PREC_BF16 : PREC_FP32;
 }
 
 gpt_config train_config_model(const train_config *c) {

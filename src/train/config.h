@@ -14,6 +14,7 @@
 
 #include "src/core/flags.h"
 #include "src/model/gpt.h"
+#include "src/precision/convert.h"
 
 typedef struct {
     /* model */
@@ -97,6 +98,9 @@ int train_config_zero_stage(const train_config *c);
 int *train_config_stage_layers(const train_config *c, int nstages, const char *who);
 /* The recomputation a checked configuration asks for, as the model takes it. */
 gpt_recompute train_config_recompute(const train_config *c);
+/* The precision of the model's linear products (src/device/device.h device_set_matmul_dtype):
+ * bf16 GEMMs with --bf16; fp32 otherwise (--fp16 rounds parameters and gradients only). */
+prec_dtype train_config_matmul_dtype(const train_config *c);
 /* The model's shape (padded vocabulary, MoE) as the checked configuration says. */
 gpt_config train_config_model(const train_config *c);
 /* The configuration as a JSON object (malloc'd string). */

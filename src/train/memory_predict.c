@@ -9,6 +9,7 @@
 
 #include "src/core/check.h"
 #include "src/cp/ring_attention.h"
+#include "src/device/device.h"
 #include "src/model/gpt.h"
 #include "src/model/local_model.h"
 #include "src/pp/schedule.h"
@@ -160,6 +161,9 @@ static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_conf
                               (size_t)(h.acts[k] + h.handover[k] + 1);
     }
     pp_plan_holds_free(&h);
+    /* bf16: the device's operand scratch for the largest linear product (trainer_create) */
+    m->bytes[ZERO_MEM_WORK_SPACE] += device_matmul_scratch_bytes(
+        train_config_matmul_dtype(c), gpt_matmul_operand_elems(ch, pc->v, B, T));
     const prec_dtype dt = c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
     zero_memory_rank_model_state(m, r->numel, r->padded_numel, r->shard_numel, dt, stage);
     if (xshards > 0) expert_state_bill(m, plist, r->n_params, xshards, dt);

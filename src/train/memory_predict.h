@@ -21,7 +21,10 @@
  *                               trainer's length T/cp; with MoE each block's moe_acts, the
  *                               worst case of src/moe/moe_layer.h, ep·N·K rows)
  *   B -> W hand-over            Σ over chunks: held hand-overs × gpt_wgrad_bytes_of (zb-h1, zbv)
- *   work space                  Σ over chunks: gpt_scratch_bytes_of (one per chunk)
+ *   work space                  Σ over chunks: gpt_scratch_bytes_of (one per chunk); with
+ *                               --bf16 also the device's operand scratch of the bf16 linear
+ *                               products, once: device_matmul_scratch_bytes of the chunks'
+ *                               largest product (gpt_matmul_operand_elems, src/device/device.h)
  *   p2p buffers                 3 message buffers (2 receive, 1 send) of the residual stream,
  *                               (B·T/sp·C) floats, plus zbv's messages to itself held at once
  *   grad buckets                ZeRO-1 with --overlap-grad-reduce: a shard of S floats

@@ -119,9 +119,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         .zero_stage = train_config_zero_stage(cfg),
         .bucket_numel = (size_t)cfg->ddp_bucket_size,
         .world = ps ? ps->world : NULL,
-        .dtype = cfg->bf16   ? PREC_BF16
-                 : cfg->fp16 ? PREC_FP16
-                             : PREC_FP32,
+        .dtype = trainer_run_dtype(cfg),
         .overlap_grads = cfg->overlap_grad_reduce,
         .overlap_params = cfg->overlap_param_gather,
     };
@@ -140,11 +138,19 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     t->targets = mallocCheck(n * sizeof(int32_t));
     t->sample = mallocCheck(((size_t)cfg->seq_length + 1) * sizeof(int32_t));
     t->mem_peaks = callocCheck(2 * (size_t)(ps ? comm_size(ps->world) : 1), sizeof(int64_t));
+    /* --bf16: the linear products in bf16 (src/device/device.h), their operand scratch sized
+     * for this rank's largest product, last, after every set-up transient */
+    if (train_config_matmul_dtype(cfg) == PREC_BF16)
+        device_set_matmul_dtype(PREC_BF16,
+                                gpt_matmul_operand_elems(t->model->chunks, t->model->nchunks,
+                                                         cfg->micro_batch_size,
+                                                         cfg->seq_length / t->cp_size));
     return t;
 }
 
 void trainer_destroy(trainer *t) {
     if (!t) return;
+    if (train_config_matmul_dtype(&t->cfg) == PREC_BF16) device_set_matmul_dtype(PREC_FP32, 0);
     pp_executor_destroy(t->exec);
     distopt_destroy(t->opt);
     local_model_destroy(t->model);

@@ -25,7 +25,11 @@
 typedef struct trainer trainer;
 
 /* Builds a trainer. ps == NULL: serial (no communication at all, even inside an MPI job,
- * which lets a test compute the serial reference on every rank). cfg must be checked. */
+ * which lets a test compute the serial reference on every rank). cfg must be checked.
+ * With --bf16 it sets the process's linear products to bf16, and trainer_destroy sets fp32
+ * back (src/device/device.h device_set_matmul_dtype: process-wide, like the device). Trainers
+ * of one process that exist at once share that setting: give them one precision, and step a
+ * bf16 one only while no other bf16 trainer has been destroyed since it was created. */
 trainer *trainer_create(const train_config *cfg, parallel_state *ps);
 void trainer_destroy(trainer *t);
 

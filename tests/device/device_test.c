@@ -1,6 +1,7 @@
-/* device_test.c — src/device/device.h: names, memory, the guard of the cpu-guarded device, and
+/* device_test.c — src/device/device.h: names, memory, the guard of the cpu-guarded device,
  * every dev_* kernel on cpu-guarded memory against the CPU kernel on host memory (bit for bit:
- * the same code runs, only where the bytes live differs). The cuda device is checked on a GPU
+ * the same code runs, only where the bytes live differs), and the bf16 linear products: on
+ * cpu and on cpu-guarded, bit for bit the CPU kernels on operands rounded to bf16 by hand. The cuda device is checked on a GPU
  * by tests/kernels_cuda and tests/train/gpu_train_test (tagged gpu). */
 #include <math.h>
 #include <stdbool.h>
@@ -279,6 +280,119 @@ static void every_kernel_on_guarded_memory_equals_the_cpu_kernel(void **state) {
     guarded_off();
 }
 
+/* ---- bf16 linear products: the CPU twin of the bf16 GEMMs -------------------------------- */
+
+/* x (n) rounded to bf16 values, a fresh copy (the hand-rounded operands of the reference). */
+static float *rounded(const float *x, size_t n) {
+    float *r = malloc(n * sizeof(float) + 4);
+    memcpy(r, x, n * sizeof(float));
+    prec_round_array(PREC_BF16, r, n);
+    return r;
+}
+
+static float *random_floats(size_t n) {
+    float *x = malloc(n * sizeof(float) + 4);
+    for (size_t i = 0; i < n; i++) x[i] = rnd();
+    return x;
+}
+
+static void bf16_products_round_their_operands_by_hand_example(void **state) {
+    (void)state;
+    /* 1 + 2^-9 is 1 in bf16 (7 mantissa bits), 3 + 2^-8 is 3: the product is 3 exactly, where
+     * fp32 gives 3.0117...; the bias (0.25 + 2^-20) is added in fp32, unrounded */
+    float inp = 1.0f + 0x1p-9f, w = 3.0f + 0x1p-8f, bias = 0.25f + 0x1p-20f, out = 0.0f;
+    dev_matmul_forward(&out, &inp, &w, &bias, 1, 1, 1);
+    assert_true(out == inp * w + bias); /* fp32 by default */
+    device_set_matmul_dtype(PREC_BF16, dev_matmul_operand_elems(1, 1, 1));
+    assert_int_equal(device_matmul_dtype(), PREC_BF16);
+    dev_matmul_forward(&out, &inp, &w, &bias, 1, 1, 1);
+    assert_true(out == 3.0f + bias);
+    /* backward: dinp += round(dout) round(w), dweight += round(dout) round(inp), dbias += dout */
+    float dout = 0.5f + 0x1p-12f, dinp = 0.0f, dw = 0.0f, db = 0.0f;
+    dev_matmul_backward(&dinp, &dw, &db, &dout, &inp, &w, 1, 1, 1);
+    assert_true(dinp == 1.5f && dw == 0.5f && db == dout);
+    assert_true(inp == 1.0f + 0x1p-9f && w == 3.0f + 0x1p-8f); /* operands are not rounded */
+    device_set_matmul_dtype(PREC_FP32, 0);
+    assert_int_equal(device_matmul_dtype(), PREC_FP32);
+    assert_int_equal(device_bytes_in_use(), 0);
+}
+
+/* forward and backward in bf16 on the current device against the CPU kernels on hand-rounded
+ * copies, bit for bit; the scratch is exactly the largest product's, counted by its label */
+static void bf16_products_equal_the_rounded_reference_here(void) {
+    const size_t N = 13, C = 9, OC = 21;
+    float *x = random_floats(N * C), *w = random_floats(OC * C), *b = random_floats(OC);
+    float *dy = random_floats(N * OC);
+    float *rx = rounded(x, N * C), *rw = rounded(w, OC * C), *rdy = rounded(dy, N * OC);
+    const size_t elems = dev_matmul_operand_elems(N, C, OC);
+    assert_int_equal(elems, N * OC + OC * C); /* the backward's dout, then weight */
+    device_set_matmul_dtype(PREC_BF16, elems);
+    assert_int_equal(device_bytes_in_use_of("bf16 matmul operands"), elems * sizeof(float));
+    pair xd = make(N * C), wd = make(OC * C), bd = make(OC), dyd = make(N * OC);
+    device_upload(xd.d, x, N * C * sizeof(float));
+    device_upload(wd.d, w, OC * C * sizeof(float));
+    device_upload(bd.d, b, OC * sizeof(float));
+    device_upload(dyd.d, dy, N * OC * sizeof(float));
+    pair out = make(N * OC), dx = make(N * C), dw = make(OC * C), db = make(OC);
+    pair dx2 = make(N * C), dw2 = make(OC * C);
+    dev_matmul_forward(out.d, xd.d, wd.d, bd.d, N, C, OC);
+    matmul_forward(out.h, rx, rw, b, N, C, OC);
+    same(&out, "bf16 matmul_forward");
+    dev_matmul_backward(dx.d, dw.d, db.d, dyd.d, xd.d, wd.d, N, C, OC);
+    matmul_backward(dx.h, dw.h, NULL, rdy, rx, rw, N, C, OC);
+    matmul_backward(NULL, NULL, db.h, dy, NULL, NULL, N, C, OC); /* dbias: the fp32 dout */
+    same(&dx, "bf16 matmul_backward dinp");
+    same(&dw, "bf16 matmul_backward dweight");
+    same(&db, "bf16 matmul_backward dbias");
+    /* one gradient at a time, as the tensor-parallel layers call it (no inp for dinp) */
+    dev_matmul_backward(dx2.d, NULL, NULL, dyd.d, NULL, wd.d, N, C, OC);
+    dev_matmul_backward(NULL, dw2.d, NULL, dyd.d, xd.d, NULL, N, C, OC);
+    matmul_backward(dx2.h, dw2.h, NULL, rdy, rx, rw, N, C, OC);
+    same(&dx2, "bf16 matmul_backward dinp alone");
+    same(&dw2, "bf16 matmul_backward dweight alone");
+    /* the products really are bf16: the fp32 forward differs */
+    float *fp32 = malloc(N * OC * sizeof(float));
+    matmul_forward(fp32, x, w, b, N, C, OC);
+    assert_true(memcmp(fp32, out.h, N * OC * sizeof(float)) != 0);
+    device_set_matmul_dtype(PREC_FP32, 0);
+    assert_int_equal(device_bytes_in_use_of("bf16 matmul operands"), 0);
+    pair *all[] = {&xd, &wd, &bd, &dyd, &out, &dx, &dw, &db, &dx2, &dw2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+    free(x), free(w), free(b), free(dy), free(rx), free(rw), free(rdy), free(fp32);
+}
+
+static void bf16_products_on_the_cpu_equal_the_hand_rounded_reference(void **state) {
+    (void)state;
+    bf16_products_equal_the_rounded_reference_here();
+    assert_int_equal(device_bytes_in_use(), 0);
+}
+
+/* cpu-guarded: the same numbers (bit for bit, as for every kernel), and the casts into the
+ * scratch run with the guard open (a host touch would fault). */
+static void bf16_products_on_guarded_memory_equal_the_cpu_bit_for_bit(void **state) {
+    (void)state;
+    guarded_on();
+    bf16_products_equal_the_rounded_reference_here();
+    guarded_off();
+}
+
+static void grow_then_overflow(const void *arg) {
+    (void)arg;
+    device_set_matmul_dtype(PREC_BF16, dev_matmul_operand_elems(4, 4, 4));
+    device_set_matmul_dtype(PREC_BF16, 1); /* a smaller request keeps the larger scratch */
+    float x[64] = {0}, w[64] = {0}, y[64];
+    dev_matmul_forward(y, x, w, NULL, 4, 4, 4);
+    dev_matmul_forward(y, x, w, NULL, 8, 4, 4); /* 8·4 + 4·4 = 48 > 32: too large */
+    exit(0);
+}
+
+static void a_bf16_product_larger_than_the_scratch_dies_naming_it(void **state) {
+    (void)state;
+    char out[1024];
+    assert_int_not_equal(run_in_child(grow_then_overflow, NULL, out, sizeof out), 0);
+    assert_non_null(strstr(out, "a product of 48 operand values, but the scratch holds 32"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(names_parse_both_ways),
@@ -288,6 +402,10 @@ int main(void) {
         cmocka_unit_test(shutting_down_with_live_device_memory_is_an_error),
         cmocka_unit_test(cuda_without_a_gpu_is_refused_with_a_reason),
         cmocka_unit_test(every_kernel_on_guarded_memory_equals_the_cpu_kernel),
+        cmocka_unit_test(bf16_products_round_their_operands_by_hand_example),
+        cmocka_unit_test(bf16_products_on_the_cpu_equal_the_hand_rounded_reference),
+        cmocka_unit_test(bf16_products_on_guarded_memory_equal_the_cpu_bit_for_bit),
+        cmocka_unit_test(a_bf16_product_larger_than_the_scratch_dies_naming_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

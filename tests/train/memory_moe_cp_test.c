@@ -5,7 +5,8 @@
  * tests/train/moe_cp_cases.h (context parallelism, mixture of experts, expert parallelism,
  * with TP, PP, DP and ZeRO-1: the layouts moe_cp_equivalence_test.c checks against the
  * serial run), each rank trains 2 steps and one held-out evaluation of the small equivalence
- * model (fp32), and:
+ * model, in fp32 and in bf16 (whose bf16 linear products hold the device's operand scratch,
+ * sized for the largest product: with expert parallelism an expert's, ep·N rows), and:
  *   - its allocator high-water mark (device_bytes_peak) is within ±5% of the prediction for
  *     its rank (train_memory_predict: the coordinates of pg_layout_make5, this ep rank's
  *     experts, activations at T/cp with each MoE block's worst case, ring attention's scratch
@@ -117,12 +118,15 @@ static void every_5d_layout_peaks_where_predicted(void **state) {
     (void)state;
     double worst = 0;
     char name[160];
-    for (size_t i = 0; i < sizeof k_moe_cp_cases / sizeof k_moe_cp_cases[0]; i++) {
-        train_config c;
-        case_config(&k_moe_cp_cases[i], &c);
-        case_name(&k_moe_cp_cases[i], &c, name, sizeof name);
-        worst = fmax(worst, check_layout(&c, name));
-    }
+    for (size_t i = 0; i < sizeof k_moe_cp_cases / sizeof k_moe_cp_cases[0]; i++)
+        for (int bf16 = 0; bf16 < 2; bf16++) {
+            train_config c;
+            case_config(&k_moe_cp_cases[i], &c);
+            c.bf16 = bf16;
+            case_name(&k_moe_cp_cases[i], &c, name, sizeof name);
+            if (bf16) strcat(name, " bf16");
+            worst = fmax(worst, check_layout(&c, name));
+        }
     if (dist_rank() == 0)
         printf("  worst |peak/predicted − 1| over every 5-D row: %.4f%%\n", 100 * worst);
 }
