@@ -107,11 +107,11 @@ bench_pp_model bench_pp_model_of(const bench_ctx *ctx);
 const char *bench_pp_run(bench_ctx *ctx, const char *schedule, int p, int m, char *dir, size_t cap);
 
 /* A serial trainer of shape (L, C, NH, T, micro-batch = global batch B) on `device` (NULL:
- * the default), one BLAS thread, no trace: what the serial and device suites time. Dies as
- * `who` on a bad shape. (bench_serial.c) */
+ * the default), fp32 or --bf16, one BLAS thread, no trace: what the serial and device suites
+ * time. Dies as `who` on a bad shape. (bench_serial.c) */
 typedef struct trainer trainer;
 trainer *bench_serial_trainer(train_config *tc, int L, int C, int NH, int T, int B,
-                              const char *device, const char *who);
+                              const char *device, bool bf16, const char *who);
 
 /* The hidden worker runs inside `mpirun -np 2 trident bench --worker comm --run-dir DIR` and
  * writes DIR/worker_comm.txt ("key value" lines). bench_comm_results() launches it once per

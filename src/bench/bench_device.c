@@ -11,7 +11,11 @@
  *      gradient, with the model's exact shapes -> GEMM FLOP/s.
  *
  * model FLOP/s ÷ GEMM FLOP/s says how much of the device's GEMM speed a whole step keeps
- * (target ≥ 0.5). Every timed region ends with device_sync(), so GPU times are kernel times.
+ * (target ≥ 0.5). Two rows: fp32, then --bf16, where the trainer sets the device's linear
+ * products to bf16 (src/device/device.h: on cuda the operands are cast and the bf16 tensor-core
+ * GEMMs run; the CPU devices run their twin) and B times the same dev_matmul_* path, casts
+ * included. The attention's products stay fp32 in both. Every timed region ends with
+ * device_sync(), so GPU times are kernel times.
  *
  * Not here: multi-rank runs (the other suites), the kernel-by-kernel breakdown (serial suite).
  */
@@ -61,10 +65,6 @@ static device_setup device_setup_of(const bench_ctx *ctx, bool gpu) {
     return d;
 }
 
-static trainer *device_trainer(const bench_ctx *ctx, const device_setup *d, train_config *tc) {
-    return bench_serial_trainer(tc, d->L, d->C, d->NH, d->T, d->B, ctx->device, "bench device");
-}
-
 /* Device buffers big enough for every shape: x (N, in), y (N, out), w (in, out), gradients. */
 typedef struct {
     float *x, *y, *dx, *w, *dw;
@@ -96,17 +96,14 @@ static void linear_buffers_free(linear_buffers *b) {
     device_free(b->dw);
 }
 
-void bench_device(bench_ctx *ctx) {
-    device_kind dk;
-    CHECK(device_kind_parse(ctx->device, &dk), "device name checked by the flag parser");
-    char err[512];
-    if (!device_init(dk, dk == DEVICE_CUDA ? dist_bind_device() : -1, err, sizeof err))
-        die("trident bench --suite device: %s", err);
-    const bool gpu = dk == DEVICE_CUDA;
-    const device_setup d = device_setup_of(ctx, gpu);
-    const int L = d.L, C = d.C, NH = d.NH, T = d.T, B = d.B, repeats = d.repeats;
+/* One row: a training step in `prec` (fp32, or --bf16: bf16 linear products) against the
+ * model's linear products alone in the same precision (the trainer set it on the device). */
+static void device_row(bench_ctx *ctx, device_kind dk, const device_setup *d, prec_dtype prec) {
+    const bool gpu = dk == DEVICE_CUDA, bf16 = prec == PREC_BF16;
+    const int L = d->L, C = d->C, NH = d->NH, T = d->T, B = d->B, repeats = d->repeats;
     train_config tc;
-    trainer *t = device_trainer(ctx, &d, &tc);
+    trainer *t = bench_serial_trainer(&tc, L, C, NH, T, B, ctx->device, bf16, "bench device");
+    CHECK(device_matmul_dtype() == prec, "the trainer sets the precision of its products");
     const gpt_config g = {.vocab_size = tc.padded_vocab,
                           .real_vocab = 256,
                           .seq_len = T,
@@ -146,25 +143,37 @@ void bench_device(bench_ctx *ctx) {
     const double model_rate = flops_per_step / t_step, gemm_rate = gemm_flops / t_ref;
     char metric[160];
     snprintf(metric, sizeof metric,
-             "%s: model FLOP/s ÷ GEMM FLOP/s on its linear shapes (L=%d C=%d T=%d B=%d)",
-             device_kind_name(dk), L, C, T, B);
+             "%s %s: model FLOP/s ÷ GEMM FLOP/s on its linear shapes (L=%d C=%d T=%d B=%d)",
+             device_kind_name(dk), prec_dtype_name(prec), L, C, T, B);
     bench_row_min(ctx->report, "device", metric, model_rate / gemm_rate, "%.2f", 0.5);
+    const char *gemm = !bf16 ? (gpu ? "cuBLAS fp32, no TF32" : "OpenBLAS, one thread")
+                       : gpu ? "operands cast to bf16, cuBLAS bf16 tensor cores, fp32 accumulation"
+                             : "operands rounded to bf16 values, OpenBLAS sgemm, one thread";
     bench_note(ctx->report, "device",
-               "device %s%s; training step (forward + backward + AdamW, fp32): %.4f s = %.0f "
-               "tokens/s = %.2f "
-               "GFLOP/s of model FLOPs; the model's linear GEMMs alone (%.3g FLOP): %.4f s = %.2f "
-               "GFLOP/s; "
-               "median of %d interleaved repeats",
-               device_kind_name(dk), gpu ? " (cuBLAS fp32, no TF32)" : " (OpenBLAS, one thread)",
-               t_step, tokens / t_step, model_rate / 1e9, gemm_flops, t_ref, gemm_rate / 1e9,
-               repeats);
-    bench_command(
-        ctx->report,
-        "trident bench --suite device --device %s%s   (in process: trainer_step vs dev_matmul_*)",
-        device_kind_name(dk), ctx->quick ? " --quick" : "");
+               "device %s, %s (%s); training step (forward + backward + AdamW%s): %.4f s = %.0f "
+               "tokens/s = %.2f GFLOP/s of model FLOPs; the model's linear GEMMs alone (%.3g "
+               "FLOP): %.4f s = %.2f GFLOP/s; median of %d interleaved repeats",
+               device_kind_name(dk), prec_dtype_name(prec), gemm,
+               bf16 ? ", --bf16: attention products fp32" : ", fp32", t_step, tokens / t_step,
+               model_rate / 1e9, gemm_flops, t_ref, gemm_rate / 1e9, repeats);
     free(step);
     free(ref);
     linear_buffers_free(&lb);
     trainer_destroy(t);
+}
+
+void bench_device(bench_ctx *ctx) {
+    device_kind dk;
+    CHECK(device_kind_parse(ctx->device, &dk), "device name checked by the flag parser");
+    char err[512];
+    if (!device_init(dk, dk == DEVICE_CUDA ? dist_bind_device() : -1, err, sizeof err))
+        die("trident bench --suite device: %s", err);
+    const device_setup d = device_setup_of(ctx, dk == DEVICE_CUDA);
+    device_row(ctx, dk, &d, PREC_FP32);
+    device_row(ctx, dk, &d, PREC_BF16);
+    bench_command(ctx->report,
+                  "trident bench --suite device --device %s%s   (in process: trainer_step vs "
+                  "dev_matmul_*, fp32 then --bf16)",
+                  device_kind_name(dk), ctx->quick ? " --quick" : "");
     device_shutdown();
 }

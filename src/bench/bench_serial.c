@@ -195,12 +195,13 @@ static kernel_times time_kernels(const serial_setup *c, int V) {
 
 /* The trainer of the suite: a serial GPT of the setup's shape, one BLAS thread. */
 static trainer *serial_trainer(const serial_setup *s, train_config *tc) {
-    return bench_serial_trainer(tc, s->L, s->C, s->NH, s->T, s->B, NULL, "bench serial");
+    return bench_serial_trainer(tc, s->L, s->C, s->NH, s->T, s->B, NULL, false, "bench serial");
 }
 
 trainer *bench_serial_trainer(train_config *tc, int L, int C, int NH, int T, int B,
-                              const char *device, const char *who) {
+                              const char *device, bool bf16, const char *who) {
     train_config_defaults(tc);
+    tc->bf16 = bf16;
     tc->num_layers = L;
     tc->hidden_size = C;
     tc->num_attention_heads = NH;

@@ -4,6 +4,8 @@
  * - every suite contributes its rows, each row has five cells and a PASS/MISS/info verdict;
  * - RUN_DIR/bench.md holds the same table plus the commands that measured it, and
  *   RUN_DIR/bench.png is a PNG;
+ * - the device suite (not in `all` on the cpu) gives its fp32 and bf16 rows on cpu and
+ *   cpu-guarded;
  * - bad flags give one line naming the value, a non-zero exit and no files.
  */
 #include <stdio.h>
@@ -109,6 +111,30 @@ static void one_suite_runs_alone(void **state) {
     assert_int_equal(count_rows(g_out, "serial"), 0);
 }
 
+/* The device suite on the CPU devices (a GPU runs it with --device cuda): one row per
+ * precision, fp32 and bf16 (the trainer's --bf16 sets the device's bf16 linear products), each
+ * with its note; cpu-guarded runs the same path on guarded memory. */
+static void device_suite_has_an_fp32_and_a_bf16_row(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("bench_device");
+    const char *devices[2] = {"cpu", "cpu-guarded"};
+    for (int i = 0; i < 2; i++) {
+        char args[4400];
+        snprintf(args, sizeof args, "--suite device --device %s --quick --run-dir %s/run%d",
+                 devices[i], dir, i);
+        int rc = bench(args);
+        if (rc != 0) printf("%s\n", g_out);
+        assert_int_equal(rc, 0);
+        assert_int_equal(count_rows(g_out, "device"), 2);
+        char want[128];
+        snprintf(want, sizeof want, "| device | %s fp32: model FLOP/s ÷ GEMM FLOP/s", devices[i]);
+        assert_non_null(strstr(g_out, want));
+        snprintf(want, sizeof want, "| device | %s bf16: model FLOP/s ÷ GEMM FLOP/s", devices[i]);
+        assert_non_null(strstr(g_out, want));
+        assert_non_null(strstr(g_out, "operands rounded to bf16 values, OpenBLAS sgemm"));
+    }
+}
+
 static void bad_flags_name_the_value_and_write_nothing(void **state) {
     (void)state;
     const char *dir = test_tmpdir("bench_bad");
@@ -132,6 +158,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bad_flags_name_the_value_and_write_nothing),
         cmocka_unit_test(one_suite_runs_alone),
+        cmocka_unit_test(device_suite_has_an_fp32_and_a_bf16_row),
         cmocka_unit_test(quick_run_prints_every_suites_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
