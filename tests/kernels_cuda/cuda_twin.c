@@ -1,4 +1,4 @@
-/* cuda_twin.c — see cuda_twin.h. Every twin follows one pattern:
+/* cuda_twin.c — see cuda_twin.h. Every twin of a kernel follows one pattern:
  *
  *     d_x = up(x)          for every array argument, inputs AND outputs (so an output the op
  *                          forgets to write, or one it accumulates into, keeps the host's
@@ -11,6 +11,8 @@
 #include <stdlib.h>
 
 #include "kernels/ops_cuda.h"
+#include "src/core/check.h"
+#include "src/device/device.h"
 
 static cuda_context ctx;
 
@@ -113,6 +115,59 @@ void twin_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const 
     cuda_matmul_backward_bf16(&ctx, d_dinp, d_dw, d_db, d_dout, d_inp, d_w, N, C, OC);
     down(dinp, d_dinp, F(N * C)), down(dweight, d_dw, F(OC * C)), down(dbias, d_db, F(OC));
     drop(d_dout), drop(d_inp), drop(d_w);
+}
+
+/* ---- the device module (src/device/device.h) on the cuda device, bf16 products ---------- */
+
+/* cuda as the process's device, bf16 products with the scratch of exactly (N, C, OC). */
+static void device_bf16_on(size_t N, size_t C, size_t OC) {
+    char err[256];
+    if (!device_init(DEVICE_CUDA, 0, err, sizeof err)) die("%s", err);
+    device_set_matmul_dtype(PREC_BF16, dev_matmul_operand_elems(N, C, OC));
+}
+
+static void device_bf16_off(void) {
+    device_set_matmul_dtype(PREC_FP32, 0);
+    device_shutdown();
+}
+
+/* A device_alloc'ed copy of host (n floats); NULL for NULL. */
+static float *dev_up(const float *host, size_t n) {
+    if (!host) return NULL;
+    float *d = device_alloc(F(n), "twin");
+    device_upload(d, host, F(n));
+    return d;
+}
+
+/* The result back into host (nothing for NULL), then the device copy freed. */
+static void dev_down(float *host, float *dev, size_t n) {
+    if (!dev) return;
+    device_download(host, dev, F(n));
+    device_free(dev);
+}
+
+void twin_dev_matmul_forward_bf16(float *out, const float *inp, const float *weight,
+                                  const float *bias, size_t N, size_t C, size_t OC) {
+    device_bf16_on(N, C, OC);
+    float *d_out = dev_up(out, N * OC), *d_inp = dev_up(inp, N * C), *d_w = dev_up(weight, OC * C);
+    float *d_b = dev_up(bias, OC);
+    dev_matmul_forward(d_out, d_inp, d_w, d_b, N, C, OC);
+    dev_down(out, d_out, N * OC);
+    device_free(d_inp), device_free(d_w), device_free(d_b);
+    device_bf16_off();
+}
+
+void twin_dev_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
+                                   const float *inp, const float *weight, size_t N, size_t C,
+                                   size_t OC) {
+    device_bf16_on(N, C, OC);
+    float *d_dinp = dev_up(dinp, N * C), *d_dw = dev_up(dweight, OC * C), *d_db = dev_up(dbias, OC);
+    float *d_dout = dev_up(dout, N * OC), *d_inp = dev_up(inp, N * C),
+          *d_w = dev_up(weight, OC * C);
+    dev_matmul_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, N, C, OC);
+    dev_down(dinp, d_dinp, N * C), dev_down(dweight, d_dw, OC * C), dev_down(dbias, d_db, OC);
+    device_free(d_dout), device_free(d_inp), device_free(d_w);
+    device_bf16_off();
 }
 
 void twin_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,

@@ -40,6 +40,17 @@ void twin_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const 
                                const uint16_t *inp, const uint16_t *weight, size_t N, size_t C,
                                size_t OC);
 
+/* The device module's bf16 linear products on the cuda device (src/device/device.h: a cuda
+ * device_init, device_set_matmul_dtype(PREC_BF16) with a scratch of exactly this product's
+ * dev_matmul_operand_elems, then dev_matmul_forward / dev_matmul_backward: casts into the
+ * scratch and the bf16 GEMMs), on host fp32 arrays, as the other twins. Their CPU twin is the
+ * CPU kernel on operands rounded to bf16 (prec_round_array), the cpu device's bf16 path. */
+void twin_dev_matmul_forward_bf16(float *out, const float *inp, const float *weight,
+                                  const float *bias, size_t N, size_t C, size_t OC);
+void twin_dev_matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
+                                   const float *inp, const float *weight, size_t N, size_t C,
+                                   size_t OC);
+
 void twin_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                             const float *b, size_t N, size_t C);
 void twin_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,

@@ -8,7 +8,9 @@
  *
  * Tolerances (relative, with an absolute floor of rtol * max|want| for values near 0):
  *   elementwise 1e-5; reductions (LayerNorm, cross-entropy sums) 1e-5 .. 1e-4; GEMM and
- *   attention 1e-4; bf16 GEMMs 1e-2 against the CPU on the same bf16-rounded inputs.
+ *   attention 1e-4; bf16 GEMMs 1e-2 against the CPU on the same bf16-rounded inputs, also
+ *   through src/device (its casts into the operand scratch, then the bf16 GEMMs: the device
+ *   module's bf16 linear products against their CPU twin, whose fp32 dbias is held to 1e-4).
  *   Embedding and position backward are exact: the kernels add in the CPU's order.
  *   Fill, scale and the bias rows are exact (one operation per element); the double sum of
  *   squares to 1e-12 (only the order of the additions differs), and bit-identical run to run.
@@ -113,28 +115,45 @@ static void matmul_backward_accumulates_like_cpu(void **state) {
     free(g_dinp), free(g_dw), free(g_db);
 }
 
-static void matmul_bf16_matches_cpu_on_rounded_inputs(void **state) {
+/* The bf16 GEMMs on bf16 bit patterns, and the device module's bf16 products (src/device:
+ * its casts of the fp32 operands into the operand scratch, then the same GEMMs), both against
+ * the CPU kernels on the operands rounded to bf16: the cpu device's bf16 path. dbias: the
+ * kernel's sums the bf16 dout, the device's the fp32 dout (held to the fp32 GEMM's 1e-4). */
+static void matmul_bf16_and_the_device_bf16_path_match_cpu_on_rounded_inputs(void **state) {
     (void)state;
     const size_t N = 64, C = 96, OC = 80;
     float *inp = randn(N * C, 1, 1.0f), *w = randn(OC * C, 2, 0.1f), *dout = randn(N * OC, 3, 1.0f);
     float *b = randn(OC, 4, 1.0f);
+    float *f_inp = copy_of(inp, N * C), *f_w = copy_of(w, OC * C), *f_dout = copy_of(dout, N * OC);
     uint16_t *inp16 = to_bf16(inp, N * C), *w16 = to_bf16(w, OC * C);
-    uint16_t *dout16 = to_bf16(dout, N * OC);
+    uint16_t *dout16 = to_bf16(dout, N * OC); /* inp, w, dout now hold the rounded values */
 
-    float *want = randn(N * OC, 5, 1.0f), *got = copy_of(want, N * OC);
+    float *want = randn(N * OC, 5, 1.0f), *got = copy_of(want, N * OC),
+          *dgot = copy_of(want, N * OC);
     matmul_forward(want, inp, w, b, N, C, OC);
     twin_matmul_forward_bf16(got, inp16, w16, b, N, C, OC);
     close_rel(got, want, N * OC, 1e-2, "bf16 matmul out");
+    twin_dev_matmul_forward_bf16(dgot, f_inp, f_w, b, N, C, OC);
+    close_rel(dgot, want, N * OC, 1e-2, "device bf16 matmul out");
 
     float *dinp = randn(N * C, 6, 1.0f), *dw = randn(OC * C, 7, 1.0f), *db = randn(OC, 8, 1.0f);
     float *g_dinp = copy_of(dinp, N * C), *g_dw = copy_of(dw, OC * C), *g_db = copy_of(db, OC);
+    float *d_dinp = copy_of(dinp, N * C), *d_dw = copy_of(dw, OC * C), *d_db = copy_of(db, OC);
+    float *f_db = copy_of(db, OC);
+    matmul_backward(NULL, NULL, f_db, f_dout, NULL, NULL, N, C, OC); /* dbias of the fp32 dout */
     matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC);
     twin_matmul_backward_bf16(g_dinp, g_dw, g_db, dout16, inp16, w16, N, C, OC);
     close_rel(g_dinp, dinp, N * C, 1e-2, "bf16 matmul dinp");
     close_rel(g_dw, dw, OC * C, 1e-2, "bf16 matmul dweight");
     close_rel(g_db, db, OC, 1e-2, "bf16 matmul dbias");
+    twin_dev_matmul_backward_bf16(d_dinp, d_dw, d_db, f_dout, f_inp, f_w, N, C, OC);
+    close_rel(d_dinp, dinp, N * C, 1e-2, "device bf16 matmul dinp");
+    close_rel(d_dw, dw, OC * C, 1e-2, "device bf16 matmul dweight");
+    close_rel(d_db, f_db, OC, 1e-4, "device bf16 matmul dbias (fp32 dout)");
     free(inp), free(w), free(dout), free(b), free(inp16), free(w16), free(dout16);
-    free(want), free(got), free(dinp), free(dw), free(db), free(g_dinp), free(g_dw), free(g_db);
+    free(f_inp), free(f_w), free(f_dout), free(want), free(got), free(dgot);
+    free(dinp), free(dw), free(db), free(g_dinp), free(g_dw), free(g_db);
+    free(d_dinp), free(d_dw), free(d_db), free(f_db);
 }
 
 /* ------------------------------------------------------------------ layernorm */
@@ -547,7 +566,7 @@ int main(void) {
         cmocka_unit_test(matmul_forward_matches_cpu_with_and_without_bias),
         cmocka_unit_test(matmul_forward_with_empty_inner_dimension_is_the_bias),
         cmocka_unit_test(matmul_backward_accumulates_like_cpu),
-        cmocka_unit_test(matmul_bf16_matches_cpu_on_rounded_inputs),
+        cmocka_unit_test(matmul_bf16_and_the_device_bf16_path_match_cpu_on_rounded_inputs),
         cmocka_unit_test(layernorm_forward_and_backward_match_cpu),
         cmocka_unit_test(attention_forward_and_backward_match_cpu),
         cmocka_unit_test(gelu_residual_and_add_match_cpu),

@@ -5,6 +5,7 @@
 # Builds from this source tree with plain nvcc/gcc commands into $BUILD_DIR:
 #   kernels/*.cu                        -> nvcc objects (the CUDA twins, kernels/ops_cuda.h)
 #   kernels/ops_cpu.c + src/ oracles    -> the CPU twins the test compares against
+#   src/device                          -> its bf16 linear products on cuda, also tested there
 #   tests/kernels_cuda/ops_cuda_test    -> every kernel vs its CPU twin
 #   tools/gpu/gemm_bench                -> cuBLAS TFLOP/s on the model's GEMM shapes
 # OpenBLAS and cmocka are used when installed; otherwise the shims in tools/gpu/shim_cblas
@@ -85,9 +86,20 @@ fi
 CUDA_LIBS=(-L"$LIBDIR" -Wl,-rpath,"$LIBDIR" -lcublas -lcublasLt -lcudart -lstdc++ -lm)
 
 say "gcc ops_cuda_test"
-"$CC" "${CFLAGS[@]}" "${BLAS_FLAGS[@]}" "${CMOCKA_FLAGS[@]}" -o "$BUILD_DIR/ops_cuda_test" \
+# tests/support includes tools/mpi_env.h, which Bazel generates from tools/mpi_env.sh
+# (//tools:mpi_env_h): the same sed here; it links src/core and the trace reader (its
+# causality helpers). src/device (its bf16 linear products on cuda) is
+# built with TRIDENT_CUDA, as Bazel does.
+mkdir -p "$BUILD_DIR/gen/tools"
+sed -n -e 's/^export \([A-Za-z_0-9]*\)=\${\1:-\(.*\)}$/MPI_ENV_VAR("\1", "\2", 1)/p' -e t \
+    -e 's/^export \([A-Za-z_0-9]*\)=\(.*\)$/MPI_ENV_VAR("\1", "\2", 0)/p' tools/mpi_env.sh \
+    > "$BUILD_DIR/gen/tools/mpi_env.h"
+"$CC" "${CFLAGS[@]}" -I"$BUILD_DIR/gen" -DTRIDENT_CUDA "${BLAS_FLAGS[@]}" "${CMOCKA_FLAGS[@]}" \
+    -o "$BUILD_DIR/ops_cuda_test" \
     tests/kernels_cuda/ops_cuda_test.c tests/kernels_cuda/cuda_twin.c tests/support/testing.c \
-    kernels/ops_cpu.c src/optim/adamw.c src/precision/convert.c src/core/check.c src/core/flags.c \
+    kernels/ops_cpu.c src/optim/adamw.c src/precision/convert.c src/precision/loss_scaler.c \
+    src/device/device.c src/device/device_memory.c src/core/*.c \
+    src/trace/trace.c src/trace/trace_read.c src/trace/causality.c \
     "${BLAS_SRCS[@]}" "${CMOCKA_SRCS[@]}" "${CUDA_OBJS[@]}" \
     "${BLAS_LIBS[@]}" "${CMOCKA_LIBS[@]}" "${CUDA_LIBS[@]}"
 say "gcc gemm_bench"
