@@ -6,7 +6,9 @@
  * kernels, so the comparison is within a tolerance, not bit for bit (cpu-guarded vs cpu is
  * bit for bit: tests/train/device_equivalence_test):
  *   - one process, fp32: every logged loss within 1e-4 relative over 20 steps;
- *   - one process, bf16 (16-bit parameters and gradients, fp32 masters): within 2e-2;
+ *   - one process, bf16 (16-bit parameters and gradients, fp32 masters, the linear products
+ *     on bf16 operands: the GPU's tensor-core GEMMs, the CPU's sgemm on the same rounded
+ *     values, so the sums' order is the difference): within 2e-2;
  *   - 8 ranks sharing the one GPU (tensor 2 × pipeline 2 × data 2, interleaved, ZeRO; MPI
  *     with host staging) against the serial cpu run: within 1e-4;
  *   - with 2 GPUs or more, 2 data-parallel ranks on NCCL against the serial cpu run: 1e-4.
