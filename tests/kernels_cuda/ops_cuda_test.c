@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "src/core/check.h"
 #include "src/core/rng.h"
 #include "src/optim/adamw.h"
 #include "src/precision/convert.h"
@@ -283,12 +284,11 @@ static void has_inf_or_nan_finds_one_bad_element(void **state) {
 
 /* ------------------------------------------------------------------ embeddings */
 
-static void embedding_masks_tokens_outside_the_shard(void **state) {
-    (void)state;
-    const size_t N = 300, C = 70, V = 20;
-    const int64_t v_start = 10; /* this rank holds tokens 10..29 */
-    int32_t tokens[300];
-    for (size_t n = 0; n < N; n++) tokens[n] = (int32_t)rng_below(42, 9, n, 40);
+/* Tokens in [0, 2 * (v_start + V)): some in the shard [v_start, v_start + V), some not. */
+static void embedding_shard(size_t N, size_t C, size_t V, int64_t v_start) {
+    int32_t *tokens = mallocCheck(N * sizeof(int32_t));
+    for (size_t n = 0; n < N; n++)
+        tokens[n] = (int32_t)rng_below(42, 9, n, 2 * ((uint64_t)v_start + V));
     float *wte = randn(V * C, 1, 1.0f);
     float *out = randn(N * C, 2, 1.0f), *g_out = copy_of(out, N * C);
     embedding_forward(out, tokens, wte, N, C, v_start, V);
@@ -301,7 +301,14 @@ static void embedding_masks_tokens_outside_the_shard(void **state) {
     embedding_backward(dwte, dout, tokens, N, C, v_start, V);
     twin_embedding_backward(g_dwte, dout, tokens, N, C, v_start, V);
     exact(g_dwte, dwte, V * C, "embedding dwte");
-    free(wte), free(out), free(g_out), free(dout), free(dwte), free(g_dwte);
+    free(tokens), free(wte), free(out), free(g_out), free(dout), free(dwte), free(g_dwte);
+}
+
+static void embedding_masks_tokens_outside_the_shard(void **state) {
+    (void)state;
+    embedding_shard(300, 70, 20, 10); /* this rank holds tokens 10..29; two tiles of positions */
+    /* columns beyond one block's span (4 x 256), a tile cut short, a shard starting at 0 */
+    embedding_shard(777, 1100, 9, 0);
 }
 
 static void position_embedding_matches_cpu(void **state) {
