@@ -84,10 +84,14 @@ else
 fi
 CUDA_LIBS=(-L"$LIBDIR" -Wl,-rpath,"$LIBDIR" -lcublas -lcublasLt -lcudart -lstdc++ -lm)
 
+# tests/support/testing.c includes tools/mpi_env.h, which Bazel generates: the same script here.
+mkdir -p "$BUILD_DIR/gen/tools"
+sh tools/mpi_env_h.sh tools/mpi_env.sh > "$BUILD_DIR/gen/tools/mpi_env.h"
 say "gcc ops_cuda_test"
-"$CC" "${CFLAGS[@]}" "${BLAS_FLAGS[@]}" "${CMOCKA_FLAGS[@]}" -o "$BUILD_DIR/ops_cuda_test" \
+"$CC" "${CFLAGS[@]}" -I"$BUILD_DIR/gen" "${BLAS_FLAGS[@]}" "${CMOCKA_FLAGS[@]}" -o "$BUILD_DIR/ops_cuda_test" \
     tests/kernels_cuda/ops_cuda_test.c tests/kernels_cuda/cuda_twin.c tests/support/testing.c \
-    kernels/ops_cpu.c src/optim/adamw.c src/precision/convert.c src/core/check.c src/core/flags.c \
+    kernels/ops_cpu.c src/optim/adamw.c src/precision/convert.c src/core/*.c \
+    src/trace/causality.c src/trace/trace.c src/trace/trace_read.c \
     "${BLAS_SRCS[@]}" "${CMOCKA_SRCS[@]}" "${CUDA_OBJS[@]}" \
     "${BLAS_LIBS[@]}" "${CMOCKA_LIBS[@]}" "${CUDA_LIBS[@]}"
 say "gcc gemm_bench"

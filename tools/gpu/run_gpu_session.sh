@@ -98,7 +98,7 @@ facts() {
     echo "--- nvcc: $(nvcc --version 2>/dev/null | tail -1)"
     echo "--- CUDA libraries"; ls /usr/local/cuda/lib64 2>/dev/null | grep -E '^lib(cublas|cudart|nccl)' | head
     ldconfig -p | grep -E 'libnccl|libcublas\.|libcudart\.' | head
-    echo "--- NCCL files"; find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libnccl.so*' -print 2>/dev/null | head
+    echo "--- NCCL files"; find /usr /opt /lib /lib64 -maxdepth 8 -name 'libnccl.so*' 2>/dev/null | head
     echo "--- python: $("$PYTHON" -c 'import torch, sys; print(sys.executable, torch.__version__, torch.version.cuda)' 2>&1)"
     echo "--- glibc $(getconf GNU_LIBC_VERSION); $(nproc) cores; $(uname -r)"
     # shellcheck disable=SC1091
