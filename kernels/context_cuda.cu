@@ -1,11 +1,14 @@
 /* context_cuda.cu — the plumbing of kernels/ops_cuda.h: error checks, the context (device,
- * stream, cuBLAS handle, reduction scratch), host<->device copies and the arena allocator.
+ * stream, cuBLAS handle, reduction scratch, timing events), host<->device copies and the arena
+ * allocator.
  *
  * Not here: any numerical kernel.
  */
 #include "kernels/cuda_common.cuh"
 
 #include <string.h>
+
+#include "src/core/clock.h"
 
 using namespace trident_cuda;
 
@@ -71,10 +74,18 @@ extern "C" void cuda_context_init(cuda_context *ctx, int device) {
     /* Scratch of the reductions that answer on the host (reduce_cuda.cu). */
     cudaCheck(cudaMalloc((void **)&ctx->partials, CUDA_REDUCE_BLOCKS * sizeof(double)));
     cudaCheck(cudaMalloc((void **)&ctx->flag, sizeof(int)));
+    /* Timing events: the reference now, the pool as cuda_event_record asks for ids. */
+    ctx->events = NULL;
+    ctx->nevents = 0;
+    cudaCheck(cudaEventCreate(&ctx->ref));
+    ctx->t_ref = 0.0;
 }
 
 extern "C" void cuda_context_free(cuda_context *ctx) {
     cudaCheck(cudaStreamSynchronize(ctx->stream));
+    for (size_t i = 0; i < ctx->nevents; i++) cudaCheck(cudaEventDestroy(ctx->events[i]));
+    free(ctx->events);
+    cudaCheck(cudaEventDestroy(ctx->ref));
     cudaCheck(cudaFree(ctx->flag));
     cudaCheck(cudaFree(ctx->partials));
     cublasCheck(cublasDestroy(ctx->cublas));
@@ -104,6 +115,37 @@ extern "C" void cuda_download(const cuda_context *ctx, void *host_dst, const voi
 extern "C" void cuda_zero(const cuda_context *ctx, void *dev, size_t bytes) {
     if (bytes == 0) return;
     cudaCheck(cudaMemsetAsync(dev, 0, bytes, ctx->stream));
+}
+
+/* ---- timing events --------------------------------------------------------------------------- */
+
+extern "C" void cuda_event_record(cuda_context *ctx, size_t i) {
+    if (i >= ctx->nevents) { /* grow the pool: double it, or up to i, at least 64 events */
+        size_t n = 2 * ctx->nevents > i + 1 ? 2 * ctx->nevents : i + 1;
+        if (n < 64) n = 64;
+        cudaEvent_t *grown = (cudaEvent_t *)mallocCheck(n * sizeof *grown);
+        if (ctx->nevents) memcpy(grown, ctx->events, ctx->nevents * sizeof *grown);
+        for (size_t k = ctx->nevents; k < n; k++) cudaCheck(cudaEventCreate(&grown[k]));
+        free(ctx->events);
+        ctx->events = grown;
+        ctx->nevents = n;
+    }
+    cudaCheck(cudaEventRecord(ctx->events[i], ctx->stream));
+}
+
+extern "C" double cuda_events_reference(cuda_context *ctx) {
+    cuda_context_sync(ctx);
+    cudaCheck(cudaEventRecord(ctx->ref, ctx->stream));
+    cudaCheck(cudaEventSynchronize(ctx->ref));
+    ctx->t_ref = time_now();
+    return ctx->t_ref;
+}
+
+extern "C" double cuda_event_time(const cuda_context *ctx, size_t i) {
+    CHECK(i < ctx->nevents, "cuda_event_time of an event that was never recorded");
+    float ms = 0.0f; /* from event i to the reference: >= 0, the reference came last */
+    cudaCheck(cudaEventElapsedTime(&ms, ctx->events[i], ctx->ref));
+    return ctx->t_ref - 1e-3 * (double)ms;
 }
 
 /* ---- arena ----------------------------------------------------------------------------------- */

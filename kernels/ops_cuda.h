@@ -70,8 +70,12 @@ typedef struct {
     int device;
     cudaStream_t stream;
     cublasHandle_t cublas;
-    double *partials; /* (CUDA_REDUCE_BLOCKS) device doubles: one partial sum per block */
-    int *flag;        /* one device int: "an inf or NaN was seen" */
+    double *partials;    /* (CUDA_REDUCE_BLOCKS) device doubles: one partial sum per block */
+    int *flag;           /* one device int: "an inf or NaN was seen" */
+    cudaEvent_t *events; /* (nevents) timing events of cuda_event_record, created as needed */
+    size_t nevents;      /* timing events created so far */
+    cudaEvent_t ref;     /* cuda_events_reference's event on the idle stream ... */
+    double t_ref;        /* ... and the host's time_now() just after it was reached */
 } cuda_context;
 
 /* Blocks of the fixed-order reductions, hence the length of ctx->partials. */
@@ -90,6 +94,26 @@ void cuda_upload(const cuda_context *ctx, void *dev_dst, const void *host_src, s
 void cuda_download(const cuda_context *ctx, void *host_dst, const void *dev_src, size_t bytes);
 /* dev[0..bytes) = 0, queued on ctx->stream. */
 void cuda_zero(const cuda_context *ctx, void *dev, size_t bytes);
+
+/* ---- timing events: when the stream reached a point, on the host clock -------------------
+ *
+ *   cuda_event_record(&ctx, 0);            // queued on ctx.stream; returns at once
+ *   cuda_matmul_forward(&ctx, ...);
+ *   cuda_event_record(&ctx, 1);
+ *   cuda_events_reference(&ctx);           // waits for the stream, then takes the reference
+ *   double t = cuda_event_time(&ctx, 1) - cuda_event_time(&ctx, 0);   // the GEMM's seconds
+ *
+ * The context's timing event i is created the first time it is recorded (the pool grows) and
+ * destroyed with the context; recording it again reuses it. The reference pair is taken on
+ * the idle stream: the event ctx->ref is recorded and waited for, then time_now()
+ * (src/core/clock.h) is read: t_ref (late by the wait's wake-up, microseconds). An event's
+ * time is then t_ref minus cudaEventElapsedTime(event, ref), i.e. the host time at which the
+ * stream reached it, with the event timer's resolution (about 0.5 us). Valid for events
+ * recorded before the last cuda_events_reference. src/device/device.h hands out the ids. */
+void cuda_event_record(cuda_context *ctx, size_t i);
+/* Returns t_ref. */
+double cuda_events_reference(cuda_context *ctx);
+double cuda_event_time(const cuda_context *ctx, size_t i);
 
 /* ---- arena: one cudaMalloc per kind of memory, handed out as views -----------------------
  *

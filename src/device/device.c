@@ -2,7 +2,8 @@
  *
  * Every dev_* call branches once on the device: cuda goes to kernels/ops_cuda.h (CUDA builds
  * only), the two CPU devices to kernels/ops.h, with the cpu-guarded pages open around the
- * call (device_memory.h). Memory itself is device_memory.c.
+ * call (device_memory.h). Memory itself is device_memory.c. At the end, the timing markers:
+ * ids handed out here for every device, the CPU twin's times, cuda's events by the same id.
  */
 #include "src/device/device.h"
 
@@ -12,6 +13,7 @@
 
 #include "kernels/ops.h"
 #include "src/core/check.h"
+#include "src/core/clock.h"
 #include "src/optim/adamw.h"
 #include "src/precision/loss_scaler.h"
 
@@ -302,4 +304,55 @@ void dev_adamw_update(float *p, const float *gr, float *m, float *v, size_t n,
     KERNEL(cuda_adamw_update(CTX, p, gr, m, v, n, cfg->beta1, cfg->beta2, cfg->eps, lr, wd, t,
                              grad_scale),
            adamw_update(p, gr, m, v, n, cfg, lr, wd, t, grad_scale));
+}
+
+/* ---------------------------------------------------------------- timing markers
+ *
+ * An id is a slot: a released one if any, else the next new one. The CPU devices keep each
+ * slot's host time here; cuda records the context's timing event of the same number (the
+ * context creates its events as ids first appear, and destroys them with itself). */
+static struct {
+    double *host;  /* (cap) CPU devices: time_now() when marker i was taken */
+    int *released; /* (cap) ids given back, nfree of them: taken again first */
+    int cap, next, nfree;
+} mk;
+
+int device_marker_take(void) {
+    if (mk.nfree == 0 && mk.next == mk.cap) {
+        int cap = mk.cap ? 2 * mk.cap : 64;
+        double *host = mallocCheck((size_t)cap * sizeof *host);
+        int *released = mallocCheck((size_t)cap * sizeof *released);
+        if (mk.cap) memcpy(host, mk.host, (size_t)mk.cap * sizeof *host);
+        free(mk.host), free(mk.released);
+        mk.host = host, mk.released = released, mk.cap = cap;
+    }
+    int m = mk.nfree ? mk.released[--mk.nfree] : mk.next++;
+#ifdef TRIDENT_CUDA
+    if (ON_CUDA) {
+        cuda_event_record(CTX, (size_t)m);
+        return m;
+    }
+#endif
+    mk.host[m] = time_now();
+    return m;
+}
+
+void device_marker_sync(void) {
+#ifdef TRIDENT_CUDA
+    if (ON_CUDA) cuda_events_reference(CTX);
+#endif
+}
+
+double device_marker_time(int m) {
+    CHECK(m >= 0 && m < mk.next, "device_marker_time of an id device_marker_take did not return");
+#ifdef TRIDENT_CUDA
+    if (ON_CUDA) return cuda_event_time(CTX, (size_t)m);
+#endif
+    return mk.host[m];
+}
+
+void device_marker_release(int m) {
+    CHECK(m >= 0 && m < mk.next && mk.nfree < mk.next,
+          "device_marker_release of an id not taken, or released twice");
+    mk.released[mk.nfree++] = m;
 }

@@ -145,4 +145,31 @@ void dev_round(prec_dtype t, float *x, size_t n);
 void dev_adamw_update(float *p, const float *g, float *m, float *v, size_t n,
                       const struct adamw_config *cfg, float lr, float wd, int t, float grad_scale);
 
+/* ---- timing markers: when the device reached a point of its queue ----------------------
+ *
+ * The dev_* calls above only queue work on a GPU, so the host clock around them times the
+ * launches. A marker is a point in the device's queue; its time is when the device got there
+ * (the work queued before it had finished), on the host's clock (time_now() seconds,
+ * src/core/clock.h). The trace's device clock (src/trace/trace.h) is these four functions:
+ *
+ *   int a = device_marker_take();      // queued now, no wait
+ *   dev_matmul_forward(...);
+ *   int b = device_marker_take();
+ *   device_marker_sync();               // waits for the device
+ *   double kernel_s = device_marker_time(b) - device_marker_time(a);
+ *   device_marker_release(a), device_marker_release(b);
+ *
+ * cuda: a marker is a timing event of the context (kernels/ops_cuda.h: cuda_event_record),
+ * created once and reused by id; device_marker_sync waits for the stream and takes a fresh
+ * host/device reference pair (an event recorded on the idle stream, waited for, and the host
+ * clock read), and a marker's time is the reference's host time minus the event time from the
+ * marker to the reference. The CPU devices run each kernel inside its call, so a marker is
+ * the host clock when it is taken (device time = host time) and the sync does nothing.
+ * A marker's time is valid once a device_marker_sync after its take has returned, until its
+ * release. Ids are small integers, reused after release. */
+int device_marker_take(void);
+void device_marker_sync(void);
+double device_marker_time(int marker);
+void device_marker_release(int marker);
+
 #endif /* TRIDENT_DEVICE_DEVICE_H */

@@ -73,8 +73,9 @@ void device_upload(void *dev_dst, const void *host_src, size_t bytes);
 void device_download(void *host_dst, const void *dev_src, size_t bytes);
 void device_copy(void *dev_dst, const void *dev_src, size_t bytes);
 void device_zero(void *dev, size_t bytes);
-/* Waits for everything queued (cuda); a no-op on the CPU devices. Trace spans call it so
- * the timeline measures kernels, not their launches. */
+/* Waits for everything queued (cuda); a no-op on the CPU devices. NCCL calls wait on it
+ * (their own stream), benchmarks so that they time kernels, not launches (the trace instead
+ * uses device.h's timing markers, which need no wait per span). */
 void device_sync(void);
 
 /* ---- for the kernels of device.c -------------------------------------------------------- */

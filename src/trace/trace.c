@@ -1,8 +1,13 @@
 /* trace.c — the recorder and the writer (see trace.h; byte layout in FORMAT.md).
  *
  * The recorder is one preallocated array of events filled front to back, plus a small
- * intern table for strings. Nothing here allocates or touches a file after trace_create(),
- * until trace_write() serialises everything into one buffer and writes it atomically.
+ * intern table for strings. Nothing here allocates or touches a file after trace_create()
+ * (and trace_set_device_clock()), until trace_write() serialises everything into one buffer
+ * and writes it atomically.
+ *
+ * Device time: beside the events, two marker slots per event (begin, end; -1 when none is
+ * pending). Only events at index >= `unresolved` can hold one, so a resolve scans the events
+ * recorded since the last one (a step's), plus any older span that ended since.
  */
 #include "src/trace/trace.h"
 
@@ -23,10 +28,11 @@ struct trace_recorder {
     uint64_t dropped;
     char strings[TRACE_MAX_STRINGS][TRACE_MAX_STRING]; /* id 0 is "(other)" */
     int nstrings;
-    void (*sync)(void); /* called before the clock is read at a span's begin and end */
+    trace_device_clock clk; /* valid when mark != NULL */
+    int *mark;              /* (cap, 2) markers of event i's begin and end pending, else -1 */
+    size_t unresolved;      /* every pending marker belongs to an event at this index or later */
+    size_t pending;         /* markers taken and not yet resolved */
 };
-
-void trace_set_sync(trace_recorder *t, void (*sync)(void)) { t->sync = sync; }
 
 const char *trace_kind_name(int kind) {
     static const char *const names[TRACE_NUM_KINDS] = {
@@ -53,8 +59,58 @@ trace_recorder *trace_create(const trace_header *h, size_t capacity_events) {
     return t;
 }
 
+/* Hands every pending marker back to the clock: resolved (trace_resolve), or not (destroy). */
+static void drop_markers(trace_recorder *t) {
+    for (size_t i = 2 * t->unresolved; i < 2 * t->n; i++) {
+        if (t->mark[i] >= 0) t->clk.release(t->mark[i]);
+        t->mark[i] = -1;
+    }
+    t->pending = 0;
+    t->unresolved = t->n;
+}
+
+void trace_set_device_clock(trace_recorder *t, const trace_device_clock *clk) {
+    CHECK(t->n == 0 && !t->mark,
+          "trace_set_device_clock: set the device clock once, before the first event");
+    if (!clk) return;
+    CHECK(clk->take && clk->sync && clk->time && clk->release,
+          "trace_set_device_clock needs all four functions of the clock");
+    t->clk = *clk;
+    t->mark = mallocCheck(2 * t->cap * sizeof *t->mark + 1);
+    for (size_t i = 0; i < 2 * t->cap; i++) t->mark[i] = -1;
+}
+
+void trace_resolve(trace_recorder *t) {
+    if (!t->mark || t->pending == 0) return;
+    t->clk.sync();
+    for (size_t i = t->unresolved; i < t->n; i++) {
+        trace_event *e = &t->ev[i];
+        int *m = &t->mark[2 * i];
+        if (m[0] >= 0) {
+            e->t_start = e->t_ready = t->clk.time(m[0]);
+            if (e->flags & TRACE_OPEN) e->t_end = e->t_start; /* still running: a point */
+        }
+        if (m[1] >= 0) {
+            e->t_end = t->clk.time(m[1]);
+            if (!t->clk.runs_on_host) e->cpu = -1; /* the thread only launched the work */
+        }
+    }
+    drop_markers(t); /* all resolved now */
+}
+
+/* A marker for event h's begin (which 0) or end (1). */
+static void take_marker(trace_recorder *t, int h, int which) {
+    int *m = &t->mark[2 * (size_t)h + (size_t)which];
+    if (*m >= 0) t->clk.release(*m); /* a second trace_end of one span: the last one counts */
+    else t->pending++;
+    *m = t->clk.take();
+    if ((size_t)h < t->unresolved) t->unresolved = (size_t)h;
+}
+
 void trace_destroy(trace_recorder *t) {
     if (!t) return;
+    if (t->mark) drop_markers(t);
+    free(t->mark);
     free(t->ev);
     free(t->config);
     free(t);
@@ -94,25 +150,30 @@ static trace_event *next_slot(trace_recorder *t, trace_kind kind, int step, int 
     return e;
 }
 
+/* The device markers go inside the host times (begin after its clock read, end before), so
+ * on the CPU devices, where a marker is the host clock, a span's device times lie within its
+ * host times and around the messages reported in between. */
 int trace_begin(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk) {
-    if (t->sync) t->sync();
     double now = time_now();
     trace_event *e = next_slot(t, kind, step, microbatch, chunk);
     if (!e) return -1;
     e->flags = TRACE_OPEN;
     e->t_start = e->t_ready = e->t_end = now;
     e->cpu = thread_cpu_now(); /* the CPU clock at begin until trace_end turns it into a span */
-    return (int)(e - t->ev);
+    int h = (int)(e - t->ev);
+    if (t->mark) take_marker(t, h, 0);
+    return h;
 }
 
 void trace_end(trace_recorder *t, int handle) {
     if (handle < 0) return; /* the begin was dropped */
     CHECK((size_t)handle < t->n, "trace_end got a handle that trace_begin did not return");
     trace_event *e = &t->ev[handle];
-    if (t->sync) t->sync();
+    if (t->mark) take_marker(t, handle, 1);
     e->t_end = time_now();
     e->cpu = thread_cpu_now() - e->cpu;
     e->flags &= ~(uint32_t)TRACE_OPEN;
+    if (e->kind == TRACE_STEP) trace_resolve(t); /* the step's natural sync point */
 }
 
 void trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
@@ -191,6 +252,7 @@ const char *trace_string(const trace_recorder *t, int id) {
 static uint16_t string_id16(int id) { return id < 0 ? (uint16_t)TRACE_NO_STRING : (uint16_t)id; }
 
 void trace_write(trace_recorder *t, const char *path) {
+    trace_resolve(t); /* no span left with launch times where the device has its times */
     size_t cfg_len = strlen(t->config);
     size_t str_bytes = 4;
     for (int i = 0; i < t->nstrings; i++) str_bytes += 2 + strlen(t->strings[i]);

@@ -15,9 +15,37 @@
  * Every begin/end pair also reads the thread's CPU clock, so an event knows how much CPU it
  * really got (the replay view re-times runs of more ranks than cores from it).
  *
- * Recording is cheap: the event buffer is allocated once by trace_create(); begin/end/comm
- * only fill the next slot (no allocation, no I/O). When the buffer is full, further events
- * are counted as dropped (the count is stored in the file) and begin returns -1, which
+ * Device time. On a GPU a kernel runs after its launch returns, so the host clock at begin and
+ * end times the launches, not the work. With a device clock set (trace_set_device_clock; the
+ * trainer sets src/device/device.h's markers on --device cuda and cpu-guarded), every
+ * begin/end span also drops a marker into the device's queue at its begin and at its end:
+ *
+ *   host     begin, launch k1 k2 k3, end  . . . . . . . . . . . step end: sync, resolve
+ *   stream   ... earlier work ...][  k1  ][    k2    ][ k3 ]
+ *                                ^                         ^
+ *                      begin marker reached = t_start      end marker reached = t_end
+ *
+ * The begin marker is reached when the stream has finished everything queued before the span,
+ * i.e. when the span's first kernel can start; the end marker when its last kernel finished.
+ * Marker times are only known once the device has caught up, so they are resolved at a
+ * natural sync point: when a TRACE_STEP span ends (the clock syncs the device, then every
+ * pending span gets its device times in place of the host ones) and before trace_write (so
+ * nothing stays pending; trace_resolve() does it on demand). The spans of one stream are thus
+ * in stream order and never overlap one another. A span still open at a resolve gets its
+ * device begin (and t_end = t_start while it is open); its end is resolved later. Until its
+ * markers are resolved a span keeps its host times (trace_event_at shows them).
+ * Communication events are reported with host times and keep them: comm stages device
+ * buffers through host memory with synchronous copies, so the host clock is right there.
+ * The cpu field of a device-timed span: on a device that runs its work on the recording
+ * thread (the CPU devices' twin of the markers) the thread's CPU seconds, as ever; on a GPU
+ * -1 (unknown), since the thread only launched the work: readers then take the span's
+ * (device) duration, which is what it cost (the replay view, schedule --costs-from).
+ * Without a device clock (NULL, the default and the cpu device) every time is the host's.
+ *
+ * Recording is cheap: the event buffer is allocated once by trace_create() (and the marker
+ * slots once by trace_set_device_clock()); begin/end/comm only fill the next slot (no
+ * allocation, no I/O, no device sync). When the buffer is full, further events are counted as
+ * dropped (the count is stored in the file) and begin returns -1 (taking no marker), which
  * trace_end() accepts and ignores. Times are local time_now() seconds (src/core/clock.h);
  * the header's clock_offset turns them into rank-0 time.
  *
@@ -33,7 +61,8 @@
  * other members' part; trace_run_check_causality() then says whether the run's picture is
  * physically possible. The byte layout is documented in src/trace/FORMAT.md.
  *
- * Not here: MPI (the trainer passes rank, layout and clock offset in), drawing (viz/).
+ * Not here: MPI (the trainer passes rank, layout and clock offset in), the device itself (the
+ * trainer passes its clock in), drawing (viz/).
  */
 #ifndef TRIDENT_TRACE_TRACE_H
 #define TRIDENT_TRACE_TRACE_H
@@ -108,14 +137,30 @@ typedef struct trace_recorder trace_recorder;
 
 /* Copies the header (and config_json) and allocates room for capacity_events events. */
 trace_recorder *trace_create(const trace_header *h, size_t capacity_events);
-/* On a GPU, kernels run after their launch returns: with sync set (device_sync of
- * src/device/device.h), begin and end first wait for the queued work, so a span measures the
- * kernels it launched and not just their launches (stream-synchronised clocks; the cost is
- * one synchronisation per span). NULL (the default, and the CPU) reads the clock at once. */
-void trace_set_sync(trace_recorder *t, void (*sync)(void));
+/* A clock of the device's queue (see "Device time" above): markers that the device reaches in
+ * queue order. src/device/device.h's device_marker_* fill it; tests fill it with fakes. */
+typedef struct {
+    int (*take)(void);       /* a marker queued on the device now, no wait; its id (>= 0) */
+    void (*sync)(void);      /* waits for the device: every marker taken so far is reached */
+    double (*time)(int id);  /* local time_now() seconds at which the device reached marker
+                              * id; valid for markers taken before the last sync */
+    void (*release)(int id); /* marker id is resolved (or dropped): it may be reused */
+    bool runs_on_host;       /* the device's work runs on the recording thread, inside the
+                              * calls (cpu, cpu-guarded): spans keep their thread CPU seconds */
+} trace_device_clock;
+
+/* Times the begin/end spans with clk (copied; NULL: host times only, the default). Once per
+ * recorder, before its first event, so that every span is timed by one clock. Allocates two
+ * marker slots per event. */
+void trace_set_device_clock(trace_recorder *t, const trace_device_clock *clk);
+/* Syncs the device and gives every span with pending markers its device times (a no-op
+ * without a device clock or pending markers). Called by trace_end of a TRACE_STEP span and
+ * by trace_write. */
+void trace_resolve(trace_recorder *t);
 
 /* Starts an event now; returns its handle for trace_end(), or -1 if the buffer is full. */
 int trace_begin(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk);
+/* Ends it now; the end of a TRACE_STEP span also resolves the device clock (trace_resolve). */
 void trace_end(trace_recorder *t, int handle);
 /* A whole compute event with explicit times (tests, and producers that time things themselves). */
 void trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
@@ -139,7 +184,8 @@ void trace_comm_stream(trace_recorder *t, const trace_comm_info *ci);
 /* A memory counter sample at now / at an explicit time. */
 void trace_memory(trace_recorder *t, size_t bytes_in_use);
 void trace_memory_at(trace_recorder *t, size_t bytes_in_use, double when);
-/* Writes the file atomically, creating its directory if needed; dies on I/O errors. */
+/* Resolves pending device times, then writes the file atomically, creating its directory if
+ * needed; dies on I/O errors. */
 void trace_write(trace_recorder *t, const char *path);
 void trace_destroy(trace_recorder *t);
 

@@ -274,10 +274,6 @@ static bool check_sharding(train_config *c, char *err, size_t errlen) {
              "--overlap-param-gather: it reduce-scatters each bucket as the backward produces it "
              "(one bucket is held, so each is reduced before the next is written)%s",
              s, stage == 3 ? " and prefetches the next unit's parameters by itself" : "");
-    if (strcmp(c->device, "cuda") == 0)
-        FAIL("--data-parallel-sharding-strategy %s runs on the CPU devices only (cpu, "
-             "cpu-guarded): its gathers and reduce-scatters have not been run on a GPU yet",
-             s);
     if (c->draw_zero)
         FAIL("--draw-zero draws ZeRO-1's one cut of the whole buffer; "
              "--data-parallel-sharding-strategy %s cuts every unit on its own (not drawn)",
@@ -354,9 +350,13 @@ static bool check_flags(train_config *c, int world, char *err, size_t errlen) {
     if (c->overlap_grad_reduce && c->fp16)
         FAIL("--overlap-grad-reduce does not support --fp16: its overflow check must see every "
              "local gradient before any bucket is reduced (use --bf16)");
-    if ((c->overlap_grad_reduce || c->overlap_param_gather) && strcmp(c->device, "cuda") == 0)
+    /* The stream's thread reads and writes its buckets itself, so they must be host memory:
+     * not on a GPU, nor on cpu-guarded, whose tensors the host may touch only in kernels. */
+    if ((c->overlap_grad_reduce || c->overlap_param_gather) && strcmp(c->device, "cpu") != 0)
         FAIL("--overlap-grad-reduce and --overlap-param-gather run on the CPU communication "
-             "stream (host memory, MPI): not with --device cuda");
+             "stream, whose thread reads the buckets in host memory: only with --device cpu "
+             "(got --device %s)",
+             c->device);
     return true;
 }
 

@@ -311,7 +311,15 @@ static void run_trace_begin(run_state *r) {
     trainer *t = r->t;
     t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
     pp_executor_set_trace(t->exec, t->trace);
-    if (r->dk == DEVICE_CUDA) trace_set_sync(t->trace, device_sync); /* kernel time, not launches */
+    /* The device's clock: markers in its queue (src/device/device.h), so that the compute
+     * spans of a GPU run time its kernels, not their launches, without a wait per span. On
+     * cuda, and on cpu-guarded, which runs the same path with the markers' CPU twin. */
+    const trace_device_clock markers = {.take = device_marker_take,
+                                        .sync = device_marker_sync,
+                                        .time = device_marker_time,
+                                        .release = device_marker_release,
+                                        .runs_on_host = r->dk != DEVICE_CUDA};
+    if (r->dk != DEVICE_CPU) trace_set_device_clock(t->trace, &markers);
     comm_set_trace_hook(trace_comm_hook, t->trace);
     comm_stream_set_trace_hook(trace_stream_hook, t->trace);
 }

@@ -1,8 +1,9 @@
-/* device_test.c — src/device/device.h: names, memory, the guard of the cpu-guarded device,
- * every dev_* kernel on cpu-guarded memory against the CPU kernel on host memory (bit for bit:
- * the same code runs, only where the bytes live differs), and the bf16 linear products: on
- * cpu and on cpu-guarded, bit for bit the CPU kernels on operands rounded to bf16 by hand. The cuda device is checked on a GPU
- * by tests/kernels_cuda and tests/train/gpu_train_test (tagged gpu). */
+/* device_test.c — src/device/device.h: names, memory, the guard of the cpu-guarded device, the
+ * timing markers' CPU twin, every dev_* kernel on cpu-guarded memory against the CPU kernel on
+ * host memory (bit for bit: the same code runs, only where the bytes live differs), and the
+ * bf16 linear products: on cpu and on cpu-guarded, bit for bit the CPU kernels on operands
+ * rounded to bf16 by hand. The cuda device is checked on a GPU by tests/kernels_cuda and
+ * tests/train/gpu_train_test (tagged gpu). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "src/core/clock.h"
 #include "src/device/device.h"
 #include "src/optim/adamw.h"
 #include "src/precision/convert.h"
@@ -124,6 +126,46 @@ static void cuda_without_a_gpu_is_refused_with_a_reason(void **state) {
     assert_true(strstr(err, "--device cuda") != NULL);
     assert_true(strstr(err, "no GPU") != NULL || strstr(err, "without CUDA") != NULL);
     assert_int_equal(device_current(), DEVICE_CPU);
+}
+
+/* ---- timing markers: the CPU twin ------------------------------------------------------- */
+
+/* On cpu and cpu-guarded a marker is the host clock when it is taken (the kernels ran inside
+ * their calls): times follow the takes, lie between host clock reads around them, and ids
+ * come back after release; the pool grows past its first slots. */
+static void markers_on_the_cpu_devices_are_the_host_clock(void **state) {
+    (void)state;
+    enum { n = 1 << 16, many = 300 };
+    for (int guarded = 0; guarded < 2; guarded++) {
+        if (guarded) guarded_on();
+        float *x = device_alloc(n * sizeof(float), "test");
+        double before = time_now();
+        int a = device_marker_take();
+        dev_fill(x, 1.0f, n);
+        int b = device_marker_take();
+        double after = time_now();
+        device_marker_sync();
+        assert_int_not_equal(a, b);
+        double ta = device_marker_time(a), tb = device_marker_time(b);
+        assert_true(before <= ta && ta <= tb && tb <= after);
+        device_marker_release(b);
+        int c = device_marker_take(); /* b's slot again, with the new time */
+        assert_int_equal(c, b);
+        device_marker_sync();
+        assert_true(device_marker_time(c) >= after);
+        device_marker_release(a), device_marker_release(c);
+
+        int ids[many];
+        for (int i = 0; i < many; i++) ids[i] = device_marker_take();
+        device_marker_sync();
+        for (int i = 0; i < many; i++) {
+            for (int j = 0; j < i; j++) assert_int_not_equal(ids[i], ids[j]);
+            if (i) assert_true(device_marker_time(ids[i]) >= device_marker_time(ids[i - 1]));
+        }
+        for (int i = 0; i < many; i++) device_marker_release(ids[i]);
+        device_free(x);
+        if (guarded) guarded_off();
+    }
 }
 
 /* ---- every kernel: cpu-guarded vs the CPU kernel on host memory -------------------------- */
@@ -401,6 +443,7 @@ int main(void) {
         cmocka_unit_test(host_access_to_guarded_memory_faults_and_says_why),
         cmocka_unit_test(shutting_down_with_live_device_memory_is_an_error),
         cmocka_unit_test(cuda_without_a_gpu_is_refused_with_a_reason),
+        cmocka_unit_test(markers_on_the_cpu_devices_are_the_host_clock),
         cmocka_unit_test(every_kernel_on_guarded_memory_equals_the_cpu_kernel),
         cmocka_unit_test(bf16_products_round_their_operands_by_hand_example),
         cmocka_unit_test(bf16_products_on_the_cpu_equal_the_hand_rounded_reference),

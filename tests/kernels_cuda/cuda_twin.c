@@ -12,6 +12,7 @@
 
 #include "kernels/ops_cuda.h"
 #include "src/core/check.h"
+#include "src/core/clock.h"
 #include "src/device/device.h"
 
 static cuda_context ctx;
@@ -75,6 +76,26 @@ size_t twin_arena_layout(const size_t *counts, size_t n, size_t *offsets) {
     free(views);
     free(slots);
     return ok ? cap : 0;
+}
+
+void twin_event_times(size_t n, int fills, twin_events *out) {
+    float *d = NULL;
+    cudaCheck(cudaMalloc((void **)&d, F(n)));
+    cuda_fill(&ctx, d, 0.0f, n); /* the first launch pays for loading the module: not timed */
+    cuda_context_sync(&ctx);
+    out->host_launch = time_now();
+    cuda_event_record(&ctx, 0);
+    for (int k = 0; k < fills; k++) cuda_fill(&ctx, d, (float)k, n);
+    cuda_event_record(&ctx, 1);
+    cuda_context_sync(&ctx);
+    out->host_done = time_now();
+    out->host_idle = time_now();
+    cuda_event_record(&ctx, 70);
+    out->t_ref = cuda_events_reference(&ctx);
+    out->start = cuda_event_time(&ctx, 0);
+    out->end = cuda_event_time(&ctx, 1);
+    out->idle = cuda_event_time(&ctx, 70);
+    cudaCheck(cudaFree(d));
 }
 
 void twin_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,

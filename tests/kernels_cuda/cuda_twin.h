@@ -30,6 +30,17 @@ void twin_shutdown(void);
  * 0 when a read-back value was wrong. */
 size_t twin_arena_layout(const size_t *counts, size_t n, size_t *offsets);
 
+/* Timing events (cuda_event_*): `fills` cuda_fill calls of n floats between two events, then
+ * an event recorded on the idle stream (number 70, so the pool grows past its first 64),
+ * then the reference. Host times are time_now() seconds, read where the names say. */
+typedef struct {
+    double host_launch, host_done; /* before the first fill was queued; after the stream's sync */
+    double start, end;             /* the two events' times: when the stream reached them */
+    double host_idle, idle;        /* just before the idle event was recorded; its time */
+    double t_ref;                  /* the reference pair's host time */
+} twin_events;
+void twin_event_times(size_t n, int fills, twin_events *out);
+
 void twin_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                          size_t N, size_t C, size_t OC);
 void twin_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,

@@ -15,7 +15,7 @@
  *   Fill, scale and the bias rows are exact (one operation per element); the double sum of
  *   squares to 1e-12 (only the order of the additions differs), and bit-identical run to run.
  *   Casts are compared bit for bit, NaN only as "is a NaN"; the in-place roundings bit for
- *   bit including NaN payloads.
+ *   bit including NaN payloads. Timing events: ordered, and on the host's clock within 5 ms.
  *
  * Needs a GPU: without one the binary prints why and exits 77 ("skipped"). The Bazel target
  * is tagged gpu + manual, so CI builds it only when asked and never runs it.
@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "kernels/ops.h"
+#include "src/core/check.h"
 #include "src/core/rng.h"
 #include "src/optim/adamw.h"
 #include "src/precision/convert.h"
@@ -302,12 +303,11 @@ static void has_inf_or_nan_finds_one_bad_element(void **state) {
 
 /* ------------------------------------------------------------------ embeddings */
 
-static void embedding_masks_tokens_outside_the_shard(void **state) {
-    (void)state;
-    const size_t N = 300, C = 70, V = 20;
-    const int64_t v_start = 10; /* this rank holds tokens 10..29 */
-    int32_t tokens[300];
-    for (size_t n = 0; n < N; n++) tokens[n] = (int32_t)rng_below(42, 9, n, 40);
+/* Tokens in [0, 2 * (v_start + V)): some in the shard [v_start, v_start + V), some not. */
+static void embedding_shard(size_t N, size_t C, size_t V, int64_t v_start) {
+    int32_t *tokens = mallocCheck(N * sizeof(int32_t));
+    for (size_t n = 0; n < N; n++)
+        tokens[n] = (int32_t)rng_below(42, 9, n, 2 * ((uint64_t)v_start + V));
     float *wte = randn(V * C, 1, 1.0f);
     float *out = randn(N * C, 2, 1.0f), *g_out = copy_of(out, N * C);
     embedding_forward(out, tokens, wte, N, C, v_start, V);
@@ -320,7 +320,14 @@ static void embedding_masks_tokens_outside_the_shard(void **state) {
     embedding_backward(dwte, dout, tokens, N, C, v_start, V);
     twin_embedding_backward(g_dwte, dout, tokens, N, C, v_start, V);
     exact(g_dwte, dwte, V * C, "embedding dwte");
-    free(wte), free(out), free(g_out), free(dout), free(dwte), free(g_dwte);
+    free(tokens), free(wte), free(out), free(g_out), free(dout), free(dwte), free(g_dwte);
+}
+
+static void embedding_masks_tokens_outside_the_shard(void **state) {
+    (void)state;
+    embedding_shard(300, 70, 20, 10); /* this rank holds tokens 10..29; two tiles of positions */
+    /* columns beyond one block's span (4 x 256), a tile cut short, a shard starting at 0 */
+    embedding_shard(777, 1100, 9, 0);
 }
 
 static void position_embedding_matches_cpu(void **state) {
@@ -543,6 +550,30 @@ static void widening_is_exact_for_every_16_bit_pattern(void **state) {
     free(h), free(want), free(got);
 }
 
+/* ------------------------------------------------------------------ timing events */
+
+/* Events around 8 fills of 256 MiB: the second is reached later than the first, by at least
+ * the time to write 2 GiB at 10 TB/s (more than any GPU's memory bandwidth), and both lie
+ * within the host's clock reads around the work; an event on the idle stream reads as the
+ * host clock at its record, within a few ms (src/device/device.h's markers, the trace's
+ * device clock, are these events). */
+static void events_time_kernels_on_the_host_clock(void **state) {
+    (void)state;
+    const size_t n = (size_t)1 << 26;
+    const int fills = 8;
+    twin_events e;
+    twin_event_times(n, fills, &e);
+    const double bytes = (double)fills * (double)n * sizeof(float), slack = 1e-3;
+    printf("  events: %d fills of %zu floats took %.3f ms on the stream (%.0f GB/s), %.3f ms on "
+           "the host; an event on the idle stream reads %+.1f us from the host clock\n",
+           fills, n, 1e3 * (e.end - e.start), 1e-9 * bytes / (e.end - e.start),
+           1e3 * (e.host_done - e.host_launch), 1e6 * (e.idle - e.host_idle));
+    assert_true(e.end - e.start >= bytes / 1e13);
+    assert_true(e.start >= e.host_launch - slack && e.end <= e.host_done + slack);
+    assert_true(fabs(e.idle - e.host_idle) <= 5e-3);
+    assert_true(e.idle <= e.t_ref + 1e-6 && e.t_ref >= e.host_idle);
+}
+
 /* ------------------------------------------------------------------ arena */
 
 static void arena_views_are_aligned_and_disjoint(void **state) {
@@ -581,6 +612,7 @@ int main(void) {
         cmocka_unit_test(round_in_place_equals_prec_round_array_bit_for_bit),
         cmocka_unit_test(widening_is_exact_for_every_16_bit_pattern),
         cmocka_unit_test(arena_views_are_aligned_and_disjoint),
+        cmocka_unit_test(events_time_kernels_on_the_host_clock),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     twin_shutdown();

@@ -60,6 +60,8 @@ static const hostile_case k_cases[] = {
      NULL},
     {1, "train --overlap-grad-reduce --fp16", "--overlap-grad-reduce does not support --fp16",
      NULL},
+    {1, "train --overlap-grad-reduce --device cpu-guarded",
+     "only with --device cpu (got --device cpu-guarded)", NULL},
     {1, "train --ddp-bucket-size 0", "--ddp-bucket-size 0 must be at least 1 element", NULL},
     {1, "train --pipeline-schedule zigzag",
      "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1|zbv, got 'zigzag'", NULL},

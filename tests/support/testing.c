@@ -233,6 +233,36 @@ void assert_run_trace_causal(const char *run_dir) {
                  p2p, coll);
 }
 
+int assert_run_trace_spans_in_order(const char *run_dir) {
+    char err[4096];
+    trace_run *r = trace_run_read(run_dir, err, sizeof err);
+    if (!r) fail_msg("%s", err);
+    const double slack = 50e-6;
+    int spans = 0;
+    for (int k = 0; k < r->nranks; k++) {
+        const trace_file *f = r->ranks[k];
+        const trace_event *step = NULL, *prev = NULL;
+        for (size_t i = 0; i < trace_file_num_events(f); i++) {
+            const trace_event *e = trace_file_event(f, i);
+            if (e->kind == TRACE_STEP) step = e;
+            if (e->kind == TRACE_STEP || e->kind == TRACE_MEMORY || e->kind == TRACE_SEND ||
+                e->kind == TRACE_RECV || e->kind == TRACE_COLLECTIVE || (e->flags & TRACE_OPEN))
+                continue;
+            const char *kind = trace_kind_name(e->kind);
+            if (e->t_end < e->t_start) fail_msg("rank %d: %s %zu ends before it began", k, kind, i);
+            if (prev && e->t_start < prev->t_end - slack)
+                fail_msg("rank %d: %s %zu begins %.1f us before the %s before it ended", k, kind, i,
+                         1e6 * (prev->t_end - e->t_start), trace_kind_name(prev->kind));
+            if (e->kind != TRACE_EVAL &&
+                (!step || e->t_start < step->t_start || e->t_end > step->t_end))
+                fail_msg("rank %d: %s %zu (step %d) lies outside its step", k, kind, i, e->step);
+            prev = e, spans++;
+        }
+    }
+    trace_run_free(r);
+    return spans;
+}
+
 static int causal_under(const char *root, int depth) {
     char path[4400];
     struct stat st;

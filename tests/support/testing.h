@@ -76,6 +76,12 @@ int read_metric_losses(const char *run_dir, double *loss, int cap);
  * (trace_run_check_causality, clock uncertainties as slack), and every send, receive and
  * collective found its partners. Fails the cmocka test with the checker's message. */
 void assert_run_trace_causal(const char *run_dir);
+/* Every rank's compute spans (the begin/end spans but steps: data, forward, backward, weight,
+ * optimizer, eval), in the order they were begun, follow each other without overlap, and all
+ * but evaluations lie inside their step: what one device stream does, however it is timed
+ * (host clock, or device markers: src/trace/trace.h, "Device time"; 50 us of slack between
+ * marker times resolved against different reference pairs). Returns the spans checked. */
+int assert_run_trace_spans_in_order(const char *run_dir);
 /* The same for every run directory (a directory with trace/rank0.trace) under root, up to
  * a few levels deep; returns how many were checked. For tests that run scripts. */
 int assert_run_traces_causal_under(const char *root);

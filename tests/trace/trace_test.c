@@ -1,7 +1,9 @@
 /* trace_test.c — the recorder, the file format and the reader: events in order, handles,
- * dropped counting, a byte-exact round trip of every field, one clear error for every
- * truncated or corrupted file, loading a run directory with send/receive pairing and
- * collective matching (t_ready = the last member's entry), and the causality check. */
+ * dropped counting, device times from a fake device clock (resolved when a step ends and
+ * before writing; messages keep their host times), a byte-exact round trip of every field,
+ * one clear error for every truncated or corrupted file, loading a run directory with
+ * send/receive pairing and collective matching (t_ready = the last member's entry), and the
+ * causality check. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +252,162 @@ static void unfinished_events_are_marked_open(void **state) {
     assert_non_null(f);
     assert_int_equal(trace_file_event(f, 0)->flags & TRACE_OPEN, TRACE_OPEN);
     trace_file_free(f);
+}
+
+/* ---- device time (trace_set_device_clock) ------------------------------------------------
+ *
+ * A fake device clock: the k-th marker taken (k = 0, 1, ...) is reached at DEVICE_T0 + k
+ * seconds, far from any host time, and only a sync makes a marker's time readable. It counts
+ * syncs and live markers, so the tests see when the recorder waits and that every marker
+ * goes back. */
+#define DEVICE_T0 1000.0
+enum { FAKE_MARKERS = 16 };
+static struct {
+    int seq[FAKE_MARKERS];   /* the order in which live marker i was taken */
+    int epoch[FAKE_MARKERS]; /* syncs before it was taken: its time is readable after more */
+    bool live[FAKE_MARKERS];
+    int taken, syncs, nlive;
+} fake;
+
+static int fake_take(void) {
+    int i = 0;
+    while (i < FAKE_MARKERS && fake.live[i]) i++;
+    assert_true(i < FAKE_MARKERS);
+    fake.live[i] = true, fake.seq[i] = fake.taken++, fake.epoch[i] = fake.syncs, fake.nlive++;
+    return i;
+}
+static void fake_sync(void) { fake.syncs++; }
+static double fake_time(int i) {
+    assert_true(fake.live[i]);
+    if (fake.epoch[i] == fake.syncs) fail_msg("marker %d read before a sync", i);
+    return DEVICE_T0 + fake.seq[i];
+}
+static void fake_release(int i) {
+    assert_true(fake.live[i]);
+    fake.live[i] = false, fake.nlive--;
+}
+
+/* A recorder on the fake clock of a GPU (runs_on_host false) or of a CPU device. */
+static trace_recorder *device_timed(size_t capacity, bool runs_on_host) {
+    memset(&fake, 0, sizeof fake);
+    trace_header h = header(0, 1);
+    trace_recorder *t = trace_create(&h, capacity);
+    const trace_device_clock clock = {fake_take, fake_sync, fake_time, fake_release, runs_on_host};
+    trace_set_device_clock(t, &clock);
+    return t;
+}
+
+static void expect_times(const trace_event *e, double start, double end) {
+    if (e->t_start != start || e->t_ready != start || e->t_end != end)
+        fail_msg("%s: [%.9g, %.9g] (ready %.9g), want [%.9g, %.9g]", trace_kind_name(e->kind),
+                 e->t_start, e->t_end, e->t_ready, start, end);
+}
+
+static void compute_spans_take_device_times_when_the_step_ends(void **state) {
+    (void)state;
+    trace_recorder *t = device_timed(16, false);
+    int s = trace_begin(t, TRACE_STEP, 1, -1, -1);  /* marker 0 */
+    int f = trace_begin(t, TRACE_FORWARD, 1, 0, 0); /* 1 */
+    trace_comm(t, TRACE_COLLECTIVE, "all_reduce", "tp", -1, 64, -1, 5.0, 5.25, 6.0);
+    trace_end(t, f); /* 2 */
+    trace_memory_at(t, 4096, 6.5);
+    int b = trace_begin(t, TRACE_BACKWARD, 1, 0, 0); /* 3 */
+    trace_end(t, b);                                 /* 4 */
+    /* Nothing waited for the device yet: the spans still hold their host times. */
+    assert_int_equal(fake.syncs, 0);
+    assert_int_equal(fake.nlive, 5);
+    assert_true(trace_event_at(t, (size_t)f)->t_end < DEVICE_T0);
+    trace_end(t, s); /* 5; the step's end syncs once and resolves */
+    assert_int_equal(fake.syncs, 1);
+    assert_int_equal(fake.nlive, 0);
+    expect_times(trace_event_at(t, (size_t)s), DEVICE_T0, DEVICE_T0 + 5);
+    expect_times(trace_event_at(t, (size_t)f), DEVICE_T0 + 1, DEVICE_T0 + 2);
+    expect_times(trace_event_at(t, (size_t)b), DEVICE_T0 + 3, DEVICE_T0 + 4);
+    /* Messages and memory samples keep the host times they were reported with. */
+    const trace_event *c = trace_event_at(t, 2), *m = trace_event_at(t, 3);
+    assert_true(c->t_start == 5.0 && c->t_ready == 5.25 && c->t_end == 6.0);
+    assert_true(m->kind == TRACE_MEMORY && m->t_start == 6.5);
+    for (size_t i = 0; i < trace_num_events(t); i++)
+        assert_int_equal(trace_event_at(t, i)->flags, 0);
+    /* The thread only launched the work: its CPU seconds say nothing of the device span. */
+    assert_true(trace_event_at(t, (size_t)f)->cpu == -1 && trace_event_at(t, (size_t)s)->cpu == -1);
+    /* A second step resolves only what came since: the first step's spans are left alone. */
+    int s2 = trace_begin(t, TRACE_STEP, 2, -1, -1); /* 6 */
+    trace_end(t, s2);                               /* 7 */
+    assert_int_equal(fake.syncs, 2);
+    expect_times(trace_event_at(t, (size_t)s2), DEVICE_T0 + 6, DEVICE_T0 + 7);
+    expect_times(trace_event_at(t, (size_t)f), DEVICE_T0 + 1, DEVICE_T0 + 2);
+    trace_destroy(t);
+}
+
+/* An evaluation around a step: open when the step resolves, so it gets its device begin and
+ * stays open; its end comes with the next resolve, here trace_write's. A span never ended is
+ * written open, at its device begin. The file keeps the device times. */
+static void open_spans_resolve_their_begin_now_and_their_end_later(void **state) {
+    (void)state;
+    trace_recorder *t = device_timed(16, false);
+    int ev = trace_begin(t, TRACE_EVAL, 3, -1, -1); /* 0 */
+    int s = trace_begin(t, TRACE_STEP, 3, -1, -1);  /* 1 */
+    int f = trace_begin(t, TRACE_FORWARD, 3, 0, 0); /* 2 */
+    trace_end(t, f);                                /* 3 */
+    trace_end(t, s);                                /* 4: resolve */
+    const trace_event *e = trace_event_at(t, (size_t)ev);
+    assert_int_equal(e->flags, TRACE_OPEN);
+    expect_times(e, DEVICE_T0, DEVICE_T0); /* open: a point at its device begin */
+    expect_times(trace_event_at(t, (size_t)f), DEVICE_T0 + 2, DEVICE_T0 + 3);
+    trace_end(t, ev); /* 5 */
+    assert_int_equal(e->flags, 0);
+    assert_true(e->t_start == DEVICE_T0 && e->t_end < DEVICE_T0); /* its end: host, for now */
+    int w = trace_begin(t, TRACE_WEIGHT, 3, 0, 0);                /* 6, never ended */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rank0.trace", test_tmpdir("device_time"));
+    trace_write(t, path);
+    assert_int_equal(fake.syncs, 2);
+    assert_int_equal(fake.nlive, 0);
+    trace_destroy(t);
+
+    char err[512] = "";
+    trace_file *file = trace_file_read(path, err, sizeof err);
+    assert_non_null(file);
+    assert_int_equal(trace_file_num_events(file), 4);
+    expect_times(trace_file_event(file, (size_t)ev), DEVICE_T0, DEVICE_T0 + 5);
+    expect_times(trace_file_event(file, (size_t)s), DEVICE_T0 + 1, DEVICE_T0 + 4);
+    expect_times(trace_file_event(file, (size_t)f), DEVICE_T0 + 2, DEVICE_T0 + 3);
+    expect_times(trace_file_event(file, (size_t)w), DEVICE_T0 + 6, DEVICE_T0 + 6);
+    assert_int_equal(trace_file_event(file, (size_t)w)->flags, TRACE_OPEN);
+    assert_int_equal(trace_file_event(file, (size_t)ev)->flags, 0);
+    trace_file_free(file);
+}
+
+/* A dropped begin takes no marker (its trace_end takes none either); a recorder destroyed with
+ * markers pending gives them back unresolved. On a device that runs on the recording thread
+ * the spans keep their CPU seconds. */
+static void dropped_spans_take_no_markers_and_none_leak(void **state) {
+    (void)state;
+    trace_recorder *t = device_timed(2, true);
+    int s = trace_begin(t, TRACE_STEP, 0, -1, -1);
+    int f = trace_begin(t, TRACE_FORWARD, 0, 0, 0);
+    int dropped = trace_begin(t, TRACE_BACKWARD, 0, 0, 0);
+    assert_int_equal(dropped, -1);
+    trace_end(t, dropped);
+    assert_int_equal(fake.taken, 2);
+    trace_end(t, f);
+    trace_end(t, s);
+    assert_int_equal(fake.taken, 4);
+    assert_int_equal(fake.nlive, 0);
+    assert_int_equal(trace_num_dropped(t), 1);
+    expect_times(trace_event_at(t, (size_t)f), DEVICE_T0 + 1, DEVICE_T0 + 2);
+    /* A device that runs on the recording thread (the CPU twin): the CPU seconds stay. */
+    assert_true(trace_event_at(t, (size_t)f)->cpu >= 0 && trace_event_at(t, (size_t)s)->cpu >= 0);
+    trace_destroy(t);
+
+    t = device_timed(4, false);
+    trace_begin(t, TRACE_STEP, 0, -1, -1);
+    trace_end(t, trace_begin(t, TRACE_FORWARD, 0, 0, 0));
+    assert_int_equal(fake.nlive, 3);
+    trace_destroy(t);
+    assert_int_equal(fake.nlive, 0);
+    assert_int_equal(fake.syncs, 0);
 }
 
 static unsigned char *slurp(const char *path, size_t *n) {
@@ -597,6 +755,9 @@ int main(void) {
         cmocka_unit_test(write_then_read_keeps_every_field),
         cmocka_unit_test(unfinished_events_are_marked_open),
         cmocka_unit_test(stream_collectives_keep_their_flag_through_the_file),
+        cmocka_unit_test(compute_spans_take_device_times_when_the_step_ends),
+        cmocka_unit_test(open_spans_resolve_their_begin_now_and_their_end_later),
+        cmocka_unit_test(dropped_spans_take_no_markers_and_none_leak),
         cmocka_unit_test(every_truncation_gives_one_error_naming_file_and_offset),
         cmocka_unit_test(every_flipped_byte_is_detected),
         cmocka_unit_test(missing_file_is_one_clear_error),

@@ -9,6 +9,8 @@
  *   - one process, fp32;
  *   - 8 ranks, tensor 2 × pipeline 2 × data 2, interleaved 1F1B, ZeRO, bf16, with a
  *     checkpoint saved halfway and resumed (the second half loads it).
+ * The one-process cpu-guarded run is traced through the device clock (the timing markers'
+ * CPU twin, as a cuda run through CUDA events): its spans follow each other, inside their steps.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +74,10 @@ static void one_process_is_bit_identical(void **state) {
         train(1, devs[d], base, args);
     }
     same_checkpoints(ck[0], ck[1], 6, 1);
+    /* The cpu-guarded run's spans went through the device clock (the markers' CPU twin). */
+    char run[4400];
+    snprintf(run, sizeof run, "%s/cpu-guarded", base);
+    assert_true(assert_run_trace_spans_in_order(run) >= 6 * 4);
 }
 
 static void eight_ranks_3d_zero_bf16_with_resume_are_bit_identical(void **state) {

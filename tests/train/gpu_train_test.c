@@ -12,6 +12,9 @@
  *   - 8 ranks sharing the one GPU (tensor 2 × pipeline 2 × data 2, interleaved, ZeRO; MPI
  *     with host staging) against the serial cpu run: within 1e-4;
  *   - with 2 GPUs or more, 2 data-parallel ranks on NCCL against the serial cpu run: 1e-4.
+ * The runs are traced, and their pictures drawn: the serial fp32 run's compute spans are timed
+ * by CUDA events (src/trace/trace.h, "Device time"), so on its one stream they follow each
+ * other without overlap, inside their steps; the 8-rank trace is causal.
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,7 +27,7 @@ static char g_out[1 << 16];
 
 static const char *k_model =
     "--train-iters 20 --log-interval 1 --num-layers 4 --hidden-size 128 --num-attention-heads 4 "
-    "--seq-length 64 --global-batch-size 8 --micro-batch-size 2 --no-trace --quiet";
+    "--seq-length 64 --global-batch-size 8 --micro-batch-size 2 --quiet";
 
 static int train(int np, const char *device, const char *run, const char *extra) {
     char cmd[8192], mpirun[2048];
@@ -73,11 +76,16 @@ static void cuda_matches_cpu(void **state) {
         if (train(1, "cuda", gpu, precisions[p]) != 0) fail_msg("cuda run failed:\n%s", g_out);
         compare(cpu, gpu, tol[p], p ? "serial bf16" : "serial fp32");
         if (p == 0) {
+            int spans = assert_run_trace_spans_in_order(gpu); /* timed by CUDA events */
+            printf("  trace: %d compute spans in stream order\n", spans);
+            assert_true(spans > 20 * 8);
             if (train(8, "cuda", ranks,
                       "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
                       "--num-layers-per-virtual-pipeline-stage 1 --use-distributed-optimizer") != 0)
                 fail_msg("8 ranks on one GPU failed:\n%s", g_out);
             compare(cpu, ranks, 1e-4, "8 ranks sharing one GPU (MPI staging)");
+            assert_run_trace_causal(ranks);
+            assert_run_trace_spans_in_order(ranks);
             if (gpus() >= 2) {
                 snprintf(ranks, sizeof ranks, "%s/nccl2", d);
                 if (train(2, "cuda", ranks, "") != 0)

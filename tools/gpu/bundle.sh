@@ -9,6 +9,8 @@
 #     env.sh            source it: PATH, LD_LIBRARY_PATH, OPAL_PREFIX, fonts, MPI settings
 #     mpi_env.sh        a copy of tools/mpi_env.sh (the MCA settings of every script here)
 #     bin/trident       the program
+#     bin/<test>        the GPU-only programs Bazel builds here (EXTRA_TARGETS): the kernel
+#                       test ops_cuda_test, the NCCL test comm_nccl_test, gemm_bench
 #     lib/              every shared library trident and Open MPI resolve with ldd, except
 #                       glibc and CUDA (the machine's own toolkit provides cuBLAS/cudart);
 #                       libopenblas.so.0 re-linked from OpenBLAS's static archive with only
@@ -31,6 +33,8 @@
 #
 # Usage: tools/gpu/bundle.sh [DIR]          (DIR default: gpu_bundle at the repository root)
 # Environment: TRIDENT_BIN=path  use this binary instead of `bazel build //:trident`
+#              EXTRA_TARGETS="..."  Bazel targets also packed into bin/ (default: the GPU tests
+#                                and gemm_bench; "" for none); built only where nvcc is
 #              STRIP=0           keep the libraries' symbol tables
 #              SLIM_BLAS=0       copy libopenblas.so.0 whole instead of re-linking it
 set -euo pipefail
@@ -45,12 +49,25 @@ die() { printf 'bundle.sh: %s\n' "$*" >&2; exit 1; }
 for tool in ldd objdump ompi_info; do
     command -v "$tool" >/dev/null || die "needs $tool (run tools/setup.sh)"
 done
+# The GPU-only programs (they exist only in CUDA builds: tests/kernels_cuda/BUILD and friends).
+EXTRA_TARGETS="${EXTRA_TARGETS-//tests/kernels_cuda:ops_cuda_test //tests/runtime:comm_nccl_test //tools/gpu:gemm_bench}"
+command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] || EXTRA_TARGETS=""
 if [[ -z "${TRIDENT_BIN:-}" ]]; then
-    say "bazel build //:trident"
-    bazel build //:trident
+    say "bazel build //:trident $EXTRA_TARGETS"
+    # shellcheck disable=SC2086  # a list of targets
+    bazel build //:trident $EXTRA_TARGETS
     TRIDENT_BIN=bazel-bin/trident
+elif [[ -n "$EXTRA_TARGETS" ]]; then
+    # shellcheck disable=SC2086
+    bazel build $EXTRA_TARGETS
 fi
 [[ -x "$TRIDENT_BIN" ]] || die "no executable at $TRIDENT_BIN"
+EXTRA_BINS=()
+for target in $EXTRA_TARGETS; do # //pkg/dir:name -> bazel-bin/pkg/dir/name
+    path="bazel-bin/${target#//}"; path="${path/://}"
+    [[ -x "$path" ]] || die "$target was built but $path is not there"
+    EXTRA_BINS+=("$path")
+done
 
 # Start clean, but never delete a folder this script did not make.
 if [[ -e "$B" ]]; then
@@ -97,6 +114,18 @@ say "trident from $TRIDENT_BIN"
 cp -L "$TRIDENT_BIN" "$B/bin/trident"; chmod 755 "$B/bin/trident"
 note "$B/bin/trident" "$(readlink -f "$TRIDENT_BIN")"
 ldd_deps "$B/bin/trident" >/dev/null || { ldd "$B/bin/trident" | grep 'not found'; die "trident has unresolved libraries"; }
+BINS=("$B/bin/trident") ORIGINALS=("$TRIDENT_BIN")
+for prog in "${EXTRA_BINS[@]}"; do
+    cp -L "$prog" "$B/bin/"; chmod 755 "$B/bin/$(basename "$prog")"
+    note "$B/bin/$(basename "$prog")" "$(readlink -f "$prog")"
+    BINS+=("$B/bin/$(basename "$prog")") ORIGINALS+=("$prog")
+    # Bazel links tests against its own shared libraries (found through $ORIGIN-relative run
+    # paths): libraries are therefore read from the original, where those paths still work.
+    ldd_deps "$prog" >/dev/null || { ldd "$prog" | grep 'not found'; die "$prog has unresolved libraries"; }
+done
+# Every ELF file whose imports decide the slim OpenBLAS: the programs and Bazel's libraries.
+mapfile -t IMPORTERS < <(printf '%s\n' "${BINS[@]}"
+    for prog in "${ORIGINALS[@]}"; do ldd_deps "$prog" | awk '$2 ~ /_solib/ { print $2 }'; done)
 # OpenBLAS: Debian's libopenblas.so.0 is 36 MB (every BLAS/LAPACK routine for every CPU type).
 # Linking its static archive with only the symbols trident imports keeps the same code (the
 # same sgemm kernels, chosen for the CPU at run time) in ~25 MB and drops libgfortran.
@@ -107,7 +136,7 @@ if [[ -n "$BLAS_SO" && "${SLIM_BLAS:-1}" != 0 ]]; then
     BLAS_REAL="$(readlink -f "$BLAS_PATH")"
     BLAS_A="${BLAS_REAL%.so*}.a"
     [[ -f "$BLAS_A" ]] || BLAS_A="$(dirname "$BLAS_REAL")/libopenblas.a"
-    mapfile -t BLAS_SYMS < <(comm -12 <(nm -D --undefined-only "$B/bin/trident" | awk '{print $2}' | sort -u) \
+    mapfile -t BLAS_SYMS < <(comm -12 <(for f in "${IMPORTERS[@]}"; do nm -D --undefined-only "$f"; done | awk '{print $2}' | sort -u) \
                                       <(nm -D --defined-only "$BLAS_REAL" | awk '{print $3}' | sort -u))
     if [[ -f "$BLAS_A" && ${#BLAS_SYMS[@]} -gt 0 ]]; then
         tmp="$(mktemp -d)"
@@ -126,7 +155,7 @@ if [[ -n "$BLAS_SO" && "${SLIM_BLAS:-1}" != 0 ]]; then
         rm -rf "$tmp"
     fi
 fi
-copy_deps "$B/bin/trident"
+for prog in "${ORIGINALS[@]}"; do copy_deps "$prog"; done
 objdump -p "$B/bin/trident" | grep -q 'NEEDED.*libcudart' \
     || say "WARNING: this trident was built without CUDA (no nvcc here?): --device cuda will not work"
 
@@ -207,7 +236,7 @@ exec "\$b/lib/glibc/$(basename "$LDSO")" --library-path "\$TRIDENT_GLIBC_LIBRARY
 EOF
     chmod 755 "$B/glibc-bin/$1"
 }
-wrap trident bin/trident
+for prog in "${BINS[@]}"; do wrap "$(basename "$prog")" "bin/$(basename "$prog")"; done
 for prog in mpirun mpiexec orterun orted ompi_info; do wrap "$prog" "ompi/$(rel "$BINDIR")/$prog"; done
 
 # ---- NCCL stand-in (only if trident links NCCL at all) --------------------------------------------
@@ -256,6 +285,8 @@ if [[ "${STRIP:-1}" != 0 ]] && command -v strip >/dev/null; then
 fi
 
 # ---- what the bundle needs of the machine (env.sh checks it) -------------------------------------
+CUDA_SONAMES="$(for f in "${BINS[@]}"; do objdump -p "$f"; done | awk '$1 == "NEEDED" { print $2 }' \
+    | while read -r n; do if is_cuda "$n" ""; then echo "$n"; fi; done | sort -u | tr '\n' ' ')"
 max_version() { # max_version PREFIX FILES...: highest PREFIX<version> the files import
     local p="$1"; shift
     for f in "$@"; do objdump -T "$f" 2>/dev/null | awk '/\*UND\*/'; done \
@@ -272,6 +303,7 @@ TB_GLIBC_NEED="${GLIBC_NEED}"
 TB_GLIBCXX_NEED="${GLIBCXX_NEED}"
 TB_LDSO="$(basename "$LDSO")"
 TB_NCCL_SONAME="${NCCL_SONAME}"
+TB_CUDA_SONAMES="${CUDA_SONAMES}"
 TB_OMPI_SYSCONF_REL="${OMPI_SYSCONF_REL}"
 TB_OMPI_SYSCONF_SET=${OMPI_SYSCONF_SET}
 TB_OMPI_PKGLIB_REL="$(rel "$PKGLIBDIR")"
@@ -327,13 +359,39 @@ if [ "$TRIDENT_BUNDLE_GLIBC" = 1 ] || [ -z "$_tb_stdcxx" ] \
    || { [ -n "$TB_GLIBCXX_NEED" ] && ! grep -qa "GLIBCXX_$TB_GLIBCXX_NEED" "$_tb_stdcxx"; }; then
     _tb_compat="$TRIDENT_BUNDLE/lib/compat:"
 fi
+# CUDA libraries the programs link (cuBLAS, cudart, NCCL): the toolkit's or the system's;
+# where one is missing, the copy Python's NVIDIA wheels carry (site-packages/nvidia/*/lib:
+# PyTorch images often have NCCL only there). Their folders come after the toolkit's.
+_tb_wheels=""
+_tb_wheel_dirs() {
+    local p
+    for p in /opt/*/.venv/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages \
+             /usr/local/lib/python3*/site-packages /usr/lib/python3/dist-packages \
+             $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+        [ -d "$p/nvidia" ] && ls -d "$p"/nvidia/*/lib 2>/dev/null
+    done | awk '!seen[$0]++'
+}
+for _tb_so in $TB_CUDA_SONAMES; do
+    _tb_syslib "$_tb_so" >/dev/null && continue
+    for _tb_d in $(_tb_wheel_dirs); do
+        [ -e "$_tb_d/$_tb_so" ] || continue
+        case ":$_tb_wheels:" in *":$_tb_d:"*) ;; *) _tb_wheels="$_tb_wheels:$_tb_d" ;; esac
+        break
+    done
+done
+_tb_has() { # _tb_has NAME: the machine, or one of the wheel folders chosen above, has NAME
+    _tb_syslib "$1" >/dev/null && return 0
+    local d
+    for d in $(printf '%s' "$_tb_wheels" | tr ':' ' '); do [ -e "$d/$1" ] && return 0; done
+    return 1
+}
 # NCCL: the machine's when it has one; otherwise the stand-in (last, so a real one always wins).
 _tb_nccl=""
 if [ -n "$TB_NCCL_SONAME" ] && [ "${TRIDENT_BUNDLE_NCCL_STUB:-}" != 0 ] \
-   && { [ "${TRIDENT_BUNDLE_NCCL_STUB:-}" = 1 ] || ! _tb_syslib "$TB_NCCL_SONAME" >/dev/null; }; then
+   && { [ "${TRIDENT_BUNDLE_NCCL_STUB:-}" = 1 ] || ! _tb_has "$TB_NCCL_SONAME"; }; then
     _tb_nccl=":$TRIDENT_BUNDLE/lib/nccl-stub"
 fi
-_tb_libs="$TRIDENT_BUNDLE/lib:$_tb_compat$_tb_cudalib$_tb_nccl"
+_tb_libs="$TRIDENT_BUNDLE/lib:$_tb_compat$_tb_cudalib$_tb_wheels$_tb_nccl"
 
 export OPAL_PREFIX="$TRIDENT_BUNDLE/ompi"
 [ "$TB_OMPI_SYSCONF_SET" = 1 ] && export OPAL_SYSCONFDIR="$OPAL_PREFIX/$TB_OMPI_SYSCONF_REL"
@@ -363,7 +421,7 @@ trident_bundle_info() {
     echo "bundle:        $TRIDENT_BUNDLE ($TB_BUILT)"
     echo "glibc:         machine ${_tb_glibc:-?}, bundle needs $TB_GLIBC_NEED -> fallback through the bundled ld.so: $TRIDENT_BUNDLE_GLIBC"
     if [ -n "$_tb_compat" ]; then echo "libstdc++:     bundled (lib/compat)"; else echo "libstdc++:     the machine's, $_tb_stdcxx"; fi
-    echo "CUDA libs:     $_tb_cudalib"
+    echo "CUDA libs:     $_tb_cudalib${_tb_wheels:+, then from Python wheels $_tb_wheels}"
     echo "NCCL:          ${TB_NCCL_SONAME:-not linked}${_tb_nccl:+ -> stand-in (lib/nccl-stub), NCCL calls fail}"
     echo "OPAL_PREFIX:   $OPAL_PREFIX"
     echo "trident:       $(command -v trident)"

@@ -85,21 +85,17 @@ else
 fi
 CUDA_LIBS=(-L"$LIBDIR" -Wl,-rpath,"$LIBDIR" -lcublas -lcublasLt -lcudart -lstdc++ -lm)
 
-say "gcc ops_cuda_test"
-# tests/support includes tools/mpi_env.h, which Bazel generates from tools/mpi_env.sh
-# (//tools:mpi_env_h): the same sed here; it links src/core and the trace reader (its
-# causality helpers). src/device (its bf16 linear products on cuda) is
-# built with TRIDENT_CUDA, as Bazel does.
+# tests/support/testing.c includes tools/mpi_env.h, which Bazel generates: the same script here.
 mkdir -p "$BUILD_DIR/gen/tools"
-sed -n -e 's/^export \([A-Za-z_0-9]*\)=\${\1:-\(.*\)}$/MPI_ENV_VAR("\1", "\2", 1)/p' -e t \
-    -e 's/^export \([A-Za-z_0-9]*\)=\(.*\)$/MPI_ENV_VAR("\1", "\2", 0)/p' tools/mpi_env.sh \
-    > "$BUILD_DIR/gen/tools/mpi_env.h"
+sh tools/mpi_env_h.sh tools/mpi_env.sh > "$BUILD_DIR/gen/tools/mpi_env.h"
+say "gcc ops_cuda_test"
+# src/device (its bf16 linear products on cuda, tested there too) with TRIDENT_CUDA, as Bazel does
 "$CC" "${CFLAGS[@]}" -I"$BUILD_DIR/gen" -DTRIDENT_CUDA "${BLAS_FLAGS[@]}" "${CMOCKA_FLAGS[@]}" \
     -o "$BUILD_DIR/ops_cuda_test" \
     tests/kernels_cuda/ops_cuda_test.c tests/kernels_cuda/cuda_twin.c tests/support/testing.c \
     kernels/ops_cpu.c src/optim/adamw.c src/precision/convert.c src/precision/loss_scaler.c \
     src/device/device.c src/device/device_memory.c src/core/*.c \
-    src/trace/trace.c src/trace/trace_read.c src/trace/causality.c \
+    src/trace/causality.c src/trace/trace.c src/trace/trace_read.c \
     "${BLAS_SRCS[@]}" "${CMOCKA_SRCS[@]}" "${CUDA_OBJS[@]}" \
     "${BLAS_LIBS[@]}" "${CMOCKA_LIBS[@]}" "${CUDA_LIBS[@]}"
 say "gcc gemm_bench"

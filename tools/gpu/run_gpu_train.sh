@@ -4,10 +4,15 @@
 # that it computes what the CPU computes (see tools/gpu/README.md, "Training on the GPU machine").
 #
 #   1. trident train --device cpu  vs  --device cuda, same model, seed and data, ITERS steps:
-#      every logged loss within 1e-4 relative (fp32); the same with --bf16 within 2e-2
-#   2. mpirun -np 8 trident train --device cuda, TP 2 × PP 2 × DP 2 with ZeRO-1 (8 ranks share
-#      one GPU, so communication goes through MPI with host staging) vs the serial cpu run: 1e-4
+#      every logged loss within FP32_TOL relative (default 1e-5); --bf16 within BF16_TOL (2e-2)
+#   2. mpirun -np 8 trident train --device cuda, TP 2 × PP 2 (interleaved) × DP 2 with ZeRO-1 (8 ranks share
+#      one GPU, so communication goes through MPI with host staging) vs the serial cpu run:
+#      FP32_TOL
 #   3. trident bench --suite device --device cuda $BENCH_ARGS (GPT-2 small: model ÷ cuBLAS FLOP/s)
+#
+#   2b. (EXTRA=1, the default) 4 ranks: TP 2 + sequence parallel + ZeRO-3; PP 4 zero-bubble
+#      (zb-h1); PP 2 GPipe + DP 2 + ZeRO-2; serially, selective recompute (FP32_TOL) and --fp16
+#      (BF16_TOL)
 #
 # Not here: the kernel-by-kernel tests (run_gpu_checks.sh), performance targets.
 #
@@ -19,6 +24,7 @@
 #   ITERS           training steps per run (default 20)
 #   MODEL_ARGS      model and batch flags shared by every run (default: a small GPT, below)
 #   NP              ranks of check 2 (default 8); RUN_TIMEOUT seconds per run (default 900)
+#   FP32_TOL, BF16_TOL  relative loss tolerances (default 1e-5 and 2e-2)
 #   BENCH_ARGS      flags of check 3 besides --device (default --quick); SKIP_BENCH=1 skips it
 #   SKIP_GPU_CHECK=1  do not ask nvidia-smi for a GPU
 #
@@ -33,6 +39,8 @@ RESULTS_DIR="${RESULTS_DIR:-/tmp/trident_gpu_train}"
 GPU_DEVICE="${GPU_DEVICE:-cuda}"
 ITERS="${ITERS:-20}"
 NP="${NP:-8}"
+FP32_TOL="${FP32_TOL:-1e-5}"
+BF16_TOL="${BF16_TOL:-2e-2}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-900}"
 BENCH_ARGS="${BENCH_ARGS:-}"  # e.g. --quick
 MODEL_ARGS="${MODEL_ARGS:---num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --micro-batch-size 4 --global-batch-size 16}"
@@ -142,24 +150,45 @@ train_pair() { # train_pair TAG TOL LABEL [FLAGS...]: cpu vs GPU_DEVICE, serial,
 }
 
 # ---- 1. serial: cpu vs the device, fp32 and mixed precision ---------------------------------------
-train_pair fp32 1e-4 "serial cpu vs $GPU_DEVICE, fp32 (1e-4)"
+train_pair fp32 "$FP32_TOL" "serial cpu vs $GPU_DEVICE, fp32 ($FP32_TOL)"
 if grep -q -- '--bf16' "$RESULTS_DIR/train_help.txt"; then
-    train_pair bf16 2e-2 "serial cpu vs $GPU_DEVICE, --bf16 (2e-2)" --bf16
+    train_pair bf16 "$BF16_TOL" "serial cpu vs $GPU_DEVICE, --bf16 ($BF16_TOL)" --bf16
 else
     record "serial cpu vs $GPU_DEVICE, bf16" SKIP "trident train has no --bf16"
 fi
 
-# ---- 2. 8 ranks on one GPU: TP 2 × PP 2 × DP 2, ZeRO-1, MPI with host staging ---------------------
-label="$NP ranks $GPU_DEVICE TP2 PP2 ZeRO vs serial cpu (1e-4)"
-if [[ ! -f "$RESULTS_DIR/ref_cpu_fp32/metrics.jsonl" ]]; then
-    record "$label" FAIL "no serial cpu run to compare with"
-elif run "${GPU_DEVICE}_np${NP}" mpirun -np "$NP" --oversubscribe trident train --device "$GPU_DEVICE" \
-        --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --use-distributed-optimizer "${COMMON[@]}"; then
-    check_pair "$label" ref_cpu_fp32 "${GPU_DEVICE}_np${NP}" 1e-4
-    comm="$(grep -m1 -o 'communication: .*' "$RESULTS_DIR/${GPU_DEVICE}_np${NP}.log" || true)"
-    [[ -n "$comm" ]] && sed -i "\$s|\$| [$comm]|" "$SUMMARY"
-else
-    record "$label" FAIL "mpirun failed: ${GPU_DEVICE}_np${NP}.log"
+# ---- 2. ranks sharing one GPU (MPI with host staging) vs the serial cpu run -------------------------
+# mpi_pair TAG NP LABEL FLAGS...: mpirun -np NP trident train --device GPU_DEVICE FLAGS vs ref_cpu_fp32
+mpi_pair() {
+    local tag="$1" np="$2" label="$3 vs serial cpu ($FP32_TOL)"; shift 3
+    if [[ ! -f "$RESULTS_DIR/ref_cpu_fp32/metrics.jsonl" ]]; then
+        record "$label" FAIL "no serial cpu run to compare with"
+    elif run "${GPU_DEVICE}_$tag" mpirun -np "$np" --oversubscribe trident train --device "$GPU_DEVICE" \
+            "$@" "${COMMON[@]}"; then
+        check_pair "$label" ref_cpu_fp32 "${GPU_DEVICE}_$tag" "$FP32_TOL"
+        local comm
+        comm="$(grep -m1 -o 'communication: .*' "$RESULTS_DIR/${GPU_DEVICE}_$tag.log" || true)"
+        [[ -n "$comm" ]] && sed -i "\$s|\$| [$comm]|" "$SUMMARY"
+    else
+        record "$label" FAIL "mpirun failed: ${GPU_DEVICE}_$tag.log"
+    fi
+}
+mpi_pair "np$NP" "$NP" "$NP ranks $GPU_DEVICE TP2 PP2 interleaved DP2 ZeRO-1" \
+    --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --use-distributed-optimizer \
+    --num-layers-per-virtual-pipeline-stage 1
+
+# ---- 2b. more of the paths a GPU has never run (EXTRA=0 skips them) --------------------------------
+if [[ "${EXTRA:-1}" != 0 ]]; then
+    mpi_pair np4_sp_zero3 4 "4 ranks $GPU_DEVICE TP2 SP DP2 ZeRO-3" --tensor-model-parallel-size 2 \
+        --sequence-parallel --data-parallel-sharding-strategy optim_grads_params
+    mpi_pair np4_zbh1 4 "4 ranks $GPU_DEVICE PP4 zb-h1" --pipeline-model-parallel-size 4 \
+        --pipeline-schedule zb-h1
+    mpi_pair np4_gpipe_zero2 4 "4 ranks $GPU_DEVICE PP2 gpipe DP2 ZeRO-2" \
+        --pipeline-model-parallel-size 2 --pipeline-schedule gpipe \
+        --data-parallel-sharding-strategy optim_grads
+    train_pair recompute "$FP32_TOL" "serial cpu vs $GPU_DEVICE, selective recompute ($FP32_TOL)" \
+        --recompute-granularity selective
+    train_pair fp16 "$BF16_TOL" "serial cpu vs $GPU_DEVICE, --fp16 ($BF16_TOL)" --fp16
 fi
 
 # ---- 3. bench on the device -----------------------------------------------------------------------
