@@ -38,6 +38,44 @@ typedef struct {
     int per_step;   /* how many of it one step runs (layers, or 1 for the head) */
 } linear_shape;
 
+/* The attention of every layer alone, forward and backward (Q·Kᵀ, causal softmax, ·V and their
+ * gradients, always fp32: dev_attention_*), on buffers of the model's shapes; returns seconds
+ * (synchronised). The step's time minus this and the linear products is everything else. */
+typedef struct {
+    float *qkv, *att, *out, *dout, *dqkv, *scratch;
+} attention_buffers;
+
+static attention_buffers attention_buffers_make(size_t B, size_t T, size_t C, size_t NH) {
+    attention_buffers a;
+    a.qkv = device_alloc(B * T * 3 * C * sizeof(float), "bench attention qkv");
+    a.att = device_alloc(B * NH * T * T * sizeof(float), "bench attention probabilities");
+    a.out = device_alloc(B * T * C * sizeof(float), "bench attention out");
+    a.dout = device_alloc(B * T * C * sizeof(float), "bench attention dout");
+    a.dqkv = device_alloc(B * T * 3 * C * sizeof(float), "bench attention dqkv");
+    a.scratch = device_alloc(dev_attention_scratch_floats(T, NH) * sizeof(float),
+                             "bench attention scratch");
+    dev_fill(a.qkv, 0.01f, B * T * 3 * C);
+    dev_fill(a.dout, 0.01f, B * T * C);
+    return a;
+}
+
+static void attention_buffers_free(attention_buffers *a) {
+    float *all[] = {a->qkv, a->att, a->out, a->dout, a->dqkv, a->scratch};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) device_free(all[i]);
+}
+
+static double time_attention(const attention_buffers *a, int L, size_t B, size_t T, size_t NH,
+                             size_t HS) {
+    device_sync();
+    double t0 = time_now();
+    for (int l = 0; l < L; l++) {
+        dev_attention_forward(a->out, a->att, a->qkv, B, T, NH, HS);
+        dev_attention_backward(a->dqkv, a->dout, a->qkv, a->att, a->scratch, B, T, NH, HS);
+    }
+    device_sync();
+    return time_now() - t0;
+}
+
 /* Runs forward + both backward products of every shape once; returns seconds (synchronised). */
 static double time_linears(const linear_shape *s, int n, size_t N, float *x, float *w, float *y,
                            float *dx, float *dw) {
@@ -125,12 +163,16 @@ static void device_row(bench_ctx *ctx, device_kind dk, const device_setup *d, pr
         gemm_flops += 6.0 * (double)N * (double)shapes[i].in * (double)shapes[i].out *
                       shapes[i].per_step;
     linear_buffers lb = linear_buffers_make(shapes, 5, N);
+    attention_buffers ab = attention_buffers_make((size_t)B, (size_t)T, (size_t)C, (size_t)NH);
+    const size_t HS = (size_t)(C / NH);
 
     int it = 1;
     trainer_step(t, it++); /* warm-up: first touches, cuBLAS handles and workspaces */
     time_linears(shapes, 5, N, lb.x, lb.w, lb.y, lb.dx, lb.dw);
+    time_attention(&ab, L, (size_t)B, (size_t)T, (size_t)NH, HS);
     double *step = mallocCheck((size_t)repeats * sizeof(double));
     double *ref = mallocCheck((size_t)repeats * sizeof(double));
+    double *att = mallocCheck((size_t)repeats * sizeof(double));
     for (int r = 0; r < repeats; r++) {
         device_sync();
         double t0 = time_now();
@@ -138,8 +180,10 @@ static void device_row(bench_ctx *ctx, device_kind dk, const device_setup *d, pr
         device_sync();
         step[r] = time_now() - t0;
         ref[r] = time_linears(shapes, 5, N, lb.x, lb.w, lb.y, lb.dx, lb.dw);
+        att[r] = time_attention(&ab, L, (size_t)B, (size_t)T, (size_t)NH, HS);
     }
     const double t_step = bench_median(step, repeats), t_ref = bench_median(ref, repeats);
+    const double t_att = bench_median(att, repeats);
     const double model_rate = flops_per_step / t_step, gemm_rate = gemm_flops / t_ref;
     char metric[160];
     snprintf(metric, sizeof metric,
@@ -156,8 +200,18 @@ static void device_row(bench_ctx *ctx, device_kind dk, const device_setup *d, pr
                device_kind_name(dk), prec_dtype_name(prec), gemm,
                bf16 ? ", --bf16: attention products fp32" : ", fp32", t_step, tokens / t_step,
                model_rate / 1e9, gemm_flops, t_ref, gemm_rate / 1e9, repeats);
+    bench_note(ctx->report, "device",
+               "device %s, %s: where the step's %.4f s go — linear products %.4f s (%.0f%%), "
+               "attention alone (Q·Kᵀ, causal softmax, ·V and their gradients, fp32, %d layers) "
+               "%.4f s (%.0f%%), everything else (LayerNorm, GELU, embeddings, loss, AdamW, "
+               "casts, launches) %.4f s (%.0f%%)",
+               device_kind_name(dk), prec_dtype_name(prec), t_step, t_ref, 100 * t_ref / t_step,
+               L, t_att, 100 * t_att / t_step, t_step - t_ref - t_att,
+               100 * (t_step - t_ref - t_att) / t_step);
     free(step);
     free(ref);
+    free(att);
+    attention_buffers_free(&ab);
     linear_buffers_free(&lb);
     trainer_destroy(t);
 }
