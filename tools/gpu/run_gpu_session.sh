@@ -120,7 +120,9 @@ if ! TAIL_LINES=25 phase kernels 150 ops_cuda_test; then
         phase kernels_memcheck 120 compute-sanitizer --tool memcheck --print-limit 20 ops_cuda_test
     fi
 fi
-TAIL_LINES=10 phase nccl 60 comm_nccl_test
+if ! TAIL_LINES=10 phase nccl 60 comm_nccl_test; then
+    TAIL_LINES=30 NCCL_DEBUG=INFO phase nccl_debug 60 comm_nccl_test
+fi
 TAIL_LINES=16 phase gemm 60 gemm_bench --vocab-size 256
 
 # ---- training: cuda vs cpu --------------------------------------------------------------------------
