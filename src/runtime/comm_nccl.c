@@ -14,6 +14,11 @@
  * between two ranks arrive in the order they were sent. The receiver must not enter a
  * collective on the same group before receiving a message queued for it.
  *
+ * Sends to oneself never reach NCCL: it wants a send to self matched by a receive in the same
+ * group call ("Trying to send to self without a matching recv", found on the first GPU run:
+ * send, send, then recv, recv to oneself), so they stay queued until a receive from oneself
+ * takes the oldest one with a device-to-device copy.
+ *
  * Not here: bookkeeping, tracing, size-1 shortcuts (comm.c).
  */
 #include <cuda_runtime.h>
@@ -85,6 +90,8 @@ void comm_nccl_create(comm_group *g) {
 
 void comm_nccl_destroy(comm_group *g) {
     comm_nccl_flush(g);
+    for (int i = 0; i < g->nccl->nqueue; i++) /* sends to oneself nobody received */
+        cudaCheck(cudaFree(g->nccl->queue[i].copy));
     ncclCheck(ncclCommDestroy(g->nccl->comm));
     cudaCheck(cudaStreamDestroy(g->nccl->stream));
     free(g->nccl->queue);
@@ -92,27 +99,54 @@ void comm_nccl_destroy(comm_group *g) {
     g->nccl = NULL;
 }
 
-/* Posts the queued sends (inside the caller's ncclGroupStart/End). */
-static void post_queue(struct comm_nccl *n) {
+/* Posts the queued sends to other ranks (inside the caller's ncclGroupStart/End); sends to
+ * oneself (`self`) stay queued for a receive from oneself. */
+static void post_queue(struct comm_nccl *n, int self) {
     for (int i = 0; i < n->nqueue; i++)
-        ncclCheck(ncclSend(n->queue[i].copy, n->queue[i].bytes, ncclUint8, n->queue[i].peer,
-                           n->comm, n->stream));
+        if (n->queue[i].peer != self)
+            ncclCheck(ncclSend(n->queue[i].copy, n->queue[i].bytes, ncclUint8, n->queue[i].peer,
+                               n->comm, n->stream));
 }
 
-/* After the group ended: wait for the stream, free the copies the queue held. */
-static void finish(struct comm_nccl *n) {
+/* After the group ended: wait for the stream, free the copies of the posted sends; those to
+ * oneself stay queued, in order. */
+static void finish(struct comm_nccl *n, int self) {
     cudaCheck(cudaStreamSynchronize(n->stream));
-    for (int i = 0; i < n->nqueue; i++) cudaCheck(cudaFree(n->queue[i].copy));
-    n->nqueue = 0;
+    int kept = 0;
+    for (int i = 0; i < n->nqueue; i++) {
+        if (n->queue[i].peer == self) n->queue[kept++] = n->queue[i];
+        else cudaCheck(cudaFree(n->queue[i].copy));
+    }
+    n->nqueue = kept;
 }
 
 void comm_nccl_flush(comm_group *g) {
     struct comm_nccl *n = g->nccl;
     if (!n || n->nqueue == 0) return;
     ncclCheck(ncclGroupStart());
-    post_queue(n);
+    post_queue(n, g->rank);
     ncclCheck(ncclGroupEnd());
-    finish(n);
+    finish(n, g->rank);
+}
+
+/* A receive from oneself: the oldest send to oneself still queued, copied on the device. */
+static void recv_from_self(comm_group *g, void *buf, size_t bytes) {
+    struct comm_nccl *n = g->nccl;
+    int i = 0;
+    while (i < n->nqueue && n->queue[i].peer != g->rank) i++;
+    if (i == n->nqueue)
+        die("NCCL group '%s': a receive from oneself (%zu bytes) with no send to oneself before "
+            "it",
+            g->name, bytes);
+    if (n->queue[i].bytes != bytes)
+        die("NCCL group '%s': a receive from oneself of %zu bytes, but the send to oneself it "
+            "takes carries %zu (messages arrive in the order they were sent)",
+            g->name, bytes, n->queue[i].bytes);
+    cudaCheck(cudaMemcpyAsync(buf, n->queue[i].copy, bytes, cudaMemcpyDeviceToDevice, n->stream));
+    cudaCheck(cudaStreamSynchronize(n->stream));
+    cudaCheck(cudaFree(n->queue[i].copy));
+    for (int j = i + 1; j < n->nqueue; j++) n->queue[j - 1] = n->queue[j];
+    n->nqueue--;
 }
 
 void comm_nccl_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt, comm_op op) {
@@ -120,7 +154,7 @@ void comm_nccl_all_reduce(comm_group *g, void *buf, size_t count, comm_dtype dt,
     comm_nccl_flush(g);
     if (count)
         ncclCheck(ncclAllReduce(buf, buf, count, nccl_type(dt), nccl_op(op), n->comm, n->stream));
-    finish(n);
+    finish(n, g->rank);
 }
 
 void comm_nccl_all_gather(comm_group *g, const void *send, void *recv, size_t count,
@@ -128,7 +162,7 @@ void comm_nccl_all_gather(comm_group *g, const void *send, void *recv, size_t co
     struct comm_nccl *n = g->nccl;
     comm_nccl_flush(g);
     if (count) ncclCheck(ncclAllGather(send, recv, count, nccl_type(dt), n->comm, n->stream));
-    finish(n);
+    finish(n, g->rank);
 }
 
 /* In place (send == recv) NCCL wants recvbuff == sendbuff + rank * count and leaves the
@@ -147,14 +181,14 @@ void comm_nccl_reduce_scatter(comm_group *g, const void *send, void *recv, size_
             ncclReduceScatter(send, out, count, nccl_type(dt), nccl_op(op), n->comm, n->stream));
     if (count && out != recv) /* rank > 0: blocks rank and 0 do not overlap */
         cudaCheck(cudaMemcpyAsync(recv, out, part, cudaMemcpyDeviceToDevice, n->stream));
-    finish(n);
+    finish(n, g->rank);
 }
 
 void comm_nccl_broadcast(comm_group *g, void *buf, size_t count, comm_dtype dt, int root) {
     struct comm_nccl *n = g->nccl;
     comm_nccl_flush(g);
     if (count) ncclCheck(ncclBroadcast(buf, buf, count, nccl_type(dt), root, n->comm, n->stream));
-    finish(n);
+    finish(n, g->rank);
 }
 
 void comm_nccl_send(comm_group *g, const void *buf, size_t bytes, int peer) {
@@ -176,20 +210,24 @@ void comm_nccl_send(comm_group *g, const void *buf, size_t bytes, int peer) {
 
 void comm_nccl_recv(comm_group *g, void *buf, size_t bytes, int peer) {
     struct comm_nccl *n = g->nccl;
+    if (peer == g->rank) {
+        if (bytes) recv_from_self(g, buf, bytes); /* zero bytes: the send was not queued */
+        return;
+    }
     ncclCheck(ncclGroupStart());
-    post_queue(n);
+    post_queue(n, g->rank);
     if (bytes) ncclCheck(ncclRecv(buf, bytes, ncclUint8, peer, n->comm, n->stream));
     ncclCheck(ncclGroupEnd());
-    finish(n);
+    finish(n, g->rank);
 }
 
 void comm_nccl_sendrecv(comm_group *g, const void *sendbuf, size_t sbytes, int dest, void *recvbuf,
                         size_t rbytes, int src) {
     struct comm_nccl *n = g->nccl;
     ncclCheck(ncclGroupStart());
-    post_queue(n);
+    post_queue(n, g->rank);
     if (sbytes) ncclCheck(ncclSend(sendbuf, sbytes, ncclUint8, dest, n->comm, n->stream));
     if (rbytes) ncclCheck(ncclRecv(recvbuf, rbytes, ncclUint8, src, n->comm, n->stream));
     ncclCheck(ncclGroupEnd());
-    finish(n);
+    finish(n, g->rank);
 }
