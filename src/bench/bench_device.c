@@ -205,8 +205,8 @@ static void device_row(bench_ctx *ctx, device_kind dk, const device_setup *d, pr
                "attention alone (Q·Kᵀ, causal softmax, ·V and their gradients, fp32, %d layers) "
                "%.4f s (%.0f%%), everything else (LayerNorm, GELU, embeddings, loss, AdamW, "
                "casts, launches) %.4f s (%.0f%%)",
-               device_kind_name(dk), prec_dtype_name(prec), t_step, t_ref, 100 * t_ref / t_step,
-               L, t_att, 100 * t_att / t_step, t_step - t_ref - t_att,
+               device_kind_name(dk), prec_dtype_name(prec), t_step, t_ref, 100 * t_ref / t_step, L,
+               t_att, 100 * t_att / t_step, t_step - t_ref - t_att,
                100 * (t_step - t_ref - t_att) / t_step);
     free(step);
     free(ref);
