@@ -260,7 +260,8 @@ static void unfinished_events_are_marked_open(void **state) {
  * seconds, far from any host time, and only a sync makes a marker's time readable. It counts
  * syncs and live markers, so the tests see when the recorder waits and that every marker
  * goes back. */
-#define DEVICE_T0 1e8 /* above any host time (time_now() counts from boot), within TRACE_MAX_SECONDS */
+/* above any host time (time_now() counts from boot), within TRACE_MAX_SECONDS */
+#define DEVICE_T0 1e8
 enum { FAKE_MARKERS = 16 };
 static struct {
     int seq[FAKE_MARKERS];   /* the order in which live marker i was taken */
