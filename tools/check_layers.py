@@ -5,7 +5,10 @@ A package is a folder: src/<name>/ is <name>, kernels/ is kernels, viz/ is viz, 
 src/main.c (the program) is main. Each package has a level; a file may include a header of
 a package, and a BUILD target may depend on a target of a package, only when that package
 is on a LOWER level. Edges inside a package are free; edges to the same level (sideways)
-and to a higher level (upward) are errors. The levels, bottom to top (STYLE.md's order):
+and to a higher level (upward) are errors: a package builds only on what is below it, so a
+reader can learn the tree bottom-up and a lower package never needs a higher one to be tested
+(docs/code.md states the rule for readers; this table is its one source). The levels, bottom to
+top:
 
    0  core                                  checks, flags, files, clocks, rng
    1  kernels precision optim data trace    leaf libraries (no MPI, no devices)
@@ -29,7 +32,10 @@ communication links no BLAS.
 
 Both graphs are checked: `#include "..."` lines (written from the repository root) in every
 .c/.h/.cu/.cuh file, and "//package:target" labels in every BUILD file of those packages.
-A folder that is not in the table is an error too (give a new package a level here).
+The table is the complete list of packages, both ways: a folder of src/ (or kernels/, viz/) that
+is not in it is an error (give a new package a level here), and so is a package in it with no
+files to check (a folder removed or renamed, or its :layering_sources missing from
+tests/arch/BUILD, so the test would not see it).
 
 Usage:
   tools/check_layers.py [--root DIR]            exit 1 naming every forbidden edge
@@ -80,6 +86,11 @@ def package_of(path):
     if parts[0] in ("kernels", "viz") and len(parts) >= 2:
         return parts[0]
     return None
+
+
+def source_dir(pkg):
+    """The folder of a package, as a Bazel package path (main: the root)."""
+    return {"main": "", "kernels": "kernels", "viz": "viz"}.get(pkg, "src/" + pkg)
 
 
 def scanned_files(root):
@@ -146,6 +157,10 @@ def main():
             elif (src, dst) in NARROW and target not in NARROW[(src, dst)]:
                 errors.append("%s:%d: %s may use only %s of %s, not %s"
                               % (path, line, src, " and ".join(NARROW[(src, dst)]), dst, target))
+
+    for pkg in sorted(set(LEVELS) - set(nfiles), key=lambda p: LEVELS[p]):
+        errors.append("package '%s' (level %d) has no files here: remove it from LEVELS, or add "
+                      "//%s:layering_sources to tests/arch/BUILD" % (pkg, LEVELS[pkg], source_dir(pkg)))
 
     if args.graph:
         print("# package graph of src/, kernels/, viz/ (includes + BUILD deps); level: package -> what it uses")

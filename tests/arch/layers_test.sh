@@ -3,7 +3,7 @@
 # the package levels of tools/check_layers.py (which names every edge that does not).
 #
 # First a check of the checker: a tiny tree with an upward and a sideways edge must fail and
-# name both. Then the real tree (the packages' :layering_sources, laid out in the runfiles).
+# name both, and name a package of the table that has no files there. Then the real tree (the packages' :layering_sources, laid out in the runfiles).
 set -euo pipefail
 cd "${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-trident}"
 check=tools/check_layers.py
@@ -18,6 +18,8 @@ if out=$(python3 "$check" --root "$bad"); then
 fi
 grep -q "src/core/check.h:1: upward edge core" <<<"$out" || { echo "FAIL: upward edge not named:"; echo "$out"; exit 1; }
 grep -q "src/pp/schedule.h:1: sideways edge pp" <<<"$out" || { echo "FAIL: sideways edge not named:"; echo "$out"; exit 1; }
+# ...and the package list is complete both ways: a package with a level but no files is named.
+grep -q "package 'infer' (level 6) has no files here" <<<"$out" || { echo "FAIL: a package the check cannot see not named:"; echo "$out"; exit 1; }
 
 for d in src kernels viz; do
     [ -d "$d" ] || { echo "FAIL: $d/ is not in the runfiles (a package without :layering_sources?)"; exit 1; }

@@ -16,7 +16,7 @@
  *   - every committed picture is a PNG under 300 KB that some page shows (no strays);
  *   - every relative link of a page (source files, other pages) names an existing file.
  *
- * The format itself is documented for authors in tutorials/README.md.
+ * The format itself is documented for authors in tests/tutorials/PAGE_FORMAT.md.
  *
  * Not here: checking the pictures' pixels (the viz tests do that) or the numbers' meaning
  * (the equivalence tests do that); this test only keeps the pages true to the program.
