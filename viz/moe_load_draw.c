@@ -77,32 +77,10 @@ static void pct(char *buf, size_t cap, double f) {
     snprintf(buf, cap, f < 0.001 && f > 0 ? "%.2f%%" : "%.1f%%", 100 * f);
 }
 
-bool viz_moe_layout_of(const run_metrics *m, double width, viz_moe_layout *out, char *err,
-                       size_t errlen) {
-    memset(out, 0, sizeof *out);
-    if (m->nmoe == 0 || m->moe_layers < 1 || m->moe_experts < 1) {
-        snprintf(err, errlen, "%s/metrics.jsonl has no moe_tokens (not an MoE run)", m->dir);
-        return false;
-    }
-    if (!(width >= 300 && width <= 20000)) {
-        snprintf(err, errlen, "the MoE load picture needs a width of 300 to 20000, not %g", width);
-        return false;
-    }
-    const int L = m->moe_layers, E = m->moe_experts;
-    out->width = width;
-    out->layers = L, out->experts = E, out->lines = m->nmoe;
-    out->balanced = 1.0 / E;
-    const double plot_w = width - MARGIN_L - MARGIN_R;
-    /* One column per logged step, merged when there are more steps than points or than the
-     * image of a panel holds. */
-    int cols = m->nmoe;
-    if (cols > (int)plot_w) cols = (int)plot_w;
-    if ((long long)cols * E > VIZ_MOE_MAX_CELLS) cols = VIZ_MOE_MAX_CELLS / E;
-    out->columns = cols < 1 ? 1 : cols;
-    out->npanels = L < VIZ_MOE_MAX_PANELS ? L : VIZ_MOE_MAX_PANELS;
-
-    /* The red end: the largest share drawn, at least 2/E, at most 1. */
-    double top = fmin(1.0, 2.0 / E);
+/* The panels from y = TOP down, one per layer shown: its dropped-token strip (when it
+ * dropped any) and its heat map. Returns the largest share drawn (at least `top`). */
+static double layout_panels(const run_metrics *m, viz_moe_layout *out, double plot_w, double top) {
+    const int E = out->experts;
     const double h = E * 8 < 48 ? 48 : E * 8 > 160 ? 160 : E * 8;
     double y = TOP;
     for (int p = 0; p < out->npanels; p++) {
@@ -132,12 +110,14 @@ bool viz_moe_layout_of(const run_metrics *m, double width, viz_moe_layout *out, 
         }
         y = P->y + P->h + AXIS_H + PANEL_GAP;
     }
-    out->scale_max = top;
     out->height = y - PANEL_GAP + BOTTOM;
-    out->bar_w = plot_w < 360 ? plot_w : 360;
-    out->bar_x = MARGIN_L + plot_w - out->bar_w;
-    out->bar_y = 70, out->bar_h = 10;
+    return top;
+}
 
+/* The title, the subtitle (what a colour means, the last aux loss) and the note (layers not
+ * shown, merged steps). */
+static void layout_texts(const run_metrics *m, viz_moe_layout *out) {
+    const int L = out->layers, E = out->experts;
     const run_metrics_moe *last = &m->moe[m->nmoe - 1];
     snprintf(out->title, sizeof out->title,
              "MoE expert load — %s%s%s · %d experts × %d layers · %d logged step%s", m->dir,
@@ -162,6 +142,37 @@ bool viz_moe_layout_of(const run_metrics *m, double width, viz_moe_layout *out, 
         snprintf(merged, sizeof merged, "one column = %.1f logged steps merged · ",
                  (double)m->nmoe / out->columns);
     snprintf(out->note, sizeof out->note, "%s%sgrey: no token routed", more, merged);
+}
+
+bool viz_moe_layout_of(const run_metrics *m, double width, viz_moe_layout *out, char *err,
+                       size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (m->nmoe == 0 || m->moe_layers < 1 || m->moe_experts < 1) {
+        snprintf(err, errlen, "%s/metrics.jsonl has no moe_tokens (not an MoE run)", m->dir);
+        return false;
+    }
+    if (!(width >= 300 && width <= 20000)) {
+        snprintf(err, errlen, "the MoE load picture needs a width of 300 to 20000, not %g", width);
+        return false;
+    }
+    const int L = m->moe_layers, E = m->moe_experts;
+    out->width = width;
+    out->layers = L, out->experts = E, out->lines = m->nmoe;
+    out->balanced = 1.0 / E;
+    const double plot_w = width - MARGIN_L - MARGIN_R;
+    /* One column per logged step, merged when there are more steps than points or than the
+     * image of a panel holds. */
+    int cols = m->nmoe;
+    if (cols > (int)plot_w) cols = (int)plot_w;
+    if ((long long)cols * E > VIZ_MOE_MAX_CELLS) cols = VIZ_MOE_MAX_CELLS / E;
+    out->columns = cols < 1 ? 1 : cols;
+    out->npanels = L < VIZ_MOE_MAX_PANELS ? L : VIZ_MOE_MAX_PANELS;
+    /* The red end: the largest share drawn, at least 2/E, at most 1. */
+    out->scale_max = layout_panels(m, out, plot_w, fmin(1.0, 2.0 / E));
+    out->bar_w = plot_w < 360 ? plot_w : 360;
+    out->bar_x = MARGIN_L + plot_w - out->bar_w;
+    out->bar_y = 70, out->bar_h = 10;
+    layout_texts(m, out);
     return true;
 }
 

@@ -306,6 +306,22 @@ viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl) {
     return bb;
 }
 
+static void pct(char *buf, size_t cap, double f) { snprintf(buf, cap, "%.1f%%", 100 * f); }
+
+void viz_timeline_bubble_text(const viz_timeline *tl, const viz_tl_bubble *bb,
+                              viz_tl_bubble_text *out) {
+    pct(out->measured_total, sizeof out->measured_total, bb->measured_total);
+    pct(out->measured_ideal, sizeof out->measured_ideal, bb->measured_ideal);
+    pct(out->wait_total, sizeof out->wait_total, bb->wait_total);
+    pct(out->idle_total, sizeof out->idle_total, bb->idle_total);
+    pct(out->theory_total, sizeof out->theory_total, bb->theory_total);
+    pct(out->theory_ideal, sizeof out->theory_ideal, bb->theory_ideal);
+    const pp_textbook_text *tx = &bb->theory_text;
+    out->cond[0] = '\0';
+    if (tx->shows_v) snprintf(out->cond, sizeof out->cond, ", v=%d", tl->vpp);
+    else if (tx->assumes[0]) snprintf(out->cond, sizeof out->cond, ", %s", tx->assumes);
+}
+
 void viz_formula_pretty(char *dst, size_t cap, const char *ascii) {
     size_t n = 0;
     for (const char *c = ascii; *c && n + 3 < cap; c++) {

@@ -220,6 +220,16 @@ typedef struct {
 /* All zeros when the timeline has no forward/backward boxes. */
 viz_tl_bubble viz_timeline_bubble(const viz_timeline *tl);
 
+/* The bubble's shares as the picture and the text print them ("20.1%"), and the condition
+ * the theory holds under (", v=2", ", F = B = W" or ""). */
+typedef struct {
+    char measured_total[16], measured_ideal[16], wait_total[16], idle_total[16];
+    char theory_total[16], theory_ideal[16];
+    char cond[32];
+} viz_tl_bubble_text;
+void viz_timeline_bubble_text(const viz_timeline *tl, const viz_tl_bubble *bb,
+                              viz_tl_bubble_text *out);
+
 /* A formula of src/pp/schedule.h (ASCII) as the pictures print it: '-' becomes the minus
  * sign "−" and '*' the dot "·", e.g. "(p-1)/(v*m+p-1)" -> "(p−1)/(v·m+p−1)". */
 void viz_formula_pretty(char *dst, size_t cap, const char *ascii);

@@ -70,12 +70,12 @@ static void draw_phases(cairo_t *cr, const viz_tl_row_layout *R) {
     }
 }
 
-static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
-                     const viz_tl_row_layout *R) {
+/* The row's names on the left (rank; its tp, cp, dp coordinates; the stream lane) and its
+ * time-class shares on the right. */
+static void draw_row_labels(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
+                            const viz_tl_row_layout *R) {
     const viz_tl_row *row = &P->tl->rows[R->rank];
     char buf[64];
-
-    /* Labels on the left, numbers on the right. */
     snprintf(buf, sizeof buf, "rank %d", row->rank);
     viz_text(cr, L->plot_x - 8, R->lane_y + 14, 10.5, true, VIZ_RIGHT, VIZ_TEXT, buf);
     const int cp = P->tl->cp;
@@ -89,16 +89,22 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
     double xr = L->plot_x + L->plot_w + 8;
     viz_text(cr, xr, R->lane_y + 9, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[0]);
     viz_text(cr, xr, R->lane_y + 19, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[1]);
+}
 
-    draw_phases(cr, R);
-
-    /* Idle is blank: a thin baseline marks the lane so an empty row still reads as a row. */
+/* Idle is blank: a thin baseline marks the lane so an empty row still reads as a row. */
+static void draw_lane_baseline(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
+                               const viz_tl_row_layout *R) {
     cairo_set_line_width(cr, 0.5);
     viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.2));
     cairo_move_to(cr, L->plot_x, R->lane_y + VIZ_TL_LANE_H - 0.25);
     cairo_line_to(cr, viz_tl_x(L, P->t_end), R->lane_y + VIZ_TL_LANE_H - 0.25);
     cairo_stroke(cr);
+}
 
+/* Every box on its lane: compute on the compute lane (odd chunks hatched), messages on the
+ * comm lane, overlapped collectives on the stream lane; a message's wait before its transfer
+ * hatched. */
+static void draw_boxes(cairo_t *cr, const viz_tl_row *row, const viz_tl_row_layout *R) {
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
         const viz_tl_box_layout *B = &R->boxes[i];
@@ -121,9 +127,11 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
             viz_box(cr, B->x_ready, R->comm_y + 1, tw < 1 ? 1 : tw, VIZ_TL_COMM_H - 2, fill);
         }
     }
-    /* The lane shows the rank's time classes: where a message waits or transfers, even inside
-     * a compute box, that time is not compute and is painted over (wait hatched, transfer
-     * solid). Labels go on top. */
+}
+
+/* The lane shows the rank's time classes: where a message waits or transfers, even inside a
+ * compute box, that time is not compute and is painted over (wait hatched, transfer solid). */
+static void draw_time_classes(cairo_t *cr, const viz_tl_row_layout *R) {
     for (int i = 0; i < R->nseg; i++) {
         double x = R->seg_x[i], sw = R->seg_w[i] < 0.6 ? 0.6 : R->seg_w[i];
         if (R->seg_cls[i] == VIZ_TC_WAIT) wait_fill(cr, x, R->lane_y + 0.5, sw, VIZ_TL_LANE_H - 1);
@@ -133,8 +141,11 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
             cairo_fill(cr);
         }
     }
-    /* Each compute box keeps its outline in its kind's colour, so a span that was mostly
-     * messages still says whose it was (a forward, the optimizer). */
+}
+
+/* Each compute box keeps its outline in its kind's colour, so a span that was mostly messages
+ * still says whose it was (a forward, the optimizer). */
+static void draw_box_outlines(cairo_t *cr, const viz_tl_row *row, const viz_tl_row_layout *R) {
     cairo_set_line_width(cr, 1.4);
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
@@ -144,6 +155,10 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
         viz_set_rgb(cr, viz_tl_box_color(b->kind, b->chunk));
         cairo_stroke(cr);
     }
+}
+
+/* Labels on top: a compute box's micro-batch, a message's byte count on its own lane. */
+static void draw_box_labels(cairo_t *cr, const viz_tl_row *row, const viz_tl_row_layout *R) {
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
         const viz_tl_box_layout *B = &R->boxes[i];
@@ -155,37 +170,56 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
             viz_text(cr, B->label_x, R->lane_y + 15, VIZ_TL_LABEL_SIZE, true, VIZ_CENTER,
                      (viz_rgb){1, 1, 1}, B->label);
     }
+}
 
-    /* Memory: a step curve scaled to the panel's peak, with this rank's peak (of the whole
-     * step) at the right. In a window the curve is cut at the window's edges. */
-    if (R->mem_h > 0 && row->nmem > 0 && P->mem_max > 0) {
-        double base = R->mem_y + R->mem_h - 3, top = R->mem_y + 2, span = base - top;
-        double x_end = viz_tl_x(L, P->t_end);
-        if (L->windowed) {
-            cairo_save(cr);
-            cairo_rectangle(cr, L->plot_x, R->mem_y, x_end - L->plot_x, R->mem_h);
-            cairo_clip(cr);
-        }
-        cairo_move_to(cr, viz_tl_x(L, row->mem[0].t), base);
-        double prev_y = base;
-        for (int i = 0; i < row->nmem; i++) {
-            double x = viz_tl_x(L, row->mem[i].t);
-            double y = base - span * row->mem[i].bytes / P->mem_max;
-            cairo_line_to(cr, x, prev_y);
-            cairo_line_to(cr, x, y);
-            prev_y = y;
-        }
-        cairo_line_to(cr, x_end, prev_y);
-        cairo_line_to(cr, x_end, base);
-        cairo_close_path(cr);
-        viz_set_rgb(cr, viz_shade(VIZ_MEMORY, 0.78));
-        cairo_fill_preserve(cr);
-        viz_set_rgb(cr, VIZ_MEMORY);
-        cairo_set_line_width(cr, 0.9);
-        cairo_stroke(cr);
-        if (L->windowed) cairo_restore(cr);
-        viz_text(cr, xr, R->mem_y + R->mem_h - 5, 8.5, false, VIZ_LEFT, VIZ_MEMORY, R->mem_text);
+/* Memory: a step curve scaled to the panel's peak, with this rank's peak (of the whole step)
+ * at the right. In a window the curve is cut at the window's edges. */
+static void draw_memory(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
+                        const viz_tl_row_layout *R) {
+    const viz_tl_row *row = &P->tl->rows[R->rank];
+    if (!(R->mem_h > 0 && row->nmem > 0 && P->mem_max > 0)) return;
+    double base = R->mem_y + R->mem_h - 3, top = R->mem_y + 2, span = base - top;
+    double x_end = viz_tl_x(L, P->t_end);
+    if (L->windowed) {
+        cairo_save(cr);
+        cairo_rectangle(cr, L->plot_x, R->mem_y, x_end - L->plot_x, R->mem_h);
+        cairo_clip(cr);
     }
+    cairo_move_to(cr, viz_tl_x(L, row->mem[0].t), base);
+    double prev_y = base;
+    for (int i = 0; i < row->nmem; i++) {
+        double x = viz_tl_x(L, row->mem[i].t);
+        double y = base - span * row->mem[i].bytes / P->mem_max;
+        cairo_line_to(cr, x, prev_y);
+        cairo_line_to(cr, x, y);
+        prev_y = y;
+    }
+    cairo_line_to(cr, x_end, prev_y);
+    cairo_line_to(cr, x_end, base);
+    cairo_close_path(cr);
+    viz_set_rgb(cr, viz_shade(VIZ_MEMORY, 0.78));
+    cairo_fill_preserve(cr);
+    viz_set_rgb(cr, VIZ_MEMORY);
+    cairo_set_line_width(cr, 0.9);
+    cairo_stroke(cr);
+    if (L->windowed) cairo_restore(cr);
+    double xr = L->plot_x + L->plot_w + 8;
+    viz_text(cr, xr, R->mem_y + R->mem_h - 5, 8.5, false, VIZ_LEFT, VIZ_MEMORY, R->mem_text);
+}
+
+/* One row, back to front: labels, phase strip, baseline, boxes, time classes painted over,
+ * outlines, labels, memory curve. */
+static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
+                     const viz_tl_row_layout *R) {
+    const viz_tl_row *row = &P->tl->rows[R->rank];
+    draw_row_labels(cr, L, P, R);
+    draw_phases(cr, R);
+    draw_lane_baseline(cr, L, P, R);
+    draw_boxes(cr, row, R);
+    draw_time_classes(cr, R);
+    draw_box_outlines(cr, row, R);
+    draw_box_labels(cr, row, R);
+    draw_memory(cr, L, P, R);
 }
 
 static void draw_arrow(cairo_t *cr, const viz_tl_arrow *a) {

@@ -54,8 +54,6 @@ static void sort_rows(const viz_timeline *tl, int *order, int n) {
     }
 }
 
-static void pct(char *buf, size_t cap, double f) { snprintf(buf, cap, "%.1f%%", 100 * f); }
-
 static void panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P) {
     const viz_timeline *tl = P->tl;
     char step[48] = "", when[128]; /* which step, and how long it is */
@@ -82,24 +80,18 @@ static void panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P) {
              tl->num_microbatches, vpart, zero, when);
 
     viz_tl_bubble bb = viz_timeline_bubble(tl);
-    char mt[16], mi[16], tt[16], ti[16], mw[16], mdl[16];
-    pct(mw, sizeof mw, bb.wait_total);
-    pct(mdl, sizeof mdl, bb.idle_total);
-    pct(mt, sizeof mt, bb.measured_total);
-    pct(mi, sizeof mi, bb.measured_ideal);
-    pct(tt, sizeof tt, bb.theory_total);
-    pct(ti, sizeof ti, bb.theory_ideal);
+    viz_tl_bubble_text bt;
+    viz_timeline_bubble_text(tl, &bb, &bt);
     const pp_textbook_text *tx = &bb.theory_text;
-    char ft[48], fi[48], cond[32] = "";
+    char ft[48], fi[48];
     viz_formula_pretty(ft, sizeof ft, tx->total);
     viz_formula_pretty(fi, sizeof fi, tx->ideal);
-    if (tx->shows_v) snprintf(cond, sizeof cond, ", v=%d", tl->vpp);
-    else if (tx->assumes[0]) snprintf(cond, sizeof cond, ", %s", tx->assumes);
     snprintf(P->info, sizeof P->info,
              "Bubble%s measured: %s of total time (wait %s + idle %s), %s of ideal time   |   "
              "theory (p=%d, m=%d%s): %s = %s of total, %s = %s of ideal",
-             L->windowed ? " of the whole step" : "", mt, mw, mdl, mi, tl->pp, tl->num_microbatches,
-             cond, ft, tt, fi, ti);
+             L->windowed ? " of the whole step" : "", bt.measured_total, bt.wait_total,
+             bt.idle_total, bt.measured_ideal, tl->pp, tl->num_microbatches, bt.cond, ft,
+             bt.theory_total, fi, bt.theory_ideal);
     char dropped[96] = "";
     if (tl->dropped)
         snprintf(dropped, sizeof dropped,
@@ -113,10 +105,9 @@ static void panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P) {
         L->windowed ? " · shares at the right: this window only" : "", dropped);
 }
 
-static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layout *R, double y,
-                       bool has_mem, bool has_stream) {
-    const viz_timeline *tl = P->tl;
-    const viz_tl_row *row = &tl->rows[R->rank];
+/* The row's parts, top to bottom from y (timeline_layout.h). */
+static void place_row_parts(viz_tl_row_layout *R, const viz_tl_row *row, double y, bool has_mem,
+                            bool has_stream) {
     R->stage = row->pp_rank;
     R->y = R->phase_y = y;
     R->lane_y = y + VIZ_TL_PHASE_H;
@@ -126,7 +117,10 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
     R->mem_y = R->stream_y + R->stream_h;
     R->mem_h = has_mem ? VIZ_TL_MEM_H : 0;
     R->bottom = R->mem_y + R->mem_h;
+}
 
+/* Every box's x, width and label; the legend learns which kinds are drawn. */
+static void layout_boxes(viz_tl_layout *L, viz_tl_row_layout *R, const viz_tl_row *row) {
     R->boxes = callocCheck((size_t)row->nboxes + 1, sizeof *R->boxes);
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
@@ -158,10 +152,11 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
         if (b->kind < VIZ_TL_NUM_KINDS) L->kinds_present[b->kind] = true;
         if (b->chunk >= 1) L->any_chunks = true;
     }
+}
 
-    /* Time classes: the segments drawn, and the shares printed at the right, over the time
-     * shown (the whole step, or the window's part of it). */
-    const double a = L->windowed ? L->t0 : 0, z = P->t_end;
+/* The row's time classes over [a, z) as segments on the page. */
+static void layout_time_classes(viz_tl_layout *L, const viz_timeline *tl, viz_tl_row_layout *R,
+                                double a, double z) {
     viz_tc_segment *seg;
     int n = viz_timeline_class_segments(tl, R->rank, a, z, &seg);
     R->seg_x = mallocCheck(((size_t)n + 1) * sizeof *R->seg_x);
@@ -175,9 +170,12 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
     }
     R->nseg = n;
     free(seg);
+}
 
-    viz_tl_row_stats st = viz_timeline_row_stats(tl, R->rank);
-    R->shares = L->windowed ? viz_timeline_class_shares(tl, R->rank, a, z) : st.classes;
+/* The texts at the row's right: its class shares over [a, z), its peak memory. */
+static void row_texts(const viz_tl_layout *L, const viz_timeline *tl, viz_tl_row_layout *R,
+                      const viz_tl_row_stats *st, double a, double z) {
+    R->shares = L->windowed ? viz_timeline_class_shares(tl, R->rank, a, z) : st->classes;
     const double *f = R->shares.share;
     if (z > a) {
         snprintf(R->share_text[0], sizeof R->share_text[0], "compute %.1f%% · transfer %.1f%%",
@@ -186,25 +184,43 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
                  100 * f[VIZ_TC_WAIT], 100 * f[VIZ_TC_IDLE]);
     } else /* a shorter panel of a stack, whose step ended before the window */
         snprintf(R->share_text[0], sizeof R->share_text[0], "(step ended before)");
-    if (st.mem_peak > 0) {
+    if (st->mem_peak > 0) {
         char b[24];
-        viz_tl_format_bytes(st.mem_peak, b, sizeof b);
+        viz_tl_format_bytes(st->mem_peak, b, sizeof b);
         snprintf(R->mem_text, sizeof R->mem_text, "peak %s", b);
     }
-    if (st.has_phases && st.first_fwd >= 0) {
-        R->has_phases = true;
-        double end = st.last_bwd_end >= 0 ? st.last_bwd_end : st.last_fwd_end;
-        double w1 = st.warmup_end >= 0 ? st.warmup_end : st.first_fwd;
-        double c0 = st.cooldown_start >= 0 ? st.cooldown_start : end;
-        if (c0 < w1) c0 = w1;
-        R->warmup_x0 = viz_tl_x(L, shown(L, st.first_fwd));
-        R->warmup_x1 = R->steady_x0 = viz_tl_x(L, shown(L, w1));
-        R->steady_x1 = R->cooldown_x0 = viz_tl_x(L, shown(L, c0));
-        R->cooldown_x1 = viz_tl_x(L, shown(L, end));
-        if (st.warmup_forwards >= st.forwards) R->steady_x1 = R->steady_x0; /* no steady pairs */
-        if (st.cooldown_backwards <= 0) R->cooldown_x0 = R->cooldown_x1;
-        if (st.warmup_forwards <= 0) R->warmup_x1 = R->warmup_x0;
-    }
+}
+
+/* The phase strip: warmup, steady, cooldown, when the schedule is known. */
+static void layout_phases(const viz_tl_layout *L, viz_tl_row_layout *R,
+                          const viz_tl_row_stats *st) {
+    if (!(st->has_phases && st->first_fwd >= 0)) return;
+    R->has_phases = true;
+    double end = st->last_bwd_end >= 0 ? st->last_bwd_end : st->last_fwd_end;
+    double w1 = st->warmup_end >= 0 ? st->warmup_end : st->first_fwd;
+    double c0 = st->cooldown_start >= 0 ? st->cooldown_start : end;
+    if (c0 < w1) c0 = w1;
+    R->warmup_x0 = viz_tl_x(L, shown(L, st->first_fwd));
+    R->warmup_x1 = R->steady_x0 = viz_tl_x(L, shown(L, w1));
+    R->steady_x1 = R->cooldown_x0 = viz_tl_x(L, shown(L, c0));
+    R->cooldown_x1 = viz_tl_x(L, shown(L, end));
+    if (st->warmup_forwards >= st->forwards) R->steady_x1 = R->steady_x0; /* no steady pairs */
+    if (st->cooldown_backwards <= 0) R->cooldown_x0 = R->cooldown_x1;
+    if (st->warmup_forwards <= 0) R->warmup_x1 = R->warmup_x0;
+}
+
+static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layout *R, double y,
+                       bool has_mem, bool has_stream) {
+    const viz_timeline *tl = P->tl;
+    place_row_parts(R, &tl->rows[R->rank], y, has_mem, has_stream);
+    layout_boxes(L, R, &tl->rows[R->rank]);
+    /* Time classes: the segments drawn, and the shares printed at the right, over the time
+     * shown (the whole step, or the window's part of it). */
+    const double a = L->windowed ? L->t0 : 0, z = P->t_end;
+    layout_time_classes(L, tl, R, a, z);
+    viz_tl_row_stats st = viz_timeline_row_stats(tl, R->rank);
+    row_texts(L, tl, R, &st, a, z);
+    layout_phases(L, R, &st);
 }
 
 /* The centre of a row's comm lane, for arrows. */
@@ -255,14 +271,10 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
     viz_tl_layout_compute_window(L, tls, n, width, NULL);
 }
 
-void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *tls, int n,
-                                  double width, const viz_tl_window *w) {
-    CHECK(n >= 1, "a timeline picture needs at least one timeline");
-    memset(L, 0, sizeof *L);
-    L->width = width;
-    L->plot_x = LEFT_GUTTER;
-    L->plot_w = width - LEFT_GUTTER - RIGHT_GUTTER;
-    CHECK(L->plot_w > 50, "the page is too narrow for a timeline");
+/* The time scale shared by every panel: the time shown (the longest step, or the window with
+ * its end clipped to it), pixels per second and the tick spacing. */
+static void set_time_scale(viz_tl_layout *L, const viz_timeline *const *tls, int n,
+                           const viz_tl_window *w) {
     for (int p = 0; p < n; p++)
         if (tls[p]->duration > L->duration) L->duration = tls[p]->duration;
     double dur = L->duration > 0 ? L->duration : 1e-3;
@@ -278,63 +290,90 @@ void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *t
     }
     L->px_per_s = L->plot_w / dur;
     L->tick_s = viz_tl_nice_tick(dur, 12);
+}
 
+/* Whether some row of the panel has memory samples, or collectives on its communication
+ * stream; and the panel's memory peak, the top of its memory strips. */
+static void panel_strips(viz_tl_panel_layout *P, bool *has_mem, bool *has_stream) {
+    const viz_timeline *tl = P->tl;
+    *has_mem = *has_stream = false;
+    for (int r = 0; r < tl->nrows; r++) {
+        for (int i = 0; i < tl->rows[r].nboxes; i++) *has_stream |= tl->rows[r].boxes[i].stream;
+        for (int i = 0; i < tl->rows[r].nmem; i++)
+            if (tl->rows[r].mem[i].bytes > P->mem_max) P->mem_max = tl->rows[r].mem[i].bytes;
+        *has_mem |= tl->rows[r].nmem > 0;
+    }
+}
+
+/* The panel's rows in display order from rows_top, grouped by stage (a gap between stages),
+ * and each stage's vertical extent. */
+static void layout_panel_rows(viz_tl_layout *L, viz_tl_panel_layout *P) {
+    const viz_timeline *tl = P->tl;
+    bool has_mem, has_stream;
+    panel_strips(P, &has_mem, &has_stream);
+    int *order = mallocCheck((size_t)tl->nrows * sizeof *order);
+    for (int r = 0; r < tl->nrows; r++) order[r] = r;
+    sort_rows(tl, order, tl->nrows);
+    P->nrows = tl->nrows;
+    P->rows = callocCheck((size_t)tl->nrows, sizeof *P->rows);
+    P->stage_y0 = callocCheck((size_t)tl->pp + 1, sizeof *P->stage_y0);
+    P->stage_y1 = callocCheck((size_t)tl->pp + 1, sizeof *P->stage_y1);
+    double ry = P->rows_top;
+    int prev_stage = -1;
+    for (int d = 0; d < tl->nrows; d++) {
+        viz_tl_row_layout *R = &P->rows[d];
+        R->rank = order[d];
+        int stage = tl->rows[R->rank].pp_rank;
+        if (d > 0 && stage != prev_stage) ry += VIZ_TL_STAGE_GAP;
+        layout_row(L, P, R, ry, has_mem, has_stream);
+        if (stage >= 0 && stage < tl->pp) {
+            if (stage != prev_stage) P->stage_y0[stage] = R->y;
+            P->stage_y1[stage] = R->bottom;
+            if (stage + 1 > P->nstages) P->nstages = stage + 1;
+        }
+        prev_stage = stage;
+        ry = R->bottom + VIZ_TL_ROW_GAP;
+    }
+    free(order);
+    P->rows_bottom = ry - VIZ_TL_ROW_GAP;
+}
+
+/* One panel from y down: its texts, its time span and ticks, its rows, arrows and axis.
+ * Returns the y below it. */
+static double layout_panel(viz_tl_layout *L, viz_tl_panel_layout *P, const viz_timeline *tl,
+                           double y) {
+    P->tl = tl;
+    P->top = y;
+    P->title_y = y + 14;
+    P->info_y = y + 32;
+    P->note_y = y + 46;
+    P->t_end = L->windowed && L->t1 < tl->duration ? L->t1 : tl->duration;
+    if (P->t_end < L->t0) P->t_end = L->t0; /* a stack's shorter step, over before */
+    /* Ticks at whole multiples of tick_s inside [t0, t_end] (without a window from 0). */
+    P->tick_first = (int)ceil(L->t0 / L->tick_s - 1e-9);
+    P->tick_last = (int)floor(P->t_end / L->tick_s + 1e-9);
+    panel_texts(L, P);
+    P->rows_top = y + 56;
+    layout_panel_rows(L, P);
+    layout_arrows(L, P);
+    P->axis_y = P->rows_bottom + 6;
+    P->bottom = P->axis_y + 26;
+    return P->bottom;
+}
+
+void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *tls, int n,
+                                  double width, const viz_tl_window *w) {
+    CHECK(n >= 1, "a timeline picture needs at least one timeline");
+    memset(L, 0, sizeof *L);
+    L->width = width;
+    L->plot_x = LEFT_GUTTER;
+    L->plot_w = width - LEFT_GUTTER - RIGHT_GUTTER;
+    CHECK(L->plot_w > 50, "the page is too narrow for a timeline");
+    set_time_scale(L, tls, n, w);
     L->npanels = n;
     L->panels = callocCheck((size_t)n, sizeof *L->panels);
     double y = TOP_MARGIN;
-    for (int p = 0; p < n; p++) {
-        viz_tl_panel_layout *P = &L->panels[p];
-        const viz_timeline *tl = P->tl = tls[p];
-        P->top = y;
-        P->title_y = y + 14;
-        P->info_y = y + 32;
-        P->note_y = y + 46;
-        P->t_end = L->windowed && L->t1 < tl->duration ? L->t1 : tl->duration;
-        if (P->t_end < L->t0) P->t_end = L->t0; /* a stack's shorter step, over before */
-        /* Ticks at whole multiples of tick_s inside [t0, t_end] (without a window from 0). */
-        P->tick_first = (int)ceil(L->t0 / L->tick_s - 1e-9);
-        P->tick_last = (int)floor(P->t_end / L->tick_s + 1e-9);
-        panel_texts(L, P);
-        P->rows_top = y + 56;
-
-        bool has_mem = false, has_stream = false;
-        for (int r = 0; r < tl->nrows; r++) {
-            for (int i = 0; i < tl->rows[r].nboxes; i++) has_stream |= tl->rows[r].boxes[i].stream;
-            for (int i = 0; i < tl->rows[r].nmem; i++)
-                if (tl->rows[r].mem[i].bytes > P->mem_max) P->mem_max = tl->rows[r].mem[i].bytes;
-            has_mem |= tl->rows[r].nmem > 0;
-        }
-
-        int *order = mallocCheck((size_t)tl->nrows * sizeof *order);
-        for (int r = 0; r < tl->nrows; r++) order[r] = r;
-        sort_rows(tl, order, tl->nrows);
-        P->nrows = tl->nrows;
-        P->rows = callocCheck((size_t)tl->nrows, sizeof *P->rows);
-        P->stage_y0 = callocCheck((size_t)tl->pp + 1, sizeof *P->stage_y0);
-        P->stage_y1 = callocCheck((size_t)tl->pp + 1, sizeof *P->stage_y1);
-        double ry = P->rows_top;
-        int prev_stage = -1;
-        for (int d = 0; d < tl->nrows; d++) {
-            viz_tl_row_layout *R = &P->rows[d];
-            R->rank = order[d];
-            int stage = tl->rows[R->rank].pp_rank;
-            if (d > 0 && stage != prev_stage) ry += VIZ_TL_STAGE_GAP;
-            layout_row(L, P, R, ry, has_mem, has_stream);
-            if (stage >= 0 && stage < tl->pp) {
-                if (stage != prev_stage) P->stage_y0[stage] = R->y;
-                P->stage_y1[stage] = R->bottom;
-                if (stage + 1 > P->nstages) P->nstages = stage + 1;
-            }
-            prev_stage = stage;
-            ry = R->bottom + VIZ_TL_ROW_GAP;
-        }
-        free(order);
-        P->rows_bottom = ry - VIZ_TL_ROW_GAP;
-        layout_arrows(L, P);
-        P->axis_y = P->rows_bottom + 6;
-        P->bottom = P->axis_y + 26;
-        y = P->bottom + PANEL_GAP;
-    }
+    for (int p = 0; p < n; p++) y = layout_panel(L, &L->panels[p], tls[p], y) + PANEL_GAP;
     L->legend_y = y + 4;
     L->height = L->legend_y + 54; /* three legend lines */
 }

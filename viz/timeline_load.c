@@ -103,108 +103,129 @@ static int context_parallel_of(const trace_header *h, const char *config_json) {
     return cp > 1 && cp <= h->dp && h->dp % cp == 0 ? (int)cp : 1;
 }
 
-viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int step, char *err,
-                                    size_t errlen) {
-    const trace_header *h0 = trace_file_header(r->ranks[0]);
-    bool whole = !viz_run_has_steps(r);
-    if (!whole) {
-        int nsteps = viz_run_complete_steps(r, NULL, 0);
-        int *steps = mallocCheck(((size_t)nsteps + 1) * sizeof *steps);
-        viz_run_complete_steps(r, steps, nsteps);
-        if (nsteps == 0) {
-            snprintf(err, errlen,
-                     "'%s' has no step that every rank completed (did the run stop early?)",
-                     r->dir);
-            free(steps);
-            return NULL;
-        }
-        if (step < 0) step = steps[nsteps - 1];
-        bool found = false;
-        for (int i = 0; i < nsteps; i++) found |= steps[i] == step;
-        if (!found) {
+/* The step to show: `step` if every rank completed it, the last complete one for -1, and -1
+ * when the traces carry no steps (`whole`: the whole run is shown). Returns false with a
+ * message in err when there is no such step. */
+static bool choose_step(const trace_run *r, bool whole, int *step, char *err, size_t errlen) {
+    if (whole) {
+        *step = -1;
+        return true;
+    }
+    int nsteps = viz_run_complete_steps(r, NULL, 0);
+    int *steps = mallocCheck(((size_t)nsteps + 1) * sizeof *steps);
+    viz_run_complete_steps(r, steps, nsteps);
+    bool found = false;
+    if (nsteps == 0) {
+        snprintf(err, errlen,
+                 "'%s' has no step that every rank completed (did the run stop early?)", r->dir);
+    } else {
+        if (*step < 0) *step = steps[nsteps - 1];
+        for (int i = 0; i < nsteps; i++) found |= steps[i] == *step;
+        if (!found)
             snprintf(err, errlen,
                      "step %d is not a complete step of '%s' (complete steps: %d..%d, %d in all)",
-                     step, r->dir, steps[0], steps[nsteps - 1], nsteps);
-            free(steps);
-            return NULL;
-        }
-        free(steps);
-    } else {
-        step = -1;
+                     *step, r->dir, steps[0], steps[nsteps - 1], nsteps);
     }
+    free(steps);
+    return found;
+}
 
-    /* Pass 1: the window = the earliest start and latest end of what belongs to the step
-     * (the ranks' step spans and every event kept), on rank 0's clock. Nothing that began
-     * inside the step is clipped; nothing that began outside is kept. */
-    double t0 = 0, t1 = 0;
+/* Rank f's span of the step: [s0, s1) of its TRACE_STEP event (s0, s1 left as they are for
+ * the whole run). */
+static void step_span(const trace_file *f, int step, bool whole, double *s0, double *s1) {
+    if (whole) return;
+    const trace_event *se = find_step(f, step);
+    *s0 = se->t_start, *s1 = se->t_end;
+}
+
+/* The window = the earliest start and latest end of what belongs to the step (the ranks' step
+ * spans and every event kept), on rank 0's clock. Nothing that began inside the step is
+ * clipped; nothing that began outside is kept. */
+static void step_window(const trace_run *r, int step, bool whole, double *t0, double *t1) {
     bool have = false;
+    *t0 = *t1 = 0;
     for (int k = 0; k < r->nranks; k++) {
         const trace_file *f = r->ranks[k];
         double off = trace_file_header(f)->clock_offset, s0 = 0, s1 = 0;
-        if (!whole) {
-            const trace_event *se = find_step(f, step);
-            s0 = se->t_start, s1 = se->t_end;
-        }
+        step_span(f, step, whole, &s0, &s1);
         for (size_t i = 0; i < trace_file_num_events(f); i++) {
             const trace_event *e = trace_file_event(f, i);
             if (e->flags & TRACE_OPEN) continue;
             if (e->kind == TRACE_MEMORY) continue;
             if (!whole && !in_step(e, step, s0, s1)) continue;
             if (!whole && e->kind == TRACE_STEP && e->step != step) continue;
-            if (!have || e->t_start + off < t0) t0 = e->t_start + off;
-            if (!have || e->t_end + off > t1) t1 = e->t_end + off;
+            if (!have || e->t_start + off < *t0) *t0 = e->t_start + off;
+            if (!have || e->t_end + off > *t1) *t1 = e->t_end + off;
             have = true;
         }
     }
+}
 
+/* Event i of rank k as a box, its times from the window's start t0 (off: the rank's clock
+ * offset). */
+static viz_tl_box box_of(const trace_run *r, int k, size_t i, viz_tl_kind kind, double off,
+                         double t0) {
+    const trace_file *f = r->ranks[k];
+    const trace_event *e = trace_file_event(f, i);
+    const char *op = trace_file_string(f, e->op);
+    kind = viz_tl_message_kind(kind, op, trace_file_string(f, e->group));
+    viz_tl_box box = {
+        .kind = kind,
+        .microbatch = e->microbatch,
+        .chunk = e->chunk,
+        .start = e->t_start + off - t0,
+        .ready = e->t_ready + off - t0,
+        .end = e->t_end + off - t0,
+        .peer = e->peer,
+        .flow = r->flow[k][i],
+        .stream = (e->flags & TRACE_STREAM) != 0,
+        .bytes = viz_tl_is_comm(kind) ? (double)e->bytes : 0,
+    };
+    snprintf(box.op, sizeof box.op, "%s", op);
+    return box;
+}
+
+/* Rank k's row: its coordinates, its boxes of the step and its memory samples (with the
+ * sample in force when its step begins). */
+static void add_rank(viz_timeline *tl, const trace_run *r, int k, int step, bool whole, double t0) {
+    const trace_file *f = r->ranks[k];
+    const trace_header *h = trace_file_header(f);
+    viz_timeline_set_coords(tl, k, h->tp_rank, h->pp_rank, h->dp_rank);
+    tl->dropped += trace_file_dropped(f);
+    double off = h->clock_offset, s0 = -1e300, s1 = 1e300;
+    step_span(f, step, whole, &s0, &s1);
+    double last_mem = -1; /* the sample in force when the rank's step begins */
+    for (size_t i = 0; i < trace_file_num_events(f); i++) {
+        const trace_event *e = trace_file_event(f, i);
+        if (e->flags & TRACE_OPEN) continue;
+        if (e->kind == TRACE_MEMORY) { /* samples are in time order per rank */
+            if (e->t_start < s0) last_mem = (double)e->bytes;
+            else if (e->t_start < s1)
+                viz_timeline_add_sample(tl, k, e->t_start + off - t0, (double)e->bytes);
+            continue;
+        }
+        viz_tl_kind kind = tl_kind(e->kind);
+        if (kind == VIZ_TL_NUM_KINDS) continue;
+        if (!whole && !in_step(e, step, s0, s1)) continue;
+        viz_timeline_add_box(tl, k, box_of(r, k, i, kind, off, t0));
+    }
+    if (last_mem >= 0) viz_timeline_add_sample(tl, k, (whole ? t0 : s0 + off) - t0, last_mem);
+}
+
+viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int step, char *err,
+                                    size_t errlen) {
+    const trace_header *h0 = trace_file_header(r->ranks[0]);
+    const bool whole = !viz_run_has_steps(r);
+    if (!choose_step(r, whole, &step, err, errlen)) return NULL;
+    double t0, t1;
+    step_window(r, step, whole, &t0, &t1);
     viz_timeline *tl = viz_timeline_new(name, h0->schedule, h0->tp, h0->pp, h0->dp, h0->vpp,
                                         h0->num_microbatches);
     tl->step = step;
     tl->duration = t1 - t0;
     tl->zero_stage = zero_stage_of(h0->config_json);
     tl->cp = context_parallel_of(h0, h0->config_json);
-    for (int k = 0; k < r->nranks; k++) {
-        const trace_file *f = r->ranks[k];
-        const trace_header *h = trace_file_header(f);
-        viz_timeline_set_coords(tl, k, h->tp_rank, h->pp_rank, h->dp_rank);
-        tl->dropped += trace_file_dropped(f);
-        double off = h->clock_offset, s0 = -1e300, s1 = 1e300;
-        if (!whole) {
-            const trace_event *se = find_step(f, step);
-            s0 = se->t_start, s1 = se->t_end;
-        }
-        double last_mem = -1; /* the sample in force when the rank's step begins */
-        for (size_t i = 0; i < trace_file_num_events(f); i++) {
-            const trace_event *e = trace_file_event(f, i);
-            if (e->flags & TRACE_OPEN) continue;
-            double a = e->t_start + off, m = e->t_ready + off, b = e->t_end + off;
-            if (e->kind == TRACE_MEMORY) { /* samples are in time order per rank */
-                if (e->t_start < s0) last_mem = (double)e->bytes;
-                else if (e->t_start < s1) viz_timeline_add_sample(tl, k, a - t0, (double)e->bytes);
-                continue;
-            }
-            viz_tl_kind kind = tl_kind(e->kind);
-            if (kind == VIZ_TL_NUM_KINDS) continue;
-            if (!whole && !in_step(e, step, s0, s1)) continue;
-            const char *op = trace_file_string(f, e->op);
-            kind = viz_tl_message_kind(kind, op, trace_file_string(f, e->group));
-            viz_tl_box box = {
-                .kind = kind,
-                .microbatch = e->microbatch,
-                .chunk = e->chunk,
-                .start = a - t0,
-                .ready = m - t0,
-                .end = b - t0,
-                .peer = e->peer,
-                .flow = r->flow[k][i],
-                .stream = (e->flags & TRACE_STREAM) != 0,
-                .bytes = viz_tl_is_comm(kind) ? (double)e->bytes : 0,
-            };
-            snprintf(box.op, sizeof box.op, "%s", op);
-            viz_timeline_add_box(tl, k, box);
-        }
-        if (last_mem >= 0) viz_timeline_add_sample(tl, k, (whole ? t0 : s0 + off) - t0, last_mem);
-    }
+    for (int k = 0; k < r->nranks; k++) add_rank(tl, r, k, step, whole, t0);
     viz_timeline_finish(tl);
     return tl;
 }

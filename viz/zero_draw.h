@@ -63,7 +63,7 @@ typedef struct {
     int line;      /* which wrapped line */
     double x;      /* on the canvas */
     int label_row; /* shard marks: row (0 or 1) of its text block under the line, always
-                     * found (zero_draw.c); bucket marks: -1, they carry no label */
+                     * found (zero_draw_layout.c); bucket marks: -1, they carry no label */
 } zero_draw_mark;
 
 typedef struct {

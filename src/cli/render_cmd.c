@@ -216,70 +216,87 @@ static void write_moe_load(const char *output, const char *dir, int width) {
     run_metrics_free(m);
 }
 
-int cmd_render(int argc, char **argv) {
-    const char *output = NULL;
-    int step = -1, width = 0, columns = 100;
-    int height = 0;
-    const char *theme = NULL, *window = NULL;
-    bool arrows = false, replay = false, both = false, metrics = false, moe_load = false;
+/* What the command line asks for. */
+typedef struct {
+    const char *output, *theme, *window;
+    int step, width, columns, height;
+    bool arrows, replay, both, metrics, moe_load;
+    const char *dirs[MAX_RUNS + 1];
+    int ndirs;
+} render_request;
+
+/* The flags and run directories, parsed (flags_parse ends the command on a bad one). */
+static void parse_request(render_request *q, int argc, char **argv) {
+    *q = (render_request){.step = -1, .columns = 100};
     flag_spec specs[] = {
-        {"--output", FLAG_STRING, &output, "FILE to write: .png .svg .pdf .json or .txt (-o)",
+        {"--output", FLAG_STRING, &q->output, "FILE to write: .png .svg .pdf .json or .txt (-o)",
          NULL},
-        {"--step", FLAG_INT, &step, "training step to show (-1: the last complete step)", NULL},
-        {"--window", FLAG_STRING, &window,
+        {"--step", FLAG_INT, &q->step, "training step to show (-1: the last complete step)", NULL},
+        {"--window", FLAG_STRING, &q->window,
          "A:B: only the ms [A, B) of the step (from its start), at the full width", NULL},
-        {"--arrows", FLAG_BOOL, &arrows, "draw an arrow from every send to its receive", NULL},
-        {"--width", FLAG_INT, &width,
+        {"--arrows", FLAG_BOOL, &q->arrows, "draw an arrow from every send to its receive", NULL},
+        {"--width", FLAG_INT, &q->width,
          "picture width in points (pixels for PNG); 0: 1400 for timelines, 1000 for --metrics",
          NULL},
-        {"--columns", FLAG_INT, &columns, "time buckets per row in .txt output", NULL},
-        {"--replay", FLAG_BOOL, &replay, "draw the replay: as if each rank had its own core", NULL},
-        {"--replay-and-wall", FLAG_BOOL, &both, "draw the wall clock and, below it, the replay",
+        {"--columns", FLAG_INT, &q->columns, "time buckets per row in .txt output", NULL},
+        {"--replay", FLAG_BOOL, &q->replay, "draw the replay: as if each rank had its own core",
          NULL},
-        {"--metrics", FLAG_BOOL, &metrics,
+        {"--replay-and-wall", FLAG_BOOL, &q->both, "draw the wall clock and, below it, the replay",
+         NULL},
+        {"--metrics", FLAG_BOOL, &q->metrics,
          "draw the runs' loss curves (metrics.jsonl), not timelines", NULL},
-        {"--moe-load", FLAG_BOOL, &moe_load,
+        {"--moe-load", FLAG_BOOL, &q->moe_load,
          "draw an MoE run's per-expert token load per step (metrics.jsonl), not timelines", NULL},
-        {"--theme", FLAG_CHOICE, &theme,
+        {"--theme", FLAG_CHOICE, &q->theme,
          "look of the picture: default, or slides (large type, thick lines, grey-scale safe)",
          "default|slides"},
-        {"--height", FLAG_INT, &height,
+        {"--height", FLAG_INT, &q->height,
          "picture height in points; 0: as tall as the content (else it fits inside width x height)",
          NULL},
     };
-    const char *dirs[MAX_RUNS + 1];
-    int ndirs = flags_parse("render", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
-                            argv, dirs, MAX_RUNS + 1);
+    q->ndirs = flags_parse("render", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
+                           argv, q->dirs, MAX_RUNS + 1);
+}
 
-    if (ndirs == 0) die("trident render: no RUN_DIR given (see trident render --help)");
-    if (ndirs > MAX_RUNS)
-        die("trident render: %d run directories given, at most %d fit in one picture", ndirs,
+/* The rules every picture shares: run directories, -o, --width, --theme/--height, and
+ * --window only for timelines. */
+static void check_common(render_request *q) {
+    if (q->ndirs == 0) die("trident render: no RUN_DIR given (see trident render --help)");
+    if (q->ndirs > MAX_RUNS)
+        die("trident render: %d run directories given, at most %d fit in one picture", q->ndirs,
             MAX_RUNS);
-    if (!output) die("trident render: -o FILE is required (.png, .svg, .pdf, .json or .txt)");
-    if (width == 0) width = metrics || moe_load ? 1000 : 1400;
-    if (width < 400 || width > 20000)
-        die("trident render: --width %d is out of range (400 to 20000)", width);
-    viz_picture_options("trident render", theme, height ? width : 0, height);
-    if (window && (metrics || moe_load))
+    if (!q->output) die("trident render: -o FILE is required (.png, .svg, .pdf, .json or .txt)");
+    if (q->width == 0) q->width = q->metrics || q->moe_load ? 1000 : 1400;
+    if (q->width < 400 || q->width > 20000)
+        die("trident render: --width %d is out of range (400 to 20000)", q->width);
+    viz_picture_options("trident render", q->theme, q->height ? q->width : 0, q->height);
+    if (q->window && (q->metrics || q->moe_load))
         die("trident render: --window %s is for timelines; %s draws against the step, not time",
-            window, metrics ? "--metrics" : "--moe-load");
-    if (moe_load) {
-        if (metrics || replay || both || arrows || step != -1)
-            die("trident render: --moe-load draws one run's expert load; --metrics, --replay, "
-                "--replay-and-wall, --arrows and --step are for other pictures");
-        if (ndirs != 1)
-            die("trident render: --moe-load draws one run, %d run directories given", ndirs);
-        write_moe_load(output, dirs[0], width);
-        return 0;
-    }
-    if (metrics) {
-        if (replay || both || arrows || step != -1)
-            die("trident render: --metrics draws curves; --replay, --replay-and-wall, --arrows and "
-                "--step "
-                "are for timelines");
-        write_metrics(output, dirs, ndirs, width);
-        return 0;
-    }
+            q->window, q->metrics ? "--metrics" : "--moe-load");
+}
+
+/* --moe-load and --metrics: their flags checked, then their picture. */
+static void render_moe_load(const render_request *q) {
+    if (q->metrics || q->replay || q->both || q->arrows || q->step != -1)
+        die("trident render: --moe-load draws one run's expert load; --metrics, --replay, "
+            "--replay-and-wall, --arrows and --step are for other pictures");
+    if (q->ndirs != 1)
+        die("trident render: --moe-load draws one run, %d run directories given", q->ndirs);
+    write_moe_load(q->output, q->dirs[0], q->width);
+}
+
+static void render_metrics(const render_request *q) {
+    if (q->replay || q->both || q->arrows || q->step != -1)
+        die("trident render: --metrics draws curves; --replay, --replay-and-wall, --arrows and "
+            "--step "
+            "are for timelines");
+    write_metrics(q->output, q->dirs, q->ndirs, q->width);
+}
+
+/* Timelines (picture, text or Chrome trace): their flags checked, the runs loaded, then the
+ * output. */
+static void render_timelines(const render_request *q) {
+    const char *output = q->output, *window = q->window;
     bool json = path_has_ext(output, ".json"), text = path_has_ext(output, ".txt");
     if (!json && !text && !viz_format_of(output))
         die("trident render: cannot write '%s': the extension must be .png, .svg, .pdf, .json or "
@@ -291,26 +308,36 @@ int cmd_render(int argc, char **argv) {
             window);
     viz_tl_window win = {0};
     if (window) win = parse_window(window);
-    if (step < -1)
+    if (q->step < -1)
         die("trident render: --step %d is not a step (steps count from 0; -1 means the last)",
-            step);
-    if (columns < 10 || columns > 2000)
-        die("trident render: --columns %d is out of range (10 to 2000)", columns);
-
-    if (replay && both)
+            q->step);
+    if (q->columns < 10 || q->columns > 2000)
+        die("trident render: --columns %d is out of range (10 to 2000)", q->columns);
+    if (q->replay && q->both)
         die("trident render: --replay and --replay-and-wall exclude each other (pick one view)");
-    if (ndirs * (both ? 2 : 1) > MAX_RUNS)
+    if (q->ndirs * (q->both ? 2 : 1) > MAX_RUNS)
         die("trident render: %d run directories with --replay-and-wall make %d panels, at most %d "
             "fit in one picture",
-            ndirs, ndirs * 2, MAX_RUNS);
+            q->ndirs, q->ndirs * 2, MAX_RUNS);
 
     static panels p; /* large: keep it off the stack */
     p = (panels){0};
-    load_panels(&p, dirs, ndirs, replay, both);
+    load_panels(&p, q->dirs, q->ndirs, q->replay, q->both);
     if (json) viz_chrome_trace_save(output, p.runs, p.name_ptrs, p.n);
-    else write_timelines(output, &p, step, width, columns, arrows, window ? &win : NULL, window);
-    for (int i = 0; i < ndirs; i++) viz_run_views_free(&p.views[i]);
+    else
+        write_timelines(output, &p, q->step, q->width, q->columns, q->arrows, window ? &win : NULL,
+                        window);
+    for (int i = 0; i < q->ndirs; i++) viz_run_views_free(&p.views[i]);
     printf("trident render: wrote %s (%d run%s, %d ranks)\n", output, p.n, p.n == 1 ? "" : "s",
            p.total_ranks);
+}
+
+int cmd_render(int argc, char **argv) {
+    render_request q;
+    parse_request(&q, argc, argv);
+    check_common(&q);
+    if (q.moe_load) render_moe_load(&q);
+    else if (q.metrics) render_metrics(&q);
+    else render_timelines(&q);
     return 0;
 }

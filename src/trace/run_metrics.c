@@ -390,6 +390,73 @@ static void append_record(run_metrics *m, int *cap_s, int *cap_e, const object *
     }
 }
 
+/* The growing arrays of a file being read, and where the reading is. */
+typedef struct {
+    int cap_s, cap_e, cap_moe, lineno;
+    size_t cap_counts;
+    bool *dropped_given; /* (cap_moe) whether MoE line i gave moe_dropped */
+} metrics_reader;
+
+/* One line: a training step (with its MoE load) or an evaluation appended; a blank line or a
+ * line of another kind skipped. False with the reason in why[] for a line that breaks a rule. */
+static bool read_line(run_metrics *m, metrics_reader *rd, const char *line, char *why,
+                      size_t whylen) {
+    if (*skip_ws(line) == 0) return true; /* blank */
+    object o;
+    char reason[256];
+    if (!parse_object(line, &o, reason, sizeof reason))
+        return snprintf(why, whylen, "not a flat JSON object: %s", reason), false;
+    const field *loss = find(&o, "loss"), *eval = find(&o, "eval_loss");
+    if (!loss && !eval) return true; /* a line of another kind */
+    int step;
+    if (!step_of(&o, &step, reason, sizeof reason))
+        return snprintf(why, whylen, "%s", reason), false;
+    const field *v = loss ? loss : eval;
+    if (v->kind != V_NUMBER) return snprintf(why, whylen, "\"%s\" must be a number", v->key), false;
+    append_record(m, &rd->cap_s, &rd->cap_e, &o, loss, eval, step);
+    if (!loss) return true;
+    const int had = m->nmoe;
+    bool has_dropped;
+    if (!append_moe(m, &rd->cap_counts, &rd->cap_moe, &o, m->nsteps - 1, &has_dropped, reason,
+                    sizeof reason))
+        return snprintf(why, whylen, "%s", reason), false;
+    if (m->nmoe > had) {
+        rd->dropped_given = grow(rd->dropped_given,
+                                 (size_t)rd->cap_moe * sizeof *rd->dropped_given);
+        rd->dropped_given[had] = has_dropped;
+    }
+    return true;
+}
+
+/* Every line of text[0..size), parsed in place, each cut at its newline: the file's bound is
+ * theirs (an MoE line of L x E counts is long). False with "PATH:LINE: reason" in err. */
+static bool read_lines(run_metrics *m, metrics_reader *rd, char *text, size_t size,
+                       const char *path, char *err, size_t errlen) {
+    char *at = text, *end = text + size;
+    char why[512];
+    while (at < end) {
+        char *nl = memchr(at, '\n', (size_t)(end - at));
+        const char *line = at;
+        if (nl) *nl = 0;
+        at = nl ? nl + 1 : end;
+        rd->lineno++;
+        if (!read_line(m, rd, line, why, sizeof why)) {
+            snprintf(err, errlen, "%s:%d: %s", path, rd->lineno, why);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One buffer, many views: each MoE line's L x E tokens and L dropped counts. */
+static void point_moe_views(run_metrics *m, const bool *dropped_given) {
+    const size_t per = (size_t)m->moe_layers * (size_t)m->moe_experts + (size_t)m->moe_layers;
+    for (int i = 0; i < m->nmoe; i++) {
+        m->moe[i].tokens = m->moe_counts + (size_t)i * per;
+        m->moe[i].dropped = dropped_given[i] ? m->moe[i].tokens + per - m->moe_layers : NULL;
+    }
+}
+
 run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
     run_metrics *m = callocCheck(1, sizeof *m);
     snprintf(m->dir, sizeof m->dir, "%s", run_dir);
@@ -409,66 +476,14 @@ run_metrics *run_metrics_read(const char *run_dir, char *err, size_t errlen) {
         run_metrics_free(m);
         return NULL;
     }
-    /* Lines are parsed in place, each cut at its newline: the file's bound is theirs (an MoE
-     * line of L x E counts is long). */
-    char *at = text, *end = text + size;
-    int cap_s = 0, cap_e = 0, cap_moe = 0, lineno = 0;
-    size_t cap_counts = 0;
-    char why[256];
-    bool ok = true, *dropped_given = NULL;
-    while (ok && at < end) {
-        char *nl = memchr(at, '\n', (size_t)(end - at));
-        const char *line = at;
-        if (nl) *nl = 0;
-        at = nl ? nl + 1 : end;
-        lineno++;
-        if (*skip_ws(line) == 0) continue; /* blank */
-        object o;
-        if (!parse_object(line, &o, why, sizeof why)) {
-            snprintf(err, errlen, "%s:%d: not a flat JSON object: %s", path, lineno, why);
-            ok = false;
-            break;
-        }
-        const field *loss = find(&o, "loss"), *eval = find(&o, "eval_loss");
-        if (!loss && !eval) continue; /* a line of another kind */
-        int step;
-        if (!step_of(&o, &step, why, sizeof why)) {
-            snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
-            ok = false;
-            break;
-        }
-        const field *v = loss ? loss : eval;
-        if (v->kind != V_NUMBER) {
-            snprintf(err, errlen, "%s:%d: \"%s\" must be a number", path, lineno, v->key);
-            ok = false;
-            break;
-        }
-        append_record(m, &cap_s, &cap_e, &o, loss, eval, step);
-        if (!loss) continue;
-        const int had = m->nmoe;
-        bool has_dropped;
-        if (!append_moe(m, &cap_counts, &cap_moe, &o, m->nsteps - 1, &has_dropped, why,
-                        sizeof why)) {
-            snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
-            ok = false;
-            break;
-        }
-        if (m->nmoe > had) {
-            dropped_given = grow(dropped_given, (size_t)cap_moe * sizeof *dropped_given);
-            dropped_given[had] = has_dropped;
-        }
-    }
+    metrics_reader rd = {0};
+    bool ok = read_lines(m, &rd, text, size, path, err, errlen);
     free(text);
-    /* One buffer, many views: each MoE line's L x E tokens and L dropped counts. */
-    const size_t per = (size_t)m->moe_layers * (size_t)m->moe_experts + (size_t)m->moe_layers;
-    for (int i = 0; ok && i < m->nmoe; i++) {
-        m->moe[i].tokens = m->moe_counts + (size_t)i * per;
-        m->moe[i].dropped = dropped_given[i] ? m->moe[i].tokens + per - m->moe_layers : NULL;
-    }
-    free(dropped_given);
+    if (ok) point_moe_views(m, rd.dropped_given);
+    free(rd.dropped_given);
     if (ok && m->nsteps == 0) {
         snprintf(err, errlen, "%s has no training steps (%s): nothing to draw", path,
-                 lineno == 0 ? "the file is empty" : "no line with a \"loss\"");
+                 rd.lineno == 0 ? "the file is empty" : "no line with a \"loss\"");
         ok = false;
     }
     if (!ok) {
