@@ -23,16 +23,9 @@
  * all-gather of step 4 finishes during the next forward: src/zero/overlap.h.
  * With ZeRO the shards are offsets into the model's own buffers, which distopt_create pads to
  * the shard layout (local_model_pad): no step copies a whole buffer (the picture is at the
- * top of distributed_optimizer.c). After a ZeRO step the gradient buffer holds this rank's
- * reduced shard at its start and stale values elsewhere; the next backward zeroes it.
+ * top of zero1.c). After a ZeRO step the gradient buffer holds this rank's reduced shard at
+ * its start and stale values elsewhere; the next backward zeroes it.
  * With one process all of this is the serial AdamW step.
- *
- * ZeRO-1 with expert parallelism (Megatron's expert-data-parallel sharding): the dense tensors
- * are sharded over dp as above; the expert tensors, which differ between the ranks of dp, over
- * expert_dp (edp × cp ranks, which hold the same experts): their gradients are packed into a
- * padded buffer of their own, reduce-scattered over expert_dp, updated with their own m, v
- * (and master) on this rank's expert shard, all-gathered and copied back. The picture is at
- * the top of distributed_optimizer.c; the state comes in two parts (distopt_state_parts).
  *
  * ZeRO-2 and ZeRO-3 (src/zero/fsdp.h): the model keeps no gradient buffer (ZeRO-3 no
  * parameter buffer either); each unit's gradients are reduce-scattered during the backward,
@@ -50,6 +43,11 @@
  * them back rounded. fp16 also scales the loss (src/precision/loss_scaler.h): gradients
  * arrive multiplied by the scale, are checked for inf/NaN on every rank, and the step is
  * skipped (and the scale lowered) on overflow.
+ *
+ * Each way through these steps is one function in the file of its idea (distopt_internal.h):
+ * data_parallel.c (no ZeRO), zero1.c (reduce-scatter → AdamW on the shard → all-gather),
+ * overlap.c, fsdp.c (ZeRO-2/3) and expert_shard.c (expert parallelism, whose experts get a
+ * shard of their own over expert_dp: expert_shard.h).
  */
 #ifndef TRIDENT_ZERO_DISTRIBUTED_OPTIMIZER_H
 #define TRIDENT_ZERO_DISTRIBUTED_OPTIMIZER_H
@@ -81,13 +79,8 @@ typedef struct {
                               (src/zero/overlap.h; not with fp16) */
     bool overlap_params;   /* --overlap-param-gather (ZeRO): gathers finish during the next
                               forward */
-    /* Expert parallelism (MoE, ep > 1; not with ZeRO-2/3 or the overlap flags): the experts'
-     * tensors (SPLIT_EXPERTS) differ between the ranks of dp, so their gradients are summed
-     * over expert_dp (edp × cp: the ranks holding the same experts), tensor by tensor, and
-     * their part of the norm over ep (the ranks holding the other experts). With ZeRO-1 their
-     * optimizer state is sharded over expert_dp instead of dp, in a packed layout of their
-     * own (top of distributed_optimizer.c), and the norm group (the world) counts each
-     * expert shard once. NULL: no expert parallelism. */
+    /* Expert parallelism (src/zero/expert_shard.h): the ranks holding the same experts
+     * (edp × cp) and those holding the other experts. NULL: no expert parallelism. */
     comm_group *expert_dp, *ep;
 } distopt_groups;
 

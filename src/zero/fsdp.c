@@ -23,6 +23,7 @@
 #include "src/runtime/comm.h"
 #include "src/runtime/comm_label.h"
 #include "src/runtime/comm_stream.h"
+#include "src/zero/distopt_internal.h"
 
 enum { SLOT_FREE, SLOT_PENDING, SLOT_IN_USE };
 
@@ -341,4 +342,21 @@ void zero_fsdp_take_whole(zero_fsdp *f) {
     CHECK(f->whole != NULL, "zero_fsdp_take_whole after zero_fsdp_gather_whole");
     for (int u = 0; u < f->r->n_units; u++) take_my_slice(f, u, f->whole);
     drop_whole(f);
+}
+
+/* ---------------------------------------------------------------- the optimizer's step */
+
+/* The gradients arrive reduce-scattered already, in the gradient shard (at local_start, like
+ * ZeRO-1's after its reduce-scatter); the tied wte's two copies are summed slice by slice,
+ * then averaged. AdamW updates params + world_start (ZeRO-2, then all-gathered unit by unit)
+ * or the parameter shard + local_start (ZeRO-3, nothing gathered: the next passes gather what
+ * they read). */
+double distopt_fsdp_step(dist_optimizer *o, float lr, float inv) {
+    float *grads = zero_fsdp_grads(o->fsdp);
+    const gpt_param *second, *tie = distopt_tied_wte(o->model, &second);
+    zero_fsdp_sum_tied(o->fsdp, o->g.embedding, tie, second);
+    dev_scale(grads, inv, o->shard.ranges->shard_numel);
+    const double norm = distopt_update_shard(o, grads, lr);
+    zero_fsdp_params_updated(o->fsdp);
+    return norm;
 }

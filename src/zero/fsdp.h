@@ -56,7 +56,9 @@
  * Every DP replica runs the same passes over the same layout, so every rank issues the same
  * collectives in the same order (the stream's on its own communicator).
  *
- * Not here: the optimizer's arithmetic (distributed_optimizer.c), the cut (shard_ranges.c).
+ * The optimizer's step on these shards is distopt_fsdp_step, at the end of fsdp.c.
+ *
+ * Not here: AdamW on the shard (optimizer_steps.c), the cut (shard_ranges.c).
  */
 #ifndef TRIDENT_ZERO_FSDP_H
 #define TRIDENT_ZERO_FSDP_H

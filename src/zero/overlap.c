@@ -16,6 +16,7 @@
 #include "src/model/gpt_hooks.h"
 #include "src/runtime/comm.h"
 #include "src/runtime/comm_stream.h"
+#include "src/zero/distopt_internal.h"
 
 struct zero_overlap {
     local_model *m;
@@ -176,4 +177,31 @@ void zero_overlap_launch_params(zero_overlap *o) {
 void zero_overlap_wait_params(zero_overlap *o) {
     if (!o || o->params_pending == 0) return;
     params_needed(o, 0, o->r->padded_numel);
+}
+
+/* ---------------------------------------------------------------- the optimizer's step */
+
+static void sum_tie(void *o) { distopt_sum_tied_embedding(o); }
+
+/* ZeRO-1's step or the plain one with their collectives on the stream. --overlap-grad-reduce:
+ * most buckets are on their way already (queued from the backward); the rest go now, the tied
+ * wte's after its sum, and all are complete on return. Without it (--overlap-param-gather
+ * alone) the gradients are ZeRO-1's, reduce-scattered here. --overlap-param-gather: the
+ * all-gathers are queued, to finish during the next forward. */
+double distopt_overlap_step(dist_optimizer *o, float lr, float inv) {
+    float *grads = o->model->grads, *params = o->model->params;
+    const size_t S = o->shard.ranges->shard_numel;
+    if (o->g.overlap_grads) {
+        zero_overlap_finish_grads(o->overlap, sum_tie, o);
+    } else {
+        distopt_sum_tied_embedding(o);
+        distopt_reduce_scatter(o->g.dp, grads, S, "grads");
+    }
+    if (o->g.zero) dev_scale(grads, inv, S);
+    else if (inv != 1.0f) dev_scale(grads, inv, o->model->numel);
+    const double norm = distopt_update_shard(o, grads, lr);
+    if (o->g.zero && o->g.overlap_params) zero_overlap_launch_params(o->overlap);
+    else if (o->g.zero)
+        distopt_all_gather(o->g.dp, params + o->shard.mine->world_start, params, S, "params");
+    return norm;
 }

@@ -31,7 +31,9 @@
  * Every DP replica queues the same collectives in the same order (same layout, same plan),
  * as MPI requires on the stream's communicator.
  *
- * Not here: the step's arithmetic (distributed_optimizer.c), the thread (comm_stream.c).
+ * The optimizer's step with these flags is distopt_overlap_step, at the end of overlap.c.
+ *
+ * Not here: AdamW on the shard (optimizer_steps.c), the thread (comm_stream.c).
  */
 #ifndef TRIDENT_ZERO_OVERLAP_H
 #define TRIDENT_ZERO_OVERLAP_H
