@@ -511,9 +511,3 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scra
                                    c->v_start, c->cfg.real_vocab);
     return (float)(dev_sum(a->losses, N) / (double)N);
 }
-
-double gpt_flops_per_token(const gpt_config *cfg, int T) {
-    double C = cfg->hidden, L = cfg->num_layers, V = cfg->vocab_size;
-    double matmul_params = L * 12.0 * C * C + V * C;
-    return 6.0 * matmul_params + 12.0 * L * (double)T * C;
-}

@@ -371,8 +371,4 @@ void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
                         comm_group *tp);
 void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg);
 
-/* Model FLOPs of forward+backward for one token through the whole (serial) model:
- * 6 * (matmul parameters) + attention, the usual accounting. */
-double gpt_flops_per_token(const gpt_config *cfg, int T);
-
 #endif /* TRIDENT_MODEL_GPT_H */
