@@ -38,6 +38,7 @@
 
 typedef struct comm_group comm_group;
 typedef struct gpt_acts gpt_acts;
+typedef struct gpt_hooks gpt_hooks;
 
 typedef struct {
     int vocab_size; /* V: padded vocabulary, a multiple of make_vocab_size_divisible_by * tp */
@@ -192,6 +193,7 @@ typedef struct {
     comm_group *moe_stats;   /* MoE: the ranks holding the micro-batch's other positions, which
                                 share the switch loss's counts: tp with sequence parallelism, cp
                                 with context parallelism, tp × cp with both (NULL: none) */
+    gpt_hooks *hooks;        /* the optimizer's (gpt_hooks.h), NULL: none */
 } gpt_chunk;
 
 /* Checks the configuration for a given tp; writes a message naming the values and the rule. */

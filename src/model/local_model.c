@@ -204,6 +204,12 @@ void local_model_set_groups(local_model *m, comm_group *cp, comm_group *ep, comm
     }
 }
 
+void local_model_set_hooks(local_model *m, const gpt_hooks *h) {
+    m->hooks = h ? *h : (gpt_hooks){0};
+    m->hooks.grads_armed = false;
+    for (int c = 0; c < m->nchunks; c++) m->chunks[c].hooks = h ? &m->hooks : NULL;
+}
+
 void local_model_sum_tied_grads(local_model *m) {
     const gpt_param *e = m->wte_embedding, *h = m->wte_head;
     if (!e || !h || e == h || !m->grads) return;
