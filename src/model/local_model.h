@@ -97,7 +97,7 @@ void local_model_set_recompute(local_model *m, const gpt_recompute *rc);
 void local_model_set_sequence_parallel(local_model *m, bool on);
 /* Context parallelism's group (NULL or size 1: none) and, for an MoE model, the expert-parallel
  * group its experts were cut for (gpt_chunk_set_context_parallel / _expert_parallel), before
- * any activations are created; moe_stats: gpt_chunk.moe_stats (NULL unless sequence and
+ * any activations are created; moe_stats: gpt_features.moe_stats (NULL unless sequence and
  * context parallelism are both on: the tp × cp ranks of a micro-batch). */
 void local_model_set_groups(local_model *m, comm_group *cp, comm_group *ep, comm_group *moe_stats);
 /* The optimizer's hooks on every chunk of this model (copied; NULL removes them): what
