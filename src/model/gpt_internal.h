@@ -226,6 +226,7 @@ typedef enum {
 /* The views of block i for one pass of one micro-batch. */
 block_io gpt_block_io(const gpt_chunk *c, const gpt_acts *a, const gpt_scratch *s,
                       const gpt_wgrad *wg, int i, block_pass pass);
+
 /* One pass over block i of a micro-batch of B sequences of T positions, as the block's code
  * sees it: the sizes, and each feature's handle, the chunk's choices already made (its
  * features, the groups): what the block hands src/tp, src/cp and src/moe. */
