@@ -3,8 +3,8 @@
  * on the same device, side by side in one process:
  *
  *   A. full training steps (trainer_step: data, forward, backward, AdamW) of a GPT-2-small
- *      shaped model -> tokens/s and model FLOP/s (gpt_flops_per_token: linear products and
- *      the T×T attention products);
+ *      shaped model -> tokens/s and model FLOP/s (flops_train_per_token of src/model/flops.h:
+ *      linear products and the T×T attention products);
  *   B. the model's linear products alone through the same device's GEMM (dev_matmul_forward /
  *      dev_matmul_backward: cuBLAS on cuda, OpenBLAS on the CPU devices): for every linear
  *      layer of every block and the LM head, the forward, the input gradient and the weight
@@ -28,6 +28,7 @@
 #include "src/core/check.h"
 #include "src/core/clock.h"
 #include "src/device/device.h"
+#include "src/model/flops.h"
 #include "src/model/gpt.h"
 #include "src/runtime/dist.h"
 #include "src/train/config.h"
@@ -149,7 +150,7 @@ static void device_row(bench_ctx *ctx, device_kind dk, const device_setup *d, pr
                           .hidden = C,
                           .num_heads = NH};
     const size_t N = (size_t)B * (size_t)T;
-    const double tokens = (double)N, flops_per_step = gpt_flops_per_token(&g, T) * tokens;
+    const double tokens = (double)N, flops_per_step = flops_train_per_token(&g) * tokens;
 
     const linear_shape shapes[5] = {
         {(size_t)C, 3 * (size_t)C, L},           /* qkv */

@@ -3,8 +3,8 @@
  *
  * Side by side in one process, one BLAS thread, repeated and interleaved:
  *   A. full training steps of a GPT-2-small-sized model (trainer_step: data, forward,
- *      backward, AdamW) -> tokens/s and model FLOP/s (gpt_flops_per_token, the usual
- *      accounting, counting the whole T×T attention products);
+ *      backward, AdamW) -> tokens/s and model FLOP/s (flops_train_per_token of
+ *      src/model/flops.h, the usual accounting, counting the whole T×T attention products);
  *   B. OpenBLAS sgemm alone on exactly the model's products: every (M, N, K), transpose and
  *      leading dimension of the forward and backward of every layer, the LM head and the
  *      per-head attention products, as many times as one step runs them.
@@ -26,6 +26,7 @@
 #include "src/bench/bench.h"
 #include "src/core/check.h"
 #include "src/core/clock.h"
+#include "src/model/flops.h"
 #include "src/model/gpt.h"
 #include "src/train/config.h"
 #include "src/train/trainer.h"
@@ -280,7 +281,7 @@ void bench_serial(bench_ctx *ctx) {
                           .hidden = s.C,
                           .num_heads = s.NH};
     const double tokens = (double)s.B * s.T;
-    const double flops_per_step = gpt_flops_per_token(&g, s.T) * tokens;
+    const double flops_per_step = flops_train_per_token(&g) * tokens;
 
     gemm_shape layer[MAX_SHAPES], head[3];
     int nlayer = block_shapes(layer, &s);
@@ -313,7 +314,7 @@ void bench_serial(bench_ctx *ctx) {
                "training step (forward + backward + AdamW): %.3f s = %.1f tokens/s = %.2f GFLOP/s "
                "of model "
                "FLOPs (%.3g FLOP/token)",
-               t_step, tokens / t_step, model_rate / 1e9, gpt_flops_per_token(&g, s.T));
+               t_step, tokens / t_step, model_rate / 1e9, flops_train_per_token(&g));
     bench_note(ctx->report, "serial",
                "sgemm alone on the same %d shapes (%.3g FLOP per step, equal to the model count): "
                "%.3f s = "

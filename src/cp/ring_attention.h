@@ -57,9 +57,10 @@
  * host memory), so the allocator's peak sees it — a transient on top of whatever is held,
  * ring_attention_scratch_bytes at most, which `trident memory` counts as a temporary.
  *
- * Not here: which positions a rank holds (zigzag.h), trace labels (the caller sets them,
- * src/runtime/comm_label.h), the rest of the transformer layer, and device memory (these
- * are host fp32 buffers; kernels/ops.h attention_forward is the serial reference).
+ * Not here: which positions a rank holds (zigzag.h), trace labels and the choice between the
+ * ring and local attention (attention.h, what a block calls), the rest of the transformer
+ * layer, and device memory (these are host fp32 buffers; kernels/ops.h attention_forward is the
+ * serial reference).
  */
 #ifndef TRIDENT_CP_RING_ATTENTION_H
 #define TRIDENT_CP_RING_ATTENTION_H

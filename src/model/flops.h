@@ -1,5 +1,6 @@
 /* flops.h — how many floating-point operations one token of GPT training costs: the numerator
- * of model FLOP/s and MFU (model FLOPs utilisation).
+ * of model FLOP/s and MFU (model FLOPs utilisation). The one count: the trainer's MFU
+ * (src/train/run.c) and every bench suite (src/bench) call flops_train_per_token.
  *
  * Only the matrix products count (LayerNorm, GELU, softmax, AdamW are O(C) per token and left
  * out, as Megatron and PaLM do), and only the model's FLOPs: activation recomputation, padding

@@ -26,8 +26,12 @@
  *                 ln2_w (C) ln2_b (C) fc_w (4C/tp, C)  fc_b (4C/tp)  fcproj_w (C, 4C/tp) fcproj_b (C)
  *   [lnf_w (C) lnf_b (C)]                             last stage only
  *
- * Not here: the optimizer, data, scheduling across micro-batches, and communication other
- * than the tensor-parallel operators inside the layers.
+ * Files: gpt.c the chunk's forward; gpt_block.c one block (forward, B, W) as the serial block;
+ * gpt_backward.c the chunk's backward; gpt_layout.c where the activations live; gpt_params.c
+ * the parameter table; gpt_recompute.c recomputation.
+ *
+ * Not here: the optimizer, data, scheduling across micro-batches, the FLOP count (flops.h),
+ * and communication other than each feature's own (src/tp, src/cp, src/moe) inside a block.
  */
 #ifndef TRIDENT_MODEL_GPT_H
 #define TRIDENT_MODEL_GPT_H
@@ -38,6 +42,7 @@
 
 typedef struct comm_group comm_group;
 typedef struct gpt_acts gpt_acts;
+typedef struct gpt_hooks gpt_hooks;
 
 typedef struct {
     int vocab_size; /* V: padded vocabulary, a multiple of make_vocab_size_divisible_by * tp */
@@ -170,6 +175,18 @@ typedef struct {
 #define GPT_MAX_BLOCKS_PER_CHUNK 84
 #define GPT_MAX_PARAMS (GPT_MAX_BLOCKS_PER_CHUNK * 13 + 8)
 
+/* The chunk's features beyond the tensor- and pipeline-parallel cut, each off until its
+ * gpt_chunk_set_* below, all set before any activations are created. The block reads none of
+ * them: each becomes one handle of the feature's own package per pass (gpt_block.c). */
+typedef struct {
+    gpt_recompute recompute; /* what the activations keep (gpt_chunk_set_recompute) */
+    bool sequence_parallel;  /* gpt_chunk_set_sequence_parallel (and tp > 1) */
+    comm_group *cp;          /* context parallelism: gpt_chunk_set_context_parallel (NULL: none) */
+    int cp_size, cp_rank;    /* 1 (or 0: never set), 0 without; what the layout code reads */
+    comm_group *ep;          /* MoE: the expert-parallel group (gpt_chunk_set_expert_parallel) */
+    comm_group *moe_stats;   /* MoE with sequence and context parallelism: the tp × cp group */
+} gpt_features;
+
 /* One chunk: its shard, its parameter table and views, its activation sizes. */
 typedef struct {
     gpt_config cfg;
@@ -178,20 +195,14 @@ typedef struct {
     gpt_param params[GPT_MAX_PARAMS];
     size_t param_offset; /* where this chunk's parameters start in the process buffer */
     size_t num_elements; /* parameters in this chunk */
+    int block_tensors;   /* tensors per block: 12, or 13 with MoE (the router) */
     /* local sizes */
-    size_t Cl;               /* C / tp: attention width held (heads * head size) */
-    size_t NHl;              /* heads held */
-    size_t Vl;               /* vocabulary rows held */
-    int64_t v_start;         /* first vocabulary row held */
-    gpt_recompute recompute; /* none unless gpt_chunk_set_recompute */
-    bool sequence_parallel;  /* off unless gpt_chunk_set_sequence_parallel (and tp > 1) */
-    int block_tensors;       /* tensors per block: 12, or 13 with MoE (the router) */
-    comm_group *cp;          /* context parallelism: gpt_chunk_set_context_parallel (NULL: none) */
-    int cp_size, cp_rank;    /* 1 (or 0: never set), 0 without; what the layout code reads */
-    comm_group *ep;          /* MoE: the expert-parallel group (gpt_chunk_set_expert_parallel) */
-    comm_group *moe_stats;   /* MoE: the ranks holding the micro-batch's other positions, which
-                                share the switch loss's counts: tp with sequence parallelism, cp
-                                with context parallelism, tp × cp with both (NULL: none) */
+    size_t Cl;             /* C / tp: attention width held (heads * head size) */
+    size_t NHl;            /* heads held */
+    size_t Vl;             /* vocabulary rows held */
+    int64_t v_start;       /* first vocabulary row held */
+    gpt_features features; /* recomputation, sequence, context and expert parallelism */
+    gpt_hooks *hooks;      /* the optimizer's (gpt_hooks.h), NULL: none */
 } gpt_chunk;
 
 /* Checks the configuration for a given tp; writes a message naming the values and the rule. */
@@ -370,9 +381,5 @@ void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
                         gpt_wgrad *wg, const float *dx_out, float *dx_in, float dloss,
                         comm_group *tp);
 void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg);
-
-/* Model FLOPs of forward+backward for one token through the whole (serial) model:
- * 6 * (matmul parameters) + attention, the usual accounting. */
-double gpt_flops_per_token(const gpt_config *cfg, int T);
 
 #endif /* TRIDENT_MODEL_GPT_H */

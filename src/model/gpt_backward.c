@@ -1,51 +1,15 @@
 /* gpt_backward.c — the backward pass of a chunk (gpt.h): the input-gradient part B, the
- * weight-gradient part W, and the whole backward that runs each layer's W right after its B. */
+ * weight-gradient part W, and the whole backward that runs each layer's W right after its B.
+ * It walks the forward's steps in reverse: the head, the blocks top-down (gpt_block.c), the
+ * embedding. */
 #include <stddef.h>
 
-#include "src/cp/ring_attention.h"
 #include "src/device/device.h"
 #include "src/model/gpt.h"
 #include "src/model/gpt_hooks.h"
 #include "src/model/gpt_internal.h"
-#include "src/runtime/comm_label.h"
 #include "src/tp/layers.h"
-#include "src/tp/mappings.h"
-
-/* B of the two linears of tensor parallelism, as the forward used them (gpt.c): with f and g,
- * or with sequence parallelism g and ḡ, each labelled for the trace.
- *
- * Row-parallel: its dY comes from the residual gradient dres (Nr,C): a copy (g's backward is
- * the identity), or the all-gather of ḡ's backward; dY is kept in dout_kept (N,C), which the
- * layer's W reads too, and dinp (N,Cl) += dY A_i. */
-static void row_input(const gpt_chunk *c, comm_group *tp, float *dinp, float *dout_kept,
-                      const float *dres, const float *in, const float *w, size_t B, size_t T,
-                      size_t Cl, const char *sp_label, int layer) {
-    const size_t C = (size_t)c->cfg.hidden;
-    if (c->sequence_parallel) {
-        comm_label_set(sp_label, layer);
-        tp_row_linear_sp_backward(tp, dinp, dout_kept, NULL, NULL, dres, in, w, B, seq_local(c, T),
-                                  Cl, C);
-        comm_label_clear();
-        return;
-    }
-    device_copy(dout_kept, dres, B * T * C * sizeof(float));
-    tp_row_linear_backward(tp, dinp, NULL, NULL, dout_kept, in, w, B * T, Cl, C);
-}
-
-/* Column-parallel: dinp (Nr,C) += its input gradient, summed by f's backward (all-reduce) or,
- * with sequence parallelism, by g's (reduce-scatter), which then also all-gathers the layer's
- * input again into in_full (N,C) for W. */
-static void column_input(const gpt_chunk *c, comm_group *tp, float *dinp, float *in_full,
-                         const float *dout, const float *in, const float *w, size_t B, size_t T,
-                         size_t OCl, const char *label, const char *sp_label, int layer) {
-    const size_t C = (size_t)c->cfg.hidden;
-    comm_label_set(c->sequence_parallel ? sp_label : label, layer);
-    if (c->sequence_parallel)
-        tp_column_linear_sp_backward(tp, dinp, in_full, NULL, NULL, dout, in, w, B, seq_local(c, T),
-                                     C, OCl);
-    else tp_column_linear_backward(tp, dinp, NULL, NULL, dout, in, w, B * T, C, OCl, false);
-    comm_label_clear();
-}
+#include "src/tp/region.h"
 
 /* The backward in parts: B (input gradients) and W (weight gradients) of the head, of each
  * block, and of the embedding. gpt_backward_input runs every B part, gpt_backward_weight every
@@ -57,13 +21,13 @@ static void head_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Nr = B * seq_local(c, T), Vl = c->Vl;
     const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1);
+    const tp_region r = chunk_tp_region(c, tp, B, T, -1);
     dev_fill(s->dloss, dloss, N);
     tp_vocab_cross_entropy_backward(tp, wg->dlogits, a->ce_stats, a->logits, a->targets, s->dloss,
                                     N, Vl, c->v_start, c->cfg.real_vocab);
     device_zero(wg->dlnf, Nr * C * sizeof(float));
     gpt_span w = gpt_span_params(c, params, GPT_UNIT_WTE, GPT_UNIT_LNF); /* the tied wte alone */
-    column_input(c, tp, wg->dlnf, wg->lnf_full, wg->dlogits, a->lnf, w.at, B, T, Vl, "f bwd head",
-                 "sp g bwd head", -1);
+    tp_region_enter_input(&r, TP_HEAD, wg->dlnf, wg->lnf_full, wg->dlogits, a->lnf, w.at, Vl);
     gpt_span_params_done(c, &w);
     device_zero(s->dres, Nr * C * sizeof(float));
     const int top = a->nblocks > 0 ? c->shard.layer_end - 1 : GPT_UNIT_NONE;
@@ -75,13 +39,13 @@ static void head_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt
 
 /* W of the head: the tied wte's head part and LNf. */
 static void head_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg) {
-    const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden, Vl = c->Vl;
+    const size_t C = (size_t)c->cfg.hidden, Vl = c->Vl;
     const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T);
     const gpt_param *pw = gpt_chunk_find(c, GPT_LNF_W, -1), *pb = gpt_chunk_find(c, GPT_LNF_B, -1);
     const gpt_param *pe = gpt_chunk_find(c, GPT_WTE, -1);
-    const float *lnf = wg->lnf_full ? wg->lnf_full : a->lnf; /* the head's whole input */
+    const tp_region r = chunk_tp_region(c, NULL, (size_t)a->B, (size_t)a->T, -1); /* no messages */
     gpt_span g = gpt_span_grads(c, grads, GPT_UNIT_WTE);
-    dev_matmul_backward(NULL, gpt_span_of(&g, pe), NULL, wg->dlogits, lnf, NULL, N, C, Vl);
+    tp_region_enter_weight(&r, gpt_span_of(&g, pe), NULL, wg->dlogits, wg->lnf_full, a->lnf, Vl);
     gpt_span_grads_done(c, &g);
     g = gpt_span_grads(c, grads, GPT_UNIT_LNF);
     dev_layernorm_backward(NULL, gpt_span_of(&g, pw), gpt_span_of(&g, pb), wg->dlnf,
@@ -90,149 +54,14 @@ static void head_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, con
     gpt_hooks_grads_ready(c, GPT_HOOK_HEAD); /* lnf; the head's wte part is not all of it */
 }
 
-/* B of an MoE block's MLP (gpt.h, MIXTURE OF EXPERTS): dY rows go back to the experts over
- * the ep group and the input gradients come home (all-to-all both ways), into g->dln2; the
- * experts' and the router's weight gradients are computed here, into g->dmoe, and W adds them.
- * The switch loss weighs as one micro-batch's mean loss: dloss · (positions here) · cp. */
-static void moe_mlp_input(const gpt_chunk *c, const block_params *w, const block_acts *b,
-                          block_wgrad *g, gpt_scratch *s, int i, size_t Nr) {
-    const size_t C = (size_t)c->cfg.hidden;
-    const moe_config mc = chunk_moe_config(c);
-    const moe_params mp = {w->router_w, w->fc_w, w->fc_b, w->fcproj_w, w->fcproj_b};
-    float *base = g->dmoe;
-    const size_t first = block_param(c, i, GPT_FC_W)->offset;
-    moe_grads mg = {
-        .router_w = base + (block_param(c, i, GPT_ROUTER_W)->offset - first),
-        .fc_w = base,
-        .fc_b = base + (block_param(c, i, GPT_FC_B)->offset - first),
-        .fcproj_w = base + (block_param(c, i, GPT_FCPROJ_W)->offset - first),
-        .fcproj_b = base + (block_param(c, i, GPT_FCPROJ_B)->offset - first),
-    };
-    device_zero(base, moe_block_floats(c) * sizeof(float));
-    device_zero(g->dln2, Nr * C * sizeof(float));
-    /* dloss · the micro-batch's positions (this rank holds 1/cp, with SP 1/tp, of them) */
-    const float share = (float)c->cp_size * (c->sequence_parallel ? (float)c->shard.tp_size : 1);
-    const float aux_dloss = s->dloss_value * (float)Nr * share;
-    comm_label_set("ep a2a bwd moe", c->shard.layer_begin + i);
-    moe_backward(&mc, c->ep, &mp, &mg, b->moe, g->dln2, s->dres, b->ln2, aux_dloss, Nr, C);
-    comm_label_clear();
-}
-
-/* B of block i: s->dres goes from the gradient of its output to that of its input; the dY's
- * its W needs are left in wg. First, what the micro-batch did not keep is recomputed. */
-static void block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
-                        gpt_wgrad *wg, int i, comm_group *tp) {
-    const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
-    const size_t Cl = c->Cl, NHl = c->NHl, HS = C / (size_t)c->cfg.num_heads;
-    const size_t Nr = B * seq_local(c, T);                  /* rows of the residual stream here */
-    gpt_recompute_for_backward(c, params, a, s, wg, i, tp); /* before this unit is held */
-    const int layer = c->shard.layer_begin + i;
-    gpt_span span = gpt_span_params(c, params, layer, i > 0 ? layer - 1 : GPT_UNIT_NONE);
-    const block_params w = block_views(c, &span, i);
-    const block_io io = gpt_block_io(c, a, s, wg, i, PASS_BACKWARD);
-    const block_acts *b = &io.b;
-    block_wgrad *g = &wg->blocks[i];
-    float *dres = s->dres;
-
-    /* MLP backward. The row-parallel fcproj: g's backward is the identity (no message), or
-     * with sequence parallelism ḡ's backward all-gathers dY; the column-parallel fc sums its
-     * input gradient (f's backward all-reduces; with sequence parallelism g's reduce-scatters).
-     * An MoE block's: moe_mlp_input. */
-    if (chunk_is_moe(c)) {
-        moe_mlp_input(c, &w, b, g, s, i, Nr);
-    } else {
-        device_zero(s->dfch_gelu, N * 4 * Cl * sizeof(float));
-        row_input(c, tp, s->dfch_gelu, g->dfcproj, dres, b->fch_gelu, w.fcproj_w, B, T, 4 * Cl,
-                  "sp gbar bwd mlp", layer);
-        device_zero(g->dfch, N * 4 * Cl * sizeof(float));
-        dev_gelu_backward(g->dfch, b->fch, s->dfch_gelu, N * 4 * Cl);
-        device_zero(g->dln2, Nr * C * sizeof(float));
-        column_input(c, tp, g->dln2, g->ln2_full, g->dfch, b->ln2, w.fc_w, B, T, 4 * Cl,
-                     "f bwd mlp", "sp g bwd mlp", layer);
-    }
-    /* dres += LN2 backward: now the gradient of x_mid */
-    dev_layernorm_backward(dres, NULL, NULL, g->dln2, b->x_mid, w.ln2_w, b->ln2_mean, b->ln2_rstd,
-                           Nr, C);
-
-    /* Attention backward: the same two layers around this rank's heads. */
-    device_zero(s->datty, N * Cl * sizeof(float));
-    row_input(c, tp, s->datty, g->dproj, dres, b->atty, w.proj_w, B, T, Cl, "sp gbar bwd attn",
-              layer);
-    device_zero(g->dqkv, N * 3 * Cl * sizeof(float));
-    if (c->cp) { /* ring attention's backward: K/V around again, dK/dV home (src/cp) */
-        comm_label_set("cp ring bwd attn", layer);
-        ring_attention_backward(c->cp, g->dqkv, s->datty, b->qkv, b->atty, b->att, B, T, NHl, HS);
-        comm_label_clear();
-    } else {
-        dev_attention_backward(g->dqkv, s->datty, b->qkv, b->att, s->datt, B, T, NHl, HS);
-    }
-    device_zero(g->dln1, Nr * C * sizeof(float));
-    column_input(c, tp, g->dln1, g->ln1_full, g->dqkv, b->ln1, w.qkv_w, B, T, 3 * Cl, "f bwd attn",
-                 "sp g bwd attn", layer);
-    /* dres += LN1 backward: now the gradient of the block input */
-    dev_layernorm_backward(dres, NULL, NULL, g->dln1, io.x_in, w.ln1_w, b->ln1_mean, b->ln1_rstd,
-                           Nr, C);
-    gpt_span_params_done(c, &span);
-}
-
-/* W of block i, from its activations and the dY's its B left in wg; s: the scratch where
- * the fused backward recomputed the block, NULL in the split backward's W (wg has it). */
-static void block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_scratch *s,
-                         const gpt_wgrad *wg, int i) {
-    const size_t N = (size_t)a->B * (size_t)a->T, C = (size_t)c->cfg.hidden, Cl = c->Cl;
-    const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T);
-    const block_io io = gpt_block_io(c, a, s, wg, i, PASS_BACKWARD);
-    const block_acts *b = &io.b;
-    const block_wgrad *g = &wg->blocks[i];
-    /* the inputs of qkv and fc over the whole sequence: kept, or all-gathered again by B */
-    const float *ln1 = g->ln1_full ? g->ln1_full : b->ln1,
-                *ln2 = g->ln2_full ? g->ln2_full : b->ln2;
-    const int layer = c->shard.layer_begin + i;
-    gpt_span span = gpt_span_grads(c, grads, layer);
-#define GRAD(kind) gpt_span_of(&span, block_param(c, i, kind))
-/* Each weight's gradient is final as soon as it is computed: its buckets may start. */
-#define READY(w, bias) gpt_hooks_block_grads_ready(c, layer, w, bias)
-    if (chunk_is_moe(c)) { /* B computed them (fc_w .. router_w, in buffer order) */
-        dev_add_inplace(GRAD(GPT_FC_W), g->dmoe, moe_block_floats(c));
-    } else {
-        dev_matmul_backward(NULL, GRAD(GPT_FCPROJ_W), GRAD(GPT_FCPROJ_B), g->dfcproj, b->fch_gelu,
-                            NULL, N, 4 * Cl, C);
-        READY(GPT_FCPROJ_W, GPT_FCPROJ_B);
-        dev_matmul_backward(NULL, GRAD(GPT_FC_W), GRAD(GPT_FC_B), g->dfch, ln2, NULL, N, C, 4 * Cl);
-        READY(GPT_FC_W, GPT_FC_B);
-    }
-    dev_layernorm_backward(NULL, GRAD(GPT_LN2_W), GRAD(GPT_LN2_B), g->dln2, b->x_mid, NULL,
-                           b->ln2_mean, b->ln2_rstd, Nr, C);
-    READY(GPT_LN2_W, GPT_LN2_B);
-    dev_matmul_backward(NULL, GRAD(GPT_PROJ_W), GRAD(GPT_PROJ_B), g->dproj, b->atty, NULL, N, Cl,
-                        C);
-    READY(GPT_PROJ_W, GPT_PROJ_B);
-    dev_matmul_backward(NULL, GRAD(GPT_QKV_W), GRAD(GPT_QKV_B), g->dqkv, ln1, NULL, N, C, 3 * Cl);
-    READY(GPT_QKV_W, GPT_QKV_B);
-    dev_layernorm_backward(NULL, GRAD(GPT_LN1_W), GRAD(GPT_LN1_B), g->dln1, io.x_in, NULL,
-                           b->ln1_mean, b->ln1_rstd, Nr, C);
-    READY(GPT_LN1_W, GPT_LN1_B);
-#undef READY
-#undef GRAD
-    gpt_span_grads_done(c, &span); /* ZeRO-2/3: the bucket is reduce-scattered here */
-}
-
-/* The end of B: the gradient of the chunk's input goes to the embedding's W (with sequence
- * parallelism all-gathered first: ḡ's backward, so W sees every position) or to the previous
- * stage (this rank's positions). */
+/* The end of B: the gradient of the chunk's input goes to the embedding's W (through the
+ * backward of the region's exit: with sequence parallelism ḡ's all-gather, so W sees every
+ * position) or to the previous stage (this rank's positions). */
 static void input_out(const gpt_chunk *c, const gpt_acts *a, const gpt_scratch *s, gpt_wgrad *wg,
                       float *dx_in, comm_group *tp) {
-    const size_t B = (size_t)a->B, Tl = seq_local(c, (size_t)a->T), C = (size_t)c->cfg.hidden;
-    const size_t bytes = B * Tl * C * sizeof(float);
-    if (c->shard.has_embedding && c->sequence_parallel) {
-        comm_label_set("sp gbar bwd embed", -1);
-        tp_reduce_scatter_to_sequence_region_backward(tp, wg->demb, s->dres, B, Tl, C);
-        comm_label_clear();
-    } else if (c->shard.has_embedding) {
-        device_copy(wg->demb, s->dres, bytes);
-    } else if (dx_in) {
-        device_copy(dx_in, s->dres, bytes);
-    }
+    const tp_region r = chunk_tp_region(c, tp, (size_t)a->B, (size_t)a->T, -1);
+    if (c->shard.has_embedding) tp_region_embedding_input(&r, wg->demb, s->dres);
+    else if (dx_in) device_copy(dx_in, s->dres, r.B * r.Tl * r.C * sizeof(float));
 }
 
 /* W of the embedding. Its all-reduce (g) has the identity as backward: every TP rank adds
@@ -270,8 +99,8 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
         device_copy(s->dres, dx_out, Nr * C * sizeof(float));
     }
     for (int i = a->nblocks - 1; i >= 0; i--) {
-        block_input(c, params, a, s, s->wg, i, tp);
-        block_weight(c, grads, a, s, s->wg, i);
+        gpt_block_input(c, params, a, s, s->wg, i, tp);
+        gpt_block_weight(c, grads, a, s, s->wg, i);
     }
     input_out(c, a, s, s->wg, dx_in, tp);
     if (c->shard.has_embedding) embedding_weight(c, grads, a, s->wg);
@@ -288,7 +117,7 @@ void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
     s->dloss_value = dloss;
     if (c->shard.has_head) head_input(c, params, a, s, wg, dloss, tp);
     else device_copy(s->dres, dx_out, Nr * C * sizeof(float));
-    for (int i = a->nblocks - 1; i >= 0; i--) block_input(c, params, a, s, wg, i, tp);
+    for (int i = a->nblocks - 1; i >= 0; i--) gpt_block_input(c, params, a, s, wg, i, tp);
     input_out(c, a, s, wg, dx_in, tp);
 }
 
@@ -300,6 +129,6 @@ void gpt_backward_input(const gpt_chunk *c, const float *params, gpt_acts *a, gp
  * proj and fcproj, the embedding's gradient). */
 void gpt_backward_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_wgrad *wg) {
     if (c->shard.has_head) head_weight(c, grads, a, wg);
-    for (int i = a->nblocks - 1; i >= 0; i--) block_weight(c, grads, a, NULL, wg, i);
+    for (int i = a->nblocks - 1; i >= 0; i--) gpt_block_weight(c, grads, a, NULL, wg, i);
     if (c->shard.has_embedding) embedding_weight(c, grads, a, wg);
 }

@@ -3,15 +3,9 @@
 
 #include "src/core/check.h"
 
-static gpt_hooks g_hooks;
-static bool g_armed;
-
-void gpt_hooks_set(const gpt_hooks *h) {
-    g_hooks = h ? *h : (gpt_hooks){0};
-    g_armed = false;
+void gpt_hooks_arm_grads(const gpt_chunk *c, bool armed) {
+    if (c->hooks) c->hooks->grads_armed = armed;
 }
-
-void gpt_hooks_arm_grads(bool armed) { g_armed = armed; }
 
 /* The element range of parameters kind_first..kind_last of `layer` (adjacent in the buffer). */
 static void range(const gpt_chunk *c, int kind_first, int kind_last, int layer, size_t *b,
@@ -24,35 +18,44 @@ static void range(const gpt_chunk *c, int kind_first, int kind_last, int layer, 
 }
 
 void gpt_hooks_params_needed(const gpt_chunk *c, int part) {
-    if (!g_hooks.params_needed) return;
+    const gpt_hooks *h = c->hooks;
+    if (!h || !h->params_needed) return;
     size_t b, e;
     if (part == GPT_HOOK_EMBEDDING) {
         range(c, GPT_WTE, GPT_WPE, -1, &b, &e);
     } else if (part == GPT_HOOK_HEAD) {
         range(c, GPT_LNF_W, GPT_LNF_B, -1, &b, &e);
-        g_hooks.params_needed(g_hooks.ctx, b, e);
+        h->params_needed(h->ctx, b, e);
         range(c, GPT_WTE, GPT_WTE, -1, &b, &e);
     } else {
         range(c, GPT_LN1_W, GPT_FCPROJ_B, part, &b, &e);
     }
-    g_hooks.params_needed(g_hooks.ctx, b, e);
+    h->params_needed(h->ctx, b, e);
+}
+
+/* The chunk's hooks when they report gradients now, else NULL. */
+static const gpt_hooks *armed(const gpt_chunk *c) {
+    const gpt_hooks *h = c->hooks;
+    return h && h->grads_ready && h->grads_armed ? h : NULL;
 }
 
 void gpt_hooks_grads_ready(const gpt_chunk *c, int part) {
-    if (!g_hooks.grads_ready || !g_armed) return;
+    const gpt_hooks *h = armed(c);
+    if (!h) return;
     CHECK(part == GPT_HOOK_EMBEDDING || part == GPT_HOOK_HEAD,
           "a block reports its gradients weight by weight (gpt_hooks_block_grads_ready)");
     size_t b, e;
     if (part == GPT_HOOK_EMBEDDING) range(c, GPT_WTE, GPT_WPE, -1, &b, &e);
     else range(c, GPT_LNF_W, GPT_LNF_B, -1, &b, &e);
-    g_hooks.grads_ready(g_hooks.ctx, b, e);
+    h->grads_ready(h->ctx, b, e);
 }
 
 void gpt_hooks_block_grads_ready(const gpt_chunk *c, int layer, int kind_w, int kind_b) {
-    if (!g_hooks.grads_ready || !g_armed) return;
+    const gpt_hooks *h = armed(c);
+    if (!h) return;
     size_t b, e;
     range(c, kind_w, kind_b, layer, &b, &e);
-    g_hooks.grads_ready(g_hooks.ctx, b, e);
+    h->grads_ready(h->ctx, b, e);
 }
 
 void gpt_unit_range(const gpt_chunk *c, int unit, size_t *b, size_t *e) {
@@ -67,10 +70,10 @@ void gpt_unit_range(const gpt_chunk *c, int unit, size_t *b, size_t *e) {
 gpt_span gpt_span_params(const gpt_chunk *c, const float *params, int unit, int next) {
     gpt_span s = {NULL, 0, 0, false};
     gpt_unit_range(c, unit, &s.begin, &s.end);
-    if (g_hooks.params_get) {
+    if (c->hooks && c->hooks->params_get) {
         size_t nb = 0, ne = 0;
         if (next != GPT_UNIT_NONE) gpt_unit_range(c, next, &nb, &ne);
-        s.at = g_hooks.params_get(g_hooks.ctx, c, s.begin, s.end, nb, ne);
+        s.at = c->hooks->params_get(c->hooks->ctx, c, s.begin, s.end, nb, ne);
         s.hooked = s.at != NULL;
     }
     if (!s.at) {
@@ -81,14 +84,14 @@ gpt_span gpt_span_params(const gpt_chunk *c, const float *params, int unit, int 
 }
 
 void gpt_span_params_done(const gpt_chunk *c, const gpt_span *s) {
-    if (s->hooked) g_hooks.params_done(g_hooks.ctx, c, s->begin, s->end);
+    if (s->hooked) c->hooks->params_done(c->hooks->ctx, c, s->begin, s->end);
 }
 
 gpt_span gpt_span_grads(const gpt_chunk *c, float *grads, int unit) {
     gpt_span s = {NULL, 0, 0, false};
     gpt_unit_range(c, unit, &s.begin, &s.end);
-    if (g_hooks.grads_get) {
-        s.at = g_hooks.grads_get(g_hooks.ctx, c, s.begin, s.end);
+    if (c->hooks && c->hooks->grads_get) {
+        s.at = c->hooks->grads_get(c->hooks->ctx, c, s.begin, s.end);
         s.hooked = s.at != NULL;
     }
     if (!s.at) {
@@ -100,5 +103,5 @@ gpt_span gpt_span_grads(const gpt_chunk *c, float *grads, int unit) {
 }
 
 void gpt_span_grads_done(const gpt_chunk *c, const gpt_span *s) {
-    if (s->hooked) g_hooks.grads_done(g_hooks.ctx, c, s->begin, s->end);
+    if (s->hooked) c->hooks->grads_done(c->hooks->ctx, c, s->begin, s->end);
 }

@@ -40,8 +40,10 @@
  * known): a hint, on which the hook may start fetching it. A hook returning NULL serves
  * nothing for that chunk (another model's): the process buffers are used.
  *
- * The hooks are process-wide (like comm_set_trace_hook): one model per process trains at a
- * time. NULL hooks (the default) cost one compare per layer.
+ * The hooks are the chunk's (gpt_chunk.hooks): whoever keeps the optimizer's state installs
+ * them on the chunks of its model (local_model_set_hooks) and every pass finds them there, so a
+ * chunk of another model is never served. No hooks (NULL, the default) cost one compare per
+ * layer.
  *
  * Not here: what the hooks do (src/zero/overlap.h launches and waits for bucket collectives;
  * src/zero/fsdp.h keeps shards).
@@ -54,7 +56,7 @@
 
 #include "src/model/gpt.h"
 
-typedef struct {
+struct gpt_hooks {
     void (*params_needed)(void *ctx, size_t begin, size_t end);
     void (*grads_ready)(void *ctx, size_t begin, size_t end);
     void *ctx;
@@ -64,14 +66,15 @@ typedef struct {
     void (*params_done)(void *ctx, const gpt_chunk *c, size_t begin, size_t end);
     float *(*grads_get)(void *ctx, const gpt_chunk *c, size_t begin, size_t end);
     void (*grads_done)(void *ctx, const gpt_chunk *c, size_t begin, size_t end);
-} gpt_hooks;
+    bool grads_armed; /* gpt_hooks_arm_grads */
+};
 
-/* Installs the hooks (copied); NULL removes them. */
-void gpt_hooks_set(const gpt_hooks *h);
-/* grads_ready fires only between arm(true) and arm(false). */
-void gpt_hooks_arm_grads(bool armed);
+/* grads_ready fires only between arm(true) and arm(false) of the chunk's hooks (nothing to arm
+ * on a chunk without hooks). */
+void gpt_hooks_arm_grads(const gpt_chunk *c, bool armed);
 
-/* Called by gpt.c. part: a global block index, or GPT_HOOK_EMBEDDING / GPT_HOOK_HEAD. */
+/* Called by the passes (gpt.c, gpt_block.c, gpt_backward.c). part: a global block index, or
+ * GPT_HOOK_EMBEDDING / GPT_HOOK_HEAD. */
 enum { GPT_HOOK_EMBEDDING = -1, GPT_HOOK_HEAD = -2 };
 void gpt_hooks_params_needed(const gpt_chunk *c, int part);
 /* part: GPT_HOOK_EMBEDDING or GPT_HOOK_HEAD (blocks report weight by weight, below). */

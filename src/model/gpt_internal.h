@@ -1,25 +1,39 @@
-/* gpt_internal.h — what gpt_params.c (the parameter table), gpt.c (forward, activations),
- * gpt_backward.c (the backward, B and W) and gpt_recompute.c (activation recomputation)
- * share: the layout of the activation, weight-gradient and scratch buffers, the parameter
- * views of one block, and where each pass finds a block's activations. Nothing outside
- * src/model includes it. */
+/* gpt_internal.h — what the files of the model share: gpt_params.c (the parameter table),
+ * gpt_layout.c (where the activations live), gpt.c (the chunk's forward), gpt_block.c (one
+ * block, forward, B and W), gpt_backward.c (the chunk's backward) and gpt_recompute.c
+ * (activation recomputation): the views of the activation, weight-gradient and scratch
+ * buffers, the parameter views of one block, where each pass finds a block's activations, and
+ * the handles a block's pass gives each parallel feature. Nothing outside src/model includes
+ * it. */
 #ifndef TRIDENT_MODEL_GPT_INTERNAL_H
 #define TRIDENT_MODEL_GPT_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "src/cp/attention.h"
+#include "src/cp/zigzag.h"
 #include "src/model/gpt.h"
 #include "src/model/gpt_hooks.h"
-#include "src/cp/zigzag.h"
+#include "src/moe/moe_block.h"
 #include "src/moe/moe_layer.h"
+#include "src/tp/region.h"
 
 #define BLOCK_KINDS (GPT_FCPROJ_B - GPT_LN1_W + 1) /* 12 tensors per block */
 
 /* Positions of each sequence this rank holds outside the tensor-parallel region: T, or T/tp
  * with sequence parallelism. Rows of the residual stream: B times that (written Nr below). */
 static inline size_t seq_local(const gpt_chunk *c, size_t T) {
-    return c->sequence_parallel ? T / (size_t)c->shard.tp_size : T;
+    return c->features.sequence_parallel ? T / (size_t)c->shard.tp_size : T;
+}
+
+/* The tensor-parallel region of B sequences of T positions through one layer of the chunk
+ * (layer: the global block index, -1 for the embedding and the head). */
+static inline tp_region chunk_tp_region(const gpt_chunk *c, comm_group *tp, size_t B, size_t T,
+                                        int layer) {
+    const bool sp = c->features.sequence_parallel;
+    const size_t Tl = seq_local(c, T), first = sp ? (size_t)c->shard.tp_rank * Tl : 0;
+    return (tp_region){tp, sp, B, T, Tl, first, (size_t)c->cfg.hidden, layer};
 }
 
 /* Per block: what its backward needs. Shapes with N = B*T, and Nr = B*seq_local(T) for what
@@ -109,7 +123,7 @@ struct gpt_scratch {
 /* Full recomputation: whether block i (local index) is recomputed, and the group [*g0, *g1)
  * it belongs to (uniform: groups of num_layers; block: the first num_layers, one each). */
 static inline bool recompute_group(const gpt_chunk *c, int i, int *g0, int *g1) {
-    const gpt_recompute *rc = &c->recompute;
+    const gpt_recompute *rc = &c->features.recompute;
     const int L = c->shard.layer_end - c->shard.layer_begin, n = rc->num_layers;
     if (rc->granularity != GPT_RECOMPUTE_FULL) return false;
     if (rc->method == GPT_RECOMPUTE_BLOCK) {
@@ -151,16 +165,17 @@ typedef struct {
  * The embedding's forward and backward both walk these runs. */
 static inline int position_runs(const gpt_chunk *c, size_t T, size_t r0, size_t n,
                                 position_run run[2]) {
-    if (c->cp_size <= 1) {
+    const int cp_size = c->features.cp_size, cp_rank = c->features.cp_rank;
+    if (cp_size <= 1) {
         run[0] = (position_run){0, r0, n};
         return 1;
     }
-    const size_t H = T / 2, Tg = T * (size_t)c->cp_size;
+    const size_t H = T / 2, Tg = T * (size_t)cp_size;
     int k = 0;
     for (size_t h = 0; h < 2; h++) {
         const size_t a = r0 > h * H ? r0 : h * H, b = r0 + n < (h + 1) * H ? r0 + n : (h + 1) * H;
         if (a >= b) continue;
-        run[k++] = (position_run){a - r0, cp_global_position(c->cp_rank, c->cp_size, Tg, a), b - a};
+        run[k++] = (position_run){a - r0, cp_global_position(cp_rank, cp_size, Tg, a), b - a};
     }
     return k;
 }
@@ -211,11 +226,34 @@ typedef enum {
 /* The views of block i for one pass of one micro-batch. */
 block_io gpt_block_io(const gpt_chunk *c, const gpt_acts *a, const gpt_scratch *s,
                       const gpt_wgrad *wg, int i, block_pass pass);
-/* The forward of block i (gpt.c) with its parameters w: io.x_in -> io.b -> io.x_out; without
- * x_out it stops after the GELU (what a recompute needs: the group's output is kept, never
- * read by its backward). */
-void gpt_block_forward(const gpt_chunk *c, const block_params *w, int B, int T, const block_io *io,
-                       int i, comm_group *tp);
+
+/* One pass over block i of a micro-batch of B sequences of T positions, as the block's code
+ * sees it: the sizes, and each feature's handle, the chunk's choices already made (its
+ * features, the groups): what the block hands src/tp, src/cp and src/moe. */
+typedef struct {
+    const gpt_chunk *c;
+    int i, layer;           /* local and global block index */
+    size_t N, Nr;           /* rows inside the TP region (B·T) and of the residual stream here */
+    size_t C, Cl;           /* hidden size, and the attention width this rank holds */
+    tp_region tp;           /* the edges of the tensor-parallel region (src/tp/region.h) */
+    cp_attention attention; /* local, or the ring over the cp group (src/cp/attention.h) */
+    moe_block moe;          /* MoE chunks: the experts' layer (src/moe/moe_block.h) */
+} block_ctx;
+/* tp: the tensor-parallel group (NULL for W, which never communicates). */
+block_ctx block_ctx_make(const gpt_chunk *c, comm_group *tp, int B, int T, int i);
+
+/* The forward of a block (gpt_block.c) with its parameters w: io.x_in -> io.b -> io.x_out;
+ * without x_out it stops after the MLP's GELU (what a recompute needs: the group's output is
+ * kept, never read by its backward). */
+void gpt_block_forward(const block_ctx *x, const block_params *w, const block_io *io);
+/* B of block i: s->dres goes from the gradient of its output to that of its input; the dY's
+ * its W needs are left in wg. First, what the micro-batch did not keep is recomputed. */
+void gpt_block_input(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scratch *s,
+                     gpt_wgrad *wg, int i, comm_group *tp);
+/* W of block i, from its activations and the dY's its B left in wg; s: the scratch where the
+ * fused backward recomputed the block, NULL in the split backward's W (wg has it). */
+void gpt_block_weight(const gpt_chunk *c, float *grads, const gpt_acts *a, const gpt_scratch *s,
+                      const gpt_wgrad *wg, int i);
 /* Just before B of block i: what its backward reads and the micro-batch did not keep,
  * computed again (selective: its att; full: its whole group, when i is the group's top). */
 void gpt_recompute_for_backward(const gpt_chunk *c, const float *params, const gpt_acts *a,

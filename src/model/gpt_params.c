@@ -3,7 +3,8 @@
  * sits in the process buffer, the serial index of every local element, and the initial values
  * (a pure function of the seed and the serial index, so every layout starts as the serial
  * model). The chunk's parallel settings (sequence, context, expert parallelism) are set here too.
- * See gpt.h; the activations and the forward are in gpt.c, the backward in gpt_backward.c.
+ * See gpt.h; the activations' layout is in gpt_layout.c, the forward in gpt.c and gpt_block.c,
+ * the backward in gpt_backward.c and gpt_block.c.
  */
 #include <math.h>
 #include <stdio.h>
@@ -147,8 +148,8 @@ void gpt_chunk_init(gpt_chunk *c, const gpt_config *cfg, const gpt_shard *shard,
 
 void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on) {
     const int tp = c->shard.tp_size;
-    c->sequence_parallel = on && tp > 1;
-    CHECK(!c->sequence_parallel || c->cfg.seq_len % tp == 0,
+    c->features.sequence_parallel = on && tp > 1;
+    CHECK(!c->features.sequence_parallel || c->cfg.seq_len % tp == 0,
           "sequence parallelism needs the sequence length divisible by the tensor-parallel size "
           "(train's configuration check refuses it, naming the flags)");
     /* The replicated tensors whose gradient each rank now sums over its own positions only:
@@ -159,22 +160,23 @@ void gpt_chunk_set_sequence_parallel(gpt_chunk *c, bool on) {
                           k == GPT_LNF_W || k == GPT_LNF_B;
         /* MoE: each TP rank routes only its own positions through the experts */
         const bool moe = c->params[i].split == SPLIT_EXPERTS || k == GPT_ROUTER_W;
-        c->params[i].sequence_parallel = c->sequence_parallel && (norm || moe);
+        c->params[i].sequence_parallel = c->features.sequence_parallel && (norm || moe);
     }
 }
 
 void gpt_chunk_set_context_parallel_layout(gpt_chunk *c, int size, int rank) {
     CHECK(size >= 1 && rank >= 0 && rank < size, "context parallelism: a rank of the cp group");
-    c->cp_size = size;
-    c->cp_rank = size > 1 ? rank : 0;
+    c->features.cp_size = size;
+    c->features.cp_rank = size > 1 ? rank : 0;
     char err[256];
     if (size > 1 && !cp_check((size_t)c->cfg.seq_len, size, err, sizeof err))
         die("context parallelism: %s", err); /* train's configuration check refuses it first */
 }
 
 void gpt_chunk_set_context_parallel(gpt_chunk *c, comm_group *cp) {
-    c->cp = cp && comm_size(cp) > 1 ? cp : NULL;
-    gpt_chunk_set_context_parallel_layout(c, c->cp ? comm_size(cp) : 1, c->cp ? comm_rank(cp) : 0);
+    c->features.cp = cp && comm_size(cp) > 1 ? cp : NULL;
+    gpt_chunk_set_context_parallel_layout(c, c->features.cp ? comm_size(cp) : 1,
+                                          c->features.cp ? comm_rank(cp) : 0);
 }
 
 void gpt_chunk_set_expert_parallel(gpt_chunk *c, comm_group *ep) {
@@ -182,7 +184,7 @@ void gpt_chunk_set_expert_parallel(gpt_chunk *c, comm_group *ep) {
     CHECK(chunk_is_moe(c) || size == 1, "expert parallelism needs an MoE model (--num-experts)");
     CHECK((ep ? comm_size(ep) : 1) == size && (ep ? comm_rank(ep) : 0) == c->shard.ep_rank,
           "the expert-parallel group is the one the chunk's experts were cut for");
-    c->ep = ep;
+    c->features.ep = ep;
 }
 
 size_t gpt_residual_rows(const gpt_chunk *c, int B, int T) {

@@ -20,7 +20,8 @@
  * the group's output is kept (the next group's input, or the head's) and no backward reads
  * it from here.
  *
- * Not here: the layouts (gpt.c takes what each keeps), the backward itself (gpt_backward.c).
+ * Not here: the layouts (gpt_layout.c takes what each keeps), the block's backward itself
+ * (gpt_block.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -58,7 +59,7 @@ void gpt_chunk_set_recompute(gpt_chunk *c, const gpt_recompute *rc) {
     char err[256];
     if (!gpt_recompute_check(rc, c->shard.layer_end - c->shard.layer_begin, err, sizeof err))
         die("trident: %s", err);
-    c->recompute = *rc;
+    c->features.recompute = *rc;
 }
 
 /* x[k], the residual stream entering block k (k = nblocks: the chunk's output). */
@@ -102,7 +103,7 @@ block_io gpt_block_io(const gpt_chunk *c, const gpt_acts *a, const gpt_scratch *
 
 void gpt_recompute_for_backward(const gpt_chunk *c, const float *params, const gpt_acts *a,
                                 gpt_scratch *s, const gpt_wgrad *wg, int i, comm_group *tp) {
-    const gpt_recompute *rc = &c->recompute;
+    const gpt_recompute *rc = &c->features.recompute;
     if (rc->granularity == GPT_RECOMPUTE_SELECTIVE) {
         /* att again from the kept qkv. Its other output, the attention output, equals the
          * kept atty bit for bit and lands in datty, which B then overwrites. */
@@ -117,8 +118,9 @@ void gpt_recompute_for_backward(const gpt_chunk *c, const float *params, const g
         const int layer = c->shard.layer_begin + k;
         gpt_span span = gpt_span_params(c, params, layer, k + 1 < g1 ? layer + 1 : GPT_UNIT_NONE);
         const block_params w = block_views(c, &span, k);
-        block_io io = gpt_block_io(c, a, s, wg, k, PASS_RECOMPUTE);
-        gpt_block_forward(c, &w, a->B, a->T, &io, k, tp);
+        const block_io io = gpt_block_io(c, a, s, wg, k, PASS_RECOMPUTE);
+        const block_ctx x = block_ctx_make(c, tp, a->B, a->T, k);
+        gpt_block_forward(&x, &w, &io);
         gpt_span_params_done(c, &span);
     }
 }

@@ -198,10 +198,16 @@ void local_model_set_sequence_parallel(local_model *m, bool on) {
 
 void local_model_set_groups(local_model *m, comm_group *cp, comm_group *ep, comm_group *moe_stats) {
     for (int c = 0; c < m->nchunks; c++) {
-        m->chunks[c].moe_stats = moe_stats;
+        m->chunks[c].features.moe_stats = moe_stats;
         gpt_chunk_set_context_parallel(&m->chunks[c], cp);
         if (m->cfg.num_experts > 0) gpt_chunk_set_expert_parallel(&m->chunks[c], ep);
     }
+}
+
+void local_model_set_hooks(local_model *m, const gpt_hooks *h) {
+    m->hooks = h ? *h : (gpt_hooks){0};
+    m->hooks.grads_armed = false;
+    for (int c = 0; c < m->nchunks; c++) m->chunks[c].hooks = h ? &m->hooks : NULL;
 }
 
 void local_model_sum_tied_grads(local_model *m) {

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "src/model/gpt.h"
+#include "src/model/gpt_hooks.h"
 
 typedef struct {
     gpt_config cfg;
@@ -59,6 +60,7 @@ typedef struct {
     bool *in_norm;            /* (nparams) */
     const gpt_param *wte_embedding; /* wte on the first stage (NULL elsewhere) */
     const gpt_param *wte_head; /* wte on the last stage (NULL elsewhere; == embedding if both) */
+    gpt_hooks hooks; /* the optimizer's, which every chunk points to (local_model_set_hooks) */
 } local_model;
 
 /* Blocks of each virtual stage: an even split of L over S stages when stage_layers is NULL
@@ -95,9 +97,12 @@ void local_model_set_recompute(local_model *m, const gpt_recompute *rc);
 void local_model_set_sequence_parallel(local_model *m, bool on);
 /* Context parallelism's group (NULL or size 1: none) and, for an MoE model, the expert-parallel
  * group its experts were cut for (gpt_chunk_set_context_parallel / _expert_parallel), before
- * any activations are created; moe_stats: gpt_chunk.moe_stats (NULL unless sequence and
+ * any activations are created; moe_stats: gpt_features.moe_stats (NULL unless sequence and
  * context parallelism are both on: the tp × cp ranks of a micro-batch). */
 void local_model_set_groups(local_model *m, comm_group *cp, comm_group *ep, comm_group *moe_stats);
+/* The optimizer's hooks on every chunk of this model (copied; NULL removes them): what
+ * overlapped communication and ZeRO-2/3 install (src/model/gpt_hooks.h). */
+void local_model_set_hooks(local_model *m, const gpt_hooks *h);
 /* Both wte copies on this rank (zbv): each gets the sum of the two gradients. Nothing to do
  * when this rank holds one copy or none, or no gradient buffer (ZeRO-2/3 sum the shards). */
 void local_model_sum_tied_grads(local_model *m);

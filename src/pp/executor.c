@@ -334,9 +334,9 @@ double pp_executor_run(pp_executor *ex, const int32_t *inputs, const int32_t *ta
             *slot = acts_take(ex, a->chunk);
             loss_sum += forward(ex, a, *slot, inputs, targets, TRACE_FORWARD, step);
         } else {
-            gpt_hooks_arm_grads(ex->last_weight[a->chunk] == i);
+            gpt_hooks_arm_grads(&ex->model->chunks[a->chunk], ex->last_weight[a->chunk] == i);
             backward(ex, a, slot, dloss, step);
-            gpt_hooks_arm_grads(false);
+            gpt_hooks_arm_grads(&ex->model->chunks[a->chunk], false);
         }
         if (a->send_peer >= 0) send_output(ex, a);
     }

@@ -1,9 +1,10 @@
 /* layers.h — the tensor-parallel layers of Megatron as small functions, forward and backward.
  *
  * Each layer is the serial op (kernels/ops.h) on this rank's slice of the weight, with the
- * conjugate operators of src/tp/mappings.h around it. The GPT chunk (src/model/gpt.c) is
- * built from these calls, and the tests hold each layer against its serial counterpart. p is the size of the TP
- * group, i this rank's place in it; a NULL group (or size 1) is the serial layer.
+ * conjugate operators of src/tp/mappings.h around it. The GPT block (src/model/gpt_block.c)
+ * calls them through src/tp/region.h, which picks plain or sequence-parallel and labels the
+ * messages, and the tests hold each layer against its serial counterpart. p is the size of the
+ * TP group, i this rank's place in it; a NULL group (or size 1) is the serial layer.
  *
  * Column-parallel linear: the weight is split along the OUTPUT dimension (rows of A).
  *

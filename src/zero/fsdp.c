@@ -246,13 +246,13 @@ zero_fsdp *zero_fsdp_create(local_model *m, const zero_ranges *r, comm_group *dp
     }
     gpt_hooks h = {.ctx = f, .grads_get = grads_get, .grads_done = grads_done};
     if (cfg->stage == 3) h.params_get = params_get, h.params_done = params_done;
-    gpt_hooks_set(&h);
+    local_model_set_hooks(m, &h);
     return f;
 }
 
 void zero_fsdp_destroy(zero_fsdp *f) {
     if (!f) return;
-    gpt_hooks_set(NULL);
+    local_model_set_hooks(f->m, NULL);
     comm_stream_destroy(f->stream); /* drains a pending prefetch: collective, like create */
     device_free(f->grad_shard);
     device_free(f->bucket);

@@ -132,13 +132,13 @@ zero_overlap *zero_overlap_create(local_model *m, const zero_ranges *r, comm_gro
     gpt_hooks h = {.params_needed = cfg->params ? params_needed : NULL,
                    .grads_ready = cfg->grads ? grads_ready : NULL,
                    .ctx = o};
-    gpt_hooks_set(&h);
+    local_model_set_hooks(m, &h);
     return o;
 }
 
 void zero_overlap_destroy(zero_overlap *o) {
     if (!o) return;
-    gpt_hooks_set(NULL);
+    local_model_set_hooks(o->m, NULL);
     comm_stream_destroy(o->stream); /* drains: collective, every DP rank is here */
     device_free(o->shard_grads);
     free(o->left);

@@ -25,6 +25,24 @@ static void test_hand_count_of_a_tiny_model(void **state) {
     assert_true(flops_train_per_token(&g) == 10752.0);
 }
 
+/* The same model with E = 4 experts, top-2, counted by hand: per layer qkv 384 + proj 128, two
+ * experts' fc 2·8·32 = 512 and fcproj 512 each (2048), the router 2·4·8 = 64, attention 128
+ *   -> 2752; two layers 5504, head 256                                    forward 5760
+ *   training = 3 · 5760 = 17280 (the one count bench, trainer and MFU all use) */
+static void test_hand_count_of_a_tiny_moe_model(void **state) {
+    (void)state;
+    gpt_config g = {.vocab_size = 16,
+                    .real_vocab = 16,
+                    .seq_len = 4,
+                    .num_layers = 2,
+                    .hidden = 8,
+                    .num_heads = 2,
+                    .num_experts = 4,
+                    .moe_topk = 2};
+    assert_true(flops_forward_per_token(&g) == 5760.0);
+    assert_true(flops_train_per_token(&g) == 17280.0);
+}
+
 /* The weight part, from the model's own parameter table: the train count minus the attention
  * term 12·L·T·C is 6 FLOPs per token for every weight of a matrix product (qkv, proj, fc,
  * fcproj matrices and the tied wte; biases, LayerNorms and wpe are not products). */
@@ -73,8 +91,12 @@ static void test_agrees_with_megatron_formula(void **state) {
  * with top-1 costs the dense model plus the router. */
 static void test_moe_counts_the_experts_a_token_uses(void **state) {
     (void)state;
-    gpt_config d = {.vocab_size = 64, .real_vocab = 64, .seq_len = 8, .num_layers = 2,
-                    .hidden = 16, .num_heads = 2};
+    gpt_config d = {.vocab_size = 64,
+                    .real_vocab = 64,
+                    .seq_len = 8,
+                    .num_layers = 2,
+                    .hidden = 16,
+                    .num_heads = 2};
     gpt_config m1 = d, m2 = d;
     m1.num_experts = 1, m1.moe_topk = 1;
     m2.num_experts = 8, m2.moe_topk = 2;
@@ -88,6 +110,7 @@ static void test_moe_counts_the_experts_a_token_uses(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_count_of_a_tiny_model),
+        cmocka_unit_test(test_hand_count_of_a_tiny_moe_model),
         cmocka_unit_test(test_weight_part_is_six_per_matrix_weight),
         cmocka_unit_test(test_agrees_with_megatron_formula),
         cmocka_unit_test(test_moe_counts_the_experts_a_token_uses),

@@ -83,7 +83,12 @@ typedef struct {
 static chunk_run *run_make_sp(const gpt_config *cfg, int tp_size, int tp_rank, int l0, int l1,
                               bool emb, bool head, bool sp) {
     chunk_run *r = calloc(1, sizeof *r);
-    gpt_shard sh = {.tp_size = tp_size, .tp_rank = tp_rank, .layer_begin = l0, .layer_end = l1, .has_embedding = emb, .has_head = head};
+    gpt_shard sh = {.tp_size = tp_size,
+                    .tp_rank = tp_rank,
+                    .layer_begin = l0,
+                    .layer_end = l1,
+                    .has_embedding = emb,
+                    .has_head = head};
     char err[256];
     if (!gpt_config_check(cfg, tp_size, err, sizeof err)) fail_msg("%s", err);
     gpt_chunk_init(&r->c, cfg, &sh, 0);
@@ -312,7 +317,7 @@ static void sequence_parallel_chunk_with_embedding_and_head_matches_tp1(void **s
     const gpt_config cfg = test_config(2);
     chunk_run *ser = run_make(&cfg, 1, 0, 0, 2, true, true);
     chunk_run *par = run_make_sp(&cfg, p, r, 0, 2, true, true, true);
-    assert_int_equal(par->c.sequence_parallel, p > 1); /* off at tp 1, as in Megatron */
+    assert_int_equal(par->c.features.sequence_parallel, p > 1); /* off at tp 1, as in Megatron */
     int32_t tokens[NPOS], targets[NPOS];
     make_tokens(tokens, targets, cfg.real_vocab);
     float ls = gpt_forward(&ser->c, ser->params, ser->a, ser->s, tokens, targets, NULL, NULL, NULL);
