@@ -249,9 +249,9 @@ static void run_setup(run_state *r, train_config *c) {
     r->rank = dist_rank();
     r->lead = r->rank == 0;
     if (!train_config_check(c, r->world, err, sizeof err)) dist_fail_all("trident train: %s", err);
-    if (!pg_layout_make5(&r->layout, r->world, c->tensor_model_parallel_size,
-                         c->context_parallel_size, c->expert_model_parallel_size,
-                         c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
+    if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size,
+                        c->context_parallel_size, c->expert_model_parallel_size,
+                        c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("trident train: %s", err);
     r->layout.v_placement = strcmp(c->pipeline_schedule, "zbv") == 0; /* rank 0: embedding + head */
     comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes);  /* 0 waits forever */

@@ -72,9 +72,9 @@ static trainer *make(const train_config *model, const layout *lo, train_config *
     *ps = NULL;
     if (lo->serial) return trainer_create(c, NULL);
     pg_layout l;
-    assert_true(pg_layout_make5(&l, world, c->tensor_model_parallel_size, c->context_parallel_size,
-                                c->expert_model_parallel_size, c->pipeline_model_parallel_size,
-                                c->vpp, c->rank_order, err, sizeof err));
+    assert_true(pg_layout_make(&l, world, c->tensor_model_parallel_size, c->context_parallel_size,
+                               c->expert_model_parallel_size, c->pipeline_model_parallel_size,
+                               c->vpp, c->rank_order, err, sizeof err));
     *ps = ps_create(&l, dist_rank());
     return trainer_create(c, *ps);
 }

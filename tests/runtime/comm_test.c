@@ -312,9 +312,9 @@ static void subgroups_of_parallel_state_reduce_over_their_members(void **state) 
                         if (size % (tp * cp * pp) || (size / (tp * cp * pp)) % ep) continue;
                         pg_layout l;
                         char err[256];
-                        assert_true(pg_layout_make5(&l, size, tp, cp, ep, pp, 1,
-                                                    o ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp", err,
-                                                    sizeof err));
+                        assert_true(pg_layout_make(&l, size, tp, cp, ep, pp, 1,
+                                                   o ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp", err,
+                                                   sizeof err));
                         parallel_state *ps = ps_create(&l, me);
                         assert_int_equal(comm_size(ps->tp), tp);
                         assert_int_equal(comm_size(ps->pp), pp);
@@ -468,7 +468,7 @@ static void serial_run_never_starts_mpi(void **state) {
     assert_int_equal(dist_local_rank(), 0);
     pg_layout l;
     char err[64];
-    assert_true(pg_layout_make(&l, 1, 1, 1, 1, NULL, err, sizeof err));
+    assert_true(pg_layout_make(&l, 1, 1, 1, 1, 1, 1, NULL, err, sizeof err));
     parallel_state *ps = ps_create(&l, 0);
     assert_true(ps->is_first_stage && ps->is_last_stage);
     assert_int_equal(ps->next_pp_rank, 0);

@@ -65,9 +65,9 @@ static double check_layout(const train_config *base, const char *name) {
     char err[512];
     if (!train_config_check(&c, world, err, sizeof err)) fail_msg("%s rejected: %s", name, err);
     pg_layout l;
-    assert_true(pg_layout_make5(&l, world, c.tensor_model_parallel_size, c.context_parallel_size,
-                                c.expert_model_parallel_size, c.pipeline_model_parallel_size,
-                                c.vpp, c.rank_order, err, sizeof err));
+    assert_true(pg_layout_make(&l, world, c.tensor_model_parallel_size, c.context_parallel_size,
+                               c.expert_model_parallel_size, c.pipeline_model_parallel_size, c.vpp,
+                               c.rank_order, err, sizeof err));
     assert_int_equal(device_bytes_in_use(), 0); /* the previous case gave everything back */
     device_bytes_peak_reset();
     parallel_state *ps = ps_create(&l, rank);

@@ -76,7 +76,7 @@ static void bf16_zero_ep2_trains_like_bf16_ep2(void **state) {
     if (!train_config_check(&zero, world, err, sizeof err)) fail_msg("ep2 zero: %s", err);
     pg_layout l;
     assert_true(
-        pg_layout_make5(&l, world, 1, 1, 2, 1, plain.vpp, plain.rank_order, err, sizeof err));
+        pg_layout_make(&l, world, 1, 1, 2, 1, plain.vpp, plain.rank_order, err, sizeof err));
     parallel_state *ps = ps_create(&l, rank);
     trainer *ts = trainer_create(&sc, NULL), *tp = trainer_create(&plain, ps),
             *tz = trainer_create(&zero, ps);
