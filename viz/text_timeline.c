@@ -99,7 +99,7 @@ void viz_text_timeline_write_window(FILE *f, const viz_timeline *const *tls, int
         const viz_timeline *tl = tls[p];
         const double t_end = tl->duration < t1 ? tl->duration : t1; /* this panel's part */
         if (p > 0) fputc('\n', f);
-        if (tl->cp > 1) /* the traces' dp counts dp · cp ranks (viz/timeline.h) */
+        if (tl->cp > 1) /* the timeline's dp counts dp · cp ranks (viz/timeline.h) */
             fprintf(f, "%s: %s, TP %d x CP %d x PP %d x DP %d (%d ranks), %d micro-batches",
                     tl->name, tl->schedule, tl->tp, tl->cp, tl->pp, tl->dp / tl->cp, tl->world_size,
                     tl->num_microbatches);

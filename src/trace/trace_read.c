@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -84,8 +85,6 @@ static void file_free_parts(trace_file *f) {
     free(f);
 }
 
-/* Parses a whole file image; NULL on failure (the cursor holds the message). Kept as one
- * function over 80 lines on purpose: it follows src/trace/FORMAT.md field by field. */
 static bool known_schedule(const char *name) {
     for (size_t k = 0; k < sizeof k_trace_schedules / sizeof k_trace_schedules[0]; k++)
         if (strcmp(name, k_trace_schedules[k]) == 0) return true;
@@ -102,6 +101,77 @@ static bool event_refs_ok(const trace_event *e, const trace_header *h) {
     return e->chunk >= -1 && e->chunk < h->vpp;
 }
 
+/* The fixed-size header after the version (FORMAT.md): version 2's fields, and from version
+ * 3 on the context- and expert-parallel sizes and ranks after them. */
+static bool read_header(cursor *c, uint32_t version, trace_header *h) {
+    if (!need(c, version == 2 ? TRACE_HEADER_V2_BYTES : TRACE_HEADER_BYTES, "the header"))
+        return false;
+    int v[10];
+    for (int i = 0; i < 10; i++) v[i] = (int)take32(c);
+    h->rank = v[0], h->world_size = v[1], h->tp = v[2], h->pp = v[3], h->dp = v[4];
+    h->vpp = v[5], h->tp_rank = v[6], h->pp_rank = v[7], h->dp_rank = v[8];
+    h->num_microbatches = v[9];
+    memcpy(h->schedule, c->b + c->off, 16);
+    c->off += 16;
+    h->clock_offset = le_getf64(c->b + c->off);
+    c->off += 8;
+    h->clock_uncertainty = le_getf64(c->b + c->off);
+    c->off += 8;
+    memcpy(h->run_id, c->b + c->off, 32);
+    c->off += 32;
+    h->cp = 1, h->ep = 1, h->cp_rank = 0, h->ep_rank = 0;
+    if (version == 2) return true;
+    h->cp = (int)take32(c), h->ep = (int)take32(c);
+    h->cp_rank = (int)take32(c), h->ep_rank = (int)take32(c);
+    return true;
+}
+
+/* An integer field of the configuration JSON ("key":N), or 1 when it is absent. */
+static int config_size(const char *config_json, const char *key) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *s = strstr(config_json, pattern);
+    if (!s) return 1;
+    const long v = strtol(s + strlen(pattern), NULL, 10);
+    return v > 1 && v <= TRACE_MAX_WORLD ? (int)v : 1;
+}
+
+/* Version 2 stored dp · cp ranks as dp, cp_rank + cp · dp_rank as dp_rank, and no ep. The
+ * sizes come from the run's configuration (context_parallel_size, expert_model_parallel_size)
+ * when they divide what the header holds; otherwise 1 (older runs, hand-made traces). */
+static void v2_layout(trace_header *h) {
+    const int cp = config_size(h->config_json, "context_parallel_size");
+    if (cp > 1 && h->dp % cp == 0 && h->dp_rank >= 0) {
+        h->cp = cp;
+        h->cp_rank = h->dp_rank % cp;
+        h->dp_rank /= cp;
+        h->dp /= cp;
+    }
+    const int ep = config_size(h->config_json, "expert_model_parallel_size");
+    if (ep > 1 && h->dp % ep == 0 && h->dp_rank >= 0) {
+        h->ep = ep;
+        h->ep_rank = h->dp_rank % ep;
+    }
+}
+
+/* world = tp · cp · pp · dp (each at least 1, the products checked factor by factor so they
+ * cannot overflow), ep divides dp, and the rank and its cp and ep ranks inside their sizes. */
+static bool layout_ok(const trace_header *h) {
+    if (h->world_size < 1 || h->world_size > TRACE_MAX_WORLD || h->rank < 0 ||
+        h->rank >= h->world_size)
+        return false;
+    const int sizes[5] = {h->tp, h->cp, h->pp, h->dp, h->vpp};
+    long long product = 1;
+    for (int i = 0; i < 5; i++) {
+        if (sizes[i] < 1) return false;
+        if (i < 4 && (product *= sizes[i]) > h->world_size) return false;
+    }
+    return product == h->world_size && h->ep >= 1 && h->dp % h->ep == 0 && h->cp_rank >= 0 &&
+           h->cp_rank < h->cp && h->ep_rank >= 0 && h->ep_rank < h->ep;
+}
+
+/* Parses a whole file image; NULL on failure (the cursor holds the message). Kept as one
+ * function over 80 lines on purpose: it follows src/trace/FORMAT.md field by field. */
 static trace_file *parse(cursor *c) {
     trace_file *f = callocCheck(1, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", c->path);
@@ -114,29 +184,15 @@ static trace_file *parse(cursor *c) {
     c->off = 8;
     if (!need(c, 4, "the version")) goto bad;
     uint32_t version = take32(c);
-    if (version != TRACE_VERSION) {
-        fail(c, "unsupported version %u at byte 8 (this build reads version %d)", version,
+    if (version != TRACE_VERSION && version != 2) {
+        fail(c, "unsupported version %u at byte 8 (this build reads versions 2 and %d)", version,
              TRACE_VERSION);
         goto bad;
     }
 
-    if (!need(c, TRACE_HEADER_BYTES, "the header")) goto bad;
-    int v[10];
-    for (int i = 0; i < 10; i++) v[i] = (int)take32(c);
     trace_header *h = &f->h;
-    h->rank = v[0], h->world_size = v[1], h->tp = v[2], h->pp = v[3], h->dp = v[4];
-    h->vpp = v[5], h->tp_rank = v[6], h->pp_rank = v[7], h->dp_rank = v[8];
-    h->num_microbatches = v[9];
-    size_t sched_off = c->off;
-    memcpy(h->schedule, c->b + c->off, 16);
-    c->off += 16;
-    h->clock_offset = le_getf64(c->b + c->off);
-    c->off += 8;
-    h->clock_uncertainty = le_getf64(c->b + c->off);
-    c->off += 8;
-    size_t run_id_off = c->off;
-    memcpy(h->run_id, c->b + c->off, 32);
-    c->off += 32;
+    if (!read_header(c, version, h)) goto bad;
+    const size_t sched_off = 8 + 4 + 10 * 4, run_id_off = sched_off + 16 + 8 + 8;
 
     if (!need(c, 4, "the config length")) goto bad;
     uint32_t cfg_len = take32(c);
@@ -146,6 +202,7 @@ static trace_file *parse(cursor *c) {
     f->config[cfg_len] = 0;
     h->config_json = f->config;
     c->off += cfg_len;
+    if (version == 2) v2_layout(h);
 
     if (!need(c, 4, "the string count")) goto bad;
     size_t nstr_off = c->off;
@@ -228,14 +285,12 @@ static trace_file *parse(cursor *c) {
              h->schedule, sched_off);
         goto bad;
     }
-    if (h->world_size < 1 || h->world_size > TRACE_MAX_WORLD || h->rank < 0 ||
-        h->rank >= h->world_size || h->tp < 1 || h->pp < 1 || h->dp < 1 || h->vpp < 1 ||
-        (long long)h->tp * h->pp > h->world_size ||
-        (long long)h->tp * h->pp * h->dp != h->world_size) {
+    if (!layout_ok(h)) {
         fail(c,
              "header at byte 12 has an impossible layout (rank %d, world %d, tp %d, pp %d, dp %d, "
-             "vpp %d)",
-             h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp);
+             "vpp %d, cp %d, ep %d, cp rank %d, ep rank %d)",
+             h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->cp, h->ep, h->cp_rank,
+             h->ep_rank);
         goto bad;
     }
 
@@ -553,14 +608,15 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
         }
         const trace_header *h = trace_file_header(r->ranks[k]);
         if (h->rank != k || h->world_size != h0.world_size || h->tp != h0.tp || h->pp != h0.pp ||
-            h->dp != h0.dp || h->vpp != h0.vpp || strcmp(h->schedule, h0.schedule) != 0 ||
-            strcmp(h->run_id, h0.run_id) != 0) {
+            h->dp != h0.dp || h->vpp != h0.vpp || h->cp != h0.cp || h->ep != h0.ep ||
+            strcmp(h->schedule, h0.schedule) != 0 || strcmp(h->run_id, h0.run_id) != 0) {
             snprintf(err, errlen,
-                     "trace '%s' does not belong with rank0.trace (it says rank %d of %d, tp %d pp "
-                     "%d dp %d vpp %d '%s', "
-                     "run '%s'; rank 0 says world %d, tp %d pp %d dp %d vpp %d '%s', run '%s')",
-                     path, h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->schedule,
-                     h->run_id, h0.world_size, h0.tp, h0.pp, h0.dp, h0.vpp, h0.schedule, h0.run_id);
+                     "trace '%s' does not belong with rank0.trace (it says rank %d of %d, tp %d cp "
+                     "%d pp %d dp %d ep %d vpp %d '%s', run '%s'; rank 0 says world %d, tp %d cp "
+                     "%d pp %d dp %d ep %d vpp %d '%s', run '%s')",
+                     path, h->rank, h->world_size, h->tp, h->cp, h->pp, h->dp, h->ep, h->vpp,
+                     h->schedule, h->run_id, h0.world_size, h0.tp, h0.cp, h0.pp, h0.dp, h0.ep,
+                     h0.vpp, h0.schedule, h0.run_id);
             trace_run_free(r);
             return NULL;
         }
