@@ -21,6 +21,13 @@ static const char k_usage[] =
 
 enum { TRAIN_MAX_FLAGS = 96 }; /* room for every flag of trident train */
 
+/* Copies a table of n flags to out[0..cap); returns n. */
+static int put_flags(flag_spec *out, int cap, const flag_spec *t, int n) {
+    CHECK(n <= cap, "raise TRAIN_MAX_FLAGS in src/train/config_flags.c");
+    memcpy(out, t, sizeof *t * (size_t)n);
+    return n;
+}
+
 /* The model, the batch and the optimizer. Writes its flags at out[0..cap); returns how many. */
 static int model_flags(train_config *c, flag_spec *out, int cap) {
     const flag_spec t[] = {
@@ -47,12 +54,11 @@ static int model_flags(train_config *c, flag_spec *out, int cap) {
         {"--adam-eps", FLAG_FLOAT, &c->adam_eps, "Adam epsilon", NULL},
         {"--seed", FLAG_INT, &c->seed, "seed of weights and data sampling", NULL},
     };
-    CHECK((int)(sizeof t / sizeof t[0]) <= cap, "raise TRAIN_MAX_FLAGS in src/train/config.c");
-    memcpy(out, t, sizeof t);
-    return (int)(sizeof t / sizeof t[0]);
+    return put_flags(out, cap, t, (int)(sizeof t / sizeof t[0]));
 }
 
-/* Parallelism, precision and recomputation. Writes its flags at out[0..cap); returns how many. */
+/* Parallelism: the layout, the experts and the pipeline schedule. Writes its flags at
+ * out[0..cap); returns how many. */
 static int parallel_flags(train_config *c, flag_spec *out, int cap) {
     const flag_spec t[] = {
         {"--tensor-model-parallel-size", FLAG_INT, &c->tensor_model_parallel_size,
@@ -92,6 +98,14 @@ static int parallel_flags(train_config *c, flag_spec *out, int cap) {
         {"--overlap-p2p-comm", FLAG_BOOL, &c->overlap_p2p_comm,
          "pipeline: post each receive one action ahead, so it can land while the rank computes",
          NULL},
+    };
+    return put_flags(out, cap, t, (int)(sizeof t / sizeof t[0]));
+}
+
+/* ZeRO and overlapped reductions, precision, sequence parallelism and recomputation: what
+ * trades memory for time. Writes its flags at out[0..cap); returns how many. */
+static int memory_flags(train_config *c, flag_spec *out, int cap) {
+    const flag_spec t[] = {
         {"--use-distributed-optimizer", FLAG_BOOL, &c->use_distributed_optimizer,
          "ZeRO-1: shard the optimizer state over data-parallel ranks (= "
          "--data-parallel-sharding-strategy optim)",
@@ -133,9 +147,7 @@ static int parallel_flags(train_config *c, flag_spec *out, int cap) {
          "divides them); 0 = not given",
          NULL},
     };
-    CHECK((int)(sizeof t / sizeof t[0]) <= cap, "raise TRAIN_MAX_FLAGS in src/train/config.c");
-    memcpy(out, t, sizeof t);
-    return (int)(sizeof t / sizeof t[0]);
+    return put_flags(out, cap, t, (int)(sizeof t / sizeof t[0]));
 }
 
 /* Data, output, and how the run behaves. Writes its flags at out[0..cap); returns how many. */
@@ -171,9 +183,7 @@ static int run_flags(train_config *c, flag_spec *out, int cap) {
         {"--distributed-timeout-minutes", FLAG_FLOAT, &c->distributed_timeout_minutes,
          "end the job if a rank waits longer than this", NULL},
     };
-    CHECK((int)(sizeof t / sizeof t[0]) <= cap, "raise TRAIN_MAX_FLAGS in src/train/config.c");
-    memcpy(out, t, sizeof t);
-    return (int)(sizeof t / sizeof t[0]);
+    return put_flags(out, cap, t, (int)(sizeof t / sizeof t[0]));
 }
 
 void train_config_parse(train_config *c, const char *cmd, int argc, char **argv) {
@@ -185,8 +195,9 @@ void train_config_parse_extra(train_config *c, const char *cmd, const char *usag
     flag_spec specs[TRAIN_MAX_FLAGS];
     int n = model_flags(c, specs, TRAIN_MAX_FLAGS);
     n += parallel_flags(c, specs + n, TRAIN_MAX_FLAGS - n);
+    n += memory_flags(c, specs + n, TRAIN_MAX_FLAGS - n);
     n += run_flags(c, specs + n, TRAIN_MAX_FLAGS - n);
-    CHECK(n + nextra <= TRAIN_MAX_FLAGS, "raise TRAIN_MAX_FLAGS in src/train/config.c");
+    CHECK(n + nextra <= TRAIN_MAX_FLAGS, "raise TRAIN_MAX_FLAGS in src/train/config_flags.c");
     for (int i = 0; i < nextra; i++) specs[n++] = extra[i];
     const char *pos[1];
     flags_parse(cmd, usage, specs, n, argc, argv, pos, 0);
