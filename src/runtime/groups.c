@@ -59,7 +59,7 @@ bool pg_layout_make(pg_layout *out, int world, int tp, int cp, int ep, int pp, i
         return false;
     }
     const int dp = world / (tp * cp * pp);
-    if (dp % ep != 0) {
+    if (!pg_ep_divides_dp(ep, dp)) {
         snprintf(err, errlen,
                  "expert-model-parallel-size %d does not divide the data-parallel size %d", ep, dp);
         return false;
@@ -96,6 +96,8 @@ bool pg_layout_make(pg_layout *out, int world, int tp, int cp, int ep, int pp, i
     if (errlen) err[0] = 0;
     return true;
 }
+
+bool pg_ep_divides_dp(int ep, int dp) { return ep >= 1 && dp % ep == 0; }
 
 const char *pg_order_name(pg_order order) {
     return order == PG_ORDER_TP_PP_DP ? "tp-pp-dp" : "tp-dp-pp";

@@ -107,9 +107,15 @@ typedef struct {
  * false and writes one sentence naming the values and the rule into err, e.g. "world size 8
  * is not divisible by tensor-model-parallel-size 2 × context-parallel-size 3 ×
  * pipeline-model-parallel-size 1", "expert-model-parallel-size 3 does not divide the
- * data-parallel size 4" (the one place that rule is checked: `trident train` asks here too). */
+ * data-parallel size 4" (pg_ep_divides_dp). */
 bool pg_layout_make(pg_layout *out, int world, int tp, int cp, int ep, int pp, int vpp,
                     const char *order, char *err, size_t errlen);
+
+/* Expert parallelism's rule on a layout: an expert group is ep consecutive data-parallel ranks,
+ * so ep must divide the data-parallel size dp. The one place the rule is decided:
+ * pg_layout_make refuses a layout that breaks it, and `trident train` asks here first, to name
+ * its flags in the message. */
+bool pg_ep_divides_dp(int ep, int dp);
 
 const char *pg_order_name(pg_order order); /* "tp-dp-pp" / "tp-pp-dp" */
 /* The order's name for this layout: "tp-cp-ep-dp-pp" / "tp-cp-ep-pp-dp" when cp or ep > 1,

@@ -2,10 +2,10 @@
  * broken one named in one line with its values, and the derived sizes they fill in (the
  * data-parallel size from the layout, micro-batches, virtual stages, the padded vocabulary).
  *
- * In order: the layout (groups.h makes it: the one place expert parallelism is checked against
- * the data-parallel size), the plain numeric flags and ZeRO's, --split, the batch, the
- * schedule, the model (its MoE settings by src/moe/moe_config.h's one rule set, and what MoE
- * and context parallelism do not run with yet), then recomputation.
+ * In order: the layout (groups.h makes it and decides expert parallelism's rule on it), the
+ * plain numeric flags and ZeRO's, --split, the batch, the schedule, the model (its MoE
+ * settings by src/moe/moe_config.h's one rule set, and what MoE and context parallelism do
+ * not run with yet), then recomputation.
  *
  * Not here: the flag table (config_flags.c), derived values that need no rule (config.c).
  */
@@ -57,9 +57,9 @@ static bool check_sharding(train_config *c, char *err, size_t errlen) {
 }
 
 
-/* The layout: each size at least 1 and the world cut by them, in the flags' words; then the
- * layout itself (groups.h, the one place that checks that expert parallelism divides the
- * data-parallel size), whose data-parallel size the configuration takes. */
+/* The layout: each size at least 1, the world cut by them and expert parallelism's rule
+ * (groups.h decides it: pg_ep_divides_dp), in the flags' words; then the layout itself, whose
+ * data-parallel size the configuration takes. */
 static bool check_layout(train_config *c, int world, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size, pp = c->pipeline_model_parallel_size;
     if (tp < 1) FAIL("--tensor-model-parallel-size %d must be at least 1", tp);
@@ -75,6 +75,10 @@ static bool check_layout(train_config *c, int world, char *err, size_t errlen) {
         FAIL("world size %d is not divisible by --tensor-model-parallel-size %d × "
              "--context-parallel-size %d × --pipeline-model-parallel-size %d",
              world, tp, cp, pp);
+    if (!pg_ep_divides_dp(ep, world / (tp * cp * pp)))
+        FAIL("--expert-model-parallel-size %d does not divide the data-parallel size %d (experts "
+             "are cut over data-parallel ranks)",
+             ep, world / (tp * cp * pp));
     pg_layout l;
     if (!pg_layout_make(&l, world, tp, cp, ep, pp, 1, c->rank_order, err, errlen)) return false;
     c->world_size = world;

@@ -338,7 +338,8 @@ static void subgroups_of_parallel_state_reduce_over_their_members(void **state) 
                                                      [PG_EP] = ps->ep,
                                                      [PG_EDP] = ps->edp,
                                                      [PG_DP_CP] = ps->dp_cp,
-                                                     [PG_EDP_CP] = ps->edp_cp};
+                                                     [PG_EDP_CP] = ps->edp_cp,
+                                                     [PG_TP_CP] = ps->tp_cp};
                         for (int k = 0; k < PG_NKINDS; k++) {
                             int m[64], idx;
                             int number = pg_group_of(&l, (pg_kind)k, me, m, &idx);
