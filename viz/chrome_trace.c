@@ -241,7 +241,7 @@ static void write_run(json_writer *w, const trace_run *r, const char *prefix, in
         const trace_header *h = trace_file_header(tf);
         const rank_out o = {w, r, tf, k, run_index * 100000 + k, run_index, t0};
         snprintf(name, sizeof name, "%s%srank %d (tp %d, pp %d, dp %d)", prefix,
-                 prefix[0] ? ": " : "", k, h->tp_rank, h->pp_rank, h->dp_rank);
+                 prefix[0] ? ": " : "", k, h->tp_rank, h->pp_rank, trace_header_dp_cp_rank(h));
         meta(w, o.pid, 0, "process", name, o.pid);
         static const char *const threads[] = {"",         "steps",    "compute",
                                               "p2p send", "p2p recv", "collectives"};

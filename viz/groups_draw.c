@@ -4,10 +4,12 @@
  *
  *   title      "Process groups: world 16 = TP 2 × PP 4 × DP 2"
  *   subtitle   rank order, ranks per node, vpp
- *   legend     TP outline, PP line; DP fill colours; CP and EP lines (only when > 1)
+ *   legend     TP outline, PP line; DP fill colours; CP line and TP × CP bracket, EP line
+ *              (only when > 1)
  *   node bands one per node: label column, then rows of `cols` boxes; under every row a
- *              ROW_GAP-high channel where the PP arcs between boxes of that row run, and
- *              with cp or ep > 1 a TOP_GAP-high channel above every row for their lines
+ *              ROW_GAP-high channel where the PP arcs between boxes of that row run (with cp > 1
+ *              the TP × CP brackets just under the boxes), and with cp or ep > 1 a
+ *              TOP_GAP-high channel above every row for their lines
  */
 #include "viz/groups_draw.h"
 
@@ -55,6 +57,7 @@ void viz_groups_layout_make(viz_groups_layout *gl, const pg_layout *l, int ranks
     gl->box = mallocCheck(sizeof(viz_rect) * (size_t)l->world);
     gl->dp_group = mallocCheck(sizeof(int) * (size_t)l->world);
     if (l->cp > 1) gl->cp_group = mallocCheck(sizeof(int) * (size_t)l->world);
+    if (l->cp > 1) gl->tp_cp_group = mallocCheck(sizeof(int) * (size_t)l->world);
     if (l->ep > 1) gl->ep_group = mallocCheck(sizeof(int) * (size_t)l->world);
     for (int n = 0; n < gl->nodes; n++)
         gl->node[n] = (viz_rect){MARGIN, top + n * (band_h + BAND_GAP), band_w, band_h};
@@ -65,6 +68,7 @@ void viz_groups_layout_make(viz_groups_layout *gl, const pg_layout *l, int ranks
                                 gl->node[n].y + PAD_TOP + gl->top_gap + row * pitch, BOX_W, box_h};
         gl->dp_group[r] = pg_group_of(l, PG_DP, r, NULL, NULL);
         if (gl->cp_group) gl->cp_group[r] = pg_group_of(l, PG_CP, r, NULL, NULL);
+        if (gl->tp_cp_group) gl->tp_cp_group[r] = pg_group_of(l, PG_TP_CP, r, NULL, NULL);
         if (gl->ep_group) gl->ep_group[r] = pg_group_of(l, PG_EP, r, NULL, NULL);
     }
     gl->width = fmax(MIN_WIDTH, 2 * MARGIN + band_w);
@@ -76,6 +80,7 @@ void viz_groups_layout_free(viz_groups_layout *gl) {
     free(gl->box);
     free(gl->dp_group);
     free(gl->cp_group);
+    free(gl->tp_cp_group);
     free(gl->ep_group);
     memset(gl, 0, sizeof *gl);
 }
@@ -105,12 +110,14 @@ static void draw_legend(cairo_t *cr, const viz_groups_layout *gl, const pg_layou
                                  "PP group: orange line, stage → next stage (activations)"};
     viz_legend(cr, MARGIN, gl->legend_y, 11, 2, keys, key_labels);
     if (wide(l)) { /* a row of its own, below the DP colours */
-        viz_rgb more[2];
-        const char *more_labels[2];
+        viz_rgb more[3];
+        const char *more_labels[3];
         int n = 0;
         if (l->cp > 1) {
             more[n] = viz_groups_cp_color();
             more_labels[n++] = "CP group: teal dashed line over the boxes (one sequence, split)";
+            more[n] = viz_shade(viz_groups_cp_color(), -0.25);
+            more_labels[n++] = "TP × CP group: teal bracket under the boxes";
         }
         if (l->ep > 1) {
             more[n] = viz_groups_ep_color();
@@ -182,6 +189,13 @@ static void draw_boxes(cairo_t *cr, const viz_groups_layout *gl, const pg_layout
     }
 }
 
+/* The end of the run of members m[start..) whose boxes share a row (one past its last). */
+static int row_run_end(const viz_groups_layout *gl, const int *m, int size, int start) {
+    int end = start + 1;
+    while (end < size && gl->box[m[end]].y == gl->box[m[start]].y) end++;
+    return end;
+}
+
 /* One outline per run of a TP group's boxes that share a row. */
 static void draw_tp_outlines(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
     int *m = mallocCheck(sizeof(int) * (size_t)l->tp);
@@ -189,13 +203,11 @@ static void draw_tp_outlines(cairo_t *cr, const viz_groups_layout *gl, const pg_
     viz_line_width(cr, 2.2);
     for (int g = 0; g < pg_num_groups(l, PG_TP); g++) {
         pg_group_members(l, PG_TP, g, m);
-        int start = 0;
-        for (int i = 1; i <= l->tp; i++) {
-            if (i < l->tp && gl->box[m[i]].y == gl->box[m[start]].y) continue;
-            viz_rect a = gl->box[m[start]], b = gl->box[m[i - 1]];
+        for (int start = 0, end; start < l->tp; start = end) {
+            end = row_run_end(gl, m, l->tp, start);
+            viz_rect a = gl->box[m[start]], b = gl->box[m[end - 1]];
             rounded_rect(cr, a.x - 5, a.y - 5, b.x + b.w - a.x + 10, a.h + 10, 6);
             cairo_stroke(cr);
-            start = i;
         }
     }
     free(m);
@@ -231,6 +243,30 @@ static void draw_pp_links(cairo_t *cr, const viz_groups_layout *gl, const pg_lay
                 cairo_stroke(cr);
                 arrow_head(cr, ex, ey - 5, +1);
             }
+        }
+    }
+    free(m);
+}
+
+/* TP × CP groups: one bracket per run of a group's boxes that share a row, just under them
+ * (below the TP outline, above where the PP arcs dip). */
+static void draw_tp_cp_brackets(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
+    if (l->cp < 2) return;
+    const int size = pg_group_size(l, PG_TP_CP);
+    int *m = mallocCheck(sizeof(int) * (size_t)size);
+    viz_set_rgb(cr, viz_shade(viz_groups_cp_color(), -0.25));
+    viz_line_width(cr, 1.6);
+    for (int g = 0; g < pg_num_groups(l, PG_TP_CP); g++) {
+        pg_group_members(l, PG_TP_CP, g, m);
+        for (int start = 0, end; start < size; start = end) {
+            end = row_run_end(gl, m, size, start);
+            viz_rect a = gl->box[m[start]], b = gl->box[m[end - 1]];
+            const double y = a.y + a.h + 10;
+            cairo_move_to(cr, a.x, y - 4);
+            cairo_line_to(cr, a.x, y);
+            cairo_line_to(cr, b.x + b.w, y);
+            cairo_line_to(cr, b.x + b.w, y - 4);
+            cairo_stroke(cr);
         }
     }
     free(m);
@@ -297,6 +333,7 @@ void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node) {
     draw_legend(cr, &gl, l);
     draw_boxes(cr, &gl, l);
     draw_tp_outlines(cr, &gl, l);
+    draw_tp_cp_brackets(cr, &gl, l);
     draw_pp_links(cr, &gl, l);
     static const double cp_dash[2] = {6, 3}, ep_dash[2] = {1.5, 3};
     draw_span_links(cr, &gl, l, PG_CP, viz_groups_cp_color(), -16, cp_dash, 2);

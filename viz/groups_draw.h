@@ -8,6 +8,8 @@
  *   TP group   red outline   around the contiguous boxes of one tensor-parallel group
  *   PP group   orange lines  stage 0 -> 1 -> ... -> pp-1, with an arrow at each stage
  *   CP group   teal dashed   member to member over the tops of the boxes (cp > 1 only)
+ *   TP × CP    teal bracket  under the boxes of one tensor × context group: the positions of
+ *              one micro-batch (cp > 1 only)
  *   EP group   purple dotted member to member over the tops of the boxes (ep > 1 only);
  *              an EDP group is what is left of a DP group (same fill) at one ep rank
  *
@@ -39,6 +41,7 @@ typedef struct {
     viz_rect *box;                          /* (world) the box of each rank */
     int *dp_group;            /* (world) number of the rank's DP group = its colour index */
     int *cp_group, *ep_group; /* (world) number of the rank's CP / EP group; NULL when 1 */
+    int *tp_cp_group;         /* (world) number of the rank's TP × CP group; NULL when cp is 1 */
     double top_gap;           /* height of the channel above each row for CP and EP lines */
     double title_y, legend_y; /* baselines of the title and the first legend row */
 } viz_groups_layout;

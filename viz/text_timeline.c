@@ -81,7 +81,7 @@ void viz_text_timeline_write(FILE *f, const viz_timeline *const *tls, int n, int
  * dropped-events warning). */
 static void write_panel_title(FILE *f, const viz_timeline *tl, const viz_tl_window *w, double t0,
                               double t1, double dt) {
-    if (tl->cp > 1) /* the traces' dp counts dp · cp ranks (viz/timeline.h) */
+    if (tl->cp > 1) /* the timeline's dp counts dp · cp ranks (viz/timeline.h) */
         fprintf(f, "%s: %s, TP %d x CP %d x PP %d x DP %d (%d ranks), %d micro-batches", tl->name,
                 tl->schedule, tl->tp, tl->cp, tl->pp, tl->dp / tl->cp, tl->world_size,
                 tl->num_microbatches);

@@ -125,8 +125,8 @@ typedef struct {
     char schedule[16]; /* "gpipe" | "1f1b" | "interleaved" | … */
     int world_size, tp, pp, dp, vpp, num_microbatches;
     int step;         /* the step shown, -1 for a whole trace or a prediction */
-    int cp;           /* context-parallel size (1 without): the traces' dp counts dp · cp ranks,
-                         cp varying fastest (src/train/run.c) */
+    int cp;           /* context-parallel size (1 without): dp counts dp · cp ranks, cp varying
+                         fastest (src/trace/trace.h, trace_header_dp_cp_size) */
     int zero_stage;   /* ZeRO stage of the run (src/zero/memory_plan.h), -1 unknown: titles
                          name it, since the memory strip draws the activations only */
     double duration;  /* seconds; every box lies in [0, duration] */

@@ -93,16 +93,6 @@ static int zero_stage_of(const char *config_json) {
     return -1;
 }
 
-/* The context-parallel size of a run from its configuration, when it divides the traces' dp
- * (which then counts dp · cp ranks); 1 otherwise (older runs, hand-made traces). */
-static int context_parallel_of(const trace_header *h, const char *config_json) {
-    const char *key = "\"context_parallel_size\":";
-    const char *s = config_json ? strstr(config_json, key) : NULL;
-    if (!s) return 1;
-    long cp = strtol(s + strlen(key), NULL, 10);
-    return cp > 1 && cp <= h->dp && h->dp % cp == 0 ? (int)cp : 1;
-}
-
 /* The step to show: `step` if every rank completed it, the last complete one for -1, and -1
  * when the traces carry no steps (`whole`: the whole run is shown). Returns false with a
  * message in err when there is no such step. */
@@ -190,7 +180,7 @@ static viz_tl_box box_of(const trace_run *r, int k, size_t i, viz_tl_kind kind, 
 static void add_rank(viz_timeline *tl, const trace_run *r, int k, int step, bool whole, double t0) {
     const trace_file *f = r->ranks[k];
     const trace_header *h = trace_file_header(f);
-    viz_timeline_set_coords(tl, k, h->tp_rank, h->pp_rank, h->dp_rank);
+    viz_timeline_set_coords(tl, k, h->tp_rank, h->pp_rank, trace_header_dp_cp_rank(h));
     tl->dropped += trace_file_dropped(f);
     double off = h->clock_offset, s0 = -1e300, s1 = 1e300;
     step_span(f, step, whole, &s0, &s1);
@@ -219,12 +209,12 @@ viz_timeline *viz_timeline_from_run(const trace_run *r, const char *name, int st
     if (!choose_step(r, whole, &step, err, errlen)) return NULL;
     double t0, t1;
     step_window(r, step, whole, &t0, &t1);
-    viz_timeline *tl = viz_timeline_new(name, h0->schedule, h0->tp, h0->pp, h0->dp, h0->vpp,
-                                        h0->num_microbatches);
+    viz_timeline *tl = viz_timeline_new(name, h0->schedule, h0->tp, h0->pp,
+                                        trace_header_dp_cp_size(h0), h0->vpp, h0->num_microbatches);
     tl->step = step;
     tl->duration = t1 - t0;
     tl->zero_stage = zero_stage_of(h0->config_json);
-    tl->cp = context_parallel_of(h0, h0->config_json);
+    tl->cp = h0->cp;
     for (int k = 0; k < r->nranks; k++) add_rank(tl, r, k, step, whole, t0);
     viz_timeline_finish(tl);
     return tl;

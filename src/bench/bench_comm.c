@@ -68,7 +68,7 @@ typedef struct {
 static worker_trainer trainer_open(const train_config *c) {
     pg_layout l;
     char err[512];
-    if (!pg_layout_make(&l, dist_world_size(), c->tensor_model_parallel_size,
+    if (!pg_layout_make(&l, dist_world_size(), c->tensor_model_parallel_size, 1, 1,
                         c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("bench worker: %s", err);
     worker_trainer w;

@@ -16,8 +16,8 @@ pg_coord ckpt_coord_of(const ckpt_layout *c, int rank, int *shard_index) {
     const int cp = c->cp > 1 ? c->cp : 1, ep = c->ep > 1 ? c->ep : 1;
     pg_layout l;
     char err[256];
-    CHECK(pg_layout_make5(&l, c->world_size, c->tp, cp, ep, c->pp, c->vpp, c->rank_order, err,
-                          sizeof err),
+    CHECK(pg_layout_make(&l, c->world_size, c->tp, cp, ep, c->pp, c->vpp, c->rank_order, err,
+                         sizeof err),
           "the trainer checked the layout before saving or loading");
     pg_coord xy = pg_coord_of(&l, rank);
     if (shard_index) *shard_index = xy.dp;

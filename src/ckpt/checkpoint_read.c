@@ -17,9 +17,9 @@
 
 #include "src/ckpt/checkpoint_dir.h"
 #include "src/ckpt/checkpoint_internal.h"
+#include "src/moe/moe_config.h"
 
 #define MAX_SAVED_WORLD (1 << 20) /* sanity bound on a file's world_size */
-#define CKPT_MAX_EXPERTS 4096     /* sanity bound on a file's num_experts */
 
 int checkpoint_latest(const char *dir) { return ckpt_dir_latest(dir); }
 
@@ -84,7 +84,7 @@ static void read_moe_cp(ckpt_saved_rank *f) {
         die("checkpoint '%s': tp %lld × context_parallel_size %lld × expert_model_parallel_size "
             "%lld does not divide world_size %lld (ep divides the data-parallel ranks)",
             f->path, f->tp, f->cp, f->ep, f->world);
-    f->num_experts = (int)meta_opt_int(f, "num_experts", 0, 0, CKPT_MAX_EXPERTS);
+    f->num_experts = (int)meta_opt_int(f, "num_experts", 0, 0, MOE_MAX_EXPERTS);
     if (f->num_experts == 0) {
         if (f->ep != 1)
             die("checkpoint '%s': expert_model_parallel_size %lld but no num_experts (a dense "
@@ -96,12 +96,12 @@ static void read_moe_cp(ckpt_saved_rank *f) {
     }
     f->topk = (int)meta_opt_int(f, "moe_router_topk", -1, 1, f->num_experts);
     if (f->topk < 0) die("checkpoint '%s': num_experts but no moe_router_topk", f->path);
-    if (f->num_experts % f->ep != 0)
-        die("checkpoint '%s': num_experts %d is not divisible by expert_model_parallel_size %lld "
-            "(each expert-parallel rank holds whole experts)",
-            f->path, f->num_experts, f->ep);
     f->aux_coeff = meta_opt_nonneg(f, "moe_aux_loss_coeff");
     f->capacity = meta_opt_nonneg(f, "moe_expert_capacity_factor");
+    const moe_config m = {f->num_experts, f->topk,    f->aux_coeff,
+                          f->capacity,    (int)f->ep, (int)f->ep_rank};
+    char err[256];
+    if (!moe_config_check(&m, err, sizeof err)) die("checkpoint '%s': %s", f->path, err);
 }
 
 /* What file this is: a Trident checkpoint of the version read here, its save id and

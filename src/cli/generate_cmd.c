@@ -182,7 +182,7 @@ int cmd_generate(int argc, char **argv) {
     device_set_threads(1);
     pg_layout l;
     char err[512];
-    if (!pg_layout_make(&l, world, f.tp, f.pp, 1, c.rank_order, err, sizeof err))
+    if (!pg_layout_make(&l, world, f.tp, 1, 1, f.pp, 1, c.rank_order, err, sizeof err))
         dist_fail_all("trident generate: %s", err);
     parallel_state *ps = ps_create(&l, rank);
     trainer *t = trainer_create(&c, ps);

@@ -7,8 +7,8 @@
  *   trident groups --world-size 16 --tensor-model-parallel-size 2 --context-parallel-size 2 \
  *       --pipeline-model-parallel-size 2 --expert-model-parallel-size 2
  *
- * The groups of context and expert parallelism (cp, ep, edp, dp_cp, edp_cp) are listed and
- * drawn only when their dimension is above 1, so a tp × pp × dp layout prints as it always
+ * The groups of context and expert parallelism (cp, tp_cp, ep, edp, dp_cp, edp_cp) are listed
+ * and drawn only when their dimension is above 1, so a tp × pp × dp layout prints as it always
  * did.
  *
  * Pure computation (groups.h) plus output; it never starts MPI, so it answers "which ranks
@@ -29,7 +29,7 @@
 #include "viz/groups_draw.h"
 
 /* The order of the listing: each dimension next to its relatives. */
-static const pg_kind k_kinds[PG_NKINDS] = {PG_TP, PG_CP, PG_DP,        PG_EP,    PG_EDP,
+static const pg_kind k_kinds[PG_NKINDS] = {PG_TP, PG_CP, PG_TP_CP,     PG_DP,    PG_EP,    PG_EDP,
                                            PG_PP, PG_MP, PG_EMBEDDING, PG_DP_CP, PG_EDP_CP};
 
 static const char *kind_title(pg_kind k) {
@@ -44,15 +44,20 @@ static const char *kind_title(pg_kind k) {
     case PG_EDP: return "expert data parallel: copies of one expert shard";
     case PG_DP_CP: return "data × context parallel: dense gradients are averaged here";
     case PG_EDP_CP: return "expert data × context parallel: expert gradients are averaged here";
+    case PG_TP_CP:
+        return "tensor × context parallel: the positions of one micro-batch; MoE with sequence "
+               "parallelism sums the switch loss's counts here";
     default: return "?";
     }
 }
 
-/* Whether a kind is listed: cp's and ep's groups only when that dimension is above 1 (and
- * edp_cp when both are: otherwise it is the edp or the dp_cp group again). */
+/* Whether a kind is listed: cp's and ep's groups only when that dimension is above 1 (tp_cp is
+ * the tp group again at cp 1; edp_cp is listed when both are: otherwise it is the edp or the
+ * dp_cp group again). */
 static bool kind_shown(const pg_layout *l, pg_kind k) {
     switch (k) {
     case PG_CP:
+    case PG_TP_CP:
     case PG_DP_CP: return l->cp > 1;
     case PG_EP:
     case PG_EDP: return l->ep > 1;
@@ -234,7 +239,7 @@ int cmd_groups(int argc, char **argv) {
     pg_layout l;
     char err[512];
     const bool zbv = strcmp(schedule, "zbv") == 0;
-    if (!pg_layout_make5(&l, world, tp, cp, ep, pp, zbv ? 2 : vpp, order, err, sizeof err))
+    if (!pg_layout_make(&l, world, tp, cp, ep, pp, zbv ? 2 : vpp, order, err, sizeof err))
         die("trident groups: %s", err);
     l.v_placement = zbv;
 

@@ -55,7 +55,7 @@ typedef struct {
     int num_experts;           /* E (Megatron's --num-experts) */
     int moe_topk;              /* K experts per token (--moe-router-topk) */
     float moe_aux_loss_coeff;  /* switch load-balancing loss weight (--moe-aux-loss-coeff) */
-    float moe_capacity_factor; /* <= 0: dropless (--moe-expert-capacity-factor) */
+    float moe_capacity_factor; /* 0: dropless (--moe-expert-capacity-factor) */
 } gpt_config;
 
 /* The part of the model a chunk holds. */

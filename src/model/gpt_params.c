@@ -15,6 +15,7 @@
 #include "src/cp/zigzag.h"
 #include "src/model/gpt.h"
 #include "src/model/gpt_internal.h"
+#include "src/moe/moe_config.h"
 #include "src/runtime/comm.h"
 
 int gpt_padded_vocab(int real_vocab, int divisible_by, int tp_size) {
@@ -46,16 +47,9 @@ bool gpt_config_check(const gpt_config *cfg, int tp, char *err, size_t errlen) {
                  cfg->num_heads, tp);
         return false;
     }
-    if (cfg->num_experts < 0 || cfg->num_experts > 4096) {
-        snprintf(err, errlen, "--num-experts %d must be between 0 (a dense MLP) and 4096",
-                 cfg->num_experts);
-        return false;
-    }
-    if (cfg->num_experts > 0 && (cfg->moe_topk < 1 || cfg->moe_topk > cfg->num_experts)) {
-        snprintf(err, errlen, "--moe-router-topk %d must be between 1 and --num-experts %d",
-                 cfg->moe_topk, cfg->num_experts);
-        return false;
-    }
+    const moe_config moe = {
+        cfg->num_experts, cfg->moe_topk, cfg->moe_aux_loss_coeff, cfg->moe_capacity_factor, 1, 0};
+    if (cfg->num_experts != 0 && !moe_config_check(&moe, err, errlen)) return false; /* 0: dense */
     if (cfg->vocab_size % tp != 0 || cfg->vocab_size < cfg->real_vocab) {
         snprintf(err, errlen,
                  "padded vocabulary %d is not a multiple of --tensor-model-parallel-size %d "
@@ -109,8 +103,9 @@ void gpt_chunk_init(gpt_chunk *c, const gpt_config *cfg, const gpt_shard *shard,
     const gpt_split mlp_cols = moe ? SPLIT_EXPERTS : SPLIT_COLS;
     const gpt_split mlp_bias = moe ? SPLIT_EXPERTS : SPLIT_NONE;
     c->block_tensors = moe ? BLOCK_KINDS + 1 : BLOCK_KINDS;
-    CHECK(!moe || (shard->ep_size <= 1 ? 1 : shard->ep_size) <= cfg->num_experts,
-          "each expert-parallel rank holds at least one expert");
+    char err[256];
+    const moe_config experts = chunk_moe_config(c); /* this shard's experts, by the one rule set */
+    CHECK(!moe || moe_config_check(&experts, err, sizeof err), err);
     if (shard->has_embedding || shard->has_head)
         add_param(c, &off, "wte", GPT_WTE, -1, V, C, SPLIT_ROWS, true);
     if (shard->has_embedding) add_param(c, &off, "wpe", GPT_WPE, -1, T, C, SPLIT_NONE, true);
@@ -181,7 +176,9 @@ void gpt_chunk_set_context_parallel(gpt_chunk *c, comm_group *cp) {
 
 void gpt_chunk_set_expert_parallel(gpt_chunk *c, comm_group *ep) {
     const int size = c->shard.ep_size > 0 ? c->shard.ep_size : 1;
-    CHECK(chunk_is_moe(c) || size == 1, "expert parallelism needs an MoE model (--num-experts)");
+    char err[256];
+    const moe_config experts = chunk_moe_config(c); /* dense with ep > 1: "needs experts" */
+    CHECK(!(chunk_is_moe(c) || size > 1) || moe_config_check(&experts, err, sizeof err), err);
     CHECK((ep ? comm_size(ep) : 1) == size && (ep ? comm_rank(ep) : 0) == c->shard.ep_rank,
           "the expert-parallel group is the one the chunk's experts were cut for");
     c->features.ep = ep;

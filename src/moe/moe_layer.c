@@ -34,39 +34,6 @@
 #include "src/moe/router.h"
 #include "src/moe/token_dispatch.h"
 
-bool moe_config_check(const moe_config *m, char *err, size_t errlen) {
-    if (m->num_experts < 1) {
-        snprintf(err, errlen, "--num-experts must be >= 1 (got %d)", m->num_experts);
-        return false;
-    }
-    if (m->topk < 1 || m->topk > m->num_experts) {
-        snprintf(err, errlen, "--moe-router-topk must be between 1 and --num-experts (%d) (got %d)",
-                 m->num_experts, m->topk);
-        return false;
-    }
-    if (!(m->aux_loss_coeff >= 0.0f) || isinf(m->aux_loss_coeff)) {
-        snprintf(err, errlen, "--moe-aux-loss-coeff must be a finite number >= 0 (got %g)",
-                 (double)m->aux_loss_coeff);
-        return false;
-    }
-    if (!isfinite(m->capacity_factor)) {
-        snprintf(err, errlen, "--moe-expert-capacity-factor must be finite (<= 0: dropless)");
-        return false;
-    }
-    if (m->ep_size < 1 || m->num_experts % m->ep_size != 0) {
-        snprintf(err, errlen,
-                 "--num-experts (%d) must be divisible by --expert-model-parallel-size (%d)",
-                 m->num_experts, m->ep_size);
-        return false;
-    }
-    if (m->ep_rank < 0 || m->ep_rank >= m->ep_size) {
-        snprintf(err, errlen, "ep rank %d outside --expert-model-parallel-size %d", m->ep_rank,
-                 m->ep_size);
-        return false;
-    }
-    return true;
-}
-
 /* ------------------------------------------------------------------------ parameters */
 
 size_t moe_param_floats(size_t C, size_t E, size_t El) {

@@ -26,7 +26,7 @@
  * expert's gradients from every token of the ep group routed to it (the caller reduces them
  * further over the expert-data-parallel group, as Megatron does).
  *
- * Capacity (--moe-expert-capacity-factor f > 0; <= 0, the default, is dropless): each expert
+ * Capacity (--moe-expert-capacity-factor f > 0; 0, the default, is dropless): each expert
  * takes at most ceil(f · N · K / E) (token, choice) pairs of one call of N tokens of this rank;
  * pairs beyond it are dropped in token order (earlier positions kept). A dropped pair adds
  * nothing to the output and gets no gradient through the combine; it still counts in n_e of
@@ -53,18 +53,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "src/moe/moe_config.h"
 #include "src/runtime/comm.h"
-
-typedef struct {
-    int num_experts;       /* E, --num-experts */
-    int topk;              /* K, --moe-router-topk */
-    float aux_loss_coeff;  /* --moe-aux-loss-coeff */
-    float capacity_factor; /* --moe-expert-capacity-factor; <= 0: dropless */
-    int ep_size, ep_rank;  /* P (--expert-model-parallel-size) and this rank in ep */
-} moe_config;
-
-/* False, with a message naming the flag and the rule in err, when m is not usable. */
-bool moe_config_check(const moe_config *m, char *err, size_t errlen);
 
 /* Floats of this rank's parameters: E·C + El·(4C·C + 4C + C·4C + C). */
 size_t moe_param_floats(size_t C, size_t E, size_t El);

@@ -28,8 +28,8 @@ static const struct {
     {"tp-cp-ep-pp-dp", PG_ORDER_TP_PP_DP},
 };
 
-bool pg_layout_make5(pg_layout *out, int world, int tp, int cp, int ep, int pp, int vpp,
-                     const char *order, char *err, size_t errlen) {
+bool pg_layout_make(pg_layout *out, int world, int tp, int cp, int ep, int pp, int vpp,
+                    const char *order, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (world < 1 || tp < 1 || pp < 1 || vpp < 1) {
         snprintf(err, errlen,
@@ -59,7 +59,7 @@ bool pg_layout_make5(pg_layout *out, int world, int tp, int cp, int ep, int pp, 
         return false;
     }
     const int dp = world / (tp * cp * pp);
-    if (dp % ep != 0) {
+    if (!pg_ep_divides_dp(ep, dp)) {
         snprintf(err, errlen,
                  "expert-model-parallel-size %d does not divide the data-parallel size %d", ep, dp);
         return false;
@@ -97,10 +97,7 @@ bool pg_layout_make5(pg_layout *out, int world, int tp, int cp, int ep, int pp, 
     return true;
 }
 
-bool pg_layout_make(pg_layout *out, int world, int tp, int pp, int vpp, const char *order,
-                    char *err, size_t errlen) {
-    return pg_layout_make5(out, world, tp, 1, 1, pp, vpp, order, err, errlen);
-}
+bool pg_ep_divides_dp(int ep, int dp) { return ep >= 1 && dp % ep == 0; }
 
 const char *pg_order_name(pg_order order) {
     return order == PG_ORDER_TP_PP_DP ? "tp-pp-dp" : "tp-dp-pp";
@@ -112,8 +109,8 @@ const char *pg_layout_order_name(const pg_layout *l) {
 }
 
 const char *pg_kind_name(pg_kind kind) {
-    static const char *const names[PG_NKINDS] = {"tp", "dp", "pp",  "mp",    "embedding",
-                                                 "cp", "ep", "edp", "dp_cp", "edp_cp"};
+    static const char *const names[PG_NKINDS] = {"tp", "dp",  "pp",    "mp",     "embedding", "cp",
+                                                 "ep", "edp", "dp_cp", "edp_cp", "tp_cp"};
     CHECK(kind >= 0 && kind < PG_NKINDS, "pg_kind out of range");
     return names[kind];
 }
@@ -175,6 +172,7 @@ static const unsigned k_spans[PG_NKINDS] = {
     [PG_EDP] = DIM_BIT(DIM_EDP),
     [PG_DP_CP] = DIM_BIT(DIM_CP) | DIM_BIT(DIM_EP) | DIM_BIT(DIM_EDP),
     [PG_EDP_CP] = DIM_BIT(DIM_CP) | DIM_BIT(DIM_EDP),
+    [PG_TP_CP] = DIM_BIT(DIM_TP) | DIM_BIT(DIM_CP),
 };
 
 static unsigned spans(pg_kind kind) {

@@ -18,6 +18,9 @@
  *   edp        same (tp, cp, ep, pp), edp varies  copies of one expert shard
  *   dp_cp      same (tp, pp): dp and cp vary      dense gradients are averaged here
  *   edp_cp     same (tp, ep, pp): edp, cp vary    expert gradients are averaged here
+ *   tp_cp      same (dp, pp): tp and cp vary      the positions of one micro-batch (MoE with
+ *                                                 sequence parallelism counts the switch loss's
+ *                                                 statistics here; Megatron's tensor-and-context)
  *
  * The rank order says how coordinates map to global ranks. Tensor is always fastest so a
  * TP group sits on one node (its all-reduces are the hottest traffic), context next:
@@ -45,6 +48,7 @@
  *   pp   [0,8] [1,9] [2,10] [3,11] [4,12] [5,13] [6,14] [7,15]
  *   mp   [0,1,8,9] [2,3,10,11] [4,5,12,13] [6,7,14,15]
  *   dp_cp [0,2,4,6] [1,3,5,7] [8,10,12,14] [9,11,13,15]
+ *   tp_cp [0,1,2,3] [4,5,6,7] [8,9,10,11] [12,13,14,15]
  *   edp_cp = cp and embedding = pp here (edp is 1, and two stages are both ends)
  *
  * Conventions: the groups of one kind are numbered in order of their first (smallest)
@@ -75,6 +79,7 @@ typedef enum {
     PG_EDP,
     PG_DP_CP,
     PG_EDP_CP,
+    PG_TP_CP,
     PG_NKINDS
 } pg_kind;
 
@@ -95,23 +100,28 @@ typedef struct {
     int cp, ep, edp;
 } pg_coord;
 
-/* Validates and fills a layout with context and expert parallelism. order is
- * "tp-cp-ep-dp-pp" or "tp-cp-ep-pp-dp", or their short names "tp-dp-pp" and "tp-pp-dp"
- * (NULL = "tp-cp-ep-dp-pp"). On a bad layout returns false and writes one sentence naming
- * the values and the rule into err, e.g. "world size 8 is not divisible by
- * tensor-model-parallel-size 2 × context-parallel-size 3 × pipeline-model-parallel-size 1",
- * "expert-model-parallel-size 3 does not divide the data-parallel size 4". */
-bool pg_layout_make5(pg_layout *out, int world, int tp, int cp, int ep, int pp, int vpp,
-                     const char *order, char *err, size_t errlen);
-/* pg_layout_make5 with cp = ep = 1: the layout of tensor, pipeline and data parallelism. */
-bool pg_layout_make(pg_layout *out, int world, int tp, int pp, int vpp, const char *order,
-                    char *err, size_t errlen);
+/* Validates and fills a layout: tensor, context, expert and pipeline parallel sizes (the data-
+ * parallel size is what is left of the world; cp = ep = 1 for a tp × pp × dp layout), in the
+ * order of the rank order's name. order is "tp-cp-ep-dp-pp" or "tp-cp-ep-pp-dp", or their
+ * short names "tp-dp-pp" and "tp-pp-dp" (NULL = "tp-cp-ep-dp-pp"). On a bad layout returns
+ * false and writes one sentence naming the values and the rule into err, e.g. "world size 8
+ * is not divisible by tensor-model-parallel-size 2 × context-parallel-size 3 ×
+ * pipeline-model-parallel-size 1", "expert-model-parallel-size 3 does not divide the
+ * data-parallel size 4" (pg_ep_divides_dp). */
+bool pg_layout_make(pg_layout *out, int world, int tp, int cp, int ep, int pp, int vpp,
+                    const char *order, char *err, size_t errlen);
+
+/* Expert parallelism's rule on a layout: an expert group is ep consecutive data-parallel ranks,
+ * so ep must divide the data-parallel size dp. The one place the rule is decided:
+ * pg_layout_make refuses a layout that breaks it, and `trident train` asks here first, to name
+ * its flags in the message. */
+bool pg_ep_divides_dp(int ep, int dp);
 
 const char *pg_order_name(pg_order order); /* "tp-dp-pp" / "tp-pp-dp" */
 /* The order's name for this layout: "tp-cp-ep-dp-pp" / "tp-cp-ep-pp-dp" when cp or ep > 1,
  * else pg_order_name's. */
 const char *pg_layout_order_name(const pg_layout *l);
-/* "tp" "dp" "pp" "mp" "embedding" "cp" "ep" "edp" "dp_cp" "edp_cp" */
+/* "tp" "dp" "pp" "mp" "embedding" "cp" "ep" "edp" "dp_cp" "edp_cp" "tp_cp" */
 const char *pg_kind_name(pg_kind kind);
 
 /* Coordinates of a global rank, and back (pg_rank_of reads tp, cp, dp and pp). */

@@ -56,6 +56,7 @@ parallel_state *ps_create_with(const pg_layout *l, int world_rank, comm_backend 
     ps->edp = make_group(l, PG_EDP, world_rank, backend);
     ps->dp_cp = make_group(l, PG_DP_CP, world_rank, backend);
     ps->edp_cp = make_group(l, PG_EDP_CP, world_rank, backend);
+    ps->tp_cp = make_group(l, PG_TP_CP, world_rank, backend);
     CHECK(comm_rank(ps->tp) == ps->tp_rank && comm_rank(ps->pp) == ps->pp_rank &&
               comm_rank(ps->dp) == ps->dp_rank && comm_rank(ps->cp) == ps->cp_rank &&
               comm_rank(ps->ep) == ps->ep_rank && comm_rank(ps->edp) == ps->edp_rank,
@@ -69,6 +70,7 @@ parallel_state *ps_create(const pg_layout *l, int world_rank) {
 
 void ps_destroy(parallel_state *ps) {
     if (!ps) return;
+    comm_group_destroy(ps->tp_cp);
     comm_group_destroy(ps->edp_cp);
     comm_group_destroy(ps->dp_cp);
     comm_group_destroy(ps->edp);

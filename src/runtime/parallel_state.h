@@ -1,7 +1,7 @@
 /* parallel_state.h — this rank's view of the layout: its coordinates, its neighbours and one
  * communicator per kind of group (the counterpart of Megatron's parallel_state).
  *
- *   pg_layout l;  pg_layout_make(&l, dist_world_size(), tp, pp, 1, "tp-dp-pp", err, sizeof err);
+ *   pg_layout l;  pg_layout_make(&l, dist_world_size(), tp, 1, 1, pp, 1, "tp-dp-pp", err, sizeof err);
  *   parallel_state *ps = ps_create(&l, dist_rank());
  *   comm_all_reduce(ps->tp, x, n, COMM_FLOAT32, COMM_SUM);
  *   if (!ps->is_last_stage) comm_send(ps->pp, act, n, COMM_FLOAT32, ps->pp_rank + 1, tag);
@@ -16,9 +16,11 @@
  * embedding == NULL — deliberately not a size-1 group, which would wrongly suggest the rank
  * holds an embedding. With pp = 1 every rank is its own (size-1) embedding group.
  *
- * Context and expert parallelism (groups.h): cp, ep, edp, dp_cp and edp_cp are always built,
- * as size-1 groups when their dimension is 1. Dense gradients are averaged over dp_cp (dp
- * when cp = 1), expert gradients over edp_cp; ep carries the tokens' all-to-all.
+ * Context and expert parallelism (groups.h): cp, ep, edp, dp_cp, edp_cp and tp_cp are always
+ * built, as size-1 groups when their dimension is 1 (tp_cp: the tp group's ranks when cp = 1).
+ * Dense gradients are averaged over dp_cp (dp when cp = 1), expert gradients over edp_cp; ep
+ * carries the tokens' all-to-all; tp_cp shares the switch loss's statistics when MoE runs with
+ * sequence and context parallelism.
  *
  * Group ranks equal coordinates: comm_rank(ps->tp) == tp_rank, comm_rank(ps->pp) == pp_rank,
  * comm_rank(ps->dp) == dp_rank, comm_rank(ps->cp) == cp_rank, comm_rank(ps->ep) == ep_rank,
@@ -43,7 +45,7 @@ typedef struct {
     bool is_first_stage, is_last_stage;
     comm_group *world, *tp, *pp, *dp, *mp;
     comm_group *embedding; /* NULL on middle pipeline stages, see above */
-    comm_group *cp, *ep, *edp, *dp_cp, *edp_cp;
+    comm_group *cp, *ep, *edp, *dp_cp, *edp_cp, *tp_cp;
 } parallel_state;
 
 /* Builds every group with the MPI backend (host memory). Collective over the world. */

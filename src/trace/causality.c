@@ -11,7 +11,7 @@
  * A violation is a clock error (or a recording bug), never physics: a message cannot arrive
  * before it was sent, a reduction cannot finish before its last contribution was offered.
  *
- * Not here: the matching itself (trace_read.c fills flow/coll when the run is read).
+ * Not here: the matching itself (trace_run.c fills flow/coll when the run is read).
  */
 #include <math.h>
 #include <stdio.h>

@@ -3,6 +3,8 @@
  *
  *   magic "TRDTRACE" | version u32 | header | config | strings | counts | events | crc32
  *
+ * The writer writes TRACE_VERSION; the reader reads it and version 2 (FORMAT.md, "Version 2").
+ *
  * Every integer is little-endian and written byte by byte, so files are the same on every host.
  */
 #ifndef TRIDENT_TRACE_FORMAT_H
@@ -13,9 +15,12 @@
 
 #define TRACE_MAGIC "TRDTRACE" /* 8 bytes, no NUL */
 enum {
-    TRACE_VERSION = 2,
-    /* ten i32, schedule[16], clock_offset f64, clock_uncertainty f64, run_id[32] */
-    TRACE_HEADER_BYTES = 10 * 4 + 16 + 8 + 8 + 32,
+    TRACE_VERSION = 3,
+    /* version 2's header: ten i32, schedule[16], clock_offset f64, clock_uncertainty f64,
+     * run_id[32] (its dp counted dp · cp ranks, and it had no ep) */
+    TRACE_HEADER_V2_BYTES = 10 * 4 + 16 + 8 + 8 + 32,
+    /* version 3 appends four i32: cp, ep, cp_rank, ep_rank (dp is the data-parallel size) */
+    TRACE_HEADER_BYTES = TRACE_HEADER_V2_BYTES + 4 * 4,
     TRACE_EVENT_BYTES = 80,   /* one fixed-size event record */
     TRACE_NO_STRING = 0xFFFF, /* string id meaning "none" */
 };

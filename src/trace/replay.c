@@ -232,12 +232,13 @@ static int cmp_by_occurrence(const void *a, const void *b) {
  * never equal a recorded group_first. */
 static int group_instance(const trace_header *h, const char *group, const trace_event *e) {
     if (e->group_first >= 0) return e->group_first;
+    const int dp = trace_header_dp_cp_size(h), dp_rank = trace_header_dp_cp_rank(h);
     int key = 0;
-    if (strcmp(group, "tp") == 0) key = h->pp_rank * h->dp + h->dp_rank;
+    if (strcmp(group, "tp") == 0) key = h->pp_rank * dp + dp_rank;
     else if (strcmp(group, "dp") == 0) key = h->tp_rank * h->pp + h->pp_rank;
     else if (strcmp(group, "pp") == 0 || strcmp(group, "embedding") == 0)
-        key = h->tp_rank * h->dp + h->dp_rank;
-    else if (strcmp(group, "mp") == 0) key = h->dp_rank;
+        key = h->tp_rank * dp + dp_rank;
+    else if (strcmp(group, "mp") == 0) key = dp_rank;
     return h->world_size + key;
 }
 

@@ -42,6 +42,9 @@ const char *trace_kind_name(int kind) {
     return kind >= 0 && kind < TRACE_NUM_KINDS ? names[kind] : "?";
 }
 
+int trace_header_dp_cp_size(const trace_header *h) { return h->dp * h->cp; }
+int trace_header_dp_cp_rank(const trace_header *h) { return h->cp_rank + h->cp * h->dp_rank; }
+
 trace_recorder *trace_create(const trace_header *h, size_t capacity_events) {
     CHECK(h != NULL, "trace_create needs a header");
     trace_recorder *t = callocCheck(1, sizeof *t);
@@ -52,6 +55,8 @@ trace_recorder *trace_create(const trace_header *h, size_t capacity_events) {
     t->h.config_json = t->config;
     t->h.schedule[sizeof t->h.schedule - 1] = 0;
     t->h.run_id[sizeof t->h.run_id - 1] = 0;
+    if (t->h.cp == 0) t->h.cp = 1; /* a layout without context or expert parallelism */
+    if (t->h.ep == 0) t->h.ep = 1;
     t->cap = capacity_events;
     t->ev = mallocCheck(capacity_events * sizeof *t->ev);
     strcpy(t->strings[0], "(other)");
@@ -270,7 +275,9 @@ void trace_write(trace_recorder *t, const char *path) {
     memcpy(p, h->schedule, strnlen(h->schedule, 15)), p += 16; /* NUL-padded */
     le_putf64(p, h->clock_offset), p += 8;
     le_putf64(p, h->clock_uncertainty), p += 8;
-    memcpy(p, h->run_id, strnlen(h->run_id, 31)), p += 32; /* NUL-padded */
+    memcpy(p, h->run_id, strnlen(h->run_id, 31)), p += 32;         /* NUL-padded */
+    const int layout5[4] = {h->cp, h->ep, h->cp_rank, h->ep_rank}; /* since version 3 */
+    for (int i = 0; i < 4; i++) le_put32(p, (uint32_t)layout5[i]), p += 4;
     le_put32(p, (uint32_t)cfg_len), p += 4;
     memcpy(p, t->config, cfg_len), p += cfg_len;
 

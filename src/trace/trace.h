@@ -95,14 +95,23 @@ typedef struct {                           /* who recorded and under which confi
     int rank, world_size, tp, pp, dp, vpp; /* layout; vpp = model chunks per pipeline rank (>= 1) */
     int tp_rank, pp_rank, dp_rank;         /* this rank's coordinates */
     int num_microbatches;                  /* per step, per DP rank */
-    char schedule[16];                     /* "gpipe" | "1f1b" | "interleaved" */
-    double clock_offset;                   /* add to local times to get rank-0 time */
-    double clock_uncertainty;              /* seconds: |true offset - clock_offset| is at most
+    /* context and expert parallelism (src/runtime/groups.h): world = tp · cp · pp · dp, and ep
+     * divides dp (ep_rank = dp_rank % ep). 0 is taken for 1 by trace_create. */
+    int cp, ep, cp_rank, ep_rank;
+    char schedule[16];        /* "gpipe" | "1f1b" | "interleaved" */
+    double clock_offset;      /* add to local times to get rank-0 time */
+    double clock_uncertainty; /* seconds: |true offset - clock_offset| is at most
                                             * this (0 for ranks sharing rank 0's host clock) */
-    char run_id[32];                       /* the same on every rank of one run, unique across
+    char run_id[32];          /* the same on every rank of one run, unique across
                                             * runs: traces of different runs never mix */
-    const char *config_json;               /* the full run configuration, stored verbatim */
+    const char *config_json;  /* the full run configuration, stored verbatim */
 } trace_header;
+
+/* The data-parallel × context-parallel group of a header's rank (groups.h's dp_cp): its size
+ * dp · cp and the rank's place in it, cp_rank + cp · dp_rank. Pictures that lay ranks out as
+ * (tp, pp, dp) grids give the context-parallel ranks of a replica rows of their own there. */
+int trace_header_dp_cp_size(const trace_header *h);
+int trace_header_dp_cp_rank(const trace_header *h);
 
 /* trace_event.flags. OPEN: begun but never ended (e.g. a crash mid-step). STREAM: a collective
  * that ran on the rank's communication stream (src/runtime/comm_stream.h) while the rank went

@@ -1,4 +1,4 @@
-/* trace_read.c — reading trace files back, and a whole run directory (see trace.h).
+/* trace_read.c — reading one trace file back (see trace.h; the layout is FORMAT.md's).
  *
  * The reader never trusts the file: the whole file is read into memory and a cursor walks
  * it, checking before every read that the bytes are there. Sizes are compared with what is
@@ -9,34 +9,21 @@
  * string ids, layout). A flipped byte is therefore reported either where it breaks the
  * structure or as a checksum mismatch.
  *
- * A run: every rank's file, then the matching of messages across ranks (sends with
- * receives, collectives with their other members' part). Not here: the causality check
- * (causality.c), which only reads what the matching left.
+ * Not here: a whole run directory and the matching of messages across its ranks
+ * (trace_run.c), the causality check (causality.c).
  */
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "src/core/check.h"
 #include "src/core/crc32.h"
 #include "src/core/file_read.h"
 #include "src/trace/format.h"
 #include "src/trace/trace.h"
-
-struct trace_file {
-    char path[4096];
-    trace_header h; /* h.config_json points at config */
-    char *config;
-    char **strings; /* nstrings NUL-terminated copies */
-    int nstrings;
-    trace_event *ev;
-    size_t n;
-    uint64_t dropped;
-};
+#include "src/trace/trace_file.h"
 
 /* A bounds-checked walk over the file's bytes. */
 typedef struct {
@@ -84,8 +71,6 @@ static void file_free_parts(trace_file *f) {
     free(f);
 }
 
-/* Parses a whole file image; NULL on failure (the cursor holds the message). Kept as one
- * function over 80 lines on purpose: it follows src/trace/FORMAT.md field by field. */
 static bool known_schedule(const char *name) {
     for (size_t k = 0; k < sizeof k_trace_schedules / sizeof k_trace_schedules[0]; k++)
         if (strcmp(name, k_trace_schedules[k]) == 0) return true;
@@ -102,6 +87,77 @@ static bool event_refs_ok(const trace_event *e, const trace_header *h) {
     return e->chunk >= -1 && e->chunk < h->vpp;
 }
 
+/* The fixed-size header after the version (FORMAT.md): version 2's fields, and from version
+ * 3 on the context- and expert-parallel sizes and ranks after them. */
+static bool read_header(cursor *c, uint32_t version, trace_header *h) {
+    if (!need(c, version == 2 ? TRACE_HEADER_V2_BYTES : TRACE_HEADER_BYTES, "the header"))
+        return false;
+    int v[10];
+    for (int i = 0; i < 10; i++) v[i] = (int)take32(c);
+    h->rank = v[0], h->world_size = v[1], h->tp = v[2], h->pp = v[3], h->dp = v[4];
+    h->vpp = v[5], h->tp_rank = v[6], h->pp_rank = v[7], h->dp_rank = v[8];
+    h->num_microbatches = v[9];
+    memcpy(h->schedule, c->b + c->off, 16);
+    c->off += 16;
+    h->clock_offset = le_getf64(c->b + c->off);
+    c->off += 8;
+    h->clock_uncertainty = le_getf64(c->b + c->off);
+    c->off += 8;
+    memcpy(h->run_id, c->b + c->off, 32);
+    c->off += 32;
+    h->cp = 1, h->ep = 1, h->cp_rank = 0, h->ep_rank = 0;
+    if (version == 2) return true;
+    h->cp = (int)take32(c), h->ep = (int)take32(c);
+    h->cp_rank = (int)take32(c), h->ep_rank = (int)take32(c);
+    return true;
+}
+
+/* An integer field of the configuration JSON ("key":N), or 1 when it is absent. */
+static int config_size(const char *config_json, const char *key) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *s = strstr(config_json, pattern);
+    if (!s) return 1;
+    const long v = strtol(s + strlen(pattern), NULL, 10);
+    return v > 1 && v <= TRACE_MAX_WORLD ? (int)v : 1;
+}
+
+/* Version 2 stored dp · cp ranks as dp, cp_rank + cp · dp_rank as dp_rank, and no ep. The
+ * sizes come from the run's configuration (context_parallel_size, expert_model_parallel_size)
+ * when they divide what the header holds; otherwise 1 (older runs, hand-made traces). */
+static void v2_layout(trace_header *h) {
+    const int cp = config_size(h->config_json, "context_parallel_size");
+    if (cp > 1 && h->dp % cp == 0 && h->dp_rank >= 0) {
+        h->cp = cp;
+        h->cp_rank = h->dp_rank % cp;
+        h->dp_rank /= cp;
+        h->dp /= cp;
+    }
+    const int ep = config_size(h->config_json, "expert_model_parallel_size");
+    if (ep > 1 && h->dp % ep == 0 && h->dp_rank >= 0) {
+        h->ep = ep;
+        h->ep_rank = h->dp_rank % ep;
+    }
+}
+
+/* world = tp · cp · pp · dp (each at least 1, the products checked factor by factor so they
+ * cannot overflow), ep divides dp, and the rank and its cp and ep ranks inside their sizes. */
+static bool layout_ok(const trace_header *h) {
+    if (h->world_size < 1 || h->world_size > TRACE_MAX_WORLD || h->rank < 0 ||
+        h->rank >= h->world_size)
+        return false;
+    const int sizes[5] = {h->tp, h->cp, h->pp, h->dp, h->vpp};
+    long long product = 1;
+    for (int i = 0; i < 5; i++) {
+        if (sizes[i] < 1) return false;
+        if (i < 4 && (product *= sizes[i]) > h->world_size) return false;
+    }
+    return product == h->world_size && h->ep >= 1 && h->dp % h->ep == 0 && h->cp_rank >= 0 &&
+           h->cp_rank < h->cp && h->ep_rank >= 0 && h->ep_rank < h->ep;
+}
+
+/* Parses a whole file image; NULL on failure (the cursor holds the message). Kept as one
+ * function over 80 lines on purpose: it follows src/trace/FORMAT.md field by field. */
 static trace_file *parse(cursor *c) {
     trace_file *f = callocCheck(1, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", c->path);
@@ -114,29 +170,15 @@ static trace_file *parse(cursor *c) {
     c->off = 8;
     if (!need(c, 4, "the version")) goto bad;
     uint32_t version = take32(c);
-    if (version != TRACE_VERSION) {
-        fail(c, "unsupported version %u at byte 8 (this build reads version %d)", version,
+    if (version != TRACE_VERSION && version != 2) {
+        fail(c, "unsupported version %u at byte 8 (this build reads versions 2 and %d)", version,
              TRACE_VERSION);
         goto bad;
     }
 
-    if (!need(c, TRACE_HEADER_BYTES, "the header")) goto bad;
-    int v[10];
-    for (int i = 0; i < 10; i++) v[i] = (int)take32(c);
     trace_header *h = &f->h;
-    h->rank = v[0], h->world_size = v[1], h->tp = v[2], h->pp = v[3], h->dp = v[4];
-    h->vpp = v[5], h->tp_rank = v[6], h->pp_rank = v[7], h->dp_rank = v[8];
-    h->num_microbatches = v[9];
-    size_t sched_off = c->off;
-    memcpy(h->schedule, c->b + c->off, 16);
-    c->off += 16;
-    h->clock_offset = le_getf64(c->b + c->off);
-    c->off += 8;
-    h->clock_uncertainty = le_getf64(c->b + c->off);
-    c->off += 8;
-    size_t run_id_off = c->off;
-    memcpy(h->run_id, c->b + c->off, 32);
-    c->off += 32;
+    if (!read_header(c, version, h)) goto bad;
+    const size_t sched_off = 8 + 4 + 10 * 4, run_id_off = sched_off + 16 + 8 + 8;
 
     if (!need(c, 4, "the config length")) goto bad;
     uint32_t cfg_len = take32(c);
@@ -146,6 +188,7 @@ static trace_file *parse(cursor *c) {
     f->config[cfg_len] = 0;
     h->config_json = f->config;
     c->off += cfg_len;
+    if (version == 2) v2_layout(h);
 
     if (!need(c, 4, "the string count")) goto bad;
     size_t nstr_off = c->off;
@@ -228,14 +271,12 @@ static trace_file *parse(cursor *c) {
              h->schedule, sched_off);
         goto bad;
     }
-    if (h->world_size < 1 || h->world_size > TRACE_MAX_WORLD || h->rank < 0 ||
-        h->rank >= h->world_size || h->tp < 1 || h->pp < 1 || h->dp < 1 || h->vpp < 1 ||
-        (long long)h->tp * h->pp > h->world_size ||
-        (long long)h->tp * h->pp * h->dp != h->world_size) {
+    if (!layout_ok(h)) {
         fail(c,
              "header at byte 12 has an impossible layout (rank %d, world %d, tp %d, pp %d, dp %d, "
-             "vpp %d)",
-             h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp);
+             "vpp %d, cp %d, ep %d, cp rank %d, ep rank %d)",
+             h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->cp, h->ep, h->cp_rank,
+             h->ep_rank);
         goto bad;
     }
 
@@ -331,256 +372,4 @@ const trace_event *trace_file_event(const trace_file *f, size_t i) {
 uint64_t trace_file_dropped(const trace_file *f) { return f->dropped; }
 const char *trace_file_string(const trace_file *f, int id) {
     return id >= 0 && id < f->nstrings ? f->strings[id] : "";
-}
-
-/* ---- a whole run -------------------------------------------------------------------------- */
-
-static bool is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Something is there (a regular file or not: trace_file_read names what is wrong with it). */
-static bool exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
-/* One p2p endpoint, for pairing: (sender, receiver, tag) then t_start order. */
-typedef struct {
-    int src, dst, tag;
-    double t;
-    int rank;
-    size_t idx;
-} endpoint;
-
-static int endpoint_cmp(const void *a, const void *b) {
-    const endpoint *x = a, *y = b;
-    if (x->src != y->src) return x->src < y->src ? -1 : 1;
-    if (x->dst != y->dst) return x->dst < y->dst ? -1 : 1;
-    if (x->tag != y->tag) return x->tag < y->tag ? -1 : 1;
-    if (x->t != y->t) return x->t < y->t ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* The k-th send from A to B with tag T pairs with the k-th receive on B from A with tag T
- * (MPI's non-overtaking rule), both counted in order of t_start. */
-static void match_p2p(trace_run *r) {
-    size_t ns = 0, nr = 0;
-    for (int k = 0; k < r->nranks; k++)
-        for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
-            trace_kind kind = trace_file_event(r->ranks[k], i)->kind;
-            ns += kind == TRACE_SEND;
-            nr += kind == TRACE_RECV;
-        }
-    endpoint *s = mallocCheck(ns * sizeof *s), *v = mallocCheck(nr * sizeof *v);
-    ns = nr = 0;
-    for (int k = 0; k < r->nranks; k++) {
-        r->flow[k] = mallocCheck((trace_file_num_events(r->ranks[k]) + 1) * sizeof(int));
-        for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
-            const trace_event *e = trace_file_event(r->ranks[k], i);
-            r->flow[k][i] = -1;
-            if (e->kind == TRACE_SEND) s[ns++] = (endpoint){k, e->peer, e->tag, e->t_start, k, i};
-            if (e->kind == TRACE_RECV) v[nr++] = (endpoint){e->peer, k, e->tag, e->t_start, k, i};
-        }
-    }
-    qsort(s, ns, sizeof *s, endpoint_cmp);
-    qsort(v, nr, sizeof *v, endpoint_cmp);
-    size_t i = 0, j = 0;
-    int matched = 0;
-    while (i < ns && j < nr) {
-        endpoint a = s[i], b = v[j];
-        int key = a.src != b.src   ? (a.src < b.src ? -1 : 1)
-                  : a.dst != b.dst ? (a.dst < b.dst ? -1 : 1)
-                  : a.tag != b.tag ? (a.tag < b.tag ? -1 : 1)
-                                   : 0;
-        if (key < 0) i++;
-        else if (key > 0) j++;
-        else {
-            r->flow[a.rank][a.idx] = r->flow[b.rank][b.idx] = r->nflows++;
-            matched += 2;
-            i++, j++;
-        }
-    }
-    r->unmatched = (int)(ns + nr) - matched;
-    free(s);
-    free(v);
-}
-
-/* One collective event, for matching: (group name, group_first, rank) then t_start order. */
-typedef struct {
-    const char *group;
-    int first, rank;
-    double t;
-    size_t idx;
-} coll_entry;
-
-static int coll_entry_cmp(const void *a, const void *b) {
-    const coll_entry *x = a, *y = b;
-    int c = strcmp(x->group, y->group);
-    if (c) return c;
-    if (x->first != y->first) return x->first < y->first ? -1 : 1;
-    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-    if (x->t != y->t) return x->t < y->t ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* How many members a group of this name has in the layout of h; -1 for names not known. */
-static int group_size_of(const char *name, const trace_header *h) {
-    if (strcmp(name, "tp") == 0) return h->tp;
-    if (strcmp(name, "pp") == 0) return h->pp;
-    if (strcmp(name, "dp") == 0) return h->dp;
-    if (strcmp(name, "mp") == 0) return h->tp * h->pp;
-    if (strcmp(name, "embedding") == 0) return h->pp == 1 ? 1 : 2;
-    if (strcmp(name, "world") == 0) return h->world_size;
-    return -1;
-}
-
-/* The k-th collective of a group instance on each member is one call (MPI runs the
- * collectives of a communicator in the same order on every member). Entries of one
- * instance are contiguous after sorting, rank by rank:
- *
- *   e:  [ rank 2: c0 c1 c2 | rank 3: c0 c1 c2 ]     members 2, count 3
- *   call k = { rank 2's c_k, rank 3's c_k }, entered at max(t_start + clock_offset)
- */
-static void match_collectives(trace_run *r) {
-    size_t n = 0;
-    for (int k = 0; k < r->nranks; k++)
-        for (size_t i = 0; i < r->ranks[k]->n; i++)
-            n += r->ranks[k]->ev[i].kind == TRACE_COLLECTIVE;
-    coll_entry *e = mallocCheck((n + 1) * sizeof *e);
-    n = 0;
-    for (int k = 0; k < r->nranks; k++) {
-        trace_file *f = r->ranks[k];
-        r->coll[k] = mallocCheck((f->n + 1) * sizeof(int));
-        for (size_t i = 0; i < f->n; i++) {
-            const trace_event *ev = &f->ev[i];
-            r->coll[k][i] = -1;
-            if (ev->kind == TRACE_COLLECTIVE && ev->group_first >= 0)
-                e[n++] = (coll_entry){trace_file_string(f, ev->group), ev->group_first, k,
-                                      ev->t_start, i};
-        }
-    }
-    qsort(e, n, sizeof *e, coll_entry_cmp);
-    r->coll_entered = mallocCheck((n + 1) * sizeof(double));
-    r->coll_last = mallocCheck((n + 1) * sizeof(int));
-    const trace_header *h0 = trace_file_header(r->ranks[0]);
-    for (size_t a = 0; a < n;) {
-        size_t b = a; /* e[a, b): one instance */
-        while (b < n && strcmp(e[b].group, e[a].group) == 0 && e[b].first == e[a].first) b++;
-        int members = 0;
-        size_t count = 0;
-        bool agree = true;
-        for (size_t m = a; m < b;) { /* e[m, m2): one member's calls */
-            size_t m2 = m;
-            while (m2 < b && e[m2].rank == e[m].rank) m2++;
-            if (members++ == 0) count = m2 - m;
-            else if (m2 - m != count) agree = false;
-            m = m2;
-        }
-        int want = group_size_of(e[a].group, h0);
-        if (!agree || (want >= 0 && members != want)) {
-            r->coll_unmatched += (int)(b - a);
-            a = b;
-            continue;
-        }
-        for (size_t k = 0; k < count; k++) {
-            int id = r->ncolls++;
-            r->coll_entered[id] = -INFINITY;
-            r->coll_last[id] = -1;
-            for (int m = 0; m < members; m++) {
-                const coll_entry *x = &e[a + (size_t)m * count + k];
-                double entered = x->t + trace_file_header(r->ranks[x->rank])->clock_offset;
-                if (entered > r->coll_entered[id])
-                    r->coll_entered[id] = entered, r->coll_last[id] = x->rank;
-                r->coll[x->rank][x->idx] = id;
-            }
-            for (int m = 0; m < members; m++) { /* the last entry, on each member's own clock */
-                const coll_entry *x = &e[a + (size_t)m * count + k];
-                trace_event *ev = &r->ranks[x->rank]->ev[x->idx];
-                double ready = r->coll_entered[id] -
-                               trace_file_header(r->ranks[x->rank])->clock_offset;
-                ev->t_ready = ready < ev->t_start ? ev->t_start
-                              : ready > ev->t_end ? ev->t_end
-                                                  : ready;
-            }
-        }
-        a = b;
-    }
-    free(e);
-}
-
-trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
-    if (err && errlen) err[0] = 0;
-    if (!is_dir(run_dir)) {
-        snprintf(err, errlen, "run directory '%s' does not exist", run_dir);
-        return NULL;
-    }
-    /* RUN_DIR/trace/rank<k>.trace, or RUN_DIR itself when it is the trace directory. */
-    char tdir[4096 + 8], path[4096 + 64];
-    snprintf(tdir, sizeof tdir, "%s/trace", run_dir);
-    if (!is_dir(tdir)) snprintf(tdir, sizeof tdir, "%s", run_dir);
-    snprintf(path, sizeof path, "%s/rank0.trace", tdir);
-    if (!exists(path)) {
-        snprintf(err, errlen,
-                 "run directory '%s' has no trace/rank0.trace (was it trained with tracing on?)",
-                 run_dir);
-        return NULL;
-    }
-    trace_file *first = trace_file_read(path, err, errlen);
-    if (!first) return NULL;
-    const trace_header h0 = *trace_file_header(first);
-
-    trace_run *r = callocCheck(1, sizeof *r);
-    snprintf(r->dir, sizeof r->dir, "%s", run_dir);
-    r->nranks = h0.world_size;
-    r->ranks = callocCheck((size_t)r->nranks, sizeof *r->ranks);
-    r->flow = callocCheck((size_t)r->nranks, sizeof *r->flow);
-    r->coll = callocCheck((size_t)r->nranks, sizeof *r->coll);
-    r->ranks[0] = first;
-    for (int k = 1; k < r->nranks; k++) {
-        snprintf(path, sizeof path, "%s/rank%d.trace", tdir, k);
-        if (!exists(path)) {
-            snprintf(err, errlen, "trace '%s' is missing (rank 0's header says world size %d)",
-                     path, r->nranks);
-            trace_run_free(r);
-            return NULL;
-        }
-        r->ranks[k] = trace_file_read(path, err, errlen);
-        if (!r->ranks[k]) {
-            trace_run_free(r);
-            return NULL;
-        }
-        const trace_header *h = trace_file_header(r->ranks[k]);
-        if (h->rank != k || h->world_size != h0.world_size || h->tp != h0.tp || h->pp != h0.pp ||
-            h->dp != h0.dp || h->vpp != h0.vpp || strcmp(h->schedule, h0.schedule) != 0 ||
-            strcmp(h->run_id, h0.run_id) != 0) {
-            snprintf(err, errlen,
-                     "trace '%s' does not belong with rank0.trace (it says rank %d of %d, tp %d pp "
-                     "%d dp %d vpp %d '%s', "
-                     "run '%s'; rank 0 says world %d, tp %d pp %d dp %d vpp %d '%s', run '%s')",
-                     path, h->rank, h->world_size, h->tp, h->pp, h->dp, h->vpp, h->schedule,
-                     h->run_id, h0.world_size, h0.tp, h0.pp, h0.dp, h0.vpp, h0.schedule, h0.run_id);
-            trace_run_free(r);
-            return NULL;
-        }
-    }
-    match_p2p(r);
-    match_collectives(r);
-    return r;
-}
-
-void trace_run_free(trace_run *r) {
-    if (!r) return;
-    for (int k = 0; k < r->nranks; k++) {
-        if (r->ranks) trace_file_free(r->ranks[k]);
-        if (r->flow) free(r->flow[k]);
-        if (r->coll) free(r->coll[k]);
-    }
-    free(r->ranks);
-    free(r->flow);
-    free(r->coll);
-    free(r->coll_entered);
-    free(r->coll_last);
-    free(r);
 }

@@ -1,10 +1,12 @@
 /* config.h — every setting of a training run, its flag (Megatron-LM's names), its default,
  * and the rules that relate them.
  *
- * train_config_parse() fills a train_config from the command line; train_config_check()
- * applies the rules that need the world size (divisibility of layers, heads, batch) and
- * names the values and the rule when one is broken. train_config_json() writes the whole
- * configuration as one JSON object (stored in metrics, traces and checkpoints).
+ * train_config_parse() fills a train_config from the command line (the flag table:
+ * config_flags.c); train_config_check() applies the rules that need the world size (the
+ * layout, divisibility of layers, heads, batch; MoE's by src/moe/moe_config.h) and names the
+ * values and the rule when one is broken (config_check.c). train_config_json() writes the
+ * whole configuration as one JSON object (stored in metrics, traces and checkpoints); it and
+ * the values a checked configuration derives are in config.c.
  */
 #ifndef TRIDENT_TRAIN_CONFIG_H
 #define TRIDENT_TRAIN_CONFIG_H
@@ -21,7 +23,7 @@ typedef struct {
     int num_layers, hidden_size, num_attention_heads, seq_length;
     /* mixture of experts (src/model/gpt.h, MIXTURE OF EXPERTS; 0 experts = dense MLPs) */
     int num_experts, moe_router_topk;
-    float moe_aux_loss_coeff, moe_expert_capacity_factor; /* capacity <= 0: dropless */
+    float moe_aux_loss_coeff, moe_expert_capacity_factor; /* capacity 0: dropless */
     int make_vocab_size_divisible_by;
     /* batch */
     int micro_batch_size, global_batch_size;

@@ -176,9 +176,9 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
     char err[512];
     if (stage < 0 || stage > 3) die("%s: ZeRO stage %d is not one of 0, 1, 2, 3", who, stage);
     pg_layout l;
-    if (!pg_layout_make5(&l, c->world_size, c->tensor_model_parallel_size, c->context_parallel_size,
-                         c->expert_model_parallel_size, c->pipeline_model_parallel_size, c->vpp,
-                         c->rank_order, err, sizeof err))
+    if (!pg_layout_make(&l, c->world_size, c->tensor_model_parallel_size, c->context_parallel_size,
+                        c->expert_model_parallel_size, c->pipeline_model_parallel_size, c->vpp,
+                        c->rank_order, err, sizeof err))
         die("%s: %s", who, err);
     pp_config pc = {PP_1F1B, c->pipeline_model_parallel_size, c->num_microbatches, c->vpp};
     CHECK(pp_kind_parse(c->pipeline_schedule, &pc.kind), "schedule checked by the flag parser");

@@ -6,7 +6,7 @@
  * (src/device/device_memory.h: every buffer of the model, the optimizer, the activations, the
  * work spaces and the messages comes from device_alloc), kind by kind (src/zero/memory_plan.h,
  * zero_mem_kind), for each rank (tp_rank, pp_rank, dp_rank, and cp_rank, ep_rank with context
- * and expert parallelism: pg_layout_make5's coordinates, ep_rank = dp_rank % ep) of the layout:
+ * and expert parallelism: pg_layout_make's coordinates, ep_rank = dp_rank % ep) of the layout:
  *
  *   parameters, gradients,      Ψ of the rank's chunks (gpt_chunk_init's table: with MoE this
  *   master, Adam m + v          ep rank's E/ep experts per block and the router), in fp32, laid

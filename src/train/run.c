@@ -249,9 +249,9 @@ static void run_setup(run_state *r, train_config *c) {
     r->rank = dist_rank();
     r->lead = r->rank == 0;
     if (!train_config_check(c, r->world, err, sizeof err)) dist_fail_all("trident train: %s", err);
-    if (!pg_layout_make5(&r->layout, r->world, c->tensor_model_parallel_size,
-                         c->context_parallel_size, c->expert_model_parallel_size,
-                         c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
+    if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size,
+                        c->context_parallel_size, c->expert_model_parallel_size,
+                        c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("trident train: %s", err);
     r->layout.v_placement = strcmp(c->pipeline_schedule, "zbv") == 0; /* rank 0: embedding + head */
     comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes);  /* 0 waits forever */
@@ -285,13 +285,15 @@ static void run_trace_begin(run_state *r) {
     h.world_size = r->world;
     h.tp = c->tensor_model_parallel_size;
     h.pp = c->pipeline_model_parallel_size;
-    /* Context parallelism: the trace's layout is (tp, dp·cp, pp) — cp ranks drawn as the
-     * data-parallel ranks they sit between (rank order tp-cp-dp: cp varies faster). */
-    h.dp = c->dp * c->context_parallel_size;
+    h.dp = c->dp;
+    h.cp = c->context_parallel_size;
+    h.ep = c->expert_model_parallel_size;
     h.vpp = c->vpp;
     h.tp_rank = ps->tp_rank;
     h.pp_rank = ps->pp_rank;
-    h.dp_rank = ps->cp_rank + c->context_parallel_size * ps->dp_rank;
+    h.dp_rank = ps->dp_rank;
+    h.cp_rank = ps->cp_rank;
+    h.ep_rank = ps->ep_rank;
     h.num_microbatches = c->num_microbatches;
     snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
     h.clock_offset = cs.offset;

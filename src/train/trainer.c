@@ -29,70 +29,42 @@
 #include "src/train/trainer_internal.h"
 
 
-/* MoE with sequence and context parallelism: the tensor- and context-parallel ranks of this
- * rank's data-parallel replica and pipeline stage — together they hold the positions of one
- * micro-batch, and share the switch loss's counts (Megatron's tensor-and-context group).
- * Collective over the world. */
-static comm_group *tp_cp_group(const parallel_state *ps) {
-    const pg_layout *l = &ps->layout;
-    const pg_coord me = pg_coord_of(l, ps->world_rank);
-    int *members = mallocCheck(sizeof(int) * (size_t)l->world), n = 0;
-    for (int r = 0; r < l->world; r++) {
-        const pg_coord x = pg_coord_of(l, r);
-        if (x.dp == me.dp && x.pp == me.pp) members[n++] = r;
-    }
-    comm_group *g = comm_group_split("tp_cp", me.dp + l->dp * me.pp, members, n,
-                                     comm_backend_of(ps->world));
-    free(members);
-    return g;
-}
-
-trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
-    trainer *t = callocCheck(1, sizeof *t);
-    t->cfg = *cfg;
-    t->ps = ps;
+/* This rank's model pieces: its pipeline stage's chunks (placed by the schedule), its experts
+ * with expert parallelism, as shards with ZeRO-2/3 (src/zero/fsdp.h: no gradient buffer). */
+static local_model *model_create(const train_config *cfg, const parallel_state *ps,
+                                 const gpt_config *g, const pp_config *pc, int tp_rank,
+                                 int pp_rank) {
     const int tp = cfg->tensor_model_parallel_size, pp = cfg->pipeline_model_parallel_size;
-    t->tp_rank = ps ? ps->tp_rank : 0;
-    t->pp_rank = ps ? ps->pp_rank : 0;
-    t->dp_rank = ps ? ps->dp_rank : 0;
-    t->cp_rank = ps ? ps->cp_rank : 0;
-    t->cp_size = cfg->context_parallel_size;
     const int ep = cfg->expert_model_parallel_size;
-    if (!ps)
-        CHECK(tp == 1 && pp == 1 && cfg->dp == 1 && t->cp_size == 1,
-              "a serial trainer needs tp = pp = dp = cp = 1");
-    gpt_config g = train_config_model(cfg);
-    t->gcfg = g;
-    pp_kind kind;
-    CHECK(pp_kind_parse(cfg->pipeline_schedule, &kind), "schedule name checked by the flag parser");
-    pp_config pc = {kind, pp, cfg->num_microbatches, cfg->vpp};
-    pp_config_check(&pc, "trident train");
     int *stage_layers = train_config_stage_layers(cfg, pp * cfg->vpp, "trident train");
     int *chunk_stage = mallocCheck(sizeof(int) * (size_t)cfg->vpp); /* the schedule's placement */
-    for (int c = 0; c < cfg->vpp; c++) chunk_stage[c] = pp_stage(&pc, t->pp_rank, c);
-    /* ZeRO-2/3: no gradient buffer; the optimizer keeps the gradient shards (src/zero/fsdp.h) */
+    for (int c = 0; c < cfg->vpp; c++) chunk_stage[c] = pp_stage(pc, pp_rank, c);
+    local_model *m;
     if (ep > 1) /* MoE: this rank's experts (no ZeRO-2/3 here: refused by the flags) */
-        t->model = local_model_create_experts(&g, tp, t->tp_rank, ep, ps->ep_rank, pp, t->pp_rank,
-                                              cfg->vpp, chunk_stage, stage_layers,
-                                              (uint64_t)cfg->seed);
+        m = local_model_create_experts(g, tp, tp_rank, ep, ps->ep_rank, pp, pp_rank, cfg->vpp,
+                                       chunk_stage, stage_layers, (uint64_t)cfg->seed);
     else
-        t->model = (train_config_zero_stage(cfg) >= 2 ? local_model_create_sharded
-                                                      : local_model_create_staged)(
-            &g, tp, t->tp_rank, pp, t->pp_rank, cfg->vpp, chunk_stage, stage_layers,
-            (uint64_t)cfg->seed);
+        m = (train_config_zero_stage(cfg) >= 2 ? local_model_create_sharded
+                                               : local_model_create_staged)(
+            g, tp, tp_rank, pp, pp_rank, cfg->vpp, chunk_stage, stage_layers, (uint64_t)cfg->seed);
     free(chunk_stage);
     free(stage_layers);
     const gpt_recompute rc = train_config_recompute(cfg);
-    local_model_set_recompute(t->model, &rc); /* before the executor lays out activations */
-    local_model_set_sequence_parallel(t->model, cfg->sequence_parallel);
-    if (ps && g.num_experts > 0 && cfg->sequence_parallel && t->cp_size > 1)
-        t->tp_cp = tp_cp_group(ps);
-    local_model_set_groups(t->model, ps ? ps->cp : NULL, ps && ep > 1 ? ps->ep : NULL, t->tp_cp);
-    /* The rank with the loss: the last pipeline rank, or rank 0 at the top of zbv's V. */
-    t->is_last_stage = t->model->wte_head != NULL;
-    t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
-                                 cfg->micro_batch_size, cfg->seq_length / t->cp_size);
-    pp_executor_set_overlap_p2p(t->exec, cfg->overlap_p2p_comm);
+    local_model_set_recompute(m, &rc); /* before the executor lays out activations */
+    local_model_set_sequence_parallel(m, cfg->sequence_parallel);
+    /* MoE with sequence and context parallelism: the switch loss's counts over the tp × cp
+     * ranks of a micro-batch (Megatron's tensor-and-context group) */
+    const bool moe_stats = ps && g->num_experts > 0 && cfg->sequence_parallel &&
+                           cfg->context_parallel_size > 1;
+    local_model_set_groups(m, ps ? ps->cp : NULL, ps && ep > 1 ? ps->ep : NULL,
+                           moe_stats ? ps->tp_cp : NULL);
+    return m;
+}
+
+/* The (distributed) optimizer over the groups each kind of gradient is summed in. */
+static dist_optimizer *optimizer_create(const train_config *cfg, const parallel_state *ps,
+                                        local_model *m, pp_kind kind) {
+    const bool ep = ps && cfg->expert_model_parallel_size > 1;
     adamw_config ac = {
         .lr = cfg->lr,
         .min_lr = cfg->min_lr,
@@ -107,10 +79,10 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     distopt_groups dg = {
         /* context parallelism: every rank of a data-parallel replica's cp group holds other
          * positions of the same sequences, so gradients are summed over dp × cp */
-        .dp = ps ? (t->cp_size > 1 ? ps->dp_cp : ps->dp) : NULL,
+        .dp = ps ? (cfg->context_parallel_size > 1 ? ps->dp_cp : ps->dp) : NULL,
         /* expert parallelism: an expert's gradient is summed over the ranks holding it */
-        .expert_dp = ps && ep > 1 ? ps->edp_cp : NULL,
-        .ep = ps && ep > 1 ? ps->ep : NULL,
+        .expert_dp = ep ? ps->edp_cp : NULL,
+        .ep = ep ? ps->ep : NULL,
         .norm = ps ? (cfg->use_distributed_optimizer ? ps->world : ps->mp) : NULL,
         /* zbv: both wte copies on pipeline rank 0, summed by the executor (local_model.h) */
         .embedding = ps && kind != PP_ZBV ? ps->embedding : NULL,
@@ -123,16 +95,43 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
         .overlap_grads = cfg->overlap_grad_reduce,
         .overlap_params = cfg->overlap_param_gather,
     };
-    t->opt = distopt_create(t->model, &ac, &dg);
+    return distopt_create(m, &ac, &dg);
+}
+
+trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
+    trainer *t = callocCheck(1, sizeof *t);
+    t->cfg = *cfg;
+    t->ps = ps;
+    const int tp = cfg->tensor_model_parallel_size, pp = cfg->pipeline_model_parallel_size;
+    t->tp_rank = ps ? ps->tp_rank : 0;
+    t->pp_rank = ps ? ps->pp_rank : 0;
+    t->dp_rank = ps ? ps->dp_rank : 0;
+    t->cp_rank = ps ? ps->cp_rank : 0;
+    t->cp_size = cfg->context_parallel_size;
+    if (!ps)
+        CHECK(tp == 1 && pp == 1 && cfg->dp == 1 && t->cp_size == 1,
+              "a serial trainer needs tp = pp = dp = cp = 1");
+    t->gcfg = train_config_model(cfg);
+    pp_kind kind;
+    CHECK(pp_kind_parse(cfg->pipeline_schedule, &kind), "schedule name checked by the flag parser");
+    pp_config pc = {kind, pp, cfg->num_microbatches, cfg->vpp};
+    pp_config_check(&pc, "trident train");
+    t->model = model_create(cfg, ps, &t->gcfg, &pc, t->tp_rank, t->pp_rank);
+    /* The rank with the loss: the last pipeline rank, or rank 0 at the top of zbv's V. */
+    t->is_last_stage = t->model->wte_head != NULL;
+    const int T = cfg->seq_length / t->cp_size; /* this rank's positions of a sequence */
+    t->exec = pp_executor_create(t->model, ps ? ps->tp : NULL, ps ? ps->pp : NULL, &pc, t->pp_rank,
+                                 cfg->micro_batch_size, T);
+    pp_executor_set_overlap_p2p(t->exec, cfg->overlap_p2p_comm);
+    t->opt = optimizer_create(cfg, ps, t->model, kind);
     t->data = dataset_open_split(cfg->data_path, cfg->seq_length, (uint64_t)cfg->seed,
                                  cfg->split_train, cfg->split_held);
-    size_t n = (size_t)cfg->num_microbatches * (size_t)cfg->micro_batch_size *
-               (size_t)(cfg->seq_length / t->cp_size);
+    size_t n = (size_t)cfg->num_microbatches * (size_t)cfg->micro_batch_size * (size_t)T;
     if (t->cp_size > 1)
         t->full = mallocCheck(2 * (size_t)cfg->micro_batch_size * (size_t)cfg->seq_length *
                               sizeof(int32_t));
-    if (g.num_experts > 0)
-        t->moe_load = callocCheck((size_t)cfg->num_layers * (size_t)(g.num_experts + 1),
+    if (t->gcfg.num_experts > 0)
+        t->moe_load = callocCheck((size_t)cfg->num_layers * (size_t)(t->gcfg.num_experts + 1),
                                   sizeof(int64_t));
     t->inputs = mallocCheck(n * sizeof(int32_t));
     t->targets = mallocCheck(n * sizeof(int32_t));
@@ -143,8 +142,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     if (train_config_matmul_dtype(cfg) == PREC_BF16)
         device_set_matmul_dtype(PREC_BF16,
                                 gpt_matmul_operand_elems(t->model->chunks, t->model->nchunks,
-                                                         cfg->micro_batch_size,
-                                                         cfg->seq_length / t->cp_size));
+                                                         cfg->micro_batch_size, T));
     return t;
 }
 
@@ -161,7 +159,6 @@ void trainer_destroy(trainer *t) {
     free(t->mem_peaks);
     free(t->full);
     free(t->moe_load);
-    comm_group_destroy(t->tp_cp);
     free(t);
 }
 

@@ -21,7 +21,6 @@ struct trainer {
     dataset *data;
     int tp_rank, pp_rank, dp_rank, cp_rank, cp_size;
     int64_t *moe_load; /* MoE: (L·E + L) the step's routed and dropped counts, summed over ranks */
-    comm_group *tp_cp; /* MoE with sequence and context parallelism: the switch loss's group */
     int32_t *full;     /* context parallelism: (B, T) one micro-batch's whole sequences */
     bool is_last_stage;
     int32_t *inputs, *targets; /* (m, B, T) */

@@ -4,7 +4,7 @@
  * A run trains 3 steps at the saving layout, saves, and goes on to step 6; every loading layout
  * loads that checkpoint and runs steps 4..6. Its losses and final parameters must equal the
  * saving layout's own continuation: bit for bit at the same layout, and elsewhere within the
- * equivalence tolerance of tests/train/moe_cp_equivalence_test.c (losses 1e-5 relative,
+ * equivalence tolerance of tests/train/equivalence_test.c (losses 1e-5 relative,
  * parameters 2e-5 + 1e-4·|x|: other layouts sum the same gradients in another order).
  * Parameters are compared as serial tensors: every rank writes the elements it holds at their
  * serial index (gpt_param_serial_index), and the ranks' pictures are merged (replicas are equal).
@@ -72,9 +72,9 @@ static trainer *make(const train_config *model, const layout *lo, train_config *
     *ps = NULL;
     if (lo->serial) return trainer_create(c, NULL);
     pg_layout l;
-    assert_true(pg_layout_make5(&l, world, c->tensor_model_parallel_size, c->context_parallel_size,
-                                c->expert_model_parallel_size, c->pipeline_model_parallel_size,
-                                c->vpp, c->rank_order, err, sizeof err));
+    assert_true(pg_layout_make(&l, world, c->tensor_model_parallel_size, c->context_parallel_size,
+                               c->expert_model_parallel_size, c->pipeline_model_parallel_size,
+                               c->vpp, c->rank_order, err, sizeof err));
     *ps = ps_create(&l, dist_rank());
     return trainer_create(c, *ps);
 }

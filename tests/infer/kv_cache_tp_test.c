@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     dist_init(&argc, &argv);
     pg_layout l;
     char err[256];
-    if (!pg_layout_make(&l, dist_world_size(), TP, 1, 1, "tp-dp-pp", err, sizeof err))
+    if (!pg_layout_make(&l, dist_world_size(), TP, 1, 1, 1, 1, "tp-dp-pp", err, sizeof err))
         die("%s", err);
     g_ps = ps_create(&l, dist_rank());
     const struct CMUnitTest tests[] = {

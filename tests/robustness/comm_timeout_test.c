@@ -216,7 +216,7 @@ static void subgroups_work_the_same_with_a_timeout(void **state) {
     if (N() < 4) skip();
     pg_layout l;
     char err[128];
-    assert_true(pg_layout_make(&l, N(), 2, 1, 1, NULL, err, sizeof err));
+    assert_true(pg_layout_make(&l, N(), 2, 1, 1, 1, 1, NULL, err, sizeof err));
     parallel_state *ps = ps_create(&l, dist_rank());
     comm_set_timeout(30.0);
     int32_t v = dist_rank(), sum = 0;

@@ -481,7 +481,7 @@ static void forged_trace(const char *name, int kind, size_t field, const void *b
     if (f) fclose(f);
     if (n < 200 || n == sizeof b) fail_msg("cannot read %s", path);
     uint32_t u;
-    size_t at = 116, off = field;
+    size_t at = 132, off = field;       /* the config length: src/trace/FORMAT.md, version 3 */
     memcpy(&u, b + at, 4), at += 4 + u; /* config */
     memcpy(&u, b + at, 4), at += 4;     /* strings */
     for (uint32_t i = 0, nstr = u; i < nstr; i++) {

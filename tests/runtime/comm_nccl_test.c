@@ -36,7 +36,7 @@ static void every_operation_works_on_device_memory(void **state) {
     (void)state;
     pg_layout l;
     char err[128];
-    assert_true(pg_layout_make(&l, 1, 1, 1, 1, NULL, err, sizeof err));
+    assert_true(pg_layout_make(&l, 1, 1, 1, 1, 1, 1, NULL, err, sizeof err));
     parallel_state *ps = ps_create_with(&l, 0, COMM_NCCL);
     comm_group *g = ps->tp;
     assert_int_equal(comm_backend_of(g), COMM_NCCL);

@@ -312,9 +312,9 @@ static void subgroups_of_parallel_state_reduce_over_their_members(void **state) 
                         if (size % (tp * cp * pp) || (size / (tp * cp * pp)) % ep) continue;
                         pg_layout l;
                         char err[256];
-                        assert_true(pg_layout_make5(&l, size, tp, cp, ep, pp, 1,
-                                                    o ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp", err,
-                                                    sizeof err));
+                        assert_true(pg_layout_make(&l, size, tp, cp, ep, pp, 1,
+                                                   o ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp", err,
+                                                   sizeof err));
                         parallel_state *ps = ps_create(&l, me);
                         assert_int_equal(comm_size(ps->tp), tp);
                         assert_int_equal(comm_size(ps->pp), pp);
@@ -338,7 +338,8 @@ static void subgroups_of_parallel_state_reduce_over_their_members(void **state) 
                                                      [PG_EP] = ps->ep,
                                                      [PG_EDP] = ps->edp,
                                                      [PG_DP_CP] = ps->dp_cp,
-                                                     [PG_EDP_CP] = ps->edp_cp};
+                                                     [PG_EDP_CP] = ps->edp_cp,
+                                                     [PG_TP_CP] = ps->tp_cp};
                         for (int k = 0; k < PG_NKINDS; k++) {
                             int m[64], idx;
                             int number = pg_group_of(&l, (pg_kind)k, me, m, &idx);
@@ -468,7 +469,7 @@ static void serial_run_never_starts_mpi(void **state) {
     assert_int_equal(dist_local_rank(), 0);
     pg_layout l;
     char err[64];
-    assert_true(pg_layout_make(&l, 1, 1, 1, 1, NULL, err, sizeof err));
+    assert_true(pg_layout_make(&l, 1, 1, 1, 1, 1, 1, NULL, err, sizeof err));
     parallel_state *ps = ps_create(&l, 0);
     assert_true(ps->is_first_stage && ps->is_last_stage);
     assert_int_equal(ps->next_pp_rank, 0);

@@ -41,6 +41,7 @@ static void a_layout_without_context_or_experts_prints_as_before(void **state) {
     assert_null(strstr(g_out, "cp ("));
     assert_null(strstr(g_out, "ep ("));
     assert_null(strstr(g_out, "dp_cp"));
+    assert_null(strstr(g_out, "tp_cp"));
     char args[512];
     snprintf(args, sizeof args, "%s --format json", k_example);
     assert_int_equal(run(args), 0);
@@ -67,6 +68,12 @@ static void context_and_expert_groups_are_listed_when_above_one(void **state) {
     assert_non_null(strstr(g_out, "\ndp_cp ("));
     assert_non_null(strstr(g_out, "[0,2,4,6] [1,3,5,7] [8,10,12,14] [9,11,13,15]"));
     assert_non_null(strstr(g_out, "\nedp_cp ("));
+    /* the tensor × context group the MoE switch loss counts over, right after cp */
+    assert_non_null(strstr(g_out, "\ntp_cp (tensor × context parallel"));
+    assert_non_null(
+        strstr(g_out, "4 groups of 4\n  [0,1,2,3] [4,5,6,7] [8,9,10,11] [12,13,14,15]"));
+    assert_true(strstr(g_out, "\ncp (") < strstr(g_out, "\ntp_cp (") &&
+                strstr(g_out, "\ntp_cp (") < strstr(g_out, "\ndp ("));
     assert_non_null(strstr(g_out, "rank  node  tp  cp  pp  dp  ep  edp  prev  next\n"));
     /* rank 13: tp 1, cp 0, pp 1, dp 1 = ep 1 + 2·edp 0; its pipeline neighbour is 5 */
     assert_non_null(strstr(g_out, "\n  13     1   1   0   1   1   1    0     5     5\n"));
@@ -85,6 +92,7 @@ static void context_and_expert_groups_are_listed_when_above_one(void **state) {
                            "\"expert_data_parallel_size\": 1, \"rank_order\": "
                            "\"tp-cp-ep-pp-dp\""));
     assert_non_null(strstr(g_out, "\"dp_cp\": [[0,2,8,10], [1,3,9,11], [4,6,12,14], [5,7,13,15]]"));
+    assert_non_null(strstr(g_out, "\"tp_cp\": [[0,1,2,3], [4,5,6,7], [8,9,10,11], [12,13,14,15]]"));
     assert_non_null(strstr(g_out, "{\"rank\": 13, \"node\": 1, \"tp\": 1, \"pp\": 1, \"dp\": 1, "
                                   "\"cp\": 0, \"ep\": 1, \"edp\": 0}"));
 }

@@ -11,14 +11,14 @@
 static pg_layout make(int world, int tp, int pp, const char *order) {
     pg_layout l;
     char err[256];
-    if (!pg_layout_make(&l, world, tp, pp, 1, order, err, sizeof err)) fail_msg("%s", err);
+    if (!pg_layout_make(&l, world, tp, 1, 1, pp, 1, order, err, sizeof err)) fail_msg("%s", err);
     return l;
 }
 
-static pg_layout make5(int world, int tp, int cp, int ep, int pp, const char *order) {
+static pg_layout make_5d(int world, int tp, int cp, int ep, int pp, const char *order) {
     pg_layout l;
     char err[256];
-    if (!pg_layout_make5(&l, world, tp, cp, ep, pp, 1, order, err, sizeof err)) fail_msg("%s", err);
+    if (!pg_layout_make(&l, world, tp, cp, ep, pp, 1, order, err, sizeof err)) fail_msg("%s", err);
     return l;
 }
 
@@ -97,7 +97,7 @@ static void tp_pp_dp_order_puts_pipeline_before_data(void **state) {
 /* The second worked example of groups.h: tp 2, cp 2, pp 2, dp 2 = ep 2 × edp 1. */
 static void worked_example_with_context_and_experts_matches_the_header(void **state) {
     (void)state;
-    pg_layout l = make5(16, 2, 2, 2, 2, "tp-cp-ep-dp-pp");
+    pg_layout l = make_5d(16, 2, 2, 2, 2, "tp-cp-ep-dp-pp");
     assert_int_equal(l.dp, 2);
     assert_int_equal(l.edp, 1);
     static const int tp[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -116,6 +116,7 @@ static void worked_example_with_context_and_experts_matches_the_header(void **st
     expect_groups(&l, PG_EMBEDDING, 8, 2, pp);
     expect_groups(&l, PG_DP_CP, 4, 4, dp_cp);
     expect_groups(&l, PG_EDP_CP, 8, 2, cp);
+    expect_groups(&l, PG_TP_CP, 4, 4, tp); /* tp and cp fastest: 4 consecutive ranks */
     assert_string_equal(pg_layout_order_name(&l), "tp-cp-ep-dp-pp");
     assert_string_equal(pg_order_name(l.order), "tp-dp-pp");
     /* rank 13 = 1 + 2·(0 + 2·(1 + 2·1)) */
@@ -127,7 +128,7 @@ static void worked_example_with_context_and_experts_matches_the_header(void **st
  * world 16, cp 2, dp 8 = ep 2 × edp 4, so rank = cp + 2·dp and dp = ep + 2·edp. */
 static void expert_groups_are_consecutive_data_parallel_ranks(void **state) {
     (void)state;
-    pg_layout l = make5(16, 1, 2, 2, 1, NULL);
+    pg_layout l = make_5d(16, 1, 2, 2, 1, NULL);
     assert_int_equal(l.edp, 4);
     static const int dp[] = {0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15};
     static const int ep[] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
@@ -152,7 +153,7 @@ static void expert_groups_are_consecutive_data_parallel_ranks(void **state) {
 /* tp-cp-ep-pp-dp: pipeline right after context, data slowest. */
 static void pipeline_before_data_keeps_context_second(void **state) {
     (void)state;
-    pg_layout l = make5(16, 2, 2, 2, 2, "tp-cp-ep-pp-dp");
+    pg_layout l = make_5d(16, 2, 2, 2, 2, "tp-cp-ep-pp-dp");
     /* rank = tp + 2·(cp + 2·(pp + 2·dp)) */
     static const int pp[] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
     static const int dp[] = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
@@ -162,7 +163,7 @@ static void pipeline_before_data_keeps_context_second(void **state) {
     expect_groups(&l, PG_EP, 8, 2, dp);
     expect_groups(&l, PG_DP_CP, 4, 4, dp_cp);
     assert_string_equal(pg_layout_order_name(&l), "tp-cp-ep-pp-dp");
-    pg_layout s = make5(16, 2, 2, 2, 2, "tp-pp-dp"); /* the short name: the same placement */
+    pg_layout s = make_5d(16, 2, 2, 2, 2, "tp-pp-dp"); /* the short name: the same placement */
     assert_memory_equal(&s, &l, sizeof l);
 }
 
@@ -279,6 +280,7 @@ static int ref_group(const pg_layout *l, pg_kind kind, int rank, int *m) {
         [PG_EMBEDDING] = {0, 0, 0, 0, 1}, [PG_CP] = {0, 1, 0, 0, 0},
         [PG_EP] = {0, 0, 1, 0, 0},        [PG_EDP] = {0, 0, 0, 1, 0},
         [PG_DP_CP] = {0, 1, 1, 1, 0},     [PG_EDP_CP] = {0, 1, 0, 1, 0},
+        [PG_TP_CP] = {1, 1, 0, 0, 0},
     };
     ref_coord a = ref_coord_of(l, rank);
     const bool end = a.pp == 0 || (a.pp == l->pp - 1 && !l->v_placement);
@@ -307,7 +309,7 @@ static void every_group_matches_a_scan_of_the_world(void **state) {
                     for (int ep = 1; ep <= 4; ep *= 2)
                         for (int o = 0; o < 4; o++) {
                             if (world % (tp * cp * pp) || (world / (tp * cp * pp)) % ep) continue;
-                            pg_layout l = make5(world, tp, cp, ep, pp, orders[o]);
+                            pg_layout l = make_5d(world, tp, cp, ep, pp, orders[o]);
                             for (int k = 0; k < PG_NKINDS; k++)
                                 for (int r = 0; r < world; r++) {
                                     const int n = ref_group(&l, (pg_kind)k, r, want);
@@ -329,8 +331,8 @@ static void every_group_matches_a_scan_of_the_world(void **state) {
     assert_true(checked > 300);
 }
 
-/* cp = ep = 1 is the layout from before context and expert parallelism: pg_layout_make and
- * pg_layout_make5 under either name agree field by field, and the old order names stay. */
+/* cp = ep = 1 is the layout from before context and expert parallelism: the old order names
+ * and the new ones agree field by field, and the old names stay. */
 static void without_context_or_experts_the_layout_is_the_old_one(void **state) {
     (void)state;
     static const char *const names[2][2] = {{"tp-dp-pp", "tp-cp-ep-dp-pp"},
@@ -341,7 +343,7 @@ static void without_context_or_experts_the_layout_is_the_old_one(void **state) {
                 for (int o = 0; o < 2; o++) {
                     if (world % (tp * pp)) continue;
                     pg_layout a = make(world, tp, pp, names[o][0]);
-                    pg_layout b = make5(world, tp, 1, 1, pp, names[o][1]);
+                    pg_layout b = make_5d(world, tp, 1, 1, pp, names[o][1]);
                     assert_memory_equal(&a, &b, sizeof a);
                     assert_int_equal(a.cp, 1);
                     assert_int_equal(a.ep, 1);
@@ -354,10 +356,16 @@ static void without_context_or_experts_the_layout_is_the_old_one(void **state) {
                         assert_int_equal(old, r);
                         assert_true(c.cp == 0 && c.ep == 0 && c.edp == c.dp);
                     }
-                    /* the new kinds degenerate: cp, ep alone; edp = dp_cp = edp_cp = dp */
+                    /* the new kinds degenerate: cp, ep alone; edp = dp_cp = edp_cp = dp;
+                     * tp_cp = tp */
                     assert_int_equal(pg_group_size(&a, PG_CP), 1);
                     assert_int_equal(pg_group_size(&a, PG_EP), 1);
                     int m1[32], m2[32];
+                    for (int g = 0; g < pg_num_groups(&a, PG_TP); g++) {
+                        pg_group_members(&a, PG_TP, g, m1);
+                        pg_group_members(&a, PG_TP_CP, g, m2);
+                        assert_memory_equal(m1, m2, sizeof(int) * (size_t)a.tp);
+                    }
                     for (int g = 0; g < pg_num_groups(&a, PG_DP); g++) {
                         pg_group_members(&a, PG_DP, g, m1);
                         const pg_kind same[3] = {PG_EDP, PG_DP_CP, PG_EDP_CP};
@@ -372,6 +380,7 @@ static void without_context_or_experts_the_layout_is_the_old_one(void **state) {
     assert_string_equal(pg_kind_name(PG_EDP), "edp");
     assert_string_equal(pg_kind_name(PG_DP_CP), "dp_cp");
     assert_string_equal(pg_kind_name(PG_EDP_CP), "edp_cp");
+    assert_string_equal(pg_kind_name(PG_TP_CP), "tp_cp");
     assert_int_equal(PG_EMBEDDING, 4); /* old kinds keep their numbers */
 }
 
@@ -401,7 +410,7 @@ static void many_layouts_keep_every_invariant(void **state) {
                         int tp = sizes[a], pp = sizes[2 - a];
                         if (cp == 1 && ep == 1) continue;
                         if (world % (tp * cp * pp) || (world / (tp * cp * pp)) % ep) continue;
-                        pg_layout l = make5(world, tp, cp, ep, pp, orders[o]);
+                        pg_layout l = make_5d(world, tp, cp, ep, pp, orders[o]);
                         check_invariants(&l);
                         with++;
                     }
@@ -412,41 +421,41 @@ static void bad_layouts_are_rejected_with_the_rule(void **state) {
     (void)state;
     pg_layout l;
     char err[256];
-    assert_false(pg_layout_make(&l, 8, 3, 1, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 8, 3, 1, 1, 1, 1, NULL, err, sizeof err));
     assert_string_equal(err, "world size 8 is not divisible by tensor-model-parallel-size 3 × "
                              "pipeline-model-parallel-size 1");
-    assert_false(pg_layout_make(&l, 4, 4, 2, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 4, 4, 1, 1, 2, 1, NULL, err, sizeof err));
     assert_non_null(strstr(err, "world size 4 is not divisible by tensor-model-parallel-size 4"));
-    assert_false(pg_layout_make(&l, 8, 0, 1, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 8, 0, 1, 1, 1, 1, NULL, err, sizeof err));
     assert_non_null(strstr(err, "at least 1"));
     assert_non_null(strstr(err, "tensor-model-parallel-size 0"));
-    assert_false(pg_layout_make(&l, 8, 2, 1, 2, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 8, 2, 1, 1, 1, 2, NULL, err, sizeof err));
     assert_non_null(strstr(
         err, "virtual-pipeline-model-parallel-size 2 needs pipeline-model-parallel-size > 1"));
-    assert_false(pg_layout_make(&l, 8, 2, 2, 1, "dp-tp-pp", err, sizeof err));
+    assert_false(pg_layout_make(&l, 8, 2, 1, 1, 2, 1, "dp-tp-pp", err, sizeof err));
     assert_string_equal(
         err,
         "rank order 'dp-tp-pp' is not one of tp-dp-pp, tp-pp-dp, tp-cp-ep-dp-pp, tp-cp-ep-pp-dp");
-    assert_true(pg_layout_make(&l, 8, 2, 2, 2, "tp-pp-dp", err, sizeof err));
+    assert_true(pg_layout_make(&l, 8, 2, 1, 1, 2, 2, "tp-pp-dp", err, sizeof err));
     assert_int_equal(l.vpp, 2);
     /* context and expert parallelism */
-    assert_false(pg_layout_make5(&l, 8, 2, 3, 1, 1, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 8, 2, 3, 1, 1, 1, NULL, err, sizeof err));
     assert_string_equal(err, "world size 8 is not divisible by tensor-model-parallel-size 2 × "
                              "context-parallel-size 3 × pipeline-model-parallel-size 1");
-    assert_false(pg_layout_make5(&l, 8, 2, 1, 3, 1, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 8, 2, 1, 3, 1, 1, NULL, err, sizeof err));
     assert_string_equal(err,
                         "expert-model-parallel-size 3 does not divide the data-parallel size 4");
-    assert_false(pg_layout_make5(&l, 16, 2, 2, 8, 2, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 16, 2, 2, 8, 2, 1, NULL, err, sizeof err));
     assert_string_equal(err,
                         "expert-model-parallel-size 8 does not divide the data-parallel size 2");
-    assert_false(pg_layout_make5(&l, 8, 1, 0, 1, 1, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 8, 1, 0, 1, 1, 1, NULL, err, sizeof err));
     assert_string_equal(err, "context-parallel-size 0 must be at least 1");
-    assert_false(pg_layout_make5(&l, 8, 1, 1, -2, 1, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 8, 1, 1, -2, 1, 1, NULL, err, sizeof err));
     assert_string_equal(err, "expert-model-parallel-size -2 must be at least 1");
-    assert_false(pg_layout_make5(&l, 1 << 30, 1 << 20, 1 << 20, 1, 1 << 20, 1, NULL, err,
-                                 sizeof err)); /* products past int */
+    assert_false(pg_layout_make(&l, 1 << 30, 1 << 20, 1 << 20, 1, 1 << 20, 1, NULL, err,
+                                sizeof err)); /* products past int */
     assert_non_null(strstr(err, "is not divisible by"));
-    assert_true(pg_layout_make5(&l, 16, 2, 2, 2, 2, 1, "tp-cp-ep-pp-dp", err, sizeof err));
+    assert_true(pg_layout_make(&l, 16, 2, 2, 2, 2, 1, "tp-cp-ep-pp-dp", err, sizeof err));
     assert_true(l.cp == 2 && l.ep == 2 && l.dp == 2 && l.edp == 1 && l.order == PG_ORDER_TP_PP_DP);
 }
 

@@ -34,7 +34,7 @@ void tp_fixture_init(int *argc, char ***argv, int world) {
     dist_init(argc, argv);
     pg_layout l;
     char err[256];
-    if (!pg_layout_make(&l, world, world, 1, 1, "tp-dp-pp", err, sizeof err))
+    if (!pg_layout_make(&l, world, world, 1, 1, 1, 1, "tp-dp-pp", err, sizeof err))
         die("tp fixture: %s", err);
     g_ps = ps_create(&l, dist_rank());
     comm_set_trace_hook(tally, NULL);

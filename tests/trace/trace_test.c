@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "src/core/crc32.h"
 #include "src/trace/trace.h"
 #include "tests/support/testing.h"
 
@@ -430,6 +431,155 @@ static void spill(const char *path, const unsigned char *b, size_t n) {
     fclose(f);
 }
 
+/* Rank 5 of world 8 = cp 2 × dp 4 (ep 2): cp_rank 1, dp_rank 2, ep_rank 0 (groups.h's order,
+ * rank = cp + 2·dp). The run's configuration names the sizes too, as trident train's does. */
+static trace_header header_5d(void) {
+    trace_header h = header(5, 8);
+    h.tp = 1, h.pp = 1, h.dp = 4, h.vpp = 1, h.pp_rank = 0, h.dp_rank = 2;
+    h.cp = 2, h.ep = 2, h.cp_rank = 1, h.ep_rank = 0;
+    strcpy(h.schedule, "1f1b");
+    h.config_json = "{\"context_parallel_size\":2,\"expert_model_parallel_size\":2}";
+    return h;
+}
+
+static void expect_5d(const trace_header *h) {
+    assert_int_equal(h->world_size, 8);
+    assert_int_equal(h->dp, 4);
+    assert_int_equal(h->dp_rank, 2);
+    assert_int_equal(h->cp, 2);
+    assert_int_equal(h->cp_rank, 1);
+    assert_int_equal(h->ep, 2);
+    assert_int_equal(h->ep_rank, 0);
+    /* the dp_cp group: 8 ranks, this one fifth (cp fastest) */
+    assert_int_equal(trace_header_dp_cp_size(h), 8);
+    assert_int_equal(trace_header_dp_cp_rank(h), 5);
+}
+
+/* Version 3 keeps the context- and expert-parallel sizes and ranks; a header that leaves them
+ * 0 (a 3-D layout) is written with 1. */
+static void context_and_expert_parallelism_are_in_the_header(void **state) {
+    (void)state;
+    char path[4200], err[512] = "";
+    snprintf(path, sizeof path, "%s/rank5.trace", test_tmpdir("header_5d"));
+    trace_header h = header_5d();
+    trace_recorder *t = trace_create(&h, 4);
+    trace_write(t, path);
+    trace_destroy(t);
+    trace_file *f = trace_file_read(path, err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    expect_5d(trace_file_header(f));
+    trace_file_free(f);
+
+    trace_header flat = header(0, 1); /* cp and ep left 0 */
+    t = trace_create(&flat, 4);
+    trace_write(t, path);
+    trace_destroy(t);
+    f = trace_file_read(path, err, sizeof err);
+    assert_non_null(f);
+    const trace_header *r = trace_file_header(f);
+    assert_true(r->cp == 1 && r->ep == 1 && r->cp_rank == 0 && r->ep_rank == 0);
+    assert_int_equal(trace_header_dp_cp_size(r), 1);
+    trace_file_free(f);
+}
+
+/* The file at path rewritten in version 2's layout (FORMAT.md, "Version 2"): no cp, ep fields
+ * after the run id, dp holding dp · cp and dp_rank cp_rank + cp · dp_rank, the checksum
+ * recomputed. */
+static void rewrite_as_version_2(const char *path) {
+    size_t n;
+    unsigned char *b = slurp(path, &n);
+    int32_t v[4]; /* cp, ep, cp_rank, ep_rank at 116 */
+    memcpy(v, b + 116, sizeof v);
+    int32_t dp, dp_rank;
+    memcpy(&dp, b + 12 + 4 * 4, 4), memcpy(&dp_rank, b + 12 + 8 * 4, 4);
+    dp *= v[0], dp_rank = v[2] + v[0] * dp_rank;
+    memcpy(b + 12 + 4 * 4, &dp, 4), memcpy(b + 12 + 8 * 4, &dp_rank, 4);
+    const uint32_t two = 2;
+    memcpy(b + 8, &two, 4);
+    memmove(b + 116, b + 132, n - 132);
+    n -= 16;
+    const uint32_t crc = crc32_update(0, b, n - 4);
+    memcpy(b + n - 4, &crc, 4);
+    spill(path, b, n);
+    free(b);
+}
+
+/* Runs recorded before version 3 (the saved runs of the baseline pictures among them) still
+ * read, and read as the same run: the sizes come from their configuration. */
+static void version_2_files_read_as_the_same_layout(void **state) {
+    (void)state;
+    char path[4200], err[512] = "";
+    snprintf(path, sizeof path, "%s/rank5.trace", test_tmpdir("version_2"));
+    trace_header h = header_5d();
+    trace_recorder *t = trace_create(&h, 4);
+    trace_record(t, TRACE_STEP, 1, -1, -1, 1.0, 2.0);
+    trace_write(t, path);
+    trace_destroy(t);
+    rewrite_as_version_2(path);
+    size_t n;
+    unsigned char *b = slurp(path, &n);
+    uint32_t version;
+    memcpy(&version, b + 8, 4);
+    assert_int_equal(version, 2);
+    free(b);
+    trace_file *f = trace_file_read(path, err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    expect_5d(trace_file_header(f));
+    assert_int_equal(trace_file_num_events(f), 1);
+    assert_true(trace_file_event(f, 0)->t_end == 2.0);
+    trace_file_free(f);
+
+    /* A configuration without the sizes (an older run, a hand-made trace): dp stays dp · cp. */
+    h.config_json = "{}";
+    t = trace_create(&h, 4);
+    trace_write(t, path);
+    trace_destroy(t);
+    rewrite_as_version_2(path);
+    f = trace_file_read(path, err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    const trace_header *r = trace_file_header(f);
+    assert_true(r->dp == 8 && r->dp_rank == 5 && r->cp == 1 && r->ep == 1);
+    trace_file_free(f);
+}
+
+/* Two ranks of dp 2 that disagree on the expert-parallel size are not one run. */
+static void ranks_of_another_expert_layout_do_not_belong(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("run_ep");
+    char path[4200], err[1024];
+    for (int r = 0; r < 2; r++) {
+        trace_header h = header(r, 2);
+        h.pp = 1, h.pp_rank = 0, h.dp = 2, h.dp_rank = r, h.vpp = 1;
+        h.ep = r == 0 ? 1 : 2, h.ep_rank = r == 0 ? 0 : 1;
+        strcpy(h.schedule, "1f1b");
+        trace_recorder *t = trace_create(&h, 4);
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
+        trace_write(t, path);
+        trace_destroy(t);
+    }
+    assert_null(trace_run_read(dir, err, sizeof err));
+    assert_non_null(strstr(err, "does not belong with rank0.trace (it says rank 1 of 2, tp 1 cp 1 "
+                                "pp 1 dp 2 ep 2 vpp 1 '1f1b'"));
+}
+
+/* The layout's rules: tp · cp · pp · dp is the world, ep divides dp, the ranks inside. */
+static void impossible_context_or_expert_layouts_are_refused(void **state) {
+    (void)state;
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/rank5.trace", test_tmpdir("bad_5d"));
+    for (int k = 0; k < 3; k++) {
+        trace_header h = header_5d();
+        if (k == 0) h.cp = 4;      /* 1 · 4 · 1 · 4 = 16 ranks, not 8 */
+        if (k == 1) h.ep = 3;      /* does not divide dp 4 */
+        if (k == 2) h.cp_rank = 2; /* cp is 2 */
+        trace_recorder *t = trace_create(&h, 4);
+        trace_write(t, path);
+        trace_destroy(t);
+        assert_null(trace_file_read(path, err, sizeof err));
+        assert_non_null(strstr(err, "header at byte 12 has an impossible layout (rank 5, world 8"));
+    }
+}
+
 static void every_truncation_gives_one_error_naming_file_and_offset(void **state) {
     (void)state;
     const char *dir = test_tmpdir("truncated");
@@ -759,6 +909,10 @@ int main(void) {
         cmocka_unit_test(compute_spans_take_device_times_when_the_step_ends),
         cmocka_unit_test(open_spans_resolve_their_begin_now_and_their_end_later),
         cmocka_unit_test(dropped_spans_take_no_markers_and_none_leak),
+        cmocka_unit_test(context_and_expert_parallelism_are_in_the_header),
+        cmocka_unit_test(version_2_files_read_as_the_same_layout),
+        cmocka_unit_test(impossible_context_or_expert_layouts_are_refused),
+        cmocka_unit_test(ranks_of_another_expert_layout_do_not_belong),
         cmocka_unit_test(every_truncation_gives_one_error_naming_file_and_offset),
         cmocka_unit_test(every_flipped_byte_is_detected),
         cmocka_unit_test(missing_file_is_one_clear_error),

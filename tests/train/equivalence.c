@@ -96,10 +96,9 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
                  sc.moe_router_topk, lc->ep > 0 ? lc->ep : 1, lc->capacity > 0 ? " cap" : "");
     if (!train_config_check(&pc, world, err, sizeof err)) fail_msg("layout rejected: %s", err);
     pg_layout l;
-    assert_true(pg_layout_make5(&l, world, pc.tensor_model_parallel_size,
-                                pc.context_parallel_size, pc.expert_model_parallel_size,
-                                pc.pipeline_model_parallel_size, pc.vpp, pc.rank_order, err,
-                                sizeof err));
+    assert_true(pg_layout_make(&l, world, pc.tensor_model_parallel_size, pc.context_parallel_size,
+                               pc.expert_model_parallel_size, pc.pipeline_model_parallel_size,
+                               pc.vpp, pc.rank_order, err, sizeof err));
     parallel_state *ps = ps_create(&l, rank);
     trainer *par = trainer_create(&pc, ps);
     double worst_loss = 0.0;

@@ -88,7 +88,7 @@ static void json_and_pictures_and_stages(void **state) {
     "--world-size 8 --tensor-model-parallel-size 2 --context-parallel-size 2 --num-experts 4 "     \
     "--moe-router-topk 2 --expert-model-parallel-size 2"
 
-/* MoE, expert and context parallelism are predicted (memory_moe_cp_test.c measures them): the
+/* MoE, expert and context parallelism are predicted (memory_test.c measures them): the
  * rank rows gain cp and ep coordinates, in text, JSON and the picture's labels. */
 static void moe_cp_ep_layouts_list_cp_and_ep(void **state) {
     (void)state;

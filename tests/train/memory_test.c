@@ -1,17 +1,24 @@
 /* memory_test.c — what `trident memory` predicts is what Trident's allocator measures.
  *
- * Run under mpirun with WORLD ranks (one binary per world size). For every layout of the
- * equivalence matrix (tests/train/equivalence_cases.h: schedules, TP/PP/DP, ZeRO-1, ZeRO-2/3,
- * overlaps, recomputation, sequence parallelism), then the same layout in bf16, and a few fp16
- * rows (not ZeRO-2/3, which refuse fp16), each
- * rank trains 2 steps and one held-out evaluation of the small equivalence model, and:
+ * Run under mpirun with WORLD ranks (one binary per world size). For every row of the layout
+ * matrix (tests/train/equivalence_cases.h: the 3-D rows — schedules, TP/PP/DP, ZeRO-1,
+ * ZeRO-2/3, overlaps, recomputation, sequence parallelism — and the 5-D rows — context
+ * parallelism, mixture of experts, expert parallelism, with TP, PP, DP and ZeRO-1), in fp32 and
+ * in bf16 (whose bf16 linear products hold the device's operand scratch, sized for the largest
+ * product: with expert parallelism an expert's, ep·N rows), and a few 3-D rows in fp16 (not
+ * ZeRO-2/3, which refuse fp16), each rank trains 2 steps and one held-out evaluation of the
+ * small equivalence model, and:
  *   - its allocator high-water mark (device_bytes_peak, src/device/device_memory.h) is within
- *     ±5% of the prediction for its rank (train_memory_predict, src/train/memory_predict.h) —
- *     the issue's bound; the worst deviation seen is printed (0.00% today: the prediction adds
- *     up the same buffers the run allocates);
+ *     ±5% of the prediction for its rank (train_memory_predict, src/train/memory_predict.h:
+ *     the coordinates of pg_layout_make, this ep rank's experts, activations at T/cp with each
+ *     MoE block's worst case, ring attention's scratch as the temporary) — the issue's bound;
+ *     the worst deviation seen is printed (0.00% today: the prediction adds up the same buffers
+ *     the run allocates);
  *   - parameters, gradients, fp32 master and Adam m + v, measured by their allocation labels
  *     (device_bytes_in_use_of), equal the predicted kinds exactly: the ZeRO paper's pattern in
- *     Trident's storage at dp = 2, 4 and 8, with ZeRO-1 and without;
+ *     Trident's storage at dp = 2, 4 and 8, with ZeRO-1 and without (with expert parallelism:
+ *     E/ep experts per rank);
+ *   - the prediction's coordinates are the run's;
  *   - trainer_memory_peak, which every rank gathers for metrics.jsonl, is each rank's own.
  */
 #include <math.h>
@@ -49,9 +56,9 @@ static double check_layout(const train_config *base, const char *name) {
     char err[512];
     if (!train_config_check(&c, world, err, sizeof err)) fail_msg("%s rejected: %s", name, err);
     pg_layout l;
-    assert_true(pg_layout_make(&l, world, c.tensor_model_parallel_size,
-                               c.pipeline_model_parallel_size, c.vpp, c.rank_order, err,
-                               sizeof err));
+    assert_true(pg_layout_make(&l, world, c.tensor_model_parallel_size, c.context_parallel_size,
+                               c.expert_model_parallel_size, c.pipeline_model_parallel_size, c.vpp,
+                               c.rank_order, err, sizeof err));
     assert_int_equal(device_bytes_in_use(), 0); /* the previous case gave everything back */
     device_bytes_peak_reset();
     parallel_state *ps = ps_create(&l, rank);
@@ -63,6 +70,12 @@ static double check_layout(const train_config *base, const char *name) {
     model_state_measured(state);
     train_memory *tm = train_memory_predict(&c, train_config_zero_stage(&c), "memory_test");
     const zero_memory_rank *m = &tm->ranks[rank];
+    /* the prediction's coordinates are the run's */
+    assert_int_equal(m->tp_rank, ps->tp_rank);
+    assert_int_equal(m->pp_rank, ps->pp_rank);
+    assert_int_equal(m->dp_rank, ps->dp_rank);
+    assert_int_equal(m->cp_rank, ps->cp_rank);
+    assert_int_equal(m->ep_rank, ps->ep_rank);
     for (int k = 0; k <= ZERO_MEM_ADAM; k++)
         if (state[k] != m->bytes[k])
             fail_msg("%s rank %d: %s measured %zu bytes, predicted %zu", name, rank,
@@ -73,14 +86,17 @@ static double check_layout(const train_config *base, const char *name) {
     const double dev = (double)peak / (double)m->total - 1.0;
     double worst = 0, mine = fabs(dev);
     MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    long long off = (long long)peak - (long long)m->total, most = 0;
+    off = off < 0 ? -off : off;
+    MPI_Allreduce(&off, &most, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0) {
         char a[32], b[32], d[32];
-        printf("  %-48s rank 0: peak %9s, predicted %9s; params+grads+master+Adam %8s; worst "
-               "|peak/predicted − 1| %.2f%%\n",
+        printf("  %-52s rank 0: peak %9s, predicted %9s; params+grads+master+Adam %8s; worst "
+               "|peak/predicted − 1| %.4f%% (%lld bytes)\n",
                name, zero_bytes_text((double)peak, a, sizeof a),
                zero_bytes_text((double)m->total, b, sizeof b),
                zero_bytes_text((double)(state[0] + state[1] + state[2] + state[3]), d, sizeof d),
-               100.0 * worst);
+               100.0 * worst, most);
     }
     if (!(mine <= 0.05))
         fail_msg("%s rank %d: allocator peak %zu bytes vs predicted %zu (%+.2f%%, bound ±5%%)",
@@ -91,37 +107,48 @@ static double check_layout(const train_config *base, const char *name) {
     return worst;
 }
 
+/* A row's name: its layout, schedule and features, and the precision. */
 static void case_name(const layout_case *lc, const train_config *c, char *buf, size_t cap) {
-    snprintf(buf, cap, "tp%d pp%d dp%d %s%s%s%s%s%s%s%s%s%s", lc->tp, lc->pp,
-             dist_world_size() / (lc->tp * lc->pp), lc->schedule, lc->zero ? " zero" : "",
-             lc->overlap_grad || lc->overlap_param ? " overlap" : "",
+    const int dp = dist_world_size() / (lc->tp * lc->pp * c->context_parallel_size);
+    snprintf(buf, cap, "tp%d pp%d dp%d %s%s%s%s%s%s%s%s%s", lc->tp, lc->pp, dp, lc->schedule,
+             lc->zero ? " zero" : "", lc->overlap_grad || lc->overlap_param ? " overlap" : "",
              lc->overlap_p2p ? " p2p-ahead" : "", lc->recompute ? " rc-" : "",
              lc->recompute ? lc->recompute : "", lc->sequence_parallel ? " sp" : "",
-             lc->sharding ? " " : "", lc->sharding ? lc->sharding : "",
-             c->bf16   ? " bf16"
-             : c->fp16 ? " fp16"
-                       : "");
+             lc->sharding ? " " : "", lc->sharding ? lc->sharding : "");
+    if (c->context_parallel_size > 1)
+        snprintf(buf + strlen(buf), cap - strlen(buf), " cp%d", c->context_parallel_size);
+    if (lc->experts > 0)
+        snprintf(buf + strlen(buf), cap - strlen(buf), " moe-E%d-k%d ep%d%s", lc->experts,
+                 c->moe_router_topk, c->expert_model_parallel_size, lc->capacity > 0 ? " cap" : "");
+    if (c->bf16 || c->fp16)
+        snprintf(buf + strlen(buf), cap - strlen(buf), c->bf16 ? " bf16" : " fp16");
+}
+
+/* fp16 on a few rows: every fourth 3-D row without --overlap-grad-reduce (which refuses fp16)
+ * and without ZeRO-2/3 (which refuse it too). */
+static bool fp16_row(size_t i) {
+    const layout_case *lc = &k_cases[i];
+    return i % 4 == 0 && !lc->overlap_grad && !lc->sharding && !layout_case_is_5d(lc);
 }
 
 static void every_layout_peaks_where_predicted(void **state) {
     (void)state;
-    train_config base;
-    equivalence_base_config(&base);
     double worst = 0;
-    char name[128];
+    char name[192];
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
         for (int prec = 0; prec < 3; prec++) {
-            train_config c;
+            if (prec == 2 && !fp16_row(i)) continue;
+            train_config base, c;
+            equivalence_base_config(&base);
+            equivalence_model(&k_cases[i], &base); /* the row's model: its experts */
             equivalence_apply(&base, &k_cases[i], &c);
             c.bf16 = prec == 1;
             c.fp16 = prec == 2;
-            if (prec == 2 && (i % 4 != 0 || c.overlap_grad_reduce)) continue; /* a few fp16 */
-            if (prec == 2 && k_cases[i].sharding) continue; /* ZeRO-2/3 refuse fp16 */
             case_name(&k_cases[i], &c, name, sizeof name);
             worst = fmax(worst, check_layout(&c, name));
         }
     if (dist_rank() == 0)
-        printf("  worst |peak/predicted − 1| over every row: %.2f%%\n", 100 * worst);
+        printf("  worst |peak/predicted − 1| over every row: %.4f%%\n", 100 * worst);
 }
 
 /* Data parallelism alone at this world (dp = WORLD), without and with ZeRO-1, fp32 and bf16:

@@ -47,7 +47,7 @@ static trainer *make(train_config *c, parallel_state **ps_out) {
     char err[512];
     if (!train_config_check(c, dist_world_size(), err, sizeof err)) fail_msg("%s", err);
     pg_layout l;
-    assert_true(pg_layout_make(&l, dist_world_size(), c->tensor_model_parallel_size,
+    assert_true(pg_layout_make(&l, dist_world_size(), c->tensor_model_parallel_size, 1, 1,
                                c->pipeline_model_parallel_size, c->vpp, c->rank_order, err,
                                sizeof err));
     *ps_out = ps_create(&l, dist_rank());

@@ -40,8 +40,8 @@ static void one_case(int tp, int cp, int ep, int experts) {
     c.moe_aux_loss_coeff = 0.01f;
     if (!train_config_check(&c, world, err, sizeof err)) fail_msg("%s", err);
     pg_layout l;
-    assert_true(pg_layout_make5(&l, world, tp, cp, ep, c.pipeline_model_parallel_size, c.vpp,
-                                c.rank_order, err, sizeof err));
+    assert_true(pg_layout_make(&l, world, tp, cp, ep, c.pipeline_model_parallel_size, c.vpp,
+                               c.rank_order, err, sizeof err));
     parallel_state *ps = ps_create(&l, rank);
     trainer *t = trainer_create(&c, ps);
     comm_reset_counters(ps->cp);

@@ -12,7 +12,7 @@
 static pg_layout make(int world, int tp, int pp, const char *order) {
     pg_layout l;
     char err[256];
-    if (!pg_layout_make(&l, world, tp, pp, 1, order, err, sizeof err)) fail_msg("%s", err);
+    if (!pg_layout_make(&l, world, tp, 1, 1, pp, 1, order, err, sizeof err)) fail_msg("%s", err);
     return l;
 }
 
@@ -108,11 +108,12 @@ static void context_and_expert_groups_get_numbers_and_room(void **state) {
     viz_groups_layout_make(&go, &old, 8);
     assert_null(go.cp_group);
     assert_null(go.ep_group);
+    assert_null(go.tp_cp_group);
     assert_true(go.top_gap == 0);
 
     pg_layout l;
     char err[256];
-    assert_true(pg_layout_make5(&l, 16, 2, 2, 2, 2, 1, NULL, err, sizeof err));
+    assert_true(pg_layout_make(&l, 16, 2, 2, 2, 2, 1, NULL, err, sizeof err));
     viz_groups_layout gl;
     viz_groups_layout_make(&gl, &l, 8);
     assert_non_null(gl.cp_group);
@@ -122,26 +123,30 @@ static void context_and_expert_groups_get_numbers_and_room(void **state) {
     for (int r = 0; r < l.world; r++) {
         assert_int_equal(gl.cp_group[r], pg_group_of(&l, PG_CP, r, NULL, NULL));
         assert_int_equal(gl.ep_group[r], pg_group_of(&l, PG_EP, r, NULL, NULL));
+        assert_int_equal(gl.tp_cp_group[r], pg_group_of(&l, PG_TP_CP, r, NULL, NULL));
         assert_true(inside(gl.box[r], gl.node[r / 8]));
         assert_true(inside(gl.box[r], page));
         /* the channel above the box is inside the node band too */
         assert_true(gl.box[r].y - gl.top_gap >= gl.node[r / 8].y);
         for (int q = 0; q < r; q++) assert_false(overlap(gl.box[r], gl.box[q]));
     }
-    assert_int_equal(gl.cp_group[0], gl.cp_group[2]); /* [0,2] */
-    assert_int_equal(gl.ep_group[0], gl.ep_group[4]); /* [0,4] */
+    assert_int_equal(gl.cp_group[0], gl.cp_group[2]);       /* [0,2] */
+    assert_int_equal(gl.ep_group[0], gl.ep_group[4]);       /* [0,4] */
+    assert_int_equal(gl.tp_cp_group[0], gl.tp_cp_group[3]); /* [0,1,2,3] */
+    assert_int_not_equal(gl.tp_cp_group[0], gl.tp_cp_group[4]);
     assert_int_not_equal(gl.ep_group[0], gl.ep_group[2]);
     assert_true(gl.box[0].y > go.box[0].y); /* room for the CP/EP legend row and channel */
     viz_groups_layout_free(&gl);
     viz_groups_layout_free(&go);
 }
 
-/* The rendered picture has a CP dot over rank 0 (left of centre) and an EP dot (right). */
+/* The rendered picture has a CP dot over rank 0 (left of centre) and an EP dot (right), and
+ * the TP × CP bracket under ranks 0 to 3. */
 static void rendered_png_marks_cp_and_ep_members_over_the_boxes(void **state) {
     (void)state;
     pg_layout l;
     char err[256], path[4200];
-    assert_true(pg_layout_make5(&l, 16, 2, 2, 2, 2, 1, NULL, err, sizeof err));
+    assert_true(pg_layout_make(&l, 16, 2, 2, 2, 2, 1, NULL, err, sizeof err));
     snprintf(path, sizeof path, "%s/groups_cp_ep.png", test_tmpdir("groups_draw"));
     viz_groups_draw(path, &l, 8);
     viz_groups_layout gl;
@@ -164,6 +169,27 @@ static void rendered_png_marks_cp_and_ep_members_over_the_boxes(void **state) {
             fail_msg("%s dot at (%d,%d): pixel %d,%d,%d, want %.0f,%.0f,%.0f", k ? "EP" : "CP", x,
                      y, red, green, blue, want.r * 255, want.g * 255, want.b * 255);
     }
+    /* The TP × CP bracket under ranks 0..3: its line 10 points under box 1, in the bracket's
+     * colour (a 1.6-point line, antialiased: one of the rows around it is mostly that colour,
+     * at most 30% of the way back to the node band's grey). */
+    const viz_rgb bracket = viz_shade(viz_groups_cp_color(), -0.25);
+    const int want[3] = {(int)(bracket.r * 255), (int)(bracket.g * 255), (int)(bracket.b * 255)};
+    const int bx = (int)(gl.box[1].x + 20), by = (int)(gl.box[1].y + gl.box[1].h + 10);
+    bool found = false;
+    for (int y = by - 1; y <= by + 1; y++) {
+        uint32_t p, band;
+        memcpy(&p, px + y * stride + bx * 4, 4);
+        memcpy(&band, px + (y + 4) * stride + bx * 4, 4); /* under the bracket: the band */
+        int off = 0, span = 0;
+        for (int c = 0; c < 3; c++) {
+            const int got = (int)((p >> (16 - 8 * c)) & 255),
+                      bg = (int)((band >> (16 - 8 * c)) & 255);
+            off += abs(got - want[c]);
+            span += abs(bg - want[c]);
+        }
+        found |= span > 100 && off * 10 <= span * 3;
+    }
+    if (!found) fail_msg("no TP × CP bracket under rank 1 at (%d,%d)", bx, by);
     cairo_surface_destroy(s);
     viz_groups_layout_free(&gl);
 }
