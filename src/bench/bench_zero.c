@@ -2,7 +2,7 @@
  * step of ZeRO-1 as it is now, timed side by side with the step as it was before the model's
  * buffers were padded to the shard layout (commit e7746a1 removed it), in one MPI job.
  *
- *   now (in place, offsets into the padded buffers; src/zero/distributed_optimizer.c):
+ *   now (in place, offsets into the padded buffers; src/zero/zero1.c):
  *     grads  [ shard 0 | ... | shard p-1 ]  reduce-scatter IN PLACE -> [ sum of shard d | ... ]
  *     scale and norm of grads[0 .. S);  AdamW on params + d*S
  *     params [ shard 0 | ... | shard p-1 ]  all-gather IN PLACE from params + d*S

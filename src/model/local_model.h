@@ -9,7 +9,7 @@
  * The tied wte's two copies get the same gradient (the sum of both) before every update, so
  * with the same initial value and the same optimizer they stay equal:
  *   - copies on two ranks (every layout but zbv): the embedding group all-reduces the two
- *     gradients (src/zero/distributed_optimizer.c);
+ *     gradients (src/zero/optimizer_steps.c);
  *   - both copies on this rank (zbv: stage 0 and stage 2p−1 on pipeline rank 0):
  *     local_model_sum_tied_grads adds them here, no message (the executor calls it after
  *     the step's last W). Keeping two copies rather than aliasing one buffer keeps every

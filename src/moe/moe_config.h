@@ -2,7 +2,7 @@
  *
  * Every layer that is given MoE settings checks them here, with these rules and these words
  * (the flags' names): the flags of `trident train` (src/train/config_check.c), the metadata of
- * a checkpoint (src/ckpt/checkpoint.c), the model's configuration (gpt_config_check, with one
+ * a checkpoint (src/ckpt/checkpoint_read.c), the model's configuration (gpt_config_check, with one
  * expert-parallel rank) and the layer itself (moe_acts_create).
  *
  *   num_experts      E, 1 <= E <= MOE_MAX_EXPERTS. A model without experts (E = 0, dense

@@ -18,7 +18,7 @@
 #include "src/zero/shard_ranges.h"
 
 
-static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; } /* gpt.c's 64-byte views */
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; } /* gpt_layout.c's 64-byte views */
 
 /* Where a rank sits: the coordinates its chunks depend on. */
 typedef struct {
@@ -119,7 +119,7 @@ static size_t temporary_bytes(const train_config *c, const zero_ranges *r, const
     return most > ring ? most : ring; /* with context parallelism too */
 }
 
-/* ZeRO-1 with expert parallelism (src/zero/distributed_optimizer.c): the expert tensors
+/* ZeRO-1 with expert parallelism (src/zero/expert_shard.h): the expert tensors
  * packed end to end and padded for `xshards` expert-data-parallel shards — a buffer of that
  * length (gradients, then parameters) and, per shard, Adam m and v and the fp32 master. */
 static void expert_state_bill(zero_memory_rank *m, const gpt_param *const *plist, int n,

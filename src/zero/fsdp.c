@@ -94,7 +94,7 @@ static int unit_of_span(const zero_fsdp *f, size_t begin, size_t end) {
     return u;
 }
 
-/* Whether c is a chunk of this optimizer's model (the hooks are process-wide). */
+/* Whether c is a chunk of this optimizer's model (a check: the hooks are the model's own). */
 static bool owns(const zero_fsdp *f, const gpt_chunk *c) {
     return c >= f->m->chunks && c < f->m->chunks + f->m->nchunks;
 }

@@ -121,8 +121,7 @@ static void zero_on_and_off_agree_and_shard_the_state(void **state) {
     ps_destroy(ps_b);
 }
 
-/* Parameters after 3 bf16 steps of layout c (a copy; the trainer is gone: the model hooks of
- * the overlap flags are process-wide, so one trainer runs at a time). */
+/* Parameters after 3 bf16 steps of layout c (a copy; the trainer is gone when it returns). */
 static float *bf16_params(train_config c, size_t *n) {
     c.bf16 = true;
     c.ddp_bucket_size = 3000; /* many buckets, most reduced during the backward */
