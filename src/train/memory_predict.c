@@ -18,7 +18,9 @@
 #include "src/zero/shard_ranges.h"
 
 
-static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; } /* gpt_layout.c's 64-byte views */
+static size_t round16(size_t n) {
+    return (n + 15) & ~(size_t)15;
+} /* gpt_layout.c's 64-byte views */
 
 /* Where a rank sits: the coordinates its chunks depend on. */
 typedef struct {
