@@ -23,19 +23,13 @@
 
 #include "src/ckpt/tensorfile.h"
 #include "src/core/crc32.h"
+#include "tests/robustness_input/hostile.h"
 #include "tests/support/testing.h"
 
 /* The tiny model the checkpoint fixtures are saved with. */
 #define TINY                                                                                       \
     "--num-layers 1 --hidden-size 8 --num-attention-heads 1 --seq-length 4 "                       \
     "--global-batch-size 1 --micro-batch-size 1 --no-trace --quiet"
-
-typedef struct {
-    int np;              /* 1: run directly; > 1: under mpirun */
-    const char *args;    /* after `trident`; {D} is the fixture directory */
-    const char *words;   /* the error must contain these */
-    const char *pending; /* non-NULL: a known gap, reported; what is wrong today */
-} hostile_case;
 
 static const hostile_case k_cases[] = {
     /* ---- train: sizes and rules ---- */
@@ -67,7 +61,8 @@ static const hostile_case k_cases[] = {
      "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1|zbv, got 'zigzag'", NULL},
     {1, "train --device gpu", "--device must be one of cpu|cuda|cpu-guarded, got 'gpu'", NULL},
     {1, "train --rank-order dp-tp-pp",
-     "--rank-order must be one of tp-dp-pp|tp-pp-dp|tp-cp-ep-dp-pp|tp-cp-ep-pp-dp, got 'dp-tp-pp'", NULL},
+     "--rank-order must be one of tp-dp-pp|tp-pp-dp|tp-cp-ep-dp-pp|tp-cp-ep-pp-dp, got 'dp-tp-pp'",
+     NULL},
     {1, "train --tensor-model-parallel-size 2",
      "world size 1 is not divisible by --tensor-model-parallel-size 2", NULL},
     {1, "train --num-layers-per-virtual-pipeline-stage 1",
@@ -148,7 +143,8 @@ static const hostile_case k_cases[] = {
     /* ---- train: mixture of experts, expert and context parallelism ---- */
     {1, "train --num-experts 4096 --hidden-size 4096 --num-attention-heads 1",
      "the model needs at least 1.759e+13 bytes per rank", NULL},
-    {1, "train --num-experts -1", "--num-experts -1 must be between 0 (a dense MLP) and 4096", NULL},
+    {1, "train --num-experts -1", "--num-experts -1 must be between 0 (a dense MLP) and 4096",
+     NULL},
     {1, "train --num-experts 5000", "--num-experts 5000 must be between 0", NULL},
     {1, "train --num-experts 4 --moe-router-topk 0",
      "--moe-router-topk 0 must be between 1 and --num-experts 4", NULL},
@@ -170,13 +166,15 @@ static const hostile_case k_cases[] = {
      NULL},
     {2, "train " TINY " --expert-model-parallel-size 2 --global-batch-size 2 --run-dir {D}/e",
      "--expert-model-parallel-size 2 needs experts: give --num-experts", NULL},
-    {2, "train " TINY " --num-experts 3 --expert-model-parallel-size 2 --global-batch-size 2 "
-        "--run-dir {D}/e",
+    {2,
+     "train " TINY " --num-experts 3 --expert-model-parallel-size 2 --global-batch-size 2 "
+     "--run-dir {D}/e",
      "--num-experts 3 is not divisible by --expert-model-parallel-size 2", NULL},
     {2, "train " TINY " --context-parallel-size 2 --seq-length 6 --run-dir {D}/c",
      "--seq-length 6 is not divisible by 2 × --context-parallel-size 2", NULL},
-    {2, "train " TINY " --num-experts 2 --expert-model-parallel-size 2 --global-batch-size 2 "
-        "--use-distributed-optimizer --overlap-param-gather --run-dir {D}/e",
+    {2,
+     "train " TINY " --num-experts 2 --expert-model-parallel-size 2 --global-batch-size 2 "
+     "--use-distributed-optimizer --overlap-param-gather --run-dir {D}/e",
      "--expert-model-parallel-size 2 does not run with --overlap-grad-reduce / "
      "--overlap-param-gather",
      NULL},
@@ -398,7 +396,7 @@ static const hostile_case k_cases[] = {
 static char g_out[1 << 16];
 static char g_before[1 << 18], g_after[1 << 18]; /* fixture snapshots around one case */
 enum { CASE_TIMEOUT_S = 120 };
-static char g_dir[4096];
+char g_dir[4096];
 
 /* s with every "{D}" replaced by the fixture directory, into out. */
 static void expand(const char *s, char *out, size_t cap) {
@@ -414,14 +412,14 @@ static void expand(const char *s, char *out, size_t cap) {
     out[n < cap ? n : cap - 1] = 0;
 }
 
-static void sh(const char *fmt, const char *a) {
+void sh(const char *fmt, const char *a) {
     char cmd[8192];
     snprintf(cmd, sizeof cmd, fmt, a, a, a, a, a, a);
     if (system(cmd) != 0) fail_msg("fixture command failed: %s", cmd);
 }
 
 /* A checkpoint directory DIR holding iteration 1 as one tensor file with metadata `meta`. */
-static void forged_checkpoint(const char *name, const char *meta) {
+void forged_checkpoint(const char *name, const char *meta) {
     char path[4400];
     snprintf(path, sizeof path, "mkdir -p %s/%s/iter_0000001 && echo 1 > %s/%s/latest", g_dir, name,
              g_dir, name);
@@ -437,8 +435,8 @@ static void forged_checkpoint(const char *name, const char *meta) {
 /* {D}/NAME: a copy of the fixture checkpoint {D}/ck (iteration 1, one rank) whose rank file is
  * rewritten with `from` replaced by `to` in its metadata (when from is not NULL) and element 0
  * of tensor `tensor` set to `value` (when tensor is not NULL): a forged but well-formed file. */
-static void forged_copy(const char *name, const char *from, const char *to, const char *tensor,
-                        float value) {
+void forged_copy(const char *name, const char *from, const char *to, const char *tensor,
+                 float value) {
     char src[4400], dst[4400], cmd[9000], err[512];
     snprintf(src, sizeof src, "%s/ck/iter_0000001/rank_00000.tck", g_dir);
     snprintf(dst, sizeof dst, "%s/%s/iter_0000001/rank_00000.tck", g_dir, name);
@@ -470,7 +468,7 @@ static void forged_copy(const char *name, const char *from, const char *to, cons
 /* {D}/NAME: a copy of the traced 2-rank run {D}/rp whose rank0.trace has `len` bytes at
  * `field` of its first event of kind `kind` (or, with kind -1, at byte `field` of the file)
  * replaced by `bytes`, its CRC-32 made right again (src/trace/FORMAT.md). */
-static void forged_trace(const char *name, int kind, size_t field, const void *bytes, size_t len) {
+void forged_trace(const char *name, int kind, size_t field, const void *bytes, size_t len) {
     char path[4400], cmd[9000];
     snprintf(cmd, sizeof cmd, "rm -rf %s/%s && cp -r %s/rp %s/%s", g_dir, name, g_dir, g_dir, name);
     if (system(cmd) != 0) fail_msg("cannot copy the fixture run: %s", cmd);
@@ -594,6 +592,7 @@ static int setup(void **state) {
         "\"num_layers\":1,\"hidden_size\":8,\"num_attention_heads\":1,\"seq_length\":4,"
         "\"make_vocab_size_divisible_by\":128,\"seed\":1}");
     setup_round2();
+    for (size_t f = 0; f < HOSTILE_FAMILIES; f++) k_round3[f].setup();
     return 0;
 }
 
@@ -618,12 +617,11 @@ static const char *first_lost(const char *before, const char *after) {
     return NULL;
 }
 
-static void every_kind_of_bad_input_gets_one_clear_line(void **state) {
-    (void)state;
-    const size_t n = sizeof k_cases / sizeof k_cases[0];
+/* Runs the n cases of one table; adds to *failures and *pending. */
+static void run_cases(const hostile_case *cases, size_t n, int *failures_, int *pending_) {
     int failures = 0, pending = 0;
     for (size_t i = 0; i < n; i++) {
-        const hostile_case *c = &k_cases[i];
+        const hostile_case *c = &cases[i];
         char args[4096], words[4096], cmd[8192], mpirun[2048];
         expand(c->args, args, sizeof args);
         expand(c->words, words, sizeof words);
@@ -665,8 +663,36 @@ static void every_kind_of_bad_input_gets_one_clear_line(void **state) {
             printf("  ok      %-60.60s -> %s\n", args, first);
         }
     }
-    printf("  %zu kinds of bad input, %d pending (reported), %d failing\n", n, pending, failures);
+    *failures_ += failures;
+    *pending_ += pending;
+}
+
+static size_t rows_of(const hostile_case *cases) {
+    size_t n = 0;
+    while (cases[n].args) n++;
+    return n;
+}
+
+static void every_kind_of_bad_input_gets_one_clear_line(void **state) {
+    (void)state;
+    int failures = 0, pending = 0;
+    const size_t n = sizeof k_cases / sizeof k_cases[0];
+    run_cases(k_cases, n, &failures, &pending);
     assert_true(n - (size_t)pending >= 159); /* 94 rows, then 65 of round 2 */
+    size_t total = n;
+    for (size_t f = 0; f < HOSTILE_FAMILIES; f++) { /* round 3: at least 15 rows a family */
+        const size_t m = rows_of(k_round3[f].cases);
+        int fam_pending = 0;
+        printf("  round 3, %s: %zu rows\n", k_round3[f].name, m);
+        run_cases(k_round3[f].cases, m, &failures, &fam_pending);
+        pending += fam_pending;
+        total += m;
+        if (m - (size_t)fam_pending < 15)
+            fail_msg("round 3, %s: %zu rows that pass, fewer than 15", k_round3[f].name,
+                     m - (size_t)fam_pending);
+    }
+    printf("  %zu kinds of bad input, %d pending (reported), %d failing\n", total, pending,
+           failures);
     if (failures)
         fail_msg("%d kinds of bad input were not refused with their one clear line", failures);
 }

@@ -1,0 +1,8 @@
+/* hostile_values.c — round 3 of the hostile-input table (issue 31): see hostile.h. */
+#include "tests/robustness_input/hostile.h"
+
+const hostile_case hostile_values_cases[] = {
+    {0, NULL, NULL, NULL},
+};
+
+void hostile_values_setup(void) {}
