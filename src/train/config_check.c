@@ -341,7 +341,7 @@ static bool check_recompute(const train_config *c, char *err, size_t errlen) {
 
 
 /* What MoE, expert and context parallelism need, and what they do not run with (yet). The
- * MoE settings obey src/moe/moe_config.h (a dense model, no experts and ep 1, has none). */
+ * MoE settings obey src/moe/moe_config.h, dense models too (they keep every default). */
 static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
     const int cp = c->context_parallel_size, ep = c->expert_model_parallel_size;
     const bool moe = c->num_experts > 0;
@@ -351,7 +351,7 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
                           c->moe_expert_capacity_factor,
                           ep,
                           0};
-    if ((moe || ep > 1) && !moe_config_check(&m, err, errlen)) return false;
+    if (!moe_config_check(&m, err, errlen)) return false;
     if (cp > 1 && c->seq_length % (2 * cp) != 0)
         FAIL("--seq-length %d is not divisible by 2 × --context-parallel-size %d (each rank "
              "holds two zig-zag chunks of every sequence)",
