@@ -195,7 +195,7 @@ static void read_position(ckpt_saved_rank *f, int it, int rank) {
         !tf_meta_get_double(tf_reader_meta(f->r), "loss_scale", &f->loss_scale))
         die("checkpoint '%s': loss_scale is not a number", path);
     if (!prec_scale_valid(f->loss_scale))
-        die("checkpoint '%s': loss_scale %g is outside [%g, %g], the range of the fp16 loss "
+        die("checkpoint '%s': loss_scale %g is outside [%.0f, %.0f], the range of the fp16 loss "
             "scaler (src/precision/loss_scaler.h)",
             path, f->loss_scale, PREC_SCALE_MIN, PREC_SCALE_MAX);
     if (f->padded_vocab < 1 || f->padded_vocab % f->tp != 0)

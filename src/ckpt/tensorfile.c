@@ -511,8 +511,9 @@ bool tf_meta_check(const char *json, char *err, size_t errlen) {
         const char *k = p + 1;
         const size_t len = (size_t)(after - 1 - k);
         if (memchr(k, '\\', len))
-            return snprintf(err, errlen, "has the key \"%.*s\" written with an escape (keys are "
-                                         "written plainly)",
+            return snprintf(err, errlen,
+                            "has the key \"%.*s\" written with an escape (keys are "
+                            "written plainly)",
                             (int)(len < 64 ? len : 64), k),
                    false;
         for (size_t i = 0; i < n; i++)
