@@ -1,6 +1,7 @@
 /* run.c — trainer_run (see trainer.h): the whole run around the trainer object — set-up,
  * the loop with its progress lines and metrics.jsonl, evaluation, checkpoints, the trace and
- * the run directory's pictures. The trainer itself (create, step, evaluate) is trainer.c. */
+ * the run directory's pictures. The trainer itself (create, step, evaluate) is trainer.c; the
+ * lines of metrics.jsonl and the finite check of each step's values are metrics_log.c. */
 #include "src/train/trainer_internal.h"
 
 #include <math.h>
