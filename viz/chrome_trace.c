@@ -44,7 +44,7 @@ static void meta(json_writer *w, int pid, int tid, const char *what, const char 
  * not finite numbers is left out (it has no place on a time axis): false, nothing written. */
 static bool slice_begin(json_writer *w, int pid, int tid, const char *name, const char *cat,
                         double a, double b, double t0) {
-    if (!isfinite(a - t0) || !isfinite(b - a)) return false;
+    if (!isfinite((a - t0) * 1e6) || !isfinite((b - a) * 1e6)) return false;
     next(w);
     json_field_string(w, "ph", "X");
     json_field_int(w, "pid", pid);
@@ -75,8 +75,8 @@ static void wait_args(json_writer *w, const char *kind, const trace_event *e) {
 /* The tail of a transfer's args: wait, bandwidth, label and layer. */
 static void transfer_tail(json_writer *w, const trace_file *tf, const trace_event *e, double a,
                           double m, double b) {
-    json_field_double(w, "wait_us", "%.3f", (m - a) * 1e6);
-    json_field_double(w, "bandwidth_gbps", "%.3f", (double)e->bytes / (b - m) / 1e9);
+    json_field_double_or_null(w, "wait_us", "%.3f", (m - a) * 1e6);
+    json_field_double_or_null(w, "bandwidth_gbps", "%.3f", (double)e->bytes / (b - m) / 1e9);
     json_field_string(w, "label", trace_file_string(tf, e->label));
     json_field_int(w, "layer", e->layer);
 }
@@ -125,7 +125,7 @@ static void write_compute(const rank_out *o, const trace_event *e, double a, dou
     json_field_int(w, "step", e->step);
     json_field_int(w, "microbatch", e->microbatch);
     json_field_int(w, "chunk", e->chunk);
-    json_field_double(w, "cpu_s", "%.6f", e->cpu >= 0 ? e->cpu : NAN);
+    json_field_double_or_null(w, "cpu_s", "%.6f", e->cpu >= 0 ? e->cpu : NAN);
     slice_end(w);
 }
 
@@ -158,7 +158,7 @@ static void write_p2p(const rank_out *o, size_t i, const trace_event *e, double 
         slice_end(w);
     }
     int flow = o->r->flow[o->k][i];
-    if (flow < 0) return;
+    if (flow < 0 || !isfinite((m - o->t0) * 1e6)) return; /* no place on a time axis */
     /* the arrow starts in the send's transfer, ends in the receive's */
     next(w);
     json_field_string(w, "ph", send ? "s" : "f");
@@ -199,6 +199,7 @@ static void write_collective(const rank_out *o, const trace_event *e, double a, 
 
 static void write_memory(const rank_out *o, const trace_event *e, double a) {
     json_writer *w = o->w;
+    if (!isfinite((a - o->t0) * 1e6)) return; /* no place on a time axis */
     next(w);
     json_field_string(w, "ph", "C");
     json_field_int(w, "pid", o->pid);

@@ -68,6 +68,7 @@ typedef struct {
     long long cp, cp_rank, ep, ep_rank; /* 1, 0 when absent (files of 3-D layouts) */
     int num_experts, topk;              /* 0, 0 when absent (a dense model) */
     float aux_coeff, capacity;
+    double loss_scale; /* prec_scale_valid (1 when absent) */
     char precision[16];
     char save_id[24]; /* "" in checkpoints saved before ids existed */
 } ckpt_saved_rank;

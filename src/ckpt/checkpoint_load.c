@@ -273,15 +273,12 @@ static void load_loss_scaler(const ckpt_saved_rank *f, dist_optimizer *opt) {
     int64_t four = 4;
     const int32_t *sc = tf_reader_require(f->r, "loss_scaler", TF_I32, 1, &four);
     prec_scaler *s = distopt_scaler(opt);
-    double scale;
-    if (!tf_meta_get_double(tf_reader_meta(f->r), "loss_scale", &scale) || !(scale > 0))
-        die("checkpoint '%s': the metadata has no positive \"loss_scale\"", f->path);
     for (int k = 0; k < 4; k++)
         if (sc[k] < 0)
             die("checkpoint '%s': tensor 'loss_scaler' element %d is %d (its counters are never "
                 "negative)",
                 f->path, k, (int)sc[k]);
-    s->scale = (float)scale;
+    s->scale = (float)f->loss_scale; /* checked by ckpt_rank_open */
     s->growth_tracker = sc[0];
     s->hysteresis_tracker = sc[1];
     s->steps = sc[2];

@@ -4,6 +4,7 @@
  *   format, version, save id, precision    what file this is
  *   iteration, rank, world, tp, adam_step  where it belongs, each inside its range
  *   cp, ep, num_experts, moe_router_topk   the 5-D layout and the experts (absent: 3-D, dense)
+ *   tp/cp/ep/pp/dp rank                    those of the file's rank in that layout
  *
  * and the model it holds compared with the run's (ckpt_rank_check_model). Every problem ends
  * the program with one line naming the file and the rule.
@@ -18,6 +19,8 @@
 #include "src/ckpt/checkpoint_dir.h"
 #include "src/ckpt/checkpoint_internal.h"
 #include "src/moe/moe_config.h"
+#include "src/precision/loss_scaler.h"
+#include "src/runtime/groups.h"
 
 #define MAX_SAVED_WORLD (1 << 20) /* sanity bound on a file's world_size */
 
@@ -90,8 +93,11 @@ static void read_moe_cp(ckpt_saved_rank *f) {
             die("checkpoint '%s': expert_model_parallel_size %lld but no num_experts (a dense "
                 "model has no experts to cut)",
                 f->path, f->ep);
-        if (tf_meta_has(tf_reader_meta(f->r), "moe_router_topk"))
-            die("checkpoint '%s': moe_router_topk but no num_experts", f->path);
+        static const char *const moe_keys[] = {"moe_router_topk", "moe_aux_loss_coeff",
+                                               "moe_expert_capacity_factor"};
+        for (size_t k = 0; k < sizeof moe_keys / sizeof moe_keys[0]; k++)
+            if (tf_meta_has(tf_reader_meta(f->r), moe_keys[k]))
+                die("checkpoint '%s': %s but no num_experts", f->path, moe_keys[k]);
         return;
     }
     f->topk = (int)meta_opt_int(f, "moe_router_topk", -1, 1, f->num_experts);
@@ -102,6 +108,37 @@ static void read_moe_cp(ckpt_saved_rank *f) {
                           f->capacity,    (int)f->ep, (int)f->ep_rank};
     char err[256];
     if (!moe_config_check(&m, err, sizeof err)) die("checkpoint '%s': %s", f->path, err);
+}
+
+/* The file's coordinates (tp, cp, ep, pp, dp rank) must be those of its rank in the layout it
+ * says it was saved with, under one of the two rank orders (groups.h; the file does not name
+ * its order): a file whose coordinates were swapped with another's (its experts, say) would
+ * otherwise load into the wrong place. */
+static void read_coordinates(ckpt_saved_rank *f, int rank) {
+    const long long pp = meta_int(f, "pp"), pp_rank = meta_int(f, "pp_rank");
+    const long long dp_rank = meta_int(f, "dp_rank");
+    if (pp < 1 || f->world % (f->tp * f->cp * pp) != 0)
+        die("checkpoint '%s': pp %lld does not divide world_size %lld / (tp %lld × "
+            "context_parallel_size %lld)",
+            f->path, pp, f->world, f->tp, f->cp);
+    const pg_order orders[2] = {PG_ORDER_TP_DP_PP, PG_ORDER_TP_PP_DP};
+    pg_coord want = {0};
+    for (int o = 0; o < 2; o++) {
+        pg_layout l;
+        char err[256];
+        if (!pg_layout_make(&l, (int)f->world, (int)f->tp, (int)f->cp, (int)f->ep, (int)pp, 1,
+                            pg_order_name(orders[o]), err, sizeof err))
+            die("checkpoint '%s': its layout is not one: %s", f->path, err);
+        want = pg_coord_of(&l, rank);
+        if (want.tp == f->tp_rank && want.cp == f->cp_rank && want.ep == f->ep_rank &&
+            want.pp == pp_rank && want.dp == dp_rank)
+            return;
+    }
+    die("checkpoint '%s': the file says tp_rank %lld, cp_rank %lld, ep_rank %lld, pp_rank %lld, "
+        "dp_rank %lld, but rank %d of its layout is at tp_rank %d, cp_rank %d, ep_rank %d, "
+        "pp_rank %d, dp_rank %d (rank files swapped or edited?)",
+        f->path, f->tp_rank, f->cp_rank, f->ep_rank, pp_rank, dp_rank, rank, want.tp, want.cp,
+        want.ep, want.pp, want.dp);
 }
 
 /* What file this is: a Trident checkpoint of the version read here, its save id and
@@ -153,11 +190,14 @@ static void read_position(ckpt_saved_rank *f, int it, int rank) {
         die("checkpoint '%s': adam_step %lld is not between 0 and the iteration %lld (Adam steps "
             "once per iteration at most)",
             path, f->adam_step, f->iteration);
-    double scale = 1;
+    f->loss_scale = 1;
     if (tf_meta_has(tf_reader_meta(f->r), "loss_scale") &&
-        !(tf_meta_get_double(tf_reader_meta(f->r), "loss_scale", &scale) && isfinite(scale) &&
-          scale > 0))
-        die("checkpoint '%s': loss_scale is not a finite number above 0", path);
+        !tf_meta_get_double(tf_reader_meta(f->r), "loss_scale", &f->loss_scale))
+        die("checkpoint '%s': loss_scale is not a number", path);
+    if (!prec_scale_valid(f->loss_scale))
+        die("checkpoint '%s': loss_scale %g is outside [%.0f, %.0f], the range of the fp16 loss "
+            "scaler (src/precision/loss_scaler.h)",
+            path, f->loss_scale, PREC_SCALE_MIN, PREC_SCALE_MAX);
     if (f->padded_vocab < 1 || f->padded_vocab % f->tp != 0)
         die("checkpoint '%s': padded_vocab %lld is not a positive multiple of tp %lld", path,
             f->padded_vocab, f->tp);
@@ -171,9 +211,13 @@ void ckpt_rank_open(ckpt_saved_rank *f, char *path, size_t cap, const char *dir,
     f->path = path;
     f->r = tf_reader_open(path, err, sizeof err);
     if (!f->r) die("%s", err);
+    char why[256];
+    if (!tf_meta_check(tf_reader_meta(f->r), why, sizeof why))
+        die("checkpoint '%s': its metadata %s", path, why);
     read_identity(f);
     read_position(f, it, rank);
     read_moe_cp(f);
+    read_coordinates(f, rank);
 }
 
 void ckpt_rank_check_model(const ckpt_saved_rank *f, const char *dir, const ckpt_layout *c) {

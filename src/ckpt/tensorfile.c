@@ -493,3 +493,44 @@ bool tf_meta_get_string(const char *json, const char *key, char *out, size_t cap
 }
 
 bool tf_meta_has(const char *json, const char *key) { return find_value(json, key) != NULL; }
+
+/* Each top-level key once, none escaped: the keys seen so far are kept as offsets into json
+ * (at most TF_META_MAX_KEYS of them; metadata is a small flat object). */
+enum { TF_META_MAX_KEYS = 256 };
+
+bool tf_meta_check(const char *json, char *err, size_t errlen) {
+    const char *p = skip_ws(json ? json : "");
+    if (*p != '{') return snprintf(err, errlen, "is not a JSON object"), false;
+    p = skip_ws(p + 1);
+    if (*p == '}') return true;
+    const char *keys[TF_META_MAX_KEYS];
+    size_t lens[TF_META_MAX_KEYS], n = 0;
+    for (;;) {
+        const char *after = scan_string(p, NULL, 0);
+        if (!after) return snprintf(err, errlen, "is not a JSON object (a malformed key)"), false;
+        const char *k = p + 1;
+        const size_t len = (size_t)(after - 1 - k);
+        if (memchr(k, '\\', len))
+            return snprintf(err, errlen,
+                            "has the key \"%.*s\" written with an escape (keys are "
+                            "written plainly)",
+                            (int)(len < 64 ? len : 64), k),
+                   false;
+        for (size_t i = 0; i < n; i++)
+            if (lens[i] == len && memcmp(keys[i], k, len) == 0)
+                return snprintf(err, errlen, "has the key \"%.*s\" twice (each key once)",
+                                (int)(len < 64 ? len : 64), k),
+                       false;
+        if (n == TF_META_MAX_KEYS)
+            return snprintf(err, errlen, "has more than %d keys", TF_META_MAX_KEYS), false;
+        keys[n] = k, lens[n++] = len;
+        p = skip_ws(after);
+        if (*p != ':') return snprintf(err, errlen, "is not a JSON object (no ':')"), false;
+        p = skip_value(skip_ws(p + 1));
+        if (!p) return snprintf(err, errlen, "is not a JSON object (a malformed value)"), false;
+        p = skip_ws(p);
+        if (*p == '}') return true;
+        if (*p != ',') return snprintf(err, errlen, "is not a JSON object (no ',')"), false;
+        p = skip_ws(p + 1);
+    }
+}

@@ -118,12 +118,19 @@ const void *tf_reader_require(const tf_reader *r, const char *name, tf_dtype dty
  * arrays are skipped, not searched. Each returns false when the text is not such an object,
  * the key is absent, or the value has the wrong type (an int must be an integral number that
  * fits in long long; a string must fit in out[0..cap) with its NUL). The scan stops at the
- * first match; the text after it is not checked. */
+ * first match; the text after it is not checked (tf_meta_check checks the whole object). */
 bool tf_meta_get_int(const char *json, const char *key, long long *out);
 bool tf_meta_get_double(const char *json, const char *key, double *out);
 bool tf_meta_get_string(const char *json, const char *key, char *out, size_t cap);
 /* True when the object has top-level `key`, whatever its value (to tell "absent" from "of
  * the wrong type" after a get_* returned false). */
 bool tf_meta_has(const char *json, const char *key);
+/* True when the text is a JSON object whose top-level keys are each written plainly (no
+ * backslash escape: "a\u0062" would read as "ab" here but not to a reader that compares the
+ * raw text) and each appear once (readers disagree on which of two copies wins: these lookups
+ * stop at the first, most JSON readers take the last). Otherwise false, and err holds a phrase
+ * naming the key ("has the key \"tp\" twice"). Readers of metadata that means something call
+ * it before any lookup (src/ckpt/checkpoint_read.c). */
+bool tf_meta_check(const char *json, char *err, size_t errlen);
 
 #endif /* TRIDENT_CKPT_TENSORFILE_H */

@@ -34,7 +34,6 @@ static const char k_usage[] =
     "model's context (its --seq-length) is full. --temperature 0 is greedy: every layout prints\n"
     "exactly the serial text. Data parallelism does not apply: launch T*P ranks.";
 
-/* Reads the prompt file whole (at most `limit` bytes are allowed). */
 /* The prompt file's bytes (src/core/file_read.h: a regular file, never blocking); one longer
  * than the model's context is refused here with its size. */
 static char *read_prompt_file(const char *path, size_t limit, size_t *len) {
@@ -45,6 +44,10 @@ static char *read_prompt_file(const char *path, size_t limit, size_t *len) {
         dist_fail_all("trident generate: --prompt-file '%s' has %llu bytes, more than the model's "
                       "context of %zu positions (its --seq-length)",
                       path, size, limit);
+    if (!buf && strncmp(why, "holds more than", 15) == 0) /* size unknown (/proc): the limit */
+        dist_fail_all("trident generate: --prompt-file '%s' %s; the model's context is %zu "
+                      "positions (its --seq-length)",
+                      path, why, limit);
     if (!buf) dist_fail_all("trident generate: --prompt-file '%s' %s", path, why);
     return buf;
 }

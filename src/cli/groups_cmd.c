@@ -184,6 +184,19 @@ enum {
     GROUPS_MAX_DRAWN = 4096,    /* a rank box a few pixels wide */
 };
 
+/* zbv runs 2 chunks per rank in a V (the schedule's own rule, as `trident train` states it):
+ * what it needs is named as zbv's, not as a flag the user did not give. */
+static void check_zbv(int pp, int vpp) {
+    if (pp < 2)
+        die("trident groups: --pipeline-schedule zbv needs --pipeline-model-parallel-size >= 2 "
+            "(got %d): its V runs down the pipeline ranks and back up",
+            pp);
+    if (vpp != 1 && vpp != 2)
+        die("trident groups: --virtual-pipeline-model-parallel-size %d disagrees with "
+            "--pipeline-schedule zbv, which always runs 2 chunks per rank (leave the flag out)",
+            vpp);
+}
+
 int cmd_groups(int argc, char **argv) {
     int world = 0, tp = 1, cp = 1, ep = 1, pp = 1, vpp = 1, per_node = 8;
     const char *order = "tp-cp-ep-dp-pp", *format = "text", *output = NULL, *theme = NULL;
@@ -239,6 +252,7 @@ int cmd_groups(int argc, char **argv) {
     pg_layout l;
     char err[512];
     const bool zbv = strcmp(schedule, "zbv") == 0;
+    if (zbv) check_zbv(pp, vpp);
     if (!pg_layout_make(&l, world, tp, cp, ep, pp, zbv ? 2 : vpp, order, err, sizeof err))
         die("trident groups: %s", err);
     l.v_placement = zbv;

@@ -307,9 +307,11 @@ static void json_tables(json_writer *w, const train_config *c, const train_memor
         json_begin_object(w, JSON_COMPACT);
         json_field_string(w, "setting", a[i].setting);
         json_field_string(w, "paper_formula", a[i].paper_formula);
-        json_field_double(w, "paper_bytes", "%.0f", a[i].available ? a[i].paper_bytes : NAN);
+        json_field_double_or_null(w, "paper_bytes", "%.0f",
+                                  a[i].available ? a[i].paper_bytes : NAN);
         json_field_string(w, "trident_formula", a[i].trident_formula);
-        json_field_double(w, "trident_bytes", "%.0f", a[i].available ? a[i].trident_bytes : NAN);
+        json_field_double_or_null(w, "trident_bytes", "%.0f",
+                                  a[i].available ? a[i].trident_bytes : NAN);
         if (a[i].available) json_field_uint(w, "layout_bytes", a[i].layout_bytes);
         else json_key(w, "layout_bytes"), json_null(w);
         json_end_object(w);

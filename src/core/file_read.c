@@ -34,6 +34,43 @@ __attribute__((format(printf, 4, 5))) static unsigned char *fail(int fd, char *e
     return NULL;
 }
 
+/* A regular file whose size reads 0 may still hold bytes (/proc and /sys files are made when
+ * read): read it to its end, growing the buffer, at most max bytes (one more says it is over). */
+static unsigned char *read_unsized(int fd, size_t max, size_t *n, char *err, size_t errlen) {
+    size_t cap = FILE_READ_ALIGN, got = 0;
+    unsigned char *buf = aligned_alloc(FILE_READ_ALIGN, cap);
+    for (;;) {
+        if (!buf) return fail(fd, err, errlen, "does not fit in memory (%zu bytes)", cap);
+        if (got + 1 == cap) { /* full but for the NUL: double (aligned_alloc has no realloc) */
+            unsigned char *grown = aligned_alloc(FILE_READ_ALIGN, 2 * cap);
+            if (grown) memcpy(grown, buf, got);
+            free(buf);
+            buf = grown, cap *= 2;
+            continue;
+        }
+        const size_t room = cap - 1 - got, want = max + 1 - got;
+        ssize_t k = read(fd, buf + got, room < want ? room : want);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            free(buf);
+            return fail(fd, err, errlen, "cannot be read: %s", strerror(errno));
+        }
+        if (k == 0) break;
+        got += (size_t)k;
+        if (got > max) {
+            free(buf);
+            return fail(fd, err, errlen,
+                        "holds more than %zu bytes, the most that is read (its size reads 0, "
+                        "as /proc files' do)",
+                        max);
+        }
+    }
+    close(fd);
+    buf[got] = 0;
+    *n = got;
+    return buf;
+}
+
 unsigned char *file_read_bounded(const char *path, size_t max, size_t *n, unsigned long long *size,
                                  char *err, size_t errlen) {
     *n = 0;
@@ -49,6 +86,7 @@ unsigned char *file_read_bounded(const char *path, size_t max, size_t *n, unsign
     if (size) *size = bytes;
     if (bytes > max)
         return fail(fd, err, errlen, "is %llu bytes; at most %zu are read", bytes, max);
+    if (bytes == 0) return read_unsized(fd, max, n, err, errlen);
     const size_t want = (size_t)bytes;
     const size_t cap = (want + 1 + FILE_READ_ALIGN - 1) / FILE_READ_ALIGN * FILE_READ_ALIGN;
     unsigned char *buf = aligned_alloc(FILE_READ_ALIGN, cap);

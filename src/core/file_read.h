@@ -13,7 +13,9 @@
  *   - a file larger than `max` bytes is refused before anything is read or allocated (*size
  *     still says how large it is, for the caller's own message);
  *   - at most the bytes its size said are read (a file that grows meanwhile cannot make the
- *     read endless; one that shrinks gives what was there).
+ *     read endless; one that shrinks gives what was there);
+ *   - a file whose size reads 0 (/proc/self/status, /sys files: made as they are read) is read
+ *     to its end, at most `max` bytes: one that holds more is refused ("holds more than ...").
  * The buffer is 64-byte aligned (tensor files view their data in place), one byte longer than
  * the data with a NUL there (text readers may treat it as a string); free() it.
  *

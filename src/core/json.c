@@ -210,9 +210,15 @@ void json_uint(json_writer *w, unsigned long long v) {
 }
 
 void json_double(json_writer *w, const char *fmt, double x) {
+    CHECK(isfinite(x), "a number that is not finite reached the JSON writer (JSON has no inf or "
+                       "NaN): check the value where it is made, or write json_double_or_null");
     value(w);
-    if (isfinite(x)) putf(w, fmt, x);
-    else puts_(w, "null");
+    putf(w, fmt, x);
+}
+
+void json_double_or_null(json_writer *w, const char *fmt, double x) {
+    if (isfinite(x)) json_double(w, fmt, x);
+    else json_null(w);
 }
 
 void json_bool(json_writer *w, bool v) {
@@ -243,6 +249,11 @@ void json_field_uint(json_writer *w, const char *key, unsigned long long v) {
 void json_field_double(json_writer *w, const char *key, const char *fmt, double x) {
     json_key(w, key);
     json_double(w, fmt, x);
+}
+
+void json_field_double_or_null(json_writer *w, const char *key, const char *fmt, double x) {
+    json_key(w, key);
+    json_double_or_null(w, fmt, x);
 }
 
 void json_field_bool(json_writer *w, const char *key, bool v) {

@@ -22,9 +22,13 @@
  *
  * Strings: '"' and '\\' are escaped, control characters as \b \f \n \r \t or \u00XX; every
  * other byte is copied (UTF-8 passes through). Numbers: json_double takes a printf format for
- * one double ("%.3f", "%g") and writes null for NaN and ±inf, which JSON cannot express.
- * Nesting is limited to JSON_MAX_DEPTH; misuse (a value where a key is due, unbalanced ends)
- * fails loudly through CHECK.
+ * one double ("%.3f", "%g"). JSON cannot express NaN or ±inf, and a bare `inf` makes the whole
+ * document unreadable, so json_double refuses them: a value that is not finite is checked where
+ * it is made (the trainer stops on a non-finite loss, a checkpoint reader refuses one) and
+ * never reaches the writer. A value that may be absent says so: json_double_or_null writes null
+ * for one that is not finite (a measurement that does not apply, e.g. an unavailable column).
+ * Nesting is limited to JSON_MAX_DEPTH; misuse (a non-finite json_double, a value where a key is
+ * due, unbalanced ends) fails loudly through CHECK.
  *
  * Not here: reading JSON (src/ckpt/tensorfile.c and src/trace read what they need), pretty
  * printing beyond the three layouts, and any knowledge of what the documents mean.
@@ -72,7 +76,8 @@ void json_key(json_writer *w, const char *key);
 void json_string(json_writer *w, const char *s); /* NULL writes null */
 void json_int(json_writer *w, long long v);
 void json_uint(json_writer *w, unsigned long long v);
-void json_double(json_writer *w, const char *fmt, double x); /* non-finite: null */
+void json_double(json_writer *w, const char *fmt, double x);         /* x finite (CHECK) */
+void json_double_or_null(json_writer *w, const char *fmt, double x); /* non-finite: null */
 void json_bool(json_writer *w, bool v);
 void json_null(json_writer *w);
 
@@ -81,6 +86,7 @@ void json_field_string(json_writer *w, const char *key, const char *s);
 void json_field_int(json_writer *w, const char *key, long long v);
 void json_field_uint(json_writer *w, const char *key, unsigned long long v);
 void json_field_double(json_writer *w, const char *key, const char *fmt, double x);
+void json_field_double_or_null(json_writer *w, const char *key, const char *fmt, double x);
 void json_field_bool(json_writer *w, const char *key, bool v);
 
 #endif /* TRIDENT_CORE_JSON_H */

@@ -61,6 +61,7 @@ static void propose(candidate *out, int k, const float *logits, size_t Vl, int64
     for (size_t j = 0; j < Vl && v_start + (int64_t)j < real_vocab; j++) {
         const uint64_t g = (uint64_t)v_start + j;
         candidate c = {logits[j] * inv_temp, (float)g};
+        if (!isfinite(c.value)) c.value = INFINITY; /* an overflow: proposed first, then refused */
         if (gumbel) {
             const double u = ((double)(rng_bits(s->seed, STREAM_GUMBEL + step * 7919u, g) >> 11) +
                               0.5) *
@@ -97,6 +98,14 @@ int32_t sampler_pick(const sampler_config *s, const float *logits, size_t Vl, in
     else
         for (int i = 0; i < k; i++) all[i] = mine[i];
     free(mine);
+    /* The one finite check of generation, on the logits where they are made: a logit that is
+     * not finite (NaN, ±inf, or one that overflowed divided by the temperature) was proposed
+     * first as +inf by its shard, so every tp rank sees it here and stops alike. */
+    if (isinf(all[0].value) && all[0].value > 0)
+        die("trident generate: the logit of token %.0f is not finite at generation step %llu: "
+            "the checkpoint's parameters are finite but make the model's outputs overflow single "
+            "precision, so no token can be sampled",
+            (double)all[0].index, (unsigned long long)step);
     const size_t n = (size_t)k * (size_t)ntp;
     qsort(all, n, sizeof *all, cmp_candidates); /* the same order on every layout */
 

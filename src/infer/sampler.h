@@ -47,7 +47,9 @@ bool sampler_config_check(const sampler_config *s, int real_vocab, char *err, si
 
 /* The token drawn for generation step `step` from this rank's logits shard (Vl), columns
  * [v_start, v_start + Vl) of the padded vocabulary, of which [0, real_vocab) are real.
- * Collective over tp (NULL = serial): every member calls, every member gets the same token. */
+ * Collective over tp (NULL = serial): every member calls, every member gets the same token.
+ * A real column whose logit is not finite ends the program (die, one line naming the token
+ * and the step) on every member alike: an overflowed model has no distribution to sample. */
 int32_t sampler_pick(const sampler_config *s, const float *logits, size_t Vl, int64_t v_start,
                      int64_t real_vocab, uint64_t step, comm_group *tp);
 

@@ -11,14 +11,33 @@
         return false;                                                                              \
     } while (0)
 
+/* A dense model (E = 0): every other setting at its default, or the first that is not refused. */
+static bool dense_check(const moe_config *m, char *err, size_t errlen) {
+    if (m->ep_size != 1)
+        FAIL("--expert-model-parallel-size %d needs experts: give --num-experts", m->ep_size);
+    if (m->topk != MOE_DEFAULT_TOPK)
+        FAIL("--moe-router-topk %d needs experts: give --num-experts (a dense model, "
+             "--num-experts 0, routes nothing)",
+             m->topk);
+    if (m->aux_loss_coeff != MOE_DEFAULT_AUX_LOSS_COEFF)
+        FAIL("--moe-aux-loss-coeff %g needs experts: give --num-experts (a dense model, "
+             "--num-experts 0, has no load-balancing loss)",
+             (double)m->aux_loss_coeff);
+    if (m->capacity_factor != MOE_DEFAULT_CAPACITY_FACTOR)
+        FAIL("--moe-expert-capacity-factor %g needs experts: give --num-experts (a dense model, "
+             "--num-experts 0, has no expert capacity)",
+             (double)m->capacity_factor);
+    if (m->ep_rank != 0)
+        FAIL("expert-parallel rank %d is outside --expert-model-parallel-size 1", m->ep_rank);
+    return true;
+}
+
 bool moe_config_check(const moe_config *m, char *err, size_t errlen) {
     const int E = m->num_experts, K = m->topk, P = m->ep_size;
     if (E < 0 || E > MOE_MAX_EXPERTS)
         FAIL("--num-experts %d must be between 0 (a dense MLP) and %d", E, MOE_MAX_EXPERTS);
     if (P < 1) FAIL("--expert-model-parallel-size %d must be at least 1", P);
-    if (E == 0 && P > 1)
-        FAIL("--expert-model-parallel-size %d needs experts: give --num-experts", P);
-    if (E == 0) FAIL("--num-experts 0 is a dense MLP: a mixture of experts has at least 1 expert");
+    if (E == 0) return dense_check(m, err, errlen);
     if (m->ep_rank < 0 || m->ep_rank >= P)
         FAIL("expert-parallel rank %d is outside --expert-model-parallel-size %d", m->ep_rank, P);
     if (K < 1 || K > E) FAIL("--moe-router-topk %d must be between 1 and --num-experts %d", K, E);

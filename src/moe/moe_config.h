@@ -5,10 +5,13 @@
  * a checkpoint (src/ckpt/checkpoint_read.c), the model's configuration (gpt_config_check, with one
  * expert-parallel rank) and the layer itself (moe_acts_create).
  *
- *   num_experts      E, 1 <= E <= MOE_MAX_EXPERTS. A model without experts (E = 0, dense
- *                    MLPs) has no MoE layer: its callers check it only when E != 0 or P > 1,
- *                    and then a 0 is refused ("needs experts"); a negative E or one above the
- *                    bound is named as the model's range, 0 to MOE_MAX_EXPERTS
+ *   num_experts      E, 1 <= E <= MOE_MAX_EXPERTS; or 0, a dense model (MLPs, no MoE layer),
+ *                    which takes no other MoE setting: P, K, the coefficient and the capacity
+ *                    factor must keep their defaults (MOE_DEFAULT_*), or the first one that
+ *                    does not is refused as needing experts ("--moe-router-topk 5 needs
+ *                    experts: give --num-experts"). A setting given at its default value is
+ *                    the same configuration as one not given, and passes. A negative E or one
+ *                    above the bound is named as the model's range, 0 to MOE_MAX_EXPERTS
  *   topk             K, 1 <= K <= E
  *   aux_loss_coeff   finite and not negative
  *   capacity_factor  finite and not negative; 0 is dropless (router.h, capacity)
@@ -27,6 +30,12 @@
 
 /* The most experts a model may have (a bound on tables sized by E, checked before them). */
 #define MOE_MAX_EXPERTS 4096
+
+/* The settings of a model that does not say otherwise (Megatron's defaults): top-2 routing, no
+ * load-balancing loss, dropless experts, one expert-parallel rank. A dense model keeps them. */
+#define MOE_DEFAULT_TOPK 2
+#define MOE_DEFAULT_AUX_LOSS_COEFF 0.0f
+#define MOE_DEFAULT_CAPACITY_FACTOR 0.0f
 
 typedef struct {
     int num_experts;       /* E, --num-experts; 0: dense */

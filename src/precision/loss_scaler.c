@@ -40,9 +40,12 @@ bool prec_scaler_update(prec_scaler *s, bool overflow) {
         s->growth_tracker = 0;
         s->hysteresis_tracker = s->hysteresis;
         s->scale *= s->growth_factor;
+        if (s->scale > PREC_SCALE_MAX) s->scale = (float)PREC_SCALE_MAX;
     }
     return true;
 }
+
+bool prec_scale_valid(double scale) { return scale >= PREC_SCALE_MIN && scale <= PREC_SCALE_MAX; }
 
 bool prec_has_inf_or_nan(const float *g, size_t n) {
     /* One flag for the whole array (no early exit), so the loop vectorises. */

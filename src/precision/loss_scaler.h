@@ -24,6 +24,12 @@
  *   growth, not necessarily in a row) halves the scale, and every further overflow halves
  *   it again until the scale next grows. hysteresis 1 halves on every overflow.
  *
+ * The scale's range, the one rule every reader of a saved scale applies (prec_scale_valid):
+ * [PREC_SCALE_MIN, PREC_SCALE_MAX] = [1, 2^24]. 1 is the back-off floor (min_scale); 2^24
+ * lifts the smallest fp16 gradient (2^-24) to 1, so a larger scale rescues nothing more and
+ * only overflows sooner: growth stops there. A scale outside (1e300 is inf as a float: every
+ * step would be skipped; 1e-300 is 0: every gradient would vanish) is refused, not used.
+ *
  * bf16 and fp32 runs need no scaler (fp32's exponent range): use scale 1 and skip nothing,
  * or simply do not call this module.
  */
@@ -32,6 +38,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#define PREC_SCALE_MIN 1.0
+#define PREC_SCALE_MAX 16777216.0 /* 2^24 */
 
 typedef struct {
     float scale;            /* current loss scale */
@@ -53,6 +62,8 @@ void prec_scaler_reset_trackers(prec_scaler *s);
 /* Records one step's outcome; returns true when the optimizer step must be applied
  * (no overflow), false when it must be skipped. */
 bool prec_scaler_update(prec_scaler *s, bool overflow);
+/* True when `scale` is a number in [PREC_SCALE_MIN, PREC_SCALE_MAX] (NaN is not). */
+bool prec_scale_valid(double scale);
 /* True when some g[i] is inf or NaN. */
 bool prec_has_inf_or_nan(const float *g, size_t n);
 

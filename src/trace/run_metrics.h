@@ -2,7 +2,8 @@
  * layout it ran at (from RUN_DIR/config.json, else rank 0's trace header), for `trident
  * render --metrics` and the trainer's loss.png.
  *
- * metrics.jsonl holds one flat JSON object per line, written by src/train/trainer.c:
+ * metrics.jsonl holds one flat JSON object per line, written by src/train/metrics_log.c
+ * through the one JSON writer (no value is ever a bare inf or nan: the trainer stops first):
  *
  *   {"step":10,"loss":4.70,"lr":0.0015,"grad_norm":1.66,"tokens_per_sec":23189.2, ...}
  *   {"step":10,"eval_loss":4.55}

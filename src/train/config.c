@@ -11,6 +11,7 @@
 #include "src/core/check.h"
 #include "src/core/json.h"
 #include "src/model/gpt.h"
+#include "src/moe/moe_config.h"
 #include "src/zero/memory_plan.h"
 
 void train_config_defaults(train_config *c) {
@@ -37,7 +38,9 @@ void train_config_defaults(train_config *c) {
     c->tensor_model_parallel_size = 1;
     c->context_parallel_size = 1;
     c->expert_model_parallel_size = 1;
-    c->moe_router_topk = 2; /* Megatron's default */
+    c->moe_router_topk = MOE_DEFAULT_TOPK; /* src/moe/moe_config.h: a dense model keeps them */
+    c->moe_aux_loss_coeff = MOE_DEFAULT_AUX_LOSS_COEFF;
+    c->moe_expert_capacity_factor = MOE_DEFAULT_CAPACITY_FACTOR;
     c->pipeline_model_parallel_size = 1;
     c->pipeline_schedule = "1f1b";
     c->rank_order = "tp-dp-pp";

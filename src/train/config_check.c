@@ -341,7 +341,7 @@ static bool check_recompute(const train_config *c, char *err, size_t errlen) {
 
 
 /* What MoE, expert and context parallelism need, and what they do not run with (yet). The
- * MoE settings obey src/moe/moe_config.h (a dense model, no experts and ep 1, has none). */
+ * MoE settings obey src/moe/moe_config.h, dense models too (they keep every default). */
 static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
     const int cp = c->context_parallel_size, ep = c->expert_model_parallel_size;
     const bool moe = c->num_experts > 0;
@@ -351,7 +351,7 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
                           c->moe_expert_capacity_factor,
                           ep,
                           0};
-    if ((moe || ep > 1) && !moe_config_check(&m, err, errlen)) return false;
+    if (!moe_config_check(&m, err, errlen)) return false;
     if (cp > 1 && c->seq_length % (2 * cp) != 0)
         FAIL("--seq-length %d is not divisible by 2 × --context-parallel-size %d (each rank "
              "holds two zig-zag chunks of every sequence)",
@@ -406,9 +406,42 @@ static bool check_model(train_config *c, char *err, size_t errlen) {
 }
 #undef FAIL
 
+/* eval and generate take the model's shape from a checkpoint (c->model_from), not from flags:
+ * a rule broken by a shape names the saved value, not a flag the user did not give. Each shape
+ * flag in the message becomes the checkpoint's key ("--num-layers 1" -> "num_layers 1"), and
+ * the message says where the shape came from; the flags the user gave keep their names. */
+static void name_saved_shape(const char *dir, char *err, size_t errlen) {
+    static const char *const shape[][2] = {
+        {"--num-layers", "num_layers"},
+        {"--hidden-size", "hidden_size"},
+        {"--num-attention-heads", "num_attention_heads"},
+        {"--seq-length", "seq_length"},
+        {"--make-vocab-size-divisible-by", "make_vocab_size_divisible_by"},
+        {"--num-experts", "num_experts"},
+        {"--moe-router-topk", "moe_router_topk"},
+        {"--moe-aux-loss-coeff", "moe_aux_loss_coeff"},
+        {"--moe-expert-capacity-factor", "moe_expert_capacity_factor"},
+    };
+    char out[1024], *p;
+    bool named = false;
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+        while ((p = strstr(err, shape[k][0])) != NULL) {
+            const char *rest = p + strlen(shape[k][0]);
+            snprintf(out, sizeof out, "%.*s%s%s", (int)(p - err), err, shape[k][1], rest);
+            snprintf(err, errlen, "%s", out);
+            named = true;
+        }
+    }
+    if (!named) return;
+    snprintf(out, sizeof out, "the model saved in '%s' does not fit this layout: %s", dir, err);
+    snprintf(err, errlen, "%s", out);
+}
+
 bool train_config_check(train_config *c, int world, char *err, size_t errlen) {
-    return check_layout(c, world, err, errlen) && check_flags(c, err, errlen) &&
-           check_split(c, err, errlen) && check_batch(c, err, errlen) &&
-           check_schedule(c, err, errlen) && check_model(c, err, errlen) &&
-           check_recompute(c, err, errlen);
+    const bool ok = check_layout(c, world, err, errlen) && check_flags(c, err, errlen) &&
+                    check_split(c, err, errlen) && check_batch(c, err, errlen) &&
+                    check_schedule(c, err, errlen) && check_model(c, err, errlen) &&
+                    check_recompute(c, err, errlen);
+    if (!ok && c->model_from) name_saved_shape(c->model_from, err, errlen);
+    return ok;
 }

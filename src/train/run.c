@@ -1,6 +1,7 @@
 /* run.c — trainer_run (see trainer.h): the whole run around the trainer object — set-up,
  * the loop with its progress lines and metrics.jsonl, evaluation, checkpoints, the trace and
- * the run directory's pictures. The trainer itself (create, step, evaluate) is trainer.c. */
+ * the run directory's pictures. The trainer itself (create, step, evaluate) is trainer.c; the
+ * lines of metrics.jsonl and the finite check of each step's values are metrics_log.c. */
 #include "src/train/trainer_internal.h"
 
 #include <math.h>
@@ -26,6 +27,7 @@
 #include "src/runtime/dist.h"
 #include "src/trace/trace.h"
 #include "src/train/memory_predict.h"
+#include "src/train/metrics_log.h"
 #include "src/zero/distributed_optimizer.h"
 #include "src/zero/memory_plan.h"
 #include "viz/canvas.h"
@@ -332,9 +334,23 @@ static void run_resume(run_state *r) {
     r->start = checkpoint_load(c->load, &r->ckpt, trainer_model(r->t), r->t->opt, r->rank);
     distopt_params_loaded(r->t->opt); /* ZeRO-3: its slices of what was loaded */
     if (r->lead && !c->quiet) printf("resumed from %s at iteration %d\n", c->load, r->start);
-    if (r->start >= c->train_iters && r->lead)
-        printf("nothing to do: the checkpoint is at iteration %d, --train-iters is %d\n", r->start,
-               c->train_iters);
+}
+
+/* A run whose iterations are all done before it starts (--train-iters 0, or a checkpoint
+ * already at --train-iters) trains nothing: it says so in one line, writes no metrics (there
+ * is no loss to report) and no pictures, and ends with status 0 (resuming a finished run is
+ * not an error: a job script may run it again). Returns true when that is the case. */
+static bool run_nothing_to_do(const run_state *r) {
+    const train_config *c = r->c;
+    if (r->start < c->train_iters) return false;
+    if (r->lead && c->load)
+        printf("trident train: nothing to do: the checkpoint '%s' is at iteration %d and "
+               "--train-iters is %d (raise --train-iters to train on)\n",
+               c->load, r->start, c->train_iters);
+    else if (r->lead)
+        printf("trident train: nothing to do: --train-iters %d trains no step\n", c->train_iters);
+    fflush(stdout);
+    return true;
 }
 
 /* MFU's two numbers (lead only): the model FLOPs of a token and the job's peak, the sgemm
@@ -359,38 +375,11 @@ static void run_throughput_setup(run_state *r) {
                r->peak_flops / g.flops_per_s < 1.5 ? "" : "es", cores, cores == 1 ? "" : "s");
 }
 
-/* MoE: the step's switch loss and, per layer, the (token, choice) pairs each expert got over
- * the global batch and those dropped (viz/moe_load_draw.h draws them). */
-static void log_moe(FILE *f, const train_config *c, const step_result *s) {
-    const int L = c->num_layers, E = c->num_experts;
-    fprintf(f, ",\"moe_aux_loss\":%.7g,\"moe_tokens\":[", (double)s->aux_loss);
-    for (int l = 0; l < L; l++) {
-        fprintf(f, "%s[", l ? "," : "");
-        for (int e = 0; e < E; e++)
-            fprintf(f, "%s%lld", e ? "," : "", (long long)s->moe_tokens[(size_t)l * E + e]);
-        fprintf(f, "]");
-    }
-    fprintf(f, "],\"moe_dropped\":[");
-    for (int l = 0; l < L; l++) fprintf(f, "%s%lld", l ? "," : "", (long long)s->moe_dropped[l]);
-    fprintf(f, "]");
-}
-
-/* One line of RUN_DIR/metrics.jsonl and one progress line (lead only). */
+/* One line of RUN_DIR/metrics.jsonl (metrics_log.h) and one progress line (lead only). */
 static void log_step(run_state *r, int it, const step_result *s, double tps) {
     const train_config *c = r->c;
     const double mfs = tps * r->flops_per_token; /* the whole job's model FLOP/s */
-    fprintf(r->mf,
-            "{\"step\":%d,\"loss\":%.7g,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_sec\":%.1f,"
-            "\"peak_activation_bytes\":%zu,\"model_flops_per_s\":%.4g",
-            it, (double)s->loss, (double)s->lr, isfinite(s->grad_norm) ? s->grad_norm : -1.0, tps,
-            s->peak_activation_bytes, mfs);
-    if (r->peak_flops > 0) fprintf(r->mf, ",\"mfu\":%.4g", mfs / r->peak_flops);
-    if (c->fp16)
-        fprintf(r->mf, ",\"loss_scale\":%g,\"skipped\":%s", (double)s->loss_scale,
-                s->skipped ? "true" : "false");
-    if (s->moe_tokens) log_moe(r->mf, c, s);
-    fprintf(r->mf, "}\n");
-    fflush(r->mf);
+    metrics_log_step(r->mf, c, it, s, tps, mfs, r->peak_flops);
     if (!c->quiet) {
         printf("step %5d/%d | loss %.4f | lr %.3e | grad norm %.3f | %.0f tokens/s | %.3g GFLOP/s",
                it, c->train_iters, (double)s->loss, (double)s->lr, s->grad_norm, tps, 1e-9 * mfs);
@@ -405,10 +394,10 @@ static void log_step(run_state *r, int it, const step_result *s, double tps) {
 static void run_evaluate(run_state *r, int it) {
     const train_config *c = r->c;
     float el = trainer_evaluate(r->t, c->eval_iters, it);
+    metrics_check_eval(it, el);
     r->held_out = el;
     if (!r->lead) return;
-    fprintf(r->mf, "{\"step\":%d,\"eval_loss\":%.7g}\n", it, (double)el);
-    fflush(r->mf);
+    metrics_log_eval(r->mf, it, el);
     if (!c->quiet)
         printf("eval  %5d/%d | loss %.4f on %d held-out batches\n", it, c->train_iters, (double)el,
                c->eval_iters);
@@ -431,11 +420,7 @@ static void run_loop(run_state *r) {
         step_result s = trainer_step(r->t, it);
         if (it == r->start + 1) r->first_loss = s.loss;
         r->last_loss = s.loss;
-        if (!isfinite(s.loss))
-            dist_fail_all(
-                "trident train: the loss became %g at iteration %d, first on rank %d (last "
-                "pipeline stage); lower --lr or check the data",
-                (double)s.loss, it, s.loss_rank);
+        metrics_check_step(r->c, it, &s);
         if (it % c->log_interval == 0 || it == c->train_iters || it == r->start + 1) {
             double now = time_now();
             double tps = tokens_per_step * (it - r->last_logged) / (now - r->t_last);
@@ -463,10 +448,7 @@ static void run_memory_records(run_state *r) {
     for (int k = 0; k < tm->world; k++) {
         const zero_memory_rank *m = &tm->ranks[k];
         const size_t peak = trainer_memory_peak(r->t, k);
-        fprintf(r->mf,
-                "{\"step\":%d,\"rank\":%d,\"tp_rank\":%d,\"pp_rank\":%d,\"dp_rank\":%d,"
-                "\"memory_predicted_bytes\":%zu,\"memory_peak_bytes\":%zu}\n",
-                r->c->train_iters, k, m->tp_rank, m->pp_rank, m->dp_rank, m->total, peak);
+        metrics_log_memory(r->mf, r->c->train_iters, k, m, peak);
         const double dev = m->total ? (double)peak / (double)m->total - 1.0 : 0.0;
         if (fabs(dev) > fabs(worst)) worst = dev, worst_rank = k;
     }
@@ -534,6 +516,22 @@ static void run_summary(run_state *r, double elapsed) {
     fflush(stdout);
 }
 
+/* Frees what the run holds; returns the exit status. */
+static int run_end(run_state *r) {
+    if (r->t->trace) { /* begun, never written: a run with nothing to do */
+        comm_set_trace_hook(NULL, NULL);
+        comm_stream_set_trace_hook(NULL, NULL);
+        trace_destroy(r->t->trace);
+        r->t->trace = NULL;
+    }
+    free(r->cfg_json);
+    train_memory_free(r->mem);
+    trainer_destroy(r->t);
+    ps_destroy(r->ps);
+    device_shutdown();
+    return 0;
+}
+
 int trainer_run(train_config *c) {
     run_state r = {0};
     run_setup(&r, c);
@@ -546,6 +544,7 @@ int trainer_run(train_config *c) {
                         "--tensor-model-parallel-size is 1, so there is no tensor-parallel group "
                         "to cut the sequence over (Megatron does the same)\n");
     if (c->load) run_resume(&r);
+    if (run_nothing_to_do(&r)) return run_end(&r);
     char path[4200];
     if (r.lead) {
         run_throughput_setup(&r);
@@ -566,10 +565,5 @@ int trainer_run(train_config *c) {
     }
     run_trace_end(&r);
     if (r.lead) run_summary(&r, elapsed);
-    free(r.cfg_json);
-    train_memory_free(r.mem);
-    trainer_destroy(r.t);
-    ps_destroy(r.ps);
-    device_shutdown();
-    return 0;
+    return run_end(&r);
 }

@@ -334,7 +334,13 @@ double trainer_eval(trainer *t, const char *data_path, int max_windows) {
     double sum = 0.0;
     for (size_t k = 0; k < nw; k++) {
         dataset_eval_window(d, k, t->sample);
-        sum += gpt_forward(ch, t->model->params, a, s, t->sample, t->sample + 1, NULL, NULL, NULL);
+        const double loss = gpt_forward(ch, t->model->params, a, s, t->sample, t->sample + 1, NULL,
+                                        NULL, NULL);
+        if (!isfinite(loss)) /* the one finite check of an evaluation, where the loss is made */
+            die("trident eval: the loss of window %zu is %g: the checkpoint's parameters are "
+                "finite but make the model's outputs overflow single precision (no mean loss)",
+                k, loss);
+        sum += loss;
     }
     gpt_acts_destroy(a);
     gpt_scratch_destroy(s);

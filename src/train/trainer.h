@@ -87,7 +87,8 @@ void trainer_config_take_model(train_config *cfg, const ckpt_layout *saved);
  * passes only through the pipeline; the mean loss, known on every rank. */
 float trainer_evaluate(trainer *t, int batches, int step);
 
-/* Mean loss of the model over the evaluation windows of the data (serial). */
+/* Mean loss of the model over the evaluation windows of the data (serial). A window whose
+ * loss is not finite ends the program with one line naming it (no mean is made of it). */
 double trainer_eval(trainer *t, const char *data_path, int max_windows);
 
 #endif /* TRIDENT_TRAIN_TRAINER_H */

@@ -288,6 +288,36 @@ static void metadata_lookups_read_top_level_keys(void **state) {
     assert_int_equal(v, 1);
 }
 
+/* tf_meta_check: each top-level key once and written plainly, or one phrase naming the key;
+ * nested objects may repeat their own keys (only the top level is metadata). */
+static void metadata_keys_are_unique_and_unescaped(void **state) {
+    (void)state;
+    char err[256];
+    assert_true(tf_meta_check("{}", err, sizeof err));
+    assert_true(tf_meta_check(" {\"a\": 1, \"b\": {\"a\": 2, \"a\": 3}, \"c\": \"\\u0041\"} ", err,
+                              sizeof err));
+    struct {
+        const char *json, *want;
+    } bad[] = {
+        {"{\"tp\":1,\"pp\":1,\"tp\":2}", "has the key \"tp\" twice"},
+        {"{\"t\\u0070\":1}", "has the key \"t\\u0070\" written with an escape"},
+        {"{\"a\\\"b\":1}", "written with an escape"},
+        {"[1]", "is not a JSON object"},
+        {"{\"a\" 1}", "is not a JSON object"},
+        {"{\"a\":1 \"b\":2}", "is not a JSON object"},
+        {"{\"a\":", "is not a JSON object"},
+        {"", "is not a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        if (tf_meta_check(bad[i].json, err, sizeof err))
+            fail_msg("accepted %s, want '%s'", bad[i].json, bad[i].want);
+        if (!strstr(err, bad[i].want))
+            fail_msg("%s: '%s', want '%s'", bad[i].json, err, bad[i].want);
+    }
+    assert_false(tf_meta_check(NULL, err, sizeof err));
+}
+
 /* ---- damage ------------------------------------------------------------------------------ */
 
 static void every_truncation_is_refused_with_its_length(void **state) {
@@ -605,6 +635,7 @@ int main(void) {
         cmocka_unit_test(abort_keeps_the_previous_file_and_no_temporary),
         cmocka_unit_test(crash_mid_save_keeps_the_previous_file),
         cmocka_unit_test(writer_and_require_misuse_die_with_one_line),
+        cmocka_unit_test(metadata_keys_are_unique_and_unescaped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

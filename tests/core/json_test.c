@@ -1,4 +1,5 @@
-/* json_test.c — the JSON writer: the three layouts byte for byte, the escaper, null numbers. */
+/* json_test.c — the JSON writer: the three layouts byte for byte, the escaper, non-finite numbers
+ * refused (or null where the caller says a value may be absent). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,19 +117,47 @@ static void bytes_that_are_not_utf8_become_the_replacement_character(void **stat
     }
 }
 
-static void non_finite_numbers_are_null(void **state) {
+/* json_double_or_null: a value that may be absent is null when it is not finite. */
+static void non_finite_numbers_are_null_only_when_asked(void **state) {
     (void)state;
     json_writer w;
     json_init_buffer(&w, 0);
     json_begin_array(&w, JSON_COMPACT);
-    json_double(&w, "%.3f", NAN);
-    json_double(&w, "%.3f", INFINITY);
-    json_double(&w, "%.3f", -INFINITY);
-    json_double(&w, "%.3f", 1.0 / 3);
+    json_double_or_null(&w, "%.3f", NAN);
+    json_double_or_null(&w, "%.3f", INFINITY);
+    json_double_or_null(&w, "%.3f", -INFINITY);
+    json_double_or_null(&w, "%.3f", 1.0 / 3);
     json_end_array(&w);
     char *s = json_take(&w);
     assert_string_equal(s, "[null,null,null,0.333]");
     free(s);
+}
+
+static void write_one_double(const void *arg) {
+    json_writer w;
+    json_init_file(&w, stdout, 0);
+    json_begin_object(&w, JSON_COMPACT);
+    json_field_double(&w, "aux_loss", "%.7g", *(const double *)arg);
+    json_end_object(&w);
+    fflush(stdout);
+}
+
+/* json_double refuses inf and NaN (a bare `inf` would make the whole document unreadable):
+ * the process stops with the writer's check before anything of the number is written. */
+static void the_writer_refuses_non_finite_numbers(void **state) {
+    (void)state;
+    const double bad[3] = {INFINITY, -INFINITY, NAN};
+    char out[4096];
+    for (int i = 0; i < 3; i++) {
+        assert_int_not_equal(run_in_child(write_one_double, &bad[i], out, sizeof out), 0);
+        assert_non_null(strstr(out, "a number that is not finite reached the JSON writer"));
+        assert_null(strstr(out, "inf,"));
+        assert_null(strstr(out, "\"aux_loss\":inf"));
+        assert_null(strstr(out, "\"aux_loss\":nan"));
+    }
+    const double fine = 2.5;
+    assert_int_equal(run_in_child(write_one_double, &fine, out, sizeof out), 0);
+    assert_non_null(strstr(out, "{\"aux_loss\":2.5}"));
 }
 
 static void a_file_writer_writes_the_same_bytes(void **state) {
@@ -159,7 +188,8 @@ int main(void) {
         cmocka_unit_test(spaced_and_lines_layouts),
         cmocka_unit_test(strings_are_escaped_as_rfc_8259_asks),
         cmocka_unit_test(bytes_that_are_not_utf8_become_the_replacement_character),
-        cmocka_unit_test(non_finite_numbers_are_null),
+        cmocka_unit_test(non_finite_numbers_are_null_only_when_asked),
+        cmocka_unit_test(the_writer_refuses_non_finite_numbers),
         cmocka_unit_test(a_file_writer_writes_the_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,7 +25,12 @@ static const char *k_prompt = "fdiecofn=fdiecofn;epii|iipe;elkb";
 
 static void cache_and_no_cache_generate_the_same_tokens(void **state) {
     (void)state;
-    gpt_config g = {.vocab_size = gpt_padded_vocab(256, 128, 1), .real_vocab = 256, .seq_len = 40, .num_layers = 2, .hidden = 32, .num_heads = 4};
+    gpt_config g = {.vocab_size = gpt_padded_vocab(256, 128, 1),
+                    .real_vocab = 256,
+                    .seq_len = 40,
+                    .num_layers = 2,
+                    .hidden = 32,
+                    .num_heads = 4};
     local_model *m = local_model_create(&g, 1, 0, 1, 0, 1, NULL, 5);
     int32_t prompt[6] = {'a', 'b', 'c', '=', 'a', 'b'};
     for (int rule = 0; rule < 2; rule++) {
@@ -145,6 +150,13 @@ static void a_prompt_file_is_the_same_prompt(void **state) {
              g_dir, path);
     assert_int_equal(gen(0, args, false), 0);
     assert_string_equal(g_out, want);
+    /* a file whose size reads 0 but holds bytes (/proc) is read to its end, not "empty" */
+    snprintf(args, sizeof args,
+             "--load %s/ck --prompt-file /proc/sys/kernel/ostype --max-new-tokens 2 "
+             "--temperature 0",
+             g_dir);
+    assert_int_equal(gen(0, args, true), 0);
+    assert_non_null(strstr(g_out, "; prompt 6 bytes,")); /* "Linux\n" */
 }
 
 static void the_context_is_a_hard_stop(void **state) {
@@ -188,6 +200,13 @@ static void bad_input_is_refused_clearly(void **state) {
     expect_refused(0, a, "--max-new-tokens 0 must be at least 1");
     snprintf(a, sizeof a, "--load %s/ck --prompt abc --tensor-model-parallel-size 2", g_dir);
     expect_refused(3, a, "3 ranks, but --tensor-model-parallel-size 2");
+    /* the shape comes from the checkpoint: its rule names the saved value, not a flag */
+    snprintf(a, sizeof a, "--load %s/ck --prompt abc --tensor-model-parallel-size 3", g_dir);
+    char want[4400];
+    snprintf(want, sizeof want,
+             "the model saved in '%s/ck' does not fit this layout: num_attention_heads", g_dir);
+    expect_refused(3, a, want);
+    assert_null(strstr(g_out, "--num-attention-heads"));
 }
 
 int main(int argc, char **argv) {

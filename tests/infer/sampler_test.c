@@ -4,9 +4,12 @@
  * - greedy picks the largest real logit, the lowest index on a tie, never a padding entry;
  * - top-k 1 and a tiny top-p are greedy at any temperature;
  * - Gumbel-max and top-k (k = V) both draw with softmax(logit / T) frequencies;
- * - the same seed and step give the same token; bad settings are named.
+ * - the same seed and step give the same token; bad settings are named;
+ * - a real logit that is not finite stops generation with one line naming the token, whatever
+ *   the sampling rule, where it used to end in the internal check "picked a padding token".
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "src/infer/sampler.h"
@@ -102,6 +105,36 @@ static void bad_settings_are_named(void **state) {
     assert_non_null(strstr(err, "must be 0 (greedy) or at least 0.01"));
 }
 
+typedef struct {
+    sampler_config s;
+    float bad; /* put at real token 5 */
+} nonfinite_case;
+
+static void pick_with_a_bad_logit(const void *arg) {
+    const nonfinite_case *k = arg;
+    float logits[PADDED];
+    memcpy(logits, k_logits, sizeof logits);
+    logits[5] = k->bad;
+    printf("picked %d\n", (int)sampler_pick(&k->s, logits, PADDED, 0, V, 2, NULL));
+}
+
+static void a_logit_that_is_not_finite_stops_generation(void **state) {
+    (void)state;
+    const sampler_config rules[4] = {
+        {0.0f, 0, 1.0f, 1}, {1.0f, 0, 1.0f, 1}, {1.0f, 3, 1.0f, 1}, {1.0f, 0, 0.9f, 1}};
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    char out[4096];
+    for (int r = 0; r < 4; r++)
+        for (int b = 0; b < 3; b++) {
+            const nonfinite_case k = {rules[r], bad[b]};
+            assert_int_equal(run_in_child(pick_with_a_bad_logit, &k, out, sizeof out), 1);
+            if (!strstr(out, "trident generate: the logit of token 5 is not finite at generation "
+                             "step 2"))
+                fail_msg("rule %d, logit %g: %s", r, (double)bad[b], out);
+            assert_null(strstr(out, "padding"));
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(greedy_takes_the_first_largest_real_logit),
@@ -110,6 +143,7 @@ int main(void) {
         cmocka_unit_test(top_k_and_top_p_keep_only_their_set),
         cmocka_unit_test(the_same_seed_and_step_give_the_same_token),
         cmocka_unit_test(bad_settings_are_named),
+        cmocka_unit_test(a_logit_that_is_not_finite_stops_generation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,8 @@ static void every_rule_names_its_flags(void **state) {
                    "--expert-model-parallel-size 0 must be at least 1");
     expect_refused((moe_config){0, 2, 0, 0, 2, 0},
                    "--expert-model-parallel-size 2 needs experts: give --num-experts");
-    expect_refused((moe_config){0, 1, 0, 0, 1, 0}, "--num-experts 0 is a dense MLP");
+    expect_refused((moe_config){0, 1, 0, 0, 1, 0},
+                   "--moe-router-topk 1 needs experts: give --num-experts");
     expect_refused((moe_config){4, 2, 0, 0, 2, 2},
                    "expert-parallel rank 2 is outside --expert-model-parallel-size 2");
     expect_refused((moe_config){4, 0, 0, 0, 1, 0},
@@ -53,10 +54,37 @@ static void capacity_is_zero_for_dropless_and_never_negative(void **state) {
     assert_true(moe_config_check(&(moe_config){1, 1, 0, 0, 1, 0}, err, sizeof err));
 }
 
+/* A dense model (no experts) keeps every MoE default; the first setting that is not a default
+ * is refused as needing experts, with the words --expert-model-parallel-size alone gets. */
+static void a_dense_model_takes_no_moe_setting(void **state) {
+    (void)state;
+    char err[256];
+    const moe_config dense = {
+        0, MOE_DEFAULT_TOPK, MOE_DEFAULT_AUX_LOSS_COEFF, MOE_DEFAULT_CAPACITY_FACTOR, 1, 0};
+    assert_true(moe_config_check(&dense, err, sizeof err));
+    moe_config m = dense;
+    m.topk = 5;
+    expect_refused(m, "--moe-router-topk 5 needs experts: give --num-experts");
+    m = dense;
+    m.aux_loss_coeff = -5;
+    expect_refused(m, "--moe-aux-loss-coeff -5 needs experts: give --num-experts");
+    m = dense;
+    m.capacity_factor = 1.5f;
+    expect_refused(m, "--moe-expert-capacity-factor 1.5 needs experts: give --num-experts");
+    m = dense;
+    m.capacity_factor = NAN;
+    expect_refused(m, "--moe-expert-capacity-factor nan needs experts");
+    m = dense;
+    m.ep_size = 2;
+    m.topk = 5; /* the layout first, as before */
+    expect_refused(m, "--expert-model-parallel-size 2 needs experts: give --num-experts");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_rule_names_its_flags),
         cmocka_unit_test(capacity_is_zero_for_dropless_and_never_negative),
+        cmocka_unit_test(a_dense_model_takes_no_moe_setting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

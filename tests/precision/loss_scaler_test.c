@@ -118,6 +118,23 @@ static void recovers_from_an_injected_overflow(void **state) {
     assert_true(prec_scaler_update(&s, scaled_fp16_backward_overflows(4.0f, s.scale)));
 }
 
+/* The scale's one range, [1, 2^24]: what a saved scale must be in (checkpoint loads refuse
+ * the rest), and where growth stops, so a scale the scaler makes always reads back. */
+static void the_scale_stays_in_its_range(void **state) {
+    (void)state;
+    assert_true(prec_scale_valid(1.0) && prec_scale_valid(65536.0));
+    assert_true(prec_scale_valid(PREC_SCALE_MAX));
+    const double bad[] = {0.0, 0.5, -1.0, 1e-300, 16777216.0 * 2, 1e300, INFINITY, NAN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (prec_scale_valid(bad[i])) fail_msg("scale %g accepted", bad[i]);
+    prec_scaler s;
+    prec_scaler_init(&s, (float)PREC_SCALE_MAX);
+    s.growth_interval = 1;
+    for (int i = 0; i < 4; i++) assert_true(prec_scaler_update(&s, false));
+    assert_true(s.scale == (float)PREC_SCALE_MAX);
+    assert_true(prec_scale_valid(s.scale));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(starts_at_two_to_the_sixteen_with_megatron_defaults),
@@ -127,6 +144,7 @@ int main(void) {
         cmocka_unit_test(grows_after_growth_interval_clean_steps),
         cmocka_unit_test(detects_inf_and_nan_anywhere),
         cmocka_unit_test(recovers_from_an_injected_overflow),
+        cmocka_unit_test(the_scale_stays_in_its_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,8 +36,7 @@ static void one_case(int tp, int cp, int ep, int experts) {
     c.context_parallel_size = cp;
     c.expert_model_parallel_size = ep;
     c.num_experts = experts;
-    c.moe_router_topk = 2;
-    c.moe_aux_loss_coeff = 0.01f;
+    c.moe_aux_loss_coeff = experts > 0 ? 0.01f : 0.0f; /* a dense model takes no MoE setting */
     if (!train_config_check(&c, world, err, sizeof err)) fail_msg("%s", err);
     pg_layout l;
     assert_true(pg_layout_make(&l, world, tp, cp, ep, c.pipeline_model_parallel_size, c.vpp,

@@ -4,7 +4,8 @@
  * - a run saved halfway and resumed gives bit-identical losses to an uninterrupted run;
  * - eval prints a mean loss for a checkpoint;
  * - bad input gives one clear line naming the problem, a non-zero exit, and overwrites nothing;
- * - --sequence-parallel without tensor parallelism is ignored with a note, as in Megatron.
+ * - --sequence-parallel without tensor parallelism is ignored with a note, as in Megatron;
+ * - a run with nothing to do (--train-iters 0, a checkpoint already there) says so, exit 0.
  */
 #include <math.h>
 #include <stdio.h>
@@ -170,6 +171,44 @@ static void a_corrupt_checkpoint_is_refused_and_nothing_is_overwritten(void **st
     assert_true(st.st_size > 0);
 }
 
+/* A run with nothing to do says so in one line and exits 0 (resuming a finished run is not an
+ * error), never "loss nan -> nan"; it writes no metrics, having no loss to report. */
+static void a_run_with_nothing_to_do_says_so(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("nothing");
+    const char *tiny = "--num-layers 1 --hidden-size 8 --num-attention-heads 1 --seq-length 4 "
+                       "--global-batch-size 1 --micro-batch-size 1 --no-trace";
+    char a[4400];
+    snprintf(a, sizeof a, "train %s --train-iters 0 --run-dir %s/zero", tiny, dir);
+    assert_int_equal(run(a), 0);
+    assert_non_null(strstr(g_out, "trident train: nothing to do: --train-iters 0 trains no step"));
+    assert_null(strstr(g_out, "nan"));
+    struct stat st;
+    snprintf(a, sizeof a, "%s/zero/metrics.jsonl", dir);
+    assert_int_not_equal(stat(a, &st), 0);
+    snprintf(a, sizeof a, "train %s --quiet --train-iters 2 --run-dir %s/r --save %s/ck", tiny, dir,
+             dir);
+    assert_int_equal(run(a), 0);
+    snprintf(a, sizeof a, "train %s --quiet --train-iters 2 --run-dir %s/again --load %s/ck", tiny,
+             dir, dir);
+    assert_int_equal(run(a), 0);
+    char want[4400];
+    snprintf(want, sizeof want,
+             "trident train: nothing to do: the checkpoint '%s/ck' is at iteration 2 and "
+             "--train-iters is 2 (raise --train-iters to train on)",
+             dir);
+    if (!strstr(g_out, want)) fail_msg("expected '%s', got:\n%s", want, g_out);
+    assert_null(strstr(g_out, "nan"));
+    /* one line, and the checkpoint is untouched: a later --train-iters trains on from it */
+    int lines = 0;
+    for (const char *p = g_out; *p; p++) lines += *p == '\n';
+    assert_int_equal(lines, 1);
+    snprintf(a, sizeof a, "train %s --quiet --train-iters 3 --run-dir %s/more --load %s/ck", tiny,
+             dir, dir);
+    assert_int_equal(run(a), 0);
+    assert_null(strstr(g_out, "nothing to do"));
+}
+
 static void sequence_parallel_at_tp_1_is_ignored_with_a_note(void **state) {
     (void)state;
     const char *dir = test_tmpdir("sp_tp1");
@@ -198,6 +237,7 @@ int main(void) {
         cmocka_unit_test(a_corrupt_checkpoint_is_refused_and_nothing_is_overwritten),
         cmocka_unit_test(the_default_model_learns),
         cmocka_unit_test(sequence_parallel_at_tp_1_is_ignored_with_a_note),
+        cmocka_unit_test(a_run_with_nothing_to_do_says_so),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
