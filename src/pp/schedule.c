@@ -9,7 +9,7 @@
  *          warmup (W)          steady: N-W (forward, backward) pairs      cooldown (W)
  * GPipe is the case W = N; 1F1B and interleaved differ only in W and the two orders.
  *
- * zb-h1 has its own small generator below; zbv is a list schedule in schedule_zbv.c.
+ * zb-h1 has its own small generator below; zbv, the published construction, in schedule_zbv.c.
  *
  * Not here: checking that a schedule can run (schedule_sim.c) or running it (the executor).
  */

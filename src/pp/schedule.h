@@ -51,13 +51,12 @@
  *                norm and NaN check as every schedule, so there is nothing to undo; the
  *                price is the optimizer's time outside the pipeline, as in 1F1B.
  *   zbv          zero bubble on the V placement (Qi et al. 2024, "ZB-V"), v = 2, split
- *                backward. Not a closed formula but a list schedule (schedule_zbv.c): all
- *                ranks are played forward in time with every F, B and W one unit long, and a
- *                free rank takes, in this order, a W when its activation memory is full, a
- *                ready B, a ready F (chunk 1 before chunk 0), a waiting W. Memory: at most
- *                2p chunk sets (1F1B's p stage sets), chunk 0 at most k of them; the play is
- *                made for k = p .. 2p−1 and the shortest kept. Any m >= 1 (every p <= 8,
- *                m <= 24 is validated by the tests).
+ *                backward, in the published order: schedule_zbv.c builds it as the paper's
+ *                reference generator does (fill the V with chunk-0 forwards, then rounds of
+ *                one B and one F per rank with W's filling every wait), and
+ *                tests/pp/zbv_reference.txt keeps that generator's orders, which it equals.
+ *                Memory: at most 2p chunk sets (1F1B's p stage sets). Any m >= 1; with
+ *                m >= p the makespan is the least possible, 6m + p − 1 units.
  *                Rank 0 holds the embedding (stage 0) and the head + loss (stage 2p−1).
  *                With F = B = W every rank idles p−1 units (the fill of the V: rank p−1 waits
  *                p−1 forwards for its first input) against 6m units of work, which is the
@@ -153,8 +152,8 @@ void pp_stage_owner(const pp_config *cfg, int stage, int *rank, int *chunk);
 /* Whether the schedule splits the backward into B and W (zb-h1, zbv). */
 bool pp_splits_backward(pp_kind kind);
 /* Number of warmup forwards on `rank`: m (gpipe), min(p−r−1, m) (1f1b, zb-h1),
- * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved); zbv: the forwards before its first B in the
- * list schedule. */
+ * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved); zbv: the forwards before its first B in its
+ * plan (schedule_zbv.c). */
 int pp_warmup(const pp_config *cfg, int rank);
 /* Tag of the message of direction dir for micro-batch mb arriving at virtual stage
  * dst_stage, with S = nstages virtual stages: (mb·S + dst_stage)·2 + dir. */
