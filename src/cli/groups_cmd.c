@@ -24,6 +24,7 @@
 #include "src/core/check.h"
 #include "src/core/flags.h"
 #include "src/core/json.h"
+#include "src/pp/schedule.h"
 #include "src/runtime/groups.h"
 #include "viz/canvas.h"
 #include "viz/groups_draw.h"
@@ -200,8 +201,8 @@ int cmd_groups(int argc, char **argv) {
         {"--virtual-pipeline-model-parallel-size", FLAG_INT, &vpp,
          "model chunks per stage (interleaved)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &schedule,
-         "zbv: 2 chunks per rank in a V, the embedding group is pipeline rank 0 alone",
-         "gpipe|1f1b|interleaved|zb-h1|zbv"},
+         "zbv, dualpipev: 2 chunks per rank in a V, the embedding group is pipeline rank 0 alone",
+         "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
         {"--rank-order", FLAG_CHOICE, &order,
          "how coordinates map to ranks (tp-dp-pp, tp-pp-dp: the same two orders)",
          "tp-dp-pp|tp-pp-dp|tp-cp-ep-dp-pp|tp-cp-ep-pp-dp"},
@@ -238,10 +239,11 @@ int cmd_groups(int argc, char **argv) {
             world, GROUPS_MAX_DRAWN);
     pg_layout l;
     char err[512];
-    const bool zbv = strcmp(schedule, "zbv") == 0;
-    if (!pg_layout_make(&l, world, tp, cp, ep, pp, zbv ? 2 : vpp, order, err, sizeof err))
+    pp_kind kind;
+    const bool v_shape = pp_kind_parse(schedule, &kind) && pp_v_placement(kind);
+    if (!pg_layout_make(&l, world, tp, cp, ep, pp, v_shape ? 2 : vpp, order, err, sizeof err))
         die("trident groups: %s", err);
-    l.v_placement = zbv;
+    l.v_placement = v_shape;
 
     if (!output) {
         if (strcmp(format, "json") == 0) write_json(stdout, &l, per_node);

@@ -1,7 +1,7 @@
 /* schedule_cmd.c — `trident schedule`: list, check and draw a pipeline schedule, no MPI.
  *
  *   trident schedule --pipeline-model-parallel-size 4 --num-microbatches 8
- *                    [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--virtual-stages 2]
+ *                    [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev] [--virtual-stages 2]
  *                    [--forward-cost 1 --backward-cost 2 --p2p-latency 0] [--costs-from RUN_DIR]
  *                    [--format text|json] [-o FILE.png|.svg|.pdf|.json|.txt]
  *
@@ -228,7 +228,8 @@ static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, con
         *kind_name = kind_buf;
     }
     if (*v == 0 && h->vpp > 1 && strcmp(*kind_name, "interleaved") == 0) *v = h->vpp;
-    if (*v == 0 && strcmp(*kind_name, "zbv") == 0) *v = 2;
+    pp_kind k;
+    if (*v == 0 && pp_kind_parse(*kind_name, &k) && pp_v_placement(k)) *v = 2;
     trace_run_free(run);
     return mc;
 }
@@ -257,7 +258,7 @@ static void write_output(int kind, const char *output, const pp_schedule *s, con
 
 static const char k_usage[] =
     "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
-    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--virtual-stages V]\n"
+    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev] [--virtual-stages V]\n"
     "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
     "[-o FILE]\n\n"
     "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
@@ -311,9 +312,9 @@ int cmd_schedule(int argc, char **argv) {
         {"--num-microbatches", FLAG_INT, &m,
          "micro-batches M per step (required; --costs-from: the run's)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &kind_name,
-         "the schedule (1f1b; --costs-from: the run's)", "gpipe|1f1b|interleaved|zb-h1|zbv"},
+         "the schedule (1f1b; --costs-from: the run's)", "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
         {"--virtual-stages", FLAG_INT, &v,
-         "model chunks per rank (0: 2 for interleaved and zbv, else 1)", NULL},
+         "model chunks per rank (0: 2 for interleaved, zbv and dualpipev, else 1)", NULL},
         {"--forward-cost", FLAG_FLOAT, &fcost,
          "time of one forward of a whole stage (a chunk: 1/v of it)", NULL},
         {"--backward-cost", FLAG_FLOAT, &bcost,
@@ -355,7 +356,7 @@ int cmd_schedule(int argc, char **argv) {
     pp_config cfg = {PP_1F1B, p, m, v};
     if (!pp_kind_parse(kind_name, &cfg.kind))
         die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
-    if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || cfg.kind == PP_ZBV ? 2 : 1;
+    if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || pp_v_placement(cfg.kind) ? 2 : 1;
     char msg[512];
     if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
     check_costs(fcost, &bcost, latency);
