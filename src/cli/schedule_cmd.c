@@ -258,7 +258,8 @@ static void write_output(int kind, const char *output, const pp_schedule *s, con
 
 static const char k_usage[] =
     "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
-    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev] [--virtual-stages V]\n"
+    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev]\n"
+    "         [--virtual-stages V]\n"
     "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
     "[-o FILE]\n\n"
     "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
@@ -312,7 +313,8 @@ int cmd_schedule(int argc, char **argv) {
         {"--num-microbatches", FLAG_INT, &m,
          "micro-batches M per step (required; --costs-from: the run's)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &kind_name,
-         "the schedule (1f1b; --costs-from: the run's)", "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
+         "the schedule (1f1b; --costs-from: the run's)",
+         "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
         {"--virtual-stages", FLAG_INT, &v,
          "model chunks per rank (0: 2 for interleaved, zbv and dualpipev, else 1)", NULL},
         {"--forward-cost", FLAG_FLOAT, &fcost,
