@@ -205,8 +205,7 @@ static void plan_holds_agree_with_the_simulation(void **state) {
                     assert_true(pp_splits_backward(k) ? hand >= 1 : hand == 0);
                     if (k == PP_ZBV && r == p - 1)
                         assert_true(h.self_msgs == 1 || h.self_msgs == 2);
-                    else
-                        assert_int_equal(h.self_msgs, 0);
+                    else assert_int_equal(h.self_msgs, 0);
                     pp_plan_holds_free(&h);
                 }
                 pp_sim_free(&sim);
@@ -304,7 +303,7 @@ static void per_stage_costs_and_latency_shape_the_timeline(void **state) {
     pp_schedule s;
     pp_schedule_build(&cfg, &s);
     const double fw[2] = {1, 3}, bw[2] = {2, 4};
-    pp_costs c = {99, 99, 0.5, fw, bw, 0}; /* the arrays win over the scalars */
+    pp_costs c = {99, 99, 0.5, fw, bw, 0, NULL}; /* the arrays win over the scalars */
     pp_sim sim;
     char msg[256];
     assert_true(pp_simulate(&s, &c, &sim, msg, sizeof msg));
