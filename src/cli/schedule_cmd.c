@@ -153,7 +153,7 @@ static int output_kind(const char *output, const char *format) {
  * flag left at 0 / unset. The run's schedule name is copied into kind_buf (the run is freed
  * here: nothing may point into it). */
 static stage_costs costs_and_layout_from(const char *dir, int *p, int *m, const char **kind_name,
-                                         char kind_buf[16], int *v) {
+                                         char kind_buf[16], int *v, bool *cpu) {
     char err[1024];
     trace_run *run = trace_run_read(dir, err, sizeof err);
     if (!run) die(WHO ": --costs-from: %s", err);
@@ -164,6 +164,7 @@ static stage_costs costs_and_layout_from(const char *dir, int *p, int *m, const 
     stage_costs sc;
     if (!stage_costs_measure(re, &sc, err, sizeof err)) die(WHO ": --costs-from %s: %s", dir, err);
     trace_run_free(re);
+    *cpu = stage_costs_cpu_timed(run);
     const trace_header *h = trace_file_header(run->ranks[0]);
     if (*p == 0) *p = h->pp; /* the measured run's layout unless told otherwise */
     if (*m == 0) *m = h->num_microbatches;
@@ -214,8 +215,8 @@ static const char k_usage[] =
  * run of v_run chunks per rank (a stage = v_run of them, split over this schedule's v).
  * Writes where they come from into origin[0..cap). */
 static pp_costs schedule_costs(const pp_config *cfg, float fcost, float bcost, float latency,
-                               const char *costs_from, const stage_costs *mc, char *origin,
-                               size_t cap) {
+                               const char *costs_from, const stage_costs *mc, bool cpu,
+                               char *origin, size_t cap) {
     pp_costs costs = pp_costs_per_chunk(cfg, fcost, bcost, latency);
     snprintf(origin, cap, "a stage: forward %g, backward %g, over v = %d chunk%s", (double)fcost,
              (double)bcost, cfg->v, cfg->v > 1 ? "s" : "");
@@ -228,7 +229,7 @@ static pp_costs schedule_costs(const pp_config *cfg, float fcost, float bcost, f
                  "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
                  "the replay of %s, from %s time",
                  mc->nforward, mc->nbackward, v_run != cfg->v ? " rescaled to this v" : "",
-                 mc->ntransfer, costs_from, mc->cpu ? "thread CPU" : "wall");
+                 mc->ntransfer, costs_from, cpu ? "thread CPU" : "wall");
     }
     return costs;
 }
@@ -289,7 +290,8 @@ int cmd_schedule(int argc, char **argv) {
 
     stage_costs mc = {0};
     char run_kind[16];
-    if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v);
+    bool cpu = false;
+    if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v, &cpu);
     if (p < 1)
         die(WHO
             ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
@@ -314,7 +316,7 @@ int cmd_schedule(int argc, char **argv) {
     pp_schedule_build(&cfg, &s);
     CHECK(pp_validate(&s, msg, sizeof msg), msg);
     char origin[600];
-    pp_costs costs = schedule_costs(&cfg, fcost, bcost, latency, costs_from, &mc, origin,
+    pp_costs costs = schedule_costs(&cfg, fcost, bcost, latency, costs_from, &mc, cpu, origin,
                                     sizeof origin);
     pp_sim sim;
     CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);

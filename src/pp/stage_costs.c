@@ -8,18 +8,25 @@
 #include "src/core/check.h"
 
 /* The steps the measurement counts: from the second one on when there are several. */
-static int first_counted_step(const trace_run *run, bool *cpu) {
+static int first_counted_step(const trace_run *run) {
     int first = -1, last = -1;
-    *cpu = true;
     for (int k = 0; k < run->nranks; k++)
         for (size_t i = 0; i < trace_file_num_events(run->ranks[k]); i++) {
             const trace_event *e = trace_file_event(run->ranks[k], i);
             if (e->kind != TRACE_FORWARD && e->kind != TRACE_BACKWARD) continue;
             if (first < 0 || e->step < first) first = e->step;
             if (e->step > last) last = e->step;
-            if (e->cpu < 0) *cpu = false;
         }
     return last < 0 ? -1 : last > first ? first + 1 : first;
+}
+
+bool stage_costs_cpu_timed(const trace_run *recorded) {
+    for (int k = 0; k < recorded->nranks; k++)
+        for (size_t i = 0; i < trace_file_num_events(recorded->ranks[k]); i++) {
+            const trace_event *e = trace_file_event(recorded->ranks[k], i);
+            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD) && e->cpu < 0) return false;
+        }
+    return true;
 }
 
 /* Adds one rank's events to the sums (per stage in out's arrays, counts in n*). */
@@ -48,7 +55,7 @@ bool stage_costs_measure(const trace_run *run, stage_costs *out, char *err, size
         snprintf(err, cap, "the run's schedule '%.15s' is not one Trident knows", h0->schedule);
         return false;
     }
-    out->from_step = first_counted_step(run, &out->cpu);
+    out->from_step = first_counted_step(run);
     if (out->from_step < 0) {
         snprintf(err, cap, "the run's traces hold no forward or backward");
         return false;

@@ -44,6 +44,9 @@ typedef struct {
 /* Measures run (as recorded or replayed); false with one line in err when it holds no forward
  * or backward of a step, or its schedule is not one Trident knows. */
 bool stage_costs_measure(const trace_run *run, stage_costs *out, char *err, size_t cap);
+/* Whether every forward and backward of a run as recorded carries its thread CPU time (its
+ * replay's durations are then CPU time, else wall time). */
+bool stage_costs_cpu_timed(const trace_run *recorded);
 /* The per-stage costs as the simulator takes them (pointers into sc; keep sc alive). */
 pp_costs stage_costs_as_pp_costs(const stage_costs *sc);
 void stage_costs_free(stage_costs *sc);
