@@ -24,6 +24,7 @@
 #include "src/core/check.h"
 #include "src/core/flags.h"
 #include "src/core/json.h"
+#include "src/pp/schedule.h"
 #include "src/runtime/groups.h"
 #include "viz/canvas.h"
 #include "viz/groups_draw.h"
@@ -184,17 +185,17 @@ enum {
     GROUPS_MAX_DRAWN = 4096,    /* a rank box a few pixels wide */
 };
 
-/* zbv runs 2 chunks per rank in a V (the schedule's own rule, as `trident train` states it):
+/* zbv and dualpipev run 2 chunks per rank in a V (the schedule's own rule, as `trident train` states it):
  * what it needs is named as zbv's, not as a flag the user did not give. */
-static void check_zbv(int pp, int vpp) {
+static void check_v_shape(const char *schedule, int pp, int vpp) {
     if (pp < 2)
-        die("trident groups: --pipeline-schedule zbv needs --pipeline-model-parallel-size >= 2 "
+        die("trident groups: --pipeline-schedule %s needs --pipeline-model-parallel-size >= 2 "
             "(got %d): its V runs down the pipeline ranks and back up",
-            pp);
+            schedule, pp);
     if (vpp != 1 && vpp != 2)
         die("trident groups: --virtual-pipeline-model-parallel-size %d disagrees with "
-            "--pipeline-schedule zbv, which always runs 2 chunks per rank (leave the flag out)",
-            vpp);
+            "--pipeline-schedule %s, which always runs 2 chunks per rank (leave the flag out)",
+            vpp, schedule);
 }
 
 int cmd_groups(int argc, char **argv) {
@@ -213,8 +214,8 @@ int cmd_groups(int argc, char **argv) {
         {"--virtual-pipeline-model-parallel-size", FLAG_INT, &vpp,
          "model chunks per stage (interleaved)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &schedule,
-         "zbv: 2 chunks per rank in a V, the embedding group is pipeline rank 0 alone",
-         "gpipe|1f1b|interleaved|zb-h1|zbv"},
+         "zbv, dualpipev: 2 chunks per rank in a V, the embedding group is pipeline rank 0 alone",
+         "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
         {"--rank-order", FLAG_CHOICE, &order,
          "how coordinates map to ranks (tp-dp-pp, tp-pp-dp: the same two orders)",
          "tp-dp-pp|tp-pp-dp|tp-cp-ep-dp-pp|tp-cp-ep-pp-dp"},
@@ -251,11 +252,12 @@ int cmd_groups(int argc, char **argv) {
             world, GROUPS_MAX_DRAWN);
     pg_layout l;
     char err[512];
-    const bool zbv = strcmp(schedule, "zbv") == 0;
-    if (zbv) check_zbv(pp, vpp);
-    if (!pg_layout_make(&l, world, tp, cp, ep, pp, zbv ? 2 : vpp, order, err, sizeof err))
+    pp_kind kind;
+    const bool v_shape = pp_kind_parse(schedule, &kind) && pp_v_placement(kind);
+    if (v_shape) check_v_shape(schedule, pp, vpp);
+    if (!pg_layout_make(&l, world, tp, cp, ep, pp, v_shape ? 2 : vpp, order, err, sizeof err))
         die("trident groups: %s", err);
-    l.v_placement = zbv;
+    l.v_placement = v_shape;
 
     if (!output) {
         if (strcmp(format, "json") == 0) write_json(stdout, &l, per_node);

@@ -1,7 +1,7 @@
 /* schedule_cmd.c — `trident schedule`: list, check and draw a pipeline schedule, no MPI.
  *
  *   trident schedule --pipeline-model-parallel-size 4 --num-microbatches 8
- *                    [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--virtual-stages 2]
+ *                    [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev] [--virtual-stages 2]
  *                    [--forward-cost 1 --backward-cost 2 --p2p-latency 0] [--costs-from RUN_DIR]
  *                    [--format text|json] [-o FILE.png|.svg|.pdf|.json|.txt]
  *
@@ -34,6 +34,7 @@
 #include "src/core/flags.h"
 #include "src/core/json.h"
 #include "src/pp/schedule.h"
+#include "src/pp/stage_costs.h"
 #include "src/pp/schedule_sim.h"
 #include "src/trace/replay.h"
 #include "src/trace/trace.h"
@@ -126,69 +127,6 @@ static void write_json(FILE *f, const pp_schedule *s) {
     fputc('\n', f);
 }
 
-/* ---- costs measured in a run -------------------------------------------------------------- */
-
-typedef struct {
-    double forward, backward,
-        latency;   /* mean of one chunk's forward / backward, one p2p transfer */
-    double weight; /* mean of one W (split backward runs), else 0 */
-    int nforward, nbackward, ntransfer, nweight;
-    bool cpu; /* forward/backward from thread CPU time (else wall) */
-    int v;    /* chunks per rank of the measured run */
-} measured_costs;
-
-/* Means over every rank's forwards and backwards and over the transfer part (t_ready -> t_end)
- * of every matched receive, taken from the run's replay (src/trace/replay.h): a forward lasts
- * its thread CPU time there (wall time where the trace has none) with its nested communication,
- * and a receive's copy no longer counts the time a time-shared sender took to come back. The
- * first step is skipped when there are later ones: it pays for warm-up. */
-static measured_costs measure_costs(const trace_run *run, const char *dir) {
-    measured_costs mc = {0};
-    int first = -1, last = -1;
-    mc.cpu = true;
-    for (int k = 0; k < run->nranks; k++)
-        for (size_t i = 0; i < trace_file_num_events(run->ranks[k]); i++) {
-            const trace_event *e = trace_file_event(run->ranks[k], i);
-            if (e->kind != TRACE_FORWARD && e->kind != TRACE_BACKWARD) continue;
-            if (first < 0 || e->step < first) first = e->step;
-            if (e->step > last) last = e->step;
-            if (e->cpu < 0) mc.cpu = false;
-        }
-    if (last < 0) die(WHO ": --costs-from %s: the run's traces hold no forward or backward", dir);
-    const int from = last > first ? first + 1 : first;
-    mc.v = trace_file_header(run->ranks[0])->vpp;
-    char err[1024];
-    trace_run *re = trace_run_replay(run, err, sizeof err);
-    if (!re) die(WHO ": --costs-from %s: %s", dir, err);
-    for (int k = 0; k < re->nranks; k++)
-        for (size_t i = 0; i < trace_file_num_events(re->ranks[k]); i++) {
-            const trace_event *e = trace_file_event(re->ranks[k], i);
-            if ((e->kind == TRACE_FORWARD || e->kind == TRACE_BACKWARD ||
-                 e->kind == TRACE_WEIGHT) &&
-                e->step >= from) {
-                if (e->kind == TRACE_FORWARD) mc.forward += e->t_end - e->t_start, mc.nforward++;
-                else if (e->kind == TRACE_WEIGHT) mc.weight += e->t_end - e->t_start, mc.nweight++;
-                else mc.backward += e->t_end - e->t_start, mc.nbackward++;
-            } else if (e->kind == TRACE_RECV && re->flow[k][i] >= 0) {
-                mc.latency += e->t_end - e->t_ready;
-                mc.ntransfer++;
-            }
-        }
-    trace_run_free(re);
-    if (mc.nforward == 0 || mc.nbackward == 0)
-        die(WHO ": --costs-from %s: the run has %d forwards and %d backwards from step %d on; both "
-                "are needed",
-            dir, mc.nforward, mc.nbackward, from);
-    mc.forward /= mc.nforward;
-    mc.backward /= mc.nbackward;
-    if (mc.nweight) { /* a split backward: B and W measured apart; the whole backward is both */
-        mc.weight /= mc.nweight;
-        mc.backward += mc.weight;
-    }
-    if (mc.ntransfer) mc.latency /= mc.ntransfer;
-    return mc;
-}
-
 /* ---- the command ---------------------------------------------------------------------- */
 
 /* What to write, from -o's extension and --format (which must agree when both are given). */
@@ -214,12 +152,19 @@ static int output_kind(const char *output, const char *format) {
 /* --costs-from RUN_DIR: the costs measured in the run's traces, and its layout for every
  * flag left at 0 / unset. The run's schedule name is copied into kind_buf (the run is freed
  * here: nothing may point into it). */
-static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, const char **kind_name,
-                                            char kind_buf[16], int *v) {
+static stage_costs costs_and_layout_from(const char *dir, int *p, int *m, const char **kind_name,
+                                         char kind_buf[16], int *v, bool *cpu) {
     char err[1024];
     trace_run *run = trace_run_read(dir, err, sizeof err);
     if (!run) die(WHO ": --costs-from: %s", err);
-    measured_costs mc = measure_costs(run, dir);
+    /* the replay: a forward lasts its thread CPU time, with its nested communication, and a
+     * receive's copy no longer counts the time a time-shared sender took to come back */
+    trace_run *re = trace_run_replay(run, err, sizeof err);
+    if (!re) die(WHO ": --costs-from %s: %s", dir, err);
+    stage_costs sc;
+    if (!stage_costs_measure(re, &sc, err, sizeof err)) die(WHO ": --costs-from %s: %s", dir, err);
+    trace_run_free(re);
+    *cpu = stage_costs_cpu_timed(run);
     const trace_header *h = trace_file_header(run->ranks[0]);
     if (*p == 0) *p = h->pp; /* the measured run's layout unless told otherwise */
     if (*m == 0) *m = h->num_microbatches;
@@ -228,9 +173,10 @@ static measured_costs costs_and_layout_from(const char *dir, int *p, int *m, con
         *kind_name = kind_buf;
     }
     if (*v == 0 && h->vpp > 1 && strcmp(*kind_name, "interleaved") == 0) *v = h->vpp;
-    if (*v == 0 && strcmp(*kind_name, "zbv") == 0) *v = 2;
+    pp_kind k;
+    if (*v == 0 && pp_kind_parse(*kind_name, &k) && pp_v_placement(k)) *v = 2;
     trace_run_free(run);
-    return mc;
+    return sc;
 }
 
 /* The picture, the JSON action lists or the text grid: into `output`, or on stdout. */
@@ -257,7 +203,8 @@ static void write_output(int kind, const char *output, const pp_schedule *s, con
 
 static const char k_usage[] =
     "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
-    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv] [--virtual-stages V]\n"
+    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev]\n"
+    "         [--virtual-stages V]\n"
     "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
     "[-o FILE]\n\n"
     "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
@@ -268,19 +215,21 @@ static const char k_usage[] =
  * run of v_run chunks per rank (a stage = v_run of them, split over this schedule's v).
  * Writes where they come from into origin[0..cap). */
 static pp_costs schedule_costs(const pp_config *cfg, float fcost, float bcost, float latency,
-                               const char *costs_from, const measured_costs *mc, char *origin,
-                               size_t cap) {
+                               const char *costs_from, const stage_costs *mc, bool cpu,
+                               char *origin, size_t cap) {
     pp_costs costs = pp_costs_per_chunk(cfg, fcost, bcost, latency);
     snprintf(origin, cap, "a stage: forward %g, backward %g, over v = %d chunk%s", (double)fcost,
              (double)bcost, cfg->v, cfg->v > 1 ? "s" : "");
     if (costs_from) {
-        costs = pp_costs_per_chunk(cfg, mc->forward * mc->v, mc->backward * mc->v, mc->latency);
-        if (mc->nweight) costs.weight_share = mc->weight / mc->backward;
+        const int v_run = mc->cfg.v;
+        costs = pp_costs_per_chunk(cfg, mc->forward_mean * v_run, mc->whole_mean * v_run,
+                                   mc->latency);
+        if (mc->nweight) costs.weight_share = mc->weight_mean / mc->whole_mean;
         snprintf(origin, cap,
                  "seconds: mean of %d forwards and %d backwards%s and of %d receives' transfers in "
                  "the replay of %s, from %s time",
-                 mc->nforward, mc->nbackward, mc->v != cfg->v ? " rescaled to this v" : "",
-                 mc->ntransfer, costs_from, mc->cpu ? "thread CPU" : "wall");
+                 mc->nforward, mc->nbackward, v_run != cfg->v ? " rescaled to this v" : "",
+                 mc->ntransfer, costs_from, cpu ? "thread CPU" : "wall");
     }
     return costs;
 }
@@ -311,9 +260,10 @@ int cmd_schedule(int argc, char **argv) {
         {"--num-microbatches", FLAG_INT, &m,
          "micro-batches M per step (required; --costs-from: the run's)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &kind_name,
-         "the schedule (1f1b; --costs-from: the run's)", "gpipe|1f1b|interleaved|zb-h1|zbv"},
+         "the schedule (1f1b; --costs-from: the run's)",
+         "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
         {"--virtual-stages", FLAG_INT, &v,
-         "model chunks per rank (0: 2 for interleaved and zbv, else 1)", NULL},
+         "model chunks per rank (0: 2 for interleaved, zbv and dualpipev, else 1)", NULL},
         {"--forward-cost", FLAG_FLOAT, &fcost,
          "time of one forward of a whole stage (a chunk: 1/v of it)", NULL},
         {"--backward-cost", FLAG_FLOAT, &bcost,
@@ -338,9 +288,10 @@ int cmd_schedule(int argc, char **argv) {
     flags_parse("schedule", k_usage, specs, nspecs, argc, argv, NULL, 0);
     viz_picture_options(WHO, theme, width, height);
 
-    measured_costs mc = {0};
+    stage_costs mc = {0};
     char run_kind[16];
-    if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v);
+    bool cpu = false;
+    if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v, &cpu);
     if (p < 1)
         die(WHO
             ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
@@ -355,7 +306,7 @@ int cmd_schedule(int argc, char **argv) {
     pp_config cfg = {PP_1F1B, p, m, v};
     if (!pp_kind_parse(kind_name, &cfg.kind))
         die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
-    if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || cfg.kind == PP_ZBV ? 2 : 1;
+    if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || pp_v_placement(cfg.kind) ? 2 : 1;
     char msg[512];
     if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
     check_costs(fcost, &bcost, latency);
@@ -365,7 +316,7 @@ int cmd_schedule(int argc, char **argv) {
     pp_schedule_build(&cfg, &s);
     CHECK(pp_validate(&s, msg, sizeof msg), msg);
     char origin[600];
-    pp_costs costs = schedule_costs(&cfg, fcost, bcost, latency, costs_from, &mc, origin,
+    pp_costs costs = schedule_costs(&cfg, fcost, bcost, latency, costs_from, &mc, cpu, origin,
                                     sizeof origin);
     pp_sim sim;
     CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);
@@ -373,5 +324,6 @@ int cmd_schedule(int argc, char **argv) {
     write_output(kind, output, &s, &sim, &costs, origin);
     pp_sim_free(&sim);
     pp_schedule_free(&s);
+    stage_costs_free(&mc);
     return 0;
 }

@@ -9,7 +9,7 @@
  *          warmup (W)          steady: N-W (forward, backward) pairs      cooldown (W)
  * GPipe is the case W = N; 1F1B and interleaved differ only in W and the two orders.
  *
- * zb-h1 has its own small generator below; zbv is a list schedule in schedule_zbv.c.
+ * zb-h1 has its own small generator below; zbv, the published construction, in schedule_zbv.c.
  *
  * Not here: checking that a schedule can run (schedule_sim.c) or running it (the executor).
  */
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/pp/schedule_dualpipev.h"
 #include "src/pp/schedule_zbv.h"
 #include "src/runtime/comm_tag.h"
 
@@ -27,11 +28,8 @@ bool pp_kind_parse(const char *name, pp_kind *out) {
     static const struct {
         const char *name;
         pp_kind kind;
-    } k[] = {{"gpipe", PP_GPIPE},
-             {"1f1b", PP_1F1B},
-             {"interleaved", PP_INTERLEAVED},
-             {"zb-h1", PP_ZB_H1},
-             {"zbv", PP_ZBV}};
+    } k[] = {{"gpipe", PP_GPIPE}, {"1f1b", PP_1F1B}, {"interleaved", PP_INTERLEAVED},
+             {"zb-h1", PP_ZB_H1}, {"zbv", PP_ZBV},   {"dualpipev", PP_DUALPIPEV}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (name && strcmp(name, k[i].name) == 0) {
             *out = k[i].kind;
@@ -47,6 +45,7 @@ const char *pp_kind_name(pp_kind kind) {
     case PP_INTERLEAVED: return "interleaved";
     case PP_ZB_H1: return "zb-h1";
     case PP_ZBV: return "zbv";
+    case PP_DUALPIPEV: return "dualpipev";
     }
     return "?";
 }
@@ -54,9 +53,10 @@ const char *pp_kind_name(pp_kind kind) {
 bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
     const int p = cfg->p, m = cfg->m, v = cfg->v;
     if (cfg->kind != PP_GPIPE && cfg->kind != PP_1F1B && cfg->kind != PP_INTERLEAVED &&
-        cfg->kind != PP_ZB_H1 && cfg->kind != PP_ZBV)
+        cfg->kind != PP_ZB_H1 && cfg->kind != PP_ZBV && cfg->kind != PP_DUALPIPEV)
         snprintf(msg, cap,
-                 "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved, zb-h1, zbv)",
+                 "unknown pipeline schedule %d (one of gpipe, 1f1b, interleaved, zb-h1, zbv, "
+                 "dualpipev)",
                  (int)cfg->kind);
     else if (p < 1) snprintf(msg, cap, "pipeline size p = %d must be at least 1", p);
     else if (m < 1) snprintf(msg, cap, "number of micro-batches m = %d must be at least 1", m);
@@ -71,12 +71,17 @@ bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap) {
                  "the interleaved schedule needs at least 2 model chunks per rank, got v = %d "
                  "(use 1f1b for one chunk)",
                  v);
-    else if (cfg->kind == PP_ZBV && v != 2)
+    else if (pp_v_placement(cfg->kind) && v != 2)
         snprintf(msg, cap,
-                 "v = %d model chunks per rank: zbv always runs 2 chunks per rank (the two arms "
+                 "v = %d model chunks per rank: %s always runs 2 chunks per rank (the two arms "
                  "of the V)",
-                 v);
-    else if (cfg->kind != PP_INTERLEAVED && cfg->kind != PP_ZBV && v != 1)
+                 v, pp_kind_name(cfg->kind));
+    else if (cfg->kind == PP_DUALPIPEV && m < 2 * p)
+        snprintf(msg, cap,
+                 "m = %d micro-batches is fewer than 2p = %d: dualpipev sends 2(p - 1 - r) "
+                 "micro-batches down rank r's arm of the V before its first backward",
+                 m, 2 * p);
+    else if (cfg->kind != PP_INTERLEAVED && !pp_v_placement(cfg->kind) && v != 1)
         snprintf(msg, cap,
                  "v = %d model chunks per rank needs the interleaved schedule; %s runs one chunk "
                  "per rank",
@@ -101,14 +106,14 @@ void pp_config_check(const pp_config *cfg, const char *who) {
 }
 
 int pp_stage(const pp_config *cfg, int rank, int chunk) {
-    if (cfg->kind == PP_ZBV) return chunk == 0 ? rank : 2 * cfg->p - 1 - rank;
+    if (pp_v_placement(cfg->kind)) return chunk == 0 ? rank : 2 * cfg->p - 1 - rank;
     return chunk * cfg->p + rank;
 }
 
 void pp_stage_owner(const pp_config *cfg, int stage, int *rank, int *chunk) {
     const int p = cfg->p;
     CHECK(stage >= 0 && stage < p * cfg->v, "a virtual stage is in [0, p·v)");
-    if (cfg->kind == PP_ZBV) {
+    if (pp_v_placement(cfg->kind)) {
         *chunk = stage < p ? 0 : 1;
         *rank = stage < p ? stage : 2 * p - 1 - stage;
     } else {
@@ -117,7 +122,11 @@ void pp_stage_owner(const pp_config *cfg, int stage, int *rank, int *chunk) {
     }
 }
 
-bool pp_splits_backward(pp_kind kind) { return kind == PP_ZB_H1 || kind == PP_ZBV; }
+bool pp_splits_backward(pp_kind kind) {
+    return kind == PP_ZB_H1 || kind == PP_ZBV || kind == PP_DUALPIPEV;
+}
+
+bool pp_v_placement(pp_kind kind) { return kind == PP_ZBV || kind == PP_DUALPIPEV; }
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
@@ -128,7 +137,8 @@ int pp_warmup(const pp_config *cfg, int rank) {
     case PP_1F1B:
     case PP_ZB_H1: return min_int(p - rank - 1, m);
     case PP_INTERLEAVED: return min_int(m * v, 2 * (p - rank - 1) + (v - 1) * p);
-    case PP_ZBV: {
+    case PP_ZBV:
+    case PP_DUALPIPEV: {
         pp_rank_plan plan;
         pp_rank_plan_build(cfg, rank, &plan);
         const int w = plan.warmup;
@@ -242,7 +252,7 @@ void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
           "check the configuration with pp_config_check first");
     CHECK(rank >= 0 && rank < cfg->p, "the pipeline rank must be in [0, p)");
     const int N = cfg->m * cfg->v; /* forwards (and backwards) on this rank */
-    const int W = cfg->kind == PP_ZBV ? 0 : pp_warmup(cfg, rank); /* zbv: set by its plan */
+    const int W = pp_v_placement(cfg->kind) ? 0 : pp_warmup(cfg, rank); /* V: set by its plan */
     memset(out, 0, sizeof *out);
     out->rank = rank;
     out->n = (pp_splits_backward(cfg->kind) ? 3 : 2) * N;
@@ -255,6 +265,10 @@ void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
     }
     if (cfg->kind == PP_ZBV) {
         pp_zbv_plan(cfg, rank, out);
+        return;
+    }
+    if (cfg->kind == PP_DUALPIPEV) {
+        pp_dualpipev_plan(cfg, rank, out);
         return;
     }
     int n = 0, nf = 0, nb = 0, mb, chunk;
@@ -339,7 +353,7 @@ double pp_bubble_of_ideal(int p, int m, int v) { return (double)(p - 1) / ((doub
 
 double pp_textbook_of_ideal(const pp_config *cfg) {
     if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m);
-    if (cfg->kind == PP_ZBV) return (double)(cfg->p - 1) / (6.0 * cfg->m);
+    if (pp_v_placement(cfg->kind)) return (double)(cfg->p - 1) / (6.0 * cfg->m);
     return pp_bubble_of_ideal(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
 }
 
@@ -348,7 +362,7 @@ double pp_textbook_of_total(const pp_config *cfg, char *formula, size_t cap) {
     pp_textbook_formulas(cfg, &t);
     if (formula) snprintf(formula, cap, "%s%s%s", t.total, t.assumes[0] ? ", " : "", t.assumes);
     if (cfg->kind == PP_ZB_H1) return (double)(cfg->p - 1) / (3.0 * cfg->m + cfg->p - 1);
-    if (cfg->kind == PP_ZBV) return (double)(cfg->p - 1) / (6.0 * cfg->m + cfg->p - 1);
+    if (pp_v_placement(cfg->kind)) return (double)(cfg->p - 1) / (6.0 * cfg->m + cfg->p - 1);
     return pp_bubble_of_total(cfg->p, cfg->m, cfg->kind == PP_INTERLEAVED ? cfg->v : 1);
 }
 

@@ -31,7 +31,7 @@
  * so the largest tag is 2·m·S − 1, at most COMM_MAX_TAG (src/runtime/comm_tag.h;
  * pp_config_valid checks it).
  *
- * The three schedules, every rank running actions strictly in order:
+ * The schedules, every rank running actions strictly in order:
  *   gpipe        all m forwards (micro-batch order), then all m backwards (same order).
  *   1f1b         PipeDream-flush: warmup of min(p−r−1, m) forwards, then one forward /
  *                one backward alternating, then the remaining backwards (cooldown).
@@ -51,17 +51,25 @@
  *                norm and NaN check as every schedule, so there is nothing to undo; the
  *                price is the optimizer's time outside the pipeline, as in 1F1B.
  *   zbv          zero bubble on the V placement (Qi et al. 2024, "ZB-V"), v = 2, split
- *                backward. Not a closed formula but a list schedule (schedule_zbv.c): all
- *                ranks are played forward in time with every F, B and W one unit long, and a
- *                free rank takes, in this order, a W when its activation memory is full, a
- *                ready B, a ready F (chunk 1 before chunk 0), a waiting W. Memory: at most
- *                2p chunk sets (1F1B's p stage sets), chunk 0 at most k of them; the play is
- *                made for k = p .. 2p−1 and the shortest kept. Any m >= 1 (every p <= 8,
- *                m <= 24 is validated by the tests).
+ *                backward, in the published order: schedule_zbv.c builds it as the paper's
+ *                reference generator does (fill the V with chunk-0 forwards, then rounds of
+ *                one B and one F per rank with W's filling every wait), and
+ *                tests/pp/zbv_reference.txt keeps that generator's orders, which it equals.
+ *                Memory: at most 2p chunk sets (1F1B's p stage sets). Any m >= 1; with
+ *                m >= p the makespan is the least possible, 6m + p − 1 units.
  *                Rank 0 holds the embedding (stage 0) and the head + loss (stage 2p−1).
  *                With F = B = W every rank idles p−1 units (the fill of the V: rank p−1 waits
  *                p−1 forwards for its first input) against 6m units of work, which is the
  *                least any schedule can do when all ranks end together.
+ *   dualpipev    DeepSeek's DualPipe cut in half onto zbv's V (DeepSeek-V3 report; DualPipe's
+ *                dualpipev.py; torch's ScheduleDualPipeV), split backward, m >= 2p. Eight
+ *                fixed steps per rank (schedule_dualpipev.c): chunk-0 forwards, then both
+ *                chunks' forwards, then forward/backward pairs of the two chunks (DeepSeek
+ *                overlaps each pair on two streams; Trident runs its F then its B), then the
+ *                backwards, with the W's of the first and last backwards deferred to fill the
+ *                waits. Holds 2p + 1 chunk sets (one more than zbv). Its published bubble is
+ *                (p−1)(F&B + B − 3W) per rank (B a whole backward); run pair by pair at
+ *                F = B = W it is only the fill of the V, like zbv's.
  * gpipe, 1f1b and interleaved are the same shape — warmup forwards, steady F/B pairs,
  * cooldown backwards — with GPipe's warmup being all m forwards:
  *
@@ -84,7 +92,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef enum { PP_GPIPE = 0, PP_1F1B = 1, PP_INTERLEAVED = 2, PP_ZB_H1 = 3, PP_ZBV = 4 } pp_kind;
+typedef enum {
+    PP_GPIPE = 0,
+    PP_1F1B = 1,
+    PP_INTERLEAVED = 2,
+    PP_ZB_H1 = 3,
+    PP_ZBV = 4,
+    PP_DUALPIPEV = 5
+} pp_kind;
 /* PP_BACKWARD is the whole backward of gpipe / 1f1b / interleaved. The zero-bubble schedules
  * split it (src/model/gpt.h, "the split backward"): PP_BACKWARD_INPUT ("B" in Qi et al.: the
  * input gradient, with the backward's messages) and PP_WEIGHT ("W": the weight gradient, no
@@ -132,7 +147,8 @@ typedef struct {
     pp_rank_plan *ranks; /* (p) */
 } pp_schedule;
 
-/* "gpipe" | "1f1b" | "interleaved" | "zb-h1" | "zbv" -> kind; false for anything else. */
+/* "gpipe" | "1f1b" | "interleaved" | "zb-h1" | "zbv" | "dualpipev" -> kind; false for anything
+ * else. */
 bool pp_kind_parse(const char *name, pp_kind *out);
 /* The name pp_kind_parse accepts. */
 const char *pp_kind_name(pp_kind kind);
@@ -140,8 +156,8 @@ const char *pp_kind_name(pp_kind kind);
 /* True when the configuration is usable; otherwise false and one line in msg naming the
  * value and the rule, e.g. "m = 6 micro-batches is not a multiple of the pipeline
  * size p = 4: the interleaved schedule walks micro-batches in groups of p". Rules: p >= 1,
- * m >= 1, v >= 2 for interleaved, v == 2 for zbv, v == 1 otherwise, m % p == 0 and p >= 2 for
- * interleaved. zbv takes any m >= 1 (see above). */
+ * m >= 1, v >= 2 for interleaved, v == 2 for zbv and dualpipev, v == 1 otherwise, m % p == 0
+ * and p >= 2 for interleaved, m >= 2p for dualpipev. zbv takes any m >= 1 (see above). */
 bool pp_config_valid(const pp_config *cfg, char *msg, size_t cap);
 /* pp_config_valid, dying with "<who>: <message>" when it is not. */
 void pp_config_check(const pp_config *cfg, const char *who);
@@ -150,11 +166,13 @@ void pp_config_check(const pp_config *cfg, const char *who);
 int pp_stage(const pp_config *cfg, int rank, int chunk);
 /* The inverse: which (rank, chunk) holds virtual stage `stage` (0 <= stage < p·v). */
 void pp_stage_owner(const pp_config *cfg, int stage, int *rank, int *chunk);
-/* Whether the schedule splits the backward into B and W (zb-h1, zbv). */
+/* Whether the schedule splits the backward into B and W (zb-h1, zbv, dualpipev). */
 bool pp_splits_backward(pp_kind kind);
+/* Whether the schedule places its 2 chunks per rank in a V (zbv, dualpipev). */
+bool pp_v_placement(pp_kind kind);
 /* Number of warmup forwards on `rank`: m (gpipe), min(p−r−1, m) (1f1b, zb-h1),
- * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved); zbv: the forwards before its first B in the
- * list schedule. */
+ * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved); zbv: the forwards before its first B in its
+ * plan (schedule_zbv.c). */
 int pp_warmup(const pp_config *cfg, int rank);
 /* Tag of the message of direction dir for micro-batch mb arriving at virtual stage
  * dst_stage, with S = nstages virtual stages: (mb·S + dst_stage)·2 + dir. */
@@ -210,6 +228,7 @@ double pp_bubble_of_total(int p, int m, int v);
  * rank idles p−1 chunk actions (the fill of the V, a lower bound) against 6m (F, B, W on 2
  * chunks):
  *   of the ideal time:  (p−1) / (6m)        of the total time:  (p−1) / (6m + p − 1)
+ * (dualpipev, run pair by pair, too: schedule_dualpipev_test.c)
  * — Qi et al. call ZB-V zero bubble; what remains at F = B = W is the fill of the V, which
  * no schedule avoids when every rank ends the step together (Trident steps the optimizer
  * after the whole pipeline).

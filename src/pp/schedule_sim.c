@@ -19,14 +19,15 @@
 #include "src/core/check.h"
 
 pp_costs pp_costs_unit(void) {
-    pp_costs c = {1.0, 1.0, 0.0, NULL, NULL, 0.0};
+    pp_costs c = {1.0, 1.0, 0.0, NULL, NULL, 0.0, NULL};
     return c;
 }
 
 pp_costs pp_costs_per_chunk(const pp_config *cfg, double stage_forward, double stage_backward,
                             double p2p_latency) {
     CHECK(cfg->v >= 1, "pp_costs_per_chunk: a schedule has at least one model chunk per rank");
-    pp_costs c = {stage_forward / cfg->v, stage_backward / cfg->v, p2p_latency, NULL, NULL, 0.0};
+    pp_costs c = {
+        stage_forward / cfg->v, stage_backward / cfg->v, p2p_latency, NULL, NULL, 0.0, NULL};
     return c;
 }
 
@@ -42,6 +43,10 @@ static double action_cost(const pp_costs *c, const pp_action *a) {
     if (a->op == PP_FORWARD)
         return c->forward_per_stage ? c->forward_per_stage[a->stage] : c->forward;
     const double whole = c->backward_per_stage ? c->backward_per_stage[a->stage] : c->backward;
+    if (a->op != PP_BACKWARD && c->weight_per_stage) {
+        const double w = c->weight_per_stage[a->stage];
+        return a->op == PP_WEIGHT ? w : whole - w;
+    }
     const double w = c->weight_share > 0 ? c->weight_share : 0.5;
     return a->op == PP_BACKWARD ? whole : a->op == PP_WEIGHT ? w * whole : (1 - w) * whole;
 }

@@ -43,6 +43,8 @@ typedef struct {
     const double *backward_per_stage; /* (p·v) or NULL */
     double weight_share;              /* split backward: W costs this share of the whole
                                        * backward, B the rest (0: one half each) */
+    const double *weight_per_stage;   /* (p·v) or NULL: split backward, W's cost per stage (B:
+                                       * the whole backward's less it); wins over the share */
 } pp_costs;
 
 /* forward = backward = 1, no latency, no per-stage arrays. */

@@ -1,4 +1,4 @@
-/* schedule_zbv.h — the ZB-V list schedule, a part of the schedule library (schedule.h has the
+/* schedule_zbv.h — ZB-V in its published order, a part of the schedule library (schedule.h has the
  * manual; this header only joins schedule.c to schedule_zbv.c).
  *
  * Not here: the V placement itself (pp_stage / pp_stage_owner in schedule.c).

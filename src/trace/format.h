@@ -33,7 +33,8 @@ enum { TRACE_MAX_WORLD = 1 << 20 };
 /* Times are seconds of CLOCK_MONOTONIC (since boot): 1e9 s is 31 years; beyond it a file is
  * forged or corrupt, and its microseconds would not print as the short numbers JSON wants. */
 #define TRACE_MAX_SECONDS 1e9
-static const char *const k_trace_schedules[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zbv"};
+static const char *const k_trace_schedules[] = {"gpipe", "1f1b", "interleaved",
+                                                "zb-h1", "zbv",  "dualpipev"};
 
 /* Offsets inside one 64-byte event record. */
 enum {

@@ -267,7 +267,9 @@ static trace_file *parse(cursor *c) {
         goto bad;
     }
     if (!known_schedule(h->schedule)) {
-        fail(c, "schedule name '%.15s' at byte %zu is not one of gpipe|1f1b|interleaved|zb-h1|zbv",
+        fail(c,
+             "schedule name '%.15s' at byte %zu is not one of "
+             "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev",
              h->schedule, sched_off);
         goto bad;
     }

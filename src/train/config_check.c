@@ -17,6 +17,7 @@
 
 #include "src/model/gpt.h"
 #include "src/moe/moe_config.h"
+#include "src/pp/schedule.h"
 #include "src/runtime/comm_tag.h"
 #include "src/runtime/groups.h"
 #include "src/train/config.h"
@@ -179,21 +180,29 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
     if (c->num_layers_per_virtual_pipeline_stage < 0)
         FAIL("--num-layers-per-virtual-pipeline-stage %d must not be negative",
              c->num_layers_per_virtual_pipeline_stage);
-    if (strcmp(c->pipeline_schedule, "zbv") == 0) { /* always 2 chunks per rank: the V */
+    pp_kind kind = PP_1F1B;
+    const bool v_shape = pp_kind_parse(c->pipeline_schedule, &kind) && pp_v_placement(kind);
+    const char *name = c->pipeline_schedule;
+    if (v_shape) { /* always 2 chunks per rank: the V */
         const int k = c->num_layers_per_virtual_pipeline_stage;
         if (pp < 2)
-            FAIL("--pipeline-schedule zbv needs --pipeline-model-parallel-size >= 2 (got %d): its "
+            FAIL("--pipeline-schedule %s needs --pipeline-model-parallel-size >= 2 (got %d): its "
                  "V runs down the pipeline ranks and back up",
-                 pp);
+                 name, pp);
         if (c->num_layers % (2 * pp) != 0 && !c->stage_layers)
-            FAIL("--pipeline-schedule zbv cuts the model into 2 × --pipeline-model-parallel-size "
+            FAIL("--pipeline-schedule %s cuts the model into 2 × --pipeline-model-parallel-size "
                  "= %d stages: --num-layers %d is not divisible by %d",
-                 2 * pp, c->num_layers, 2 * pp);
+                 name, 2 * pp, c->num_layers, 2 * pp);
         if (k > 0 && k * 2 * pp != c->num_layers)
             FAIL("--num-layers-per-virtual-pipeline-stage %d disagrees with --pipeline-schedule "
-                 "zbv: its 2 chunks per rank hold num-layers / (2 × pipeline size) = %d / %d "
+                 "%s: its 2 chunks per rank hold num-layers / (2 × pipeline size) = %d / %d "
                  "layers each (leave the flag out)",
-                 k, c->num_layers, 2 * pp);
+                 k, name, c->num_layers, 2 * pp);
+        if (kind == PP_DUALPIPEV && c->num_microbatches < 2 * pp)
+            FAIL("--pipeline-schedule dualpipev needs at least 2 × --pipeline-model-parallel-size "
+                 "= %d micro-batches per data-parallel rank, got %d (--global-batch-size / "
+                 "(--micro-batch-size × data-parallel size))",
+                 2 * pp, c->num_microbatches);
         c->vpp = 2;
     } else if (c->num_layers_per_virtual_pipeline_stage > 0) {
         int k = c->num_layers_per_virtual_pipeline_stage;
@@ -219,7 +228,7 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
                  "of "
                  "--pipeline-model-parallel-size %d",
                  c->num_microbatches, pp);
-    } else if (c->vpp > 1 && strcmp(c->pipeline_schedule, "zbv") != 0) {
+    } else if (c->vpp > 1 && !v_shape) {
         FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-schedule interleaved (got "
              "%s)",
              c->pipeline_schedule);

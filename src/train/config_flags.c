@@ -88,8 +88,9 @@ static int parallel_flags(train_config *c, flag_spec *out, int cap) {
          "layers per model chunk: enables the interleaved schedule (0 = off)", NULL},
         {"--pipeline-schedule", FLAG_CHOICE, &c->pipeline_schedule,
          "pipeline schedule (zb-h1: zero bubble, split backward; zbv: zero bubble on a V of 2 "
-         "chunks per rank, rank 0 holding the first and the last stage)",
-         "gpipe|1f1b|interleaved|zb-h1|zbv"},
+         "chunks per rank, rank 0 holding the first and the last stage; dualpipev: DeepSeek's "
+         "DualPipe cut in half onto the same V, m >= 2p)",
+         "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
         {"--stage-layers", FLAG_STRING, &c->stage_layers,
          "explicit layers per virtual stage, e.g. 3,3,2 (default: even split)", NULL},
         {"--rank-order", FLAG_CHOICE, &c->rank_order,

@@ -185,7 +185,7 @@ train_memory *train_memory_predict(const train_config *c, int stage, const char 
     pp_config pc = {PP_1F1B, c->pipeline_model_parallel_size, c->num_microbatches, c->vpp};
     CHECK(pp_kind_parse(c->pipeline_schedule, &pc.kind), "schedule checked by the flag parser");
     pp_config_check(&pc, who);
-    l.v_placement = pc.kind == PP_ZBV;
+    l.v_placement = pp_v_placement(pc.kind);
     train_memory *tm = callocCheck(1, sizeof *tm);
     tm->world = c->world_size;
     tm->stage = stage;

@@ -20,7 +20,7 @@
  *                               (gpt_acts_bytes_of: the model's own layout code, at the
  *                               trainer's length T/cp; with MoE each block's moe_acts, the
  *                               worst case of src/moe/moe_layer.h, ep·N·K rows)
- *   B -> W hand-over            Σ over chunks: held hand-overs × gpt_wgrad_bytes_of (zb-h1, zbv)
+ *   B -> W hand-over            Σ over chunks: held hand-overs × gpt_wgrad_bytes_of (zb-h1, zbv, dualpipev)
  *   work space                  Σ over chunks: gpt_scratch_bytes_of (one per chunk); with
  *                               --bf16 also the device's operand scratch of the bf16 linear
  *                               products, once: device_matmul_scratch_bytes of the chunks'

@@ -84,8 +84,8 @@ static dist_optimizer *optimizer_create(const train_config *cfg, const parallel_
         .expert_dp = ep ? ps->edp_cp : NULL,
         .ep = ep ? ps->ep : NULL,
         .norm = ps ? (cfg->use_distributed_optimizer ? ps->world : ps->mp) : NULL,
-        /* zbv: both wte copies on pipeline rank 0, summed by the executor (local_model.h) */
-        .embedding = ps && kind != PP_ZBV ? ps->embedding : NULL,
+        /* the V: both wte copies on pipeline rank 0, summed by the executor (local_model.h) */
+        .embedding = ps && !pp_v_placement(kind) ? ps->embedding : NULL,
         .tp = ps && cfg->sequence_parallel ? ps->tp : NULL,
         .zero = cfg->use_distributed_optimizer,
         .zero_stage = train_config_zero_stage(cfg),

@@ -101,7 +101,7 @@ typedef enum {
     ZERO_MEM_MASTER,      /* fp32 master weights, mixed precision only: all, or the shard */
     ZERO_MEM_ADAM,        /* Adam m and v: all, or the shard */
     ZERO_MEM_ACTIVATIONS, /* activation sets held: the schedule's in-flight micro-batches */
-    ZERO_MEM_HANDOVER,    /* B -> W hand-overs of a split backward (zb-h1, zbv) */
+    ZERO_MEM_HANDOVER,    /* B -> W hand-overs of a split backward (zb-h1, zbv, dualpipev) */
     ZERO_MEM_WORK_SPACE,  /* per chunk: gradients in flight, what recomputation recomputes */
     ZERO_MEM_P2P,         /* pipeline message buffers (and zbv's messages to itself) */
     ZERO_MEM_BUCKETS,     /* ZeRO-1 + --overlap-grad-reduce: the reduce-scattered buckets' shard;

@@ -66,12 +66,12 @@ static void quick_run_prints_every_suites_rows(void **state) {
     assert_true(assert_run_traces_causal_under(args) > 0);
     assert_non_null(
         strstr(g_out, "| suite | ratio measured side by side | value | target | verdict |"));
-    /* serial: the FLOP/s ratio + attention; pipeline: 5 schedules × 4 (p, m) + 4 interleaved,
-     * 4 zb-h1 and 4 zbv ratios; memory: 2 × 4 + ZeRO + 11 layouts' peak ÷ predicted + 2 ZeRO
+    /* serial: the FLOP/s ratio + attention; pipeline: 6 schedules × 4 (p, m), less dualpipev at
+     * p = 4, m = 4 (it needs m >= 2p), + 4 interleaved, 4 zb-h1 and 4 zbv ratios; memory: 2 × 4 + ZeRO + 11 layouts' peak ÷ predicted + 2 ZeRO
      * savings; comm: 2 timings + TP + 2 PP; scaling: 3;
      * trace: 1; zero: dp 2 and 4 × two sizes; generate: 2. */
     assert_int_equal(count_rows(g_out, "serial"), 2);
-    assert_int_equal(count_rows(g_out, "pipeline"), 32);
+    assert_int_equal(count_rows(g_out, "pipeline"), 35);
     assert_int_equal(count_rows(g_out, "memory"), 22);
     assert_int_equal(count_rows(g_out, "comm"), 5);
     assert_int_equal(count_rows(g_out, "scaling"), 3);
@@ -89,7 +89,7 @@ static void quick_run_prints_every_suites_rows(void **state) {
     snprintf(path, sizeof path, "%s/run/bench.md", dir);
     char *md = slurp(path);
     assert_non_null(md);
-    assert_int_equal(count_rows(md, "pipeline"), 32);
+    assert_int_equal(count_rows(md, "pipeline"), 35);
     assert_non_null(strstr(md, "### commands that measured it"));
     assert_non_null(strstr(md, "mpirun -np 4 trident train --pipeline-model-parallel-size 4"));
     snprintf(path, sizeof path, "%s/run/bench.png", dir);

@@ -196,7 +196,8 @@ static void bad_input_fails_with_one_clear_line(void **state) {
                    "--num-microbatches 0 must be at least 1");
     expect_failure(
         "--pipeline-model-parallel-size 2 --num-microbatches 2 --pipeline-schedule zigzag",
-        "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1|zbv, got 'zigzag'");
+        "--pipeline-schedule must be one of gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev, got "
+        "'zigzag'");
     expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --backward-cost -1",
                    "--backward-cost -1 must be positive");
     const char *dir = test_tmpdir("schedule_cmd_bad");

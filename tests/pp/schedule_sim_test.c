@@ -182,7 +182,8 @@ static void gpipe_holds_every_micro_batch_and_1f1b_at_most_p_minus_r(void **stat
 /* What a rank's plan keeps alive, walked in order (pp_plan_holds_of, the memory prediction's
  * count): the same peak of activation sets as the simulation, split by chunk; 1F1B min(p−r, m)
  * and GPipe m; B -> W hand-overs only in the split backward; zbv's rank p−1 hands messages to
- * itself (one at a time at most here), nobody else does. */
+ * itself (an activation and a gradient at most: ZB-V's rank p−1 may send F3c0's activation
+ * before B0c0 takes B0c1's gradient), nobody else does. */
 static void plan_holds_agree_with_the_simulation(void **state) {
     (void)state;
     const pp_kind kinds[] = {PP_GPIPE, PP_1F1B, PP_INTERLEAVED, PP_ZB_H1, PP_ZBV};
@@ -202,7 +203,9 @@ static void plan_holds_agree_with_the_simulation(void **state) {
                     if (k == PP_1F1B) assert_int_equal(h.acts[0], p - r < m ? p - r : m);
                     if (k == PP_GPIPE) assert_int_equal(h.acts[0], m);
                     assert_true(pp_splits_backward(k) ? hand >= 1 : hand == 0);
-                    assert_int_equal(h.self_msgs, k == PP_ZBV && r == p - 1 ? 1 : 0);
+                    if (k == PP_ZBV && r == p - 1)
+                        assert_true(h.self_msgs == 1 || h.self_msgs == 2);
+                    else assert_int_equal(h.self_msgs, 0);
                     pp_plan_holds_free(&h);
                 }
                 pp_sim_free(&sim);
@@ -300,7 +303,7 @@ static void per_stage_costs_and_latency_shape_the_timeline(void **state) {
     pp_schedule s;
     pp_schedule_build(&cfg, &s);
     const double fw[2] = {1, 3}, bw[2] = {2, 4};
-    pp_costs c = {99, 99, 0.5, fw, bw, 0}; /* the arrays win over the scalars */
+    pp_costs c = {99, 99, 0.5, fw, bw, 0, NULL}; /* the arrays win over the scalars */
     pp_sim sim;
     char msg[256];
     assert_true(pp_simulate(&s, &c, &sim, msg, sizeof msg));
@@ -379,7 +382,7 @@ static void one_stage_has_no_bubble(void **state) {
  * (p−1)/(6m+p−1) = 3/51 = 5.9% of the makespan, against 1F1B's 3/11 = 27.3% and zb-h1's
  * 3/27 = 11.1%. So "≈ 0" here means: at that lower bound (to 1e-12), i.e. the residue is the
  * p − 1 units of fill, nothing else (what Qi et al.'s "zero" does not count). Peak memory 2p
- * chunk sets = 1F1B's. Also: every (p, m) with p | m, m >= 2p, p <= 8 meets the bound, and
+ * chunk sets = 1F1B's. Also: every (p, m) with m >= p, p <= 8, m <= 24 meets the bound, and
  * every p <= 8, m <= 24 validates (deadlock-free, every W after its B). */
 static void zbv_bubble_is_only_the_fill_of_the_v(void **state) {
     (void)state;
@@ -410,7 +413,7 @@ static void zbv_bubble_is_only_the_fill_of_the_v(void **state) {
             pp_schedule_build(&cfg, &s);
             if (!pp_validate(&s, msg, sizeof msg)) fail_msg("zbv p=%d m=%d: %s", p, m, msg);
             pp_schedule_free(&s);
-            if (m % p != 0 || m < 2 * p) continue;
+            if (m < p) continue; /* fewer micro-batches than ranks: the V never fills */
             sim = simulate(&cfg, 1, 2, &s);
             if (fabs(sim.bubble_fraction - pp_textbook_of_total(&cfg, NULL, 0)) > 1e-12)
                 fail_msg("zbv p=%d m=%d: simulated bubble %.6f, textbook %.6f", p, m,

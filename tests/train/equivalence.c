@@ -7,10 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/pp/schedule.h"
 #include "src/runtime/dist.h"
 #include "src/runtime/parallel_state.h"
 #include "src/train/trainer.h"
 #include "tests/support/testing.h"
+
+/* Whether the schedule places 2 chunks per rank in a V (zbv, dualpipev). */
+static bool v_shaped(const char *schedule) {
+    pp_kind k;
+    return pp_kind_parse(schedule, &k) && pp_v_placement(k);
+}
 
 void equivalence_base_config(train_config *c) {
     train_config_defaults(c);
@@ -28,9 +35,8 @@ void equivalence_base_config(train_config *c) {
 
 void equivalence_apply(const train_config *base, const layout_case *lc, train_config *out) {
     train_config pc = *base;
-    /* zbv with layers per chunk given: the model has that many per stage, 2·pp stages */
-    if (strcmp(lc->schedule, "zbv") == 0 && lc->vpp_layers > 0)
-        pc.num_layers = lc->vpp_layers * 2 * lc->pp;
+    /* a V with layers per chunk given: the model has that many per stage, 2·pp stages */
+    if (v_shaped(lc->schedule) && lc->vpp_layers > 0) pc.num_layers = lc->vpp_layers * 2 * lc->pp;
     pc.tensor_model_parallel_size = lc->tp;
     pc.pipeline_model_parallel_size = lc->pp;
     pc.num_layers_per_virtual_pipeline_stage = lc->vpp_layers;
@@ -72,9 +78,8 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
     char err[512];
 
     train_config sc = *base;
-    /* zbv with layers per chunk given: the model has that many per stage, 2·pp stages */
-    if (strcmp(lc->schedule, "zbv") == 0 && lc->vpp_layers > 0)
-        sc.num_layers = lc->vpp_layers * 2 * lc->pp;
+    /* a V with layers per chunk given: the model has that many per stage, 2·pp stages */
+    if (v_shaped(lc->schedule) && lc->vpp_layers > 0) sc.num_layers = lc->vpp_layers * 2 * lc->pp;
     sc.train_iters = steps;
     equivalence_model(lc, &sc); /* the model: the same at both ends */
     train_config pc;

@@ -39,6 +39,7 @@ static const layout_case k_cases[] = {
     {1, 1, 0, "1f1b", true},                      /* DP2 + ZeRO */
     {1, 2, 0, "zb-h1", false},                    /* PP2 zero bubble (split backward) */
     {1, 2, 0, "zbv", false},                      /* PP2 ZB-V: rank 0 holds stages 0 and 3 */
+    {1, 2, 0, "dualpipev", false},                /* PP2 DualPipeV: the same V, DeepSeek's order */
     {1, 1, 0, "1f1b", false, true, false},        /* DP2 --overlap-grad-reduce */
     {1, 1, 0, "1f1b", true, true, true},          /* DP2 + ZeRO, both overlaps */
     {1, 2, 0, "1f1b", false, false, false, true}, /* PP2 1F1B, receives posted ahead */
@@ -101,6 +102,9 @@ static const layout_case k_cases[] = {
     {1, 4, 0, "zb-h1", false},                   /* PP4 zero bubble */
     {1, 4, 1, "zbv", false},                     /* PP4 ZB-V: 1 layer per chunk, so 8 layers */
     {2, 2, 0, "zbv", false},                     /* TP2 × PP2 ZB-V */
+    {1, 4, 1, "dualpipev", false},               /* PP4 DualPipeV, 8 layers (m = 8 = 2p) */
+    {2, 2, 0, "dualpipev", false},               /* TP2 × PP2 DualPipeV */
+    {1, 2, 0, "dualpipev", true},                /* PP2 × DP2 DualPipeV ZeRO (m = 4 = 2p) */
     {2, 1, 0, "1f1b", true, true, true},         /* TP2 × DP2 + ZeRO, both overlaps */
     {1, 2, 0, "1f1b", false, true, false},       /* PP2 × DP2 1F1B --overlap-grad-reduce */
     {1, 4, 1, "zbv", false, false, false, true}, /* PP4 ZB-V, self messages + receives ahead */
@@ -203,6 +207,7 @@ static const layout_case k_cases[] = {
     {2, 1, 0, "1f1b", true},        /* TP2 × DP4, ZeRO */
     {2, 2, 0, "zb-h1", true},       /* TP2 × PP2 × DP2, zero bubble, ZeRO */
     {2, 2, 0, "zbv", true},         /* TP2 × PP2 × DP2, ZB-V, ZeRO */
+    {2, 2, 0, "dualpipev", true},   /* TP2 × PP2 × DP2, DualPipeV, ZeRO */
     {2, 2, 1, "interleaved", true, true, true}, /* TP2 × PP2 × DP2 interleaved ZeRO, overlaps */
     {2, 2, 0, "zb-h1", true, true, true},       /* TP2 × PP2 × DP2 zb-h1 ZeRO, overlaps */
     {2, 2, 0, "zbv", true, true, true, true},   /* TP2 × PP2 × DP2 ZB-V ZeRO, every overlap */
