@@ -185,8 +185,8 @@ enum {
     GROUPS_MAX_DRAWN = 4096,    /* a rank box a few pixels wide */
 };
 
-/* zbv and dualpipev run 2 chunks per rank in a V (the schedule's own rule, as `trident train` states it):
- * what it needs is named as zbv's, not as a flag the user did not give. */
+/* zbv and dualpipev run 2 chunks per rank in a V (the schedule's own rule, as `trident train`
+ * states it): what it needs is named as the schedule's, not as a flag the user did not give. */
 static void check_v_shape(const char *schedule, int pp, int vpp) {
     if (pp < 2)
         die("trident groups: --pipeline-schedule %s needs --pipeline-model-parallel-size >= 2 "
