@@ -143,18 +143,20 @@ static void layout_rank(viz_schedule_layout *out, const pp_schedule *s, const pp
              100.0 * tl->idle_fraction, tl->peak_inflight);
 }
 
-void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
-                                 viz_schedule_layout *out) {
+/* Points per unit of time for a makespan T: ~1000 points of plot, a unit between 8 and 48. */
+static double scale_for(double T) {
+    double ppu = 1000.0 / (T > 0 ? T : 1);
+    return ppu > 48 ? 48 : ppu < 8 ? 8 : ppu;
+}
+
+/* The layout at a given scale (points per unit of time). */
+static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
+                            viz_schedule_layout *out) {
     const pp_config *c = &s->cfg;
     const int p = c->p;
     CHECK(sim->p == p, "simulate the same schedule you draw");
     memset(out, 0, sizeof *out);
-
-    /* Aim at ~1000 points of plot; keep a unit between 8 and 48 points. */
-    double T = sim->makespan > 0 ? sim->makespan : 1;
-    double ppu = 1000.0 / T;
-    if (ppu > 48) ppu = 48;
-    if (ppu < 8) ppu = 8;
+    const double T = sim->makespan > 0 ? sim->makespan : 1;
     out->px_per_unit = ppu;
     out->plot_x = LEFT;
     out->plot_w = T * ppu;
@@ -192,6 +194,11 @@ void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
                  "%s   p = %d   m = %d%s  —  bubble %.1f%% of the time (textbook %s = %.1f%%)",
                  pp_kind_name(c->kind), c->p, c->m, vpart, 100.0 * sim->bubble_fraction, pretty,
                  100.0 * textbook);
+}
+
+void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
+                                 viz_schedule_layout *out) {
+    layout_at_scale(s, sim, scale_for(sim->makespan), out);
 }
 
 void viz_schedule_layout_free(viz_schedule_layout *l) {
@@ -263,12 +270,10 @@ static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind,
     viz_legend(cr, x, y, size, n, pc, pl);
 }
 
-void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path) {
-    viz_schedule_layout l;
-    viz_schedule_layout_compute(s, sim, &l);
-    viz_canvas cv;
-    viz_canvas_open(&cv, path, l.width, l.height);
-    cairo_t *cr = cv.cr;
+/* Paints one layout (its legend too when `legend`). */
+static void paint(cairo_t *cr, const viz_schedule_layout *lp, const pp_schedule *s,
+                  const pp_sim *sim, bool legend) {
+    const viz_schedule_layout l = *lp;
 
     viz_text(cr, LEFT, 26, 14, true, VIZ_LEFT, VIZ_TEXT, l.title);
     draw_axis(cr, &l, sim->makespan);
@@ -320,7 +325,50 @@ void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path
             viz_text(cr, st->x + st->w / 2, st->y + st->h + 8, 8, false, VIZ_CENTER,
                      viz_shade(VIZ_TEXT, 0.35), word);
     }
-    draw_legend(cr, &l, s->cfg.kind, s->cfg.v);
+    if (legend) draw_legend(cr, &l, s->cfg.kind, s->cfg.v);
+}
+
+void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path) {
+    viz_schedule_layout l;
+    viz_schedule_layout_compute(s, sim, &l);
+    viz_canvas cv;
+    viz_canvas_open(&cv, path, l.width, l.height);
+    paint(cv.cr, &l, s, sim, true);
     viz_canvas_close(&cv);
     viz_schedule_layout_free(&l);
+}
+
+void viz_schedule_stack_compute(const pp_schedule *s, const pp_sim *sim, int n,
+                                viz_schedule_layout *out, double *panel_y, double *width,
+                                double *height) {
+    double T = 0;
+    for (int i = 0; i < n; i++) T = sim[i].makespan > T ? sim[i].makespan : T;
+    const double ppu = scale_for(T); /* one time scale for every panel */
+    *width = *height = 0;
+    for (int i = 0; i < n; i++) {
+        layout_at_scale(&s[i], &sim[i], ppu, &out[i]);
+        panel_y[i] = *height;
+        const bool last = i == n - 1; /* only the last panel keeps the legend */
+        *height += last ? out[i].height : out[i].axis_y + AXIS_H;
+        if (out[i].width > *width) *width = out[i].width;
+    }
+}
+
+void viz_schedule_draw_stack(const pp_schedule *s, const pp_sim *sim, int n, const char *path) {
+    CHECK(n >= 1, "a stack has at least one schedule");
+    viz_schedule_layout *l = callocCheck((size_t)n, sizeof *l);
+    double *y = callocCheck((size_t)n, sizeof *y), width, height;
+    viz_schedule_stack_compute(s, sim, n, l, y, &width, &height);
+    viz_canvas cv;
+    viz_canvas_open(&cv, path, width, height);
+    for (int i = 0; i < n; i++) {
+        cairo_save(cv.cr);
+        cairo_translate(cv.cr, 0, y[i]);
+        paint(cv.cr, &l[i], &s[i], &sim[i], i == n - 1);
+        cairo_restore(cv.cr);
+        viz_schedule_layout_free(&l[i]);
+    }
+    viz_canvas_close(&cv);
+    free(l);
+    free(y);
 }

@@ -65,4 +65,14 @@ void viz_schedule_layout_free(viz_schedule_layout *l);
 /* Draws the picture into `path` (.png, .svg or .pdf, written atomically). */
 void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path);
 
+/* A stack for a slide (`trident schedule --compare`): n schedules, each timed by its sim,
+ * one panel under the other on ONE time scale (the longest makespan sets it), so equal times
+ * line up and a shorter schedule ends visibly earlier; the legend only under the last.
+ * viz_schedule_stack_compute gives each panel's layout (free each), its top in panel_y and
+ * the canvas size; viz_schedule_draw_stack paints them into `path`. */
+void viz_schedule_stack_compute(const pp_schedule *s, const pp_sim *sim, int n,
+                                viz_schedule_layout *out, double *panel_y, double *width,
+                                double *height);
+void viz_schedule_draw_stack(const pp_schedule *s, const pp_sim *sim, int n, const char *path);
+
 #endif /* TRIDENT_VIZ_SCHEDULE_DRAW_H */

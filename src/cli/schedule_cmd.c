@@ -203,7 +203,7 @@ static void write_output(int kind, const char *output, const pp_schedule *s, con
 
 static const char k_usage[] =
     "Usage: trident schedule --pipeline-model-parallel-size P --num-microbatches M\n"
-    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev]\n"
+    "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev | --compare LIST]\n"
     "         [--virtual-stages V]\n"
     "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
     "[-o FILE]\n\n"
@@ -249,10 +249,82 @@ static void check_costs(float fcost, float *bcost, float latency) {
         die(WHO ": --p2p-latency %g must be between 0 and %g", (double)latency, SCHEDULE_MAX_COST);
 }
 
+/* What every schedule of one call shares: the sizes, the costs and where they come from. */
+typedef struct {
+    int p, m, v;
+    float fcost, bcost, latency;
+    const char *costs_from;
+    const stage_costs *mc;
+    bool cpu;
+    bool name_each; /* --compare: messages name the schedule */
+} schedule_inputs;
+
+/* Schedule `kind_name` at the call's sizes and costs: checked, built, validated and timed. */
+static void build_and_time(const schedule_inputs *in, const char *kind_name, pp_schedule *s,
+                           pp_sim *sim, pp_costs *costs, char *origin, size_t cap) {
+    pp_config cfg = {PP_1F1B, in->p, in->m, in->v};
+    if (!pp_kind_parse(kind_name, &cfg.kind))
+        die(WHO ": unknown schedule '%s' (one of gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev)",
+            kind_name);
+    if (in->v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || pp_v_placement(cfg.kind) ? 2 : 1;
+    char msg[512];
+    if (!pp_config_valid(&cfg, msg, sizeof msg)) /* several schedules: say which one */
+        die(WHO ": %s%s%s", in->name_each ? kind_name : "", in->name_each ? ": " : "", msg);
+    pp_schedule_build(&cfg, s);
+    CHECK(pp_validate(s, msg, sizeof msg), msg);
+    *costs = schedule_costs(&cfg, in->fcost, in->bcost, in->latency, in->costs_from, in->mc,
+                            in->cpu, origin, cap);
+    CHECK(pp_simulate(s, costs, sim, msg, sizeof msg), msg);
+}
+
+enum { COMPARE_MAX = 8 };
+
+/* --compare K1,K2,...: every schedule at the same sizes and costs, one panel each on one time
+ * scale (a picture: -o FILE.png|.svg|.pdf), or their text grids one after the other. */
+static void run_compare(const schedule_inputs *in, const char *list, int out_kind,
+                        const char *output) {
+    if (out_kind == OUT_JSON)
+        die(WHO ": --compare draws a picture (-o FILE.png|.svg|.pdf) or prints text grids, not "
+                "JSON");
+    char names[256];
+    if (strlen(list) >= sizeof names) die(WHO ": --compare '%.40s...' is too long", list);
+    snprintf(names, sizeof names, "%s", list);
+    pp_schedule s[COMPARE_MAX];
+    pp_sim sim[COMPARE_MAX];
+    pp_costs costs[COMPARE_MAX];
+    char origin[600];
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(names, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == COMPARE_MAX)
+            die(WHO ": --compare '%s' names more than %d schedules", list, COMPARE_MAX);
+        build_and_time(in, tok, &s[n], &sim[n], &costs[n], origin, sizeof origin);
+        n++;
+    }
+    if (n == 0) die(WHO ": --compare '%s' names no schedule (e.g. 1f1b,zb-h1,zbv,dualpipev)", list);
+    if (out_kind == OUT_PICTURE) {
+        viz_schedule_draw_stack(s, sim, n, output);
+        printf("wrote %s (%d schedules, p = %d, m = %d:", output, n, in->p, in->m);
+        for (int i = 0; i < n; i++)
+            printf("%s %s %.1f%%", i ? "," : "", pp_kind_name(s[i].cfg.kind),
+                   100.0 * sim[i].bubble_fraction);
+        printf(")\n");
+    } else {
+        if (output)
+            die(WHO ": --compare writes a picture or prints on the terminal: use -o FILE.png");
+        for (int i = 0; i < n; i++) {
+            if (i) printf("\n");
+            write_text(stdout, &s[i], &sim[i], &costs[i], origin);
+        }
+    }
+    for (int i = 0; i < n; i++) pp_sim_free(&sim[i]), pp_schedule_free(&s[i]);
+}
+
 int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
     const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL, *theme = NULL;
+    const char *compare = NULL;
     int width = 0, height = 0;
     const flag_spec specs[] = {
         {"--pipeline-model-parallel-size", FLAG_INT, &p,
@@ -262,6 +334,10 @@ int cmd_schedule(int argc, char **argv) {
         {"--pipeline-schedule", FLAG_CHOICE, &kind_name,
          "the schedule (1f1b; --costs-from: the run's)",
          "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
+        {"--compare", FLAG_STRING, &compare,
+         "LIST: several schedules side by side, e.g. 1f1b,zb-h1,zbv,dualpipev (one time scale; "
+         "with -o a stacked picture for a slide)",
+         NULL},
         {"--virtual-stages", FLAG_INT, &v,
          "model chunks per rank (0: 2 for interleaved, zbv and dualpipev, else 1)", NULL},
         {"--forward-cost", FLAG_FLOAT, &fcost,
@@ -303,27 +379,30 @@ int cmd_schedule(int argc, char **argv) {
             m);
     if (v < 0) die(WHO ": --virtual-stages %d must be at least 1 (or 0 for the default)", v);
     if (!kind_name) kind_name = "1f1b";
-    pp_config cfg = {PP_1F1B, p, m, v};
-    if (!pp_kind_parse(kind_name, &cfg.kind))
-        die(WHO ": unknown --pipeline-schedule '%s'", kind_name);
-    if (v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || pp_v_placement(cfg.kind) ? 2 : 1;
-    char msg[512];
-    if (!pp_config_valid(&cfg, msg, sizeof msg)) die(WHO ": %s", msg);
     check_costs(fcost, &bcost, latency);
     const int kind = output_kind(output, format);
-
-    pp_schedule s;
-    pp_schedule_build(&cfg, &s);
-    CHECK(pp_validate(&s, msg, sizeof msg), msg);
-    char origin[600];
-    pp_costs costs = schedule_costs(&cfg, fcost, bcost, latency, costs_from, &mc, cpu, origin,
-                                    sizeof origin);
-    pp_sim sim;
-    CHECK(pp_simulate(&s, &costs, &sim, msg, sizeof msg), msg);
-
-    write_output(kind, output, &s, &sim, &costs, origin);
-    pp_sim_free(&sim);
-    pp_schedule_free(&s);
+    const schedule_inputs in = {.p = p,
+                                .m = m,
+                                .v = v,
+                                .fcost = fcost,
+                                .bcost = bcost,
+                                .latency = latency,
+                                .costs_from = costs_from,
+                                .mc = &mc,
+                                .cpu = cpu,
+                                .name_each = compare != NULL};
+    if (compare) {
+        run_compare(&in, compare, kind, output);
+    } else {
+        pp_schedule s;
+        pp_sim sim;
+        pp_costs costs;
+        char origin[600];
+        build_and_time(&in, kind_name, &s, &sim, &costs, origin, sizeof origin);
+        write_output(kind, output, &s, &sim, &costs, origin);
+        pp_sim_free(&sim);
+        pp_schedule_free(&s);
+    }
     stage_costs_free(&mc);
     return 0;
 }

@@ -112,6 +112,33 @@ static void costs_come_from_a_run(void **state) {
     expect_output("from thread CPU time");
 }
 
+/* --compare: several schedules at the same sizes and costs, their grids one after the other
+ * (or one stacked picture); a bad name or a schedule that refuses the sizes is named. */
+static void compare_lists_every_schedule(void **state) {
+    (void)state;
+    assert_int_equal(schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 "
+                              "--compare 1f1b,zb-h1,zbv,dualpipev"),
+                     0);
+    expect_output("1f1b schedule: p = 4 pipeline ranks, m = 8 micro-batches");
+    expect_output("zb-h1 schedule: p = 4");
+    expect_output("zbv schedule: p = 4");
+    expect_output("dualpipev schedule: p = 4");
+    char args[4400];
+    snprintf(args, sizeof args,
+             "--pipeline-model-parallel-size 4 --num-microbatches 8 --compare 1f1b,zbv -o "
+             "%s/cmp.png",
+             test_tmpdir("schedule_cmd_compare"));
+    assert_int_equal(schedule(args), 0);
+    expect_output("(2 schedules, p = 4, m = 8: 1f1b 27.3%, zbv 5.9%)");
+    assert_int_not_equal(
+        schedule("--pipeline-model-parallel-size 4 --num-microbatches 8 --compare 1f1b,zigzag"), 0);
+    expect_output("unknown schedule 'zigzag'");
+    assert_int_not_equal(
+        schedule("--pipeline-model-parallel-size 4 --num-microbatches 4 --compare 1f1b,dualpipev"),
+        0);
+    expect_output("dualpipev: m = 4 micro-batches is fewer than 2p = 8");
+}
+
 static void json_is_exactly_the_action_lists(void **state) {
     (void)state;
     assert_int_equal(
@@ -218,6 +245,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_prints_the_grid_idle_and_bubbles),
         cmocka_unit_test(zbv_lists_both_chunks_and_its_ws),
+        cmocka_unit_test(compare_lists_every_schedule),
         cmocka_unit_test(interleaving_is_faster_at_default_costs),
         cmocka_unit_test(costs_come_from_a_run),
         cmocka_unit_test(json_is_exactly_the_action_lists),

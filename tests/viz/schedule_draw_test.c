@@ -200,8 +200,51 @@ static void png_is_deterministic_and_boxes_are_where_the_layout_says(void **stat
     pp_schedule_free(&s);
 }
 
+/* The stack for a slide (--compare): one time scale for every panel, so a time unit is the
+ * same width everywhere and the shorter schedule's plot ends earlier; panels one under the
+ * other; in the PNG, each panel's boxes where its layout, moved down by its top, says. */
+static void a_stack_shares_one_time_scale(void **state) {
+    (void)state;
+    pp_schedule s[2];
+    pp_sim sim[2];
+    build(PP_1F1B, 4, 8, 1, &s[0], &sim[0]);
+    build(PP_ZBV, 4, 8, 2, &s[1], &sim[1]);
+    viz_schedule_layout l[2];
+    double y[2], width, height;
+    viz_schedule_stack_compute(s, sim, 2, l, y, &width, &height);
+    assert_true(l[0].px_per_unit == l[1].px_per_unit);
+    const int shorter = sim[1].makespan < sim[0].makespan ? 1 : 0;
+    assert_true(sim[shorter].makespan < sim[1 - shorter].makespan);
+    assert_true(l[shorter].plot_w < l[1 - shorter].plot_w);
+    assert_true(y[0] == 0 && y[1] >= l[0].axis_y && height > y[1] + l[1].axis_y);
+    assert_true(width >= l[0].width && width >= l[1].width);
+    const char *dir = test_tmpdir("schedule_stack");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/stack.png", dir);
+    viz_schedule_draw_stack(s, sim, 2, path);
+    cairo_surface_t *img = cairo_image_surface_create_from_png(path);
+    assert_int_equal(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
+    assert_int_equal(cairo_image_surface_get_height(img), (int)(height + 0.5));
+    int rgb[3];
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < l[k].nbox; i += 7) {
+            const viz_sched_rect *r = &l[k].boxes[i];
+            if (r->hatched) continue; /* the hatching's lines may sit on the probe */
+            pixel(img, r->x + 3, y[k] + r->y + 4, rgb);
+            assert_true(abs(rgb[0] - (int)(r->fill.r * 255 + 0.5)) <= 2);
+            assert_true(abs(rgb[2] - (int)(r->fill.b * 255 + 0.5)) <= 2);
+        }
+    cairo_surface_destroy(img);
+    for (int k = 0; k < 2; k++) {
+        viz_schedule_layout_free(&l[k]);
+        pp_sim_free(&sim[k]);
+        pp_schedule_free(&s[k]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_stack_shares_one_time_scale),
         cmocka_unit_test(boxes_sit_at_their_simulated_times),
         cmocka_unit_test(later_chunks_are_hatched_and_lighter),
         cmocka_unit_test(zbv_shows_chunk_1_and_w_distinctly),
