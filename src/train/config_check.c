@@ -9,6 +9,7 @@
  *
  * Not here: the flag table (config_flags.c), derived values that need no rule (config.c).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,6 +414,11 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
 static bool check_model(train_config *c, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size;
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
+    if (c->padded_vocab < 0)
+        FAIL("--make-vocab-size-divisible-by %d × --tensor-model-parallel-size %d pads the "
+             "256-token vocabulary to a multiple of %lld, more than the %d entries an int holds",
+             c->make_vocab_size_divisible_by, tp, (long long)c->make_vocab_size_divisible_by * tp,
+             INT_MAX);
     gpt_config g = train_config_model(c);
     if (!gpt_config_check(&g, tp, err, errlen)) return false;
     if (c->hidden_size % tp != 0)

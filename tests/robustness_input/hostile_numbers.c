@@ -69,6 +69,18 @@ const hostile_case hostile_numbers_cases[] = {
      "memory --world-size 1 --seq-length 1048576 --micro-batch-size 1048576 --global-batch-size "
      "1048576 --hidden-size 1048576 --num-attention-heads 1",
      "this model could need up to 1.16e+21 bytes per rank; predictions stop at 1e+18", NULL},
+    {1,
+     "memory --world-size 65536 --tensor-model-parallel-size 65536 --num-attention-heads 65536 "
+     "--hidden-size 65536 --make-vocab-size-divisible-by 65536",
+     "--make-vocab-size-divisible-by 65536 × --tensor-model-parallel-size 65536 pads the "
+     "256-token vocabulary to a multiple of 4294967296, more than the 2147483647 entries",
+     NULL},
+    {1,
+     "memory --world-size 2 --tensor-model-parallel-size 2 --make-vocab-size-divisible-by "
+     "1073741824", /* was "padded vocabulary 0" */
+     "--make-vocab-size-divisible-by 1073741824 × --tensor-model-parallel-size 2 pads the "
+     "256-token vocabulary to a multiple of 2147483648",
+     NULL},
     /* integers that do not fit where they are kept: never wrapped into another value */
     {1, "train --num-experts 2147483648",
      "--num-experts expects an integer, got '2147483648': it is outside -2147483648 to 2147483647",
