@@ -81,6 +81,8 @@ const hostile_case hostile_numbers_cases[] = {
      "--make-vocab-size-divisible-by 1073741824 × --tensor-model-parallel-size 2 pads the "
      "256-token vocabulary to a multiple of 2147483648",
      NULL},
+    {1, "train --num-layers 2 --hidden-size 32 --num-attention-heads 2 --train-iters 2147483647",
+     "the trace of --train-iters 2147483647 (", NULL}, /* + 1 wrapped: 2^64 - 33 GB */
     /* integers that do not fit where they are kept: never wrapped into another value */
     {1, "train --num-experts 2147483648",
      "--num-experts expects an integer, got '2147483648': it is outside -2147483648 to 2147483647",
