@@ -11,6 +11,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,16 +154,23 @@ static bool check_flags(train_config *c, char *err, size_t errlen) {
 }
 
 
-/* --split TRAIN,HELD, parsed into c->split_train and c->split_held. */
+/* --split TRAIN,HELD, parsed into c->split_train and c->split_held: each weight read by
+ * src/core/checked.h, inside an int (4294967297 is refused, never read as 1). */
 static bool check_split(train_config *c, char *err, size_t errlen) {
-    int a = -1, b = -1, used = 0;
-    if (!c->split || sscanf(c->split, "%d,%d%n", &a, &b, &used) != 2 || c->split[used] != '\0' ||
-        a < 1 || b < 0)
+    const char *s = c->split ? c->split : "", *end = s, *bad = s;
+    int64_t a = -1, b = -1;
+    checked_status st = checked_parse_i64(s, &end, INT_MIN, INT_MAX, &a);
+    if (st == CHECKED_OK && *end == ',')
+        st = checked_parse_i64(bad = end + 1, &end, INT_MIN, INT_MAX, &b);
+    if (st == CHECKED_OUT_OF_RANGE)
+        FAIL("--split '%s': %.*s is out of range (a weight is at most %d)", s, (int)(end - bad),
+             bad, INT_MAX);
+    if (st != CHECKED_OK || *end || a < 1 || b < 0)
         FAIL("--split '%s' must be two weights TRAIN,HELD with TRAIN >= 1 and HELD >= 0 (e.g. "
              "95,5)",
-             c->split ? c->split : "");
-    c->split_train = a;
-    c->split_held = b;
+             s);
+    c->split_train = (int)a;
+    c->split_held = (int)b;
     return true;
 }
 

@@ -89,6 +89,7 @@ const hostile_case hostile_numbers_cases[] = {
      NULL},
     {1, "train --seq-length 4294967312",
      "--seq-length expects an integer, got '4294967312': it is outside", NULL}, /* 16 */
+    {1, "train --split 4294967297,1", "--split '4294967297,1': 4294967297 is out of range", NULL},
     {1, "train --ddp-bucket-size 4294967297",
      "--ddp-bucket-size expects an integer, got '4294967297': it is outside", NULL},
     {1, "generate --load {D}/ck --prompt ab --top-k 4294967296",
