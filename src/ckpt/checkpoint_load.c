@@ -10,6 +10,7 @@
  * (checkpoint_read.c), the container format (tensorfile.c) and the optimizer's arithmetic
  * (src/zero/).
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "src/ckpt/checkpoint_internal.h"
+#include "src/core/checked.h"
 #include "src/precision/convert.h"
 
 /* Every element of a saved tensor finite (and, for Adam's second moment, not negative): a
@@ -111,9 +113,12 @@ static bool parse_piece(const char *tensor, char *pname, size_t cap, size_t *a, 
     if (strncmp(tensor, "adam_m/", 7) != 0) return false;
     const char *at = strrchr(tensor, '@');
     if (!at || (size_t)(at - tensor - 7) >= cap || at == tensor + 7) return false;
-    unsigned long long x, y;
-    int used = 0;
-    if (sscanf(at + 1, "%llu-%llu%n", &x, &y, &used) != 2 || at[1 + used] != 0 || x >= y)
+    int64_t x = 0, y = 0; /* checked (src/core/checked.h): "-1" is no element, never 2^64 - 1 */
+    const char *end;
+    if (!isdigit((unsigned char)at[1]) ||
+        checked_parse_i64(at + 1, &end, 0, INT64_MAX, &x) != CHECKED_OK || *end != '-' ||
+        !isdigit((unsigned char)end[1]) ||
+        checked_parse_i64(end + 1, NULL, 0, INT64_MAX, &y) != CHECKED_OK || x >= y)
         return false;
     memcpy(pname, tensor + 7, (size_t)(at - tensor - 7));
     pname[at - tensor - 7] = 0;

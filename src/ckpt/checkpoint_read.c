@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "src/ckpt/checkpoint_dir.h"
+#include "src/core/checked.h"
 #include "src/ckpt/checkpoint_internal.h"
 #include "src/moe/moe_config.h"
 #include "src/precision/loss_scaler.h"
@@ -66,13 +67,22 @@ static long long meta_opt_int(const ckpt_saved_rank *f, const char *key, long lo
     return v;
 }
 
-/* An optional non-negative finite number (0 when absent). */
+/* An optional non-negative finite number (0 when absent), kept as a float: converted by
+ * src/core/checked.h, so a value that is not 0 never becomes 0 (for a capacity factor, 0 is
+ * dropless: another meaning). */
 static float meta_opt_nonneg(const ckpt_saved_rank *f, const char *key) {
     if (!tf_meta_has(tf_reader_meta(f->r), key)) return 0.0f;
-    double v;
-    if (!tf_meta_get_double(tf_reader_meta(f->r), key, &v) || !isfinite(v) || v < 0 || v > 3.0e38)
-        die("checkpoint '%s': %s is not a finite number >= 0", f->path, key);
-    return (float)v;
+    double v = NAN;
+    float x = 0.0f;
+    const checked_status st = tf_meta_get_double(tf_reader_meta(f->r), key, &v) && v >= 0
+                                  ? checked_to_float(v, &x)
+                                  : CHECKED_NOT_FINITE;
+    if (st == CHECKED_BECOMES_ZERO)
+        die("checkpoint '%s': %s %g is not 0 but would become 0 in single precision, the "
+            "setting's type",
+            f->path, key, v);
+    if (st != CHECKED_OK) die("checkpoint '%s': %s is not a finite number >= 0", f->path, key);
+    return x;
 }
 
 /* The 5-D layout (absent: cp = ep = 1) and the model's experts (absent: dense), checked:

@@ -13,6 +13,7 @@
 #include "src/ckpt/checkpoint.h"
 #include "src/cli/commands.h"
 #include "src/core/check.h"
+#include "src/core/checked.h"
 #include "src/core/file_read.h"
 #include "src/core/flags.h"
 #include "src/device/device.h"
@@ -102,11 +103,12 @@ static sampler_config check_flags(const generate_flags *f, int world) {
     if (!sampler_config_check(&sc, 256, err, sizeof err))
         dist_fail_all("trident generate: %s", err);
     const int tp = f->tp, pp = f->pp;
-    if (tp < 1 || pp < 1 || world != tp * pp)
+    int tpp; /* checked: 641 × 6700417 wraps to 1, which is no replica of one rank */
+    if (tp < 1 || pp < 1 || !checked_mul_int(tp, pp, &tpp) || world != tpp)
         dist_fail_all("trident generate: %d ranks, but --tensor-model-parallel-size %d × "
-                      "--pipeline-model-parallel-size %d = %d (generation runs one model replica: "
-                      "launch exactly T×P ranks; data parallelism does not apply)",
-                      world, tp, pp, tp * pp);
+                      "--pipeline-model-parallel-size %d = %lld (generation runs one model "
+                      "replica: launch exactly T×P ranks; data parallelism does not apply)",
+                      world, tp, pp, (long long)tp * pp);
     char latest[4200];
     struct stat st;
     snprintf(latest, sizeof latest, "%s/latest", f->load);

@@ -24,6 +24,7 @@
  * Not here: running a schedule (the executor) or drawing measured timelines (trident render).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "src/cli/commands.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
+#include "src/core/checked.h"
 #include "src/core/flags.h"
 #include "src/core/json.h"
 #include "src/pp/schedule.h"
@@ -47,7 +49,24 @@ enum { OUT_TEXT, OUT_JSON, OUT_PICTURE };
 
 /* ---- text ----------------------------------------------------------------------------- */
 
+enum { SCHEDULE_MAX_TEXT_CELLS = 1 << 20 }; /* a line of the text grid (m·p is below 2^15) */
 #define SCHEDULE_MAX_COST 1e9 /* any time unit; a makespan sums at most 2^15 of them */
+
+/* The text grid's cells per rank: one per dt, the shorter of the two costs, over the makespan.
+ * Converted by src/core/checked.h: a grid too long to print (a forward of 1e-30 beside a
+ * backward of 1e9 is 1e40 cells, which as an int was any number) is refused, before any output
+ * is opened. */
+static int text_cells(const pp_sim *sim, const pp_costs *costs, double *dt) {
+    *dt = costs->forward < costs->backward ? costs->forward : costs->backward;
+    const double want = sim->makespan / *dt - 1e-9;
+    int64_t n = 0;
+    if (checked_to_i64(want, CHECKED_CEIL, 0, SCHEDULE_MAX_TEXT_CELLS, &n) != CHECKED_OK)
+        die(WHO ": the text grid would be %.4g cells per rank (the makespan %g over the shorter "
+                "cost %g), more than %d: give --forward-cost and --backward-cost closer to each "
+                "other",
+            want, sim->makespan, *dt, SCHEDULE_MAX_TEXT_CELLS);
+    return (int)n;
+}
 
 static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const pp_costs *costs,
                        const char *origin) {
@@ -62,8 +81,8 @@ static void write_text(FILE *f, const pp_schedule *s, const pp_sim *sim, const p
             fcost, bcost, costs->p2p_latency, origin, sim->makespan);
 
     /* The grid: one cell per dt of time, showing the action that covers the cell's middle. */
-    double dt = fcost < bcost ? fcost : bcost;
-    int ncell = (int)ceil(sim->makespan / dt - 1e-9);
+    double dt;
+    const int ncell = text_cells(sim, costs, &dt);
     int cw = 2; /* cell width: the longest action name */
     for (int r = 0; r < c->p; r++)
         for (int i = 0; i < s->ranks[r].n; i++) {
@@ -182,6 +201,8 @@ static stage_costs costs_and_layout_from(const char *dir, int *p, int *m, const 
 /* The picture, the JSON action lists or the text grid: into `output`, or on stdout. */
 static void write_output(int kind, const char *output, const pp_schedule *s, const pp_sim *sim,
                          const pp_costs *costs, const char *origin) {
+    double dt;
+    if (kind == OUT_TEXT) text_cells(sim, costs, &dt); /* refused before any output */
     if (kind == OUT_PICTURE) {
         viz_schedule_draw(s, sim, output);
         printf("wrote %s (%s, p = %d, m = %d, v = %d: makespan %g, bubble %.1f%%)\n", output,

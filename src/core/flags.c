@@ -4,13 +4,14 @@
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
-#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "src/core/check.h"
+#include "src/core/checked.h"
 
 static const char *type_word(flag_type t) {
     switch (t) {
@@ -61,24 +62,36 @@ static bool choice_ok(const char *choices, const char *v) {
 }
 
 static void set_value(const char *cmd, const flag_spec *s, const char *v) {
-    char *end = NULL;
-    errno = 0;
     switch (s->type) {
     case FLAG_INT: {
-        long x = strtol(v, &end, 10);
-        if (errno || end == v || *end || x < INT_MIN || x > INT_MAX)
+        int64_t x = 0;
+        const checked_status st = checked_parse_i64(v, NULL, INT_MIN, INT_MAX, &x);
+        if (st == CHECKED_NOT_INTEGER)
             die("trident %s: %s expects an integer, got '%s'", cmd, s->name, v);
+        if (st != CHECKED_OK)
+            die("trident %s: %s expects an integer, got '%s': it is outside %d to %d, the "
+                "range the setting is kept in",
+                cmd, s->name, v, INT_MIN, INT_MAX);
         *(int *)s->dst = (int)x;
         break;
     }
     case FLAG_FLOAT: {
-        double x = strtod(v, &end);
-        if (errno || end == v || *end || !isfinite(x))
+        char *end = NULL;
+        errno = 0;
+        const double x = strtod(v, &end);
+        float f = 0;
+        checked_status st = end == v || *end ? CHECKED_NOT_INTEGER : checked_to_float(x, &f);
+        if (st == CHECKED_OK && errno == ERANGE && x == 0) st = CHECKED_BECOMES_ZERO; /* 1e-400 */
+        if (st == CHECKED_NOT_INTEGER || st == CHECKED_NOT_FINITE)
             die("trident %s: %s expects a finite number, got '%s'", cmd, s->name, v);
-        if (fabs(x) > FLT_MAX) /* would be inf in the float it is kept in */
+        if (st == CHECKED_OUT_OF_RANGE) /* would be inf in the float it is kept in */
             die("trident %s: %s %s is beyond single precision (at most %g)", cmd, s->name, v,
                 (double)FLT_MAX);
-        *(float *)s->dst = (float)x;
+        if (st == CHECKED_BECOMES_ZERO) /* 0 often means off, or forever */
+            die("trident %s: %s %s is not 0 but would become 0 in single precision, the "
+                "setting's type (give 0, or a magnitude of at least %g)",
+                cmd, s->name, v, (double)FLT_TRUE_MIN);
+        *(float *)s->dst = f;
         break;
     }
     case FLAG_STRING:

@@ -265,7 +265,8 @@ int64_t gpt_acts_dropped(const gpt_acts *a, int i);
  * B·T, or B·T/tp with sequence parallelism (the rows of x_in, x_out and their gradients). */
 size_t gpt_residual_rows(const gpt_chunk *c, int B, int T);
 
-/* Vocabulary padded up to a multiple of divisible_by * tp_size. */
+/* Vocabulary padded up to a multiple of divisible_by * tp_size; -1 when that product or the
+ * padded size does not fit an int (src/core/checked.h: never wrapped into another size). */
 int gpt_padded_vocab(int real_vocab, int divisible_by, int tp_size);
 
 /* Fills the chunk's parameter table; its parameters start at `param_offset`. */

@@ -6,11 +6,14 @@
  * See gpt.h; the activations' layout is in gpt_layout.c, the forward in gpt.c and gpt_block.c,
  * the backward in gpt_backward.c and gpt_block.c.
  */
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/core/checked.h"
 #include "src/core/rng.h"
 #include "src/cp/zigzag.h"
 #include "src/model/gpt.h"
@@ -19,8 +22,10 @@
 #include "src/runtime/comm.h"
 
 int gpt_padded_vocab(int real_vocab, int divisible_by, int tp_size) {
-    int m = divisible_by * tp_size;
-    return ((real_vocab + m - 1) / m) * m;
+    int m; /* checked: 65536 × 65536 as int is 0, and / 0 is SIGFPE */
+    if (!checked_mul_int(divisible_by, tp_size, &m) || m < 1) return -1;
+    const int64_t padded = ((int64_t)real_vocab + m - 1) / m * m; /* below 2^62 */
+    return padded <= INT_MAX ? (int)padded : -1;
 }
 
 bool gpt_config_check(const gpt_config *cfg, int tp, char *err, size_t errlen) {

@@ -1,10 +1,12 @@
 /* local_model.c — see local_model.h. */
 #include "src/model/local_model.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/core/checked.h"
 #include "src/device/device.h"
 
 bool local_model_partition(int L, int S, const int *stage_layers, int *begin, char *err,
@@ -30,7 +32,12 @@ bool local_model_partition(int L, int S, const int *stage_layers, int *begin, ch
             return false;
         }
         begin[s] = sum;
-        sum += stage_layers[s];
+        if (!checked_add_int(sum, stage_layers[s], &sum)) {
+            snprintf(err, errlen,
+                     "the stage layer counts add up to more than %d but --num-layers is %d",
+                     INT_MAX, L);
+            return false;
+        }
     }
     begin[S] = sum;
     if (sum != L) {

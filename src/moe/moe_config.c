@@ -46,6 +46,11 @@ bool moe_config_check(const moe_config *m, char *err, size_t errlen) {
     if (!(m->capacity_factor >= 0) || !isfinite(m->capacity_factor))
         FAIL("--moe-expert-capacity-factor %g must be finite and not negative (0 = dropless)",
              (double)m->capacity_factor);
+    if (m->capacity_factor > MOE_MAX_CAPACITY_FACTOR)
+        FAIL("--moe-expert-capacity-factor %g must be at most %d: at experts / top-k (at most "
+             "%d) an expert already takes every token of a micro-batch, and a larger factor "
+             "only overflows the capacity, factor · tokens · top-k / experts",
+             (double)m->capacity_factor, MOE_MAX_CAPACITY_FACTOR, MOE_MAX_EXPERTS);
     if (E % P != 0)
         FAIL("--num-experts %d is not divisible by --expert-model-parallel-size %d (each "
              "expert-parallel rank holds whole experts)",

@@ -14,7 +14,7 @@
  *                    above the bound is named as the model's range, 0 to MOE_MAX_EXPERTS
  *   topk             K, 1 <= K <= E
  *   aux_loss_coeff   finite and not negative
- *   capacity_factor  finite and not negative; 0 is dropless (router.h, capacity)
+ *   capacity_factor  finite, 0 to MOE_MAX_CAPACITY_FACTOR; 0 is dropless (router.h, capacity)
  *   ep_size          P >= 1 divides E: each expert-parallel rank holds whole experts
  *   ep_rank          0 <= rank < P
  *
@@ -30,6 +30,10 @@
 
 /* The most experts a model may have (a bound on tables sized by E, checked before them). */
 #define MOE_MAX_EXPERTS 4096
+/* The largest capacity factor: at a factor of E / K (at most MOE_MAX_EXPERTS) an expert
+ * already takes every token of a call, so a larger one drops nothing more; bounded, the
+ * capacity ceil(factor · N · K / E) stays far inside size_t (router_capacity). */
+#define MOE_MAX_CAPACITY_FACTOR MOE_MAX_EXPERTS
 
 /* The settings of a model that does not say otherwise (Megatron's defaults): top-2 routing, no
  * load-balancing loss, dropless experts, one expert-parallel rank. A dense model keeps them. */

@@ -12,6 +12,7 @@
 
 #include "kernels/ops.h"
 #include "src/core/check.h"
+#include "src/core/checked.h"
 
 void router_scores(float *scores, const float *in, const float *router_w, size_t N, size_t C,
                    size_t E) {
@@ -97,5 +98,11 @@ void router_backward(float *dinp, float *drouter_w, float *dscores, const float 
 
 size_t router_capacity(float factor, size_t N, size_t E, int K) {
     if (factor <= 0.0f) return SIZE_MAX;
-    return (size_t)ceil((double)factor * (double)N * (double)K / (double)E);
+    const double want = (double)factor * (double)N * (double)K / (double)E;
+    int64_t cap;
+    if (N > 0 && checked_to_i64(want, CHECKED_CEIL, 0, (int64_t)N, &cap) == CHECKED_OK)
+        return (size_t)cap;
+    /* an expert receives each token at most once: N or more is every pair of the call */
+    CHECK(isfinite(want), "a capacity factor that is not finite (moe_config_check refuses it)");
+    return N;
 }

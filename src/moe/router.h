@@ -62,8 +62,9 @@ void router_aux_backward(float *dscores, const float *stats, size_t N, size_t E,
 void router_backward(float *dinp, float *drouter_w, float *dscores, const float *scores,
                      const float *in, const float *router_w, size_t N, size_t C, size_t E);
 
-/* Pairs one expert may take from one call of N tokens: ceil(factor · N · K / E); SIZE_MAX
- * (no limit: dropless) when factor <= 0. */
+/* Pairs one expert may take from one call of N tokens: ceil(factor · N · K / E), converted by
+ * src/core/checked.h (never wrapped) and at most N (an expert sees each token once, so N
+ * keeps every pair); SIZE_MAX (no limit: dropless) when factor <= 0. */
 size_t router_capacity(float factor, size_t N, size_t E, int K);
 
 #endif /* TRIDENT_MOE_ROUTER_H */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/core/checked.h"
 
 /* Every spelling of the two rank orders: the long names, and the short names from before
  * context and expert parallelism (the same placement). */
@@ -43,9 +44,9 @@ bool pg_layout_make(pg_layout *out, int world, int tp, int cp, int ep, int pp, i
                  cp < 1 ? "context-parallel-size" : "expert-model-parallel-size", cp < 1 ? cp : ep);
         return false;
     }
-    /* Checked factor by factor so the products cannot overflow. */
-    const long long tcp = (long long)tp * cp;
-    if (tcp > world || tcp * pp > world || world % (int)(tcp * pp) != 0) {
+    /* Checked products (src/core/checked.h): one that wraps divides no world. */
+    int tcp, tcpp;
+    if (!checked_mul_int(tp, cp, &tcp) || !checked_mul_int(tcp, pp, &tcpp) || world % tcpp != 0) {
         if (cp == 1)
             snprintf(err, errlen,
                      "world size %d is not divisible by tensor-model-parallel-size %d × "
@@ -58,7 +59,7 @@ bool pg_layout_make(pg_layout *out, int world, int tp, int cp, int ep, int pp, i
                      world, tp, cp, pp);
         return false;
     }
-    const int dp = world / (tp * cp * pp);
+    const int dp = world / tcpp;
     if (!pg_ep_divides_dp(ep, dp)) {
         snprintf(err, errlen,
                  "expert-model-parallel-size %d does not divide the data-parallel size %d", ep, dp);

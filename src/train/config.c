@@ -5,10 +5,14 @@
  */
 #include "src/train/config.h"
 
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/core/checked.h"
 #include "src/core/json.h"
 #include "src/model/gpt.h"
 #include "src/moe/moe_config.h"
@@ -64,29 +68,49 @@ int train_config_zero_stage(const train_config *c) {
     return c->use_distributed_optimizer ? 1 : 0;
 }
 
-int *train_config_stage_layers(const train_config *c, int nstages, const char *who) {
-    const char *s = c->stage_layers;
-    if (!s) return NULL;
-    int *out = callocCheck((size_t)nstages, sizeof(int));
+bool train_config_read_stage_layers(const char *s, int nstages, int *out, char *err,
+                                    size_t errlen) {
     int n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) die("%s: --stage-layers '%s': expected comma-separated layer counts", who, s);
-        if (n >= nstages)
-            die("%s: --stage-layers '%s' names more than the %d virtual pipeline stages", who, s,
-                nstages);
+    for (const char *p = s; *p;) {
+        int64_t v = 0;
+        const char *end;
+        const checked_status st = checked_parse_i64(p, &end, 1, INT_MAX, &v);
+        if (st == CHECKED_NOT_INTEGER || (*end && *end != ',')) {
+            snprintf(err, errlen, "--stage-layers '%s': expected comma-separated layer counts", s);
+            return false;
+        }
+        if (st != CHECKED_OK) { /* never wrapped: 4294967297 is not 1 */
+            snprintf(err, errlen,
+                     "--stage-layers '%s': %.*s is not a layer count (every stage holds 1 to %d "
+                     "layers)",
+                     s, (int)(end - p), p, INT_MAX);
+            return false;
+        }
+        if (n >= nstages) {
+            snprintf(err, errlen,
+                     "--stage-layers '%s' names more than the %d virtual pipeline stages", s,
+                     nstages);
+            return false;
+        }
         out[n++] = (int)v;
         p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
-            die("%s: --stage-layers '%s': expected comma-separated layer counts", who, s);
     }
-    if (n != nstages)
-        die("%s: --stage-layers '%s' names %d stages, the layout has %d", who, s, n, nstages);
-    return out;
+    if (n != nstages) {
+        snprintf(err, errlen, "--stage-layers '%s' names %d stages, the layout has %d", s, n,
+                 nstages);
+        return false;
+    }
+    return true;
 }
 
+int *train_config_stage_layers(const train_config *c, int nstages, const char *who) {
+    if (!c->stage_layers) return NULL;
+    int *out = callocCheck((size_t)nstages, sizeof(int));
+    char err[512];
+    if (!train_config_read_stage_layers(c->stage_layers, nstages, out, err, sizeof err))
+        die("%s: %s", who, err);
+    return out;
+}
 
 gpt_recompute train_config_recompute(const train_config *c) {
     gpt_recompute rc = {GPT_RECOMPUTE_NONE, GPT_RECOMPUTE_UNIFORM, 0};

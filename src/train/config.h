@@ -98,6 +98,10 @@ int train_config_zero_stage(const train_config *c);
  * the flag is not given; dies with one line "<who>: --stage-layers ..." when it is not a list
  * of nstages counts. */
 int *train_config_stage_layers(const train_config *c, int nstages, const char *who);
+/* The same, read from the text s into out[0..nstages): false, with one line naming the count as
+ * typed and the rule in err, when it is not a list of nstages counts of 1 to INT_MAX layers
+ * (a count is never wrapped: 4294967297 is refused, not read as 1). */
+bool train_config_read_stage_layers(const char *s, int nstages, int *out, char *err, size_t errlen);
 /* The recomputation a checked configuration asks for, as the model takes it. */
 gpt_recompute train_config_recompute(const train_config *c);
 /* The precision of the model's linear products (src/device/device.h device_set_matmul_dtype):

@@ -9,12 +9,16 @@
  *
  * Not here: the flag table (config_flags.c), derived values that need no rule (config.c).
  */
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "src/core/check.h"
+#include "src/core/checked.h"
 #include "src/model/gpt.h"
 #include "src/moe/moe_config.h"
 #include "src/pp/schedule.h"
@@ -68,18 +72,20 @@ static bool check_layout(train_config *c, int world, char *err, size_t errlen) {
     const int cp = c->context_parallel_size, ep = c->expert_model_parallel_size;
     if (cp < 1) FAIL("--context-parallel-size %d must be at least 1", cp);
     if (ep < 1) FAIL("--expert-model-parallel-size %d must be at least 1", ep);
-    if (world % (tp * pp) != 0)
+    /* checked products: one that wraps (65536 × 65536 is 0 as int) is no divisor of the world */
+    int tpp, tcpp;
+    if (!checked_mul_int(tp, pp, &tpp) || world % tpp != 0)
         FAIL("world size %d is not divisible by --tensor-model-parallel-size %d × "
              "--pipeline-model-parallel-size %d",
              world, tp, pp);
-    if (world % (tp * cp * pp) != 0)
+    if (!checked_mul_int(tpp, cp, &tcpp) || world % tcpp != 0)
         FAIL("world size %d is not divisible by --tensor-model-parallel-size %d × "
              "--context-parallel-size %d × --pipeline-model-parallel-size %d",
              world, tp, cp, pp);
-    if (!pg_ep_divides_dp(ep, world / (tp * cp * pp)))
+    if (!pg_ep_divides_dp(ep, world / tcpp))
         FAIL("--expert-model-parallel-size %d does not divide the data-parallel size %d (experts "
              "are cut over data-parallel ranks)",
-             ep, world / (tp * cp * pp));
+             ep, world / tcpp);
     pg_layout l;
     if (!pg_layout_make(&l, world, tp, cp, ep, pp, 1, c->rank_order, err, errlen)) return false;
     c->world_size = world;
@@ -149,27 +155,53 @@ static bool check_flags(train_config *c, char *err, size_t errlen) {
 }
 
 
-/* --split TRAIN,HELD, parsed into c->split_train and c->split_held. */
+/* --split TRAIN,HELD, parsed into c->split_train and c->split_held: each weight read by
+ * src/core/checked.h, inside an int (4294967297 is refused, never read as 1). */
 static bool check_split(train_config *c, char *err, size_t errlen) {
-    int a = -1, b = -1, used = 0;
-    if (!c->split || sscanf(c->split, "%d,%d%n", &a, &b, &used) != 2 || c->split[used] != '\0' ||
-        a < 1 || b < 0)
+    const char *s = c->split ? c->split : "", *end = s, *bad = s;
+    int64_t a = -1, b = -1;
+    checked_status st = checked_parse_i64(s, &end, INT_MIN, INT_MAX, &a);
+    if (st == CHECKED_OK && *end == ',')
+        st = checked_parse_i64(bad = end + 1, &end, INT_MIN, INT_MAX, &b);
+    if (st == CHECKED_OUT_OF_RANGE)
+        FAIL("--split '%s': %.*s is out of range (a weight is at most %d)", s, (int)(end - bad),
+             bad, INT_MAX);
+    if (st != CHECKED_OK || *end || a < 1 || b < 0)
         FAIL("--split '%s' must be two weights TRAIN,HELD with TRAIN >= 1 and HELD >= 0 (e.g. "
              "95,5)",
-             c->split ? c->split : "");
-    c->split_train = a;
-    c->split_held = b;
+             s);
+    c->split_train = (int)a;
+    c->split_held = (int)b;
     return true;
 }
 
 
 /* Micro-batches per step from the batch sizes and the data-parallel size. */
 static bool check_batch(train_config *c, char *err, size_t errlen) {
-    if (c->global_batch_size < 1 || c->global_batch_size % (c->micro_batch_size * c->dp) != 0)
+    int per_step; /* micro-batch × dp, checked: a product that wraps divides nothing */
+    if (c->global_batch_size < 1 || !checked_mul_int(c->micro_batch_size, c->dp, &per_step) ||
+        c->global_batch_size % per_step != 0)
         FAIL("--global-batch-size %d is not divisible by --micro-batch-size %d × data-parallel "
              "size %d",
              c->global_batch_size, c->micro_batch_size, c->dp);
-    c->num_microbatches = c->global_batch_size / (c->micro_batch_size * c->dp);
+    c->num_microbatches = c->global_batch_size / per_step;
+    return true;
+}
+
+/* --stage-layers: one count of 1 to INT_MAX layers, as typed, per virtual stage, adding up to
+ * --num-layers (the sum in 64 bits: counts that wrap to the right total are refused). */
+static bool check_stage_layers(const train_config *c, char *err, size_t errlen) {
+    if (!c->stage_layers) return true;
+    const int S = c->pipeline_model_parallel_size * c->vpp; /* at most num_layers: see above */
+    int *k = callocCheck((size_t)S, sizeof *k);
+    const bool ok = train_config_read_stage_layers(c->stage_layers, S, k, err, errlen);
+    long long sum = 0;
+    for (int s = 0; ok && s < S; s++) sum += k[s];
+    free(k);
+    if (!ok) return false;
+    if (sum != c->num_layers)
+        FAIL("--stage-layers '%s' adds up to %lld layers but --num-layers is %d", c->stage_layers,
+             sum, c->num_layers);
     return true;
 }
 
@@ -205,16 +237,16 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
                  2 * pp, c->num_microbatches);
         c->vpp = 2;
     } else if (c->num_layers_per_virtual_pipeline_stage > 0) {
-        int k = c->num_layers_per_virtual_pipeline_stage;
+        int k = c->num_layers_per_virtual_pipeline_stage, kpp;
         if (pp < 2)
             FAIL("--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1 "
                  "(got %d)",
                  pp);
-        if (c->num_layers % (k * pp) != 0)
+        if (!checked_mul_int(k, pp, &kpp) || c->num_layers % kpp != 0)
             FAIL("--num-layers %d is not divisible by --num-layers-per-virtual-pipeline-stage %d × "
                  "--pipeline-model-parallel-size %d",
                  c->num_layers, k, pp);
-        c->vpp = c->num_layers / (k * pp);
+        c->vpp = c->num_layers / kpp;
         if (strcmp(c->pipeline_schedule, "1f1b") == 0) c->pipeline_schedule = "interleaved";
     }
     if (strcmp(c->pipeline_schedule, "interleaved") == 0) {
@@ -242,7 +274,7 @@ static bool check_schedule(train_config *c, char *err, size_t errlen) {
              "COMM_MAX_TAG = %d (use fewer, larger micro-batches)",
              c->num_microbatches, pp * c->vpp, 2LL * c->num_microbatches * pp * c->vpp,
              COMM_MAX_TAG);
-    return true;
+    return check_stage_layers(c, err, errlen);
 }
 
 
@@ -296,20 +328,21 @@ static bool check_fits(const train_config *c, char *err, size_t errlen) {
 
 
 /* Layers of the smallest model chunk of a checked layout, and whether every chunk's count is
- * divisible by n; --stage-layers are read here only for this (trainer.c parses them, and
- * refuses what is not a list of counts, with its own message). */
+ * divisible by n (--stage-layers were checked by check_stage_layers). */
 static int smallest_chunk(const train_config *c, int n, bool *divides) {
-    int least = c->num_layers / (c->pipeline_model_parallel_size * c->vpp);
+    const int S = c->pipeline_model_parallel_size * c->vpp;
+    int least = c->num_layers / S;
     *divides = least % n == 0;
-    if (c->stage_layers) least = c->num_layers, *divides = true; /* the mean is no chunk */
-    for (const char *p = c->stage_layers; p && *p;) {
-        char *end;
-        long k = strtol(p, &end, 10);
-        if (end == p) break;
-        if (k < least) least = (int)k;
-        if (k % n != 0) *divides = false;
-        p = *end == ',' ? end + 1 : end;
-    }
+    if (!c->stage_layers) return least;
+    int *k = callocCheck((size_t)S, sizeof *k);
+    char unused[8];
+    least = c->num_layers, *divides = true; /* the mean is no chunk */
+    if (train_config_read_stage_layers(c->stage_layers, S, k, unused, sizeof unused))
+        for (int s = 0; s < S; s++) {
+            if (k[s] < least) least = k[s];
+            if (k[s] % n != 0) *divides = false;
+        }
+    free(k);
     return least;
 }
 
@@ -398,6 +431,11 @@ static bool check_moe_cp(train_config *c, char *err, size_t errlen) {
 static bool check_model(train_config *c, char *err, size_t errlen) {
     const int tp = c->tensor_model_parallel_size;
     c->padded_vocab = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
+    if (c->padded_vocab < 0)
+        FAIL("--make-vocab-size-divisible-by %d × --tensor-model-parallel-size %d pads the "
+             "256-token vocabulary to a multiple of %lld, more than the %d entries an int holds",
+             c->make_vocab_size_divisible_by, tp, (long long)c->make_vocab_size_divisible_by * tp,
+             INT_MAX);
     gpt_config g = train_config_model(c);
     if (!gpt_config_check(&g, tp, err, errlen)) return false;
     if (c->hidden_size % tp != 0)

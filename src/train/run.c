@@ -5,6 +5,7 @@
 #include "src/train/trainer_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "src/ckpt/checkpoint_dir.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
+#include "src/core/checked.h"
 #include "src/core/clock.h"
 #include "src/data/dataset.h"
 #include "src/device/device.h"
@@ -242,6 +244,38 @@ typedef struct {
     train_memory *mem;      /* every rank's predicted bytes (lead only; memory_predict.h) */
 } run_state;
 
+/* The events one rank's trace holds: per step, for each (micro-batch, chunk) a forward and a
+ * backward, their p2p, two memory samples, and 4 TP all-reduces per layer it holds (at most L)
+ * plus the embedding and loss ones; then the optimizer's collectives and the step's own events.
+ * MoE blocks add their all-to-alls (counts and tokens, both ways, forward and backward),
+ * context parallelism its ring steps per layer (cp − 1 forward, cp backward), each traced as a
+ * send and a receive (comm.h). Products checked (src/core/checked.h): 0 when they do not fit
+ * (--train-iters 2147483647 wrapped to a "size" of 2^64 − 33 GB). */
+static size_t trace_capacity(const train_config *c, size_t *per_step) {
+    const size_t per_layer = 4 + (c->num_experts > 0 ? 10 : 0) +
+                             4 * (size_t)c->context_parallel_size;
+    size_t chunks = 0, blocks = 0, events = *per_step = 0;
+    if (!checked_mul_size((size_t)c->num_microbatches, (size_t)c->vpp, &chunks) ||
+        !checked_mul_size(per_layer, (size_t)c->num_layers, &blocks) ||
+        !checked_mul_size(chunks, 12 + blocks, per_step))
+        return 0;
+    *per_step += 64 + (c->expert_model_parallel_size > 1 ? 16 * (size_t)c->num_layers : 0);
+    if (!checked_mul_size(*per_step, (size_t)c->train_iters + 1, &events)) return 0;
+    return events + 1024;
+}
+
+/* A trace that cannot be held is refused before any work, with its size. */
+static void check_trace_fits(const train_config *c) {
+    size_t per_step, events = c->no_trace ? 1 : trace_capacity(c, &per_step);
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    if (c->no_trace || (events > 0 && (double)events * sizeof(trace_event) <= have)) return;
+    dist_fail_all("trident train: the trace of --train-iters %d (%zu events per step, %zu bytes "
+                  "each) would need %.4g bytes on each rank but this machine has %.4g bytes of "
+                  "memory: give --no-trace, or fewer --train-iters",
+                  c->train_iters, per_step, sizeof(trace_event),
+                  ((double)per_step * (c->train_iters + 1.0) + 1024) * sizeof(trace_event), have);
+}
+
 /* Checks the configuration and the layout, then sets up communication, the device, the
  * groups and the trainer; rank 0 makes the run directory. */
 static void run_setup(run_state *r, train_config *c) {
@@ -251,6 +285,7 @@ static void run_setup(run_state *r, train_config *c) {
     r->rank = dist_rank();
     r->lead = r->rank == 0;
     if (!train_config_check(c, r->world, err, sizeof err)) dist_fail_all("trident train: %s", err);
+    check_trace_fits(c);
     if (!pg_layout_make(&r->layout, r->world, c->tensor_model_parallel_size,
                         c->context_parallel_size, c->expert_model_parallel_size,
                         c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
@@ -302,19 +337,9 @@ static void run_trace_begin(run_state *r) {
     h.clock_offset = cs.offset;
     h.clock_uncertainty = cs.uncertainty;
     h.config_json = r->cfg_json;
-    /* Events per step: for each (micro-batch, chunk) a forward and a backward, their p2p,
-     * two memory samples, and 4 TP all-reduces per layer it holds (at most L) plus the
-     * embedding and loss ones; then the optimizer's collectives and the step's own events. */
-    /* MoE blocks add their all-to-alls (counts and tokens, both ways, forward and backward),
-     * context parallelism its ring steps per layer (cp − 1 forward, cp backward), each traced
-     * as a send and a receive (comm.h). */
-    const size_t per_layer = 4 + (c->num_experts > 0 ? 10 : 0) +
-                             4 * (size_t)c->context_parallel_size;
-    size_t per_step = (size_t)c->num_microbatches * (size_t)c->vpp *
-                          (12 + per_layer * (size_t)c->num_layers) +
-                      64 + (c->expert_model_parallel_size > 1 ? 16 * (size_t)c->num_layers : 0);
     trainer *t = r->t;
-    t->trace = trace_create(&h, per_step * (size_t)(c->train_iters + 1) + 1024);
+    size_t per_step;
+    t->trace = trace_create(&h, trace_capacity(c, &per_step));
     pp_executor_set_trace(t->exec, t->trace);
     /* The device's clock: markers in its queue (src/device/device.h), so that the compute
      * spans of a GPU run time its kernels, not their launches, without a wait per span. On

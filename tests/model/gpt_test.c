@@ -290,8 +290,9 @@ static void parameter_table_is_contiguous_and_counts_match_the_formula(void **st
     assert_int_equal(c->nparams, 2 + 12 * (int)L + 2);
 
     const gpt_shard shards[] = {
-        {1, 0, 0, 4, true, true, 1, 0},  {2, 1, 0, 4, true, true, 1, 0},  {4, 3, 0, 4, true, true, 1, 0},
-        {2, 0, 0, 2, true, false, 1, 0}, {2, 1, 2, 4, false, true, 1, 0}, {4, 2, 1, 3, false, false, 1, 0},
+        {1, 0, 0, 4, true, true, 1, 0},  {2, 1, 0, 4, true, true, 1, 0},
+        {4, 3, 0, 4, true, true, 1, 0},  {2, 0, 0, 2, true, false, 1, 0},
+        {2, 1, 2, 4, false, true, 1, 0}, {4, 2, 1, 3, false, false, 1, 0},
         {1, 0, 3, 4, false, true, 1, 0},
     };
     for (size_t si = 0; si < sizeof shards / sizeof shards[0]; si++) {
@@ -384,7 +385,12 @@ static void serial_index_maps_are_bijections_over_the_tp_ranks(void **state) {
      *   SPLIT_QKV  local rows [Q_1; K_1; V_1] (8 each) -> serial rows 8.., 24.., 40..
      *   SPLIT_ROWS local row 0 of fc_w (32 of 64 rows) -> serial row 32
      *   SPLIT_COLS local col 0 of proj_w (8 of 16 cols) -> serial col 8 */
-    gpt_shard sh = {.tp_size = 2, .tp_rank = 1, .layer_begin = 0, .layer_end = 1, .has_embedding = true, .has_head = true};
+    gpt_shard sh = {.tp_size = 2,
+                    .tp_rank = 1,
+                    .layer_begin = 0,
+                    .layer_end = 1,
+                    .has_embedding = true,
+                    .has_head = true};
     gpt_chunk_init(c, &cfg, &sh, 0);
     const gpt_param *qkv = gpt_chunk_find(c, GPT_QKV_W, 0), *fc = gpt_chunk_find(c, GPT_FC_W, 0);
     const gpt_param *proj = gpt_chunk_find(c, GPT_PROJ_W, 0),
@@ -490,6 +496,11 @@ static void bad_configs_are_rejected_with_messages_naming_the_values(void **stat
     assert_int_equal(gpt_padded_vocab(50, 16, 4), 64);
     assert_int_equal(gpt_padded_vocab(256, 64, 2), 256);
     assert_int_equal(gpt_padded_vocab(257, 64, 2), 384);
+    /* never wrapped: 65536 × 65536 is 0 as int, 2^30 × 2 is past int */
+    assert_int_equal(gpt_padded_vocab(256, 65536, 65536), -1);
+    assert_int_equal(gpt_padded_vocab(256, 1073741824, 2), -1);
+    assert_int_equal(gpt_padded_vocab(256, 2147483647, 1), 2147483647);
+    assert_int_equal(gpt_padded_vocab(256, 1073741824, 1), 1073741824);
 }
 
 int main(void) {

@@ -48,7 +48,12 @@ static void capacity_is_zero_for_dropless_and_never_negative(void **state) {
     expect_refused((moe_config){4, 2, 0, -0.5f, 1, 0},
                    "--moe-expert-capacity-factor -0.5 must be finite and not negative "
                    "(0 = dropless)");
+    /* above experts / top-k nothing more is kept: a factor past the bound is refused, not
+     * wrapped into a capacity of 0 */
+    expect_refused((moe_config){4, 2, 0, 1e19f, 1, 0},
+                   "--moe-expert-capacity-factor 1e+19 must be at most 4096");
     char err[256];
+    assert_true(moe_config_check(&(moe_config){4, 2, 0, 4096.0f, 1, 0}, err, sizeof err));
     assert_true(moe_config_check(&(moe_config){4, 2, 0.01f, 0.0f, 2, 1}, err, sizeof err));
     assert_true(moe_config_check(&(moe_config){4, 2, 0.01f, 1.25f, 4, 3}, err, sizeof err));
     assert_true(moe_config_check(&(moe_config){1, 1, 0, 0, 1, 0}, err, sizeof err));

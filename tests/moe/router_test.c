@@ -172,6 +172,12 @@ static void capacity_is_the_ceiling_and_nonpositive_means_dropless(void **state)
     assert_int_equal(router_capacity(1.25f, 10, 4, 1), 4); /* ceil(3.125) */
     assert_true(router_capacity(0.0f, 10, 4, 2) == SIZE_MAX);
     assert_true(router_capacity(-1.0f, 10, 4, 2) == SIZE_MAX);
+    /* never wrapped (1e19 · N as size_t was 0: every token dropped), and a positive factor
+     * never becomes 0 = no room; N keeps every pair of the call */
+    assert_true(router_capacity(1e19f, 1000000, 4, 2) == 1000000);
+    assert_true(router_capacity(3.0e38f, 10, 1, 4096) == 10);
+    assert_true(router_capacity(1e-40f, 10, 4, 2) == 1);
+    assert_true(router_capacity(1.0f, 0, 4, 2) == 0);
 }
 
 int main(void) {

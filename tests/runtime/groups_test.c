@@ -455,6 +455,13 @@ static void bad_layouts_are_rejected_with_the_rule(void **state) {
     assert_false(pg_layout_make(&l, 1 << 30, 1 << 20, 1 << 20, 1, 1 << 20, 1, NULL, err,
                                 sizeof err)); /* products past int */
     assert_non_null(strstr(err, "is not divisible by"));
+    /* products that wrap as int (to 0, 1 and -1) divide no world (src/core/checked.h) */
+    assert_false(pg_layout_make(&l, 8, 65536, 1, 1, 65536, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 1, 641, 1, 1, 6700417, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 1, 65535, 1, 1, 65537, 1, NULL, err, sizeof err));
+    assert_false(pg_layout_make(&l, 4, 4, 1073741824, 1, 1, 1, NULL, err, sizeof err));
+    assert_string_equal(err, "world size 4 is not divisible by tensor-model-parallel-size 4 × "
+                             "context-parallel-size 1073741824 × pipeline-model-parallel-size 1");
     assert_true(pg_layout_make(&l, 16, 2, 2, 2, 2, 1, "tp-cp-ep-pp-dp", err, sizeof err));
     assert_true(l.cp == 2 && l.ep == 2 && l.dp == 2 && l.edp == 1 && l.order == PG_ORDER_TP_PP_DP);
 }

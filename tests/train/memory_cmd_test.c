@@ -151,6 +151,20 @@ static void bad_input_gets_one_line(void **state) {
     refuse("--world-size 1 --seq-length 1000000000", "predictions stop at 1e+18 bytes");
     refuse("--world-size 2 --pipeline-model-parallel-size 2 --stage-layers 1,x",
            "trident memory: --stage-layers '1,x'");
+    /* never wrapped (src/core/checked.h): a count past int, a sum past int, a product that is 0
+     * as int (it was SIGFPE) */
+    refuse("--world-size 2 --pipeline-model-parallel-size 2 --num-layers 2 --stage-layers "
+           "4294967297,1",
+           "--stage-layers '4294967297,1': 4294967297 is not a layer count");
+    refuse("--world-size 2 --pipeline-model-parallel-size 2 --num-layers 2 --stage-layers "
+           "2147483647,2147483647",
+           "adds up to 4294967294 layers but --num-layers is 2");
+    refuse("--world-size 8 --tensor-model-parallel-size 65536 --pipeline-model-parallel-size 65536",
+           "world size 8 is not divisible by --tensor-model-parallel-size 65536 × "
+           "--pipeline-model-parallel-size 65536");
+    refuse("--world-size 1048576 --micro-batch-size 4096 --global-batch-size 4096",
+           "--global-batch-size 4096 is not divisible by --micro-batch-size 4096 × data-parallel "
+           "size 1048576");
 }
 
 /* The records `trident train` writes, against `trident memory` for the same flags. */
