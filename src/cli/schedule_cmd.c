@@ -341,6 +341,33 @@ static void run_compare(const schedule_inputs *in, const char *list, int out_kin
     for (int i = 0; i < n; i++) pp_sim_free(&sim[i]), pp_schedule_free(&s[i]);
 }
 
+/* The sizes every schedule needs (required flags, or the run's with --costs-from). */
+static void check_sizes(int p, int m, int v) {
+    if (p < 1)
+        die(WHO
+            ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
+            "pipeline ranks)",
+            p);
+    if (m < 1)
+        die(WHO
+            ": --num-microbatches %d must be at least 1 (it is required: micro-batches per step)",
+            m);
+    if (v < 0) die(WHO ": --virtual-stages %d must be at least 1 (or 0 for the default)", v);
+}
+
+/* One schedule: its grid, action lists or picture. */
+static void run_one(const schedule_inputs *in, const char *kind_name, int out_kind,
+                    const char *output) {
+    pp_schedule s;
+    pp_sim sim;
+    pp_costs costs;
+    char origin[600];
+    build_and_time(in, kind_name, &s, &sim, &costs, origin, sizeof origin);
+    write_output(out_kind, output, &s, &sim, &costs, origin);
+    pp_sim_free(&sim);
+    pp_schedule_free(&s);
+}
+
 int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
@@ -389,17 +416,7 @@ int cmd_schedule(int argc, char **argv) {
     char run_kind[16];
     bool cpu = false;
     if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v, &cpu);
-    if (p < 1)
-        die(WHO
-            ": --pipeline-model-parallel-size %d must be at least 1 (it is required: the number of "
-            "pipeline ranks)",
-            p);
-    if (m < 1)
-        die(WHO
-            ": --num-microbatches %d must be at least 1 (it is required: micro-batches per step)",
-            m);
-    if (v < 0) die(WHO ": --virtual-stages %d must be at least 1 (or 0 for the default)", v);
-    if (!kind_name) kind_name = "1f1b";
+    check_sizes(p, m, v);
     check_costs(fcost, &bcost, latency);
     const int kind = output_kind(output, format);
     const schedule_inputs in = {.p = p,
@@ -412,18 +429,8 @@ int cmd_schedule(int argc, char **argv) {
                                 .mc = &mc,
                                 .cpu = cpu,
                                 .name_each = compare != NULL};
-    if (compare) {
-        run_compare(&in, compare, kind, output);
-    } else {
-        pp_schedule s;
-        pp_sim sim;
-        pp_costs costs;
-        char origin[600];
-        build_and_time(&in, kind_name, &s, &sim, &costs, origin, sizeof origin);
-        write_output(kind, output, &s, &sim, &costs, origin);
-        pp_sim_free(&sim);
-        pp_schedule_free(&s);
-    }
+    if (compare) run_compare(&in, compare, kind, output);
+    else run_one(&in, kind_name ? kind_name : "1f1b", kind, output);
     stage_costs_free(&mc);
     return 0;
 }
