@@ -10,8 +10,10 @@
  * they have no error rows here.
  *
  * Internal checks users could reach, now refused at the flags: --draw-zero beyond the ZeRO
- * picture's 128 data-parallel ranks (zero_draw_layout.c's CHECK), and an MoE layer whose
- * (token, expert) rows overflow the dispatch's 32-bit row numbers (token_dispatch.c's CHECK).
+ * picture's 128 data-parallel ranks (zero_draw_layout.c's CHECK), an MoE layer whose
+ * (token, expert) rows overflow the dispatch's 32-bit row numbers (token_dispatch.c's CHECK),
+ * and --stage-layers giving a stage more blocks than a model chunk holds (gpt_params.c's
+ * CHECK on GPT_MAX_PARAMS; local_model_partition refuses it).
  */
 #include "tests/robustness_input/hostile.h"
 
@@ -72,6 +74,19 @@ const hostile_case hostile_work_cases[] = {
      "8589934592 (token, expert) rows per rank (--micro-batch-size 1 × --seq-length 4194304 / "
      "--context-parallel-size 2",
      NULL},
+    {1,
+     "memory --world-size 2 --pipeline-model-parallel-size 2 --num-layers 101 --stage-layers 100,1 "
+     "--hidden-size 8 --num-attention-heads 1",
+     "--stage-layers gives stage 0 100 layers; a model chunk holds at most 84", NULL},
+    {1,
+     "memory --world-size 2 --pipeline-model-parallel-size 2 --num-layers 170 --stage-layers 85,85 "
+     "--hidden-size 8 --num-attention-heads 1 --num-experts 2",
+     "--stage-layers gives stage 0 85 layers", NULL},
+    {2,
+     "train --pipeline-model-parallel-size 2 --num-layers 101 --stage-layers 1,100 --hidden-size 8 "
+     "--num-attention-heads 1 --seq-length 4 --train-iters 1 --no-trace --quiet "
+     "--run-dir {D}/stage100",
+     "--stage-layers gives stage 1 100 layers; a model chunk holds at most 84", NULL},
     {0, NULL, NULL, NULL},
 };
 
