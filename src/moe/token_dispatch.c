@@ -41,31 +41,31 @@ static void set_blocks(size_t *count, size_t *displ, const size_t *rows, int P, 
 size_t token_permute_plan(int32_t *slot, int32_t *perm, int64_t *kept, int64_t *dropped,
                           const int32_t *expert, size_t N, size_t E, int K, size_t capacity,
                           size_t *steps) {
-    size_t pairs = N * (size_t)K;
+    size_t pairs = N * (size_t)K, n = 0; /* n counts the loop steps */
     CHECK(pairs <= (size_t)INT32_MAX, "MoE: too many (token, choice) pairs for int32 slots");
     /* Pass 1: earlier positions win the capacity. */
     memset(kept, 0, E * sizeof(int64_t));
     *dropped = 0;
-    for (size_t i = 0; i < pairs; i++) {
+    for (size_t i = 0; i < pairs; i++, n++) {
         int32_t e = expert[i];
         if ((size_t)kept[e] < capacity) slot[i] = (int32_t)kept[e]++;
         else slot[i] = -1, (*dropped)++;
     }
     /* Pass 2: counts -> first rows. */
     int64_t M = 0;
-    for (size_t e = 0; e < E; e++) {
-        int64_t n = kept[e];
+    for (size_t e = 0; e < E; e++, n++) {
+        int64_t count = kept[e];
         kept[e] = M;
-        M += n;
+        M += count;
     }
     /* Pass 3: place, then first rows -> counts (each expert ends where the next begins). */
-    for (size_t i = 0; i < pairs; i++) {
+    for (size_t i = 0; i < pairs; i++, n++) {
         if (slot[i] < 0) continue;
         slot[i] += (int32_t)kept[expert[i]];
         perm[slot[i]] = (int32_t)i;
     }
-    for (size_t e = 0; e < E; e++) kept[e] = (e + 1 < E ? kept[e + 1] : M) - kept[e];
-    if (steps) *steps = 2 * pairs + 2 * E;
+    for (size_t e = 0; e < E; e++, n++) kept[e] = (e + 1 < E ? kept[e + 1] : M) - kept[e];
+    if (steps) *steps = n;
     return (size_t)M;
 }
 

@@ -59,7 +59,8 @@ typedef struct {
 /* Assigns the pairs of expert (N,K) to rows: slot (N·K) = the pair's row in expert order, or
  * -1 when dropped (over `capacity` pairs of its expert, counted in pair order t·K+k); perm (M)
  * = the pair of each row; kept (E) = rows per expert; *dropped = pairs dropped. Returns M.
- * A counting sort: its loop steps, stored in *steps (NULL: not told), are 2·(N·K + E). */
+ * A counting sort: the loop steps it took, counted into *steps (NULL: not told), are
+ * 2·(N·K + E). */
 size_t token_permute_plan(int32_t *slot, int32_t *perm, int64_t *kept, int64_t *dropped,
                           const int32_t *expert, size_t N, size_t E, int K, size_t capacity,
                           size_t *steps);
