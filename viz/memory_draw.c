@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "viz/axis.h"
 
 static const double DEFAULT_WIDTH = 1000, LEFT = 78, RIGHT = 24, TOP = 78, PLOT_H = 340;
 static const double MIN_SLOT = 4, MAX_SLOT = 120;
@@ -38,12 +39,8 @@ static double axis_unit(double top, const char **name) {
     return unit;
 }
 
-static double nice_step(double top_units) {
-    double step = pow(10, floor(log10(top_units > 0 ? top_units : 1)));
-    while (top_units / step > 6) step *= top_units / step > 12 ? 5 : 2;
-    while (top_units / step < 2 && step > 1e-9) step /= 2;
-    return step;
-}
+/* Grid lines 1-2-5 apart, about four of them below the top (viz/axis.h). */
+static double nice_step(double top_units) { return viz_axis_step(top_units / 4); }
 
 void viz_memory_layout_make(viz_memory_layout *L, const viz_memory_chart *ch, double width) {
     CHECK(ch->nranks >= 1 && ch->nranks <= VIZ_MEMORY_MAX_RANKS,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "viz/axis.h"
 #include "viz/canvas.h"
 
 enum {
@@ -35,34 +36,49 @@ double viz_mp_value(const run_metrics_step *s, viz_mp_quantity q) {
     }
 }
 
-/* 1, 2 or 5 times a power of ten, the smallest at least `raw`. */
-static double nice_step(double raw) {
-    if (!(raw > 0)) return 1;
-    double p = pow(10, floor(log10(raw)));
-    double m = raw / p;
-    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
-}
+/* The key of quantity q in metrics.jsonl, for messages. */
+static const char *const k_keys[VIZ_MP_PANELS] = {"loss", "lr", "grad_norm", "tokens_per_sec"};
 
-/* lo..hi widened to ticks of a nice step, about 4 intervals. */
-static void nice_range(double lo, double hi, double *out_lo, double *out_hi, double *step) {
-    if (hi - lo <= 1e-12 * fabs(hi)) {
-        double pad = fabs(hi) > 0 ? 0.1 * fabs(hi) : 1;
-        lo -= pad;
-        hi += pad;
+/* One value of run m at step, checked against what an axis spans; widens lo..hi. */
+static bool take(double v, const run_metrics *m, int step, const char *key, double *lo, double *hi,
+                 char *err, size_t errlen) {
+    if (!isfinite(v)) return true; /* not drawn */
+    if (fabs(v) > VIZ_AXIS_LIMIT) {
+        snprintf(err, errlen,
+                 "'%s/metrics.jsonl': %s %g at step %d is beyond what a plot's axis spans "
+                 "(|value| at most %g)",
+                 m->dir, key, v, step, VIZ_AXIS_LIMIT);
+        return false;
     }
-    *step = nice_step((hi - lo) / 4);
-    *out_lo = floor(lo / *step + 1e-9) * *step;
-    *out_hi = ceil(hi / *step - 1e-9) * *step;
+    *lo = fmin(*lo, v), *hi = fmax(*hi, v);
+    return true;
 }
 
-void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
-                           viz_metrics_layout *out) {
+/* Panel q's range over every run (the loss panel also holds the held-out loss). */
+static bool panel_range(const run_metrics *const *runs, int n, int q, double *lo, double *hi,
+                        char *err, size_t errlen) {
+    *lo = INFINITY, *hi = -INFINITY;
+    for (int r = 0; r < n; r++) {
+        const run_metrics *m = runs[r];
+        for (int i = 0; i < m->nsteps; i++)
+            if (!take(viz_mp_value(&m->steps[i], (viz_mp_quantity)q), m, m->steps[i].step,
+                      k_keys[q], lo, hi, err, errlen))
+                return false;
+        for (int i = 0; q == VIZ_MP_LOSS && i < m->nevals; i++)
+            if (!take(m->evals[i].loss, m, m->evals[i].step, "eval_loss", lo, hi, err, errlen))
+                return false;
+    }
+    return true;
+}
+
+bool viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
+                           viz_metrics_layout *out, char *err, size_t errlen) {
     CHECK(n >= 1, "viz_metrics_layout_of: at least one run");
     memset(out, 0, sizeof *out);
     out->width = width;
     out->legend_y = TITLE_H + 8;
     const double top = out->legend_y + LEGEND_LINE * n + 8;
-    double slo = INFINITY, shi = -INFINITY;
+    double slo = INFINITY, shi = -INFINITY; /* steps are ints: always within an axis */
     for (int r = 0; r < n; r++) {
         for (int i = 0; i < runs[r]->nsteps; i++) {
             slo = fmin(slo, runs[r]->steps[i].step);
@@ -73,11 +89,11 @@ void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
             shi = fmax(shi, runs[r]->evals[i].step);
         }
     }
+    if (!(slo <= shi)) slo = 0, shi = 1;
     if (!(shi > slo)) shi = slo + 1;
     out->step_lo = slo;
     out->step_hi = shi;
-    out->step_tick = nice_step((shi - slo) / 6);
-    if (out->step_tick < 1) out->step_tick = 1;
+    out->step_tick = fmax(1, viz_axis_step((shi - slo) / 6));
     for (int q = 0; q < VIZ_MP_PANELS; q++) {
         viz_mp_panel *p = &out->panel[q];
         p->title = k_titles[q];
@@ -85,24 +101,17 @@ void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
         p->w = width - MARGIN_L - MARGIN_R;
         p->y = top + q * (PANEL_H + PANEL_GAP) + 18; /* room for the panel's title */
         p->h = PANEL_H;
-        double lo = INFINITY, hi = -INFINITY;
-        for (int r = 0; r < n; r++) {
-            for (int i = 0; i < runs[r]->nsteps; i++) {
-                double v = viz_mp_value(&runs[r]->steps[i], (viz_mp_quantity)q);
-                if (isfinite(v)) lo = fmin(lo, v), hi = fmax(hi, v);
-            }
-            if (q == VIZ_MP_LOSS)
-                for (int i = 0; i < runs[r]->nevals; i++)
-                    if (isfinite(runs[r]->evals[i].loss))
-                        lo = fmin(lo, runs[r]->evals[i].loss),
-                        hi = fmax(hi, runs[r]->evals[i].loss);
-        }
+        double lo, hi;
+        if (!panel_range(runs, n, q, &lo, &hi, err, errlen)) return false;
         p->empty = !(hi >= lo);
         if (p->empty) lo = 0, hi = 1;
-        nice_range(lo, hi, &p->lo, &p->hi, &p->tick_step);
+        viz_axis ax;
+        CHECK(viz_axis_of(lo, hi, 4, &ax), "values within VIZ_AXIS_LIMIT always make an axis");
+        p->lo = ax.lo, p->hi = ax.hi, p->tick_step = ax.step, p->ticks = ax.intervals;
     }
     const viz_mp_panel *last = &out->panel[VIZ_MP_PANELS - 1];
     out->height = last->y + last->h + BOTTOM;
+    return true;
 }
 
 double viz_mp_x(const viz_metrics_layout *l, double step) {
@@ -131,9 +140,8 @@ static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     char s[64];
     viz_text(cr, p->x, p->y - 7, 11, true, VIZ_LEFT, VIZ_TEXT, p->title);
     viz_line_width(cr, 0.6);
-    for (int k = 0;; k++) { /* y grid and labels */
+    for (int k = 0; k <= p->ticks; k++) { /* y grid and labels */
         double v = p->lo + k * p->tick_step;
-        if (v > p->hi + 1e-9 * p->tick_step) break;
         double y = viz_mp_y(p, v);
         viz_set_rgb(cr, VIZ_GRID);
         cairo_move_to(cr, p->x, y);
@@ -143,7 +151,9 @@ static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
         if (!p->empty) viz_text(cr, p->x - 6, y + 3.5, 9, false, VIZ_RIGHT, VIZ_TEXT, s);
     }
     double first = ceil(l->step_lo / l->step_tick - 1e-9) * l->step_tick;
-    for (double st = first; st <= l->step_hi + 1e-9; st += l->step_tick) { /* x grid */
+    int nx = (int)floor((l->step_hi - first) / l->step_tick + 1e-9); /* about 6: steps are ints */
+    for (int k = 0; k <= nx; k++) {                                  /* x grid */
+        double st = first + k * l->step_tick;
         double x = viz_mp_x(l, st);
         viz_set_rgb(cr, VIZ_GRID);
         cairo_move_to(cr, x, p->y);
@@ -213,10 +223,10 @@ static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     }
 }
 
-void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
-                      const char *title) {
+bool viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
+                      const char *title, char *err, size_t errlen) {
     viz_metrics_layout l;
-    viz_metrics_layout_of(runs, n, width, &l);
+    if (!viz_metrics_layout_of(runs, n, width, &l, err, errlen)) return false;
     viz_canvas c;
     viz_canvas_open(&c, path, l.width, l.height);
     cairo_t *cr = c.cr;
@@ -255,4 +265,5 @@ void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, d
     viz_text(cr, last->x + last->w / 2, last->y + last->h + 34, 11, true, VIZ_CENTER, VIZ_TEXT,
              "step");
     viz_canvas_close(&c);
+    return true;
 }

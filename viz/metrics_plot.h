@@ -39,7 +39,8 @@ typedef enum {
 typedef struct {
     double x, y, w, h; /* the plotting area */
     double lo, hi;     /* value at the bottom and at the top edge */
-    double tick_step;  /* y ticks at lo, lo + tick_step, ..., hi */
+    double tick_step;  /* y ticks at lo + k·tick_step, k = 0 .. ticks (viz/axis.h) */
+    int ticks;         /* intervals between lo and hi, at most VIZ_AXIS_MAX_INTERVALS */
     bool empty;        /* no run has a value: drawn as "no data" */
     const char *title; /* "loss (nats)", "learning rate", ... */
 } viz_mp_panel;
@@ -52,9 +53,11 @@ typedef struct {
     viz_mp_panel panel[VIZ_MP_PANELS];
 } viz_metrics_layout;
 
-/* Where everything goes for n runs on a page `width` points wide. */
-void viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
-                           viz_metrics_layout *out);
+/* Where everything goes for n runs on a page `width` points wide. False, with err naming the
+ * run, the key, the step and the value, when a value lies beyond what an axis spans
+ * (VIZ_AXIS_LIMIT, viz/axis.h: losses near ±1e308 would make the axis's width overflow). */
+bool viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
+                           viz_metrics_layout *out, char *err, size_t errlen);
 
 /* The x of a step and the y of a value in panel p. */
 double viz_mp_x(const viz_metrics_layout *l, double step);
@@ -68,8 +71,9 @@ double viz_mp_value(const run_metrics_step *s, viz_mp_quantity q);
 void viz_mp_label(const run_metrics *m, char *buf, size_t cap);
 
 /* Draws the runs' curves to path (.png, .svg or .pdf); dies naming the path on a bad
- * extension. title NULL: "training curves". */
-void viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
-                      const char *title);
+ * extension. title NULL: "training curves". False, err set and nothing written, where
+ * viz_metrics_layout_of refuses the values. */
+bool viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
+                      const char *title, char *err, size_t errlen);
 
 #endif /* TRIDENT_VIZ_METRICS_PLOT_H */

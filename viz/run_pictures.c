@@ -98,9 +98,10 @@ static void draw_loss_curves(const viz_run_pictures *req) {
     }
     snprintf(path, sizeof path, "%s/loss.png", req->run_dir);
     const run_metrics *runs[1] = {m};
-    viz_metrics_plot(path, runs, 1, 1000, NULL);
-    fprintf(req->out, "  %s   (loss, learning rate, gradient norm, tokens/s against the step)\n",
-            path);
+    if (viz_metrics_plot(path, runs, 1, 1000, NULL, err, sizeof err))
+        fprintf(req->out,
+                "  %s   (loss, learning rate, gradient norm, tokens/s against the step)\n", path);
+    else fprintf(stderr, "%s: no loss curves: %s\n", req->who, err);
     if (m->nmoe > 0) {
         snprintf(path, sizeof path, "%s/moe_load.png", req->run_dir);
         if (viz_moe_load_draw(m, path, 1000, err, sizeof err))

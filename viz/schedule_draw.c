@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "viz/axis.h"
 
 enum {
     LEFT = 78,
@@ -69,13 +70,7 @@ static viz_rgb action_fill(const pp_action *a) {
 
 /* 1, 2, 5, 10, 20, 50 … : the smallest step that keeps ticks at least min_px apart. */
 static double nice_step(double px_per_unit, double min_px) {
-    double step = 1;
-    for (;;) {
-        if (step * px_per_unit >= min_px) return step;
-        if (step * 2 * px_per_unit >= min_px) return step * 2;
-        if (step * 5 * px_per_unit >= min_px) return step * 5;
-        step *= 10;
-    }
+    return fmax(1, viz_axis_step(min_px / px_per_unit));
 }
 
 /* An idle gap on rank r's row from t0 to t1 (units). */
@@ -217,8 +212,9 @@ static void draw_axis(cairo_t *cr, const viz_schedule_layout *l, double makespan
     cairo_line_to(cr, l->plot_x + l->plot_w, y);
     cairo_stroke(cr);
     char buf[32];
-    for (double t = 0; t <= makespan + 1e-9; t += l->tick_step) {
-        double x = l->plot_x + t * l->px_per_unit;
+    const int nt = (int)floor(makespan / l->tick_step + 1e-9); /* makespan: the plan's own */
+    for (int k = 0; k <= nt; k++) {
+        double t = k * l->tick_step, x = l->plot_x + t * l->px_per_unit;
         /* a faint vertical guide through the rows, a tick and its number */
         viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.6));
         cairo_set_line_width(cr, 0.5);

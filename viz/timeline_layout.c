@@ -1,13 +1,16 @@
 /* timeline_layout.c — positions of everything in a timeline picture (see timeline_layout.h). */
 #include "viz/timeline_layout.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "src/core/check.h"
 #include "src/zero/memory_plan.h"
+#include "viz/axis.h"
 
 enum { LEFT_GUTTER = 150, RIGHT_GUTTER = 176, TOP_MARGIN = 14, PANEL_GAP = 18 };
 
@@ -20,13 +23,8 @@ static double shown(const viz_tl_layout *L, double t) {
 }
 
 double viz_tl_nice_tick(double duration, int max_ticks) {
-    if (!(duration > 0) || max_ticks < 1) return 1e-3;
-    double raw = duration / max_ticks;
-    double mag = pow(10, floor(log10(raw)));
-    static const double steps[] = {1, 2, 5, 10};
-    for (int i = 0; i < 4; i++)
-        if (steps[i] * mag >= raw) return steps[i] * mag;
-    return 10 * mag;
+    if (!(duration > 0) || !isfinite(duration) || max_ticks < 1) return 1e-3;
+    return viz_axis_step(duration / max_ticks);
 }
 
 void viz_tl_format_bytes(double bytes, char *buf, int cap) {
@@ -350,8 +348,11 @@ static double layout_panel(viz_tl_layout *L, viz_tl_panel_layout *P, const viz_t
     P->t_end = L->windowed && L->t1 < tl->duration ? L->t1 : tl->duration;
     if (P->t_end < L->t0) P->t_end = L->t0; /* a stack's shorter step, over before */
     /* Ticks at whole multiples of tick_s inside [t0, t_end] (without a window from 0). */
-    P->tick_first = (int)ceil(L->t0 / L->tick_s - 1e-9);
-    P->tick_last = (int)floor(P->t_end / L->tick_s + 1e-9);
+    double first = ceil(L->t0 / L->tick_s - 1e-9), last = floor(P->t_end / L->tick_s + 1e-9);
+    bool drawable = fabs(first) < INT_MAX / 2 && fabs(last) < INT_MAX / 2 &&
+                    last - first <= VIZ_AXIS_MAX_INTERVALS; /* else a window finer than doubles */
+    P->tick_first = drawable ? (int)first : 0;
+    P->tick_last = drawable ? (int)last : -1;
     panel_texts(L, P);
     P->rows_top = y + 56;
     layout_panel_rows(L, P);

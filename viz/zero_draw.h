@@ -90,7 +90,11 @@ typedef struct {
     double legend_y, table_y;     /* baselines of the legend and the first table row */
 } zero_draw_layout;
 
-/* The whole geometry for a canvas `width` pixels wide (<= 0: 1400). */
+/* The most data-parallel ranks the picture draws (one line each at least); train's flag check
+ * refuses --draw-zero beyond it, and the run's zero.png is left out. */
+enum { ZERO_DRAW_MAX_DP = 128 };
+
+/* The whole geometry for a canvas `width` pixels wide (<= 0: 1400); r->dp <= ZERO_DRAW_MAX_DP. */
 void zero_draw_layout_make(const zero_ranges *r, double width, zero_draw_layout *L);
 void zero_draw_layout_free(zero_draw_layout *L);
 /* Distance along the unwrapped bar of world index w (0 <= w <= padded_numel). */

@@ -11,7 +11,7 @@
 
 #include "viz/zero_draw.h"
 
-enum { MAX_LINES = 128, TABLE_ROWS_MAX = 32 };
+enum { MAX_LINES = ZERO_DRAW_MAX_DP, TABLE_ROWS_MAX = 32 };
 
 /* The three lines under a shard boundary: font size, line spacing, height of a row of them. */
 static const double LABEL_FS = 8.5, LABEL_LINE = 11, LABEL_ROW_H = 37;

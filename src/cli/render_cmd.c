@@ -189,7 +189,9 @@ static void write_metrics(const char *output, const char *const *dirs, int ndirs
         runs[i] = run_metrics_read(dirs[i], err, sizeof err);
         if (!runs[i]) die("trident render: %s", err);
     }
-    viz_metrics_plot(output, (const run_metrics *const *)runs, ndirs, width, NULL);
+    if (!viz_metrics_plot(output, (const run_metrics *const *)runs, ndirs, width, NULL, err,
+                          sizeof err))
+        die("trident render: cannot draw the curves: %s", err);
     printf("trident render: wrote %s (curves of %d run%s)\n", output, ndirs, ndirs == 1 ? "" : "s");
     for (int i = 0; i < ndirs; i++) {
         char label[4400];

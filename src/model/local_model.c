@@ -31,6 +31,13 @@ bool local_model_partition(int L, int S, const int *stage_layers, int *begin, ch
                      stage_layers[s]);
             return false;
         }
+        if (stage_layers[s] > GPT_MAX_BLOCKS_PER_CHUNK) {
+            snprintf(err, errlen,
+                     "--stage-layers gives stage %d %d layers; a model chunk holds at most %d "
+                     "(cut the model with more pipeline stages)",
+                     s, stage_layers[s], GPT_MAX_BLOCKS_PER_CHUNK);
+            return false;
+        }
         begin[s] = sum;
         if (!checked_add_int(sum, stage_layers[s], &sum)) {
             snprintf(err, errlen,

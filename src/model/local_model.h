@@ -64,8 +64,9 @@ typedef struct {
 } local_model;
 
 /* Blocks of each virtual stage: an even split of L over S stages when stage_layers is NULL
- * (L must be divisible by S), else stage_layers[s] for s in 0..S-1 (each >= 1, sum L).
- * Returns false with a message naming the values and the rule. */
+ * (L must be divisible by S), else stage_layers[s] for s in 0..S-1 (each 1 ..
+ * GPT_MAX_BLOCKS_PER_CHUNK, sum L). Returns false with a message naming the values and the
+ * rule. */
 bool local_model_partition(int num_layers, int nstages, const int *stage_layers, int *begin_out,
                            char *err, size_t errlen);
 

@@ -163,17 +163,15 @@ size_t moe_backward_bytes(const moe_acts *a) {
 
 /* ------------------------------------------------------------------------ experts */
 
-/* Local expert l's weights and its rows in expert order: [first, first + n). */
+/* Local expert l's weights and its rows in expert order: [first, first + n), first being
+ * where expert l-1's rows ended (the loops below carry it: O(El·P) per layer, not El²·P). */
 typedef struct {
     const float *fc_w, *fc_b, *fcproj_w, *fcproj_b;
     size_t first, n;
 } expert_slice;
 
-static expert_slice expert_of(const moe_acts *a, const moe_params *p, int l) {
-    size_t C = a->C, first = 0;
-    for (int l2 = 0; l2 < l; l2++)
-        for (int s = 0; s < a->d.P; s++) first += (size_t)a->d.recv_cnt[s * a->d.El + l2];
-    size_t n = 0;
+static expert_slice expert_of(const moe_acts *a, const moe_params *p, int l, size_t first) {
+    size_t C = a->C, n = 0;
     for (int s = 0; s < a->d.P; s++) n += (size_t)a->d.recv_cnt[s * a->d.El + l];
     size_t L = (size_t)l;
     return (expert_slice){p->fc_w + L * 4 * C * C,
@@ -187,8 +185,10 @@ static expert_slice expert_of(const moe_acts *a, const moe_params *p, int l) {
 /* ys = fcproj(gelu(fc(xs))) for every local expert on its rows. */
 static void experts_forward(moe_acts *a, const moe_params *p) {
     size_t C = a->C;
+    size_t first = 0;
     for (int l = 0; l < a->d.El; l++) {
-        expert_slice x = expert_of(a, p, l);
+        expert_slice x = expert_of(a, p, l, first);
+        first += x.n;
         if (x.n == 0) continue;
         float *h_pre = a->h_pre + x.first * 4 * C, *h = a->h + x.first * 4 * C;
         dev_matmul_forward(h_pre, a->xs + x.first * C, x.fc_w, x.fc_b, x.n, C, 4 * C);
@@ -200,8 +200,10 @@ static void experts_forward(moe_acts *a, const moe_params *p) {
 /* ys holds dY on entry, dX (the rows' input gradients) on return; grads +=. */
 static void experts_backward(moe_acts *a, const moe_params *p, moe_grads *g) {
     size_t C = a->C;
+    size_t first = 0;
     for (int l = 0; l < a->d.El; l++) {
-        expert_slice x = expert_of(a, p, l);
+        expert_slice x = expert_of(a, p, l, first);
+        first += x.n;
         if (x.n == 0) continue;
         size_t L = (size_t)l;
         float *h_pre = a->h_pre + x.first * 4 * C, *h = a->h + x.first * 4 * C;
@@ -243,7 +245,7 @@ float moe_forward(const moe_config *m, comm_group *ep, comm_group *stats_group, 
     /* permute (dropping over capacity), exchange, experts, back, combine */
     size_t capacity = router_capacity(m->capacity_factor, N, E, K);
     size_t M = token_permute_plan(a->slot, a->perm, a->d.kept, &a->dropped, a->expert, N, E, K,
-                                  capacity);
+                                  capacity, NULL);
     token_permute(a->rows, in, a->perm, M, K, C);
     token_exchange_counts(&a->d, ep);
     token_dispatch(&a->d, ep, a->xs, a->rows, a->work);

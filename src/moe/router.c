@@ -29,22 +29,47 @@ void router_scores(float *scores, const float *in, const float *router_w, size_t
     }
 }
 
+/* Expert a ranks before b: a higher score, or the same score and a lower index. */
+static bool ranks_before(const float *row, int32_t a, int32_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+}
+
+/* Restores the heap below i in h[0..n): each parent ranks after its children, so h[0] is
+ * the worst of the kept choices. */
+static void sift_down(int32_t *h, int n, int i, const float *row) {
+    for (;;) {
+        int w = i, c1 = 2 * i + 1, c2 = 2 * i + 2;
+        if (c1 < n && ranks_before(row, h[w], h[c1])) w = c1;
+        if (c2 < n && ranks_before(row, h[w], h[c2])) w = c2;
+        if (w == i) return;
+        int32_t t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+/* One token's K best of E in O(E log K): a heap of the K best so far (its root the worst),
+ * then a heap sort puts them best first. */
+static void topk_row(int32_t *pick, const float *row, size_t E, int K) {
+    for (int k = 0; k < K; k++) pick[k] = (int32_t)k;
+    for (int i = K / 2 - 1; i >= 0; i--) sift_down(pick, K, i, row);
+    for (size_t e = (size_t)K; e < E; e++)
+        if (ranks_before(row, (int32_t)e, pick[0])) {
+            pick[0] = (int32_t)e;
+            sift_down(pick, K, 0, row);
+        }
+    for (int n = K - 1; n > 0; n--) { /* the worst goes to the end */
+        int32_t t = pick[0];
+        pick[0] = pick[n];
+        pick[n] = t;
+        sift_down(pick, n, 0, row);
+    }
+}
+
 void router_topk(int32_t *expert, const float *scores, size_t N, size_t E, int K) {
     CHECK(K >= 1 && (size_t)K <= E, "top-k needs 1 <= K <= E");
-    for (size_t t = 0; t < N; t++) {
-        const float *row = scores + t * E;
-        int32_t *pick = expert + t * (size_t)K;
-        /* K passes: the best expert not yet picked; strict > keeps the lower index on ties. */
-        for (int k = 0; k < K; k++) {
-            int32_t best = -1;
-            for (size_t e = 0; e < E; e++) {
-                bool taken = false;
-                for (int j = 0; j < k; j++) taken = taken || pick[j] == (int32_t)e;
-                if (!taken && (best < 0 || row[e] > row[best])) best = (int32_t)e;
-            }
-            pick[k] = best;
-        }
-    }
+    for (size_t t = 0; t < N; t++) topk_row(expert + t * (size_t)K, scores + t * E, E, K);
 }
 
 void router_count(int64_t *counts, const int32_t *expert, size_t N, size_t E, int K) {

@@ -39,7 +39,8 @@
 void router_scores(float *scores, const float *in, const float *router_w, size_t N, size_t C,
                    size_t E);
 
-/* expert (N,K) = per row the K largest scores (N,E), largest first, ties to the lower index. */
+/* expert (N,K) = per row the K largest scores (N,E), largest first, ties to the lower index;
+ * O(E log K) per row (a heap of the K best), so K = E costs a sort, not E·K² steps. */
 void router_topk(int32_t *expert, const float *scores, size_t N, size_t E, int K);
 
 /* counts (E) = number of (token, choice) pairs of expert (N,K) routed to each expert. */

@@ -30,28 +30,43 @@ static void set_blocks(size_t *count, size_t *displ, const size_t *rows, int P, 
     }
 }
 
+/* A counting sort by expert, in three passes, O(pairs + E) steps (kept is the count, then
+ * the start of each expert's rows, then the count again):
+ *
+ *   1. keep or drop, in pair order: slot[i] = the pair's rank among its expert's kept pairs
+ *   2. kept (E) -> exclusive prefix sums: the first row of each expert
+ *   3. slot[i] += its expert's first row; perm[slot[i]] = i; then kept back to counts
+ *
+ * Pairs keep their order inside an expert (stable), as Megatron's permute does. */
 size_t token_permute_plan(int32_t *slot, int32_t *perm, int64_t *kept, int64_t *dropped,
-                          const int32_t *expert, size_t N, size_t E, int K, size_t capacity) {
-    size_t pairs = N * (size_t)K;
+                          const int32_t *expert, size_t N, size_t E, int K, size_t capacity,
+                          size_t *steps) {
+    size_t pairs = N * (size_t)K, n = 0; /* n counts the loop steps */
     CHECK(pairs <= (size_t)INT32_MAX, "MoE: too many (token, choice) pairs for int32 slots");
-    /* Pass 1: keep or drop, in pair order (earlier positions win the capacity). */
+    /* Pass 1: earlier positions win the capacity. */
     memset(kept, 0, E * sizeof(int64_t));
     *dropped = 0;
-    for (size_t i = 0; i < pairs; i++) {
+    for (size_t i = 0; i < pairs; i++, n++) {
         int32_t e = expert[i];
-        slot[i] = (size_t)kept[e] < capacity ? 0 : -1;
-        if (slot[i] == 0) kept[e]++;
-        else (*dropped)++;
+        if ((size_t)kept[e] < capacity) slot[i] = (int32_t)kept[e]++;
+        else slot[i] = -1, (*dropped)++;
     }
-    /* Pass 2: rows in expert order, pair order inside an expert. */
-    size_t M = 0;
-    for (size_t e = 0; e < E; e++)
-        for (size_t i = 0; i < pairs; i++)
-            if (expert[i] == (int32_t)e && slot[i] >= 0) {
-                slot[i] = (int32_t)M;
-                perm[M++] = (int32_t)i;
-            }
-    return M;
+    /* Pass 2: counts -> first rows. */
+    int64_t M = 0;
+    for (size_t e = 0; e < E; e++, n++) {
+        int64_t count = kept[e];
+        kept[e] = M;
+        M += count;
+    }
+    /* Pass 3: place, then first rows -> counts (each expert ends where the next begins). */
+    for (size_t i = 0; i < pairs; i++, n++) {
+        if (slot[i] < 0) continue;
+        slot[i] += (int32_t)kept[expert[i]];
+        perm[slot[i]] = (int32_t)i;
+    }
+    for (size_t e = 0; e < E; e++, n++) kept[e] = (e + 1 < E ? kept[e + 1] : M) - kept[e];
+    if (steps) *steps = n;
+    return (size_t)M;
 }
 
 void token_permute(float *rows, const float *in, const int32_t *perm, size_t M, int K, size_t C) {
@@ -89,16 +104,24 @@ void token_exchange_counts(moe_dispatch *d, comm_group *ep) {
     }
     CHECK(d->rows_in <= d->max_rows_in,
           "MoE: more rows arrived than P·N·K (do all ep ranks call with the same N?)");
-    /* Source order (s, l, i) -> expert order (l, s, i). */
-    size_t src = 0;
-    for (int s = 0; s < P; s++)
-        for (int l = 0; l < El; l++) {
-            size_t dst = 0; /* rows of lower local experts, then of lower sources for l */
-            for (int l2 = 0; l2 < l; l2++)
-                for (int s2 = 0; s2 < P; s2++) dst += (size_t)d->recv_cnt[s2 * El + l2];
-            for (int s2 = 0; s2 < s; s2++) dst += (size_t)d->recv_cnt[s2 * El + l];
-            for (int64_t i = 0; i < d->recv_cnt[s * El + l]; i++) d->order[src++] = (int32_t)dst++;
+    token_expert_order(d->order, d->recv_cnt, P, El, d->rd); /* rd is free until dispatch */
+}
+
+size_t token_expert_order(int32_t *order, const int64_t *recv_cnt, int P, int El, size_t *cursor) {
+    /* cursor[s]: where rank s's next block starts in source order */
+    size_t at = 0, dst = 0, steps = 0;
+    for (int s = 0; s < P; s++) {
+        cursor[s] = at;
+        for (int l = 0; l < El; l++) at += (size_t)recv_cnt[s * El + l];
+        steps += (size_t)El;
+    }
+    /* walk expert order (l, s, i); dst counts up, the source position follows cursor[s] */
+    for (int l = 0; l < El; l++)
+        for (int s = 0; s < P; s++) {
+            for (int64_t i = 0; i < recv_cnt[s * El + l]; i++) order[cursor[s]++] = (int32_t)dst++;
+            steps += 1 + (size_t)recv_cnt[s * El + l];
         }
+    return steps;
 }
 
 void token_dispatch(moe_dispatch *d, comm_group *ep, float *sorted, const float *rows,

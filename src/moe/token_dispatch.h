@@ -58,9 +58,12 @@ typedef struct {
 
 /* Assigns the pairs of expert (N,K) to rows: slot (N·K) = the pair's row in expert order, or
  * -1 when dropped (over `capacity` pairs of its expert, counted in pair order t·K+k); perm (M)
- * = the pair of each row; kept (E) = rows per expert; *dropped = pairs dropped. Returns M. */
+ * = the pair of each row; kept (E) = rows per expert; *dropped = pairs dropped. Returns M.
+ * A counting sort: the loop steps it took, counted into *steps (NULL: not told), are
+ * 2·(N·K + E). */
 size_t token_permute_plan(int32_t *slot, int32_t *perm, int64_t *kept, int64_t *dropped,
-                          const int32_t *expert, size_t N, size_t E, int K, size_t capacity);
+                          const int32_t *expert, size_t N, size_t E, int K, size_t capacity,
+                          size_t *steps);
 
 /* rows (M,C): row i = in[token of pair perm[i]]. */
 void token_permute(float *rows, const float *in, const int32_t *perm, size_t M, int K, size_t C);
@@ -70,6 +73,11 @@ void token_permute_backward(float *dinp, const float *drows, const int32_t *perm
 
 /* The counts all-to-all over ep (NULL: P = 1, a copy): fills d from d->kept. */
 void token_exchange_counts(moe_dispatch *d, comm_group *ep);
+
+/* order (R): the expert-order position (l, s, token order) of each row in source order
+ * (s, l, token order), from recv_cnt (P, El); cursor (P) is scratch. Returns its loop steps,
+ * P·El + P·El + R: linear in the rows and the experts. */
+size_t token_expert_order(int32_t *order, const int64_t *recv_cnt, int P, int El, size_t *cursor);
 
 /* rows (M,C) in expert order -> sorted (R,C): the rows of this rank's experts in expert
  * order (l, s, token order); work (R,C) receives them in source order first. */

@@ -1,13 +1,16 @@
 /* comm_stream.c — see comm_stream.h: the queue, the thread and the waits (the rings that move
- * a job's bytes are comm_stream_ring.c). The queue is a ring of COMM_STREAM_MAX_JOBS slots;
- * job h lives in slot h % COMM_STREAM_MAX_JOBS from its call until the wait after it is done:
+ * a job's bytes are comm_stream_ring.c). The queue is a ring of `max_jobs` slots (the caller's
+ * count, at creation); job h lives in slot h % max_jobs from its call until the wait after it
+ * is done:
  *
  *   handles  0 .. done-1        complete (and every one before them)
  *            done .. posted-1   started by the thread, in flight (some may be complete)
  *            posted .. queued-1 queued, not yet started
  *
  * The thread keeps up to COMM_STREAM_IN_FLIGHT jobs moving at once, each on a ring of its own
- * whose messages carry the job's handle as their tag, and one pass tests them all. `done` only
+ * whose messages carry the job's handle mod COMM_STREAM_TAGS as their tag (the thread starts
+ * no job COMM_STREAM_TAGS or more after the oldest unfinished one, so the jobs in flight have
+ * distinct tags however long the queue), and one pass tests them all. `done` only
  * advances over a complete prefix, so a wait for h is a wait for everything queued before h
  * too (a CUDA stream's order).
  *
@@ -67,7 +70,8 @@ struct comm_stream {
     comm_group *g;
     MPI_Comm comm; /* duplicate of g->mpi: the stream's collectives only */
     int size, rank;
-    job jobs[COMM_STREAM_MAX_JOBS];
+    job *jobs; /* (max_jobs) slots */
+    int64_t max_jobs;
     int64_t queued, done, waited; /* handles [waited.. queued) still hold a slot */
     bool running, stop;
     _Atomic int waiting; /* callers inside comm_stream_wait: the thread stops napping */
@@ -84,7 +88,7 @@ void comm_stream_set_trace_hook(void (*fn)(const comm_stream_event *e, void *ctx
     g_hook_ctx = ctx;
 }
 
-static job *slot(comm_stream *s, int64_t h) { return &s->jobs[h % COMM_STREAM_MAX_JOBS]; }
+static job *slot(comm_stream *s, int64_t h) { return &s->jobs[h % s->max_jobs]; }
 
 /* The jobs in flight: their rings and handles (thread only). */
 typedef struct {
@@ -145,7 +149,10 @@ static void *stream_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
         if (stop && f.posted == queued && f.n == 0) break; /* destroy drains first */
         bool news = false;
-        for (; f.posted < queued && f.n < COMM_STREAM_IN_FLIGHT; news = true) start_next(s, &f);
+        for (; f.posted < queued && f.n < COMM_STREAM_IN_FLIGHT &&
+               f.posted - s->done < COMM_STREAM_TAGS; /* done: this thread's own writes */
+             news = true)
+            start_next(s, &f);
         advance_all(s, &f, &news); /* a step done is news too: the peer is active */
         if (news) nap = COMM_STREAM_NAP_NS, quiet = 0;
         else if (++quiet % COMM_STREAM_BACKOFF == 0 && nap < COMM_STREAM_NAP_MAX_NS)
@@ -159,10 +166,13 @@ static void *stream_main(void *arg) {
     return NULL;
 }
 
-comm_stream *comm_stream_create(comm_group *g) {
+comm_stream *comm_stream_create(comm_group *g, size_t max_jobs) {
     CHECK(g != NULL, "comm_stream_create needs a group");
+    CHECK(max_jobs >= 1 && max_jobs <= (size_t)INT64_MAX / 2, "comm_stream_create: 1 job at least");
     CHECK(comm_backend_of(g) == COMM_MPI, "comm_stream runs on MPI groups (host memory) only");
     comm_stream *s = callocCheck(1, sizeof *s);
+    s->jobs = callocCheck(max_jobs, sizeof *s->jobs);
+    s->max_jobs = (int64_t)max_jobs;
     s->g = g;
     s->size = comm_size(g);
     s->rank = comm_rank(g);
@@ -199,7 +209,8 @@ void comm_stream_destroy(comm_stream *s) {
         pthread_join(s->thread, NULL);
         MPI_Comm_free(&s->comm);
     }
-    for (int k = 0; k < COMM_STREAM_MAX_JOBS; k++) free_slot(&s->jobs[k]); /* freed lazily */
+    for (int64_t k = 0; k < s->max_jobs; k++) free_slot(&s->jobs[k]); /* freed lazily */
+    free(s->jobs);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->finished);
@@ -208,8 +219,8 @@ void comm_stream_destroy(comm_stream *s) {
 
 /* Takes the next slot (the caller fills it, then queue() hands it to the thread). */
 static job *next_job(comm_stream *s, stream_job_kind kind, const char *label) {
-    CHECK(s->queued - s->waited < COMM_STREAM_MAX_JOBS,
-          "more than COMM_STREAM_MAX_JOBS collectives queued and not waited for");
+    CHECK(s->queued - s->waited < s->max_jobs,
+          "more collectives queued and not waited for than the max_jobs the stream was made for");
     job *j = slot(s, s->queued);
     free_slot(j);
     memset(j, 0, sizeof *j);

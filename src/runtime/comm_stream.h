@@ -7,7 +7,7 @@
  * comm_stream_wait(handle) returns when that collective, and every one queued before it, is
  * complete:
  *
- *   comm_stream *s = comm_stream_create(ps->dp);            // collective over dp
+ *   comm_stream *s = comm_stream_create(ps->dp, n);         // collective over dp
  *   comm_handle h = comm_stream_all_reduce(s, grads + at, n, "grads");
  *   ... backward of the next layers ...                     // the sum moves meanwhile
  *   comm_stream_wait(s, h);                                 // exposed only if not done yet
@@ -83,10 +83,12 @@ typedef struct comm_group comm_group;
 typedef struct comm_stream comm_stream;
 typedef int64_t comm_handle; /* 0, 1, 2, ... in queue order; -1 = nothing to wait for */
 
-/* At most this many jobs queued and not yet waited for. */
-enum { COMM_STREAM_MAX_JOBS = 4096 };
+/* The tags a stream's messages use (handle mod this); MPI guarantees tags up to 32767. */
+enum { COMM_STREAM_TAGS = 4096 };
 
-comm_stream *comm_stream_create(comm_group *g);
+/* max_jobs: the most jobs the caller queues and has not yet waited for (its buckets: one
+ * gradient job and one parameter job each), the queue's size; more is a bug of the caller. */
+comm_stream *comm_stream_create(comm_group *g, size_t max_jobs);
 void comm_stream_destroy(comm_stream *s); /* NULL is fine */
 
 /* `label` (a string literal: kept, not copied) says what the bytes are ("grads", "params"). */

@@ -106,7 +106,7 @@ void stream_ring_start(stream_ring *r, stream_job *j, int64_t handle, MPI_Comm c
     r->comm = comm;
     r->size = size;
     r->rank = rank;
-    r->tag = (int)(handle % COMM_STREAM_MAX_JOBS);
+    r->tag = (int)(handle % COMM_STREAM_TAGS);
     r->step = 0;
     r->nsteps = (j->kind == JOB_ALL_REDUCE ? 2 : 1) * (size - 1);
     post_step(r);

@@ -17,7 +17,7 @@
  *   reduce_scatter out of place: partial sums in two scratch blocks, the last one into recv
  *   all_gather     in place
  *
- * A step is one MPI_Irecv and one MPI_Isend, tag = the job's handle mod COMM_STREAM_MAX_JOBS (a
+ * A step is one MPI_Irecv and one MPI_Isend, tag = the job's handle mod COMM_STREAM_TAGS (a
  * job in flight owns its tag; the steps of one job match in order, MPI messages between two
  * ranks with one tag do not overtake). An empty block travels as an empty message, so a job
  * completes on a rank only after every member has started it.

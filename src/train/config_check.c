@@ -26,6 +26,7 @@
 #include "src/runtime/groups.h"
 #include "src/train/config.h"
 #include "src/zero/memory_plan.h"
+#include "viz/zero_draw.h"
 
 /* Writes the message into err and returns false from the rule helpers below. */
 #define FAIL(...)                                                                                  \
@@ -90,6 +91,10 @@ static bool check_layout(train_config *c, int world, char *err, size_t errlen) {
     if (!pg_layout_make(&l, world, tp, cp, ep, pp, 1, c->rank_order, err, errlen)) return false;
     c->world_size = world;
     c->dp = l.dp;
+    if (c->draw_zero && c->dp > ZERO_DRAW_MAX_DP)
+        FAIL("--draw-zero draws at most %d data-parallel ranks (a line each); this layout has "
+             "data-parallel size %d",
+             ZERO_DRAW_MAX_DP, c->dp);
     return true;
 }
 
@@ -296,6 +301,16 @@ static bool check_fits(const train_config *c, char *err, size_t errlen) {
     /* MoE: one layer's worst case of received rows (ep · tokens · top-k), in, hidden, out */
     const double moe_rows = E > 0 ? ep * c->micro_batch_size * T * c->moe_router_topk : 0;
     const double need = 4.0 * (2.0 * params + logits + moe_rows * 10.0 * C);
+    /* The dispatch numbers a layer's rows with int32 (token_dispatch.h): this rank's tokens
+     * (T/cp of each sequence) times top-k, from every ep rank. */
+    const double rows_in = moe_rows / c->context_parallel_size;
+    if (rows_in > INT32_MAX)
+        FAIL("an MoE layer would receive %.0f (token, expert) rows per rank (--micro-batch-size "
+             "%d × --seq-length %d / --context-parallel-size %d × --moe-router-topk %d × "
+             "--expert-model-parallel-size %d); the dispatch numbers them with 32-bit integers "
+             "(at most %d)",
+             rows_in, c->micro_batch_size, c->seq_length, c->context_parallel_size,
+             c->moe_router_topk, c->expert_model_parallel_size, INT32_MAX);
     const double have = c->predict_only
                             ? 0 /* nothing is allocated: no limit */
                             : (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);

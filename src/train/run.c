@@ -34,6 +34,7 @@
 #include "src/zero/memory_plan.h"
 #include "viz/canvas.h"
 #include "viz/run_pictures.h"
+#include "viz/zero_draw.h"
 
 
 /* The groups of each kind, as rank lists (at most 16 groups per kind). */
@@ -528,7 +529,9 @@ static void run_summary(run_state *r, double elapsed) {
     viz_run_pictures req = {
         .run_dir = c->run_dir,
         .layout = &r->layout,
-        .zero = train_config_zero_stage(c) == 1 ? distopt_ranges(r->t->opt) : NULL,
+        .zero = train_config_zero_stage(c) == 1 && c->dp <= ZERO_DRAW_MAX_DP /* else no picture */
+                    ? distopt_ranges(r->t->opt)
+                    : NULL,
         .dtype = trainer_run_dtype(c),
         .traced = !c->no_trace,
         .pipeline = c->pipeline_model_parallel_size > 1,

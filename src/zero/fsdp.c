@@ -240,7 +240,7 @@ zero_fsdp *zero_fsdp_create(local_model *m, const zero_ranges *r, comm_group *dp
             f->slot[k].unit = -1;
         }
         if (cfg->prefetch && f->dp_size > 1) {
-            f->stream = comm_stream_create(dp);
+            f->stream = comm_stream_create(dp, 4); /* two slots, each waited before reuse: 2 */
             f->counts = mallocCheck(sizeof *f->counts * (size_t)f->dp_size);
         }
     }

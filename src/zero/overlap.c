@@ -128,7 +128,7 @@ zero_overlap *zero_overlap_create(local_model *m, const zero_ranges *r, comm_gro
         device_zero(o->shard_grads, r->shard_numel * sizeof(float)); /* padding stays 0 */
     }
     reset_grads(o);
-    o->stream = comm_stream_create(dp);
+    o->stream = comm_stream_create(dp, 2 * nb); /* a step's gradients, then its gathers */
     gpt_hooks h = {.params_needed = cfg->params ? params_needed : NULL,
                    .grads_ready = cfg->grads ? grads_ready : NULL,
                    .ctx = o};

@@ -2,6 +2,7 @@
  * scores, the switch load-balancing loss by its formula, and its gradient by finite
  * differences of a double-precision twin. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,38 @@ static void topk_takes_largest_first_and_lower_index_on_ties(void **state) {
     router_count(counts, expert, 3, E, 2);
     const int64_t want_counts[E] = {1, 2, 3, 0};
     for (int e = 0; e < E; e++) assert_int_equal(counts[e], want_counts[e]);
+}
+
+/* The K-pass selection router_topk replaced: the best expert not yet picked, K times. */
+static void topk_by_passes(int32_t *pick, const float *row, size_t E, int K) {
+    for (int k = 0; k < K; k++) {
+        int32_t best = -1;
+        for (size_t e = 0; e < E; e++) {
+            bool taken = false;
+            for (int j = 0; j < k; j++) taken = taken || pick[j] == (int32_t)e;
+            if (!taken && (best < 0 || row[e] > row[best])) best = (int32_t)e;
+        }
+        pick[k] = best;
+    }
+}
+
+static void topk_equals_the_k_pass_selection_with_ties_at_every_k(void **state) {
+    (void)state;
+    enum { N = 3, E = 300 };
+    float *scores = malloc(N * E * sizeof(float));
+    int32_t *got = malloc(N * E * sizeof(int32_t)), *want = malloc(E * sizeof(int32_t));
+    for (int i = 0; i < N * E; i++) /* few distinct values: many ties */
+        scores[i] = (float)(int)(4 * frand()) / 4.0f;
+    const int ks[] = {1, 2, 3, 7, 64, E - 1, E};
+    for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
+        int K = ks[j];
+        router_topk(got, scores, N, E, K);
+        for (int t = 0; t < N; t++) {
+            topk_by_passes(want, scores + t * E, E, K);
+            for (int k = 0; k < K; k++) assert_int_equal(got[t * K + k], want[k]);
+        }
+    }
+    free(scores), free(got), free(want);
 }
 
 static void scores_are_the_softmax_of_the_logits_and_sum_to_one(void **state) {
@@ -183,6 +216,7 @@ static void capacity_is_the_ceiling_and_nonpositive_means_dropless(void **state)
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(topk_takes_largest_first_and_lower_index_on_ties),
+        cmocka_unit_test(topk_equals_the_k_pass_selection_with_ties_at_every_k),
         cmocka_unit_test(scores_are_the_softmax_of_the_logits_and_sum_to_one),
         cmocka_unit_test(aux_loss_is_the_switch_formula),
         cmocka_unit_test(aux_gradient_matches_finite_differences),

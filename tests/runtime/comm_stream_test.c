@@ -24,7 +24,7 @@ static void all_reduce_equals_the_blocking_all_reduce_bit_for_bit(void **state) 
     const size_t n = 300001;
     float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) a[i] = b[i] = value(me, i);
-    comm_stream *s = comm_stream_create(g_world);
+    comm_stream *s = comm_stream_create(g_world, 4096);
     comm_handle h = comm_stream_all_reduce(s, a, n, "test");
     comm_all_reduce(g_world, b, n, COMM_FLOAT32, COMM_SUM); /* main thread, meanwhile */
     comm_stream_wait(s, h);
@@ -48,7 +48,7 @@ static void uneven_reduce_scatter_and_all_gather_match_a_summed_reference(void *
     float *recv = calloc(counts[me] + 1, sizeof(float));
     for (size_t i = 0; i < total; i++) send[i] = sum[i] = value(me, i);
     comm_all_reduce(g_world, sum, total, COMM_FLOAT32, COMM_SUM);
-    comm_stream *s = comm_stream_create(g_world);
+    comm_stream *s = comm_stream_create(g_world, 4096);
     comm_stream_wait(s, comm_stream_reduce_scatter(s, send, recv, counts, "test"));
     if (counts[me]) assert_memory_equal(recv, sum + before, counts[me] * sizeof(float));
     /* all-gather in place: every rank puts the reduced part in its slot, gets the others' */
@@ -75,7 +75,7 @@ static void ring_sums_equal_the_blocking_rings_bits_on_every_rank(void **state) 
     float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
     float *rs = malloc(part * sizeof(float)), *want = malloc(part * sizeof(float));
     for (size_t i = 0; i < n; i++) a[i] = b[i] = rough(me, i);
-    comm_stream *s = comm_stream_create(g_world);
+    comm_stream *s = comm_stream_create(g_world, 4096);
     size_t *counts = malloc((size_t)size * sizeof(size_t));
     for (int d = 0; d < size; d++) counts[d] = part;
     comm_stream_wait(s, comm_stream_reduce_scatter(s, a, rs, counts, "test"));
@@ -106,7 +106,7 @@ static bool ends_after_every_start(int kind, int late) {
     size_t *counts = calloc((size_t)size, sizeof(size_t));
     counts[0] = 100; /* an eager message: its send completes without the receiver */
     float send[100] = {0}, recv[100] = {0};
-    comm_stream *s = comm_stream_create(g_world);
+    comm_stream *s = comm_stream_create(g_world, 4096);
     comm_stream_set_trace_hook(keep_times, NULL);
     comm_barrier(g_world);
     if (me == late) {
@@ -143,7 +143,7 @@ static void many_jobs_in_flight_waited_for_in_reverse_order(void **state) {
     enum { JOBS = 40, N = 5000 };
     float *a = malloc(JOBS * N * sizeof(float)), *b = malloc(JOBS * N * sizeof(float));
     for (size_t i = 0; i < (size_t)JOBS * N; i++) a[i] = b[i] = value(me, i);
-    comm_stream *s = comm_stream_create(g_world);
+    comm_stream *s = comm_stream_create(g_world, 4096);
     comm_handle h[JOBS];
     for (int j = 0; j < JOBS; j++) h[j] = comm_stream_all_reduce(s, a + (size_t)j * N, N, "test");
     for (int j = 0; j < JOBS; j++)
@@ -154,6 +154,25 @@ static void many_jobs_in_flight_waited_for_in_reverse_order(void **state) {
     comm_stream_destroy(s);
     free(a);
     free(b);
+}
+
+/* More jobs queued at once than the stream's tags (issue 31: over 4,096 gradient buckets died
+ * on a fixed queue): the queue is as long as the creator asks, tags stay distinct in flight. */
+static void more_jobs_than_tags_queued_at_once_all_complete(void **state) {
+    (void)state;
+    const int me = comm_rank(g_world);
+    enum { JOBS = COMM_STREAM_TAGS + 1500, N = 3 };
+    float *a = malloc(JOBS * N * sizeof(float)), *b = malloc(JOBS * N * sizeof(float));
+    for (size_t i = 0; i < (size_t)JOBS * N; i++) a[i] = b[i] = value(me, i);
+    comm_stream *s = comm_stream_create(g_world, JOBS);
+    comm_handle *h = malloc(JOBS * sizeof *h);
+    for (int j = 0; j < JOBS; j++) h[j] = comm_stream_all_reduce(s, a + (size_t)j * N, N, "test");
+    comm_all_reduce(g_world, b, (size_t)JOBS * N, COMM_FLOAT32, COMM_SUM);
+    comm_stream_wait(s, h[JOBS / 2]);
+    comm_stream_wait_all(s);
+    assert_memory_equal(a, b, JOBS * N * sizeof(float));
+    comm_stream_destroy(s);
+    free(a), free(b), free(h);
 }
 
 static int g_events, g_waited;
@@ -176,7 +195,7 @@ static void destroy_drains_pending_jobs_and_reports_each_once(void **state) {
     for (size_t i = 0; i < (size_t)JOBS * N; i++) a[i] = (float)me;
     g_events = g_waited = 0;
     comm_stream_set_trace_hook(count_events, NULL);
-    comm_stream *s = comm_stream_create(g_world);
+    comm_stream *s = comm_stream_create(g_world, 4096);
     for (int j = 0; j < JOBS; j++) (void)comm_stream_all_reduce(s, a + (size_t)j * N, N, "grads");
     comm_stream_destroy(s);
     comm_stream_set_trace_hook(NULL, NULL);
@@ -199,6 +218,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(a_rank_with_an_empty_part_finishes_after_every_member_started),
         cmocka_unit_test(many_jobs_in_flight_waited_for_in_reverse_order),
         cmocka_unit_test(destroy_drains_pending_jobs_and_reports_each_once),
+        cmocka_unit_test(more_jobs_than_tags_queued_at_once_all_complete),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     comm_group_destroy(g_world);

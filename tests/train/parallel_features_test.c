@@ -10,7 +10,8 @@
  *   - evaluation (forward passes only through the pipeline) gives the serial loss, with
  *     sequence parallelism too;
  *   - in bf16, --overlap-grad-reduce / --overlap-param-gather give the parameters of the
- *     blocking step (gradients rounded bucket by bucket, the tied wte summed first);
+ *     blocking step (gradients rounded bucket by bucket, the tied wte summed first), also
+ *     with more buckets than the communication stream has tags;
  *   - activation recomputation holds fewer bytes per micro-batch (measured, 1F1B), and in
  *     bf16 changes no bit of the parameters (TP × PP zero bubble, with and without sequence
  *     parallelism; PP × DP ZeRO);
@@ -36,6 +37,7 @@
 #include "src/ckpt/checkpoint.h"
 #include "src/device/device.h"
 #include "src/pp/executor.h"
+#include "src/runtime/comm_stream.h"
 #include "src/runtime/dist.h"
 #include "src/runtime/parallel_state.h"
 #include "src/train/trainer.h"
@@ -164,6 +166,36 @@ static void overlap_flags_in_bf16_give_the_blocking_steps_parameters(void **stat
         free(pa);
         free(pb);
     }
+}
+
+/* More gradient buckets than the communication stream's tags (issue 31: over 4,096 buckets with
+ * the overlap flags died on the stream's fixed queue): ZeRO with both flags, tiny buckets, the
+ * parameters of the blocking step (bf16: each bucket rounded the same way). */
+static void more_buckets_than_stream_tags_overlap_like_blocking(void **state) {
+    (void)state;
+    train_config c;
+    equivalence_base_config(&c);
+    c.tensor_model_parallel_size = 2;
+    c.use_distributed_optimizer = true;
+    c.bf16 = true;
+    c.ddp_bucket_size = 2;
+    train_config o = c;
+    o.overlap_grad_reduce = o.overlap_param_gather = true;
+    parallel_state *ps_a, *ps_b;
+    trainer *a = make(&c, &ps_a), *b = make(&o, &ps_b);
+    const int buckets = distopt_ranges(trainer_optimizer(b))->n_buckets;
+    if (dist_rank() == 0) printf("  overlap with %d gradient buckets\n", buckets);
+    assert_true(buckets > COMM_STREAM_TAGS);
+    for (int it = 1; it <= 2; it++) {
+        trainer_step(a, it);
+        trainer_step(b, it);
+    }
+    const local_model *ma = trainer_model(a), *mb = trainer_model(b);
+    assert_true(max_rel_diff(mb->params, ma->params, ma->numel) <= 1e-6);
+    trainer_destroy(a);
+    trainer_destroy(b);
+    ps_destroy(ps_a);
+    ps_destroy(ps_b);
 }
 
 static void recomputation_in_bf16_changes_no_bit(void **state) {
@@ -528,6 +560,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(bf16_and_fp16_train_close_to_fp32),
         cmocka_unit_test(evaluation_gives_the_serial_loss_on_any_layout),
         cmocka_unit_test(overlap_flags_in_bf16_give_the_blocking_steps_parameters),
+        cmocka_unit_test(more_buckets_than_stream_tags_overlap_like_blocking),
         cmocka_unit_test(recomputation_in_bf16_changes_no_bit),
         cmocka_unit_test(sequence_parallelism_divides_the_activations_by_t),
         cmocka_unit_test(sequence_parallelism_in_bf16_trains_like_tensor_parallelism),

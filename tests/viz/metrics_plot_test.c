@@ -10,6 +10,7 @@
 #include <cairo.h>
 
 #include "tests/support/testing.h"
+#include "viz/axis.h"
 #include "viz/canvas.h"
 
 enum { STEPS = 10 };
@@ -48,7 +49,7 @@ static void test_layout_shares_the_step_axis_and_holds_every_value(void **state)
     fake(&b, "runs/3d", "tp2×pp2×dp2, interleaved v2, ZeRO", 0.1, 3000);
     const run_metrics *runs[2] = {&a.m, &b.m};
     viz_metrics_layout l;
-    viz_metrics_layout_of(runs, 2, 1000, &l);
+    assert_true(viz_metrics_layout_of(runs, 2, 1000, &l, NULL, 0));
     assert_true(l.step_lo == 1 && l.step_hi == 10);
     assert_true(fabs(viz_mp_x(&l, 1) - l.panel[0].x) < 1e-9);
     assert_true(fabs(viz_mp_x(&l, 10) - (l.panel[0].x + l.panel[0].w)) < 1e-9);
@@ -78,7 +79,7 @@ static void test_a_quantity_no_run_has_is_an_empty_panel(void **state) {
     for (int i = 0; i < STEPS; i++) a.steps[i].grad_norm = NAN;
     const run_metrics *runs[1] = {&a.m};
     viz_metrics_layout l;
-    viz_metrics_layout_of(runs, 1, 800, &l);
+    assert_true(viz_metrics_layout_of(runs, 1, 800, &l, NULL, 0));
     assert_true(l.panel[VIZ_MP_GRAD_NORM].empty);
     assert_false(l.panel[VIZ_MP_LOSS].empty);
     /* A flat quantity still gets a range around its value. */
@@ -95,6 +96,73 @@ static void test_labels_name_layout_and_directory(void **state) {
     fake(&a, "runs/old", "", 0.1, 1);
     viz_mp_label(&a.m, buf, sizeof buf);
     assert_string_equal(buf, "runs/old");
+}
+
+/* Every panel of layout l: a finite range holding the values, a bounded tick count. */
+static void expect_sane_axes(const viz_metrics_layout *l) {
+    for (int q = 0; q < VIZ_MP_PANELS; q++) {
+        const viz_mp_panel *p = &l->panel[q];
+        assert_true(isfinite(p->lo) && isfinite(p->hi) && p->lo < p->hi);
+        assert_true(p->tick_step > 0 && p->ticks >= 1 && p->ticks <= VIZ_AXIS_MAX_INTERVALS);
+        assert_true(fabs(p->lo + p->ticks * p->tick_step - p->hi) <= 1e-9 * (p->hi - p->lo));
+    }
+    assert_true(l->step_hi > l->step_lo && l->step_tick >= 1);
+}
+
+/* Losses a hostile metrics.jsonl may hold that an axis can still span: a single point, all
+ * equal, denormals, zeros, ±1e300 (issue 31: ±1e308 spun forever). */
+static void test_extreme_but_drawable_values_give_bounded_axes(void **state) {
+    (void)state;
+    const double pairs[][2] = {{1e300, -1e300},  {4.9e-324, 4.9e-324}, {0, 0},           {-0.0, 0},
+                               {1e-310, 1e-320}, {1e300, 1e300},       {-1e300, -1e300}, {7, 7},
+                               {1e-300, 1e300}};
+    for (size_t c = 0; c < sizeof pairs / sizeof pairs[0]; c++) {
+        fake_run a;
+        fake(&a, "runs/x", "", 0.2, 1000);
+        for (int i = 0; i < STEPS; i++) a.steps[i].loss = pairs[c][i % 2];
+        a.m.nevals = 0;
+        const run_metrics *runs[1] = {&a.m};
+        viz_metrics_layout l;
+        assert_true(viz_metrics_layout_of(runs, 1, 800, &l, NULL, 0));
+        expect_sane_axes(&l);
+        const viz_mp_panel *p = &l.panel[VIZ_MP_LOSS];
+        assert_true(pairs[c][0] >= p->lo && pairs[c][0] <= p->hi);
+        assert_true(pairs[c][1] >= p->lo && pairs[c][1] <= p->hi);
+    }
+    fake_run one; /* a single logged step */
+    fake(&one, "runs/one", "", 0.2, 1000);
+    one.m.nsteps = 1, one.m.nevals = 0;
+    const run_metrics *runs[1] = {&one.m};
+    viz_metrics_layout l;
+    assert_true(viz_metrics_layout_of(runs, 1, 800, &l, NULL, 0));
+    expect_sane_axes(&l);
+}
+
+static void test_values_beyond_an_axis_are_refused_naming_them(void **state) {
+    (void)state;
+    fake_run a;
+    fake(&a, "runs/huge", "", 0.2, 1000);
+    a.steps[3].loss = -1e308;
+    a.steps[6].loss = 1e308;
+    const run_metrics *runs[1] = {&a.m};
+    viz_metrics_layout l;
+    char err[512];
+    assert_false(viz_metrics_layout_of(runs, 1, 800, &l, err, sizeof err));
+    assert_non_null(strstr(err, "'runs/huge/metrics.jsonl': loss -1e+308 at step 4"));
+    fake(&a, "runs/huge", "", 0.2, 1000);
+    a.evals[1].loss = 1.7e308;
+    assert_false(viz_metrics_layout_of(runs, 1, 800, &l, err, sizeof err));
+    assert_non_null(strstr(err, "eval_loss 1.7e+308 at step 10"));
+    fake(&a, "runs/huge", "", 0.2, 1000);
+    a.steps[0].lr = -1e301;
+    assert_false(viz_metrics_layout_of(runs, 1, 800, &l, err, sizeof err));
+    assert_non_null(strstr(err, "lr -1e+301 at step 1"));
+    const char *dir = test_tmpdir("metrics_plot_huge"); /* and no picture is written */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/huge.png", dir);
+    assert_false(viz_metrics_plot(path, runs, 1, 1000, NULL, err, sizeof err));
+    FILE *f = fopen(path, "rb");
+    assert_null(f);
 }
 
 /* Is the pixel at (x, y), or one next to it, close to colour c? */
@@ -121,9 +189,9 @@ static void test_png_has_the_layout_size_and_each_run_where_its_curve_is(void **
     const char *dir = test_tmpdir("metrics_plot");
     char path[4200];
     snprintf(path, sizeof path, "%s/curves.png", dir);
-    viz_metrics_plot(path, runs, 2, 1000, "test");
+    assert_true(viz_metrics_plot(path, runs, 2, 1000, "test", NULL, 0));
     viz_metrics_layout l;
-    viz_metrics_layout_of(runs, 2, 1000, &l);
+    assert_true(viz_metrics_layout_of(runs, 2, 1000, &l, NULL, 0));
     cairo_surface_t *s = cairo_image_surface_create_from_png(path);
     assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
     assert_int_equal(cairo_image_surface_get_width(s), (int)l.width);
@@ -144,6 +212,8 @@ int main(void) {
         cmocka_unit_test(test_layout_shares_the_step_axis_and_holds_every_value),
         cmocka_unit_test(test_a_quantity_no_run_has_is_an_empty_panel),
         cmocka_unit_test(test_labels_name_layout_and_directory),
+        cmocka_unit_test(test_extreme_but_drawable_values_give_bounded_axes),
+        cmocka_unit_test(test_values_beyond_an_axis_are_refused_naming_them),
         cmocka_unit_test(test_png_has_the_layout_size_and_each_run_where_its_curve_is),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
