@@ -11,6 +11,7 @@
 
 #include "src/core/check.h"
 #include "src/core/flags.h"
+#include "src/core/nofollow.h"
 
 /* ---- themes -------------------------------------------------------------------------- */
 
@@ -131,6 +132,8 @@ enum { VIZ_PNG_MAX = 32767 };
  * place that cannot be written is named before any drawing (Cairo would only say "error
  * while writing to output stream", after the work). */
 static void probe_writable(const char *tmp, const char *path) {
+    char why[9000]; /* a picture never replaces a link (src/core/nofollow.h) */
+    if (!nofollow_check(path, why, sizeof why)) die("%s", why);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
         die("cannot write '%s': %s (a picture's directory must exist and be writable)", path,
@@ -200,10 +203,10 @@ void viz_canvas_close(viz_canvas *c) {
         remove(c->tmp);
         die("drawing '%s' failed: %s", c->path, cairo_status_to_string(st));
     }
-    if (rename(c->tmp, c->path) != 0) {
-        int e = errno;
+    char why[9000];
+    if (!nofollow_rename(c->tmp, c->path, why, sizeof why)) {
         remove(c->tmp);
-        die("cannot write '%s': %s", c->path, strerror(e));
+        die("%s", why);
     }
 }
 
