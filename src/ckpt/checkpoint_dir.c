@@ -178,7 +178,9 @@ void ckpt_save_begin(const char *dir, int it, int rank) {
     ckpt_dir_iter_path(tmpdir, sizeof tmpdir, dir, it, ".tmp");
     /* left over from a crashed save: may hold stale ranks */
     must(nofollow_remove_dir(tmpdir, why, sizeof why), dir, why);
-    must(nofollow_make_dir(tmpdir, why, sizeof why), dir, why);
+    /* SAVE itself as mkdir -p (the user named it, links allowed); iter_N.tmp/ never a link */
+    must(make_dirs_try(dir, why, sizeof why) && nofollow_make_dir(tmpdir, why, sizeof why), dir,
+         why);
     ckpt_save_crash_point(CKPT_STEP_TMP_DIR, rank);
 }
 
