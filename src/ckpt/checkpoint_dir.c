@@ -1,7 +1,6 @@
 /* checkpoint_dir.c — see checkpoint_dir.h. */
 #include "src/ckpt/checkpoint_dir.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
