@@ -5,9 +5,10 @@
  * one link in a place Trident removes, renames or overwrites: iter_N, iter_N.tmp, iter_N.old,
  * `.lock`, `latest`, a rank file, metrics.jsonl, config.json, trace/, a picture. The links point
  * at the victims {D}/lk_victim/ (a directory of files) and {D}/lk_victim.txt, at a FIFO (what
- * /dev/null would be, kept inside {D}), at another link, or nowhere. Every row must be refused with the link named
- * (src/core/nofollow.h), and the runner's listing (files, links and what they point to) proves
- * the victims untouched.
+ * /dev/null would be, kept inside {D}), at another link, or nowhere. Every row must be refused
+ * with the link named (src/core/nofollow.h), and the runner's listing (files, links and what
+ * they point to) proves the victims untouched. The last rows read through links: nothing to
+ * refuse there, and where a link leads nowhere the reader says what is missing.
  */
 #include "tests/robustness_input/hostile.h"
 
