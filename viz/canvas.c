@@ -191,11 +191,28 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
     cairo_set_line_width(c->cr, 1.0);
 }
 
+static cairo_status_t write_to_file(void *f, const unsigned char *data, unsigned int length) {
+    return fwrite(data, 1, length, (FILE *)f) == length ? CAIRO_STATUS_SUCCESS
+                                                        : CAIRO_STATUS_WRITE_ERROR;
+}
+
+/* The PNG into the temporary, opened never through a link (src/core/nofollow.h): one planted
+ * at the temporary's name while the picture was drawn is refused, not written through. */
+static cairo_status_t write_png(viz_canvas *c) {
+    char why[9000];
+    int fd = nofollow_open_file(c->tmp, true, why, sizeof why);
+    if (fd < 0) die("%s", why);
+    FILE *f = fdopen(fd, "wb");
+    if (!f) die("cannot write '%s': %s", c->tmp, strerror(errno));
+    cairo_status_t st = cairo_surface_write_to_png_stream(c->surface, write_to_file, f);
+    if (fclose(f) != 0 && st == CAIRO_STATUS_SUCCESS) st = CAIRO_STATUS_WRITE_ERROR;
+    return st;
+}
+
 void viz_canvas_close(viz_canvas *c) {
     cairo_status_t st = cairo_status(c->cr);
     cairo_destroy(c->cr);
-    if (st == CAIRO_STATUS_SUCCESS && c->format == VIZ_PNG)
-        st = cairo_surface_write_to_png(c->surface, c->tmp);
+    if (st == CAIRO_STATUS_SUCCESS && c->format == VIZ_PNG) st = write_png(c);
     cairo_surface_finish(c->surface);
     if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_status(c->surface);
     cairo_surface_destroy(c->surface);
