@@ -11,6 +11,7 @@
 
 #include "src/core/check.h"
 #include "src/core/flags.h"
+#include "src/core/nofollow.h"
 
 /* ---- themes -------------------------------------------------------------------------- */
 
@@ -131,6 +132,8 @@ enum { VIZ_PNG_MAX = 32767 };
  * place that cannot be written is named before any drawing (Cairo would only say "error
  * while writing to output stream", after the work). */
 static void probe_writable(const char *tmp, const char *path) {
+    char why[9000]; /* a picture never replaces a link (src/core/nofollow.h) */
+    if (!nofollow_check(path, why, sizeof why)) die("%s", why);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0)
         die("cannot write '%s': %s (a picture's directory must exist and be writable)", path,
@@ -188,11 +191,28 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
     cairo_set_line_width(c->cr, 1.0);
 }
 
+static cairo_status_t write_to_file(void *f, const unsigned char *data, unsigned int length) {
+    return fwrite(data, 1, length, (FILE *)f) == length ? CAIRO_STATUS_SUCCESS
+                                                        : CAIRO_STATUS_WRITE_ERROR;
+}
+
+/* The PNG into the temporary, opened never through a link (src/core/nofollow.h): one planted
+ * at the temporary's name while the picture was drawn is refused, not written through. */
+static cairo_status_t write_png(viz_canvas *c) {
+    char why[9000];
+    int fd = nofollow_open_file(c->tmp, true, why, sizeof why);
+    if (fd < 0) die("%s", why);
+    FILE *f = fdopen(fd, "wb");
+    if (!f) die("cannot write '%s': %s", c->tmp, strerror(errno));
+    cairo_status_t st = cairo_surface_write_to_png_stream(c->surface, write_to_file, f);
+    if (fclose(f) != 0 && st == CAIRO_STATUS_SUCCESS) st = CAIRO_STATUS_WRITE_ERROR;
+    return st;
+}
+
 void viz_canvas_close(viz_canvas *c) {
     cairo_status_t st = cairo_status(c->cr);
     cairo_destroy(c->cr);
-    if (st == CAIRO_STATUS_SUCCESS && c->format == VIZ_PNG)
-        st = cairo_surface_write_to_png(c->surface, c->tmp);
+    if (st == CAIRO_STATUS_SUCCESS && c->format == VIZ_PNG) st = write_png(c);
     cairo_surface_finish(c->surface);
     if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_status(c->surface);
     cairo_surface_destroy(c->surface);
@@ -200,10 +220,10 @@ void viz_canvas_close(viz_canvas *c) {
         remove(c->tmp);
         die("drawing '%s' failed: %s", c->path, cairo_status_to_string(st));
     }
-    if (rename(c->tmp, c->path) != 0) {
-        int e = errno;
+    char why[9000];
+    if (!nofollow_rename(c->tmp, c->path, why, sizeof why)) {
         remove(c->tmp);
-        die("cannot write '%s': %s", c->path, strerror(e));
+        die("%s", why);
     }
 }
 

@@ -1,7 +1,6 @@
 /* checkpoint_dir.c — see checkpoint_dir.h. */
 #include "src/ckpt/checkpoint_dir.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
 #include "src/core/file_read.h"
+#include "src/core/nofollow.h"
 
 static const char *k_step_names[CKPT_NSTEPS] = {"tmp_dir", "rank_file", "written", "aside",
                                                 "renamed", "latest",    "cleaned"};
@@ -32,19 +32,9 @@ void ckpt_dir_rank_path(char *out, size_t cap, const char *idir, int rank) {
     snprintf(out, cap, "%s/rank_%05d.tck", idir, rank);
 }
 
-/* Removes a directory of plain files (an iteration directory); no-op if it does not exist. */
-static void remove_iteration_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    char path[4600];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (unlink(path) != 0) die("cannot remove '%s': %s", path, strerror(errno));
-    }
-    closedir(d);
-    if (rmdir(dir) != 0) die("cannot remove '%s': %s", dir, strerror(errno));
+/* Dies with "--save DIR: <why>" when a step on the directory was refused (src/core/nofollow.h). */
+static void must(bool ok, const char *dir, const char *why) {
+    if (!ok) die("--save %s: %s", dir, why);
 }
 
 static bool is_dir(const char *path) {
@@ -95,12 +85,15 @@ bool ckpt_dir_lock(const char *dir, char *err, size_t cap) {
         snprintf(err, cap, "--save %s: %s", dir, why);
         return false;
     }
-    char path[4200];
+    char path[4200], latest[4200];
     snprintf(path, sizeof path, "%s/.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    snprintf(latest, sizeof latest, "%s/latest", dir);
+    /* never through a link (nofollow.h): a `.lock` or `latest` that is one is refused now */
+    int fd = nofollow_check(latest, why, sizeof why)
+                 ? nofollow_open_file(path, false, why, sizeof why)
+                 : -1;
     if (fd < 0) {
-        snprintf(err, cap, "--save %s: cannot write into the checkpoint directory ('%s': %s)", dir,
-                 path, strerror(errno));
+        snprintf(err, cap, "--save %s: %s", dir, why);
         return false;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -163,30 +156,48 @@ uint64_t ckpt_save_new_id(void) {
     return id ? id : 1;
 }
 
+/* Rank 0, before a save changes anything: every name it will remove, rename or replace is
+ * not a symbolic link, and the iteration directories hold files only (nofollow.h). */
+static void save_refuse_links(const char *dir, int it) {
+    char path[4300], why[9000];
+    snprintf(path, sizeof path, "%s/latest", dir);
+    must(nofollow_check(path, why, sizeof why), dir, why);
+    static const char *const suffix[3] = {".tmp", "", ".old"};
+    for (int k = 0; k < 3; k++) {
+        ckpt_dir_iter_path(path, sizeof path, dir, it, suffix[k]);
+        must(nofollow_dir_check(path, why, sizeof why), dir, why);
+    }
+}
+
 void ckpt_save_begin(const char *dir, int it, int rank) {
     g_saves++;
     if (rank != 0) return;
-    char tmpdir[4200];
+    save_refuse_links(dir, it);
+    char tmpdir[4200], why[9000];
     ckpt_dir_iter_path(tmpdir, sizeof tmpdir, dir, it, ".tmp");
-    remove_iteration_dir(tmpdir); /* left over from a crashed save: may hold stale ranks */
-    make_dirs(tmpdir);
+    /* left over from a crashed save: may hold stale ranks */
+    must(nofollow_remove_dir(tmpdir, why, sizeof why), dir, why);
+    /* SAVE itself as mkdir -p (the user named it, links allowed); iter_N.tmp/ never a link */
+    must(make_dirs_try(dir, why, sizeof why) && nofollow_make_dir(tmpdir, why, sizeof why), dir,
+         why);
     ckpt_save_crash_point(CKPT_STEP_TMP_DIR, rank);
 }
 
 void ckpt_save_publish(const char *dir, int it, int rank) {
     if (rank != 0) return;
-    char tmpdir[4200], findir[4200], old[4300], path[4200];
+    char tmpdir[4200], findir[4200], old[4300], path[4200], why[9000];
     ckpt_dir_iter_path(tmpdir, sizeof tmpdir, dir, it, ".tmp");
     ckpt_dir_iter_path(findir, sizeof findir, dir, it, "");
     ckpt_dir_iter_path(old, sizeof old, dir, it, ".old");
     ckpt_save_crash_point(CKPT_STEP_WRITTEN, rank);
-    if (is_dir(findir)) { /* an earlier save of the same iteration: move it aside */
-        remove_iteration_dir(old);
-        if (rename(findir, old) != 0) die("cannot move aside '%s': %s", findir, strerror(errno));
+    /* every step refuses a link (nofollow.h): one planted since ckpt_save_begin's look */
+    must(nofollow_check(findir, why, sizeof why), dir, why);
+    if (nofollow_is_dir(findir)) { /* an earlier save of the same iteration: move it aside */
+        must(nofollow_remove_dir(old, why, sizeof why), dir, why);
+        must(nofollow_rename(findir, old, why, sizeof why), dir, why);
         ckpt_save_crash_point(CKPT_STEP_ASIDE, rank);
     }
-    if (rename(tmpdir, findir) != 0)
-        die("cannot rename '%s' to '%s': %s", tmpdir, findir, strerror(errno));
+    must(nofollow_rename(tmpdir, findir, why, sizeof why), dir, why);
     ckpt_save_crash_point(CKPT_STEP_RENAMED, rank);
     snprintf(path, sizeof path, "%s/latest", dir);
     atomic_file af;
@@ -194,6 +205,7 @@ void ckpt_save_publish(const char *dir, int it, int rank) {
     fprintf(f, "%d\n", it);
     atomic_file_commit(&af);
     ckpt_save_crash_point(CKPT_STEP_LATEST, rank);
-    remove_iteration_dir(old); /* also a leftover of a crash inside the window */
+    /* also a leftover of a crash inside the window */
+    must(nofollow_remove_dir(old, why, sizeof why), dir, why);
     ckpt_save_crash_point(CKPT_STEP_CLEANED, rank);
 }

@@ -29,6 +29,12 @@
  * (among the files it reads: a load stops opening files once it has every element it needs).
  * Two runs saving into one directory at once are refused by the lock, at start-up.
  *
+ * Links: every remove, rename, replace and the lock go through src/core/nofollow.h, so a
+ * symbolic link at `.lock` or `latest` (refused at start-up), or at iter_N, iter_N.tmp,
+ * iter_N.old or one of their rank files (refused by rank 0 before the save of N changes
+ * anything) is never followed: the target of such a link is never emptied or overwritten. SAVE
+ * itself may be a link (the user named it); loading reads through links (reading loses nothing).
+ *
  * Test hook: TRIDENT_TEST_CRASH_AT="STEP:k" (STEP one of tmp_dir, rank_file, written, aside,
  * renamed, latest, cleaned) makes rank 0 _exit(9) right after that step of the k-th save of
  * the process; TRIDENT_TEST_CRASH_IN_SAVE=k is the older spelling of "rank_file:k".

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "src/core/check.h"
+#include "src/core/nofollow.h"
 
 void atomic_file_prepare(atomic_file *af, const char *path) {
     if (strlen(path) >= sizeof af->path) die("output path too long: '%s'", path);
@@ -17,7 +18,13 @@ void atomic_file_prepare(atomic_file *af, const char *path) {
 
 FILE *atomic_file_open(atomic_file *af, const char *path) {
     atomic_file_prepare(af, path);
-    af->f = fopen(af->tmp, "wb");
+    char why[4400];
+    /* neither the target nor the temporary may be a link (nofollow.h): refused before writing */
+    int fd = nofollow_check(path, why, sizeof why)
+                 ? nofollow_open_file(af->tmp, true, why, sizeof why)
+                 : -1;
+    if (fd < 0) die("%s", why);
+    af->f = fdopen(fd, "wb");
     if (!af->f) die("cannot write '%s': %s", af->tmp, strerror(errno));
     return af->f;
 }
@@ -33,10 +40,10 @@ void atomic_file_commit(atomic_file *af) {
         fclose(af->f);
         af->f = NULL;
     }
-    if (rename(af->tmp, af->path) != 0) {
-        int e = errno;
-        remove(af->tmp);
-        die("cannot rename '%s' to '%s': %s", af->tmp, af->path, strerror(e));
+    char why[9000];
+    if (!nofollow_rename(af->tmp, af->path, why, sizeof why)) {
+        unlink(af->tmp); /* removes a link itself, never its target */
+        die("%s", why);
     }
 }
 

@@ -7,6 +7,8 @@
  *
  * atomic_file_abort() removes the temporary and leaves any previous file untouched.
  * Every output Trident writes (checkpoints, traces, pictures, JSON) goes through this.
+ * Neither the target nor the temporary may be a symbolic link (src/core/nofollow.h): a link
+ * there is refused when opening and again when committing, and its target is never written.
  */
 #ifndef TRIDENT_CORE_ATOMIC_FILE_H
 #define TRIDENT_CORE_ATOMIC_FILE_H

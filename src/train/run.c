@@ -17,6 +17,7 @@
 #include "src/core/check.h"
 #include "src/core/checked.h"
 #include "src/core/clock.h"
+#include "src/core/nofollow.h"
 #include "src/data/dataset.h"
 #include "src/device/device.h"
 #include "src/device/gemm_rate.h"
@@ -497,7 +498,9 @@ static void run_trace_end(run_state *r) {
         comm_set_trace_hook(NULL, NULL);
         comm_stream_set_trace_hook(NULL, NULL);
         snprintf(path, sizeof path, "%s/trace", r->c->run_dir);
-        if (r->lead) make_dirs(path);
+        char why[9000]; /* RUN/trace is Trident's: never a link (src/core/nofollow.h) */
+        if (r->lead && !nofollow_make_dir(path, why, sizeof why))
+            die("trident train: --run-dir %s: %s", r->c->run_dir, why);
         if (r->world > 1) comm_barrier(r->ps->world);
         snprintf(path, sizeof path, "%s/trace/rank%d.trace", r->c->run_dir, r->rank);
         trace_write(t->trace, path);

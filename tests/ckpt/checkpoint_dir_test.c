@@ -1,7 +1,8 @@
 /* checkpoint_dir_test.c — the checkpoint directory (src/ckpt/checkpoint_dir.h) keeps a
  * loadable `latest` whatever moment a save dies at, refuses rank files of different saves
- * mixed together, and refuses a second run saving into the same directory; driven through
- * `trident train` as a user runs it.
+ * mixed together, refuses a second run saving into the same directory, and saves into a
+ * directory that is itself a link (links inside it: tests/core/nofollow_test.c); driven
+ * through `trident train` as a user runs it.
  *
  * Crash at every step: for a FRESH save (iteration 2 after iteration 1) and for a REPLACING
  * save (iteration 2 saved again over a complete iteration 2), rank 0 of a 2-rank ZeRO run
@@ -178,12 +179,33 @@ static void a_second_run_saving_into_the_same_directory_is_refused(void **state)
     assert_int_equal(latest_of(lock), 1);
 }
 
+/* The directory the user names may itself be a link (src/core/nofollow.h): a save, and a
+ * re-save of the same iteration (aside, rename, cleanup), go into its target. */
+static void a_save_directory_that_is_itself_a_link_is_saved_into(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("linked_save");
+    char a[8192], ck[4400];
+    snprintf(a, sizeof a, "mkdir -p %s/real && ln -s %s/real %s/ck", dir, dir, dir);
+    assert_int_equal(system(a), 0);
+    snprintf(a, sizeof a, "train " MODEL " --train-iters 1 --run-dir %s/r --save %s/ck", dir, dir);
+    must_run(1, "", a);
+    must_run(1, "", a); /* iteration 1 again: the earlier one moved aside and removed */
+    snprintf(ck, sizeof ck, "%s/real", dir);
+    assert_int_equal(latest_of(ck), 1);
+    snprintf(a, sizeof a,
+             "test -L %s/ck && test -f %s/real/iter_0000001/rank_00000.tck && ! test -e "
+             "%s/real/iter_0000001.old",
+             dir, dir, dir);
+    assert_int_equal(system(a), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_crash_point_of_a_fresh_save_leaves_latest_loadable),
         cmocka_unit_test(every_crash_point_of_a_replacing_save_leaves_latest_loadable),
         cmocka_unit_test(rank_files_of_different_saves_are_refused),
         cmocka_unit_test(a_second_run_saving_into_the_same_directory_is_refused),
+        cmocka_unit_test(a_save_directory_that_is_itself_a_link_is_saved_into),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -597,12 +597,19 @@ static int setup(void **state) {
     return 0;
 }
 
-/* Every fixture file with its checksum and size, one per line ("cksum" output, sorted): taken
- * before and after each case, so that a case that damages or removes a good file (a
- * checkpoint, a trace, a run's pictures) fails. Files a case creates are not losses. */
+/* Every fixture file with its checksum and size, one per line ("cksum" output, sorted), and
+ * every symbolic link with its target and what the target is (a file's checksum): taken before
+ * and after each case, so that a case that damages or removes a good file (a checkpoint, a
+ * trace, a run's pictures), a link or what a link points to fails. Files a case creates are
+ * not losses. */
 static void snapshot(char *out, size_t cap) {
     char cmd[4400];
-    snprintf(cmd, sizeof cmd, "cd %s && find . -type f -exec cksum {} + | sort", g_dir);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && { find . -type f -exec cksum {} + ; find . -type l -exec sh -c 'for l; do "
+             "printf \"%%s -> %%s: \" \"$l\" \"$(readlink \"$l\")\"; if [ -f \"$l\" ]; "
+             "then cksum < \"$l\"; elif [ -d \"$l\" ]; then echo directory; elif [ -e "
+             "\"$l\" ]; then echo special; else echo dangling; fi; done' sh {} + ; } | sort",
+             g_dir);
     if (run_capture(cmd, out, cap) != 0) fail_msg("cannot list the fixture files: %s", out);
     if (strlen(out) + 1 >= cap) fail_msg("the fixture listing outgrew its buffer");
 }
