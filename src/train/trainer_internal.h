@@ -8,6 +8,7 @@
 #include "src/pp/executor.h"
 #include "src/precision/convert.h"
 #include "src/trace/trace.h"
+#include "src/train/memory_predict.h"
 #include "src/train/trainer.h"
 #include "src/zero/distributed_optimizer.h"
 
@@ -32,5 +33,11 @@ struct trainer {
 
 /* The precision a configuration trains in. */
 prec_dtype trainer_run_dtype(const train_config *c);
+
+/* run_banner.c: the layout line (and the groups, with ps) and the predicted memory, printed by
+ * the lead rank before the first step. */
+void run_print_layout(const train_config *c, const parallel_state *ps, const local_model *m,
+                      const dist_optimizer *opt, const pp_executor *ex);
+void run_print_memory_prediction(const train_memory *tm);
 
 #endif /* TRIDENT_TRAIN_TRAINER_INTERNAL_H */

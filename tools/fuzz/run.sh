@@ -55,7 +55,7 @@ CFLAGS=(-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -I"$ROOT"
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter -Wno-unused-function)
 CORE=("$ROOT/src/core/check.c" "$ROOT/src/core/crc32.c" "$ROOT/src/core/atomic_file.c"
-      "$ROOT/src/core/file_read.c")
+      "$ROOT/src/core/file_read.c" "$ROOT/src/core/checked.c" "$ROOT/src/core/nofollow.c")
 sources() {
     case "$1" in
     tensorfile) echo "$ROOT/src/ckpt/tensorfile.c $ROOT/src/ckpt/tensorfile_validate.c" ;;
