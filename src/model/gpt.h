@@ -299,6 +299,16 @@ typedef struct gpt_acts gpt_acts;
 gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T);
 void gpt_acts_destroy(gpt_acts *a);
 size_t gpt_acts_bytes(const gpt_acts *a);
+/* Two parts, two allocations (gpt_layout.c): the W part — what the weight-gradient pass reads
+ * (the inputs of every linear and norm, the residual stream, the tokens) — and the B part —
+ * what only the forward and B read (qkv, the MLP's pre-activation, the attention's kept part,
+ * the logits, the targets). With the backward split, the B part can be given back right after
+ * B: gpt_acts_detach_b hands its allocation out (its views become NULL), gpt_acts_attach_b
+ * lays a B part of gpt_acts_b_bytes into one again before the next forward. */
+size_t gpt_acts_b_bytes(const gpt_acts *a);
+gpt_acts *gpt_acts_create_w(const gpt_chunk *c, int B, int T); /* the W part alone */
+float *gpt_acts_detach_b(gpt_acts *a);
+void gpt_acts_attach_b(gpt_acts *a, const gpt_chunk *c, float *mem_b);
 /* Per-position losses (B*T) of the last forward, when the chunk has the head (device memory:
  * read it with device_download unless the device is the cpu). */
 const float *gpt_acts_losses(const gpt_acts *a);
@@ -319,6 +329,7 @@ size_t gpt_scratch_bytes(const gpt_scratch *s);
  * from the same layout code, without allocating: what the memory prediction adds up
  * (src/train/memory_predict.h), exact by construction. */
 size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T);
+size_t gpt_acts_b_bytes_of(const gpt_chunk *c, int B, int T); /* its B part's share */
 size_t gpt_scratch_bytes_of(const gpt_chunk *c, int B, int T);
 size_t gpt_wgrad_bytes_of(const gpt_chunk *c, int B, int T);
 /* The operand elements of the largest linear product (dev_matmul_operand_elems) that any of

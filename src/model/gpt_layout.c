@@ -41,8 +41,7 @@ static void block_layout(block_acts *b, cursor *cur, const gpt_chunk *c, size_t 
                          int parts) {
     const size_t N = B * T, C = (size_t)c->cfg.hidden, Cl = c->Cl, NHl = c->NHl;
     const size_t Nr = B * seq_local(c, T);
-    const bool w = parts & PART_W, bb = parts & PART_B;
-    memset(b, 0, sizeof *b);
+    const bool w = parts & PART_W, bb = parts & PART_B; /* the caller clears *b once */
     if (w) b->ln1 = take(cur, Nr * C), b->ln1_mean = take(cur, Nr), b->ln1_rstd = take(cur, Nr);
     if (bb) b->qkv = take(cur, N * 3 * Cl);
     /* attention's kept part: the probabilities, or a ring's log-sum-exps (src/cp/attention.h) */
@@ -70,31 +69,58 @@ static bool x_kept(const gpt_chunk *c, int k) {
     return !recompute_group(c, k, &g0, &g1) || k == g0;
 }
 
-static size_t acts_layout(gpt_acts *a, const gpt_chunk *c, float *base) {
+/* The two parts of one micro-batch's activations, each its own allocation:
+ *   W part  what the weight-gradient pass W reads — the kept residual stream x[i], every
+ *           block's PART_W views, the final norm's output and statistics, the tokens (the
+ *           embedding's W) and the losses; held from the forward to W;
+ *   B part  what only the input-gradient pass B reads — PART_B and PART_ATT (qkv, fch, the
+ *           attention's kept part), the logits, the loss statistics, the targets; given back
+ *           right after B when the backward is split (the executor's pools), so a zero-bubble
+ *           schedule holds only W's inputs between B and W (Qi et al.: W reads less than B).
+ * base_w / base_b NULL: only counts. Returns the floats of the part `part` (0: W, 1: B). */
+static size_t acts_layout_part(gpt_acts *a, const gpt_chunk *c, float *base, int part) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Nr = B * seq_local(c, T);
     const bool selective = c->features.recompute.granularity == GPT_RECOMPUTE_SELECTIVE;
+    const int kept = selective ? PART_W | PART_B : PART_ALL; /* selective: att in the scratch */
     cursor cc = {base, 0}, *cur = &cc;
-    for (int i = 0; i <= a->nblocks; i++) a->x[i] = x_kept(c, i) ? take(cur, Nr * C) : NULL;
-    for (int i = 0, g0, g1; i < a->nblocks; i++) {
-        if (recompute_group(c, i, &g0, &g1)) memset(&a->blocks[i], 0, sizeof a->blocks[i]);
-        else block_layout(&a->blocks[i], cur, c, B, T, selective ? PART_W | PART_B : PART_ALL);
-    }
-    if (c->shard.has_head) {
+    if (part == 0)
+        for (int i = 0; i <= a->nblocks; i++) a->x[i] = x_kept(c, i) ? take(cur, Nr * C) : NULL;
+    for (int i = 0, g0, g1; i < a->nblocks; i++)
+        if (!recompute_group(c, i, &g0, &g1))
+            block_layout(&a->blocks[i], cur, c, B, T, kept & (part == 0 ? PART_W : ~PART_W));
+    if (c->shard.has_head && part == 0) {
         a->lnf = take(cur, Nr * C);
         a->lnf_mean = take(cur, Nr);
         a->lnf_rstd = take(cur, Nr);
-        a->logits = take(cur, N * c->Vl);
-        a->ce_stats = take(cur, 3 * N);
         a->losses = take(cur, N);
     }
-    a->tokens = (int32_t *)take(cur, N);
-    a->targets = (int32_t *)take(cur, N);
+    if (c->shard.has_head && part == 1) {
+        a->logits = take(cur, N * c->Vl);
+        a->ce_stats = take(cur, 3 * N);
+    }
+    if (part == 0) a->tokens = (int32_t *)take(cur, N);
+    else a->targets = (int32_t *)take(cur, N);
     return cc.used;
 }
 
-/* alloc false: only the size (a->bytes), no device memory (the *_bytes_of functions). */
-static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
+/* Clears the views of part `part` (before laying it out again, or when it is given back). */
+static void acts_clear_part(gpt_acts *a, int part) {
+    for (int i = 0; i < a->nblocks; i++) {
+        block_acts *b = &a->blocks[i];
+        if (part == 0) {
+            b->ln1 = b->ln1_mean = b->ln1_rstd = b->atty = b->x_mid = NULL;
+            b->ln2 = b->ln2_mean = b->ln2_rstd = b->fch_gelu = NULL;
+        } else {
+            b->qkv = b->att = b->fch = NULL;
+        }
+    }
+    if (part == 1) a->logits = a->ce_stats = NULL, a->targets = NULL;
+}
+
+/* alloc false: only the size (a->bytes), no device memory (the *_bytes_of functions); with_b
+ * false: the W part alone (gpt_acts_create_w). */
+static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc, bool with_b) {
     CHECK(T <= c->cfg.seq_len, "sequence longer than the position embedding");
     CHECK(!c->features.sequence_parallel || T % c->shard.tp_size == 0,
           "sequence parallelism: the micro-batch's sequence length must be divisible by tp");
@@ -109,14 +135,16 @@ static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
     a->x = callocCheck((size_t)a->nblocks + 1, sizeof *a->x);
     a->blocks = callocCheck((size_t)a->nblocks + 1, sizeof *a->blocks);
     /* First pass counts, second lays out the views for real. */
-    size_t n = acts_layout(a, c, NULL);
-    a->bytes = n * sizeof(float);
+    const size_t nw = acts_layout_part(a, c, NULL, 0), nb = acts_layout_part(a, c, NULL, 1);
+    a->bytes_b = nb * sizeof(float);
+    a->bytes = (nw + nb) * sizeof(float);
     const size_t Nr = (size_t)B * seq_local(c, (size_t)T), C = (size_t)c->cfg.hidden;
     const moe_config mc = chunk_moe_config(c);
     if (chunk_is_moe(c)) a->bytes += (size_t)a->nblocks * moe_acts_bytes_of(&mc, Nr, C);
     if (!alloc) return a;
-    a->mem = device_alloc(n * sizeof(float), "activations");
-    acts_layout(a, c, a->mem);
+    a->mem = device_alloc(nw * sizeof(float), "activations");
+    acts_layout_part(a, c, a->mem, 0);
+    if (with_b) gpt_acts_attach_b(a, c, device_alloc(a->bytes_b, "activations"));
     if (chunk_is_moe(c)) {
         a->moe = callocCheck((size_t)a->nblocks + 1, sizeof *a->moe);
         a->aux = callocCheck((size_t)a->nblocks + 1, sizeof *a->aux);
@@ -129,11 +157,18 @@ static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc) {
     return a;
 }
 
-gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) { return acts_create(c, B, T, true); }
+gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
+    return acts_create(c, B, T, true, true);
+}
+
+gpt_acts *gpt_acts_create_w(const gpt_chunk *c, int B, int T) {
+    return acts_create(c, B, T, true, false);
+}
 
 void gpt_acts_destroy(gpt_acts *a) {
     if (!a) return;
     device_free(a->mem);
+    device_free(a->mem_b);
     for (int i = 0; a->moe && i < a->nblocks; i++) moe_acts_destroy(a->moe[i]);
     free(a->moe);
     free(a->aux);
@@ -143,6 +178,21 @@ void gpt_acts_destroy(gpt_acts *a) {
 }
 
 size_t gpt_acts_bytes(const gpt_acts *a) { return a->bytes; }
+size_t gpt_acts_b_bytes(const gpt_acts *a) { return a->bytes_b; }
+
+void gpt_acts_attach_b(gpt_acts *a, const gpt_chunk *c, float *mem_b) {
+    CHECK(a->mem_b == NULL, "attach a B part to activations that have none");
+    a->mem_b = mem_b;
+    acts_clear_part(a, 1);
+    acts_layout_part(a, c, mem_b, 1);
+}
+
+float *gpt_acts_detach_b(gpt_acts *a) {
+    float *mem_b = a->mem_b;
+    a->mem_b = NULL;
+    acts_clear_part(a, 1);
+    return mem_b;
+}
 const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
 const float *gpt_acts_logits(const gpt_acts *a) { return a->logits; }
 
@@ -268,8 +318,15 @@ gpt_scratch *gpt_scratch_create(const gpt_chunk *c, int B, int T) {
 
 /* The sizes without the memory: the same layout code, counting only. */
 size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T) {
-    gpt_acts *a = acts_create(c, B, T, false);
+    gpt_acts *a = acts_create(c, B, T, false, false);
     size_t n = a->bytes;
+    gpt_acts_destroy(a);
+    return n;
+}
+
+size_t gpt_acts_b_bytes_of(const gpt_chunk *c, int B, int T) {
+    gpt_acts *a = acts_create(c, B, T, false, false);
+    size_t n = a->bytes_b;
     gpt_acts_destroy(a);
     return n;
 }

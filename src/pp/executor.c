@@ -26,8 +26,10 @@ struct pp_executor {
     int pp_rank, B, T;
     size_t act_elems;      /* B*T*C: one activation message (B*T/tp*C: sequence parallelism) */
     gpt_acts **live;       /* (m*v) activations of (mb, chunk) between its F and B (or W) */
-    gpt_acts ***pool;      /* (v) stacks of free activation sets, per chunk */
+    gpt_acts ***pool;      /* (v) stacks of free activation sets (W parts), per chunk */
     int *pool_n;           /* (v) */
+    float ***bpool;        /* (v) stacks of free B parts (gpt.h: given back right after B) */
+    int *bpool_n;          /* (v) */
     gpt_wgrad **live_wg;   /* (m*v) split backward: what W of (mb, chunk) needs, B to W */
     gpt_wgrad ***wg_pool;  /* (v) stacks of free ones, per chunk */
     int *wg_pool_n;        /* (v) */
@@ -78,12 +80,15 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
     ex->live = callocCheck((size_t)cfg->m * (size_t)cfg->v, sizeof *ex->live);
     ex->pool = callocCheck((size_t)cfg->v, sizeof *ex->pool);
     ex->pool_n = callocCheck((size_t)cfg->v, sizeof *ex->pool_n);
+    ex->bpool = callocCheck((size_t)cfg->v, sizeof *ex->bpool);
+    ex->bpool_n = callocCheck((size_t)cfg->v, sizeof *ex->bpool_n);
     ex->scratch = callocCheck((size_t)cfg->v, sizeof *ex->scratch);
     ex->live_wg = callocCheck((size_t)cfg->m * (size_t)cfg->v, sizeof *ex->live_wg);
     ex->wg_pool = callocCheck((size_t)cfg->v, sizeof *ex->wg_pool);
     ex->wg_pool_n = callocCheck((size_t)cfg->v, sizeof *ex->wg_pool_n);
     for (int c = 0; c < cfg->v; c++) {
         ex->pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->pool);
+        ex->bpool[c] = callocCheck((size_t)cfg->m, sizeof **ex->bpool);
         ex->wg_pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->wg_pool);
         ex->scratch[c] = gpt_scratch_create(&model->chunks[c], B, T);
     }
@@ -112,6 +117,8 @@ void pp_executor_destroy(pp_executor *ex) {
     for (int c = 0; c < ex->cfg.v; c++) {
         for (int i = 0; i < ex->pool_n[c]; i++) gpt_acts_destroy(ex->pool[c][i]);
         free(ex->pool[c]);
+        for (int i = 0; i < ex->bpool_n[c]; i++) device_free(ex->bpool[c][i]);
+        free(ex->bpool[c]);
         for (int i = 0; i < ex->wg_pool_n[c]; i++) gpt_wgrad_destroy(ex->wg_pool[c][i]);
         free(ex->wg_pool[c]);
         gpt_scratch_destroy(ex->scratch[c]);
@@ -124,6 +131,8 @@ void pp_executor_destroy(pp_executor *ex) {
     free(ex->wg_pool_n);
     free(ex->pool);
     free(ex->pool_n);
+    free(ex->bpool);
+    free(ex->bpool_n);
     free(ex->scratch);
     device_free(ex->xin_buf[0]);
     device_free(ex->xin_buf[1]);
@@ -140,10 +149,15 @@ void pp_executor_destroy(pp_executor *ex) {
 void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr) { ex->trace = tr; }
 void pp_executor_set_overlap_p2p(pp_executor *ex, bool on) { ex->overlap_p2p = on; }
 
-/* Takes an activation set for chunk c from its pool (allocating the first time). */
+/* Takes an activation set for chunk c from its pool, and a B part from that pool (each
+ * allocated the first time): a set in the pool has given its B part back. */
 static gpt_acts *acts_take(pp_executor *ex, int c) {
+    const gpt_chunk *ch = &ex->model->chunks[c];
     gpt_acts *a = ex->pool_n[c] ? ex->pool[c][--ex->pool_n[c]]
-                                : gpt_acts_create(&ex->model->chunks[c], ex->B, ex->T);
+                                : gpt_acts_create_w(ch, ex->B, ex->T);
+    gpt_acts_attach_b(a, ch,
+                      ex->bpool_n[c] ? ex->bpool[c][--ex->bpool_n[c]]
+                                     : device_alloc(gpt_acts_b_bytes(a), "activations"));
     ex->live_bytes += gpt_acts_bytes(a);
     ex->live_sets++;
     if (ex->live_bytes > ex->peak_bytes) ex->peak_bytes = ex->live_bytes;
@@ -152,8 +166,19 @@ static gpt_acts *acts_take(pp_executor *ex, int c) {
     return a;
 }
 
+/* Gives a set's B part back to its pool (after B: W does not read it); nothing if it has
+ * none. */
+static void acts_give_back_b(pp_executor *ex, int c, gpt_acts *a) {
+    float *b = gpt_acts_detach_b(a);
+    if (!b) return;
+    ex->bpool[c][ex->bpool_n[c]++] = b;
+    ex->live_bytes -= gpt_acts_b_bytes(a);
+    if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
+}
+
 static void acts_give_back(pp_executor *ex, int c, gpt_acts *a) {
-    ex->live_bytes -= gpt_acts_bytes(a);
+    acts_give_back_b(ex, c, a);
+    ex->live_bytes -= gpt_acts_bytes(a) - gpt_acts_b_bytes(a);
     ex->live_sets--;
     ex->pool[c][ex->pool_n[c]++] = a;
     if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
@@ -310,7 +335,10 @@ static void backward(pp_executor *ex, const pp_action *a, gpt_acts **slot, float
         gpt_backward_weight(ch, ex->model->grads, *slot, *wslot);
     }
     if (ex->trace) trace_end(ex->trace, h);
-    if (a->op == PP_BACKWARD_INPUT) return;
+    if (a->op == PP_BACKWARD_INPUT) { /* W reads only the W part and the hand-over */
+        acts_give_back_b(ex, a->chunk, *slot);
+        return;
+    }
     if (*wslot) wgrad_give_back(ex, a->chunk, *wslot);
     *wslot = NULL;
     acts_give_back(ex, a->chunk, *slot);

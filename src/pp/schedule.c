@@ -298,33 +298,39 @@ void pp_rank_plan_free(pp_rank_plan *plan) {
 }
 
 pp_plan_holds pp_plan_holds_of(const pp_rank_plan *plan, int v) {
-    pp_plan_holds h = {v, callocCheck((size_t)v, sizeof(int)), callocCheck((size_t)v, sizeof(int)),
-                       0, 0};
-    int *acts = callocCheck((size_t)v, sizeof(int)), *hand = callocCheck((size_t)v, sizeof(int));
+    pp_plan_holds h = {v,
+                       callocCheck((size_t)v, sizeof(int)),
+                       callocCheck((size_t)v, sizeof(int)),
+                       callocCheck((size_t)v, sizeof(int)),
+                       0,
+                       0};
+    int *acts = callocCheck((size_t)(3 * v), sizeof(int)), *bpart = acts + v, *hand = acts + 2 * v;
     int sets = 0, self = 0;
     for (int i = 0; i < plan->n; i++) {
         const pp_action *a = &plan->actions[i];
         CHECK(a->chunk >= 0 && a->chunk < v, "an action's chunk is one of the rank's v chunks");
         const int c = a->chunk;
         if (a->recv_peer == plan->rank) self--;
-        if (a->op == PP_FORWARD) acts[c]++, sets++;
+        if (a->op == PP_FORWARD) acts[c]++, bpart[c]++, sets++;
         if (a->op == PP_BACKWARD_INPUT) hand[c]++;
+        if (a->op == PP_BACKWARD || a->op == PP_BACKWARD_INPUT) bpart[c]--;
         if (a->op == PP_BACKWARD || a->op == PP_WEIGHT) acts[c]--, sets--;
         if (a->op == PP_WEIGHT) hand[c]--;
         if (acts[c] > h.acts[c]) h.acts[c] = acts[c];
+        if (bpart[c] > h.acts_b[c]) h.acts_b[c] = bpart[c];
         if (hand[c] > h.handover[c]) h.handover[c] = hand[c];
         if (sets > h.sets) h.sets = sets;
         if (a->send_peer == plan->rank && ++self > h.self_msgs) h.self_msgs = self;
     }
     free(acts);
-    free(hand);
     return h;
 }
 
 void pp_plan_holds_free(pp_plan_holds *h) {
     free(h->acts);
+    free(h->acts_b);
     free(h->handover);
-    h->acts = h->handover = NULL;
+    h->acts = h->acts_b = h->handover = NULL;
 }
 
 void pp_schedule_build(const pp_config *cfg, pp_schedule *out) {

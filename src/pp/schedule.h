@@ -44,7 +44,8 @@
  *                gradient). Rank r runs its first r backwards as B alone, keeping their
  *                W's for the end, then F B W triples, then B W pairs, then the r W's kept:
  *                the W's fill the cooldown idle time 1F1B has, and since every rank holds at
- *                most p activation sets (1F1B's first stage), the memory bound is 1F1B's.
+ *                most p sets to their B and only their W parts after it (gpt.h), its activation
+ *                memory is bounded by 1F1B's first stage's (the B -> W hand-over apart).
  *                With F = B = W its bubble is a third of 1F1B's: (p−1)(F + B − W).
  *                No optimizer post-validation (Qi et al.'s rollback): Trident steps the
  *                optimizer only after every rank's last W, behind the same global gradient
@@ -192,6 +193,9 @@ void pp_rank_plan_free(pp_rank_plan *plan);
  * multiplies by the bytes of one set (src/train/memory_predict.h):
  *   acts[c]      the most activation sets of chunk c held at once, each from its F to its
  *                whole backward (B) or, split, to its W: GPipe m, 1F1B min(p − r, m) ...
+ *   acts_b[c]    the most sets of chunk c whose B part is held (gpt.h: what only B reads),
+ *                each from its F to its B — the whole backward, or B of a split one: after B
+ *                only W's inputs stay (Qi et al.: W reads less than B)
  *   handover[c]  the most B → W hand-overs of chunk c held at once (split backward; else 0)
  *   sets         the most activation sets held at once over all chunks
  *   self_msgs    the most messages this rank sent to itself and has not received yet (the
@@ -199,6 +203,7 @@ void pp_rank_plan_free(pp_rank_plan *plan);
 typedef struct {
     int v;
     int *acts;     /* (v) */
+    int *acts_b;   /* (v) */
     int *handover; /* (v) */
     int sets, self_msgs;
 } pp_plan_holds;

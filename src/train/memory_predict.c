@@ -151,16 +151,17 @@ static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_conf
     m->bytes[ZERO_MEM_P2P] = (3 + (size_t)h.self_msgs) * msg; /* 2 receive + 1 send buffers */
     m->sets = h.sets;
     for (int k = 0; k < pc->v; k++) {
-        const size_t set = gpt_acts_bytes_of(&ch[k], B, T);
+        /* a set's W part is held from F to W, its B part from F to B (gpt.h): two pools */
+        const size_t set = gpt_acts_bytes_of(&ch[k], B, T), b = gpt_acts_b_bytes_of(&ch[k], B, T);
         m->set_bytes += set;
         m->sets_kept += h.acts[k];
-        m->bytes[ZERO_MEM_ACTIVATIONS] += (size_t)h.acts[k] * set;
+        m->bytes[ZERO_MEM_ACTIVATIONS] += (size_t)h.acts[k] * (set - b) + (size_t)h.acts_b[k] * b;
         if (h.handover[k])
             m->bytes[ZERO_MEM_HANDOVER] += (size_t)h.handover[k] * gpt_wgrad_bytes_of(&ch[k], B, T);
         m->bytes[ZERO_MEM_WORK_SPACE] += gpt_scratch_bytes_of(&ch[k], B, T);
-        if (ch[k].shard.has_head) /* logits in each set held, dlogits in each hand-over */
+        if (ch[k].shard.has_head) /* logits in each B part held, dlogits in each hand-over */
             m->logits_bytes = round16((size_t)B * (size_t)T * ch[k].Vl) * sizeof(float) *
-                              (size_t)(h.acts[k] + h.handover[k] + 1);
+                              (size_t)(h.acts_b[k] + h.handover[k] + 1);
     }
     pp_plan_holds_free(&h);
     /* bf16: the device's operand scratch for the largest linear product (trainer_create) */

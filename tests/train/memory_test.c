@@ -169,12 +169,56 @@ static void zero_pattern_at_this_dp(void **state) {
         }
 }
 
+/* The most activation bytes any rank of c holds, predicted (exact: the test above). */
+static size_t activation_peak(const train_config *c, const char *schedule, size_t *per_rank) {
+    train_config k = *c;
+    k.pipeline_schedule = schedule;
+    char err[512];
+    if (!train_config_check(&k, WORLD, err, sizeof err)) fail_msg("%s: %s", schedule, err);
+    train_memory *tm = train_memory_predict(&k, 0, "memory_test");
+    size_t most = 0;
+    for (int r = 0; r < WORLD; r++) {
+        const size_t a = tm->ranks[r].bytes[ZERO_MEM_ACTIVATIONS];
+        if (per_rank) per_rank[r] = a;
+        most = a > most ? a : most;
+    }
+    train_memory_free(tm);
+    return most;
+}
+
+/* Qi et al.'s bound: after B only W's inputs stay (gpt.h, the two parts of a set), so ZB-H1
+ * holds no more activations on any rank than 1F1B's peak (rank 0's p sets); the B -> W
+ * hand-over (the output gradients W reads) comes on top and is billed apart. ZB-V and
+ * DualPipeV put the head on rank 0, whose chunk-1 sets carry the logits: printed beside. */
+static void zero_bubble_holds_no_more_than_1f1b(void **state) {
+    (void)state;
+    if (WORLD < 2 || dist_rank() != 0) return;
+    for (int tp = 1; tp <= WORLD / 2; tp *= 2) {
+        train_config c;
+        equivalence_base_config(&c);
+        c.tensor_model_parallel_size = tp;
+        c.pipeline_model_parallel_size = WORLD / tp;
+        c.num_layers = 4 * (WORLD / tp);
+        size_t zb[WORLD];
+        const size_t one = activation_peak(&c, "1f1b", NULL);
+        activation_peak(&c, "zb-h1", zb);
+        for (int r = 0; r < WORLD; r++)
+            if (zb[r] > one)
+                fail_msg("tp%d pp%d: zb-h1 rank %d holds %zu activation bytes, 1F1B's peak %zu", tp,
+                         WORLD / tp, r, zb[r], one);
+        if (WORLD / tp < 2) continue;
+        printf("  tp%d pp%d activation peak: 1f1b %zu, zb-h1 %zu, zbv %zu bytes\n", tp, WORLD / tp,
+               one, activation_peak(&c, "zb-h1", NULL), activation_peak(&c, "zbv", NULL));
+    }
+}
+
 int main(int argc, char **argv) {
     mpi_test_launch(argc, argv, WORLD);
     dist_init(&argc, &argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(zero_pattern_at_this_dp),
         cmocka_unit_test(every_layout_peaks_where_predicted),
+        cmocka_unit_test(zero_bubble_holds_no_more_than_1f1b),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     dist_finalize();
