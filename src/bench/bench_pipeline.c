@@ -176,7 +176,7 @@ static void measure_one(bench_ctx *ctx, const char *kind, int p, int m, double *
     const double own = own_cost_ideal(view, dir);
     pp_config cfg = {PP_1F1B, p, m, 1};
     CHECK(pp_kind_parse(kind, &cfg.kind), "a schedule name of this suite");
-    if (cfg.kind == PP_INTERLEAVED || pp_v_placement(cfg.kind)) cfg.v = 2;
+    cfg.v = pp_default_chunks(cfg.kind);
     const double textbook = pp_textbook_of_total(&cfg, NULL, 0);
     char metric[200];
     snprintf(metric, sizeof metric,

@@ -252,8 +252,7 @@ int cmd_groups(int argc, char **argv) {
             world, GROUPS_MAX_DRAWN);
     pg_layout l;
     char err[512];
-    pp_kind kind;
-    const bool v_shape = pp_kind_parse(schedule, &kind) && pp_v_placement(kind);
+    const bool v_shape = pp_name_v_placement(schedule);
     if (v_shape) check_v_shape(schedule, pp, vpp);
     if (!pg_layout_make(&l, world, tp, cp, ep, pp, v_shape ? 2 : vpp, order, err, sizeof err))
         die("trident groups: %s", err);

@@ -192,8 +192,6 @@ static stage_costs costs_and_layout_from(const char *dir, int *p, int *m, const 
         *kind_name = kind_buf;
     }
     if (*v == 0 && h->vpp > 1 && strcmp(*kind_name, "interleaved") == 0) *v = h->vpp;
-    pp_kind k;
-    if (*v == 0 && pp_kind_parse(*kind_name, &k) && pp_v_placement(k)) *v = 2;
     trace_run_free(run);
     return sc;
 }
@@ -287,7 +285,7 @@ static void build_and_time(const schedule_inputs *in, const char *kind_name, pp_
     if (!pp_kind_parse(kind_name, &cfg.kind))
         die(WHO ": unknown schedule '%s' (one of gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev)",
             kind_name);
-    if (in->v == 0) cfg.v = cfg.kind == PP_INTERLEAVED || pp_v_placement(cfg.kind) ? 2 : 1;
+    if (in->v == 0) cfg.v = pp_default_chunks(cfg.kind);
     char msg[512];
     if (!pp_config_valid(&cfg, msg, sizeof msg)) /* several schedules: say which one */
         die(WHO ": %s%s%s", in->name_each ? kind_name : "", in->name_each ? ": " : "", msg);

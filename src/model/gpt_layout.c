@@ -104,18 +104,12 @@ static size_t acts_layout_part(gpt_acts *a, const gpt_chunk *c, float *base, int
     return cc.used;
 }
 
-/* Clears the views of part `part` (before laying it out again, or when it is given back). */
-static void acts_clear_part(gpt_acts *a, int part) {
-    for (int i = 0; i < a->nblocks; i++) {
-        block_acts *b = &a->blocks[i];
-        if (part == 0) {
-            b->ln1 = b->ln1_mean = b->ln1_rstd = b->atty = b->x_mid = NULL;
-            b->ln2 = b->ln2_mean = b->ln2_rstd = b->fch_gelu = NULL;
-        } else {
-            b->qkv = b->att = b->fch = NULL;
-        }
-    }
-    if (part == 1) a->logits = a->ce_stats = NULL, a->targets = NULL;
+/* Clears the B part's views (before laying it out again, or when it is given back). */
+static void acts_clear_b(gpt_acts *a) {
+    for (int i = 0; i < a->nblocks; i++)
+        a->blocks[i].qkv = a->blocks[i].att = a->blocks[i].fch = NULL;
+    a->logits = a->ce_stats = NULL;
+    a->targets = NULL;
 }
 
 /* alloc false: only the size (a->bytes), no device memory (the *_bytes_of functions); with_b
@@ -183,14 +177,14 @@ size_t gpt_acts_b_bytes(const gpt_acts *a) { return a->bytes_b; }
 void gpt_acts_attach_b(gpt_acts *a, const gpt_chunk *c, float *mem_b) {
     CHECK(a->mem_b == NULL, "attach a B part to activations that have none");
     a->mem_b = mem_b;
-    acts_clear_part(a, 1);
+    acts_clear_b(a);
     acts_layout_part(a, c, mem_b, 1);
 }
 
 float *gpt_acts_detach_b(gpt_acts *a) {
     float *mem_b = a->mem_b;
     a->mem_b = NULL;
-    acts_clear_part(a, 1);
+    acts_clear_b(a);
     return mem_b;
 }
 const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }

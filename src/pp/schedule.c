@@ -128,6 +128,15 @@ bool pp_splits_backward(pp_kind kind) {
 
 bool pp_v_placement(pp_kind kind) { return kind == PP_ZBV || kind == PP_DUALPIPEV; }
 
+bool pp_name_v_placement(const char *name) {
+    pp_kind k;
+    return pp_kind_parse(name, &k) && pp_v_placement(k);
+}
+
+int pp_default_chunks(pp_kind kind) {
+    return kind == PP_INTERLEAVED || pp_v_placement(kind) ? 2 : 1;
+}
+
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 int pp_warmup(const pp_config *cfg, int rank) {

@@ -169,8 +169,12 @@ int pp_stage(const pp_config *cfg, int rank, int chunk);
 void pp_stage_owner(const pp_config *cfg, int stage, int *rank, int *chunk);
 /* Whether the schedule splits the backward into B and W (zb-h1, zbv, dualpipev). */
 bool pp_splits_backward(pp_kind kind);
-/* Whether the schedule places its 2 chunks per rank in a V (zbv, dualpipev). */
+/* Whether the schedule places its 2 chunks per rank in a V (zbv, dualpipev); by name: false
+ * for a name pp_kind_parse does not know. */
 bool pp_v_placement(pp_kind kind);
+bool pp_name_v_placement(const char *name);
+/* Model chunks per rank when none is given: 2 for interleaved and the V schedules, else 1. */
+int pp_default_chunks(pp_kind kind);
 /* Number of warmup forwards on `rank`: m (gpipe), min(p−r−1, m) (1f1b, zb-h1),
  * min(m·v, 2(p−r−1) + (v−1)·p) (interleaved); zbv: the forwards before its first B in its
  * plan (schedule_zbv.c). */

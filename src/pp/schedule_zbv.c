@@ -77,13 +77,23 @@ static int *count_of(zbv_play *g, int r, int kind, int leg) {
     return &g->count[(r * 3 + kind) * 2 + leg];
 }
 
+/* The rank a leg's input comes from: r − 1 on leg 0, r + 1 on leg 1; -1 past either end. */
+static int from_rank(const zbv_play *g, int leg, int r) {
+    const int from = leg == 0 ? r - 1 : r + 1;
+    return from >= 0 && from < g->p ? from : -1;
+}
+
 /* When the input of the next (kind, leg) on rank r ends, or -1 when it has none (the first
  * rank of its leg) or it has not run. */
 static int input_end(zbv_play *g, int kind, int leg, int r) {
-    const int from = leg == 0 ? r - 1 : r + 1;
-    if (from < 0 || from >= g->p) return -1;
-    const int mb = *count_of(g, r, kind, leg);
-    return mb < g->m ? *at_end(g, kind, leg, from, mb) : -1;
+    const int from = from_rank(g, leg, r), mb = *count_of(g, r, kind, leg);
+    return from >= 0 && mb < g->m ? *at_end(g, kind, leg, from, mb) : -1;
+}
+
+/* Whether the next (kind, leg) of rank r may start: it is the first rank of its leg, or its
+ * input has run (mb < m: there is a next one). */
+static bool input_ready(zbv_play *g, int kind, int leg, int r) {
+    return from_rank(g, leg, r) < 0 || input_end(g, kind, leg, r) >= 0;
 }
 
 /* Runs the next (kind, leg) of rank r: after the rank is free and its input arrived. */
@@ -91,9 +101,9 @@ static void put(zbv_play *g, int kind, int leg, int r) {
     int *c = count_of(g, r, kind, leg);
     const int mb = *c, free_at = g->now[r] + k_cost[kind];
     CHECK(mb < g->m && g->mem[r] + k_mem[kind] <= g->cap, "zbv: the construction overran");
-    const int from = leg == 0 ? r - 1 : r + 1; /* the rank its input comes from */
+    const int from = from_rank(g, leg, r);
     int t = free_at;
-    if (kind != ZW && from >= 0 && from < g->p) {
+    if (kind != ZW && from >= 0) {
         const int in = *at_end(g, kind, leg, from, mb);
         CHECK(in >= 0, "zbv: the construction ran an action before its input");
         if (in + k_comm + k_cost[kind] > t) t = in + k_comm + k_cost[kind];
@@ -162,7 +172,7 @@ static void round_of_b(zbv_play *g) {
     int *leg = mallocCheck(sizeof(int) * (size_t)p);
     for (int r = 0; r < p; r++) { /* alternate: chunk 1's B (leg 0), then chunk 0's (leg 1) */
         const int down = *count_of(g, r, ZB, 0), up = *count_of(g, r, ZB, 1);
-        const bool up_ready = up < m && (r == p - 1 || *at_end(g, ZB, 1, r + 1, up) >= 0);
+        const bool up_ready = up < m && input_ready(g, ZB, 1, r);
         leg[r] = up >= down ? 0 : up_ready || down >= m ? 1 : 0;
     }
     for (int pass = 0; pass < 2; pass++) /* chunk 0's B's bottom up, then chunk 1's top down */
@@ -183,8 +193,8 @@ static void round_of_f(zbv_play *g) {
         if (up >= m) continue;
         int leg = -1;
         if (up >= down) leg = 0;
-        else if (r == p - 1 || *at_end(g, ZF, 1, r + 1, up) >= 0) leg = 1;
-        else if (down < m && (r == 0 || *at_end(g, ZF, 0, r - 1, down) >= 0)) leg = 0;
+        else if (input_ready(g, ZF, 1, r)) leg = 1;
+        else if (down < m && input_ready(g, ZF, 0, r)) leg = 0;
         if (leg < 0) continue;
         while (g->mem[r] + k_mem[ZF] > g->cap) put_w(g, r);
         fill_wait(g, ZF, leg, r, g->fill_f);

@@ -184,9 +184,8 @@ static void run_setup(run_state *r, train_config *c) {
                         c->context_parallel_size, c->expert_model_parallel_size,
                         c->pipeline_model_parallel_size, c->vpp, c->rank_order, err, sizeof err))
         dist_fail_all("trident train: %s", err);
-    pp_kind kind;
-    r->layout.v_placement = pp_kind_parse(c->pipeline_schedule, &kind) && pp_v_placement(kind);
-    comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes); /* 0 waits forever */
+    r->layout.v_placement = pp_name_v_placement(c->pipeline_schedule); /* rank 0: both ends */
+    comm_set_timeout(60.0 * (double)c->distributed_timeout_minutes);   /* 0 waits forever */
     device_set_threads(c->threads);
     CHECK(device_kind_parse(c->device, &r->dk), "device name checked by the flag parser");
     int gpu = r->dk == DEVICE_CUDA ? dist_bind_device() : -1;

@@ -13,12 +13,6 @@
 #include "src/train/trainer.h"
 #include "tests/support/testing.h"
 
-/* Whether the schedule places 2 chunks per rank in a V (zbv, dualpipev). */
-static bool v_shaped(const char *schedule) {
-    pp_kind k;
-    return pp_kind_parse(schedule, &k) && pp_v_placement(k);
-}
-
 void equivalence_base_config(train_config *c) {
     train_config_defaults(c);
     c->num_layers = 4;
@@ -36,7 +30,8 @@ void equivalence_base_config(train_config *c) {
 void equivalence_apply(const train_config *base, const layout_case *lc, train_config *out) {
     train_config pc = *base;
     /* a V with layers per chunk given: the model has that many per stage, 2·pp stages */
-    if (v_shaped(lc->schedule) && lc->vpp_layers > 0) pc.num_layers = lc->vpp_layers * 2 * lc->pp;
+    if (pp_name_v_placement(lc->schedule) && lc->vpp_layers > 0)
+        pc.num_layers = lc->vpp_layers * 2 * lc->pp;
     pc.tensor_model_parallel_size = lc->tp;
     pc.pipeline_model_parallel_size = lc->pp;
     pc.num_layers_per_virtual_pipeline_stage = lc->vpp_layers;
@@ -79,7 +74,8 @@ void equivalence_check(const train_config *base, const layout_case *lc, int step
 
     train_config sc = *base;
     /* a V with layers per chunk given: the model has that many per stage, 2·pp stages */
-    if (v_shaped(lc->schedule) && lc->vpp_layers > 0) sc.num_layers = lc->vpp_layers * 2 * lc->pp;
+    if (pp_name_v_placement(lc->schedule) && lc->vpp_layers > 0)
+        sc.num_layers = lc->vpp_layers * 2 * lc->pp;
     sc.train_iters = steps;
     equivalence_model(lc, &sc); /* the model: the same at both ends */
     train_config pc;
