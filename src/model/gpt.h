@@ -299,16 +299,36 @@ typedef struct gpt_acts gpt_acts;
 gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T);
 void gpt_acts_destroy(gpt_acts *a);
 size_t gpt_acts_bytes(const gpt_acts *a);
-/* Two parts, two allocations (gpt_layout.c): the W part — what the weight-gradient pass reads
- * (the inputs of every linear and norm, the residual stream, the tokens) — and the B part —
- * what only the forward and B read (qkv, the MLP's pre-activation, the attention's kept part,
- * the logits, the targets). With the backward split, the B part can be given back right after
- * B: gpt_acts_detach_b hands its allocation out (its views become NULL), gpt_acts_attach_b
- * lays a B part of gpt_acts_b_bytes into one again before the next forward. */
-size_t gpt_acts_b_bytes(const gpt_acts *a);
-gpt_acts *gpt_acts_create_w(const gpt_chunk *c, int B, int T); /* the W part alone */
-float *gpt_acts_detach_b(gpt_acts *a);
-void gpt_acts_attach_b(gpt_acts *a, const gpt_chunk *c, float *mem_b);
+/* Four parts, four allocations (gpt_layout.c), so that each is held exactly as long as a pass
+ * reads it and equal parts of different chunks can share memory:
+ *   GPT_ACTS_W       the layers' part the weight-gradient pass W reads: the residual stream
+ *                    entering each kept block, the inputs of every linear and norm;
+ *   GPT_ACTS_B       the layers' part only B reads: qkv, the MLP's pre-activation, the
+ *                    attention's kept part — given back right after B when the backward is
+ *                    split (Qi et al.: W reads less than B);
+ *   GPT_ACTS_ENDS_W  the chunk's ends W reads: the tokens (the embedding's W), the chunk's
+ *                    output, the final norm and the losses (the head's) — empty in between;
+ *   GPT_ACTS_ENDS_B  the head's part only B reads: the logits, the loss statistics, the
+ *                    targets — empty without the head.
+ * The layers' parts of two chunks with the same blocks are equally large whether or not a
+ * chunk holds the embedding or the head: the pipeline executor pools the parts by size across
+ * a rank's chunks (src/pp/executor.c), so v chunks of L/v layers hold what one stage of L
+ * layers holds. gpt_acts_create_empty lays out nothing (the MoE layers' own state aside);
+ * gpt_acts_attach lays a part of gpt_acts_part_bytes into an allocation, gpt_acts_detach hands
+ * it out again (its views become NULL). gpt_acts_create attaches all four itself. */
+typedef enum {
+    GPT_ACTS_W,
+    GPT_ACTS_B,
+    GPT_ACTS_ENDS_W,
+    GPT_ACTS_ENDS_B,
+    GPT_ACTS_PARTS
+} gpt_acts_part;
+/* Whether W (rather than B) is the last pass that reads the part. */
+bool gpt_acts_part_read_by_w(gpt_acts_part k);
+size_t gpt_acts_part_bytes(const gpt_acts *a, gpt_acts_part k);
+gpt_acts *gpt_acts_create_empty(const gpt_chunk *c, int B, int T);
+void gpt_acts_attach(gpt_acts *a, const gpt_chunk *c, gpt_acts_part k, float *mem);
+float *gpt_acts_detach(gpt_acts *a, const gpt_chunk *c, gpt_acts_part k);
 /* Per-position losses (B*T) of the last forward, when the chunk has the head (device memory:
  * read it with device_download unless the device is the cpu). */
 const float *gpt_acts_losses(const gpt_acts *a);
@@ -329,7 +349,7 @@ size_t gpt_scratch_bytes(const gpt_scratch *s);
  * from the same layout code, without allocating: what the memory prediction adds up
  * (src/train/memory_predict.h), exact by construction. */
 size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T);
-size_t gpt_acts_b_bytes_of(const gpt_chunk *c, int B, int T); /* its B part's share */
+size_t gpt_acts_part_bytes_of(const gpt_chunk *c, int B, int T, gpt_acts_part k);
 size_t gpt_scratch_bytes_of(const gpt_chunk *c, int B, int T);
 size_t gpt_wgrad_bytes_of(const gpt_chunk *c, int B, int T);
 /* The operand elements of the largest linear product (dev_matmul_operand_elems) that any of

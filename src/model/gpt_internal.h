@@ -58,13 +58,13 @@ typedef struct {
  * a recomputed block's block_acts. */
 struct gpt_acts {
     int B, T, nblocks;
-    size_t bytes;     /* both parts (and the MoE layers' own) */
-    size_t bytes_b;   /* the B part's (gpt_layout.c: what only B reads) */
-    float *mem;       /* the W part's allocation: the views W reads point into it */
-    float *mem_b;     /* the B part's (NULL while detached): the views only B reads */
-    int32_t *tokens;  /* (N) copy, for the embedding backward */
-    int32_t *targets; /* (N) copy, for the loss backward */
-    float **x;        /* nblocks+1 views (Nr,C): residual stream at block boundaries */
+    size_t bytes;                      /* every part (and the MoE layers' own) */
+    size_t part_bytes[GPT_ACTS_PARTS]; /* each part's (gpt.h, gpt_acts_part; 0: none) */
+    float *mem[GPT_ACTS_PARTS];        /* each part's allocation (NULL while detached): its
+                                        * views point into it */
+    int32_t *tokens;                   /* (N) copy, for the embedding backward */
+    int32_t *targets;                  /* (N) copy, for the loss backward */
+    float **x; /* nblocks+1 views (Nr,C): residual stream at block boundaries */
     block_acts *blocks;
     float *lnf, *lnf_mean, *lnf_rstd; /* (Nr,C) (Nr) (Nr) */
     float *logits;                    /* (N,Vl) */

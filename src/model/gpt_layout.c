@@ -61,60 +61,61 @@ static void block_layout(block_acts *b, cursor *cur, const gpt_chunk *c, size_t 
 
 /* Whether a micro-batch keeps x[k], the residual stream entering block k (k = nblocks: the
  * chunk's output). Full recomputation keeps the inputs of its groups and of the blocks it
- * does not recompute, and the output only where the head's backward reads it. */
+ * does not recompute. The output is kept only where the head's backward reads it: a chunk
+ * without the head sends it on and no backward pass of its own reads it, so it is written
+ * into the scratch (x_out) — one residual less per micro-batch held, which is what lets v
+ * chunks of L/v layers hold what one stage of L layers holds (zbv, dualpipev). */
 static bool x_kept(const gpt_chunk *c, int k) {
     const int L = c->shard.layer_end - c->shard.layer_begin;
     int g0, g1;
-    if (k == L) return c->shard.has_head || c->features.recompute.granularity != GPT_RECOMPUTE_FULL;
+    if (k == L) return c->shard.has_head;
     return !recompute_group(c, k, &g0, &g1) || k == g0;
 }
 
-/* The two parts of one micro-batch's activations, each its own allocation:
- *   W part  what the weight-gradient pass W reads — the kept residual stream x[i], every
- *           block's PART_W views, the final norm's output and statistics, the tokens (the
- *           embedding's W) and the losses; held from the forward to W;
- *   B part  what only the input-gradient pass B reads — PART_B and PART_ATT (qkv, fch, the
- *           attention's kept part), the logits, the loss statistics, the targets; given back
- *           right after B when the backward is split (the executor's pools), so a zero-bubble
- *           schedule holds only W's inputs between B and W (Qi et al.: W reads less than B).
- * base_w / base_b NULL: only counts. Returns the floats of the part `part` (0: W, 1: B). */
-static size_t acts_layout_part(gpt_acts *a, const gpt_chunk *c, float *base, int part) {
+/* Lays out part k of one micro-batch's activations (gpt.h, gpt_acts_part) into base and
+ * returns its floats; base NULL only counts, and leaves the part's views NULL (a detached
+ * part). The layers' parts hold the same views for every chunk of the same blocks; what only
+ * the embedding or the head has is in the ends' parts:
+ *   W       x[i] kept entering each block, every block's PART_W views
+ *   B       every block's PART_B and PART_ATT views (selective: att in the scratch)
+ *   ENDS_W  the tokens (embedding); the output x[nblocks], the final norm's output and
+ *           statistics, the losses (head)
+ *   ENDS_B  the logits, the loss statistics, the targets (head) */
+static size_t acts_layout_part(gpt_acts *a, const gpt_chunk *c, float *base, gpt_acts_part k) {
     const size_t B = (size_t)a->B, T = (size_t)a->T, N = B * T, C = (size_t)c->cfg.hidden;
     const size_t Nr = B * seq_local(c, T);
     const bool selective = c->features.recompute.granularity == GPT_RECOMPUTE_SELECTIVE;
     const int kept = selective ? PART_W | PART_B : PART_ALL; /* selective: att in the scratch */
+    const bool head = c->shard.has_head;
     cursor cc = {base, 0}, *cur = &cc;
-    if (part == 0)
-        for (int i = 0; i <= a->nblocks; i++) a->x[i] = x_kept(c, i) ? take(cur, Nr * C) : NULL;
-    for (int i = 0, g0, g1; i < a->nblocks; i++)
-        if (!recompute_group(c, i, &g0, &g1))
-            block_layout(&a->blocks[i], cur, c, B, T, kept & (part == 0 ? PART_W : ~PART_W));
-    if (c->shard.has_head && part == 0) {
-        a->lnf = take(cur, Nr * C);
-        a->lnf_mean = take(cur, Nr);
-        a->lnf_rstd = take(cur, Nr);
-        a->losses = take(cur, N);
+    if (k == GPT_ACTS_W)
+        for (int i = 0; i < a->nblocks; i++) a->x[i] = x_kept(c, i) ? take(cur, Nr * C) : NULL;
+    if (k == GPT_ACTS_W || k == GPT_ACTS_B)
+        for (int i = 0, g0, g1; i < a->nblocks; i++)
+            if (!recompute_group(c, i, &g0, &g1))
+                block_layout(&a->blocks[i], cur, c, B, T,
+                             kept & (k == GPT_ACTS_W ? PART_W : ~PART_W));
+    if (k == GPT_ACTS_ENDS_W) {
+        a->x[a->nblocks] = x_kept(c, a->nblocks) ? take(cur, Nr * C) : NULL;
+        a->tokens = c->shard.has_embedding ? (int32_t *)take(cur, N) : NULL;
+        a->lnf = head ? take(cur, Nr * C) : NULL;
+        a->lnf_mean = head ? take(cur, Nr) : NULL;
+        a->lnf_rstd = head ? take(cur, Nr) : NULL;
+        a->losses = head ? take(cur, N) : NULL;
     }
-    if (c->shard.has_head && part == 1) {
-        a->logits = take(cur, N * c->Vl);
-        a->ce_stats = take(cur, 3 * N);
+    if (k == GPT_ACTS_ENDS_B) {
+        a->logits = head ? take(cur, N * c->Vl) : NULL;
+        a->ce_stats = head ? take(cur, 3 * N) : NULL;
+        a->targets = head ? (int32_t *)take(cur, N) : NULL;
     }
-    if (part == 0) a->tokens = (int32_t *)take(cur, N);
-    else a->targets = (int32_t *)take(cur, N);
     return cc.used;
 }
 
-/* Clears the B part's views (before laying it out again, or when it is given back). */
-static void acts_clear_b(gpt_acts *a) {
-    for (int i = 0; i < a->nblocks; i++)
-        a->blocks[i].qkv = a->blocks[i].att = a->blocks[i].fch = NULL;
-    a->logits = a->ce_stats = NULL;
-    a->targets = NULL;
-}
+bool gpt_acts_part_read_by_w(gpt_acts_part k) { return k == GPT_ACTS_W || k == GPT_ACTS_ENDS_W; }
 
-/* alloc false: only the size (a->bytes), no device memory (the *_bytes_of functions); with_b
- * false: the W part alone (gpt_acts_create_w). */
-static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc, bool with_b) {
+/* alloc false: only the sizes (the *_bytes_of functions), no device memory; parts false: no
+ * part attached (gpt_acts_create_empty). */
+static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc, bool parts) {
     CHECK(T <= c->cfg.seq_len, "sequence longer than the position embedding");
     CHECK(!c->features.sequence_parallel || T % c->shard.tp_size == 0,
           "sequence parallelism: the micro-batch's sequence length must be divisible by tp");
@@ -128,17 +129,17 @@ static gpt_acts *acts_create(const gpt_chunk *c, int B, int T, bool alloc, bool 
     a->nblocks = c->shard.layer_end - c->shard.layer_begin;
     a->x = callocCheck((size_t)a->nblocks + 1, sizeof *a->x);
     a->blocks = callocCheck((size_t)a->nblocks + 1, sizeof *a->blocks);
-    /* First pass counts, second lays out the views for real. */
-    const size_t nw = acts_layout_part(a, c, NULL, 0), nb = acts_layout_part(a, c, NULL, 1);
-    a->bytes_b = nb * sizeof(float);
-    a->bytes = (nw + nb) * sizeof(float);
+    for (int k = 0; k < GPT_ACTS_PARTS; k++) {
+        a->part_bytes[k] = acts_layout_part(a, c, NULL, (gpt_acts_part)k) * sizeof(float);
+        a->bytes += a->part_bytes[k];
+    }
     const size_t Nr = (size_t)B * seq_local(c, (size_t)T), C = (size_t)c->cfg.hidden;
     const moe_config mc = chunk_moe_config(c);
     if (chunk_is_moe(c)) a->bytes += (size_t)a->nblocks * moe_acts_bytes_of(&mc, Nr, C);
     if (!alloc) return a;
-    a->mem = device_alloc(nw * sizeof(float), "activations");
-    acts_layout_part(a, c, a->mem, 0);
-    if (with_b) gpt_acts_attach_b(a, c, device_alloc(a->bytes_b, "activations"));
+    for (int k = 0; parts && k < GPT_ACTS_PARTS; k++)
+        if (a->part_bytes[k])
+            gpt_acts_attach(a, c, (gpt_acts_part)k, device_alloc(a->part_bytes[k], "activations"));
     if (chunk_is_moe(c)) {
         a->moe = callocCheck((size_t)a->nblocks + 1, sizeof *a->moe);
         a->aux = callocCheck((size_t)a->nblocks + 1, sizeof *a->aux);
@@ -155,14 +156,13 @@ gpt_acts *gpt_acts_create(const gpt_chunk *c, int B, int T) {
     return acts_create(c, B, T, true, true);
 }
 
-gpt_acts *gpt_acts_create_w(const gpt_chunk *c, int B, int T) {
+gpt_acts *gpt_acts_create_empty(const gpt_chunk *c, int B, int T) {
     return acts_create(c, B, T, true, false);
 }
 
 void gpt_acts_destroy(gpt_acts *a) {
     if (!a) return;
-    device_free(a->mem);
-    device_free(a->mem_b);
+    for (int k = 0; k < GPT_ACTS_PARTS; k++) device_free(a->mem[k]);
     for (int i = 0; a->moe && i < a->nblocks; i++) moe_acts_destroy(a->moe[i]);
     free(a->moe);
     free(a->aux);
@@ -172,20 +172,20 @@ void gpt_acts_destroy(gpt_acts *a) {
 }
 
 size_t gpt_acts_bytes(const gpt_acts *a) { return a->bytes; }
-size_t gpt_acts_b_bytes(const gpt_acts *a) { return a->bytes_b; }
+size_t gpt_acts_part_bytes(const gpt_acts *a, gpt_acts_part k) { return a->part_bytes[k]; }
 
-void gpt_acts_attach_b(gpt_acts *a, const gpt_chunk *c, float *mem_b) {
-    CHECK(a->mem_b == NULL, "attach a B part to activations that have none");
-    a->mem_b = mem_b;
-    acts_clear_b(a);
-    acts_layout_part(a, c, mem_b, 1);
+void gpt_acts_attach(gpt_acts *a, const gpt_chunk *c, gpt_acts_part k, float *mem) {
+    CHECK(a->mem[k] == NULL, "attach a part of the activations that is attached already");
+    CHECK(mem != NULL || a->part_bytes[k] == 0, "attach a part: its memory");
+    a->mem[k] = mem;
+    acts_layout_part(a, c, mem, k);
 }
 
-float *gpt_acts_detach_b(gpt_acts *a) {
-    float *mem_b = a->mem_b;
-    a->mem_b = NULL;
-    acts_clear_b(a);
-    return mem_b;
+float *gpt_acts_detach(gpt_acts *a, const gpt_chunk *c, gpt_acts_part k) {
+    float *mem = a->mem[k];
+    a->mem[k] = NULL;
+    acts_layout_part(a, c, NULL, k); /* counting only: the part's views become NULL */
+    return mem;
 }
 const float *gpt_acts_losses(const gpt_acts *a) { return a->losses; }
 const float *gpt_acts_logits(const gpt_acts *a) { return a->logits; }
@@ -318,9 +318,9 @@ size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T) {
     return n;
 }
 
-size_t gpt_acts_b_bytes_of(const gpt_chunk *c, int B, int T) {
+size_t gpt_acts_part_bytes_of(const gpt_chunk *c, int B, int T, gpt_acts_part k) {
     gpt_acts *a = acts_create(c, B, T, false, false);
-    size_t n = a->bytes_b;
+    size_t n = a->part_bytes[k];
     gpt_acts_destroy(a);
     return n;
 }

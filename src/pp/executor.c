@@ -18,6 +18,18 @@
 #include "src/runtime/comm_label.h"
 #include "src/trace/trace.h"
 
+/* Free blocks of activation memory, by byte size: a part given back (gpt.h, gpt_acts_part)
+ * waits here for the next part of the same size, of whichever chunk. Nothing is freed before
+ * the executor is, so the memory held is, per size, the most parts of that size held at once
+ * (pp_pool_bytes, src/pp/schedule.h: what the memory prediction adds up). */
+typedef struct {
+    int nsizes;    /* sizes seen, at most GPT_ACTS_PARTS per chunk */
+    size_t *size;  /* (GPT_ACTS_PARTS·v) */
+    float ***free; /* (GPT_ACTS_PARTS·v) stacks, each of `room` blocks */
+    int *n;        /* (GPT_ACTS_PARTS·v) */
+    int room;      /* GPT_ACTS_PARTS·m·v: no more parts of one size exist */
+} block_pool;
+
 struct pp_executor {
     local_model *model;
     comm_group *tp, *pp;
@@ -26,10 +38,10 @@ struct pp_executor {
     int pp_rank, B, T;
     size_t act_elems;      /* B*T*C: one activation message (B*T/tp*C: sequence parallelism) */
     gpt_acts **live;       /* (m*v) activations of (mb, chunk) between its F and B (or W) */
-    gpt_acts ***pool;      /* (v) stacks of free activation sets (W parts), per chunk */
+    gpt_acts ***pool;      /* (v) stacks of free activation sets, per chunk: their views and
+                            * the MoE layers' own state, no part attached */
     int *pool_n;           /* (v) */
-    float ***bpool;        /* (v) stacks of free B parts (gpt.h: given back right after B) */
-    int *bpool_n;          /* (v) */
+    block_pool parts;      /* the free parts' memory, by size, shared by the rank's chunks */
     gpt_wgrad **live_wg;   /* (m*v) split backward: what W of (mb, chunk) needs, B to W */
     gpt_wgrad ***wg_pool;  /* (v) stacks of free ones, per chunk */
     int *wg_pool_n;        /* (v) */
@@ -80,15 +92,17 @@ pp_executor *pp_executor_create(local_model *model, comm_group *tp, comm_group *
     ex->live = callocCheck((size_t)cfg->m * (size_t)cfg->v, sizeof *ex->live);
     ex->pool = callocCheck((size_t)cfg->v, sizeof *ex->pool);
     ex->pool_n = callocCheck((size_t)cfg->v, sizeof *ex->pool_n);
-    ex->bpool = callocCheck((size_t)cfg->v, sizeof *ex->bpool);
-    ex->bpool_n = callocCheck((size_t)cfg->v, sizeof *ex->bpool_n);
     ex->scratch = callocCheck((size_t)cfg->v, sizeof *ex->scratch);
+    const size_t slots = (size_t)GPT_ACTS_PARTS * (size_t)cfg->v;
+    ex->parts.size = callocCheck(slots, sizeof *ex->parts.size);
+    ex->parts.free = callocCheck(slots, sizeof *ex->parts.free);
+    ex->parts.n = callocCheck(slots, sizeof *ex->parts.n);
+    ex->parts.room = GPT_ACTS_PARTS * cfg->m * cfg->v;
     ex->live_wg = callocCheck((size_t)cfg->m * (size_t)cfg->v, sizeof *ex->live_wg);
     ex->wg_pool = callocCheck((size_t)cfg->v, sizeof *ex->wg_pool);
     ex->wg_pool_n = callocCheck((size_t)cfg->v, sizeof *ex->wg_pool_n);
     for (int c = 0; c < cfg->v; c++) {
         ex->pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->pool);
-        ex->bpool[c] = callocCheck((size_t)cfg->m, sizeof **ex->bpool);
         ex->wg_pool[c] = callocCheck((size_t)cfg->m, sizeof **ex->wg_pool);
         ex->scratch[c] = gpt_scratch_create(&model->chunks[c], B, T);
     }
@@ -117,8 +131,6 @@ void pp_executor_destroy(pp_executor *ex) {
     for (int c = 0; c < ex->cfg.v; c++) {
         for (int i = 0; i < ex->pool_n[c]; i++) gpt_acts_destroy(ex->pool[c][i]);
         free(ex->pool[c]);
-        for (int i = 0; i < ex->bpool_n[c]; i++) device_free(ex->bpool[c][i]);
-        free(ex->bpool[c]);
         for (int i = 0; i < ex->wg_pool_n[c]; i++) gpt_wgrad_destroy(ex->wg_pool[c][i]);
         free(ex->wg_pool[c]);
         gpt_scratch_destroy(ex->scratch[c]);
@@ -131,8 +143,13 @@ void pp_executor_destroy(pp_executor *ex) {
     free(ex->wg_pool_n);
     free(ex->pool);
     free(ex->pool_n);
-    free(ex->bpool);
-    free(ex->bpool_n);
+    for (int k = 0; k < ex->parts.nsizes; k++) {
+        for (int i = 0; i < ex->parts.n[k]; i++) device_free(ex->parts.free[k][i]);
+        free(ex->parts.free[k]);
+    }
+    free(ex->parts.size);
+    free(ex->parts.free);
+    free(ex->parts.n);
     free(ex->scratch);
     device_free(ex->xin_buf[0]);
     device_free(ex->xin_buf[1]);
@@ -149,16 +166,55 @@ void pp_executor_destroy(pp_executor *ex) {
 void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr) { ex->trace = tr; }
 void pp_executor_set_overlap_p2p(pp_executor *ex, bool on) { ex->overlap_p2p = on; }
 
-/* Takes an activation set for chunk c from its pool, and a B part from that pool (each
- * allocated the first time): a set in the pool has given its B part back. */
+/* The stack of free blocks of `bytes` (made on first use). */
+static int pool_slot(block_pool *bp, size_t bytes) {
+    for (int k = 0; k < bp->nsizes; k++)
+        if (bp->size[k] == bytes) return k;
+    const int k = bp->nsizes++;
+    bp->size[k] = bytes;
+    bp->free[k] = callocCheck((size_t)bp->room, sizeof **bp->free);
+    return k;
+}
+
+/* The bytes of a set's parts (the rest of gpt_acts_bytes is the MoE layers' own state). */
+static size_t parts_bytes(const gpt_acts *a) {
+    size_t n = 0;
+    for (int k = 0; k < GPT_ACTS_PARTS; k++) n += gpt_acts_part_bytes(a, (gpt_acts_part)k);
+    return n;
+}
+
+/* Attaches part k of set a (chunk c): a free block of its size, or a new one. */
+static void part_take(pp_executor *ex, int c, gpt_acts *a, gpt_acts_part k) {
+    const size_t bytes = gpt_acts_part_bytes(a, k);
+    if (!bytes) return;
+    block_pool *bp = &ex->parts;
+    const int s = pool_slot(bp, bytes);
+    float *mem = bp->n[s] ? bp->free[s][--bp->n[s]] : device_alloc(bytes, "activations");
+    gpt_acts_attach(a, &ex->model->chunks[c], k, mem);
+    ex->live_bytes += bytes;
+    if (ex->live_bytes > ex->peak_bytes) ex->peak_bytes = ex->live_bytes;
+}
+
+/* Detaches part k of set a (chunk c) into the pool. */
+static void part_give_back(pp_executor *ex, int c, gpt_acts *a, gpt_acts_part k) {
+    const size_t bytes = gpt_acts_part_bytes(a, k);
+    float *mem = gpt_acts_detach(a, &ex->model->chunks[c], k);
+    if (!mem) return;
+    block_pool *bp = &ex->parts;
+    const int s = pool_slot(bp, bytes);
+    CHECK(bp->n[s] < bp->room, "more parts of one size given back than sets exist");
+    bp->free[s][bp->n[s]++] = mem;
+    ex->live_bytes -= bytes;
+}
+
+/* Takes an activation set for chunk c: views from the chunk's pool (made the first time),
+ * each part's memory from the block pool. */
 static gpt_acts *acts_take(pp_executor *ex, int c) {
     const gpt_chunk *ch = &ex->model->chunks[c];
     gpt_acts *a = ex->pool_n[c] ? ex->pool[c][--ex->pool_n[c]]
-                                : gpt_acts_create_w(ch, ex->B, ex->T);
-    gpt_acts_attach_b(a, ch,
-                      ex->bpool_n[c] ? ex->bpool[c][--ex->bpool_n[c]]
-                                     : device_alloc(gpt_acts_b_bytes(a), "activations"));
-    ex->live_bytes += gpt_acts_bytes(a);
+                                : gpt_acts_create_empty(ch, ex->B, ex->T);
+    ex->live_bytes += gpt_acts_bytes(a) - parts_bytes(a); /* the MoE layers' own state */
+    for (int k = 0; k < GPT_ACTS_PARTS; k++) part_take(ex, c, a, (gpt_acts_part)k);
     ex->live_sets++;
     if (ex->live_bytes > ex->peak_bytes) ex->peak_bytes = ex->live_bytes;
     if (ex->live_sets > ex->peak_sets) ex->peak_sets = ex->live_sets;
@@ -166,19 +222,17 @@ static gpt_acts *acts_take(pp_executor *ex, int c) {
     return a;
 }
 
-/* Gives a set's B part back to its pool (after B: W does not read it); nothing if it has
- * none. */
+/* Gives back the parts of a set that only B reads (after B of a split backward: W does not
+ * read them); nothing if they are given back already. */
 static void acts_give_back_b(pp_executor *ex, int c, gpt_acts *a) {
-    float *b = gpt_acts_detach_b(a);
-    if (!b) return;
-    ex->bpool[c][ex->bpool_n[c]++] = b;
-    ex->live_bytes -= gpt_acts_b_bytes(a);
+    for (int k = 0; k < GPT_ACTS_PARTS; k++)
+        if (!gpt_acts_part_read_by_w((gpt_acts_part)k)) part_give_back(ex, c, a, (gpt_acts_part)k);
     if (ex->trace) trace_memory(ex->trace, ex->live_bytes);
 }
 
 static void acts_give_back(pp_executor *ex, int c, gpt_acts *a) {
-    acts_give_back_b(ex, c, a);
-    ex->live_bytes -= gpt_acts_bytes(a) - gpt_acts_b_bytes(a);
+    for (int k = 0; k < GPT_ACTS_PARTS; k++) part_give_back(ex, c, a, (gpt_acts_part)k);
+    ex->live_bytes -= gpt_acts_bytes(a) - parts_bytes(a);
     ex->live_sets--;
     ex->pool[c][ex->pool_n[c]++] = a;
     if (ex->trace) trace_memory(ex->trace, ex->live_bytes);

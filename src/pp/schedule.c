@@ -335,6 +335,36 @@ pp_plan_holds pp_plan_holds_of(const pp_rank_plan *plan, int v) {
     return h;
 }
 
+/* +1 when the action takes the part, −1 when it gives it back, else 0. */
+static int part_delta(pp_op op, const pp_part *part) {
+    if (op == PP_FORWARD) return 1;
+    if (op == PP_BACKWARD) return -1;
+    return (op == PP_WEIGHT) == part->until_w ? -1 : 0;
+}
+
+size_t pp_pool_bytes(const pp_rank_plan *plan, int v, int nparts, const pp_part *parts) {
+    const int n = v * nparts;
+    size_t total = 0;
+    for (int s = 0; s < n; s++) { /* each size once: at its first part */
+        const size_t size = parts[s].bytes;
+        bool seen = size == 0;
+        for (int t = 0; t < s && !seen; t++) seen = parts[t].bytes == size;
+        if (seen) continue;
+        int held = 0, most = 0;
+        for (int i = 0; i < plan->n; i++) {
+            const pp_action *a = &plan->actions[i];
+            CHECK(a->chunk >= 0 && a->chunk < v, "an action's chunk is one of the rank's v chunks");
+            for (int k = 0; k < nparts; k++) {
+                const pp_part *part = &parts[a->chunk * nparts + k];
+                if (part->bytes == size) held += part_delta(a->op, part);
+            }
+            most = held > most ? held : most;
+        }
+        total += (size_t)most * size;
+    }
+    return total;
+}
+
 void pp_plan_holds_free(pp_plan_holds *h) {
     free(h->acts);
     free(h->acts_b);

@@ -214,6 +214,21 @@ typedef struct {
 pp_plan_holds pp_plan_holds_of(const pp_rank_plan *plan, int v);
 void pp_plan_holds_free(pp_plan_holds *h);
 
+/* One part of every activation set of a chunk (src/model/gpt.h, gpt_acts_part): its bytes and
+ * the last pass that reads it — W, or B (given back at B when the backward is split; a whole
+ * backward gives back every part). */
+typedef struct {
+    size_t bytes;
+    bool until_w;
+} pp_part;
+/* The memory a pool of blocks by size reaches over one rank's plan: the executor gives a part
+ * back to a pool of its byte size, where the next part of that size, of whichever chunk, takes
+ * it (src/pp/executor.c), and frees nothing. So for each size, the most parts of that size
+ * held at once, times the size, summed over the sizes. parts: (v·nparts), chunk-major. Equal
+ * parts of different chunks share one count: v chunks of L/v layers need what one stage of L
+ * layers needs (zbv, dualpipev) — per-chunk pools would add v peaks that never coincide. */
+size_t pp_pool_bytes(const pp_rank_plan *plan, int v, int nparts, const pp_part *parts);
+
 /* Every rank's plan. */
 void pp_schedule_build(const pp_config *cfg, pp_schedule *out);
 void pp_schedule_free(pp_schedule *s);

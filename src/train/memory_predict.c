@@ -146,24 +146,40 @@ static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_conf
     pp_rank_plan plan;
     pp_rank_plan_build(pc, pp_rank, &plan);
     pp_plan_holds h = pp_plan_holds_of(&plan, pc->v);
-    pp_rank_plan_free(&plan);
     const size_t msg = gpt_residual_rows(&ch[0], B, T) * (size_t)c->hidden_size * sizeof(float);
     m->bytes[ZERO_MEM_P2P] = (3 + (size_t)h.self_msgs) * msg; /* 2 receive + 1 send buffers */
     m->sets = h.sets;
+    /* a set's four parts (gpt.h), each held until the last pass that reads it, in one pool of
+     * blocks by size across the rank's chunks (pp_pool_bytes) */
+    pp_part *parts = callocCheck((size_t)pc->v * GPT_ACTS_PARTS, sizeof *parts);
+    for (int k = 0; k < pc->v; k++)
+        for (int j = 0; j < GPT_ACTS_PARTS; j++)
+            parts[k * GPT_ACTS_PARTS + j] = (pp_part){
+                gpt_acts_part_bytes_of(&ch[k], B, T, (gpt_acts_part)j),
+                gpt_acts_part_read_by_w((gpt_acts_part)j)};
+    m->bytes[ZERO_MEM_ACTIVATIONS] += pp_pool_bytes(&plan, pc->v, GPT_ACTS_PARTS, parts);
     for (int k = 0; k < pc->v; k++) {
-        /* a set's W part is held from F to W, its B part from F to B (gpt.h): two pools */
-        const size_t set = gpt_acts_bytes_of(&ch[k], B, T), b = gpt_acts_b_bytes_of(&ch[k], B, T);
+        const size_t set = gpt_acts_bytes_of(&ch[k], B, T);
+        size_t own = set; /* the MoE layers' own state: with each set, per chunk */
+        for (int j = 0; j < GPT_ACTS_PARTS; j++) own -= parts[k * GPT_ACTS_PARTS + j].bytes;
         m->set_bytes += set;
         m->sets_kept += h.acts[k];
-        m->bytes[ZERO_MEM_ACTIVATIONS] += (size_t)h.acts[k] * (set - b) + (size_t)h.acts_b[k] * b;
+        m->bytes[ZERO_MEM_ACTIVATIONS] += (size_t)h.acts[k] * own;
         if (h.handover[k])
             m->bytes[ZERO_MEM_HANDOVER] += (size_t)h.handover[k] * gpt_wgrad_bytes_of(&ch[k], B, T);
         m->bytes[ZERO_MEM_WORK_SPACE] += gpt_scratch_bytes_of(&ch[k], B, T);
+        if (ch[k].shard.has_head)
+            m->head_bytes = parts[k * GPT_ACTS_PARTS + GPT_ACTS_ENDS_W].bytes +
+                            parts[k * GPT_ACTS_PARTS + GPT_ACTS_ENDS_B].bytes;
+        if (ch[k].shard.has_embedding && !ch[k].shard.has_head)
+            m->tokens_bytes = parts[k * GPT_ACTS_PARTS + GPT_ACTS_ENDS_W].bytes;
         if (ch[k].shard.has_head) /* logits in each B part held, dlogits in each hand-over */
             m->logits_bytes = round16((size_t)B * (size_t)T * ch[k].Vl) * sizeof(float) *
                               (size_t)(h.acts_b[k] + h.handover[k] + 1);
     }
     pp_plan_holds_free(&h);
+    pp_rank_plan_free(&plan);
+    free(parts);
     /* bf16: the device's operand scratch for the largest linear product (trainer_create) */
     m->bytes[ZERO_MEM_WORK_SPACE] += device_matmul_scratch_bytes(
         train_config_matmul_dtype(c), gpt_matmul_operand_elems(ch, pc->v, B, T));

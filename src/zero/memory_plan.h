@@ -123,6 +123,11 @@ typedef struct {
     size_t bytes[ZERO_MEM_NKINDS];
     size_t total;        /* their sum: the predicted high-water mark */
     size_t logits_bytes; /* of which logits and their gradient (last stage; informational) */
+    size_t head_bytes;   /* one micro-batch's head parts (src/model/gpt.h, the ends' parts of
+                          * the chunk with the head; 0 without): what a V schedule (zbv,
+                          * dualpipev) holds on rank 0 beside its fill of layer parts */
+    size_t tokens_bytes; /* one micro-batch's embedding parts (the tokens; 0 without): a V
+                          * holds them for 2p micro-batches of its first chunk, 1F1B for p */
     size_t numel;        /* Ψ of this rank, and the ZeRO layout of its buffer */
     size_t padded_numel, shard_numel;
     int sets;         /* activation sets held at once at most, all chunks together */

@@ -162,12 +162,14 @@ static size_t block_floats(void) {
 static size_t expected_bytes(const gpt_recompute *rc, bool middle) {
     const size_t att = r16((size_t)B * NH * T * T), x = r16((size_t)N * C);
     const size_t head = middle ? 0 : x + 2 * r16(N) + r16((size_t)N * 64) + r16(3 * N) + r16(N);
-    const size_t kept_out = middle ? 0 : x; /* the head's LN reads the chunk's output */
-    size_t f = head + 2 * r16(N);           /* tokens, targets */
+    /* only the head's LN reads the chunk's output: a middle chunk sends it on from its
+     * scratch; the tokens are the embedding's, the targets the head's */
+    const size_t kept_out = middle ? 0 : x;
+    size_t f = head + (middle ? 0 : 2 * r16(N));
     const int n = rc->num_layers;
     switch (rc->granularity) {
-    case GPT_RECOMPUTE_NONE: f += (L + 1) * x + L * (block_floats() + att); break;
-    case GPT_RECOMPUTE_SELECTIVE: f += (L + 1) * x + L * block_floats(); break;
+    case GPT_RECOMPUTE_NONE: f += L * x + kept_out + L * (block_floats() + att); break;
+    case GPT_RECOMPUTE_SELECTIVE: f += L * x + kept_out + L * block_floats(); break;
     case GPT_RECOMPUTE_FULL:
         if (rc->method == GPT_RECOMPUTE_UNIFORM) f += (size_t)(L / n) * x + kept_out;
         else f += L * x + kept_out + (size_t)(L - n) * (block_floats() + att);

@@ -169,10 +169,16 @@ static void zero_pattern_at_this_dp(void **state) {
         }
 }
 
-/* The most activation bytes any rank of c holds, predicted (exact: the test above). */
-static size_t activation_peak(const train_config *c, const char *schedule, size_t *per_rank) {
+/* The most activation bytes any rank of c holds, predicted (exact: the test above); per rank
+ * into per_rank, and into head each rank's head parts of one micro-batch plus the tokens of p
+ * micro-batches (both may be NULL). */
+static size_t activation_peak(const train_config *c, const char *schedule, size_t *per_rank,
+                              size_t *head) {
     train_config k = *c;
     k.pipeline_schedule = schedule;
+    const int m_least = 2 * k.pipeline_model_parallel_size; /* dualpipev's least m */
+    if (strcmp(schedule, "dualpipev") == 0 && k.global_batch_size < m_least * k.micro_batch_size)
+        k.global_batch_size = m_least * k.micro_batch_size;
     char err[512];
     if (!train_config_check(&k, WORLD, err, sizeof err)) fail_msg("%s: %s", schedule, err);
     train_memory *tm = train_memory_predict(&k, 0, "memory_test");
@@ -180,35 +186,59 @@ static size_t activation_peak(const train_config *c, const char *schedule, size_
     for (int r = 0; r < WORLD; r++) {
         const size_t a = tm->ranks[r].bytes[ZERO_MEM_ACTIVATIONS];
         if (per_rank) per_rank[r] = a;
+        /* what a V holds beyond 1F1B's layers: one head set, p more micro-batches' tokens */
+        if (head)
+            head[r] = tm->ranks[r].head_bytes +
+                      (size_t)k.pipeline_model_parallel_size * tm->ranks[r].tokens_bytes;
         most = a > most ? a : most;
     }
     train_memory_free(tm);
     return most;
 }
 
-/* Qi et al.'s bound: after B only W's inputs stay (gpt.h, the two parts of a set), so ZB-H1
- * holds no more activations on any rank than 1F1B's peak (rank 0's p sets); the B -> W
- * hand-over (the output gradients W reads) comes on top and is billed apart. ZB-V and
- * DualPipeV put the head on rank 0, whose chunk-1 sets carry the logits: printed beside. */
+/* Qi et al.'s bound: after B only W's inputs stay (gpt.h, the parts of a set), so ZB-H1 holds
+ * no more activations on any rank than 1F1B's peak (rank 0's p sets); the B -> W hand-over
+ * (the output gradients W reads) comes on top and is billed apart. ZB-V holds 2p chunk sets
+ * of half a stage each, in one pool by size across its two chunks: 1F1B's peak too, except
+ * that the V puts the head on rank 0, where one micro-batch's head parts (the logits, the
+ * final norm) come on top of the fill, and the tokens of 2p micro-batches where 1F1B keeps
+ * p — the paper counts uniform layers. DualPipeV as its
+ * README states: p + 1 stages' activations where 1F1B holds p, the head's beside. */
 static void zero_bubble_holds_no_more_than_1f1b(void **state) {
     (void)state;
     if (WORLD < 2 || dist_rank() != 0) return;
     for (int tp = 1; tp <= WORLD / 2; tp *= 2) {
+        const int p = WORLD / tp;
         train_config c;
         equivalence_base_config(&c);
         c.tensor_model_parallel_size = tp;
-        c.pipeline_model_parallel_size = WORLD / tp;
-        c.num_layers = 4 * (WORLD / tp);
-        size_t zb[WORLD];
-        const size_t one = activation_peak(&c, "1f1b", NULL);
-        activation_peak(&c, "zb-h1", zb);
+        c.pipeline_model_parallel_size = p;
+        c.num_layers = 4 * p;
+        size_t zb[WORLD], v[WORLD], dual[WORLD], head[WORLD];
+        const size_t one = activation_peak(&c, "1f1b", NULL, NULL);
+        activation_peak(&c, "zb-h1", zb, NULL);
         for (int r = 0; r < WORLD; r++)
             if (zb[r] > one)
                 fail_msg("tp%d pp%d: zb-h1 rank %d holds %zu activation bytes, 1F1B's peak %zu", tp,
-                         WORLD / tp, r, zb[r], one);
-        if (WORLD / tp < 2) continue;
-        printf("  tp%d pp%d activation peak: 1f1b %zu, zb-h1 %zu, zbv %zu bytes\n", tp, WORLD / tp,
-               one, activation_peak(&c, "zb-h1", NULL), activation_peak(&c, "zbv", NULL));
+                         p, r, zb[r], one);
+        if (p < 2) continue;
+        activation_peak(&c, "zbv", v, head);
+        activation_peak(&c, "dualpipev", dual, NULL);
+        for (int r = 0; r < WORLD; r++) {
+            if (v[r] > one + head[r])
+                fail_msg("tp%d pp%d: zbv rank %d holds %zu activation bytes, 1F1B's peak %zu + "
+                         "head %zu",
+                         tp, p, r, v[r], one, head[r]);
+            if (dual[r] > one / (size_t)p * (size_t)(p + 1) + head[r])
+                fail_msg("tp%d pp%d: dualpipev rank %d holds %zu activation bytes, (p+1)/p of "
+                         "1F1B's peak %zu + head %zu",
+                         tp, p, r, dual[r], one, head[r]);
+        }
+        printf("  tp%d pp%d activation peak: 1f1b %zu, zb-h1 %zu, zbv %zu (rank 0 head parts "
+               "%zu), dualpipev %zu bytes\n",
+               tp, p, one, activation_peak(&c, "zb-h1", NULL, NULL),
+               activation_peak(&c, "zbv", NULL, NULL), head[0],
+               activation_peak(&c, "dualpipev", NULL, NULL));
     }
 }
 
