@@ -105,6 +105,11 @@ static void load_panels(panels *p, const char *const *dirs, int ndirs, bool repl
             die("trident render: %s", err);
         if (!trace_run_check_causality(v->wall, err, sizeof err))
             fprintf(stderr, "trident render: warning: %s\n", err);
+        if (v->wall->clock_fix_most > 0)
+            printf("%s: other hosts' clocks shifted by up to %.1f us to make every message arrive "
+                   "after it was sent (trace_run_fix_clocks)%s\n",
+                   dirs[i], 1e6 * v->wall->clock_fix_most,
+                   v->wall->clock_fix_left ? "; some pairs contradict each other" : "");
         char dir[256];
         snprintf(dir, sizeof dir, "%s", dirs[i]);
         size_t len = strlen(dir);

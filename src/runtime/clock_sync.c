@@ -5,7 +5,9 @@
  *      each node (an all-reduce MIN inside the node) — 0 means rank 0's node;
  *   2. rank 0 learns which ranks are remote (a gather of the flags);
  *   3. rank 0 serves the remote ranks one after the other, `exchanges` ping-pongs each;
- *      each remote rank keeps the exchange of least round trip.
+ *      each remote rank keeps the exchange of least round trip;
+ *   4. the ranks of each host take the best of their measurements (least round trip): one
+ *      clock, one offset (host_best).
  * Rank 0 serves serially, so a remote rank's first ping may wait for the previous rank's
  * turn; that exchange simply has a long round trip and is not the one kept.
  */
@@ -32,6 +34,21 @@ static double test_skew(void) {
     return v;
 }
 
+/* The ranks of one host read one clock, so they keep one offset: the measurement of least
+ * round trip among them (the tightest bound), given to every rank of the host. Without it
+ * two ranks of one host would draw the same instant apart by their measurements' errors. */
+static void host_best(clock_sync_result *res, MPI_Comm node) {
+    struct {
+        double rtt;
+        int who;
+    } mine = {res->same_host ? 0.0 : res->rtt, 0}, best;
+    MPI_Comm_rank(node, &mine.who);
+    MPI_Allreduce(&mine, &best, 1, MPI_DOUBLE_INT, MPI_MINLOC, node);
+    double v[4] = {res->offset, res->uncertainty, res->measured_offset, res->rtt};
+    MPI_Bcast(v, 4, MPI_DOUBLE, best.who, node);
+    res->offset = v[0], res->uncertainty = v[1], res->measured_offset = v[2], res->rtt = v[3];
+}
+
 clock_sync_result clock_sync(int exchanges) {
     CHECK(exchanges >= 1, "clock_sync needs at least one exchange");
     clock_sync_result res = {0.0, 0.0, true, 0.0, 0.0};
@@ -45,7 +62,6 @@ clock_sync_result clock_sync(int exchanges) {
     MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     int node_lowest = rank;
     MPI_Allreduce(MPI_IN_PLACE, &node_lowest, 1, MPI_INT, MPI_MIN, node);
-    MPI_Comm_free(&node);
     int remote = node_lowest != 0 || (pretend && rank != 0);
 
     int *flags = rank == 0 ? mallocCheck(sizeof(int) * (size_t)world) : NULL;
@@ -79,6 +95,8 @@ clock_sync_result clock_sync(int exchanges) {
         res.uncertainty = 0.5 * res.rtt;
         res.offset = res.measured_offset + skew; /* for the real time_now() */
     }
+    if (!pretend) host_best(&res, node);
+    MPI_Comm_free(&node);
     MPI_Comm_free(&comm);
     return res;
 }

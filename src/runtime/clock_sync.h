@@ -14,7 +14,9 @@
  *
  *                         ts was read somewhere in [t0, t1], so the offset (rank 0 time minus
  *                         local time) lies in [ts - t1, ts - t0]: estimate ts + RTT/2 - t1,
- *                         error at most RTT/2 (the uncertainty).
+ *                         error at most RTT/2 (the uncertainty). Every rank of that host
+ *                         measures, and all of them keep the best measurement (least RTT):
+ *                         they read one clock, so they get one offset.
  *
  *   clock_sync_result cs = clock_sync(CLOCK_SYNC_EXCHANGES);   // every rank calls it
  *   header.clock_offset = cs.offset;  header.clock_uncertainty = cs.uncertainty;

@@ -29,6 +29,7 @@
 #endif
 
 #include "src/core/check.h"
+#include "src/runtime/hosts.h"
 
 static struct {
     bool mpi; /* we called MPI_Init and not yet MPI_Finalize */
@@ -292,6 +293,7 @@ void dist_init(int *argc, char ***argv) {
         g_dist.world = 1;
         g_dist.local_rank = 0;
         g_dist.local_size = 1;
+        hosts_init();
         return;
     }
     int already = 0;
@@ -321,6 +323,7 @@ void dist_init(int *argc, char ***argv) {
     MPI_Comm_rank(node, &g_dist.local_rank);
     MPI_Comm_size(node, &g_dist.local_size);
     MPI_Comm_free(&node);
+    hosts_init();
     if (g_dist.world > 1) {
         check_set_abort_hook(abort_job);
         check_set_rank(g_dist.rank);
@@ -337,6 +340,7 @@ void dist_finalize(void) {
     if (!g_dist.mpi) return;
     check_set_abort_hook(NULL);
     progress_stop();
+    hosts_free();
     MPI_Finalize();
     g_dist.mpi = false;
 }

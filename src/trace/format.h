@@ -3,7 +3,8 @@
  *
  *   magic "TRDTRACE" | version u32 | header | config | strings | counts | events | crc32
  *
- * The writer writes TRACE_VERSION; the reader reads it and version 2 (FORMAT.md, "Version 2").
+ * The writer writes TRACE_VERSION; the reader reads it and versions 2 and 3 (FORMAT.md, "Older
+ * versions").
  *
  * Every integer is little-endian and written byte by byte, so files are the same on every host.
  */
@@ -15,12 +16,14 @@
 
 #define TRACE_MAGIC "TRDTRACE" /* 8 bytes, no NUL */
 enum {
-    TRACE_VERSION = 3,
+    TRACE_VERSION = 4,
     /* version 2's header: ten i32, schedule[16], clock_offset f64, clock_uncertainty f64,
      * run_id[32] (its dp counted dp · cp ranks, and it had no ep) */
     TRACE_HEADER_V2_BYTES = 10 * 4 + 16 + 8 + 8 + 32,
     /* version 3 appends four i32: cp, ep, cp_rank, ep_rank (dp is the data-parallel size) */
-    TRACE_HEADER_BYTES = TRACE_HEADER_V2_BYTES + 4 * 4,
+    TRACE_HEADER_V3_BYTES = TRACE_HEADER_V2_BYTES + 4 * 4,
+    /* version 4 appends host[32]: the recording rank's host name */
+    TRACE_HEADER_BYTES = TRACE_HEADER_V3_BYTES + 32,
     TRACE_EVENT_BYTES = 80,   /* one fixed-size event record */
     TRACE_NO_STRING = 0xFFFF, /* string id meaning "none" */
 };

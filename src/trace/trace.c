@@ -278,6 +278,7 @@ void trace_write(trace_recorder *t, const char *path) {
     memcpy(p, h->run_id, strnlen(h->run_id, 31)), p += 32;         /* NUL-padded */
     const int layout5[4] = {h->cp, h->ep, h->cp_rank, h->ep_rank}; /* since version 3 */
     for (int i = 0; i < 4; i++) le_put32(p, (uint32_t)layout5[i]), p += 4;
+    memcpy(p, h->host, strnlen(h->host, 31)), p += 32; /* NUL-padded, since version 4 */
     le_put32(p, (uint32_t)cfg_len), p += 4;
     memcpy(p, t->config, cfg_len), p += cfg_len;
 

@@ -104,6 +104,8 @@ typedef struct {                           /* who recorded and under which confi
                                             * this (0 for ranks sharing rank 0's host clock) */
     char run_id[32];          /* the same on every rank of one run, unique across
                                             * runs: traces of different runs never mix */
+    char host[32];            /* the recording rank's host name ("" in files before version
+                               * 4): ranks of one host share one clock */
     const char *config_json;  /* the full run configuration, stored verbatim */
 } trace_header;
 
@@ -223,18 +225,22 @@ const char *trace_file_string(const trace_file *f, int id); /* "" for -1 */
 typedef struct {
     char dir[4096]; /* as given */
     int nranks;
-    trace_file **ranks;   /* ranks[k] is rank k's file */
-    int **flow;           /* flow[k][i]: pair id of rank k's event i if it is a matched
+    trace_file **ranks;    /* ranks[k] is rank k's file */
+    int **flow;            /* flow[k][i]: pair id of rank k's event i if it is a matched
                            * send or receive (the same id on both sides), else -1 */
-    int nflows;           /* number of matched send/receive pairs */
-    int unmatched;        /* sends or receives that found no partner */
-    int **coll;           /* coll[k][i]: id of the collective call rank k's event i belongs to
+    int nflows;            /* number of matched send/receive pairs */
+    int unmatched;         /* sends or receives that found no partner */
+    int **coll;            /* coll[k][i]: id of the collective call rank k's event i belongs to
                            * (the same id on every member), else -1 */
-    int ncolls;           /* number of matched collective calls */
-    double *coll_entered; /* coll_entered[id]: rank-0 time at which the last member entered */
-    int *coll_last;       /* coll_last[id]: that member's rank */
-    int coll_unmatched;   /* collective events that could not be matched (members disagree
+    int ncolls;            /* number of matched collective calls */
+    double *coll_entered;  /* coll_entered[id]: rank-0 time at which the last member entered */
+    int *coll_last;        /* coll_last[id]: that member's rank */
+    int coll_unmatched;    /* collective events that could not be matched (members disagree
                            * on the count, or the group has the wrong number of members) */
+    double *clock_fix;     /* clock_fix[k]: seconds trace_run_read added to rank k's
+                           * clock_offset (trace_run_fix_clocks); 0 on rank 0's host */
+    double clock_fix_most; /* the largest |clock_fix| */
+    int clock_fix_left;    /* bounds no shift could meet (a recording fault): then none */
 } trace_run;
 
 /* Loads RUN_DIR/trace/rank<k>.trace for k = 0 .. world_size-1 (RUN_DIR may also be the trace
@@ -252,6 +258,27 @@ typedef struct {
  */
 trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen);
 void trace_run_free(trace_run *r);
+
+/* ---- clocks of several hosts, corrected from the run's own messages ---------------------- */
+
+/* Ranks on other hosts than rank 0's carry an offset measured before the run (Cristian's
+ * method, src/runtime/clock_sync.h), good to its uncertainty — a few microseconds to
+ * milliseconds, often more than a message's latency, so a receive can be drawn ending before
+ * its send began. The run's own messages bound the truth: a receive ends after its send
+ * began; a collective ends on every member after its last member entered. trace_run_read
+ * calls this after matching: it finds one shift per host (ranks of a host share a clock:
+ * header.host, or, for files without it, rank 0's host for ranks with zero uncertainty and a
+ * host of their own otherwise), rank 0's host fixed at 0, as small as the bounds allow —
+ * starting from 0 it raises a host's shift only by what a backwards message demands (or lowers
+ * the sender's when the receiver is rank 0's host), repeating until no pair is backwards
+ * (a longest-path relaxation over the hosts: Bellman-Ford, at most one pass per host). This
+ * is the offset-only form of the controlled logical clock (Rabenseifner; Scalasca, Vampir):
+ * over one short run the hosts' clocks do not drift apart, so one constant per host is
+ * enough. Adds the shift to each rank's header clock_offset and records it (clock_fix,
+ * clock_fix_most). When the bounds contradict each other (a message round trip shorter than
+ * zero: a recording fault, not a clock) no shift is applied and the bounds still broken are
+ * counted in clock_fix_left. The collectives' t_ready are then set again. */
+void trace_run_fix_clocks(trace_run *r);
 
 /* ---- is the run's picture physically possible? ----------------------------------------- */
 

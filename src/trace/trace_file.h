@@ -21,4 +21,8 @@ struct trace_file {
     uint64_t dropped;
 };
 
+/* Sets coll_entered, coll_last and every matched collective's t_ready from the collective ids
+ * and the headers' clock offsets (trace_run.c; again after trace_run_fix_clocks). */
+void trace_run_time_collectives(trace_run *r);
+
 #endif /* TRIDENT_TRACE_TRACE_FILE_H */

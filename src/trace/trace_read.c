@@ -90,8 +90,10 @@ static bool event_refs_ok(const trace_event *e, const trace_header *h) {
 /* The fixed-size header after the version (FORMAT.md): version 2's fields, and from version
  * 3 on the context- and expert-parallel sizes and ranks after them. */
 static bool read_header(cursor *c, uint32_t version, trace_header *h) {
-    if (!need(c, version == 2 ? TRACE_HEADER_V2_BYTES : TRACE_HEADER_BYTES, "the header"))
-        return false;
+    const size_t bytes = version == 2   ? TRACE_HEADER_V2_BYTES
+                         : version == 3 ? TRACE_HEADER_V3_BYTES
+                                        : TRACE_HEADER_BYTES;
+    if (!need(c, bytes, "the header")) return false;
     int v[10];
     for (int i = 0; i < 10; i++) v[i] = (int)take32(c);
     h->rank = v[0], h->world_size = v[1], h->tp = v[2], h->pp = v[3], h->dp = v[4];
@@ -109,6 +111,10 @@ static bool read_header(cursor *c, uint32_t version, trace_header *h) {
     if (version == 2) return true;
     h->cp = (int)take32(c), h->ep = (int)take32(c);
     h->cp_rank = (int)take32(c), h->ep_rank = (int)take32(c);
+    memset(h->host, 0, sizeof h->host);
+    if (version == 3) return true;
+    memcpy(h->host, c->b + c->off, 32);
+    c->off += 32;
     return true;
 }
 
@@ -170,8 +176,8 @@ static trace_file *parse(cursor *c) {
     c->off = 8;
     if (!need(c, 4, "the version")) goto bad;
     uint32_t version = take32(c);
-    if (version != TRACE_VERSION && version != 2) {
-        fail(c, "unsupported version %u at byte 8 (this build reads versions 2 and %d)", version,
+    if (version < 2 || version > TRACE_VERSION) {
+        fail(c, "unsupported version %u at byte 8 (this build reads versions 2 to %d)", version,
              TRACE_VERSION);
         goto bad;
     }
@@ -254,6 +260,17 @@ static trace_file *parse(cursor *c) {
         fail(c, "schedule name at byte %zu is not NUL-terminated", sched_off);
         goto bad;
     }
+    const size_t host_off = run_id_off + 32 + 16;
+    if (memchr(h->host, 0, 32) == NULL) {
+        fail(c, "host name at byte %zu is not NUL-terminated", host_off);
+        goto bad;
+    }
+    for (const char *q = h->host; *q; q++)
+        if (*q < 0x21 || *q > 0x7e) {
+            fail(c, "host name at byte %zu holds a byte that is not printable (0x%02x)", host_off,
+                 (unsigned char)*q);
+            goto bad;
+        }
     if (memchr(h->run_id, 0, 32) == NULL) {
         fail(c, "run id at byte %zu is not NUL-terminated", run_id_off);
         goto bad;

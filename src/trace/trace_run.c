@@ -167,28 +167,36 @@ static void match_collectives(trace_run *r) {
         }
         for (size_t k = 0; k < count; k++) {
             int id = r->ncolls++;
-            r->coll_entered[id] = -INFINITY;
-            r->coll_last[id] = -1;
             for (int m = 0; m < members; m++) {
                 const coll_entry *x = &e[a + (size_t)m * count + k];
-                double entered = x->t + trace_file_header(r->ranks[x->rank])->clock_offset;
-                if (entered > r->coll_entered[id])
-                    r->coll_entered[id] = entered, r->coll_last[id] = x->rank;
                 r->coll[x->rank][x->idx] = id;
-            }
-            for (int m = 0; m < members; m++) { /* the last entry, on each member's own clock */
-                const coll_entry *x = &e[a + (size_t)m * count + k];
-                trace_event *ev = &r->ranks[x->rank]->ev[x->idx];
-                double ready = r->coll_entered[id] -
-                               trace_file_header(r->ranks[x->rank])->clock_offset;
-                ev->t_ready = ready < ev->t_start ? ev->t_start
-                              : ready > ev->t_end ? ev->t_end
-                                                  : ready;
             }
         }
         a = b;
     }
     free(e);
+}
+
+void trace_run_time_collectives(trace_run *r) {
+    for (int id = 0; id < r->ncolls; id++) r->coll_entered[id] = -INFINITY, r->coll_last[id] = -1;
+    for (int k = 0; k < r->nranks; k++) { /* when the last member entered, on rank 0's clock */
+        const double off = r->ranks[k]->h.clock_offset;
+        for (size_t i = 0; i < r->ranks[k]->n; i++) {
+            const int id = r->coll[k][i];
+            const double entered = r->ranks[k]->ev[i].t_start + off;
+            if (id >= 0 && entered > r->coll_entered[id])
+                r->coll_entered[id] = entered, r->coll_last[id] = k;
+        }
+    }
+    for (int k = 0; k < r->nranks; k++) { /* ... and on each member's own clock */
+        const double off = r->ranks[k]->h.clock_offset;
+        for (size_t i = 0; i < r->ranks[k]->n; i++) {
+            if (r->coll[k][i] < 0) continue;
+            trace_event *ev = &r->ranks[k]->ev[i];
+            const double ready = r->coll_entered[r->coll[k][i]] - off;
+            ev->t_ready = ready < ev->t_start ? ev->t_start : ready > ev->t_end ? ev->t_end : ready;
+        }
+    }
 }
 
 trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
@@ -249,6 +257,7 @@ trace_run *trace_run_read(const char *run_dir, char *err, size_t errlen) {
     }
     match_p2p(r);
     match_collectives(r);
+    trace_run_fix_clocks(r); /* and times the collectives (trace_run_time_collectives) */
     return r;
 }
 
@@ -264,5 +273,6 @@ void trace_run_free(trace_run *r) {
     free(r->coll);
     free(r->coll_entered);
     free(r->coll_last);
+    free(r->clock_fix);
     free(r);
 }

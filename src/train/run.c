@@ -25,6 +25,7 @@
 #include "src/pp/executor.h"
 #include "src/pp/schedule.h"
 #include "src/runtime/clock_sync.h"
+#include "src/runtime/hosts.h"
 #include "src/runtime/comm_label.h"
 #include "src/runtime/comm_stream.h"
 #include "src/runtime/dist.h"
@@ -229,6 +230,7 @@ static void run_trace_begin(run_state *r) {
     snprintf(h.schedule, sizeof h.schedule, "%s", c->pipeline_schedule);
     h.clock_offset = cs.offset;
     h.clock_uncertainty = cs.uncertainty;
+    snprintf(h.host, sizeof h.host, "%s", hosts_name(hosts_of(r->rank)));
     h.config_json = r->cfg_json;
     trainer *t = r->t;
     size_t per_step;

@@ -1,11 +1,13 @@
 /* run_banner.c — what `trident train` prints before its first step: the layout, the groups of
  * each kind and the memory `trident memory` predicts for it (trainer_internal.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/device/device.h"
 #include "src/pp/executor.h"
 #include "src/runtime/dist.h"
+#include "src/runtime/hosts.h"
 #include "src/train/memory_predict.h"
 #include "src/train/trainer_internal.h"
 #include "src/zero/memory_plan.h"
@@ -50,7 +52,17 @@ void run_print_layout(const train_config *c, const parallel_state *ps, const loc
     printf(", ZeRO %s", stage > 0 ? "on" : "off");
     if (stage >= 2) printf(" (ZeRO-%d: %s)", stage, c->data_parallel_sharding_strategy);
     printf(", %s\n", c->bf16 ? "bf16" : c->fp16 ? "fp16" : "fp32");
-    if (c->world_size > 1) printf("%s\n", dist_transport_description());
+    if (c->world_size > 1 && hosts_count() > 1) {
+        char hosts[1024];
+        printf("%s\n", hosts_describe(hosts, sizeof hosts));
+        printf("within a host, %s\n", dist_transport_description());
+        const char *btl = getenv("OMPI_MCA_btl");
+        printf("between hosts: the network, no shared memory and no single copy (Open MPI's "
+               "transports %s); clocks aligned to rank 0's by Cristian's method\n",
+               btl && *btl ? btl : "of its own choice");
+    } else if (c->world_size > 1) {
+        printf("%s\n", dist_transport_description());
+    }
     if (device_current() != DEVICE_CPU) {
         printf("device: %s", device_kind_name(device_current()));
         if (device_gpu() >= 0)

@@ -480,7 +480,7 @@ void forged_trace(const char *name, int kind, size_t field, const void *bytes, s
     if (f) fclose(f);
     if (n < 200 || n == sizeof b) fail_msg("cannot read %s", path);
     uint32_t u;
-    size_t at = 132, off = field;       /* the config length: src/trace/FORMAT.md, version 3 */
+    size_t at = 164, off = field;       /* the config length: src/trace/FORMAT.md, version 4 */
     memcpy(&u, b + at, 4), at += 4 + u; /* config */
     memcpy(&u, b + at, 4), at += 4;     /* strings */
     for (uint32_t i = 0, nstr = u; i < nstr; i++) {

@@ -482,9 +482,24 @@ static void context_and_expert_parallelism_are_in_the_header(void **state) {
     trace_file_free(f);
 }
 
-/* The file at path rewritten in version 2's layout (FORMAT.md, "Version 2"): no cp, ep fields
- * after the run id, dp holding dp · cp and dp_rank cp_rank + cp · dp_rank, the checksum
- * recomputed. */
+/* The file at path rewritten in version 3's layout (FORMAT.md, "Older versions"): no host
+ * name after the cp, ep fields, the checksum recomputed. */
+static void rewrite_as_version_3(const char *path) {
+    size_t n;
+    unsigned char *b = slurp(path, &n);
+    const uint32_t three = 3;
+    memcpy(b + 8, &three, 4);
+    memmove(b + 132, b + 164, n - 164);
+    n -= 32;
+    const uint32_t crc = crc32_update(0, b, n - 4);
+    memcpy(b + n - 4, &crc, 4);
+    spill(path, b, n);
+    free(b);
+}
+
+/* The file at path rewritten in version 2's layout (FORMAT.md, "Older versions"): no cp, ep
+ * fields nor host after the run id, dp holding dp · cp and dp_rank cp_rank + cp · dp_rank, the
+ * checksum recomputed. */
 static void rewrite_as_version_2(const char *path) {
     size_t n;
     unsigned char *b = slurp(path, &n);
@@ -496,8 +511,8 @@ static void rewrite_as_version_2(const char *path) {
     memcpy(b + 12 + 4 * 4, &dp, 4), memcpy(b + 12 + 8 * 4, &dp_rank, 4);
     const uint32_t two = 2;
     memcpy(b + 8, &two, 4);
-    memmove(b + 116, b + 132, n - 132);
-    n -= 16;
+    memmove(b + 116, b + 164, n - 164);
+    n -= 48;
     const uint32_t crc = crc32_update(0, b, n - 4);
     memcpy(b + n - 4, &crc, 4);
     spill(path, b, n);
@@ -539,6 +554,30 @@ static void version_2_files_read_as_the_same_layout(void **state) {
     if (!f) fail_msg("%s", err);
     const trace_header *r = trace_file_header(f);
     assert_true(r->dp == 8 && r->dp_rank == 5 && r->cp == 1 && r->ep == 1);
+    trace_file_free(f);
+}
+
+/* The host name travels with the header; a version 3 file (before it) reads with none. */
+static void host_names_round_trip_and_version_3_reads_without(void **state) {
+    (void)state;
+    char path[4200], err[512] = "";
+    snprintf(path, sizeof path, "%s/rank5.trace", test_tmpdir("version_3"));
+    trace_header h = header_5d();
+    strcpy(h.host, "node2");
+    trace_recorder *t = trace_create(&h, 4);
+    trace_record(t, TRACE_STEP, 1, -1, -1, 1.0, 2.0);
+    trace_write(t, path);
+    trace_destroy(t);
+    trace_file *f = trace_file_read(path, err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    assert_string_equal(trace_file_header(f)->host, "node2");
+    trace_file_free(f);
+    rewrite_as_version_3(path);
+    f = trace_file_read(path, err, sizeof err);
+    if (!f) fail_msg("%s", err);
+    assert_string_equal(trace_file_header(f)->host, "");
+    expect_5d(trace_file_header(f));
+    assert_true(trace_file_event(f, 0)->t_end == 2.0);
     trace_file_free(f);
 }
 
@@ -914,6 +953,7 @@ int main(void) {
         cmocka_unit_test(impossible_context_or_expert_layouts_are_refused),
         cmocka_unit_test(ranks_of_another_expert_layout_do_not_belong),
         cmocka_unit_test(every_truncation_gives_one_error_naming_file_and_offset),
+        cmocka_unit_test(host_names_round_trip_and_version_3_reads_without),
         cmocka_unit_test(every_flipped_byte_is_detected),
         cmocka_unit_test(missing_file_is_one_clear_error),
         cmocka_unit_test(run_directory_loads_all_ranks_and_pairs_sends_with_receives),
