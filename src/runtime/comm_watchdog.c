@@ -31,6 +31,7 @@
 #include "src/core/clock.h"
 #include "src/runtime/comm_internal.h"
 #include "src/runtime/dist.h"
+#include "src/runtime/hosts.h"
 
 static double g_timeout = 0.0; /* seconds; 0 = wait forever */
 
@@ -67,12 +68,19 @@ static void say(const char *line) {
     (void)n; /* if stderr is gone, there is no one left to tell */
 }
 
+/* " on HOST" for a rank when the job spans hosts (hosts.h), else "". */
+static const char *on_host(int rank, char *buf, size_t cap) {
+    buf[0] = 0;
+    if (hosts_count() > 1) snprintf(buf, cap, " on %s", hosts_name(hosts_of(rank)));
+    return buf;
+}
+
 static void timed_out(const comm_wait_site *w) {
     const comm_group *g = w->g;
-    char who[160];
+    char who[200], here[48], there[48];
     if (w->peer >= 0) {
-        snprintf(who, sizeof who, " %s rank %d (group %s, tag %d)", w->dir, g->members[w->peer],
-                 g->name, w->tag);
+        snprintf(who, sizeof who, " %s rank %d%s (group %s, tag %d)", w->dir, g->members[w->peer],
+                 on_host(g->members[w->peer], there, sizeof there), g->name, w->tag);
     } else {
         /* A collective waits for every member; name them (the first 16). */
         int n = snprintf(who, sizeof who, " (group %s, ranks ", g->name);
@@ -81,11 +89,11 @@ static void timed_out(const comm_wait_site *w) {
         if (n < (int)sizeof who)
             snprintf(who + n, sizeof who - (size_t)n, "%s)", g->size > 16 ? ",..." : "");
     }
-    char line[400];
+    char line[480];
     snprintf(line, sizeof line,
-             "trident[rank %d]: timed out after %g s in %s%s: a rank is stuck or dead "
+             "trident[rank %d%s]: timed out after %g s in %s%s: a rank is stuck or dead "
              "(--distributed-timeout-minutes)\n",
-             dist_rank(), g_timeout, w->op, who);
+             dist_rank(), on_host(dist_rank(), here, sizeof here), g_timeout, w->op, who);
     say(line);
     _exit(1); /* mpirun sees a rank leave without finalizing and ends the whole job */
 }
@@ -166,10 +174,11 @@ void comm_fault_point(const char *op) {
         if (g_fault.mode == 0) return;
     }
     if (dist_rank() != g_fault.rank || ++g_fault.calls != g_fault.at) return;
-    char line[160];
-    snprintf(line, sizeof line, "trident[rank %d]: TRIDENT_TEST_FAULT: %s in %s (operation %ld)\n",
-             g_fault.rank, g_fault.mode == 1 ? "killing this rank" : "this rank hangs", op,
-             g_fault.at);
+    char line[200], here[48];
+    snprintf(line, sizeof line,
+             "trident[rank %d%s]: TRIDENT_TEST_FAULT: %s in %s (operation %ld)\n", g_fault.rank,
+             on_host(g_fault.rank, here, sizeof here),
+             g_fault.mode == 1 ? "killing this rank" : "this rank hangs", op, g_fault.at);
     say(line);
     if (g_fault.mode == 1) raise(SIGKILL);
     for (;;) pause(); /* until the job is torn down */
