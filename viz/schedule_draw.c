@@ -351,11 +351,14 @@ static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind,
         pc[n] = phase_color(order[i]);
         pl[n++] = phase_word(kind, order[i]);
     }
-    viz_legend(cr, x, y, size, n, pc, pl);
+    x += viz_legend(cr, x, y, size, n, pc, pl);
+    if (l->nmem > 0) /* the activations curve and its unit */
+        viz_legend(cr, x, y, size, 1, (viz_rgb[]){viz_shade(VIZ_MEMORY, 0.5)},
+                   (const char *[]){v > 1 ? "held (chunk sets)" : "held (micro-batches)"});
 }
 
 /* Under every row: its activations over time, on the band's baseline, named at the left. */
-static void paint_memory(cairo_t *cr, const viz_schedule_layout *l, int v) {
+static void paint_memory(cairo_t *cr, const viz_schedule_layout *l) {
     for (int r = 0; r < l->nmem; r++) {
         const double base = l->row_y0 + r * l->row_pitch + l->mem_base;
         viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.5));
@@ -363,8 +366,7 @@ static void paint_memory(cairo_t *cr, const viz_schedule_layout *l, int v) {
         cairo_move_to(cr, l->plot_x, base + 0.25);
         cairo_line_to(cr, l->plot_x + l->plot_w, base + 0.25);
         cairo_stroke(cr);
-        viz_text(cr, LEFT - 10, base - 2, 8, false, VIZ_RIGHT, VIZ_MEMORY,
-                 v > 1 ? "chunk sets held" : "micro-batches held");
+        viz_text(cr, LEFT - 10, base - 2, 9, false, VIZ_RIGHT, VIZ_MEMORY, "held");
         viz_sched_mem_paint(cr, &l->mem[r], l->plot_x, l->px_per_unit, base, l->px_per_set);
     }
 }
@@ -451,7 +453,7 @@ static void paint(cairo_t *cr, const viz_schedule_layout *lp, const pp_schedule 
             viz_text(cr, st->x + st->w / 2, st->y + st->h + 8, 8, false, VIZ_CENTER,
                      viz_shade(VIZ_TEXT, 0.35), word);
     }
-    paint_memory(cr, &l, s->cfg.v);
+    paint_memory(cr, &l);
     for (int i = 0; i < l.narrow; i++) draw_arrow(cr, &l.arrows[i]);
     if (legend) draw_legend(cr, &l, s->cfg.kind, s->cfg.v);
 }

@@ -25,7 +25,9 @@ void viz_sched_mem_compute(const pp_rank_plan *plan, int v, const pp_rank_timeli
         const double t = now > held ? tl->spans[i].start : tl->spans[i].end;
         held = now;
         if (t >= end) continue; /* after the cut: not shown (later steps are later still) */
-        out->steps[out->n++] = (viz_sched_mem_step){t, now};
+        viz_sched_mem_step *last = &out->steps[out->n - 1];
+        if (t <= last->t + 1e-9) last->sets = now; /* a release and a forward at one time */
+        else out->steps[out->n++] = (viz_sched_mem_step){t, now};
         if (now > out->peak) out->peak = now, out->peak_t = t;
     }
     pp_plan_holds_free(&h);
