@@ -29,6 +29,9 @@ typedef struct {
     bool arrows;                 /* draw send -> receive arrows */
     const viz_tl_window *window; /* only this time of the step, at the full width (NULL: all;
                                   * viz/timeline_layout.h) */
+    int build;                   /* K pages, page k drawn up to k/K of the time shown
+                                  * (viz/build.h); 0: one picture */
+    const char *title;           /* replaces the (first) panel's title; NULL: generated */
 } viz_tl_draw_options;
 
 /* Draws n timelines into `path` (.png, .svg or .pdf), atomically. */

@@ -372,15 +372,16 @@ static void check_sizes(int p, int m, int v) {
 
 /* --build, --arrows, --hide-memory and --title shape a picture: refused for text and JSON, and
  * checked (K, the extension, the title) before anything is simulated or written. */
-static void check_picture_flags(const viz_schedule_options *pic, int kind, const char *output) {
-    const bool any = pic->build != 0 || pic->arrows || pic->no_memory || pic->title;
+static void check_picture_flags(viz_schedule_options *pic, int kind, const char *output) {
+    const bool any = pic->build != -1 || pic->arrows || pic->no_memory || pic->title;
     if (any && kind != OUT_PICTURE)
         die(WHO ": --build, --arrows, --hide-memory and --title are for pictures: give -o "
                 "FILE.png|.svg|.pdf%s",
             output ? "" : " (without -o the schedule is printed as text)");
     char why[512];
-    if (pic->build != 0 && !viz_build_check(pic->build, output, why, sizeof why))
+    if (pic->build != -1 && !viz_build_check(pic->build, output, why, sizeof why))
         die(WHO ": %s", why);
+    if (pic->build == -1) pic->build = 0; /* one picture */
     if (pic->title && !viz_title_check(pic->title, why, sizeof why)) die(WHO ": %s", why);
 }
 
@@ -403,7 +404,7 @@ int cmd_schedule(int argc, char **argv) {
     const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL, *theme = NULL;
     const char *compare = NULL;
     int width = 0, height = 0;
-    viz_schedule_options pic = {0};
+    viz_schedule_options pic = {.build = -1}; /* -1: no --build given (0 is refused) */
     const flag_spec specs[] = {
         {"--pipeline-model-parallel-size", FLAG_INT, &p,
          "pipeline ranks P (required; --costs-from: the run's)", NULL},
