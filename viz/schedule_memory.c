@@ -22,9 +22,11 @@ void viz_sched_mem_compute(const pp_rank_plan *plan, int v, const pp_rank_timeli
         const int now = h.sets_after[i];
         if (now == held) continue;
         /* a set counts from its forward's start until its release ends */
-        const double t = now > held ? tl->spans[i].start : tl->spans[i].end;
+        const bool grows = now > held;
+        const double t = grows ? tl->spans[i].start : tl->spans[i].end;
         held = now;
-        if (t >= end) continue; /* after the cut: not shown (later steps are later still) */
+        /* after the cut: not shown (a forward starting at it is not drawn either) */
+        if (grows ? t >= end : t > end) continue;
         viz_sched_mem_step *last = &out->steps[out->n - 1];
         if (t <= last->t + 1e-9) last->sets = now; /* a release and a forward at one time */
         else out->steps[out->n++] = (viz_sched_mem_step){t, now};
