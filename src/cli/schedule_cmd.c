@@ -371,8 +371,9 @@ static void check_sizes(int p, int m, int v) {
 }
 
 /* --build, --arrows, --hide-memory and --title shape a picture: refused for text and JSON, and
- * checked (K, the extension, the title) before anything is simulated or written. */
-static void check_picture_flags(viz_schedule_options *pic, int kind, const char *output) {
+ * checked (K, the extension, the title) before anything is simulated or written. Returns
+ * `kind`, what -o writes. */
+static int check_picture_flags(viz_schedule_options *pic, int kind, const char *output) {
     const bool any = pic->build != -1 || pic->arrows || pic->no_memory || pic->title;
     if (any && kind != OUT_PICTURE)
         die(WHO ": --build, --arrows, --hide-memory and --title are for pictures: give -o "
@@ -383,6 +384,7 @@ static void check_picture_flags(viz_schedule_options *pic, int kind, const char 
         die(WHO ": %s", why);
     if (pic->build == -1) pic->build = 0; /* one picture */
     if (pic->title && !viz_title_check(pic->title, why, sizeof why)) die(WHO ": %s", why);
+    return kind;
 }
 
 /* One schedule: its grid, action lists or picture. */
@@ -451,8 +453,8 @@ int cmd_schedule(int argc, char **argv) {
          "above the panels)",
          NULL},
     };
-    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    flags_parse("schedule", k_usage, specs, nspecs, argc, argv, NULL, 0);
+    flags_parse("schedule", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv, NULL,
+                0);
     viz_picture_options(WHO, theme, width, height);
 
     stage_costs mc = {0};
@@ -461,8 +463,7 @@ int cmd_schedule(int argc, char **argv) {
     if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v, &cpu);
     check_sizes(p, m, v);
     check_costs(fcost, &bcost, latency);
-    const int kind = output_kind(output, format);
-    check_picture_flags(&pic, kind, output);
+    const int kind = check_picture_flags(&pic, output_kind(output, format), output);
     const schedule_inputs in = {.p = p,
                                 .m = m,
                                 .v = v,
