@@ -66,18 +66,19 @@ static void remove_staged(void) {
     g_nstaged = 0;
 }
 
-void viz_build_mark(cairo_t *cr, double x, double y0, double y1, int k, int K, double right,
-                    double top) {
-    if (k < K) { /* the last page is the whole picture: no cut to mark */
-        cairo_save(cr);
-        cairo_set_source_rgba(cr, 0.80, 0.10, 0.10, 0.85);
-        viz_line_width(cr, 1.2);
-        cairo_move_to(cr, x, y0);
-        cairo_line_to(cr, x, y1);
-        cairo_stroke(cr);
-        cairo_restore(cr);
-        viz_text(cr, x + 3, y0 + 9, 8, true, VIZ_LEFT, (viz_rgb){0.80, 0.10, 0.10}, "now");
-    }
+void viz_build_now(cairo_t *cr, double x, double y0, double y1, int k, int K) {
+    if (k >= K) return; /* the last page is the whole picture: no cut to mark */
+    cairo_save(cr);
+    cairo_set_source_rgba(cr, 0.80, 0.10, 0.10, 0.85);
+    viz_line_width(cr, 1.2);
+    cairo_move_to(cr, x, y0);
+    cairo_line_to(cr, x, y1);
+    cairo_stroke(cr);
+    cairo_restore(cr);
+    viz_text(cr, x + 3, y0 + 9, 8, true, VIZ_LEFT, (viz_rgb){0.80, 0.10, 0.10}, "now");
+}
+
+void viz_build_page_number(cairo_t *cr, int k, int K, double right, double top) {
     char buf[32];
     snprintf(buf, sizeof buf, "%d / %d", k, K);
     viz_text(cr, right, top, 13, true, VIZ_RIGHT, VIZ_TEXT, buf);

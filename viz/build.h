@@ -54,10 +54,11 @@ typedef void (*viz_build_paint_fn)(cairo_t *cr, int k, int K, double cut, void *
 void viz_build_write(const char *path, int K, double T, double width, double height,
                      viz_build_paint_fn paint, void *ctx);
 
-/* The marks of page k of K: the "now" line at page x from y0 to y1, and "k / K" right-aligned
- * at (right, top) — the painter calls it last. */
-void viz_build_mark(cairo_t *cr, double x, double y0, double y1, int k, int K, double right,
-                    double top);
+/* The marks of page k of K, painted last: the thin "now" line at page x from y0 to y1 (not on
+ * the last page, which is the whole picture; once per panel of a stack), and "k / K"
+ * right-aligned with its baseline at (right, top). */
+void viz_build_now(cairo_t *cr, double x, double y0, double y1, int k, int K);
+void viz_build_page_number(cairo_t *cr, int k, int K, double right, double top);
 
 /* "wrote deck.pdf (4 pages)" or "wrote frame-01.png .. frame-04.png (4 frames)" into out. */
 void viz_build_describe(const char *path, int K, char *out, size_t cap);

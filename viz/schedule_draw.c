@@ -209,10 +209,10 @@ static void layout_arrows(viz_schedule_layout *out, const pp_schedule *s, const 
     free(from_action);
 }
 
-/* The layout at a given scale (points per unit of time); mem_max: sets at the top of every
- * activations band (0: no band). */
+/* The layout at a given scale (points per unit of time); mem_max: micro-batches of
+ * activations at the top of every band (0: no band). */
 static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
-                            const viz_schedule_options *opt, int mem_max,
+                            const viz_schedule_options *opt, double mem_max,
                             viz_schedule_layout *out) {
     const pp_config *c = &s->cfg;
     const int p = c->p;
@@ -230,7 +230,7 @@ static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
     if (mem_max > 0) {
         out->mem_max = mem_max;
         out->mem_base = BOX_H + 2 + STRIP_H + MEM_GAP + MEM_H;
-        out->px_per_set = (double)(MEM_H - MEM_HEADROOM) / mem_max;
+        out->px_per_set = (MEM_H - MEM_HEADROOM) / (mem_max * c->v); /* a set: 1/v of one */
         out->row_pitch += MEM_GAP + MEM_H;
     }
     out->axis_y = TOP + p * out->row_pitch + 4;
@@ -257,13 +257,14 @@ static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
     if (opt->title) snprintf(out->title, sizeof out->title, "%s", opt->title);
 }
 
-/* The most activation sets any of the n schedules' ranks holds (the simulator counts the
- * plan's sets, pp_plan_holds_of's rule): one scale for every band of a picture. */
-static int most_held(const pp_sim *sim, int n) {
-    int most = 0;
+/* The most activations any rank of the n schedules holds, in micro-batches: its sets (the
+ * simulator counts the plan's sets, pp_plan_holds_of's rule) over v, a chunk set being 1/v
+ * of a micro-batch's. One scale for every band of a picture, so the memory claims compare. */
+static double most_held(const pp_schedule *s, const pp_sim *sim, int n) {
+    double most = 0;
     for (int i = 0; i < n; i++)
         for (int r = 0; r < sim[i].p; r++)
-            if (sim[i].ranks[r].peak_inflight > most) most = sim[i].ranks[r].peak_inflight;
+            most = fmax(most, (double)sim[i].ranks[r].peak_inflight / s[i].cfg.v);
     return most;
 }
 
@@ -272,8 +273,8 @@ static const viz_schedule_options k_default_options;
 void viz_schedule_layout_compute_opt(const pp_schedule *s, const pp_sim *sim,
                                      const viz_schedule_options *opt, viz_schedule_layout *out) {
     if (!opt) opt = &k_default_options;
-    layout_at_scale(s, sim, scale_for(sim->makespan), opt, opt->no_memory ? 0 : most_held(sim, 1),
-                    out);
+    layout_at_scale(s, sim, scale_for(sim->makespan), opt,
+                    opt->no_memory ? 0 : most_held(s, sim, 1), out);
 }
 
 void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
@@ -352,9 +353,9 @@ static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind,
         pl[n++] = phase_word(kind, order[i]);
     }
     x += viz_legend(cr, x, y, size, n, pc, pl);
-    if (l->nmem > 0) /* the activations curve and its unit */
+    if (l->nmem > 0) /* the activations curve and its unit (chunk sets: see the peaks) */
         viz_legend(cr, x, y, size, 1, (viz_rgb[]){viz_shade(VIZ_MEMORY, 0.5)},
-                   (const char *[]){v > 1 ? "held (chunk sets)" : "held (micro-batches)"});
+                   (const char *[]){"held (micro-batches)"});
 }
 
 /* Under every row: its activations over time, on the band's baseline, named at the left. */
@@ -464,8 +465,8 @@ void viz_schedule_stack_compute_opt(const pp_schedule *s, const pp_sim *sim, int
     if (!opt) opt = &k_default_options;
     double T = 0;
     for (int i = 0; i < n; i++) T = sim[i].makespan > T ? sim[i].makespan : T;
-    const double ppu = scale_for(T);                            /* one time scale for every panel */
-    const int mem_max = opt->no_memory ? 0 : most_held(sim, n); /* and one memory scale */
+    const double ppu = scale_for(T); /* one time scale for every panel */
+    const double mem_max = opt->no_memory ? 0 : most_held(s, sim, n); /* one memory scale */
     viz_schedule_options each = *opt;
     if (n > 1) each.title = NULL; /* a stack's title heads it: every panel keeps its line */
     *width = 0;
@@ -508,9 +509,12 @@ static void paint_stack(cairo_t *cr, int k, int K, double cut, void *ctx) {
         paint(cr, &l[i], &job->s[i], &job->sim[i], i == n - 1);
         cairo_restore(cr);
     }
-    if (K > 0) /* a build's page: the cut and the page number */
-        viz_build_mark(cr, LEFT + cut * l[0].px_per_unit, y[0] + TOP - 8,
-                       y[n - 1] + l[n - 1].axis_y, k, K, width - 14, 24);
+    if (K > 0) { /* a build's page: the cut in every panel, the page number */
+        for (int i = 0; i < n; i++)
+            viz_build_now(cr, LEFT + cut * l[i].px_per_unit, y[i] + TOP - 8, y[i] + l[i].axis_y, k,
+                          K);
+        viz_build_page_number(cr, k, K, width - 14, 24);
+    }
     for (int i = 0; i < n; i++) viz_schedule_layout_free(&l[i]);
     free(l);
     free(y);

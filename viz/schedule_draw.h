@@ -83,10 +83,11 @@ typedef struct {
     char (*right)[64];      /* (p): "idle 27.3%   peak 4 in flight" per rank */
     double until;           /* the time drawn up to: the makespan, or a build's cut */
     /* activations held: row r's band has its 0 at row_y0 + r·row_pitch + mem_base; a set is
-     * px_per_set high; mem_max sets reach the band's top (the most any rank of the picture
-     * holds). mem_base = 0 and mem NULL when hidden. */
-    double mem_base, px_per_set;
-    int mem_max, nmem;
+     * px_per_set high (a chunk set 1/v of a micro-batch's); mem_max micro-batches reach the
+     * band's top (the most any rank of the picture holds, in every panel of a stack).
+     * mem_base = 0 and mem NULL when hidden. */
+    double mem_base, px_per_set, mem_max;
+    int nmem;
     viz_sched_mem_curve *mem; /* (nmem = p) */
     int narrow;
     viz_sched_arrow *arrows; /* (narrow): one per receive, when asked for */

@@ -17,6 +17,7 @@ void viz_sched_mem_compute(const pp_rank_plan *plan, int v, const pp_rank_timeli
     out->steps = callocCheck((size_t)plan->n + 1, sizeof *out->steps);
     out->steps[out->n++] = (viz_sched_mem_step){0, 0};
     out->t_end = end;
+    out->v = v;
     int held = 0;
     for (int i = 0; i < plan->n; i++) {
         const int now = h.sets_after[i];
@@ -60,8 +61,10 @@ void viz_sched_mem_paint(cairo_t *cr, const viz_sched_mem_curve *c, double x0, d
     viz_line_width(cr, 0.9);
     cairo_stroke(cr);
     if (c->peak > 0) { /* the peak's number just above its first plateau */
-        char buf[32];
-        snprintf(buf, sizeof buf, "peak %d", c->peak);
+        char buf[64];
+        if (c->v > 1)
+            snprintf(buf, sizeof buf, "peak %g (%d chunk sets)", (double)c->peak / c->v, c->peak);
+        else snprintf(buf, sizeof buf, "peak %d", c->peak);
         viz_text(cr, x0 + c->peak_t * ppu + 2, base - c->peak * px_per_set - 2, 8, true, VIZ_LEFT,
                  VIZ_MEMORY, buf);
     }

@@ -31,6 +31,7 @@ typedef struct {
     viz_sched_mem_step *steps; /* (n) in time order; steps[0] = {0, 0} */
     double t_end;              /* the curve ends here: the makespan or the cut before it */
     int peak;                  /* the most held up to t_end (the whole plan: holds.sets) */
+    int v;                     /* chunks per rank: a set is 1/v of a micro-batch's */
     double peak_t;             /* when the peak is first reached */
 } viz_sched_mem_curve;
 
@@ -41,7 +42,8 @@ void viz_sched_mem_compute(const pp_rank_plan *plan, int v, const pp_rank_timeli
 void viz_sched_mem_free(viz_sched_mem_curve *c);
 
 /* Paints the curve filled down to `base` (page y of 0 sets): page x = x0 + t·ppu, page y =
- * base − sets·px_per_set, and the label "peak N" next to its peak. */
+ * base − sets·px_per_set, and the label "peak N" next to its peak (in micro-batches: "peak 4
+ * (8 chunk sets)" for v = 2). */
 void viz_sched_mem_paint(cairo_t *cr, const viz_sched_mem_curve *c, double x0, double ppu,
                          double base, double px_per_set);
 

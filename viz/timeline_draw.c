@@ -391,8 +391,9 @@ static void paint_build_page(cairo_t *cr, int k, int K, double cut, void *ctx) {
     const viz_tl_layout *L = job->L;
     const double x = viz_tl_x(L, L->t0 + cut);
     paint_page(cr, L, job->arrows, k < K ? x : L->width);
-    viz_build_mark(cr, x, L->panels[0].rows_top, L->panels[L->npanels - 1].axis_y, k, K,
-                   L->width - 14, 20);
+    for (int p = 0; p < L->npanels; p++)
+        viz_build_now(cr, x, L->panels[p].rows_top, L->panels[p].axis_y, k, K);
+    viz_build_page_number(cr, k, K, L->width - 14, 20);
 }
 
 void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,

@@ -52,7 +52,8 @@ static void paint_bar(cairo_t *cr, int k, int K, double cut, void *ctx) {
     cairo_rectangle(cr, 0, 0, 200 * cut / 8, 50);
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     cairo_fill(cr);
-    viz_build_mark(cr, 200 * cut / 8, 0, 50, k, K, 190, 12);
+    viz_build_now(cr, 200 * cut / 8, 0, 50, k, K);
+    viz_build_page_number(cr, k, K, 190, 12);
 }
 
 static int pdf_pages(const char *path) {

@@ -403,36 +403,41 @@ static void arrows_follow_the_dependencies(void **state) {
     pp_schedule_free(&s);
 }
 
-/* The activations band: on by default, one scale for the picture (GPipe's m = 8 fills the
- * band, 1F1B's p = 4 half of it when stacked), the curve's height at the peak is the peak
- * times px_per_set; --hide-memory gives the rows back their height. A title replaces the
- * generated one. */
+/* The activations band: on by default, one scale for the picture in micro-batches (GPipe's
+ * m = 8 fills the band, 1F1B's p = 4 half of it when stacked, zbv's 8 chunk sets of 1/2 as
+ * high as 1F1B's 4), the curve's height at the peak is the peak times px_per_set;
+ * --hide-memory gives the rows back their height. A title replaces the generated one. */
 static void memory_band_heights_are_the_held_counts(void **state) {
     (void)state;
-    pp_schedule s[2];
-    pp_sim sim[2];
+    pp_schedule s[3];
+    pp_sim sim[3];
     build(PP_GPIPE, 4, 8, 1, &s[0], &sim[0]);
     build(PP_1F1B, 4, 8, 1, &s[1], &sim[1]);
-    viz_schedule_layout l[2], bare;
-    double y[2], width, height;
-    viz_schedule_stack_compute(s, sim, 2, l, y, &width, &height);
-    assert_int_equal(l[0].mem_max, 8);
-    assert_int_equal(l[1].mem_max, 8);
-    assert_true(l[0].px_per_set == l[1].px_per_set && l[0].px_per_set > 0);
-    for (int k = 0; k < 2; k++)
+    build(PP_ZBV, 4, 8, 2, &s[2], &sim[2]);
+    viz_schedule_layout l[3], bare;
+    double y[3], width, height;
+    viz_schedule_stack_compute(s, sim, 3, l, y, &width, &height);
+    for (int k = 0; k < 3; k++) {
+        assert_true(l[k].mem_max == 8);
+        assert_true(l[k].px_per_set * s[k].cfg.v == l[0].px_per_set && l[0].px_per_set > 0);
         for (int r = 0; r < 4; r++) {
             assert_int_equal(l[k].mem[r].peak, sim[k].ranks[r].peak_inflight);
             /* the top of the band is the most held in the picture: the peak's height fits */
             assert_true(l[k].mem[r].peak * l[k].px_per_set <= l[k].mem_base);
         }
-    assert_true(l[0].mem[0].peak * l[0].px_per_set == 2 * l[1].mem[0].peak * l[1].px_per_set);
+    }
+    const double gpipe = l[0].mem[0].peak * l[0].px_per_set;
+    const double f1b1 = l[1].mem[0].peak * l[1].px_per_set;
+    const double zbv = l[2].mem[0].peak * l[2].px_per_set;
+    assert_int_equal(l[2].mem[0].peak, 8); /* 2p chunk sets */
+    assert_true(gpipe == 2 * f1b1 && zbv == f1b1);
     viz_schedule_layout_compute_opt(
         &s[1], &sim[1], &(viz_schedule_options){.no_memory = true, .title = "Mine"}, &bare);
     assert_true(bare.nmem == 0 && bare.mem == NULL && bare.mem_base == 0);
     assert_true(bare.row_pitch < l[1].row_pitch && bare.height < l[1].height);
     assert_string_equal(bare.title, "Mine");
     viz_schedule_layout_free(&bare);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         viz_schedule_layout_free(&l[k]);
         pp_sim_free(&sim[k]);
         pp_schedule_free(&s[k]);
