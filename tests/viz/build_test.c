@@ -1,12 +1,15 @@
 /* build_test.c — a picture cut into K time slices: the cut times k·T/K, the pages' names, the
  * checks on K and the extension, a PDF of K pages from one surface and a sequence of K frames
- * painted with their cuts, with nothing staged left behind. */
+ * painted with their cuts, with nothing staged left behind; a failing page leaves the old
+ * sequence as it was. */
 #include <cairo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "src/core/check.h"
 #include "tests/support/testing.h"
 #include "viz/build.h"
 #include "viz/canvas.h"
@@ -101,11 +104,52 @@ static void a_pdf_has_k_pages_and_frames_are_numbered(void **state) {
     assert_int_equal(atoi(out), 0); /* no staged frame left */
 }
 
+/* Page 2 of 3 fails (its painter dies, as a drawing error does): the good frames of an
+ * earlier build stay as they were, and no staged frame is left behind. */
+static void paint_failing(cairo_t *cr, int k, int K, double cut, void *ctx) {
+    (void)ctx, (void)cut, (void)K;
+    if (k == 2) die("page 2 cannot be drawn");
+    cairo_paint(cr);
+}
+
+static void a_failing_page_leaves_the_old_sequence(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("build_fail");
+    char path[4200], name[4300], cmd[4400], out[64];
+    snprintf(path, sizeof path, "%s/frame.png", dir);
+    for (int k = 1; k <= 3; k++) {
+        viz_build_page_name(path, k, name, sizeof name);
+        FILE *f = fopen(name, "w");
+        fputs("good", f);
+        fclose(f);
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        viz_build_write(path, 3, 1, 50, 50, paint_failing, NULL);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+    for (int k = 1; k <= 3; k++) {
+        viz_build_page_name(path, k, name, sizeof name);
+        FILE *f = fopen(name, "r");
+        char text[16] = "";
+        assert_non_null(fgets(text, sizeof text, f));
+        fclose(f);
+        assert_string_equal(text, "good");
+    }
+    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c -e build -e tmp", dir);
+    run_capture(cmd, out, sizeof out);
+    assert_int_equal(atoi(out), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cuts_are_equal_slices_ending_at_t),
         cmocka_unit_test(pages_are_named_and_checked),
         cmocka_unit_test(a_pdf_has_k_pages_and_frames_are_numbered),
+        cmocka_unit_test(a_failing_page_leaves_the_old_sequence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
