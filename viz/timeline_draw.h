@@ -12,7 +12,9 @@
  * the measured bubble (wait + idle in the pipeline span) beside the theory; a time axis in ms
  * below; a two-line legend (kinds, then time classes). Optional arrows join each send to its
  * receive. Same timelines -> same PNG bytes. With a window (viz_tl_draw_options.window) only
- * that time of the step is drawn, at the full width, and the shares count the window.
+ * that time of the step is drawn, at the full width, and the shares count the window. With a
+ * build (viz_tl_draw_options.build = K, viz/build.h) K pages: page k draws the rows only up to
+ * k/K of the time shown (a thin "now" line there), titles, axis, shares and legend whole.
  *
  * Not here: where things go (timeline_layout.h), trace files (timeline_load.h).
  */
