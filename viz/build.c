@@ -8,6 +8,8 @@
  */
 #include "viz/build.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,18 @@ bool viz_build_check(int K, const char *path, char *why, size_t cap) {
         return false;
     }
     return true;
+}
+
+bool viz_build_parse(const char *text, const char *path, int *K, char *why, size_t cap) {
+    char *end = NULL;
+    errno = 0;
+    const long k = strtol(text, &end, 10);
+    if (end == text || *end != 0 || errno != 0 || k < INT_MIN || k > INT_MAX) {
+        snprintf(why, cap, "--build '%s' is not a number of pages (1 to %d)", text, VIZ_BUILD_MAX);
+        return false;
+    }
+    *K = (int)k;
+    return viz_build_check(*K, path, why, cap);
 }
 
 void viz_build_page_name(const char *path, int k, char *out, size_t cap) {

@@ -40,6 +40,8 @@ double viz_build_cut(double T, int K, int k);
 /* Checks a build of K pages into `path`: K in 1..VIZ_BUILD_MAX and a picture extension (.pdf,
  * .png, .svg). False with one line naming the value and the rule in why. */
 bool viz_build_check(int K, const char *path, char *why, size_t cap);
+/* The same for the flag's text: a whole decimal number, then checked as above into *K. */
+bool viz_build_parse(const char *text, const char *path, int *K, char *why, size_t cap);
 
 /* The name of page k of a sequence: "dir/frame.png" -> "dir/frame-03.png". For a .pdf: the
  * path itself (every page in one file). */

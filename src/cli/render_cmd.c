@@ -226,7 +226,7 @@ static void write_moe_load(const char *output, const char *dir, int width) {
 
 /* What the command line asks for. */
 typedef struct {
-    const char *output, *theme, *window, *title;
+    const char *output, *theme, *window, *title, *build_text;
     int step, width, columns, height, build;
     bool arrows, replay, both, metrics, moe_load;
     const char *dirs[MAX_RUNS + 1];
@@ -235,7 +235,7 @@ typedef struct {
 
 /* The flags and run directories, parsed (flags_parse ends the command on a bad one). */
 static void parse_request(render_request *q, int argc, char **argv) {
-    *q = (render_request){.step = -1, .columns = 100, .build = -1}; /* build -1: not given */
+    *q = (render_request){.step = -1, .columns = 100};
     flag_spec specs[] = {
         {"--output", FLAG_STRING, &q->output, "FILE to write: .png .svg .pdf .json or .txt (-o)",
          NULL},
@@ -261,7 +261,7 @@ static void parse_request(render_request *q, int argc, char **argv) {
         {"--height", FLAG_INT, &q->height,
          "picture height in points; 0: as tall as the content (else it fits inside width x height)",
          NULL},
-        {"--build", FLAG_INT, &q->build,
+        {"--build", FLAG_STRING, &q->build_text,
          "K: the timeline cut into K time slices for slides (1..64; -o deck.pdf: K pages, "
          "-o frame.png: frame-01.png .. frame-K.png)",
          NULL},
@@ -288,13 +288,12 @@ static void check_common(render_request *q) {
     if (q->window && (q->metrics || q->moe_load))
         die("trident render: --window %s is for timelines; %s draws against the step, not time",
             q->window, q->metrics ? "--metrics" : "--moe-load");
-    if ((q->build != -1 || q->title) && (q->metrics || q->moe_load))
+    if ((q->build_text || q->title) && (q->metrics || q->moe_load))
         die("trident render: --build and --title are for timelines; %s draws against the step",
             q->metrics ? "--metrics" : "--moe-load");
     char why[512];
-    if (q->build != -1 && !viz_build_check(q->build, q->output, why, sizeof why))
+    if (q->build_text && !viz_build_parse(q->build_text, q->output, &q->build, why, sizeof why))
         die("trident render: %s", why);
-    if (q->build == -1) q->build = 0; /* one picture */
     if (q->title && !viz_title_check(q->title, why, sizeof why)) die("trident render: %s", why);
 }
 

@@ -373,16 +373,16 @@ static void check_sizes(int p, int m, int v) {
 /* --build, --arrows, --hide-memory and --title shape a picture: refused for text and JSON, and
  * checked (K, the extension, the title) before anything is simulated or written. Returns
  * `kind`, what -o writes. */
-static int check_picture_flags(viz_schedule_options *pic, int kind, const char *output) {
-    const bool any = pic->build != -1 || pic->arrows || pic->no_memory || pic->title;
+static int check_picture_flags(viz_schedule_options *pic, const char *build, int kind,
+                               const char *output) {
+    const bool any = build || pic->arrows || pic->no_memory || pic->title;
     if (any && kind != OUT_PICTURE)
         die(WHO ": --build, --arrows, --hide-memory and --title are for pictures: give -o "
                 "FILE.png|.svg|.pdf%s",
             output ? "" : " (without -o the schedule is printed as text)");
     char why[512];
-    if (pic->build != -1 && !viz_build_check(pic->build, output, why, sizeof why))
+    if (build && !viz_build_parse(build, output, &pic->build, why, sizeof why))
         die(WHO ": %s", why);
-    if (pic->build == -1) pic->build = 0; /* one picture */
     if (pic->title && !viz_title_check(pic->title, why, sizeof why)) die(WHO ": %s", why);
     return kind;
 }
@@ -404,9 +404,9 @@ int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
     const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL, *theme = NULL;
-    const char *compare = NULL;
+    const char *compare = NULL, *build = NULL;
     int width = 0, height = 0;
-    viz_schedule_options pic = {.build = -1}; /* -1: no --build given (0 is refused) */
+    viz_schedule_options pic = {0};
     const flag_spec specs[] = {
         {"--pipeline-model-parallel-size", FLAG_INT, &p,
          "pipeline ranks P (required; --costs-from: the run's)", NULL},
@@ -440,7 +440,7 @@ int cmd_schedule(int argc, char **argv) {
         {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 0: its own", NULL},
         {"--height", FLAG_INT, &height,
          "picture height in points; 0: its own (both: the picture fits inside, centred)", NULL},
-        {"--build", FLAG_INT, &pic.build,
+        {"--build", FLAG_STRING, &build,
          "K: the picture cut into K time slices for slides, page k up to k/K of the time (1..64;"
          " -o deck.pdf: K pages, -o frame.png: frame-01.png .. frame-K.png)",
          NULL},
@@ -463,7 +463,7 @@ int cmd_schedule(int argc, char **argv) {
     if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v, &cpu);
     check_sizes(p, m, v);
     check_costs(fcost, &bcost, latency);
-    const int kind = check_picture_flags(&pic, output_kind(output, format), output);
+    const int kind = check_picture_flags(&pic, build, output_kind(output, format), output);
     const schedule_inputs in = {.p = p,
                                 .m = m,
                                 .v = v,

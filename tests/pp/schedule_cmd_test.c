@@ -297,6 +297,8 @@ static void bad_picture_flags_fail_with_one_clear_line(void **state) {
     expect_failure(args, "--build 0 must be between 1 and 64");
     snprintf(args, sizeof args, "%s --build 65 -o '%s'", base, path);
     expect_failure(args, "--build 65 must be between 1 and 64");
+    snprintf(args, sizeof args, "%s --build four -o '%s'", base, path);
+    expect_failure(args, "--build 'four' is not a number of pages (1 to 64)");
     snprintf(args, sizeof args, "%s --title '' -o '%s'", base, path);
     expect_failure(args, "--title expects a non-empty value");
     snprintf(args, sizeof args, "%s --title \"$(printf 'a\\tb')\" -o '%s'", base, path);

@@ -41,6 +41,13 @@ static void pages_are_named_and_checked(void **state) {
     assert_false(viz_build_check(65, "a.pdf", why, sizeof why));
     assert_false(viz_build_check(4, "a.json", why, sizeof why));
     assert_non_null(strstr(why, "-o 'a.json' must end in .pdf"));
+    int K = 0;
+    assert_true(viz_build_parse("12", "a.svg", &K, why, sizeof why) && K == 12);
+    assert_false(viz_build_parse("4x", "a.pdf", &K, why, sizeof why));
+    assert_string_equal(why, "--build '4x' is not a number of pages (1 to 64)");
+    assert_false(viz_build_parse("99999999999", "a.pdf", &K, why, sizeof why));
+    assert_false(viz_build_parse("-3", "a.pdf", &K, why, sizeof why));
+    assert_string_equal(why, "--build -3 must be between 1 and 64 (the number of pages)");
 }
 
 /* The painter records the cuts it was given and fills the page grey in proportion. */
