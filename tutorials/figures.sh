@@ -96,6 +96,8 @@ for kind in gpipe 1f1b interleaved zb-h1; do
 done
 run "$trident" schedule --pipeline-model-parallel-size $p --num-microbatches $m --pipeline-schedule 1f1b \
     --theme slides -o "$out/slides/schedule-1f1b.pdf"
+run "$trident" schedule --pipeline-model-parallel-size 4 --num-microbatches 8 --pipeline-schedule 1f1b \
+    --build 4 --theme slides -o "$out/slides/build-1f1b.pdf" # 4 pages: the pipeline filling, draining
 
 # ---- schedules, measured ------------------------------------------------------------------
 layers=$((2 * p)) batch=$((4 * m)) iters=2

@@ -328,3 +328,41 @@ double viz_legend(cairo_t *cr, double x, double y, double size, int n, const viz
     }
     return x - x0;
 }
+
+/* The length of the UTF-8 sequence starting at s (1..4), or 0 if it is not one. */
+static int utf8_len(const unsigned char *s) {
+    const int n = s[0] < 0x80             ? 1
+                  : (s[0] & 0xE0) == 0xC0 ? 2
+                  : (s[0] & 0xF0) == 0xE0 ? 3
+                  : (s[0] & 0xF8) == 0xF0 ? 4
+                                          : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+bool viz_title_check(const char *title, char *why, size_t cap) {
+    const size_t len = strlen(title);
+    if (len == 0 || len > VIZ_TITLE_MAX) {
+        snprintf(why, cap, "--title '%.40s%s' is %zu bytes: a title is 1 to %d bytes long", title,
+                 len > 40 ? "..." : "", len, VIZ_TITLE_MAX);
+        return false;
+    }
+    for (const unsigned char *c = (const unsigned char *)title; *c;) {
+        if (*c < 0x20 || *c == 0x7f) {
+            snprintf(why, cap,
+                     "--title has a control character (byte 0x%02x at %d): a title is one line "
+                     "of printable text",
+                     *c, (int)(c - (const unsigned char *)title));
+            return false;
+        }
+        const int n = utf8_len(c);
+        if (n == 0) {
+            snprintf(why, cap, "--title is not valid UTF-8 (at byte %d)",
+                     (int)(c - (const unsigned char *)title));
+            return false;
+        }
+        c += n;
+    }
+    return true;
+}

@@ -16,6 +16,7 @@
 
 #include <cairo.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct {
     cairo_surface_t *surface;
@@ -108,5 +109,10 @@ double viz_text_width(cairo_t *cr, double size, bool bold, const char *text);
 /* A legend: coloured squares with labels in a row starting at (x, y); returns its width. */
 double viz_legend(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
                   const char *const *labels);
+
+/* A title given on the command line (--title): one line of 1..VIZ_TITLE_MAX bytes of valid
+ * UTF-8 without control characters. False with one line naming the rule in why. */
+enum { VIZ_TITLE_MAX = 120 };
+bool viz_title_check(const char *title, char *why, size_t cap);
 
 #endif /* TRIDENT_VIZ_CANVAS_H */

@@ -6,6 +6,7 @@
  *     | title                                                          (TOP)     |
  *     | rank 0 | boxes .......................................... | idle %  peak |
  *     |        | phase strip                                     |              |
+ *     |   held | activations curve, "peak 4"  (MEM_GAP + MEM_H)  |              |
  *     | rank 1 | ...                                             |              |
  *     |        | time axis with ticks                            |              |
  *     | legend                                                                    |
@@ -25,6 +26,7 @@
 
 #include "src/core/check.h"
 #include "viz/axis.h"
+#include "viz/build.h"
 
 enum {
     LEFT = 78,
@@ -34,7 +36,11 @@ enum {
     STRIP_H = 6,
     ROW_GAP = 14,
     AXIS_H = 40,
-    LEGEND_H = 40
+    LEGEND_H = 40,
+    MEM_GAP = 10, /* the phase words under the strip */
+    MEM_H = 30,   /* the activations band; its top MEM_HEADROOM for the peak's label */
+    MEM_HEADROOM = 11,
+    HEAD_H = 34 /* a stack's own title (--title with --compare) */
 };
 
 static viz_rgb phase_color(pp_phase ph) {
@@ -73,8 +79,10 @@ static double nice_step(double px_per_unit, double min_px) {
     return fmax(1, viz_axis_step(min_px / px_per_unit));
 }
 
-/* An idle gap on rank r's row from t0 to t1 (units). */
+/* An idle gap on rank r's row from t0 to t1 (units), cut at the layout's `until`. */
 static void add_gap(viz_schedule_layout *out, int r, double y, double t0, double t1) {
+    if (t1 > out->until) t1 = out->until;
+    if (t1 <= t0 + 1e-9) return;
     viz_sched_rect *g = &out->gaps[out->ngap++];
     g->x = LEFT + t0 * out->px_per_unit;
     g->w = (t1 - t0) * out->px_per_unit;
@@ -85,9 +93,10 @@ static void add_gap(viz_schedule_layout *out, int r, double y, double t0, double
     g->fill = VIZ_IDLE;
 }
 
-/* Action i of rank r, simulated over sp. */
+/* Action i of rank r, simulated over sp (started before `until`, drawn up to it). */
 static void add_box(viz_schedule_layout *out, int r, int i, double y, const pp_action *a,
                     pp_span sp) {
+    if (sp.end > out->until) sp.end = out->until;
     viz_sched_rect *b = &out->boxes[out->nbox++];
     b->x = LEFT + sp.start * out->px_per_unit;
     b->w = (sp.end - sp.start) * out->px_per_unit;
@@ -113,12 +122,13 @@ static void layout_rank(viz_schedule_layout *out, const pp_schedule *s, const pp
     for (int i = 0; i < pl->n; i++) {
         const pp_action *a = &pl->actions[i];
         const pp_span sp = tl->spans[i];
+        if (sp.start >= out->until) break; /* a build's page: not started yet */
         if (sp.start > prev_end + 1e-9) add_gap(out, r, y, prev_end, sp.start);
         if (sp.end > prev_end) prev_end = sp.end;
         add_box(out, r, i, y, a, sp);
         int ph = (int)a->phase;
         if (ph_lo[ph] < 0 || sp.start < ph_lo[ph]) ph_lo[ph] = sp.start;
-        if (sp.end > ph_hi[ph]) ph_hi[ph] = sp.end;
+        if (sp.end > ph_hi[ph]) ph_hi[ph] = fmin(sp.end, out->until);
     }
     if (sim->makespan > prev_end + 1e-9)
         add_gap(out, r, y, prev_end, sim->makespan); /* idle at the end */
@@ -144,34 +154,8 @@ static double scale_for(double T) {
     return ppu > 48 ? 48 : ppu < 8 ? 8 : ppu;
 }
 
-/* The layout at a given scale (points per unit of time). */
-static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
-                            viz_schedule_layout *out) {
-    const pp_config *c = &s->cfg;
-    const int p = c->p;
-    CHECK(sim->p == p, "simulate the same schedule you draw");
-    memset(out, 0, sizeof *out);
-    const double T = sim->makespan > 0 ? sim->makespan : 1;
-    out->px_per_unit = ppu;
-    out->plot_x = LEFT;
-    out->plot_w = T * ppu;
-    out->box_h = BOX_H;
-    out->strip_h = STRIP_H;
-    out->row_y0 = TOP;
-    out->row_pitch = BOX_H + 2 + STRIP_H + ROW_GAP;
-    out->axis_y = TOP + p * out->row_pitch + 4;
-    out->tick_step = nice_step(ppu, 36);
-    out->width = ceil(LEFT + out->plot_w + RIGHT);
-    out->height = ceil(out->axis_y + AXIS_H + LEGEND_H);
-
-    int total = 0;
-    for (int r = 0; r < p; r++) total += s->ranks[r].n;
-    out->boxes = callocCheck((size_t)total, sizeof *out->boxes);
-    out->gaps = callocCheck((size_t)total + (size_t)p, sizeof *out->gaps);
-    out->strips = callocCheck((size_t)3 * p, sizeof *out->strips);
-    out->right = callocCheck((size_t)p, sizeof *out->right);
-    for (int r = 0; r < p; r++) layout_rank(out, s, sim, r);
-
+/* "1f1b   p = 4   m = 8  —  bubble 27.3% of the time (textbook (p−1)/(m+p−1) = 27.3%)". */
+static void layout_title(viz_schedule_layout *out, const pp_config *c, const pp_sim *sim) {
     char formula[64], pretty[96], vpart[24] = "";
     const double textbook = pp_textbook_of_total(c, formula, sizeof formula);
     pp_textbook_text tx;
@@ -191,9 +175,111 @@ static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
                  100.0 * textbook);
 }
 
+/* The dependency arrows: one per receiving action that starts before `until`, from the box
+ * of the action that sent its message (found by tag) to its own box. */
+static void layout_arrows(viz_schedule_layout *out, const pp_schedule *s, const pp_sim *sim) {
+    const int ntags = pp_tag_count(&s->cfg), p = s->cfg.p;
+    int *from_rank = mallocCheck((size_t)ntags * sizeof(int)), nrecv = 0;
+    int *from_action = mallocCheck((size_t)ntags * sizeof(int));
+    for (int r = 0; r < p; r++)
+        for (int i = 0; i < s->ranks[r].n; i++) {
+            const pp_action *a = &s->ranks[r].actions[i];
+            if (a->send_tag >= 0) from_rank[a->send_tag] = r, from_action[a->send_tag] = i;
+            nrecv += a->recv_tag >= 0;
+        }
+    out->arrows = callocCheck((size_t)nrecv + 1, sizeof *out->arrows);
+    const double ppu = out->px_per_unit;
+    for (int r = 0; r < p; r++)
+        for (int i = 0; i < s->ranks[r].n; i++) {
+            const pp_action *a = &s->ranks[r].actions[i];
+            if (a->recv_tag < 0 || sim->ranks[r].spans[i].start >= out->until) continue;
+            const int fr = from_rank[a->recv_tag], fi = from_action[a->recv_tag];
+            viz_sched_arrow *w = &out->arrows[out->narrow++];
+            *w = (viz_sched_arrow){
+                .from_rank = fr, .from_action = fi, .to_rank = r, .to_action = i};
+            const double y_from = out->row_y0 + fr * out->row_pitch,
+                         y_to = out->row_y0 + r * out->row_pitch;
+            w->x1 = out->plot_x + sim->ranks[fr].spans[fi].end * ppu - 2;
+            w->x2 = out->plot_x + sim->ranks[r].spans[i].start * ppu + 2;
+            w->same_row = fr == r;
+            w->y1 = fr < r ? y_from + BOX_H : y_from; /* leave the box on the side facing */
+            w->y2 = fr < r ? y_to : fr > r ? y_to + BOX_H : y_to;
+        }
+    free(from_rank);
+    free(from_action);
+}
+
+/* The layout at a given scale (points per unit of time); mem_max: micro-batches of
+ * activations at the top of every band (0: no band). */
+static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
+                            const viz_schedule_options *opt, double mem_max,
+                            viz_schedule_layout *out) {
+    const pp_config *c = &s->cfg;
+    const int p = c->p;
+    CHECK(sim->p == p, "simulate the same schedule you draw");
+    memset(out, 0, sizeof *out);
+    const double T = sim->makespan > 0 ? sim->makespan : 1;
+    out->until = opt->until > 0 && opt->until < sim->makespan ? opt->until : sim->makespan;
+    out->px_per_unit = ppu;
+    out->plot_x = LEFT;
+    out->plot_w = T * ppu;
+    out->box_h = BOX_H;
+    out->strip_h = STRIP_H;
+    out->row_y0 = TOP;
+    out->row_pitch = BOX_H + 2 + STRIP_H + ROW_GAP;
+    if (mem_max > 0) {
+        out->mem_max = mem_max;
+        out->mem_base = BOX_H + 2 + STRIP_H + MEM_GAP + MEM_H;
+        out->px_per_set = (MEM_H - MEM_HEADROOM) / (mem_max * c->v); /* a set: 1/v of one */
+        out->row_pitch += MEM_GAP + MEM_H;
+    }
+    out->axis_y = TOP + p * out->row_pitch + 4;
+    out->tick_step = nice_step(ppu, 36);
+    out->width = ceil(LEFT + out->plot_w + RIGHT);
+    out->height = ceil(out->axis_y + AXIS_H + LEGEND_H);
+
+    int total = 0;
+    for (int r = 0; r < p; r++) total += s->ranks[r].n;
+    out->boxes = callocCheck((size_t)total, sizeof *out->boxes);
+    out->gaps = callocCheck((size_t)total + (size_t)p, sizeof *out->gaps);
+    out->strips = callocCheck((size_t)3 * p, sizeof *out->strips);
+    out->right = callocCheck((size_t)p, sizeof *out->right);
+    for (int r = 0; r < p; r++) layout_rank(out, s, sim, r);
+    if (mem_max > 0) {
+        out->mem = callocCheck((size_t)p, sizeof *out->mem);
+        out->nmem = p;
+        for (int r = 0; r < p; r++)
+            viz_sched_mem_compute(&s->ranks[r], c->v, &sim->ranks[r], sim->makespan, out->until,
+                                  &out->mem[r]);
+    }
+    if (opt->arrows) layout_arrows(out, s, sim);
+    layout_title(out, c, sim);
+    if (opt->title) snprintf(out->title, sizeof out->title, "%s", opt->title);
+}
+
+/* The most activations any rank of the n schedules holds, in micro-batches: its sets (the
+ * simulator counts the plan's sets, pp_plan_holds_of's rule) over v, a chunk set being 1/v
+ * of a micro-batch's. One scale for every band of a picture, so the memory claims compare. */
+static double most_held(const pp_schedule *s, const pp_sim *sim, int n) {
+    double most = 0;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < sim[i].p; r++)
+            most = fmax(most, (double)sim[i].ranks[r].peak_inflight / s[i].cfg.v);
+    return most;
+}
+
+static const viz_schedule_options k_default_options;
+
+void viz_schedule_layout_compute_opt(const pp_schedule *s, const pp_sim *sim,
+                                     const viz_schedule_options *opt, viz_schedule_layout *out) {
+    if (!opt) opt = &k_default_options;
+    layout_at_scale(s, sim, scale_for(sim->makespan), opt,
+                    opt->no_memory ? 0 : most_held(s, sim, 1), out);
+}
+
 void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
                                  viz_schedule_layout *out) {
-    layout_at_scale(s, sim, scale_for(sim->makespan), out);
+    viz_schedule_layout_compute_opt(s, sim, NULL, out);
 }
 
 void viz_schedule_layout_free(viz_schedule_layout *l) {
@@ -201,6 +287,9 @@ void viz_schedule_layout_free(viz_schedule_layout *l) {
     free(l->gaps);
     free(l->strips);
     free(l->right);
+    for (int r = 0; r < l->nmem; r++) viz_sched_mem_free(&l->mem[r]);
+    free(l->mem);
+    free(l->arrows);
     memset(l, 0, sizeof *l);
 }
 
@@ -263,7 +352,51 @@ static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind,
         pc[n] = phase_color(order[i]);
         pl[n++] = phase_word(kind, order[i]);
     }
-    viz_legend(cr, x, y, size, n, pc, pl);
+    x += viz_legend(cr, x, y, size, n, pc, pl);
+    if (l->nmem > 0) /* the activations curve and its unit (chunk sets: see the peaks) */
+        viz_legend(cr, x, y, size, 1, (viz_rgb[]){viz_shade(VIZ_MEMORY, 0.5)},
+                   (const char *[]){"held (micro-batches)"});
+}
+
+/* Under every row: its activations over time, on the band's baseline, named at the left. */
+static void paint_memory(cairo_t *cr, const viz_schedule_layout *l) {
+    for (int r = 0; r < l->nmem; r++) {
+        const double base = l->row_y0 + r * l->row_pitch + l->mem_base;
+        viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.5));
+        cairo_set_line_width(cr, 0.5);
+        cairo_move_to(cr, l->plot_x, base + 0.25);
+        cairo_line_to(cr, l->plot_x + l->plot_w, base + 0.25);
+        cairo_stroke(cr);
+        viz_text(cr, LEFT - 10, base - 2, 9, false, VIZ_RIGHT, VIZ_MEMORY, "held");
+        viz_sched_mem_paint(cr, &l->mem[r], l->plot_x, l->px_per_unit, base, l->px_per_set);
+    }
+}
+
+/* A dependency, thin and light: a straight arrow between rows, an arc above a row for a V's
+ * turn-around on one rank. */
+static void draw_arrow(cairo_t *cr, const viz_sched_arrow *a) {
+    cairo_save(cr);
+    cairo_set_source_rgba(cr, 0.15, 0.15, 0.25, 0.45);
+    cairo_set_line_width(cr, 0.7);
+    double ux, uy; /* the head's direction */
+    cairo_move_to(cr, a->x1, a->y1);
+    if (a->same_row) {
+        const double lift = 12;
+        cairo_curve_to(cr, a->x1, a->y1 - lift, a->x2, a->y2 - lift, a->x2, a->y2);
+        ux = 0, uy = 1;
+    } else {
+        cairo_line_to(cr, a->x2, a->y2);
+        const double dx = a->x2 - a->x1, dy = a->y2 - a->y1, len = fmax(1e-9, hypot(dx, dy));
+        ux = dx / len, uy = dy / len;
+    }
+    cairo_stroke(cr);
+    const double h = 4; /* a small filled head */
+    cairo_move_to(cr, a->x2, a->y2);
+    cairo_line_to(cr, a->x2 - h * ux - 0.5 * h * uy, a->y2 - h * uy + 0.5 * h * ux);
+    cairo_line_to(cr, a->x2 - h * ux + 0.5 * h * uy, a->y2 - h * uy - 0.5 * h * ux);
+    cairo_close_path(cr);
+    cairo_fill(cr);
+    cairo_restore(cr);
 }
 
 /* Paints one layout (its legend too when `legend`). */
@@ -321,28 +454,25 @@ static void paint(cairo_t *cr, const viz_schedule_layout *lp, const pp_schedule 
             viz_text(cr, st->x + st->w / 2, st->y + st->h + 8, 8, false, VIZ_CENTER,
                      viz_shade(VIZ_TEXT, 0.35), word);
     }
+    paint_memory(cr, &l);
+    for (int i = 0; i < l.narrow; i++) draw_arrow(cr, &l.arrows[i]);
     if (legend) draw_legend(cr, &l, s->cfg.kind, s->cfg.v);
 }
 
-void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path) {
-    viz_schedule_layout l;
-    viz_schedule_layout_compute(s, sim, &l);
-    viz_canvas cv;
-    viz_canvas_open(&cv, path, l.width, l.height);
-    paint(cv.cr, &l, s, sim, true);
-    viz_canvas_close(&cv);
-    viz_schedule_layout_free(&l);
-}
-
-void viz_schedule_stack_compute(const pp_schedule *s, const pp_sim *sim, int n,
-                                viz_schedule_layout *out, double *panel_y, double *width,
-                                double *height) {
+void viz_schedule_stack_compute_opt(const pp_schedule *s, const pp_sim *sim, int n,
+                                    const viz_schedule_options *opt, viz_schedule_layout *out,
+                                    double *panel_y, double *width, double *height) {
+    if (!opt) opt = &k_default_options;
     double T = 0;
     for (int i = 0; i < n; i++) T = sim[i].makespan > T ? sim[i].makespan : T;
     const double ppu = scale_for(T); /* one time scale for every panel */
-    *width = *height = 0;
+    const double mem_max = opt->no_memory ? 0 : most_held(s, sim, n); /* one memory scale */
+    viz_schedule_options each = *opt;
+    if (n > 1) each.title = NULL; /* a stack's title heads it: every panel keeps its line */
+    *width = 0;
+    *height = n > 1 && opt->title ? HEAD_H : 0;
     for (int i = 0; i < n; i++) {
-        layout_at_scale(&s[i], &sim[i], ppu, &out[i]);
+        layout_at_scale(&s[i], &sim[i], ppu, &each, mem_max, &out[i]);
         panel_y[i] = *height;
         const bool last = i == n - 1; /* only the last panel keeps the legend */
         *height += last ? out[i].height : out[i].axis_y + AXIS_H;
@@ -350,21 +480,74 @@ void viz_schedule_stack_compute(const pp_schedule *s, const pp_sim *sim, int n,
     }
 }
 
-void viz_schedule_draw_stack(const pp_schedule *s, const pp_sim *sim, int n, const char *path) {
-    CHECK(n >= 1, "a stack has at least one schedule");
+void viz_schedule_stack_compute(const pp_schedule *s, const pp_sim *sim, int n,
+                                viz_schedule_layout *out, double *panel_y, double *width,
+                                double *height) {
+    viz_schedule_stack_compute_opt(s, sim, n, NULL, out, panel_y, width, height);
+}
+
+/* One picture (or page of a build): the stack's layouts at opt->until, painted. */
+typedef struct {
+    const pp_schedule *s;
+    const pp_sim *sim;
+    int n;
+    viz_schedule_options opt;
+} stack_job;
+
+static void paint_stack(cairo_t *cr, int k, int K, double cut, void *ctx) {
+    stack_job *job = ctx;
+    job->opt.until = cut;
+    const int n = job->n;
     viz_schedule_layout *l = callocCheck((size_t)n, sizeof *l);
     double *y = callocCheck((size_t)n, sizeof *y), width, height;
-    viz_schedule_stack_compute(s, sim, n, l, y, &width, &height);
-    viz_canvas cv;
-    viz_canvas_open(&cv, path, width, height);
+    viz_schedule_stack_compute_opt(job->s, job->sim, n, &job->opt, l, y, &width, &height);
+    if (n > 1 && job->opt.title)
+        viz_text(cr, LEFT, 24, 15, true, VIZ_LEFT, VIZ_TEXT, job->opt.title);
     for (int i = 0; i < n; i++) {
-        cairo_save(cv.cr);
-        cairo_translate(cv.cr, 0, y[i]);
-        paint(cv.cr, &l[i], &s[i], &sim[i], i == n - 1);
-        cairo_restore(cv.cr);
-        viz_schedule_layout_free(&l[i]);
+        cairo_save(cr);
+        cairo_translate(cr, 0, y[i]);
+        paint(cr, &l[i], &job->s[i], &job->sim[i], i == n - 1);
+        cairo_restore(cr);
     }
-    viz_canvas_close(&cv);
+    if (K > 0) { /* a build's page: the cut in every panel, the page number */
+        for (int i = 0; i < n; i++)
+            viz_build_now(cr, LEFT + cut * l[i].px_per_unit, y[i] + TOP - 8, y[i] + l[i].axis_y, k,
+                          K);
+        viz_build_page_number(cr, k, K, width - 14, 24);
+    }
+    for (int i = 0; i < n; i++) viz_schedule_layout_free(&l[i]);
     free(l);
     free(y);
+}
+
+void viz_schedule_draw_opt(const pp_schedule *s, const pp_sim *sim, int n,
+                           const viz_schedule_options *opt, const char *path) {
+    CHECK(n >= 1, "a stack has at least one schedule");
+    stack_job job = {s, sim, n, opt ? *opt : k_default_options};
+    job.opt.until = 0;
+    viz_schedule_layout *l = callocCheck((size_t)n, sizeof *l);
+    double *y = callocCheck((size_t)n, sizeof *y), width, height, T = 0;
+    viz_schedule_stack_compute_opt(s, sim, n, &job.opt, l, y, &width, &height);
+    for (int i = 0; i < n; i++) {
+        T = sim[i].makespan > T ? sim[i].makespan : T;
+        viz_schedule_layout_free(&l[i]);
+    }
+    free(l);
+    free(y);
+    if (job.opt.build > 0) {
+        viz_build_write(path, job.opt.build, T, width, height, paint_stack, &job);
+        return;
+    }
+    viz_canvas cv;
+    viz_canvas_open(&cv, path, width, height);
+    paint_stack(cv.cr, 0, 0, 0, &job);
+    viz_canvas_close(&cv);
+}
+
+void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path) {
+    viz_schedule_draw_opt(s, sim, 1, NULL, path);
+}
+
+void viz_schedule_draw_stack(const pp_schedule *s, const pp_sim *sim, int n, const char *path) {
+    viz_schedule_draw_opt(s, sim, n, NULL, path);
 }

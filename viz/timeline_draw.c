@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "viz/build.h"
 #include "viz/timeline_layout.h"
 
 static const viz_rgb DATA_RGB = {0.55, 0.36, 0.30}, EVAL_RGB = {0.50, 0.50, 0.50};
@@ -356,27 +357,61 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
     viz_text(cr, L->plot_x, y + 14, 8.5, false, VIZ_LEFT, MUTED, line);
 }
 
+/* One page: every panel, its rows drawn only up to the page x `x_cut` (a build's cut; the
+ * plot's right end for the whole picture) — the rows' left labels and right shares stay. */
+static void paint_page(cairo_t *cr, const viz_tl_layout *L, bool arrows, double x_cut) {
+    for (int p = 0; p < L->npanels; p++) {
+        const viz_tl_panel_layout *P = &L->panels[p];
+        viz_text(cr, 14, P->title_y, 13.5, true, VIZ_LEFT, VIZ_TEXT, P->title);
+        viz_text(cr, 14, P->info_y, 10.5, false, VIZ_LEFT, VIZ_TEXT, P->info);
+        viz_text(cr, 14, P->note_y, 8.5, false, VIZ_LEFT, MUTED, P->note);
+        draw_grid(cr, L, P);
+        draw_stages(cr, P);
+        cairo_save(cr);
+        cairo_rectangle(cr, 0, 0, x_cut, L->height);
+        cairo_rectangle(cr, L->plot_x + L->plot_w + 1, 0, L->width * 2, L->height);
+        cairo_clip(cr);
+        for (int d = 0; d < P->nrows; d++) draw_row(cr, L, P, &P->rows[d]);
+        if (arrows)
+            for (int a = 0; a < P->narrows; a++) draw_arrow(cr, &P->arrows[a]);
+        cairo_restore(cr);
+        draw_axis(cr, L, P);
+    }
+    draw_legend(cr, L);
+}
+
+/* A build's page (viz/build.h): the page cut at t0 + cut. */
+typedef struct {
+    const viz_tl_layout *L;
+    bool arrows;
+} build_job;
+
+static void paint_build_page(cairo_t *cr, int k, int K, double cut, void *ctx) {
+    const build_job *job = ctx;
+    const viz_tl_layout *L = job->L;
+    const double x = viz_tl_x(L, L->t0 + cut);
+    paint_page(cr, L, job->arrows, k < K ? x : L->width);
+    for (int p = 0; p < L->npanels; p++)
+        viz_build_now(cr, x, L->panels[p].rows_top, L->panels[p].axis_y, k, K);
+    viz_build_page_number(cr, k, K, L->width - 14, 20);
+}
+
 void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,
                        const viz_tl_draw_options *opt) {
     double width = opt && opt->width > 0 ? opt->width : 1400;
     viz_tl_layout L;
     viz_tl_layout_compute_window(&L, tls, n, width, opt ? opt->window : NULL);
-    viz_canvas c;
-    viz_canvas_open(&c, path, L.width, L.height);
-    cairo_t *cr = c.cr;
-    for (int p = 0; p < L.npanels; p++) {
-        const viz_tl_panel_layout *P = &L.panels[p];
-        viz_text(cr, 14, P->title_y, 13.5, true, VIZ_LEFT, VIZ_TEXT, P->title);
-        viz_text(cr, 14, P->info_y, 10.5, false, VIZ_LEFT, VIZ_TEXT, P->info);
-        viz_text(cr, 14, P->note_y, 8.5, false, VIZ_LEFT, MUTED, P->note);
-        draw_grid(cr, &L, P);
-        draw_stages(cr, P);
-        for (int d = 0; d < P->nrows; d++) draw_row(cr, &L, P, &P->rows[d]);
-        if (opt && opt->arrows)
-            for (int a = 0; a < P->narrows; a++) draw_arrow(cr, &P->arrows[a]);
-        draw_axis(cr, &L, P);
+    if (opt && opt->title) /* one panel: its title; several: the first panel's */
+        snprintf(L.panels[0].title, sizeof L.panels[0].title, "%s", opt->title);
+    const bool arrows = opt && opt->arrows;
+    if (opt && opt->build > 0) {
+        build_job job = {&L, arrows};
+        viz_build_write(path, opt->build, L.t1 - L.t0, L.width, L.height, paint_build_page, &job);
+    } else {
+        viz_canvas c;
+        viz_canvas_open(&c, path, L.width, L.height);
+        paint_page(c.cr, &L, arrows, L.width);
+        viz_canvas_close(&c);
     }
-    draw_legend(cr, &L);
-    viz_canvas_close(&c);
     viz_tl_layout_free(&L);
 }

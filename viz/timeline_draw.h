@@ -12,7 +12,9 @@
  * the measured bubble (wait + idle in the pipeline span) beside the theory; a time axis in ms
  * below; a two-line legend (kinds, then time classes). Optional arrows join each send to its
  * receive. Same timelines -> same PNG bytes. With a window (viz_tl_draw_options.window) only
- * that time of the step is drawn, at the full width, and the shares count the window.
+ * that time of the step is drawn, at the full width, and the shares count the window. With a
+ * build (viz_tl_draw_options.build = K, viz/build.h) K pages: page k draws the rows only up to
+ * k/K of the time shown (a thin "now" line there), titles, axis, shares and legend whole.
  *
  * Not here: where things go (timeline_layout.h), trace files (timeline_load.h).
  */
@@ -29,6 +31,9 @@ typedef struct {
     bool arrows;                 /* draw send -> receive arrows */
     const viz_tl_window *window; /* only this time of the step, at the full width (NULL: all;
                                   * viz/timeline_layout.h) */
+    int build;                   /* K pages, page k drawn up to k/K of the time shown
+                                  * (viz/build.h); 0: one picture */
+    const char *title;           /* replaces the (first) panel's title; NULL: generated */
 } viz_tl_draw_options;
 
 /* Draws n timelines into `path` (.png, .svg or .pdf), atomically. */

@@ -45,6 +45,7 @@
 #include "src/trace/replay.h"
 #include "src/trace/trace.h"
 #include "src/trace/run_metrics.h"
+#include "viz/build.h"
 #include "viz/canvas.h"
 #include "viz/metrics_plot.h"
 #include "viz/moe_load_draw.h"
@@ -57,7 +58,7 @@ enum { MAX_RUNS = 16 };
 
 static const char *k_usage =
     "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--window A:B] [--arrows] "
-    "[--replay | --replay-and-wall]\n"
+    "[--replay | --replay-and-wall] [--build K] [--title TEXT]\n"
     "       trident render --metrics RUN_DIR [RUN_DIR ...] -o FILE.png|.svg|.pdf\n"
     "       trident render --moe-load RUN_DIR -o FILE.png|.svg|.pdf\n"
     "Turns the per-rank traces of training runs (RUN_DIR/trace/rank<k>.trace) into a timeline:\n"
@@ -70,6 +71,9 @@ static const char *k_usage =
     "(an all-to-all, a ring step) are wide enough for their byte counts; boxes crossing an edge\n"
     "are clipped, the shares at the right count the window, the bubble line the whole step.\n"
     "Every run of a stack gets the same window. Not for .json (zoom in Perfetto instead).\n"
+    "--build K cuts the picture's time into K equal slices for slides: page k shows the step up\n"
+    "to k/K of it on the full axis (-o deck.pdf: one PDF of K pages; -o frame.png:\n"
+    "frame-01.png .. frame-K.png).\n"
     "--replay draws each run re-timed \"as if each rank had its own core\" (compute lasts its "
     "thread\n"
     "CPU time, messages wait for their sender): for runs of more ranks than cores, whose wall "
@@ -157,7 +161,8 @@ static viz_tl_window parse_window(const char *v) {
 /* The picture or text of the panels' timelines at `step`, all of it or the window `win`
  * (NULL: all; `win_text` is the flag's value, for the error). */
 static void write_timelines(const char *output, const panels *p, int step, int width, int columns,
-                            bool arrows, const viz_tl_window *win, const char *win_text) {
+                            const viz_tl_draw_options *pic, const viz_tl_window *win,
+                            const char *win_text) {
     char err[1024];
     viz_timeline *tls[MAX_RUNS];
     double longest = 0;
@@ -176,7 +181,8 @@ static void write_timelines(const char *output, const panels *p, int step, int w
         viz_text_timeline_write_window(f, (const viz_timeline *const *)tls, p->n, columns, win);
         atomic_file_commit(&af);
     } else {
-        viz_tl_draw_options opt = {.width = width, .arrows = arrows, .window = win};
+        viz_tl_draw_options opt = *pic;
+        opt.width = width, opt.window = win;
         viz_timeline_draw(output, (const viz_timeline *const *)tls, p->n, &opt);
     }
     for (int i = 0; i < p->n; i++) viz_timeline_free(tls[i]);
@@ -225,8 +231,8 @@ static void write_moe_load(const char *output, const char *dir, int width) {
 
 /* What the command line asks for. */
 typedef struct {
-    const char *output, *theme, *window;
-    int step, width, columns, height;
+    const char *output, *theme, *window, *title, *build_text;
+    int step, width, columns, height, build;
     bool arrows, replay, both, metrics, moe_load;
     const char *dirs[MAX_RUNS + 1];
     int ndirs;
@@ -260,6 +266,13 @@ static void parse_request(render_request *q, int argc, char **argv) {
         {"--height", FLAG_INT, &q->height,
          "picture height in points; 0: as tall as the content (else it fits inside width x height)",
          NULL},
+        {"--build", FLAG_STRING, &q->build_text,
+         "K: the timeline cut into K time slices for slides (1..64; -o deck.pdf: K pages, "
+         "-o frame.png: frame-01.png .. frame-K.png)",
+         NULL},
+        {"--title", FLAG_STRING, &q->title,
+         "TEXT: the timeline's title instead of the run's (one line; several runs: the first)",
+         NULL},
     };
     q->ndirs = flags_parse("render", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
                            argv, q->dirs, MAX_RUNS + 1);
@@ -280,6 +293,13 @@ static void check_common(render_request *q) {
     if (q->window && (q->metrics || q->moe_load))
         die("trident render: --window %s is for timelines; %s draws against the step, not time",
             q->window, q->metrics ? "--metrics" : "--moe-load");
+    if ((q->build_text || q->title) && (q->metrics || q->moe_load))
+        die("trident render: --build and --title are for timelines; %s draws against the step",
+            q->metrics ? "--metrics" : "--moe-load");
+    char why[512];
+    if (q->build_text && !viz_build_parse(q->build_text, q->output, &q->build, why, sizeof why))
+        die("trident render: %s", why);
+    if (q->title && !viz_title_check(q->title, why, sizeof why)) die("trident render: %s", why);
 }
 
 /* --moe-load and --metrics: their flags checked, then their picture. */
@@ -332,10 +352,15 @@ static void render_timelines(const render_request *q) {
     load_panels(&p, q->dirs, q->ndirs, q->replay, q->both);
     if (json) viz_chrome_trace_save(output, p.runs, p.name_ptrs, p.n);
     else
-        write_timelines(output, &p, q->step, q->width, q->columns, q->arrows, window ? &win : NULL,
-                        window);
+        write_timelines(
+            output, &p, q->step, q->width, q->columns,
+            &(viz_tl_draw_options){.arrows = q->arrows, .build = q->build, .title = q->title},
+            window ? &win : NULL, window);
     for (int i = 0; i < q->ndirs; i++) viz_run_views_free(&p.views[i]);
-    printf("trident render: wrote %s (%d run%s, %d ranks)\n", output, p.n, p.n == 1 ? "" : "s",
+    char wrote[9000];
+    if (q->build) viz_build_describe(output, q->build, wrote, sizeof wrote);
+    else snprintf(wrote, sizeof wrote, "wrote %s", output);
+    printf("trident render: %s (%d run%s, %d ranks)\n", wrote, p.n, p.n == 1 ? "" : "s",
            p.total_ranks);
 }
 

@@ -4,6 +4,7 @@
  *                    [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev] [--virtual-stages 2]
  *                    [--forward-cost 1 --backward-cost 2 --p2p-latency 0] [--costs-from RUN_DIR]
  *                    [--format text|json] [-o FILE.png|.svg|.pdf|.json|.txt]
+ *                    [--build K] [--arrows] [--hide-memory] [--title TEXT]
  *
  * Costs are honest by default: a stage's backward costs twice its forward, and a chunk of the
  * interleaved schedule costs 1/v of a stage (pp_costs_per_chunk), so interleaving shows its
@@ -18,7 +19,9 @@
  *            each rank's idle % and peak in-flight micro-batches, and the bubble fraction
  *            measured by the simulation next to the two textbook formulas;
  *   json     {"0": ["F0", "F1", ...], "1": [...], ...}: the action list of each rank;
- *   picture  the predicted timeline (viz/schedule_draw.h), by the extension of -o.
+ *   picture  the predicted timeline (viz/schedule_draw.h), by the extension of -o; with
+ *            --build K cut into K time slices for slides (viz/build.h): deck.pdf of K pages,
+ *            or frame.png -> frame-01.png .. frame-K.png.
  * Every file is written atomically; bad input ends with one line naming the value and rule.
  *
  * Not here: running a schedule (the executor) or drawing measured timelines (trident render).
@@ -40,6 +43,7 @@
 #include "src/pp/schedule_sim.h"
 #include "src/trace/replay.h"
 #include "src/trace/trace.h"
+#include "viz/build.h"
 #include "viz/canvas.h"
 #include "viz/schedule_draw.h"
 
@@ -196,14 +200,23 @@ static stage_costs costs_and_layout_from(const char *dir, int *p, int *m, const 
     return sc;
 }
 
+/* The picture's name for the "wrote" line: the file, or a build's pages. */
+static void wrote_what(const char *output, const viz_schedule_options *pic, char *out, size_t cap) {
+    if (pic->build > 0) viz_build_describe(output, pic->build, out, cap);
+    else snprintf(out, cap, "wrote %s", output);
+}
+
 /* The picture, the JSON action lists or the text grid: into `output`, or on stdout. */
 static void write_output(int kind, const char *output, const pp_schedule *s, const pp_sim *sim,
-                         const pp_costs *costs, const char *origin) {
+                         const pp_costs *costs, const char *origin,
+                         const viz_schedule_options *pic) {
     double dt;
     if (kind == OUT_TEXT) text_cells(sim, costs, &dt); /* refused before any output */
     if (kind == OUT_PICTURE) {
-        viz_schedule_draw(s, sim, output);
-        printf("wrote %s (%s, p = %d, m = %d, v = %d: makespan %g, bubble %.1f%%)\n", output,
+        char wrote[9000];
+        viz_schedule_draw_opt(s, sim, 1, pic, output);
+        wrote_what(output, pic, wrote, sizeof wrote);
+        printf("%s (%s, p = %d, m = %d, v = %d: makespan %g, bubble %.1f%%)\n", wrote,
                pp_kind_name(s->cfg.kind), s->cfg.p, s->cfg.m, s->cfg.v, sim->makespan,
                100.0 * sim->bubble_fraction);
     } else if (output) {
@@ -225,7 +238,8 @@ static const char k_usage[] =
     "         [--pipeline-schedule gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev | --compare LIST]\n"
     "         [--virtual-stages V]\n"
     "         [--forward-cost X --backward-cost Y] [--costs-from RUN_DIR] [--format text|json] "
-    "[-o FILE]\n\n"
+    "[-o FILE]\n"
+    "         [--build K] [--arrows] [--hide-memory] [--title TEXT]\n\n"
     "Lists, validates, simulates and draws the pipeline schedule of every rank.\n"
     "Costs are per stage: backward 2 x forward unless given, and a chunk of the interleaved\n"
     "schedule costs 1/v of a stage; --costs-from RUN_DIR uses the costs measured in a run.";
@@ -275,7 +289,8 @@ typedef struct {
     const char *costs_from;
     const stage_costs *mc;
     bool cpu;
-    bool name_each; /* --compare: messages name the schedule */
+    bool name_each;           /* --compare: messages name the schedule */
+    viz_schedule_options pic; /* --build, --arrows, --hide-memory, --title */
 } schedule_inputs;
 
 /* Schedule `kind_name` at the call's sizes and costs: checked, built, validated and timed. */
@@ -322,8 +337,10 @@ static void run_compare(const schedule_inputs *in, const char *list, int out_kin
     }
     if (n == 0) die(WHO ": --compare '%s' names no schedule (e.g. 1f1b,zb-h1,zbv,dualpipev)", list);
     if (out_kind == OUT_PICTURE) {
-        viz_schedule_draw_stack(s, sim, n, output);
-        printf("wrote %s (%d schedules, p = %d, m = %d:", output, n, in->p, in->m);
+        char wrote[9000];
+        viz_schedule_draw_opt(s, sim, n, &in->pic, output);
+        wrote_what(output, &in->pic, wrote, sizeof wrote);
+        printf("%s (%d schedules, p = %d, m = %d:", wrote, n, in->p, in->m);
         for (int i = 0; i < n; i++)
             printf("%s %s %.1f%%", i ? "," : "", pp_kind_name(s[i].cfg.kind),
                    100.0 * sim[i].bubble_fraction);
@@ -353,6 +370,23 @@ static void check_sizes(int p, int m, int v) {
     if (v < 0) die(WHO ": --virtual-stages %d must be at least 1 (or 0 for the default)", v);
 }
 
+/* --build, --arrows, --hide-memory and --title shape a picture: refused for text and JSON, and
+ * checked (K, the extension, the title) before anything is simulated or written. Returns
+ * `kind`, what -o writes. */
+static int check_picture_flags(viz_schedule_options *pic, const char *build, int kind,
+                               const char *output) {
+    const bool any = build || pic->arrows || pic->no_memory || pic->title;
+    if (any && kind != OUT_PICTURE)
+        die(WHO ": --build, --arrows, --hide-memory and --title are for pictures: give -o "
+                "FILE.png|.svg|.pdf%s",
+            output ? "" : " (without -o the schedule is printed as text)");
+    char why[512];
+    if (build && !viz_build_parse(build, output, &pic->build, why, sizeof why))
+        die(WHO ": %s", why);
+    if (pic->title && !viz_title_check(pic->title, why, sizeof why)) die(WHO ": %s", why);
+    return kind;
+}
+
 /* One schedule: its grid, action lists or picture. */
 static void run_one(const schedule_inputs *in, const char *kind_name, int out_kind,
                     const char *output) {
@@ -361,7 +395,7 @@ static void run_one(const schedule_inputs *in, const char *kind_name, int out_ki
     pp_costs costs;
     char origin[600];
     build_and_time(in, kind_name, &s, &sim, &costs, origin, sizeof origin);
-    write_output(out_kind, output, &s, &sim, &costs, origin);
+    write_output(out_kind, output, &s, &sim, &costs, origin, &in->pic);
     pp_sim_free(&sim);
     pp_schedule_free(&s);
 }
@@ -370,8 +404,9 @@ int cmd_schedule(int argc, char **argv) {
     int p = 0, m = 0, v = 0;
     float fcost = 1.0f, bcost = 0.0f, latency = 0.0f;
     const char *kind_name = NULL, *format = NULL, *output = NULL, *costs_from = NULL, *theme = NULL;
-    const char *compare = NULL;
+    const char *compare = NULL, *build = NULL;
     int width = 0, height = 0;
+    viz_schedule_options pic = {0};
     const flag_spec specs[] = {
         {"--pipeline-model-parallel-size", FLAG_INT, &p,
          "pipeline ranks P (required; --costs-from: the run's)", NULL},
@@ -405,9 +440,21 @@ int cmd_schedule(int argc, char **argv) {
         {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 0: its own", NULL},
         {"--height", FLAG_INT, &height,
          "picture height in points; 0: its own (both: the picture fits inside, centred)", NULL},
+        {"--build", FLAG_STRING, &build,
+         "K: the picture cut into K time slices for slides, page k up to k/K of the time (1..64;"
+         " -o deck.pdf: K pages, -o frame.png: frame-01.png .. frame-K.png)",
+         NULL},
+        {"--arrows", FLAG_BOOL, &pic.arrows,
+         "dependency arrows: each forward's output to the next stage, each gradient back", NULL},
+        {"--hide-memory", FLAG_BOOL, &pic.no_memory,
+         "leave out the activations-held curve under each rank", NULL},
+        {"--title", FLAG_STRING, &pic.title,
+         "TEXT: the picture's title instead of the generated one (one line; with --compare, "
+         "above the panels)",
+         NULL},
     };
-    const int nspecs = (int)(sizeof specs / sizeof specs[0]);
-    flags_parse("schedule", k_usage, specs, nspecs, argc, argv, NULL, 0);
+    flags_parse("schedule", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc, argv, NULL,
+                0);
     viz_picture_options(WHO, theme, width, height);
 
     stage_costs mc = {0};
@@ -416,7 +463,7 @@ int cmd_schedule(int argc, char **argv) {
     if (costs_from) mc = costs_and_layout_from(costs_from, &p, &m, &kind_name, run_kind, &v, &cpu);
     check_sizes(p, m, v);
     check_costs(fcost, &bcost, latency);
-    const int kind = output_kind(output, format);
+    const int kind = check_picture_flags(&pic, build, output_kind(output, format), output);
     const schedule_inputs in = {.p = p,
                                 .m = m,
                                 .v = v,
@@ -426,7 +473,8 @@ int cmd_schedule(int argc, char **argv) {
                                 .costs_from = costs_from,
                                 .mc = &mc,
                                 .cpu = cpu,
-                                .name_each = compare != NULL};
+                                .name_each = compare != NULL,
+                                .pic = pic};
     if (compare) run_compare(&in, compare, kind, output);
     else run_one(&in, kind_name ? kind_name : "1f1b", kind, output);
     stage_costs_free(&mc);

@@ -312,7 +312,8 @@ pp_plan_holds pp_plan_holds_of(const pp_rank_plan *plan, int v) {
                        callocCheck((size_t)v, sizeof(int)),
                        callocCheck((size_t)v, sizeof(int)),
                        0,
-                       0};
+                       0,
+                       callocCheck((size_t)plan->n + 1, sizeof(int))};
     int *acts = callocCheck((size_t)(3 * v), sizeof(int)), *bpart = acts + v, *hand = acts + 2 * v;
     int sets = 0, self = 0;
     for (int i = 0; i < plan->n; i++) {
@@ -329,6 +330,7 @@ pp_plan_holds pp_plan_holds_of(const pp_rank_plan *plan, int v) {
         if (bpart[c] > h.acts_b[c]) h.acts_b[c] = bpart[c];
         if (hand[c] > h.handover[c]) h.handover[c] = hand[c];
         if (sets > h.sets) h.sets = sets;
+        h.sets_after[i] = sets;
         if (a->send_peer == plan->rank && ++self > h.self_msgs) h.self_msgs = self;
     }
     free(acts);
@@ -369,7 +371,8 @@ void pp_plan_holds_free(pp_plan_holds *h) {
     free(h->acts);
     free(h->acts_b);
     free(h->handover);
-    h->acts = h->acts_b = h->handover = NULL;
+    free(h->sets_after);
+    h->acts = h->acts_b = h->handover = h->sets_after = NULL;
 }
 
 void pp_schedule_build(const pp_config *cfg, pp_schedule *out) {

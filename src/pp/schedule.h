@@ -202,6 +202,8 @@ void pp_rank_plan_free(pp_rank_plan *plan);
  *                only W's inputs stay (Qi et al.: W reads less than B)
  *   handover[c]  the most B → W hand-overs of chunk c held at once (split backward; else 0)
  *   sets         the most activation sets held at once over all chunks
+ *   sets_after   (n) the activation sets held just after each action of the plan: the curve
+ *                whose maximum is `sets` (viz/schedule_draw.h draws it over time)
  *   self_msgs    the most messages this rank sent to itself and has not received yet (the
  *                bottom of zbv's V, handed over in memory by the executor; else 0) */
 typedef struct {
@@ -210,6 +212,7 @@ typedef struct {
     int *acts_b;   /* (v) */
     int *handover; /* (v) */
     int sets, self_msgs;
+    int *sets_after; /* (plan->n) */
 } pp_plan_holds;
 pp_plan_holds pp_plan_holds_of(const pp_rank_plan *plan, int v);
 void pp_plan_holds_free(pp_plan_holds *h);

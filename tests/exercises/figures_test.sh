@@ -29,6 +29,8 @@ for name in groups-8-tp2-pp2 groups-8-tp2-pp2-tp-pp-dp schedule-gpipe schedule-1
     grep -q "^| $name |" "$out/FIGURES.md" || { echo "figures_test: FIGURES.md does not list $name"; status=1; }
 done
 head -c 4 "$out/slides/schedule-1f1b.pdf" | grep -q '%PDF' || { echo "figures_test: no slides PDF"; status=1; }
+[ "$(grep -ao '/Type /Page[s]*' "$out/slides/build-1f1b.pdf" | grep -cx '/Type /Page')" = 4 ] ||
+    { echo "figures_test: slides/build-1f1b.pdf is not a 4-page build"; status=1; }
 if grep -q "warning" "$out/figures.log"; then
     echo "figures_test: a command warned:"
     grep "warning" "$out/figures.log"

@@ -241,6 +241,79 @@ static void bad_input_fails_with_one_clear_line(void **state) {
     assert_int_equal(access(path, F_OK), -1);
 }
 
+/* The "/Type /Page" objects of a PDF (not "/Type /Pages"): its page count. */
+static int pdf_pages(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s was not written: %s", path, g_out);
+    static char buf[1 << 22];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    int pages = 0;
+    const char *key = "/Type /Page";
+    for (size_t i = 0; i + strlen(key) < n; i++)
+        if (memcmp(buf + i, key, strlen(key)) == 0 && buf[i + strlen(key)] != 's') pages++;
+    return pages;
+}
+
+/* --build K: one PDF of K pages, or K numbered frames named in the output; with --compare
+ * too; nothing else left in the directory (no staged frames, no temporaries). */
+static void build_writes_k_pages_or_k_frames(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("schedule_cmd_build");
+    char args[4400], path[4200];
+    snprintf(path, sizeof path, "%s/deck.pdf", dir);
+    snprintf(args, sizeof args,
+             "--pipeline-model-parallel-size 4 --num-microbatches 8 --build 4 --theme slides "
+             "-o '%s'",
+             path);
+    assert_int_equal(schedule(args), 0);
+    expect_output("(4 pages)");
+    assert_int_equal(pdf_pages(path), 4);
+    snprintf(path, sizeof path, "%s/frame.png", dir);
+    snprintf(args, sizeof args,
+             "--pipeline-model-parallel-size 4 --num-microbatches 8 --compare 1f1b,zb-h1 "
+             "--build 3 --arrows --title 'Fill and drain' -o '%s'",
+             path);
+    assert_int_equal(schedule(args), 0);
+    expect_output("frame-01.png .. ");
+    expect_output("frame-03.png (3 frames)");
+    for (int k = 1; k <= 3; k++) {
+        snprintf(path, sizeof path, "%s/frame-%02d.png", dir, k);
+        if (access(path, F_OK) != 0) fail_msg("%s missing: %s", path, g_out);
+    }
+    snprintf(args, sizeof args, "ls '%s' | wc -l", dir);
+    run_capture(args, g_out, sizeof g_out);
+    assert_int_equal(atoi(g_out), 4); /* deck.pdf and three frames, nothing staged */
+}
+
+/* Bad --build, --title or a picture flag without a picture: one line, nothing written. */
+static void bad_picture_flags_fail_with_one_clear_line(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("schedule_cmd_bad_build");
+    char args[4400], path[4200];
+    const char *base = "--pipeline-model-parallel-size 2 --num-microbatches 2";
+    snprintf(path, sizeof path, "%s/d.pdf", dir);
+    snprintf(args, sizeof args, "%s --build 0 -o '%s'", base, path);
+    expect_failure(args, "--build 0 must be between 1 and 64");
+    snprintf(args, sizeof args, "%s --build 65 -o '%s'", base, path);
+    expect_failure(args, "--build 65 must be between 1 and 64");
+    snprintf(args, sizeof args, "%s --build four -o '%s'", base, path);
+    expect_failure(args, "--build 'four' is not a number of pages (1 to 64)");
+    snprintf(args, sizeof args, "%s --title '' -o '%s'", base, path);
+    expect_failure(args, "--title expects a non-empty value");
+    snprintf(args, sizeof args, "%s --title \"$(printf 'a\\tb')\" -o '%s'", base, path);
+    expect_failure(args, "--title has a control character (byte 0x09 at 1)");
+    snprintf(args, sizeof args, "%s --title \"$(printf 'x%%.0s' $(seq 121))\" -o '%s'", base, path);
+    expect_failure(args, "is 121 bytes");
+    assert_int_equal(access(path, F_OK), -1);
+    snprintf(path, sizeof path, "%s/d.txt", dir);
+    snprintf(args, sizeof args, "%s --build 4 -o '%s'", base, path);
+    expect_failure(args, "are for pictures");
+    expect_failure("--pipeline-model-parallel-size 2 --num-microbatches 2 --arrows",
+                   "without -o the schedule is printed as text");
+    assert_int_equal(access(path, F_OK), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_prints_the_grid_idle_and_bubbles),
@@ -251,6 +324,8 @@ int main(void) {
         cmocka_unit_test(json_is_exactly_the_action_lists),
         cmocka_unit_test(pictures_are_written_in_three_formats),
         cmocka_unit_test(bad_input_fails_with_one_clear_line),
+        cmocka_unit_test(build_writes_k_pages_or_k_frames),
+        cmocka_unit_test(bad_picture_flags_fail_with_one_clear_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -345,6 +345,55 @@ static void window_draws_part_of_the_step_and_bad_values_are_refused(void **stat
     assert_non_null(strstr(g_out, "--window A:B draws only the milliseconds [A, B) of the step"));
 }
 
+/* The "/Type /Page" objects of a PDF (not "/Type /Pages"): its page count. */
+static int pdf_pages(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s was not written: %s", path, g_out);
+    static char buf[1 << 22];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    int pages = 0;
+    const char *key = "/Type /Page";
+    for (size_t i = 0; i + strlen(key) < n; i++)
+        if (memcmp(buf + i, key, strlen(key)) == 0 && buf[i + strlen(key)] != 's') pages++;
+    return pages;
+}
+
+/* --build K on a run's timeline: a PDF of K pages or K numbered frames (the names in the
+ * output), --title on top; bad K, a .json build or a bad title: one line, no file. */
+static void build_cuts_a_timeline_into_pages(void **state) {
+    (void)state;
+    const char *base = test_tmpdir("render_build");
+    char run[4200], out[4300], args[9000];
+    snprintf(run, sizeof run, "%s/run", base);
+    fixture_run a = fixture_defaults("1f1b", 2, 4, 1);
+    fixture_write_run(run, &a);
+    snprintf(out, sizeof out, "%s/deck.pdf", base);
+    snprintf(args, sizeof args, "%s -o %s --build 5 --title 'One step, five slides'", run, out);
+    if (render(args) != 0) fail_msg("%s", g_out);
+    assert_non_null(strstr(g_out, "wrote "));
+    assert_non_null(strstr(g_out, "deck.pdf (5 pages)"));
+    assert_int_equal(pdf_pages(out), 5);
+    snprintf(out, sizeof out, "%s/frame.png", base);
+    snprintf(args, sizeof args, "%s -o %s --build 2", run, out);
+    if (render(args) != 0) fail_msg("%s", g_out);
+    assert_non_null(strstr(g_out, "frame-02.png (2 frames)"));
+    snprintf(out, sizeof out, "%s/frame-01.png", base);
+    assert_true(size_of(out) > 1000);
+    snprintf(out, sizeof out, "%s/frame-02.png", base);
+    assert_true(size_of(out) > 1000);
+
+    snprintf(out, sizeof out, "%s/bad.pdf", base);
+    snprintf(args, sizeof args, "%s -o %s --build 65", run, out);
+    expect_refusal(args, "--build 65 must be between 1 and 64", out);
+    snprintf(out, sizeof out, "%s/bad.json", base);
+    snprintf(args, sizeof args, "%s -o %s --build 4", run, out);
+    expect_refusal(args, "must end in .pdf", out);
+    snprintf(out, sizeof out, "%s/bad.png", base);
+    snprintf(args, sizeof args, "%s -o %s --title \"$(printf 'a\\nb')\"", run, out);
+    expect_refusal(args, "control character", out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_format_is_written),
@@ -354,6 +403,7 @@ int main(void) {
         cmocka_unit_test(metrics_bad_input_is_one_line_and_no_file),
         cmocka_unit_test(moe_load_is_drawn_and_a_dense_run_refused),
         cmocka_unit_test(window_draws_part_of_the_step_and_bad_values_are_refused),
+        cmocka_unit_test(build_cuts_a_timeline_into_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
