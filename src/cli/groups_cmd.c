@@ -198,6 +198,29 @@ static void check_v_shape(const char *schedule, int pp, int vpp) {
             vpp, schedule);
 }
 
+/* Megatron's advice, checked: a tensor- or context-parallel group across nodes pays the
+ * network in every layer. One line on stderr per kind that does. */
+static void warn_spanning(const pg_layout *l, int per_node) {
+    int *node_of = mallocCheck(sizeof(int) * (size_t)l->world), *m = NULL;
+    for (int r = 0; r < l->world; r++) node_of[r] = r / per_node;
+    const pg_kind kinds[2] = {PG_TP, PG_CP};
+    for (int k = 0; k < 2; k++) {
+        int first, n = pg_groups_spanning_nodes(l, kinds[k], node_of, &first);
+        if (n == 0) continue;
+        const int size = pg_group_size(l, kinds[k]);
+        m = mallocCheck(sizeof(int) * (size_t)size);
+        pg_group_members(l, kinds[k], first, m);
+        fprintf(stderr,
+                "trident groups: warning: %d %s group%s span%s nodes at --ranks-per-node %d "
+                "(the first: ranks %d..%d on nodes %d..%d): their collectives cross the network in "
+                "every layer; keep %s inside a node\n",
+                n, pg_kind_name(kinds[k]), n == 1 ? "" : "s", n == 1 ? "s" : "", per_node, m[0],
+                m[size - 1], node_of[m[0]], node_of[m[size - 1]], pg_kind_name(kinds[k]));
+        free(m);
+    }
+    free(node_of);
+}
+
 int cmd_groups(int argc, char **argv) {
     int world = 0, tp = 1, cp = 1, ep = 1, pp = 1, vpp = 1, per_node = 8;
     const char *order = "tp-cp-ep-dp-pp", *format = "text", *output = NULL, *theme = NULL;
@@ -257,6 +280,7 @@ int cmd_groups(int argc, char **argv) {
     if (!pg_layout_make(&l, world, tp, cp, ep, pp, v_shape ? 2 : vpp, order, err, sizeof err))
         die("trident groups: %s", err);
     l.v_placement = v_shape;
+    warn_spanning(&l, per_node);
 
     if (!output) {
         if (strcmp(format, "json") == 0) write_json(stdout, &l, per_node);

@@ -315,3 +315,18 @@ bool pg_is_first_stage(const pg_layout *l, int rank) { return pg_coord_of(l, ran
 bool pg_is_last_stage(const pg_layout *l, int rank) {
     return pg_coord_of(l, rank).pp == (l->v_placement ? 0 : l->pp - 1);
 }
+
+int pg_groups_spanning_nodes(const pg_layout *l, pg_kind kind, const int *node_of, int *first) {
+    const int n = pg_num_groups(l, kind), size = pg_group_size(l, kind);
+    int *m = mallocCheck(sizeof(int) * (size_t)size), spanning = 0;
+    *first = -1;
+    for (int g = 0; g < n; g++) {
+        pg_group_members(l, kind, g, m);
+        bool one = true;
+        for (int i = 1; i < size && one; i++) one = node_of[m[i]] == node_of[m[0]];
+        if (one) continue;
+        if (spanning++ == 0) *first = g;
+    }
+    free(m);
+    return spanning;
+}

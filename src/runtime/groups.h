@@ -136,6 +136,12 @@ int pg_group_size(const pg_layout *l, pg_kind kind);
 /* Members of group number `index` of a kind, ascending, into members[pg_group_size]. */
 void pg_group_members(const pg_layout *l, pg_kind kind, int index, int *members);
 
+/* How many groups of a kind have members on more than one node, node_of[r] being rank r's
+ * node (r / ranks-per-node for a plan, the real host for a run: src/runtime/hosts.h); the
+ * first such group's index in *first (-1 when none). Megatron keeps tensor- and context-
+ * parallel groups inside a node: their collectives run every layer. */
+int pg_groups_spanning_nodes(const pg_layout *l, pg_kind kind, const int *node_of, int *first);
+
 /* The group of `rank`: fills members[pg_group_size] and *index_in_group (its rank in the
  * group), returns the group's number. Returns -1 (members untouched, *index_in_group = -1)
  * when the rank is in no group of that kind — only possible for embedding. Either output

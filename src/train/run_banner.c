@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/core/check.h"
 #include "src/device/device.h"
 #include "src/pp/executor.h"
 #include "src/runtime/dist.h"
@@ -36,6 +37,26 @@ static void print_groups(const train_config *c, const parallel_state *ps) {
     }
 }
 
+/* Megatron's advice for a run across hosts: a tensor- or context-parallel group that spans
+ * hosts pays the network in every layer (groups.h, pg_groups_spanning_nodes). */
+static void warn_spanning_hosts(const parallel_state *ps) {
+    const pg_layout *l = &ps->layout;
+    int *host = mallocCheck(sizeof(int) * (size_t)l->world);
+    for (int r = 0; r < l->world; r++) host[r] = hosts_of(r);
+    const pg_kind kinds[2] = {PG_TP, PG_CP};
+    for (int k = 0; k < 2; k++) {
+        int first;
+        const int n = pg_groups_spanning_nodes(l, kinds[k], host, &first);
+        if (n > 0)
+            printf("warning: %d %s group%s span%s hosts: their collectives cross the network in "
+                   "every layer (Megatron keeps %s inside a host: --rank-order, or more ranks per "
+                   "host)\n",
+                   n, pg_kind_name(kinds[k]), n == 1 ? "" : "s", n == 1 ? "s" : "",
+                   pg_kind_name(kinds[k]));
+    }
+    free(host);
+}
+
 void run_print_layout(const train_config *c, const parallel_state *ps, const local_model *m,
                       const dist_optimizer *opt, const pp_executor *ex) {
     printf("trident train: %d rank%s = tensor %d × ", c->world_size, c->world_size == 1 ? "" : "s",
@@ -55,6 +76,7 @@ void run_print_layout(const train_config *c, const parallel_state *ps, const loc
     if (c->world_size > 1 && hosts_count() > 1) {
         char hosts[1024];
         printf("%s\n", hosts_describe(hosts, sizeof hosts));
+        if (ps) warn_spanning_hosts(ps);
         printf("within a host, %s\n", dist_transport_description());
         const char *btl = getenv("OMPI_MCA_btl");
         printf("between hosts: the network, no shared memory and no single copy (Open MPI's "

@@ -32,6 +32,20 @@ static void text_lists_every_group_of_the_worked_example(void **state) {
 }
 
 /* Without --context-parallel-size or --expert-model-parallel-size nothing of them shows. */
+/* Megatron's advice: TP inside a node. Across nodes it is said (stderr), once per kind. */
+static void tensor_groups_across_nodes_are_warned_about(void **state) {
+    (void)state;
+    assert_int_equal(run("--world-size 8 --tensor-model-parallel-size 4 "
+                         "--pipeline-model-parallel-size 2 --ranks-per-node 2 2>&1"),
+                     0);
+    assert_non_null(strstr(g_out, "warning: 2 tp groups span nodes at --ranks-per-node 2 (the "
+                                  "first: ranks 0..3 on nodes 0..1)"));
+    assert_int_equal(run("--world-size 8 --tensor-model-parallel-size 2 "
+                         "--pipeline-model-parallel-size 2 --ranks-per-node 2 2>&1"),
+                     0);
+    assert_null(strstr(g_out, "warning"));
+}
+
 static void a_layout_without_context_or_experts_prints_as_before(void **state) {
     (void)state;
     assert_int_equal(run(k_example), 0);
@@ -227,6 +241,7 @@ static void context_and_expert_groups_are_drawn(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_lists_every_group_of_the_worked_example),
+        cmocka_unit_test(tensor_groups_across_nodes_are_warned_about),
         cmocka_unit_test(a_layout_without_context_or_experts_prints_as_before),
         cmocka_unit_test(context_and_expert_groups_are_listed_when_above_one),
         cmocka_unit_test(json_has_the_five_kinds_and_the_layout),

@@ -54,6 +54,25 @@ static void worked_example_16_ranks_tp2_pp4_matches_megatron(void **state) {
     expect_groups(&l, PG_EMBEDDING, 4, 2, emb);
 }
 
+/* Groups across nodes: tp 2 inside nodes of 2 ranks never; tp 4 always; the dp groups of
+ * tp 2 × dp 2 on 2-rank nodes always (each pair is one node's rank and the other's). */
+static void groups_spanning_nodes_are_counted(void **state) {
+    (void)state;
+    pg_layout l;
+    char err[256];
+    int node_of[8], first;
+    for (int r = 0; r < 8; r++) node_of[r] = r / 2;
+    assert_true(pg_layout_make(&l, 8, 2, 1, 1, 2, 1, "tp-dp-pp", err, sizeof err));
+    assert_int_equal(pg_groups_spanning_nodes(&l, PG_TP, node_of, &first), 0);
+    assert_int_equal(first, -1);
+    assert_int_equal(pg_groups_spanning_nodes(&l, PG_DP, node_of, &first), 4);
+    assert_int_equal(first, 0);
+    assert_true(pg_layout_make(&l, 8, 4, 1, 1, 2, 1, "tp-dp-pp", err, sizeof err));
+    assert_int_equal(pg_groups_spanning_nodes(&l, PG_TP, node_of, &first), 2);
+    for (int r = 0; r < 8; r++) node_of[r] = r / 4; /* 4 ranks per node: tp 4 fits */
+    assert_int_equal(pg_groups_spanning_nodes(&l, PG_TP, node_of, &first), 0);
+}
+
 static void rank_9_of_worked_example_knows_its_place(void **state) {
     (void)state;
     pg_layout l = make(16, 2, 4, NULL);
@@ -497,6 +516,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         /* rank -> coordinates first: exercise 1's first failure names the student's function */
         cmocka_unit_test(rank_9_of_worked_example_knows_its_place),
+        cmocka_unit_test(groups_spanning_nodes_are_counted),
         cmocka_unit_test(worked_example_16_ranks_tp2_pp4_matches_megatron),
         cmocka_unit_test(tp_pp_dp_order_puts_pipeline_before_data),
         cmocka_unit_test(worked_example_with_context_and_experts_matches_the_header),
