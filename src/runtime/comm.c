@@ -33,6 +33,7 @@
 #include "src/runtime/comm_label.h"
 #include "src/runtime/comm_tag.h"
 #include "src/runtime/dist.h"
+#include "src/runtime/hosts.h"
 
 /* ---------------------------------------------------------------- types and MPI ops */
 
@@ -109,12 +110,26 @@ void comm_set_trace_hook(void (*fn)(const comm_event *e, void *ctx), void *ctx) 
     g_hook_ctx = ctx;
 }
 
+static size_t g_within_host, g_across_hosts; /* this process's bytes, by where they went */
+
+void comm_count_hosts_(const comm_group *g, int peer_group_rank, size_t bytes) {
+    const bool across = peer_group_rank >= 0
+                            ? !hosts_same(g->members[g->rank], g->members[peer_group_rank])
+                            : g->spans_hosts;
+    if (across) g_across_hosts += bytes;
+    else g_within_host += bytes;
+}
+
+size_t comm_bytes_within_host(void) { return g_within_host; }
+size_t comm_bytes_across_hosts(void) { return g_across_hosts; }
+
 void comm_report_(comm_group *g, const char *op, int peer_group_rank, size_t bytes, int tag,
                   double t_start, double t_ready, double t_end, double cpu_start) {
     g->calls++;
     if (strcmp(op, "send") == 0) g->bytes_sent += bytes;
     else if (strcmp(op, "recv") == 0) g->bytes_received += bytes;
     else if (strcmp(op, "sendrecv") != 0) g->bytes_collective += bytes;
+    if (strcmp(op, "recv") != 0) comm_count_hosts_(g, peer_group_rank, bytes); /* what left */
     comm_emit_(g, op, peer_group_rank, bytes, tag, t_start, t_ready, t_end, cpu_start);
 }
 
@@ -161,6 +176,7 @@ static comm_group *group_new(const char *name, const int *members, int size, int
     memcpy(g->members, members, sizeof(int) * (size_t)size);
     g->backend = backend;
     g->mpi = MPI_COMM_NULL;
+    for (int i = 1; i < size; i++) g->spans_hosts |= !hosts_same(members[0], members[i]);
     return g;
 }
 

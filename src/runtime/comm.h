@@ -208,5 +208,10 @@ size_t comm_bytes_received(const comm_group *g);   /* p2p bytes received (recv, 
 size_t comm_bytes_collective(const comm_group *g); /* sum of the collectives' event bytes */
 size_t comm_calls(const comm_group *g);            /* number of calls (events) on the group */
 void comm_reset_counters(comm_group *g);
+/* This process's bytes since it started, by where they went (src/runtime/hosts.h): what it
+ * sent to a rank on its own host or on another (p2p: by the peer; a collective's event bytes
+ * by its group: across when the group spans hosts). One host: all within. */
+size_t comm_bytes_within_host(void);
+size_t comm_bytes_across_hosts(void);
 
 #endif /* TRIDENT_RUNTIME_COMM_H */

@@ -49,9 +49,10 @@ struct comm_group {
     int nsends, cap_sends;
     comm_loop_msg *loop;
     size_t bytes_sent, bytes_received, bytes_collective, calls;
-    float *ring;     /* work space of the ring reduce-scatter (grown on demand) */
-    size_t ring_cap; /* its size in floats */
-    void *stage[2];  /* staging slots for buffers on the wrong side (comm_stage.c) */
+    bool spans_hosts; /* members on more than one host (hosts.h): its collectives cross */
+    float *ring;      /* work space of the ring reduce-scatter (grown on demand) */
+    size_t ring_cap;  /* its size in floats */
+    void *stage[2];   /* staging slots for buffers on the wrong side (comm_stage.c) */
     size_t stage_cap[2];
     bool stage_on_device[2];
 };
@@ -138,5 +139,9 @@ void comm_nccl_sendrecv(comm_group *g, const void *sendbuf, size_t sbytes, int d
                         size_t rbytes, int src);
 void comm_nccl_flush(comm_group *g); /* posts queued sends and waits for them */
 #endif
+
+/* Adds a call's bytes to the process's host counters (comm_bytes_within_host/across_hosts):
+ * a message by where its peer is (peer_group_rank >= 0), a collective by its group. */
+void comm_count_hosts_(const comm_group *g, int peer_group_rank, size_t bytes);
 
 #endif /* TRIDENT_RUNTIME_COMM_INTERNAL_H */

@@ -198,6 +198,7 @@ void comm_sendrecv(comm_group *g, const void *sendbuf, size_t scount, int dest, 
     g->calls++;
     g->bytes_sent += sbytes;
     g->bytes_received += rbytes;
+    comm_count_hosts_(g, dest, sbytes);
     const double t1 = time_now();
     comm_emit_(g, "send", dest, sbytes, tag, t0, t0, t1, c0);
     comm_emit_(g, "recv", src, rbytes, tag, t0, t_ready, t1, c0);

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "src/core/json.h"
+#include "src/runtime/hosts.h"
 #include "src/runtime/dist.h"
 
 void metrics_check_step(const train_config *c, int it, const step_result *s) {
@@ -61,6 +62,10 @@ void metrics_log_step(FILE *f, const train_config *c, int it, const step_result 
     json_field_double(&w, "grad_norm", "%.6g", isfinite(s->grad_norm) ? s->grad_norm : -1.0);
     json_field_double_or_null(&w, "tokens_per_sec", "%.1f", tps);
     json_field_uint(&w, "peak_activation_bytes", s->peak_activation_bytes);
+    if (hosts_count() > 1) { /* a run across hosts: where the step's bytes went */
+        json_field_uint(&w, "bytes_within_host", s->bytes_within_host);
+        json_field_uint(&w, "bytes_across_hosts", s->bytes_across_hosts);
+    }
     json_field_double_or_null(&w, "model_flops_per_s", "%.4g", model_flops_per_s);
     if (peak_flops > 0)
         json_field_double_or_null(&w, "mfu", "%.4g", model_flops_per_s / peak_flops);

@@ -136,7 +136,7 @@ trainer *trainer_create(const train_config *cfg, parallel_state *ps) {
     t->inputs = mallocCheck(n * sizeof(int32_t));
     t->targets = mallocCheck(n * sizeof(int32_t));
     t->sample = mallocCheck(((size_t)cfg->seq_length + 1) * sizeof(int32_t));
-    t->mem_peaks = callocCheck(2 * (size_t)(ps ? comm_size(ps->world) : 1), sizeof(int64_t));
+    t->mem_peaks = callocCheck(4 * (size_t)(ps ? comm_size(ps->world) : 1), sizeof(int64_t));
     /* --bf16: the linear products in bf16 (src/device/device.h), their operand scratch sized
      * for this rank's largest product, last, after every set-up transient */
     if (train_config_matmul_dtype(cfg) == PREC_BF16)
@@ -163,11 +163,13 @@ void trainer_destroy(trainer *t) {
 }
 
 void trainer_memory_gather(trainer *t) {
-    int64_t mine[2] = {(int64_t)pp_executor_peak_activation_bytes(t->exec),
-                       (int64_t)device_bytes_peak()};
+    /* and the bytes each rank sent since, within its host and across (comm.h) */
+    int64_t mine[4] = {(int64_t)pp_executor_peak_activation_bytes(t->exec),
+                       (int64_t)device_bytes_peak(), (int64_t)comm_bytes_within_host(),
+                       (int64_t)comm_bytes_across_hosts()};
     if (t->ps && comm_size(t->ps->world) > 1) {
         comm_label_set("peak mem", -1);
-        comm_all_gather(t->ps->world, mine, t->mem_peaks, 2, COMM_INT64);
+        comm_all_gather(t->ps->world, mine, t->mem_peaks, 4, COMM_INT64);
         comm_label_clear();
     } else {
         memcpy(t->mem_peaks, mine, sizeof mine);
@@ -177,7 +179,7 @@ void trainer_memory_gather(trainer *t) {
 size_t trainer_memory_peak(const trainer *t, int rank) {
     const int world = t->ps ? comm_size(t->ps->world) : 1;
     CHECK(rank >= 0 && rank < world, "trainer_memory_peak: a global rank");
-    return (size_t)t->mem_peaks[2 * rank + 1];
+    return (size_t)t->mem_peaks[4 * rank + 1];
 }
 
 /* Callers read the parameters: with --overlap-param-gather they must all be there, and with
@@ -281,12 +283,17 @@ step_result trainer_step(trainer *t, int it) {
     if (t->moe_load) moe_load_gather(t, &r);
     /* Memory accounting: every rank's activation peak of this step and allocator peak. */
     trainer_memory_gather(t);
+    int64_t within = 0, across = 0; /* every rank's bytes sent so far */
     for (int k = 0; k < (t->ps ? comm_size(t->ps->world) : 1); k++) {
-        if ((size_t)t->mem_peaks[2 * k] > r.peak_activation_bytes)
-            r.peak_activation_bytes = (size_t)t->mem_peaks[2 * k];
-        if ((size_t)t->mem_peaks[2 * k + 1] > r.memory_peak_bytes)
-            r.memory_peak_bytes = (size_t)t->mem_peaks[2 * k + 1];
+        if ((size_t)t->mem_peaks[4 * k] > r.peak_activation_bytes)
+            r.peak_activation_bytes = (size_t)t->mem_peaks[4 * k];
+        if ((size_t)t->mem_peaks[4 * k + 1] > r.memory_peak_bytes)
+            r.memory_peak_bytes = (size_t)t->mem_peaks[4 * k + 1];
+        within += t->mem_peaks[4 * k + 2], across += t->mem_peaks[4 * k + 3];
     }
+    r.bytes_within_host = (size_t)(within - t->bytes_sent_before[0]);
+    r.bytes_across_hosts = (size_t)(across - t->bytes_sent_before[1]);
+    t->bytes_sent_before[0] = within, t->bytes_sent_before[1] = across;
     if (t->trace) trace_end(t->trace, hs);
     r.loss = loss;
     r.grad_norm = st.grad_norm;

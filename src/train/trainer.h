@@ -41,6 +41,8 @@ typedef struct {
     float loss_scale;             /* fp16 loss scale after this step (1 otherwise) */
     size_t peak_activation_bytes; /* the largest peak of activations held, over all ranks */
     size_t memory_peak_bytes;     /* the largest allocator high-water mark, over all ranks */
+    size_t bytes_within_host;     /* bytes all ranks sent in this step to a rank on their own */
+    size_t bytes_across_hosts;    /* host, and to one on another (src/runtime/comm.h) */
     int loss_rank; /* loss not finite: the lowest rank whose own share was not; else -1 */
     /* MoE models (NULL / 0 otherwise), over the whole global batch: */
     float aux_loss;             /* the switch losses' part of the objective (per micro-batch) */

@@ -24,10 +24,13 @@ struct trainer {
     int64_t *moe_load; /* MoE: (L·E + L) the step's routed and dropped counts, summed over ranks */
     int32_t *full;     /* context parallelism: (B, T) one micro-batch's whole sequences */
     bool is_last_stage;
-    int32_t *inputs, *targets; /* (m, B, T) */
-    int32_t *sample;           /* (T+1) */
-    int64_t *mem_peaks;        /* (world, 2) each rank's activation peak of the last step and its
-                           allocator's high-water mark so far (trainer_memory_gather) */
+    int32_t *inputs, *targets;    /* (m, B, T) */
+    int32_t *sample;              /* (T+1) */
+    int64_t *mem_peaks;           /* (world, 4) each rank's activation peak of the last step, its
+                           allocator's high-water mark so far and its bytes sent within and
+                           across hosts so far (trainer_memory_gather) */
+    int64_t bytes_sent_before[2]; /* all ranks' bytes sent within / across hosts before the
+                                   * step (comm.h): the step's are the difference */
     trace_recorder *trace;
 };
 
