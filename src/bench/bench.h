@@ -81,6 +81,8 @@ typedef struct {
     const char *run_dir; /* everything a suite writes goes under here */
     char self[4096];     /* this program's path, for mpirun (from /proc/self/exe) */
     const char *device;  /* --device: where the device suite runs ("cpu", "cuda", "cpu-guarded") */
+    const char *launch;  /* --launch: mpirun options every multi-rank run gets (a cluster's
+                          * hostfile and agent, tools/cluster.sh); NULL: this machine */
     bench_report *report;
 } bench_ctx;
 
@@ -121,6 +123,10 @@ const char *bench_comm_results(bench_ctx *ctx, char *path, size_t cap);
 /* The zero suite's worker: `mpirun -np P trident bench --worker zero` writes
  * DIR/worker_zero_np<P>.txt (bench_zero.c). */
 int bench_worker_zero(const char *run_dir, bool quick);
+/* The comm suite across hosts (bench_hosts.c): with --launch, ping-pongs from rank 0 within
+ * its host and to another host; bench_worker_hosts is its part under mpirun. */
+void bench_hosts(bench_ctx *ctx);
+int bench_worker_hosts(const char *run_dir, bool quick);
 
 /* ---- running the program ---------------------------------------------------------------- */
 

@@ -260,6 +260,7 @@ const char *bench_comm_results(bench_ctx *ctx, char *path, size_t cap) {
 
 void bench_comm(bench_ctx *ctx) {
     char path[4200];
+    if (ctx->launch) bench_hosts(ctx); /* a cluster: within a host vs between hosts */
     bench_comm_results(ctx, path, sizeof path);
 #define GET(key) bench_kv_get(path, key)
     const double world = GET("world"), elems = GET("grad_elems"), bytes = 4 * elems;

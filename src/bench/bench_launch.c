@@ -28,9 +28,11 @@ void bench_launch(bench_ctx *ctx, int np, const char *log_path, const char *fmt,
     char cmd[12288];
     if (np >= 1) {
         mpi_environment();
-        snprintf(cmd, sizeof cmd, "mpirun -np %d --oversubscribe '%s' %s > '%s' 2>&1", np,
-                 ctx->self, args, log_path);
-        bench_command(ctx->report, "mpirun -np %d trident %s", np, args);
+        const char *launch = ctx->launch ? ctx->launch : "";
+        snprintf(cmd, sizeof cmd, "mpirun %s%s-np %d --oversubscribe '%s' %s > '%s' 2>&1", launch,
+                 *launch ? " " : "", np, ctx->self, args, log_path);
+        bench_command(ctx->report, "mpirun %s%s-np %d trident %s", launch, *launch ? " " : "", np,
+                      args);
     } else {
         snprintf(cmd, sizeof cmd, "'%s' %s > '%s' 2>&1", ctx->self, args, log_path);
         bench_command(ctx->report, "trident %s", args);

@@ -84,7 +84,7 @@ static void write_outputs(const bench_ctx *ctx, const char *title) {
 
 int cmd_bench(int argc, char **argv) {
     const char *suite = "all", *run_dir = "runs/bench", *worker = NULL, *device = "cpu";
-    const char *theme = NULL;
+    const char *theme = NULL, *launch = NULL;
     int width = 0, height = 0;
     bool quick = false;
     flag_spec specs[] = {
@@ -103,6 +103,11 @@ int cmd_bench(int argc, char **argv) {
          "default|slides"},
         {"--width", FLAG_INT, &width, "bench.png width in points; 0: its own", NULL},
         {"--height", FLAG_INT, &height, "bench.png height in points; 0: its own", NULL},
+        {"--launch", FLAG_STRING, &launch,
+         "mpirun options for every multi-rank measurement, e.g. a cluster's hostfile and agent "
+         "(tools/cluster.sh prints them); the comm suite then also measures within a host vs "
+         "between hosts",
+         NULL},
     };
     const char *pos[1];
     int npos = flags_parse("bench", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
@@ -112,10 +117,18 @@ int cmd_bench(int argc, char **argv) {
     if (worker) {
         if (strcmp(worker, "comm") == 0) return bench_worker_comm(run_dir, quick);
         if (strcmp(worker, "zero") == 0) return bench_worker_zero(run_dir, quick);
-        die("trident bench: --worker %s is not a worker (they are comm and zero)", worker);
+        if (strcmp(worker, "hosts") == 0) return bench_worker_hosts(run_dir, quick);
+        die("trident bench: --worker %s is not a worker (they are comm, zero and hosts)", worker);
     }
-    bench_ctx ctx = {
-        .quick = quick, .run_dir = run_dir, .device = device, .report = bench_report_new()};
+    if (launch && (strchr(launch, '\'') || strstr(launch, "-np")))
+        die("trident bench: --launch '%s' must be mpirun options without quotes or -np (the "
+            "suites choose the rank counts)",
+            launch);
+    bench_ctx ctx = {.quick = quick,
+                     .run_dir = run_dir,
+                     .device = device,
+                     .launch = launch,
+                     .report = bench_report_new()};
     find_self(&ctx, NULL);
     char why[512];
     if (!make_dirs_try(run_dir, why, sizeof why))
