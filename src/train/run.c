@@ -204,6 +204,22 @@ static void run_setup(run_state *r, train_config *c) {
     r->cfg_json = train_config_json(c);
 }
 
+/* Across hosts, rank 0 says how far each host's clock is from its own: one line per host. */
+static void print_clock_offsets(const run_state *r, const clock_sync_result *cs) {
+    if (hosts_count() < 2) return;
+    double mine[2] = {cs->offset, cs->uncertainty};
+    double *all = mallocCheck(2 * sizeof(double) * (size_t)r->world);
+    comm_all_gather(r->ps->world, mine, all, sizeof mine, COMM_BYTE); /* two doubles each */
+    for (int h = 1; r->lead && !r->c->quiet && h < hosts_count(); h++) {
+        int k = 0;
+        while (hosts_of(k) != h) k++;
+        printf("clock of %s: %+.6f s from rank 0's (± %.1f us; Cristian's method, the best of its "
+               "ranks' measurements)\n",
+               hosts_name(h), -all[2 * k], 1e6 * all[2 * k + 1]);
+    }
+    free(all);
+}
+
 /* Every rank's trace recorder: clocks aligned to rank 0's, the header naming the run and the
  * rank's place in it, and hooks in the executor and in comm. */
 static void run_trace_begin(run_state *r) {
@@ -211,6 +227,7 @@ static void run_trace_begin(run_state *r) {
     const parallel_state *ps = r->ps;
     /* Every rank's times on rank 0's clock (exact on rank 0's host; clock_sync.h). */
     clock_sync_result cs = clock_sync(CLOCK_SYNC_EXCHANGES);
+    print_clock_offsets(r, &cs);
     trace_header h = {0};
     make_run_id(h.run_id, ps->world);
     h.rank = r->rank;
