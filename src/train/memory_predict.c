@@ -168,9 +168,10 @@ static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_conf
         if (h.handover[k])
             m->bytes[ZERO_MEM_HANDOVER] += (size_t)h.handover[k] * gpt_wgrad_bytes_of(&ch[k], B, T);
         m->bytes[ZERO_MEM_WORK_SPACE] += gpt_scratch_bytes_of(&ch[k], B, T);
-        if (ch[k].shard.has_head)
-            m->head_bytes = parts[k * GPT_ACTS_PARTS + GPT_ACTS_ENDS_W].bytes +
-                            parts[k * GPT_ACTS_PARTS + GPT_ACTS_ENDS_B].bytes;
+        if (ch[k].shard.has_head) {
+            m->head_w_bytes = parts[k * GPT_ACTS_PARTS + GPT_ACTS_ENDS_W].bytes;
+            m->head_bytes = m->head_w_bytes + parts[k * GPT_ACTS_PARTS + GPT_ACTS_ENDS_B].bytes;
+        }
         if (ch[k].shard.has_embedding && !ch[k].shard.has_head)
             m->tokens_bytes = parts[k * GPT_ACTS_PARTS + GPT_ACTS_ENDS_W].bytes;
         if (ch[k].shard.has_head) /* logits in each B part held, dlogits in each hand-over */

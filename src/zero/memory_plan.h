@@ -126,6 +126,9 @@ typedef struct {
     size_t head_bytes;   /* one micro-batch's head parts (src/model/gpt.h, the ends' parts of
                           * the chunk with the head; 0 without): what a V schedule (zbv,
                           * dualpipev) holds on rank 0 beside its fill of layer parts */
+    size_t head_w_bytes; /* of them, what W reads (the final norm's input and output, the
+                          * losses): ZB-H1's last stage holds them for p micro-batches where
+                          * 1F1B holds one */
     size_t tokens_bytes; /* one micro-batch's embedding parts (the tokens; 0 without): a V
                           * holds them for 2p micro-batches of its first chunk, 1F1B for p */
     size_t numel;        /* Ψ of this rank, and the ZeRO layout of its buffer */

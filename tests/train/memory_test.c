@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "src/device/device_memory.h"
+#include "src/pp/schedule.h"
 #include "src/runtime/dist.h"
 #include "src/runtime/groups.h"
 #include "src/runtime/parallel_state.h"
@@ -170,10 +171,10 @@ static void zero_pattern_at_this_dp(void **state) {
 }
 
 /* The most activation bytes any rank of c holds, predicted (exact: the test above); per rank
- * into per_rank, and into head each rank's head parts of one micro-batch plus the tokens of p
- * micro-batches (both may be NULL). */
+ * into per_rank, into head each rank's head parts of one micro-batch plus the tokens of p
+ * micro-batches, into head_w p micro-batches' head parts that W reads (each may be NULL). */
 static size_t activation_peak(const train_config *c, const char *schedule, size_t *per_rank,
-                              size_t *head) {
+                              size_t *head, size_t *head_w) {
     train_config k = *c;
     k.pipeline_schedule = schedule;
     const int m_least = 2 * k.pipeline_model_parallel_size; /* dualpipev's least m */
@@ -190,6 +191,8 @@ static size_t activation_peak(const train_config *c, const char *schedule, size_
         if (head)
             head[r] = tm->ranks[r].head_bytes +
                       (size_t)k.pipeline_model_parallel_size * tm->ranks[r].tokens_bytes;
+        /* what ZB-H1's last stage holds beyond 1F1B's: the head's W side of p micro-batches */
+        if (head_w) head_w[r] = (size_t)k.pipeline_model_parallel_size * tm->ranks[r].head_w_bytes;
         most = a > most ? a : most;
     }
     train_memory_free(tm);
@@ -215,15 +218,15 @@ static void zero_bubble_holds_no_more_than_1f1b(void **state) {
         c.pipeline_model_parallel_size = p;
         c.num_layers = 4 * p;
         size_t zb[WORLD], v[WORLD], dual[WORLD], head[WORLD];
-        const size_t one = activation_peak(&c, "1f1b", NULL, NULL);
-        activation_peak(&c, "zb-h1", zb, NULL);
+        const size_t one = activation_peak(&c, "1f1b", NULL, NULL, NULL);
+        activation_peak(&c, "zb-h1", zb, NULL, NULL);
         for (int r = 0; r < WORLD; r++)
             if (zb[r] > one)
                 fail_msg("tp%d pp%d: zb-h1 rank %d holds %zu activation bytes, 1F1B's peak %zu", tp,
                          p, r, zb[r], one);
         if (p < 2) continue;
-        activation_peak(&c, "zbv", v, head);
-        activation_peak(&c, "dualpipev", dual, NULL);
+        activation_peak(&c, "zbv", v, head, NULL);
+        activation_peak(&c, "dualpipev", dual, NULL, NULL);
         for (int r = 0; r < WORLD; r++) {
             if (v[r] > one + head[r])
                 fail_msg("tp%d pp%d: zbv rank %d holds %zu activation bytes, 1F1B's peak %zu + "
@@ -236,10 +239,49 @@ static void zero_bubble_holds_no_more_than_1f1b(void **state) {
         }
         printf("  tp%d pp%d activation peak: 1f1b %zu, zb-h1 %zu, zbv %zu (rank 0 head parts "
                "%zu), dualpipev %zu bytes\n",
-               tp, p, one, activation_peak(&c, "zb-h1", NULL, NULL),
-               activation_peak(&c, "zbv", NULL, NULL), head[0],
-               activation_peak(&c, "dualpipev", NULL, NULL));
+               tp, p, one, activation_peak(&c, "zb-h1", NULL, NULL, NULL),
+               activation_peak(&c, "zbv", NULL, NULL, NULL), head[0],
+               activation_peak(&c, "dualpipev", NULL, NULL, NULL));
     }
+}
+
+/* The same bounds on every zero-bubble row of the equivalence matrix (TP, SP, CP, MoE, ZeRO),
+ * each against its own layout run under 1F1B (the model's layers cut into pp stages). */
+static void zero_bubble_rows_hold_what_their_1f1b_holds(void **state) {
+    (void)state;
+    if (dist_rank() != 0) return;
+    int checked = 0;
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
+        const layout_case *lc = &k_cases[i];
+        const bool v = pp_name_v_placement(lc->schedule);
+        if (!v && strcmp(lc->schedule, "zb-h1") != 0) continue;
+        train_config base, c, one;
+        equivalence_base_config(&base);
+        equivalence_model(lc, &base);
+        equivalence_apply(&base, lc, &c);
+        one = c;
+        one.num_layers_per_virtual_pipeline_stage = 0;
+        size_t zb[WORLD], head[WORLD], head_w[WORLD];
+        const size_t peak1 = activation_peak(&one, "1f1b", NULL, NULL, NULL);
+        activation_peak(&c, lc->schedule, zb, head, head_w);
+        const int p = lc->pp;
+        for (int r = 0; r < WORLD; r++) {
+            /* ZB-H1: the last stage holds p sets' W parts, the head's among them (the paper
+             * counts uniform layers; with recomputation or experts a stage's layers keep so
+             * little besides that the head's part decides) */
+            const size_t bound = strcmp(lc->schedule, "zb-h1") == 0 ? peak1 + head_w[r]
+                                 : strcmp(lc->schedule, "zbv") == 0
+                                     ? peak1 + head[r]
+                                     : peak1 / (size_t)p * (size_t)(p + 1) + head[r];
+            if (zb[r] > bound)
+                fail_msg("row %zu (tp%d pp%d %s, cp %d, ep %d, %d experts): rank %d holds %zu "
+                         "activation bytes, above %zu (1F1B's peak %zu)",
+                         i, lc->tp, p, lc->schedule, lc->cp, lc->ep, lc->experts, r, zb[r], bound,
+                         peak1);
+        }
+        checked++;
+    }
+    printf("  %d zero-bubble rows within their 1F1B bound on every rank\n", checked);
 }
 
 int main(int argc, char **argv) {
@@ -249,6 +291,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(zero_pattern_at_this_dp),
         cmocka_unit_test(every_layout_peaks_where_predicted),
         cmocka_unit_test(zero_bubble_holds_no_more_than_1f1b),
+        cmocka_unit_test(zero_bubble_rows_hold_what_their_1f1b_holds),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     dist_finalize();
