@@ -7,7 +7,22 @@
  * has the same colour in every picture. The palette, type size and line weight are a theme
  * (default, or slides for a projector); the output size can be set apart from the drawing's
  * own (viz_output_size). PNG output is deterministic: the same drawing calls give the same
- * bytes.
+ * bytes. SVG output carries its text as real <text> elements (font, size, colour, anchor), so
+ * a slide can be edited; PNG and PDF draw the glyphs.
+ *
+ * The label audit. Every label (viz_text, viz_legend, viz_text_on_fill) is recorded with its
+ * extent on the page and the ground it is drawn on: the page (white) unless the drawing code
+ * said otherwise (viz_text_ground, viz_text_on_fill). A label is a violation when
+ *   - any part of its ink lies outside the canvas ("outside the 1200 x 500 canvas");
+ *   - its colour against its ground has a WCAG 2 contrast ratio below VIZ_MIN_CONTRAST (4.5:1,
+ *     WCAG's AA level for normal-size text: box digits and byte counts are small text);
+ *   - it sits on a hatched or patterned fill without a backing plate.
+ * viz_canvas_check lists them while the canvas is open; viz_canvas_close keeps the list of the
+ * last picture (viz_last_violations). With TRIDENT_LAYOUT_CHECK=1 in the environment every
+ * picture prints each violation to stderr as one line,
+ *     layout: label 'xyz' at 1180..1232, 40..52 outside the 1200 x 500 canvas
+ * and the program, once it has written all its pictures, exits with status VIZ_LAYOUT_EXIT,
+ * so the tutorials' test and figures.sh can require zero violations.
  *
  * Not here: what to draw. This module knows nothing of ranks, schedules or traces.
  */
@@ -16,6 +31,7 @@
 
 #include <cairo.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef struct {
     cairo_surface_t *surface;
@@ -24,6 +40,9 @@ typedef struct {
     int format;           /* VIZ_PNG, VIZ_SVG, VIZ_PDF */
     char path[4096];
     char tmp[4096 + 32];
+    double frame_w, frame_h;  /* the page as written (points), after viz_output_size */
+    struct viz_label *labels; /* the audit's record of every label (canvas.c) */
+    int nlabels, cap_labels;
 } viz_canvas;
 
 enum { VIZ_PNG = 1, VIZ_SVG = 2, VIZ_PDF = 3 };
@@ -108,5 +127,50 @@ double viz_text_width(cairo_t *cr, double size, bool bold, const char *text);
 /* A legend: coloured squares with labels in a row starting at (x, y); returns its width. */
 double viz_legend(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
                   const char *const *labels);
+/* The same, wrapped onto further rows (viz_legend_pitch apart) so no row passes x + max_w;
+ * returns the number of rows. viz_legend_rows says how many beforehand (to size a picture). */
+int viz_legend_wrap(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
+                    const char *const *labels, double max_w);
+int viz_legend_rows(double size, int n, const char *const *labels, double max_w);
+double viz_legend_pitch(double size);
+/* The width of one legend item (swatch, label, space after it) at `size`. */
+double viz_legend_item_width(double size, const char *label);
+
+/* ---- measuring, wrapping and auditing labels ------------------------------------------- */
+
+#define VIZ_MIN_CONTRAST 4.5  /* WCAG 2 AA for normal text */
+enum { VIZ_LAYOUT_EXIT = 3 }; /* exit status of a picture command with layout violations */
+
+/* The width `text` takes at `size` points in the current theme, without a canvas (the same
+ * number viz_text_width gives on a PNG canvas). */
+double viz_measure(double size, bool bold, const char *text);
+/* Breaks `text` at spaces into lines no wider than max_w, written to `out` with '\n' between
+ * them; returns the number of lines. A word wider than max_w keeps a line of its own. */
+int viz_wrap(const char *text, double size, bool bold, double max_w, char *out, size_t cap);
+/* The distance between the baselines of two wrapped lines at `size`. */
+double viz_line_pitch(double size);
+/* Text with '\n' line breaks, viz_line_pitch apart, the first baseline at y. */
+void viz_text_lines(cairo_t *cr, double x, double y, double size, bool bold, viz_align align,
+                    viz_rgb color, const char *text);
+
+/* WCAG 2 contrast ratio of two colours (1 .. 21). */
+double viz_contrast(viz_rgb a, viz_rgb b);
+/* Black or white, whichever contrasts more with `fill`. */
+viz_rgb viz_ink_on(viz_rgb fill);
+/* The ground of the labels that follow: they sit on `fill` (patterned: hatching or a pattern
+ * under them). viz_text_ground_page() goes back to the white page. */
+void viz_text_ground(viz_rgb fill, bool patterned);
+void viz_text_ground_page(void);
+/* Text on a box: black or white by contrast with `fill`; over a hatched or patterned fill
+ * (patterned) a plate of the plain fill goes under the text first, so the lines never cross
+ * it (on a plain fill the plate is invisible). */
+void viz_text_on_fill(cairo_t *cr, double x, double y, double size, bool bold, viz_align align,
+                      viz_rgb fill, bool patterned, const char *text);
+
+/* The violations of the labels drawn so far on c, one line each ('\n'-separated) into out;
+ * returns how many. */
+int viz_canvas_check(const viz_canvas *c, char *out, size_t cap);
+/* The same for the last picture closed. */
+int viz_last_violations(char *out, size_t cap);
 
 #endif /* TRIDENT_VIZ_CANVAS_H */
