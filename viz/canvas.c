@@ -143,7 +143,22 @@ static void probe_writable(const char *tmp, const char *path) {
     unlink(tmp);
 }
 
+void viz_output_frame(double *width, double *height) {
+    *width = g_out_width;
+    *height = g_out_height;
+}
+
+static void canvas_open(viz_canvas *c, const char *path, double width, double height, bool fitted);
+
 void viz_canvas_open(viz_canvas *c, const char *path, double width, double height) {
+    canvas_open(c, path, width, height, false);
+}
+
+void viz_canvas_open_fitted(viz_canvas *c, const char *path, double width, double height) {
+    canvas_open(c, path, width, height, true);
+}
+
+static void canvas_open(viz_canvas *c, const char *path, double width, double height, bool fitted) {
     memset(c, 0, sizeof *c);
     c->format = viz_format_of(path);
     if (!c->format)
@@ -160,7 +175,7 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
     /* The drawing's extent: its own size; the slides' larger type may run past the layout's
      * right and bottom edges, so they get a margin. The frame: that extent, or the size
      * asked for (viz_output_size) with the drawing scaled uniformly into it and centred. */
-    const double grow = g_theme->text_scale - 1;
+    const double grow = fitted ? 0 : g_theme->text_scale - 1;
     const double dw = width * (1 + grow * 0.25), dh = height * (1 + grow * 0.1);
     double fw = dw, fh = dh, scale = 1;
     const bool framed = g_out_width > 0 || g_out_height > 0;

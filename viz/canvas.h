@@ -52,6 +52,10 @@ int viz_format_of(const char *path);
 
 /* Opens a white canvas of width x height; dies naming the path for an unknown extension. */
 void viz_canvas_open(viz_canvas *c, const char *path, double width, double height);
+/* The same for a drawing laid out in the current theme (its type size measured with
+ * viz_measure): no margin is added for the slides' larger type, so a drawing laid out for the
+ * asked frame fills it exactly. */
+void viz_canvas_open_fitted(viz_canvas *c, const char *path, double width, double height);
 /* Finishes the drawing and atomically moves it into place. */
 void viz_canvas_close(viz_canvas *c);
 
@@ -87,6 +91,9 @@ extern const char *const VIZ_THEME_CHOICES;
  * both, the drawing is scaled uniformly to fit the width x height frame and centred in it;
  * with one, the other follows the picture's aspect ratio. Vector formats stay vector. */
 void viz_output_size(double width, double height);
+/* The size asked for by viz_output_size (0 where unset), so a picture can lay itself out for
+ * the frame (a timeline's or a schedule's rows grow to fill its height). */
+void viz_output_frame(double *width, double *height);
 /* The flags every picture command shares: checks them (dies naming the flag and the rule:
  * a theme outside VIZ_THEME_CHOICES, a size outside 100..20000) and applies them. `who` is
  * the command ("trident groups"). theme NULL = default; width/height 0 = unset. */
