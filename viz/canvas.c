@@ -394,24 +394,25 @@ int viz_wrap(const char *text, double size, bool bold, double max_w, char *out, 
     int lines = 1;
     out[0] = '\0';
     for (const char *p = text; *p;) {
-        while (*p == ' ') p++;
-        size_t n = strcspn(p, " ");
+        size_t gap = strspn(p, " "), n = strcspn(p + gap, " ");
         if (n == 0) break;
-        if (used + n + 2 > cap) break; /* out is full: the rest is left off */
-        if (used > line_start) {       /* try the word on the current line */
-            out[used] = ' ';
-            memcpy(out + used + 1, p, n);
-            out[used + 1 + n] = '\0';
-            if (viz_measure(size, bold, out + line_start) > max_w) {
+        if (used + gap + n + 2 > cap) break; /* out is full: the rest is left off */
+        if (used > line_start) {             /* the word on this line, its spaces kept */
+            memcpy(out + used, p, gap + n);
+            out[used + gap + n] = '\0';
+            if (viz_measure(size, bold, out + line_start) > max_w) { /* no: on the next */
                 out[used] = '\n', line_start = used + 1, lines++;
+                memmove(out + used + 1, p + gap, n);
+                used += 1 + n;
+            } else {
+                used += gap + n;
             }
-            used += 1 + n;
         } else {
-            memcpy(out + used, p, n);
+            memcpy(out + used, p + gap, n);
             used += n;
-            out[used] = '\0';
         }
-        p += n;
+        out[used] = '\0';
+        p += gap + n;
     }
     return lines;
 }
@@ -437,25 +438,26 @@ double viz_legend(cairo_t *cr, double x, double y, double size, int n, const viz
 
 /* Walks the legend's items as they wrap: calls draw (when cr) for each; returns the rows. */
 static int legend_walk(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
-                       const char *const *labels, double max_w) {
+                       const char *const *labels, const bool *hatched, double max_w) {
     int rows = 1;
     double used = 0, sw = size * g_theme->text_scale;
     for (int i = 0; i < n; i++) {
         double w = viz_legend_item_width(size, labels[i]);
         if (used > 0 && used + w - sw * 1.6 > max_w) rows++, used = 0;
-        if (cr)
-            viz_legend(cr, x + used, y + (rows - 1) * viz_legend_pitch(size), size, 1, &colors[i],
-                       &labels[i]);
+        const double yr = y + (rows - 1) * viz_legend_pitch(size);
+        if (cr) viz_legend(cr, x + used, yr, size, 1, &colors[i], &labels[i]);
+        if (cr && hatched && hatched[i])
+            viz_hatch(cr, x + used, yr - sw, sw, sw, viz_shade(colors[i], -0.5), 4);
         used += w;
     }
     return rows;
 }
 
 int viz_legend_wrap(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
-                    const char *const *labels, double max_w) {
-    return legend_walk(cr, x, y, size, n, colors, labels, max_w);
+                    const char *const *labels, const bool *hatched, double max_w) {
+    return legend_walk(cr, x, y, size, n, colors, labels, hatched, max_w);
 }
 
 int viz_legend_rows(double size, int n, const char *const *labels, double max_w) {
-    return legend_walk(NULL, 0, 0, size, n, NULL, labels, max_w);
+    return legend_walk(NULL, 0, 0, size, n, NULL, labels, NULL, max_w);
 }

@@ -135,9 +135,10 @@ double viz_text_width(cairo_t *cr, double size, bool bold, const char *text);
 double viz_legend(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
                   const char *const *labels);
 /* The same, wrapped onto further rows (viz_legend_pitch apart) so no row passes x + max_w;
- * returns the number of rows. viz_legend_rows says how many beforehand (to size a picture). */
+ * hatched[i] (hatched may be NULL) hatches the swatch, as the boxes it stands for; returns the
+ * number of rows. viz_legend_rows says how many beforehand (to size a picture). */
 int viz_legend_wrap(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
-                    const char *const *labels, double max_w);
+                    const char *const *labels, const bool *hatched, double max_w);
 int viz_legend_rows(double size, int n, const char *const *labels, double max_w);
 double viz_legend_pitch(double size);
 /* The width of one legend item (swatch, label, space after it) at `size`. */

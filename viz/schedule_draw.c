@@ -34,7 +34,8 @@ enum {
     STRIP_H = 6,
     ROW_GAP = 14,
     AXIS_H = 40,
-    LEGEND_H = 40
+    LEGEND_H = 40,
+    BOX_H_MAX = 150 /* a frame taller than the picture (--height) grows the boxes up to this */
 };
 
 static viz_rgb phase_color(pp_phase ph) {
@@ -79,7 +80,7 @@ static void add_gap(viz_schedule_layout *out, int r, double y, double t0, double
     g->x = LEFT + t0 * out->px_per_unit;
     g->w = (t1 - t0) * out->px_per_unit;
     g->y = y;
-    g->h = BOX_H;
+    g->h = out->box_h;
     g->rank = r;
     g->action = -1;
     g->fill = VIZ_IDLE;
@@ -92,7 +93,7 @@ static void add_box(viz_schedule_layout *out, int r, int i, double y, const pp_a
     b->x = LEFT + sp.start * out->px_per_unit;
     b->w = (sp.end - sp.start) * out->px_per_unit;
     b->y = y;
-    b->h = BOX_H;
+    b->h = out->box_h;
     b->rank = r;
     b->action = i;
     b->fill = action_fill(a);
@@ -127,7 +128,7 @@ static void layout_rank(viz_schedule_layout *out, const pp_schedule *s, const pp
         viz_sched_rect *st = &out->strips[out->nstrip++];
         st->x = LEFT + ph_lo[ph] * ppu;
         st->w = (ph_hi[ph] - ph_lo[ph]) * ppu;
-        st->y = y + BOX_H + 2;
+        st->y = y + out->box_h + 2;
         st->h = STRIP_H;
         st->rank = r;
         st->action = -1;
@@ -144,8 +145,36 @@ static double scale_for(double T) {
     return ppu > 48 ? 48 : ppu < 8 ? 8 : ppu;
 }
 
-/* The layout at a given scale (points per unit of time). */
-static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
+/* The legend's entries: the kinds (with the chunk marker, hatched, when v > 1), then the phases
+ * (GPipe has no steady phase). Returns how many (at most 8). */
+static int legend_entries(pp_kind kind, int v, viz_rgb *colors, const char **labels,
+                          bool *hatched) {
+    int n = 0;
+    const bool split = pp_splits_backward(kind); /* B is the input gradient, W comes after it */
+    colors[n] = VIZ_FORWARD, labels[n++] = "forward (micro-batch inside)";
+    colors[n] = VIZ_BACKWARD, labels[n++] = split ? "backward B: input gradient" : "backward";
+    if (split) colors[n] = VIZ_WEIGHT, labels[n++] = "weight gradient W";
+    colors[n] = VIZ_IDLE, labels[n++] = "idle (bubble)";
+    for (int i = 0; i < 8; i++) hatched[i] = false;
+    if (v > 1) { /* the chunk marker, drawn like the boxes */
+        hatched[n] = true;
+        colors[n] = viz_shade(VIZ_FORWARD, 0.45), labels[n++] = "chunk ≥ 1 (lighter, hatched)";
+    }
+    const pp_phase order[3] = {PP_WARMUP, PP_STEADY, PP_COOLDOWN};
+    for (int i = 0; i < 3; i++) {
+        if (kind == PP_GPIPE && order[i] == PP_STEADY) continue;
+        colors[n] = phase_color(order[i]), labels[n++] = phase_word(kind, order[i]);
+    }
+    return n;
+}
+
+/* The title wrapped at the page's width; returns its lines. */
+static int title_drawn(const viz_schedule_layout *l, char *out, size_t cap) {
+    return viz_wrap(l->title, 14, true, l->width - LEFT - 10, out, cap);
+}
+
+/* The layout at a given scale (points per unit of time), boxes box_h high. */
+static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu, double box_h,
                             viz_schedule_layout *out) {
     const pp_config *c = &s->cfg;
     const int p = c->p;
@@ -155,14 +184,10 @@ static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
     out->px_per_unit = ppu;
     out->plot_x = LEFT;
     out->plot_w = T * ppu;
-    out->box_h = BOX_H;
+    out->box_h = box_h;
     out->strip_h = STRIP_H;
-    out->row_y0 = TOP;
-    out->row_pitch = BOX_H + 2 + STRIP_H + ROW_GAP;
-    out->axis_y = TOP + p * out->row_pitch + 4;
+    out->row_pitch = box_h + 2 + STRIP_H + ROW_GAP;
     out->tick_step = nice_step(ppu, 36);
-    out->width = ceil(LEFT + out->plot_w + RIGHT);
-    out->height = ceil(out->axis_y + AXIS_H + LEGEND_H);
 
     int total = 0;
     for (int r = 0; r < p; r++) total += s->ranks[r].n;
@@ -170,6 +195,7 @@ static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
     out->gaps = callocCheck((size_t)total + (size_t)p, sizeof *out->gaps);
     out->strips = callocCheck((size_t)3 * p, sizeof *out->strips);
     out->right = callocCheck((size_t)p, sizeof *out->right);
+    out->row_y0 = TOP; /* the boxes' y is final below, once the title's lines are known */
     for (int r = 0; r < p; r++) layout_rank(out, s, sim, r);
 
     char formula[64], pretty[96], vpart[24] = "";
@@ -189,11 +215,49 @@ static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
                  "%s   p = %d   m = %d%s  —  bubble %.1f%% of the time (textbook %s = %.1f%%)",
                  pp_kind_name(c->kind), c->p, c->m, vpart, 100.0 * sim->bubble_fraction, pretty,
                  100.0 * textbook);
+    /* The right gutter holds the widest idle/peak text; the title wraps inside the page. */
+    double right = RIGHT;
+    for (int r = 0; r < p; r++) right = fmax(right, viz_measure(11, false, out->right[r]) + 26);
+    out->width = ceil(LEFT + out->plot_w + right);
+    char t[400];
+    const double shift = (title_drawn(out, t, sizeof t) - 1) * viz_line_pitch(14) +
+                         (viz_theme_current()->text_scale - 1) * 14;
+    out->row_y0 = TOP + shift;
+    for (int i = 0; i < out->nbox; i++) out->boxes[i].y += shift;
+    for (int i = 0; i < out->ngap; i++) out->gaps[i].y += shift;
+    for (int i = 0; i < out->nstrip; i++) out->strips[i].y += shift;
+    out->axis_y = out->row_y0 + p * out->row_pitch + 4;
+    viz_rgb colors[8];
+    const char *labels[8];
+    bool hatched[8];
+    const int n = legend_entries(c->kind, c->v, colors, labels, hatched);
+    const int rows = viz_legend_rows(11, n, labels, out->width - LEFT - 10);
+    out->height = ceil(out->axis_y + AXIS_H + LEGEND_H + (rows - 1) * viz_legend_pitch(11));
+}
+
+/* Scale and box height for a frame of fw x fh points asked with --width/--height (0: unset):
+ * the plot takes the frame's width, the boxes the spare height (up to BOX_H_MAX); a picture
+ * that stays shorter is centred by the canvas. n panels of p_total rows in all. */
+static void fit_frame(const viz_schedule_layout *first, double T, double height, int p_total,
+                      double *ppu, double *box_h) {
+    double fw, fh;
+    viz_output_frame(&fw, &fh);
+    if (fw > 0) *ppu = fmax(1e-3, (fw - (first->width - first->plot_w)) / (T > 0 ? T : 1));
+    const double page_w = first->width - first->plot_w + T * *ppu;
+    if (fh > 0 && p_total > 0) {
+        const double goal = fw > 0 ? fh * page_w / fw : fh; /* in the page's own points */
+        *box_h = fmin(BOX_H_MAX, BOX_H + fmax(0, floor((goal - height) / p_total)));
+    }
 }
 
 void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
                                  viz_schedule_layout *out) {
-    layout_at_scale(s, sim, scale_for(sim->makespan), out);
+    double ppu = scale_for(sim->makespan), box_h = BOX_H;
+    layout_at_scale(s, sim, ppu, box_h, out);
+    fit_frame(out, sim->makespan, out->height, s->cfg.p, &ppu, &box_h);
+    if (ppu == out->px_per_unit && box_h == BOX_H) return;
+    viz_schedule_layout_free(out);
+    layout_at_scale(s, sim, ppu, box_h, out);
 }
 
 void viz_schedule_layout_free(viz_schedule_layout *l) {
@@ -234,36 +298,12 @@ static void draw_axis(cairo_t *cr, const viz_schedule_layout *l, double makespan
 }
 
 static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind, int v) {
-    const double y = l->axis_y + AXIS_H + 16, size = 11;
-    double x = l->plot_x;
-    viz_rgb colors[4] = {VIZ_FORWARD, VIZ_BACKWARD, VIZ_IDLE, VIZ_WEIGHT};
-    const char *labels[4] = {"forward (micro-batch inside)", "backward", "idle (bubble)",
-                             "weight gradient W"};
-    if (pp_splits_backward(kind)) { /* split backward: B is the input gradient, W comes after it */
-        labels[1] = "backward B: input gradient";
-        colors[2] = VIZ_WEIGHT, labels[2] = "weight gradient W";
-        colors[3] = VIZ_IDLE, labels[3] = "idle (bubble)";
-    }
-    x += viz_legend(cr, x, y, size, pp_splits_backward(kind) ? 4 : 3, colors, labels);
-    if (v > 1) { /* the chunk marker, drawn like the boxes */
-        viz_box(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, 0.45));
-        viz_hatch(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, -0.3), 4);
-        x += size * 1.4;
-        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT,
-                 "chunk ≥ 1 (lighter, hatched)");
-        x += viz_text_width(cr, size, false, "chunk ≥ 1 (lighter, hatched)") + size * 1.6;
-    }
-    /* GPipe has no steady phase: leave it out of its legend */
-    const pp_phase order[3] = {PP_WARMUP, PP_STEADY, PP_COOLDOWN};
-    viz_rgb pc[3];
-    const char *pl[3];
-    int n = 0;
-    for (int i = 0; i < 3; i++) {
-        if (kind == PP_GPIPE && order[i] == PP_STEADY) continue;
-        pc[n] = phase_color(order[i]);
-        pl[n++] = phase_word(kind, order[i]);
-    }
-    viz_legend(cr, x, y, size, n, pc, pl);
+    viz_rgb colors[8];
+    const char *labels[8];
+    bool hatched[8];
+    const int n = legend_entries(kind, v, colors, labels, hatched);
+    viz_legend_wrap(cr, l->plot_x, l->axis_y + AXIS_H + 16, 11, n, colors, labels, hatched,
+                    l->width - LEFT - 10);
 }
 
 /* Paints one layout (its legend too when `legend`). */
@@ -271,16 +311,18 @@ static void paint(cairo_t *cr, const viz_schedule_layout *lp, const pp_schedule 
                   const pp_sim *sim, bool legend) {
     const viz_schedule_layout l = *lp;
 
-    viz_text(cr, LEFT, 26, 14, true, VIZ_LEFT, VIZ_TEXT, l.title);
+    char title[400];
+    title_drawn(&l, title, sizeof title);
+    viz_text_lines(cr, LEFT, 26, 14, true, VIZ_LEFT, VIZ_TEXT, title);
     draw_axis(cr, &l, sim->makespan);
 
     char buf[32];
     for (int r = 0; r < s->cfg.p; r++) {
         double y = l.row_y0 + r * l.row_pitch;
         snprintf(buf, sizeof buf, "rank %d", r);
-        viz_text(cr, LEFT - 10, y + BOX_H * 0.65, 12, true, VIZ_RIGHT, VIZ_TEXT, buf);
-        viz_text(cr, l.plot_x + l.plot_w + 12, y + BOX_H * 0.65, 11, false, VIZ_LEFT, VIZ_TEXT,
-                 l.right[r]);
+        const double mid = y + l.box_h / 2 + 4 * viz_theme_current()->text_scale;
+        viz_text(cr, LEFT - 10, mid, 12, true, VIZ_RIGHT, VIZ_TEXT, buf);
+        viz_text(cr, l.plot_x + l.plot_w + 12, mid, 11, false, VIZ_LEFT, VIZ_TEXT, l.right[r]);
     }
     for (int i = 0; i < l.ngap; i++) {
         const viz_sched_rect *g = &l.gaps[i];
@@ -296,18 +338,12 @@ static void paint(cairo_t *cr, const viz_schedule_layout *lp, const pp_schedule 
         if (b->hatched)
             viz_hatch(cr, b->x + 0.5, b->y + 0.5, b->w - 1, b->h - 1, viz_shade(base, -0.1),
                       b->hatch_gap);
-        if (b->label[0]) {
+        if (b->label[0]) { /* black or white by contrast; a plate over hatching or a pattern */
             double fs = b->w >= 22 ? 12 : 9;
-            viz_rgb ink = b->hatched ? VIZ_TEXT : (viz_rgb){1, 1, 1};
-            if (b->hatched) { /* a white patch under the number keeps it readable on hatching */
-                double tw = viz_text_width(cr, fs, true, b->label);
-                cairo_rectangle(cr, b->x + b->w / 2 - tw / 2 - 2, b->y + b->h / 2 - fs * 0.5 - 1,
-                                tw + 4, fs + 1);
-                cairo_set_source_rgb(cr, 1, 1, 1);
-                cairo_fill(cr);
-            }
-            viz_text(cr, b->x + b->w / 2, b->y + b->h / 2 + fs * 0.36, fs, true, VIZ_CENTER, ink,
-                     b->label);
+            const double ts = viz_theme_current()->text_scale;
+            viz_text_on_fill(cr, b->x + b->w / 2, b->y + b->h / 2 + fs * 0.36 * ts, fs, true,
+                             VIZ_CENTER, b->fill, b->hatched || viz_theme_current()->patterns,
+                             b->label);
         }
     }
     for (int i = 0; i < l.nstrip; i++) {
@@ -328,21 +364,38 @@ void viz_schedule_draw(const pp_schedule *s, const pp_sim *sim, const char *path
     viz_schedule_layout l;
     viz_schedule_layout_compute(s, sim, &l);
     viz_canvas cv;
-    viz_canvas_open(&cv, path, l.width, l.height);
+    viz_canvas_open_fitted(&cv, path, l.width, l.height);
     paint(cv.cr, &l, s, sim, true);
     viz_canvas_close(&cv);
     viz_schedule_layout_free(&l);
 }
 
+static void stack_at(const pp_schedule *s, const pp_sim *sim, int n, double ppu, double box_h,
+                     viz_schedule_layout *out, double *panel_y, double *width, double *height);
+
 void viz_schedule_stack_compute(const pp_schedule *s, const pp_sim *sim, int n,
                                 viz_schedule_layout *out, double *panel_y, double *width,
                                 double *height) {
     double T = 0;
+    int rows = 0;
     for (int i = 0; i < n; i++) T = sim[i].makespan > T ? sim[i].makespan : T;
-    const double ppu = scale_for(T); /* one time scale for every panel */
+    for (int i = 0; i < n; i++) rows += s[i].cfg.p;
+    double ppu = scale_for(T), box_h = BOX_H; /* one time scale for every panel */
+    stack_at(s, sim, n, ppu, box_h, out, panel_y, width, height);
+    viz_schedule_layout first = out[0];
+    first.plot_w = T * ppu, first.width = *width; /* the widest panel's page */
+    fit_frame(&first, T, *height, rows, &ppu, &box_h);
+    if (ppu == scale_for(T) && box_h == BOX_H) return;
+    for (int i = 0; i < n; i++) viz_schedule_layout_free(&out[i]);
+    stack_at(s, sim, n, ppu, box_h, out, panel_y, width, height);
+}
+
+/* The panels of a stack at one scale, one under the other. */
+static void stack_at(const pp_schedule *s, const pp_sim *sim, int n, double ppu, double box_h,
+                     viz_schedule_layout *out, double *panel_y, double *width, double *height) {
     *width = *height = 0;
     for (int i = 0; i < n; i++) {
-        layout_at_scale(&s[i], &sim[i], ppu, &out[i]);
+        layout_at_scale(&s[i], &sim[i], ppu, box_h, &out[i]);
         panel_y[i] = *height;
         const bool last = i == n - 1; /* only the last panel keeps the legend */
         *height += last ? out[i].height : out[i].axis_y + AXIS_H;
@@ -356,7 +409,7 @@ void viz_schedule_draw_stack(const pp_schedule *s, const pp_sim *sim, int n, con
     double *y = callocCheck((size_t)n, sizeof *y), width, height;
     viz_schedule_stack_compute(s, sim, n, l, y, &width, &height);
     viz_canvas cv;
-    viz_canvas_open(&cv, path, width, height);
+    viz_canvas_open_fitted(&cv, path, width, height);
     for (int i = 0; i < n; i++) {
         cairo_save(cv.cr);
         cairo_translate(cv.cr, 0, y[i]);

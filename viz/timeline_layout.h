@@ -51,7 +51,7 @@
 enum {
     VIZ_TL_PHASE_H = 9,
     VIZ_TL_LANE_H = 22,
-    VIZ_TL_LANE_MAX = 96,
+    VIZ_TL_LANE_MAX = 128,
     VIZ_TL_COMM_H = 12,
     VIZ_TL_STREAM_H = 12,
     VIZ_TL_MEM_H = 18,
