@@ -389,6 +389,27 @@ double viz_measure(double size, bool bold, const char *text) {
     return viz_text_width(scratch(), size, bold, text);
 }
 
+/* How much of word[0..n) fits in max_w on a line of its own: up to its last '/' that fits
+ * (a path breaks after a directory), else as many whole UTF-8 characters as fit (at least
+ * one). */
+static size_t fitting_part(const char *word, size_t n, double size, bool bold, double max_w) {
+    char buf[1024];
+    size_t best_slash = 0, best_char = 0;
+    for (size_t k = 1; k <= n && k < sizeof buf; k++) {
+        if (k < n && (word[k] & 0xC0) == 0x80) continue; /* inside a UTF-8 character */
+        memcpy(buf, word, k);
+        buf[k] = '\0';
+        if (viz_measure(size, bold, buf) > max_w) break;
+        best_char = k;
+        if (word[k - 1] == '/') best_slash = k;
+    }
+    if (best_slash) return best_slash;
+    if (best_char) return best_char;
+    size_t k = 1;
+    while (k < n && (word[k] & 0xC0) == 0x80) k++;
+    return k;
+}
+
 int viz_wrap(const char *text, double size, bool bold, double max_w, char *out, size_t cap) {
     size_t used = 0, line_start = 0;
     int lines = 1;
@@ -396,23 +417,23 @@ int viz_wrap(const char *text, double size, bool bold, double max_w, char *out, 
     for (const char *p = text; *p;) {
         size_t gap = strspn(p, " "), n = strcspn(p + gap, " ");
         if (n == 0) break;
-        if (used + gap + n + 2 > cap) break; /* out is full: the rest is left off */
+        if (used + gap + n + 3 > cap) break; /* out is full: the rest is left off */
         if (used > line_start) {             /* the word on this line, its spaces kept */
             memcpy(out + used, p, gap + n);
             out[used + gap + n] = '\0';
-            if (viz_measure(size, bold, out + line_start) > max_w) { /* no: on the next */
-                out[used] = '\n', line_start = used + 1, lines++;
-                memmove(out + used + 1, p + gap, n);
-                used += 1 + n;
-            } else {
+            if (viz_measure(size, bold, out + line_start) <= max_w) {
                 used += gap + n;
+                p += gap + n;
+                continue;
             }
-        } else {
-            memcpy(out + used, p + gap, n);
-            used += n;
+            out[used] = '\n', line_start = ++used, lines++; /* no: on a line of its own */
         }
+        size_t k = fitting_part(p + gap, n, size, bold, max_w); /* a word too long is cut */
+        memcpy(out + used, p + gap, k);
+        used += k;
         out[used] = '\0';
-        p += gap + n;
+        p += gap + k;
+        if (k < n) out[used] = '\n', line_start = ++used, lines++, out[used] = '\0';
     }
     return lines;
 }
