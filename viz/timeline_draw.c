@@ -284,8 +284,9 @@ static void draw_stages(cairo_t *cr, const viz_tl_panel_layout *P) {
         viz_text(cr, 12, (P->stage_y0[s] + P->stage_y1[s]) / 2 + 4, 10, true, VIZ_LEFT, MUTED, buf);
         viz_set_rgb(cr, VIZ_GRID);
         cairo_set_line_width(cr, 1.5);
-        cairo_move_to(cr, 66, P->stage_y0[s] + 2);
-        cairo_line_to(cr, 66, P->stage_y1[s] - 2);
+        const double bar_x = 66 * viz_theme_current()->text_scale; /* right of the name */
+        cairo_move_to(cr, bar_x, P->stage_y0[s] + 2);
+        cairo_line_to(cr, bar_x, P->stage_y1[s] - 2);
         cairo_stroke(cr);
     }
 }

@@ -39,6 +39,10 @@ static void write_runs(void) {
         r.with_memory = 1;
         snprintf(dir, sizeof dir, "%s/run-%s", g_dir, kinds[i]);
         fixture_write_run(dir, &r);
+        /* a run named like page 08's, whose title does not fit 1200 points on one line */
+        snprintf(dir, sizeof dir, "%s/08-%s-zero1-overlap-grad-reduce-bf16-seq-parallel", g_dir,
+                 kinds[i]);
+        fixture_write_run(dir, &r);
     }
 }
 
@@ -61,6 +65,11 @@ static void timelines_pass_the_audit(void **state) {
     (void)state;
     draw_checked("render run-gpipe run-1f1b run-interleaved --width 1200 -o stack-1200.png");
     draw_checked("render run-gpipe run-1f1b run-interleaved -o stack.png");
+    draw_checked("render 08-gpipe-zero1-overlap-grad-reduce-bf16-seq-parallel "
+                 "08-1f1b-zero1-overlap-grad-reduce-bf16-seq-parallel "
+                 "08-interleaved-zero1-overlap-grad-reduce-bf16-seq-parallel --width 1200 "
+                 "-o stack-08-1200.png");
+    draw_checked("render run-interleaved --width 700 -o narrow.png");
     draw_checked("render run-interleaved --theme slides -o slides.png");
     draw_checked("render run-interleaved --theme slides --width 1920 --height 1080 -o "
                  "slides-1920.png");
