@@ -325,8 +325,8 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
             continue;
         }
         legend_swatch(cr, it, sw);
-        viz_text(cr, it->x + sw * 1.4, it->y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT,
-                 it->label);
+        viz_text_lines(cr, it->x + sw * 1.4, it->y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT,
+                       it->label);
     }
     viz_text_lines(cr, L->plot_x, L->legend_note_y, 8.5, false, VIZ_LEFT, MUTED, L->legend_note);
 }

@@ -375,8 +375,10 @@ static double layout_panel(viz_tl_layout *L, viz_tl_panel_layout *P, const viz_t
 }
 
 static void legend_add(viz_tl_layout *L, viz_tl_swatch sw, viz_tl_kind kind, const char *label) {
-    if (L->nlegend < (int)(sizeof L->legend / sizeof L->legend[0]))
-        L->legend[L->nlegend++] = (viz_tl_legend_item){sw, kind, label, 0, 0};
+    if (L->nlegend == (int)(sizeof L->legend / sizeof L->legend[0])) return;
+    viz_tl_legend_item *it = &L->legend[L->nlegend++];
+    *it = (viz_tl_legend_item){.swatch = sw, .kind = kind};
+    snprintf(it->label, sizeof it->label, "%s", label);
 }
 
 /* The legend's items: what the boxes are (the kinds drawn, odd chunks, memory), then what the
@@ -423,14 +425,23 @@ static void layout_legend(viz_tl_layout *L) {
     const double x0 = L->plot_x, right = L->width - 14;
     double x = x0, y = L->legend_y + 10 * viz_theme_current()->text_scale;
     legend_items(L);
+    const double sw = size * viz_theme_current()->text_scale; /* a swatch */
     for (int i = 0; i < L->nlegend; i++) {
         viz_tl_legend_item *it = &L->legend[i];
         const bool heading = it->swatch == VIZ_TL_SW_HEADING;
         double w = heading ? viz_measure(size, true, it->label) + size * 0.8
                            : viz_legend_item_width(size, it->label);
-        if (x > x0 && (heading || x + w - size * 1.6 > right)) x = x0, y += pitch;
+        if (x > x0 && (heading || x + w - sw * 1.6 > right)) x = x0, y += pitch;
         it->x = x, it->y = y;
         x += w;
+        if (!heading && x - sw * 1.6 > right) { /* wider than the page alone: wrapped */
+            char wrapped[sizeof it->label];
+            int n = viz_wrap(it->label, size, false, right - x0 - sw * 1.4, wrapped,
+                             sizeof wrapped);
+            memcpy(it->label, wrapped, sizeof wrapped);
+            y += (n - 1) * viz_line_pitch(size);
+            x = right; /* the next item starts a row */
+        }
     }
     const bool bytes = L->kinds_present[VIZ_TL_ALL_TO_ALL] || L->kinds_present[VIZ_TL_RING];
     char line[640];
@@ -447,10 +458,12 @@ static void layout_legend(viz_tl_layout *L) {
 /* Lays out every panel with the lanes L->lane_h and L->comm_h high, then the legend. */
 static void layout_pages(viz_tl_layout *L, const viz_timeline *const *tls, int n, double width,
                          const viz_tl_window *w) {
-    const double ts = viz_theme_current()->text_scale;
+    /* the gutters grow with the slides' type, as long as 74 points of plot are left */
+    const double g = fmax(
+        1, fmin(viz_theme_current()->text_scale, (width - 74) / (LEFT_GUTTER + RIGHT_GUTTER)));
     L->width = width;
-    L->plot_x = LEFT_GUTTER * ts;
-    L->plot_w = width - (LEFT_GUTTER + RIGHT_GUTTER) * ts;
+    L->plot_x = LEFT_GUTTER * g;
+    L->plot_w = width - (LEFT_GUTTER + RIGHT_GUTTER) * g;
     CHECK(L->plot_w > 50, "the page is too narrow for a timeline");
     set_time_scale(L, tls, n, w);
     L->npanels = n;

@@ -139,7 +139,7 @@ typedef enum {
 typedef struct {
     viz_tl_swatch swatch;
     viz_tl_kind kind; /* VIZ_TL_SW_KIND */
-    const char *label;
+    char label[160];  /* wrapped ('\n') when one item is wider than the page */
     double x, y;
 } viz_tl_legend_item;
 #define VIZ_TL_LEGEND_SIZE 10.0 /* legend type, points */
