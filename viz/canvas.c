@@ -403,6 +403,7 @@ static size_t fitting_part(const char *word, size_t n, double size, bool bold, d
         best_char = k;
         if (word[k - 1] == '/') best_slash = k;
     }
+    if (best_char == n) return n; /* the whole word fits */
     if (best_slash) return best_slash;
     if (best_char) return best_char;
     size_t k = 1;

@@ -87,8 +87,10 @@ bool viz_theme_use(const char *name);
 /* The theme names, for --help and error messages: "default|slides". */
 extern const char *const VIZ_THEME_CHOICES;
 
-/* The size of the next pictures in points (pixels for PNG); 0 = the picture's own size. With
- * both, the drawing is scaled uniformly to fit the width x height frame and centred in it;
+/* The size of the next pictures in points (pixels for PNG); 0 = the picture's own size. A
+ * picture that lays itself out for the frame (timelines and schedules read it through
+ * viz_output_frame: the plot takes the width, the rows the spare height) fills it; whatever
+ * does not fit exactly is scaled uniformly to fit the width x height frame and centred in it;
  * with one, the other follows the picture's aspect ratio. Vector formats stay vector. */
 void viz_output_size(double width, double height);
 /* The size asked for by viz_output_size (0 where unset), so a picture can lay itself out for

@@ -263,6 +263,8 @@ static void text_and_legends_wrap_inside_the_width(void **state) {
     n = viz_wrap("/a/very/long/path/to/a/run/directory", 10, false, 60, out, sizeof out);
     assert_true(n >= 2);
     assert_non_null(strstr(out, "/\n")); /* broken after a directory */
+    assert_int_equal(viz_wrap("runs/gpipe (replay)", 10, false, 500, out, sizeof out), 1);
+    assert_string_equal(out, "runs/gpipe (replay)"); /* a path that fits stays whole */
     const char *labels[4] = {"forward", "backward B: input gradient", "weight gradient W",
                              "idle (bubble)"};
     const double all = viz_legend_item_width(11, labels[0]) + viz_legend_item_width(11, labels[1]) +
