@@ -18,6 +18,7 @@ enum {
 };
 
 static const viz_rgb LOW = {0.16, 0.34, 0.70}, MID = {0.97, 0.97, 0.97}, HIGH = {0.74, 0.10, 0.12};
+static const char BAR_LABEL[] = "share of the layer's routed tokens";
 static const viz_rgb NO_TOKENS = {0.80, 0.80, 0.80}, DROPPED = {0.55, 0.10, 0.10};
 
 void viz_moe_column_lines(const viz_moe_layout *l, int c, int *first, int *end) {
@@ -107,6 +108,8 @@ static double layout_panels(const run_metrics *m, viz_moe_layout *out, double pl
             pct(d, sizeof d, P->dropped_max);
             snprintf(P->title, sizeof P->title,
                      "layer %d · dropped up to %s of its routed tokens (strip above)", p, d);
+            if (viz_measure(10.5, true, P->title) > plot_w) /* a narrow page: the short form */
+                snprintf(P->title, sizeof P->title, "layer %d · dropped ≤ %s", p, d);
         } else {
             snprintf(P->title, sizeof P->title, "layer %d · no token dropped", p);
         }
@@ -178,7 +181,9 @@ bool viz_moe_layout_of(const run_metrics *m, double width, viz_moe_layout *out, 
     out->text_shift = (out->title_lines - 1) * viz_line_pitch(14) +
                       (out->subtitle_lines - 1) * viz_line_pitch(10);
     out->scale_max = layout_panels(m, out, plot_w, fmin(1.0, 2.0 / E));
-    out->bar_w = plot_w < 360 ? plot_w : 360;
+    /* the bar and, left of it, its label, inside the plot's width (at least 100 points of bar) */
+    const double label_w = viz_measure(8.5, false, BAR_LABEL) + 8;
+    out->bar_w = fmax(fmin(100, plot_w), fmin(360, plot_w - label_w));
     out->bar_x = MARGIN_L + plot_w - out->bar_w;
     out->bar_y = 70 + out->text_shift, out->bar_h = 10;
     return true;
@@ -304,8 +309,7 @@ static void draw_scale(cairo_t *cr, const viz_moe_layout *l) {
     viz_text(cr, l->bar_x, l->bar_y + l->bar_h + 11, 8, false, VIZ_LEFT, VIZ_TEXT, "0%");
     pct(b, sizeof b, l->scale_max);
     viz_text(cr, l->bar_x + l->bar_w, l->bar_y + l->bar_h + 11, 8, false, VIZ_RIGHT, VIZ_TEXT, b);
-    viz_text(cr, l->bar_x - 8, l->bar_y + l->bar_h - 1, 8.5, false, VIZ_RIGHT, VIZ_TEXT,
-             "share of the layer's routed tokens");
+    viz_text(cr, l->bar_x - 8, l->bar_y + l->bar_h - 1, 8.5, false, VIZ_RIGHT, VIZ_TEXT, BAR_LABEL);
 }
 
 bool viz_moe_load_draw(const run_metrics *m, const char *path, int width, char *err,
