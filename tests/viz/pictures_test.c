@@ -3,7 +3,8 @@
  * contrast, none on hatching without a plate): timelines (a 3-run stack at --width 1200, the
  * slides theme with hatched chunks), schedules and --compare at 1920 x 1080 in the slides
  * theme, the memory bill, the process groups, loss curves and the MoE load map; then the
- * rendered pixels: a 1920 x 1080 schedule fills its frame, and SVG carries real <text>.
+ * rendered pixels: a 1920 x 1080 schedule fills its frame; SVG carries real <text>, by which
+ * a wrapped title keeps its unit and the MoE map names every expert and writes its shares.
  * (The ZeRO buffer and the bench chart are drawn by their own tests, which check the same
  * audit through viz_last_violations.) */
 #include <stdio.h>
@@ -70,6 +71,10 @@ static void timelines_pass_the_audit(void **state) {
                  "08-interleaved-zero1-overlap-grad-reduce-bf16-seq-parallel --width 1200 "
                  "-o stack-08-1200.png");
     draw_checked("render run-interleaved --width 700 -o narrow.png");
+    draw_checked("render 08-gpipe-zero1-overlap-grad-reduce-bf16-seq-parallel "
+                 "08-1f1b-zero1-overlap-grad-reduce-bf16-seq-parallel "
+                 "08-interleaved-zero1-overlap-grad-reduce-bf16-seq-parallel --width 1200 "
+                 "-o stack-08-1200.svg");
     draw_checked("render run-interleaved --theme slides -o slides.png");
     draw_checked("render run-interleaved --theme slides --width 1920 --height 1080 -o "
                  "slides-1920.png");
@@ -111,6 +116,7 @@ static void other_pictures_pass_the_audit(void **state) {
     draw_checked("groups --world-size 16 --tensor-model-parallel-size 2 "
                  "--pipeline-model-parallel-size 4 --theme slides -o groups-slides.png");
     draw_checked("render --moe-load moe -o moe.png");
+    draw_checked("render --moe-load moe -o moe.svg");
     draw_checked("render --metrics moe -o metrics.png");
 }
 
@@ -182,6 +188,19 @@ static void svg_carries_real_text(void **state) {
     assert_non_null(strstr(svg, "font-family=\"DejaVu Sans\""));
     assert_non_null(strstr(svg, "1f1b"));     /* the title */
     assert_non_null(strstr(svg, ">rank 0<")); /* a row label, whole */
+    free(svg);
+    /* titles too long for 1200 points wrap and keep their unit */
+    svg = read_file("stack-08-1200.svg");
+    assert_non_null(strstr(svg, "32.40 ms</text>"));
+    free(svg);
+    /* the MoE map names every expert and writes the shares in the cells */
+    svg = read_file("moe.svg");
+    for (int e = 0; e < 4; e++) {
+        char name[32];
+        snprintf(name, sizeof name, ">expert %d</text>", e);
+        assert_non_null(strstr(svg, name));
+    }
+    assert_non_null(strstr(svg, ">25.0%</text>"));
     free(svg);
     svg = read_file("slides.svg");
     assert_non_null(strstr(svg, "<text"));
