@@ -12,6 +12,7 @@
 #include "src/core/check.h"
 #include "src/core/flags.h"
 #include "src/core/nofollow.h"
+#include "viz/canvas_internal.h"
 
 /* ---- themes -------------------------------------------------------------------------- */
 
@@ -142,7 +143,22 @@ static void probe_writable(const char *tmp, const char *path) {
     unlink(tmp);
 }
 
+void viz_output_frame(double *width, double *height) {
+    *width = g_out_width;
+    *height = g_out_height;
+}
+
+static void canvas_open(viz_canvas *c, const char *path, double width, double height, bool fitted);
+
 void viz_canvas_open(viz_canvas *c, const char *path, double width, double height) {
+    canvas_open(c, path, width, height, false);
+}
+
+void viz_canvas_open_fitted(viz_canvas *c, const char *path, double width, double height) {
+    canvas_open(c, path, width, height, true);
+}
+
+static void canvas_open(viz_canvas *c, const char *path, double width, double height, bool fitted) {
     memset(c, 0, sizeof *c);
     c->format = viz_format_of(path);
     if (!c->format)
@@ -155,10 +171,11 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
     probe_writable(c->tmp, path);
     c->width = width;
     c->height = height;
+    viz_audit_open(c);
     /* The drawing's extent: its own size; the slides' larger type may run past the layout's
      * right and bottom edges, so they get a margin. The frame: that extent, or the size
      * asked for (viz_output_size) with the drawing scaled uniformly into it and centred. */
-    const double grow = g_theme->text_scale - 1;
+    const double grow = fitted ? 0 : g_theme->text_scale - 1;
     const double dw = width * (1 + grow * 0.25), dh = height * (1 + grow * 0.1);
     double fw = dw, fh = dh, scale = 1;
     const bool framed = g_out_width > 0 || g_out_height > 0;
@@ -169,6 +186,8 @@ void viz_canvas_open(viz_canvas *c, const char *path, double width, double heigh
         fw = g_out_width > 0 ? g_out_width : dw * scale;
         fh = g_out_height > 0 ? g_out_height : dh * scale;
     }
+    c->frame_w = c->format == VIZ_PNG ? (int)(fw + 0.5) : fw;
+    c->frame_h = c->format == VIZ_PNG ? (int)(fh + 0.5) : fh;
     if (c->format == VIZ_PNG && (fw + 0.5 > VIZ_PNG_MAX || fh + 0.5 > VIZ_PNG_MAX))
         die("cannot draw '%s': the picture would be %.0f × %.0f pixels and a PNG holds at most "
             "%d in each direction (use .svg or .pdf, or a smaller --width/--height)",
@@ -210,6 +229,7 @@ static cairo_status_t write_png(viz_canvas *c) {
 }
 
 void viz_canvas_close(viz_canvas *c) {
+    viz_audit_close(c);
     cairo_status_t st = cairo_status(c->cr);
     cairo_destroy(c->cr);
     if (st == CAIRO_STATUS_SUCCESS && c->format == VIZ_PNG) st = write_png(c);
@@ -220,6 +240,7 @@ void viz_canvas_close(viz_canvas *c) {
         remove(c->tmp);
         die("drawing '%s' failed: %s", c->path, cairo_status_to_string(st));
     }
+    viz_audit_svg(c); /* SVG: the labels become <text> elements */
     char why[9000];
     if (!nofollow_rename(c->tmp, c->path, why, sizeof why)) {
         remove(c->tmp);
@@ -294,7 +315,7 @@ void viz_hatch(cairo_t *cr, double x, double y, double w, double h, viz_rgb ink,
     cairo_restore(cr);
 }
 
-static void select_font(cairo_t *cr, double size, bool bold) {
+void viz_select_font(cairo_t *cr, double size, bool bold) {
     cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
                            bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_font_size(cr, size * g_theme->text_scale);
@@ -302,19 +323,127 @@ static void select_font(cairo_t *cr, double size, bool bold) {
 
 double viz_text_width(cairo_t *cr, double size, bool bold, const char *text) {
     cairo_text_extents_t e;
-    select_font(cr, size, bold);
+    viz_select_font(cr, size, bold);
     cairo_text_extents(cr, text, &e);
     return e.x_advance;
 }
 
-void viz_text(cairo_t *cr, double x, double y, double size, bool bold, viz_align align,
-              viz_rgb color, const char *text) {
+static void text_at(cairo_t *cr, double x, double y, double size, bool bold, viz_align align,
+                    viz_rgb color, const char *text, bool plated) {
     double w = viz_text_width(cr, size, bold, text);
     if (align == VIZ_CENTER) x -= w / 2;
     else if (align == VIZ_RIGHT) x -= w;
+    if (!viz_audit_record(cr, x, y, size, bold, align, color, text, plated)) return;
     viz_set_rgb(cr, color);
     cairo_move_to(cr, x, y);
     cairo_show_text(cr, text);
+}
+
+void viz_text(cairo_t *cr, double x, double y, double size, bool bold, viz_align align,
+              viz_rgb color, const char *text) {
+    text_at(cr, x, y, size, bold, align, color, text, false);
+}
+
+void viz_text_on_fill(cairo_t *cr, double x, double y, double size, bool bold, viz_align align,
+                      viz_rgb fill, bool patterned, const char *text) {
+    if (patterned) { /* a plate of the plain fill over the hatching, a little larger than the ink */
+        cairo_text_extents_t e;
+        viz_select_font(cr, size, bold);
+        cairo_text_extents(cr, text, &e);
+        double x0 = align == VIZ_CENTER  ? x - e.x_advance / 2
+                    : align == VIZ_RIGHT ? x - e.x_advance
+                                         : x;
+        const double pad = 1.5 * g_theme->text_scale;
+        cairo_rectangle(cr, x0 + e.x_bearing - pad, y + e.y_bearing - pad, e.width + 2 * pad,
+                        e.height + 2 * pad);
+        viz_set_rgb(cr, fill);
+        cairo_fill(cr);
+    }
+    viz_text_ground(fill, patterned);
+    text_at(cr, x, y, size, bold, align, viz_ink_on(fill), text, patterned);
+    viz_text_ground_page();
+}
+
+double viz_line_pitch(double size) { return size * g_theme->text_scale * 1.3; }
+
+void viz_text_lines(cairo_t *cr, double x, double y, double size, bool bold, viz_align align,
+                    viz_rgb color, const char *text) {
+    char line[1024];
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)n, p);
+        viz_text(cr, x, y, size, bold, align, color, line);
+        y += viz_line_pitch(size);
+        p += n + (p[n] == '\n');
+    }
+}
+
+/* A scratch context on a tiny image surface: text measured like on a PNG canvas. */
+static cairo_t *scratch(void) {
+    static cairo_t *cr;
+    if (!cr) cr = cairo_create(cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1));
+    return cr;
+}
+
+double viz_measure(double size, bool bold, const char *text) {
+    return viz_text_width(scratch(), size, bold, text);
+}
+
+/* How much of word[0..n) fits in max_w on a line of its own: up to its last '/' that fits
+ * (a path breaks after a directory), else as many whole UTF-8 characters as fit (at least
+ * one). */
+static size_t fitting_part(const char *word, size_t n, double size, bool bold, double max_w) {
+    char buf[1024];
+    size_t best_slash = 0, best_char = 0;
+    for (size_t k = 1; k <= n && k < sizeof buf; k++) {
+        if (k < n && (word[k] & 0xC0) == 0x80) continue; /* inside a UTF-8 character */
+        memcpy(buf, word, k);
+        buf[k] = '\0';
+        if (viz_measure(size, bold, buf) > max_w) break;
+        best_char = k;
+        if (word[k - 1] == '/') best_slash = k;
+    }
+    if (best_char == n) return n; /* the whole word fits */
+    if (best_slash) return best_slash;
+    if (best_char) return best_char;
+    size_t k = 1;
+    while (k < n && (word[k] & 0xC0) == 0x80) k++;
+    return k;
+}
+
+int viz_wrap(const char *text, double size, bool bold, double max_w, char *out, size_t cap) {
+    size_t used = 0, line_start = 0;
+    int lines = 1;
+    out[0] = '\0';
+    for (const char *p = text; *p;) {
+        size_t gap = strspn(p, " "), n = strcspn(p + gap, " ");
+        if (n == 0) break;
+        if (used + gap + n + 3 > cap) break; /* out is full: the rest is left off */
+        if (used > line_start) {             /* the word on this line, its spaces kept */
+            memcpy(out + used, p, gap + n);
+            out[used + gap + n] = '\0';
+            if (viz_measure(size, bold, out + line_start) <= max_w) {
+                used += gap + n;
+                p += gap + n;
+                continue;
+            }
+            out[used] = '\n', line_start = ++used, lines++; /* no: on a line of its own */
+        }
+        size_t k = fitting_part(p + gap, n, size, bold, max_w); /* a word too long is cut */
+        memcpy(out + used, p + gap, k);
+        used += k;
+        out[used] = '\0';
+        p += gap + k;
+        if (k < n) out[used] = '\n', line_start = ++used, lines++, out[used] = '\0';
+    }
+    return lines;
+}
+
+double viz_legend_pitch(double size) { return size * g_theme->text_scale * 1.7; }
+
+double viz_legend_item_width(double size, const char *label) {
+    double sw = size * g_theme->text_scale;
+    return sw * 1.4 + viz_measure(size, false, label) + sw * 1.6;
 }
 
 double viz_legend(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
@@ -365,4 +494,30 @@ bool viz_title_check(const char *title, char *why, size_t cap) {
         c += n;
     }
     return true;
+}
+
+/* Walks the legend's items as they wrap: calls draw (when cr) for each; returns the rows. */
+static int legend_walk(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
+                       const char *const *labels, const bool *hatched, double max_w) {
+    int rows = 1;
+    double used = 0, sw = size * g_theme->text_scale;
+    for (int i = 0; i < n; i++) {
+        double w = viz_legend_item_width(size, labels[i]);
+        if (used > 0 && used + w - sw * 1.6 > max_w) rows++, used = 0;
+        const double yr = y + (rows - 1) * viz_legend_pitch(size);
+        if (cr) viz_legend(cr, x + used, yr, size, 1, &colors[i], &labels[i]);
+        if (cr && hatched && hatched[i])
+            viz_hatch(cr, x + used, yr - sw, sw, sw, viz_shade(colors[i], -0.5), 4);
+        used += w;
+    }
+    return rows;
+}
+
+int viz_legend_wrap(cairo_t *cr, double x, double y, double size, int n, const viz_rgb *colors,
+                    const char *const *labels, const bool *hatched, double max_w) {
+    return legend_walk(cr, x, y, size, n, colors, labels, hatched, max_w);
+}
+
+int viz_legend_rows(double size, int n, const char *const *labels, double max_w) {
+    return legend_walk(NULL, 0, 0, size, n, NULL, labels, NULL, max_w);
 }

@@ -42,6 +42,14 @@ static double axis_unit(double top, const char **name) {
 /* Grid lines 1-2-5 apart, about four of them below the top (viz/axis.h). */
 static double nice_step(double top_units) { return viz_axis_step(top_units / 4); }
 
+/* The legend's labels: the kinds drawn. */
+static int legend_labels(const viz_memory_layout *L, const char **labels) {
+    int n = 0;
+    for (int k = 0; k < ZERO_MEM_NKINDS; k++)
+        if (L->kinds_present[k]) labels[n++] = zero_mem_kind_name((zero_mem_kind)k);
+    return n;
+}
+
 void viz_memory_layout_make(viz_memory_layout *L, const viz_memory_chart *ch, double width) {
     CHECK(ch->nranks >= 1 && ch->nranks <= VIZ_MEMORY_MAX_RANKS,
           "a memory picture has 1 .. VIZ_MEMORY_MAX_RANKS ranks (the caller says so)");
@@ -52,7 +60,14 @@ void viz_memory_layout_make(viz_memory_layout *L, const viz_memory_chart *ch, do
     L->width = fmax(want, LEFT + RIGHT + L->slot * n);
     L->plot_x = LEFT;
     L->plot_w = L->slot * n;
-    L->plot_y = TOP;
+    /* the title and subtitle wrap inside the page, moving the plot down */
+    const int tl = viz_wrap(ch->title ? ch->title : "", 14, true, L->width - 32, L->title_drawn,
+                            sizeof L->title_drawn);
+    const int sl = viz_wrap(ch->subtitle ? ch->subtitle : "", 10, false, L->width - 32,
+                            L->subtitle_drawn, sizeof L->subtitle_drawn);
+    L->title_y = 28;
+    L->subtitle_y = L->title_y + (tl - 1) * viz_line_pitch(14) + 20;
+    L->plot_y = TOP + (tl - 1) * viz_line_pitch(14) + (sl - 1) * viz_line_pitch(10);
     L->plot_h = PLOT_H;
     L->bar_w = L->slot * (L->slot >= 12 ? 0.7 : 0.85);
     L->nranks = n;
@@ -85,10 +100,12 @@ void viz_memory_layout_make(viz_memory_layout *L, const viz_memory_chart *ch, do
     }
     L->rank_labels = L->slot >= 18;
     L->totals = L->slot >= 40;
-    L->title_y = 28;
+    const char *labels[ZERO_MEM_NKINDS + 1];
+    L->legend_rows = viz_legend_rows(10, legend_labels(L, labels), labels,
+                                     L->width - L->plot_x - 16);
     L->legend_y = base + (L->rank_labels ? 44 : 26);
-    L->note_y = L->legend_y + 40;
-    L->height = L->note_y + 18;
+    L->note_y = L->legend_y + 40 + (L->legend_rows - 1) * viz_legend_pitch(10);
+    L->height = ceil(L->note_y + 18);
 }
 
 void viz_memory_layout_free(viz_memory_layout *L) {
@@ -166,26 +183,27 @@ static void draw_bars(cairo_t *cr, const viz_memory_layout *L, const viz_memory_
 static void draw_legend(cairo_t *cr, const viz_memory_layout *L, const viz_memory_chart *ch) {
     viz_rgb colors[ZERO_MEM_NKINDS + 1];
     const char *labels[ZERO_MEM_NKINDS + 1];
-    int n = 0;
-    for (int k = 0; k < ZERO_MEM_NKINDS; k++) {
-        if (!L->kinds_present[k]) continue;
-        colors[n] = viz_memory_kind_color((zero_mem_kind)k);
-        labels[n++] = zero_mem_kind_name((zero_mem_kind)k);
-    }
-    double w = viz_legend(cr, L->plot_x, L->legend_y, 10, n, colors, labels);
+    const int n = legend_labels(L, labels);
+    for (int i = 0, k = 0; k < ZERO_MEM_NKINDS; k++)
+        if (L->kinds_present[k]) colors[i++] = viz_memory_kind_color((zero_mem_kind)k);
+    viz_legend_wrap(cr, L->plot_x, L->legend_y, 10, n, colors, labels, NULL,
+                    L->width - L->plot_x - 16);
+    const double below = (L->legend_rows - 1) * viz_legend_pitch(10); /* the wrapped rows */
+    double xc = L->plot_x; /* the caption line: the measured peak's tick first */
     if (L->measured_y) {
-        const double x = L->plot_x + w + 6, y = L->legend_y - 4;
+        const double y = L->legend_y + 18 + below - 3.5;
         viz_set_rgb(cr, VIZ_TEXT);
         viz_line_width(cr, 2);
-        cairo_move_to(cr, x, y);
-        cairo_line_to(cr, x + 14, y);
+        cairo_move_to(cr, xc, y);
+        cairo_line_to(cr, xc + 14, y);
         cairo_stroke(cr);
-        viz_text(cr, x + 20, L->legend_y, 10, false, VIZ_LEFT, VIZ_TEXT, "measured peak");
+        viz_text(cr, xc + 20, y + 3.5, 9, false, VIZ_LEFT, VIZ_TEXT, "measured peak");
+        xc += 20 + viz_text_width(cr, 9, false, "measured peak") + 16;
     }
     const char *caption = !(L->rank_labels && L->slot >= 60) ? "bars: ranks 0, 1, ... left to right"
                           : has_cp_ep(ch) ? "bars: ranks (tp, pp, dp, cp, ep under each)"
                                           : "bars: ranks (tp, pp, dp under each)";
-    viz_text(cr, L->plot_x, L->legend_y + 18, 9, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35),
+    viz_text(cr, xc, L->legend_y + 18 + below, 9, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35),
              caption);
     if (ch->note)
         viz_text(cr, 16, L->note_y, 9, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35), ch->note);
@@ -195,10 +213,10 @@ void viz_memory_draw(const char *path, const viz_memory_chart *ch) {
     viz_memory_layout L;
     viz_memory_layout_make(&L, ch, 0);
     viz_canvas c;
-    viz_canvas_open(&c, path, L.width, L.height);
+    viz_canvas_open_fitted(&c, path, L.width, L.height); /* texts measured in the theme */
     cairo_t *cr = c.cr;
-    viz_text(cr, 16, L.title_y, 14, true, VIZ_LEFT, VIZ_TEXT, ch->title ? ch->title : "");
-    if (ch->subtitle) viz_text(cr, 16, L.title_y + 20, 10, false, VIZ_LEFT, VIZ_TEXT, ch->subtitle);
+    viz_text_lines(cr, 16, L.title_y, 14, true, VIZ_LEFT, VIZ_TEXT, L.title_drawn);
+    viz_text_lines(cr, 16, L.subtitle_y, 10, false, VIZ_LEFT, VIZ_TEXT, L.subtitle_drawn);
     draw_axis(cr, &L);
     draw_bars(cr, &L, ch);
     draw_legend(cr, &L, ch);

@@ -55,6 +55,9 @@ typedef struct {
     bool totals;        /* room for the total above each bar */
     bool kinds_present[ZERO_MEM_NKINDS];
     double title_y, legend_y, note_y;
+    char title_drawn[600], subtitle_drawn[600]; /* as drawn: wrapped at the page ('\n') */
+    double subtitle_y;
+    int legend_rows; /* the legend wraps onto further rows inside the page */
 } viz_memory_layout;
 
 /* The geometry for a width of `width` points (0: its own); 1 <= nranks <= VIZ_MEMORY_MAX_RANKS

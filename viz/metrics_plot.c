@@ -169,8 +169,8 @@ static void draw_frame(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     cairo_rectangle(cr, p->x, p->y, p->w, p->h);
     cairo_stroke(cr);
     if (p->empty)
-        viz_text(cr, p->x + p->w / 2, p->y + p->h / 2, 11, false, VIZ_CENTER, VIZ_GRID,
-                 "no data in these runs");
+        viz_text(cr, p->x + p->w / 2, p->y + p->h / 2, 11, false, VIZ_CENTER,
+                 viz_shade(VIZ_TEXT, 0.35), "no data in these runs");
 }
 
 /* Run r's line width: each later run thinner, so coinciding curves stay visible. */

@@ -18,6 +18,7 @@ enum {
 };
 
 static const viz_rgb LOW = {0.16, 0.34, 0.70}, MID = {0.97, 0.97, 0.97}, HIGH = {0.74, 0.10, 0.12};
+static const char BAR_LABEL[] = "share of the layer's routed tokens";
 static const viz_rgb NO_TOKENS = {0.80, 0.80, 0.80}, DROPPED = {0.55, 0.10, 0.10};
 
 void viz_moe_column_lines(const viz_moe_layout *l, int c, int *first, int *end) {
@@ -81,8 +82,10 @@ static void pct(char *buf, size_t cap, double f) {
  * dropped any) and its heat map. Returns the largest share drawn (at least `top`). */
 static double layout_panels(const run_metrics *m, viz_moe_layout *out, double plot_w, double top) {
     const int E = out->experts;
-    const double h = E * 8 < 48 ? 48 : E * 8 > 160 ? 160 : E * 8;
-    double y = TOP;
+    /* a row per expert, tall enough for its label and its cells' values (7.5 points) */
+    const double row = fmax(10, fmin(18, 480.0 / E)) * viz_theme_current()->text_scale;
+    const double h = fmax(48, E * row);
+    double y = TOP + out->text_shift;
     for (int p = 0; p < out->npanels; p++) {
         viz_moe_panel *P = &out->panel[p];
         P->layer = p;
@@ -105,12 +108,14 @@ static double layout_panels(const run_metrics *m, viz_moe_layout *out, double pl
             pct(d, sizeof d, P->dropped_max);
             snprintf(P->title, sizeof P->title,
                      "layer %d · dropped up to %s of its routed tokens (strip above)", p, d);
+            if (viz_measure(10.5, true, P->title) > plot_w) /* a narrow page: the short form */
+                snprintf(P->title, sizeof P->title, "layer %d · dropped ≤ %s", p, d);
         } else {
             snprintf(P->title, sizeof P->title, "layer %d · no token dropped", p);
         }
         y = P->y + P->h + AXIS_H + PANEL_GAP;
     }
-    out->height = y - PANEL_GAP + BOTTOM;
+    out->height = ceil(y - PANEL_GAP + BOTTOM);
     return top;
 }
 
@@ -142,6 +147,10 @@ static void layout_texts(const run_metrics *m, viz_moe_layout *out) {
         snprintf(merged, sizeof merged, "one column = %.1f logged steps merged · ",
                  (double)m->nmoe / out->columns);
     snprintf(out->note, sizeof out->note, "%s%sgrey: no token routed", more, merged);
+    out->title_lines = viz_wrap(out->title, 14, true, out->width - 28, out->title_drawn,
+                                sizeof out->title_drawn);
+    out->subtitle_lines = viz_wrap(out->subtitle, 10, false, out->width - 28, out->subtitle_drawn,
+                                   sizeof out->subtitle_drawn);
 }
 
 bool viz_moe_layout_of(const run_metrics *m, double width, viz_moe_layout *out, char *err,
@@ -168,11 +177,15 @@ bool viz_moe_layout_of(const run_metrics *m, double width, viz_moe_layout *out, 
     out->columns = cols < 1 ? 1 : cols;
     out->npanels = L < VIZ_MOE_MAX_PANELS ? L : VIZ_MOE_MAX_PANELS;
     /* The red end: the largest share drawn, at least 2/E, at most 1. */
+    layout_texts(m, out); /* first: a wrapped title moves everything below it down */
+    out->text_shift = (out->title_lines - 1) * viz_line_pitch(14) +
+                      (out->subtitle_lines - 1) * viz_line_pitch(10);
     out->scale_max = layout_panels(m, out, plot_w, fmin(1.0, 2.0 / E));
-    out->bar_w = plot_w < 360 ? plot_w : 360;
+    /* the bar and, left of it, its label, inside the plot's width (at least 100 points of bar) */
+    const double label_w = viz_measure(8.5, false, BAR_LABEL) + 8;
+    out->bar_w = fmax(fmin(100, plot_w), fmin(360, plot_w - label_w));
     out->bar_x = MARGIN_L + plot_w - out->bar_w;
-    out->bar_y = 70, out->bar_h = 10;
-    layout_texts(m, out);
+    out->bar_y = 70 + out->text_shift, out->bar_h = 10;
     return true;
 }
 
@@ -227,18 +240,36 @@ static void draw_dropped(cairo_t *cr, const run_metrics *m, const viz_moe_layout
     viz_text(cr, P->x - 6, base, 7.5, false, VIZ_RIGHT, DROPPED, "dropped");
 }
 
+/* Each cell's share written in it, when every cell is wide and tall enough for "25.0%";
+ * otherwise the colour bar above gives the values. */
+static void draw_values(cairo_t *cr, const run_metrics *m, const viz_moe_layout *l,
+                        const viz_moe_panel *P) {
+    const double cw = P->w / l->columns, row = P->h / l->experts, size = 7.5;
+    if (cw < viz_measure(size, false, "100.0%") + 4 || row < viz_line_pitch(size)) return;
+    char s[24];
+    for (int c = 0; c < l->columns; c++)
+        for (int e = 0; e < l->experts; e++) {
+            const double share = viz_moe_share(m, l, P->layer, e, c);
+            if (isnan(share)) continue;
+            pct(s, sizeof s, share);
+            viz_text_on_fill(cr, P->x + (c + 0.5) * cw,
+                             P->y + (e + 0.5) * row + size * 0.36 * viz_theme_current()->text_scale,
+                             size, false, VIZ_CENTER, viz_moe_color(l, share), false, s);
+        }
+}
+
 static void draw_axes(cairo_t *cr, const run_metrics *m, const viz_moe_layout *l,
                       const viz_moe_panel *P) {
     char s[48];
     viz_text(cr, P->x, P->strip_y - 4, 10.5, true, VIZ_LEFT, VIZ_TEXT, P->title);
-    /* experts: first and last, top to bottom */
-    const double row = P->h / l->experts;
-    viz_text(cr, P->x - 6, P->y + fmin(row, 12) / 2 + 3.5, 8, false, VIZ_RIGHT, VIZ_TEXT,
-             "expert 0");
-    snprintf(s, sizeof s, "expert %d", l->experts - 1);
-    if (l->experts > 1)
-        viz_text(cr, P->x - 6, P->y + P->h - fmin(row, 12) / 2 + 3.5, 8, false, VIZ_RIGHT, VIZ_TEXT,
-                 s);
+    /* every expert, top to bottom, at its row's middle */
+    const double row = P->h / l->experts, ts = viz_theme_current()->text_scale;
+    const double size = fmin(8, row / (1.3 * ts));
+    for (int e = 0; e < l->experts; e++) {
+        snprintf(s, sizeof s, "expert %d", e);
+        viz_text(cr, P->x - 6, P->y + (e + 0.5) * row + size * 0.36 * ts, size, false, VIZ_RIGHT,
+                 VIZ_TEXT, s);
+    }
     /* steps: about six ticks, each at a column's centre, labelled with its first step */
     const int ticks = l->columns < 6 ? l->columns : 6;
     for (int k = 0; k < ticks; k++) {
@@ -278,8 +309,7 @@ static void draw_scale(cairo_t *cr, const viz_moe_layout *l) {
     viz_text(cr, l->bar_x, l->bar_y + l->bar_h + 11, 8, false, VIZ_LEFT, VIZ_TEXT, "0%");
     pct(b, sizeof b, l->scale_max);
     viz_text(cr, l->bar_x + l->bar_w, l->bar_y + l->bar_h + 11, 8, false, VIZ_RIGHT, VIZ_TEXT, b);
-    viz_text(cr, l->bar_x - 8, l->bar_y + l->bar_h - 1, 8.5, false, VIZ_RIGHT, VIZ_TEXT,
-             "share of the layer's routed tokens");
+    viz_text(cr, l->bar_x - 8, l->bar_y + l->bar_h - 1, 8.5, false, VIZ_RIGHT, VIZ_TEXT, BAR_LABEL);
 }
 
 bool viz_moe_load_draw(const run_metrics *m, const char *path, int width, char *err,
@@ -293,12 +323,14 @@ bool viz_moe_load_draw(const run_metrics *m, const char *path, int width, char *
     viz_canvas c;
     viz_canvas_open(&c, path, l.width, l.height);
     cairo_t *cr = c.cr;
-    viz_text(cr, 14, 24, 14, true, VIZ_LEFT, VIZ_TEXT, l.title);
-    viz_text(cr, 14, 42, 10, false, VIZ_LEFT, VIZ_TEXT, l.subtitle);
-    viz_text(cr, 14, 56, 8.5, false, VIZ_LEFT, VIZ_GRID, l.note);
+    const double t1 = (l.title_lines - 1) * viz_line_pitch(14);
+    viz_text_lines(cr, 14, 24, 14, true, VIZ_LEFT, VIZ_TEXT, l.title_drawn);
+    viz_text_lines(cr, 14, 42 + t1, 10, false, VIZ_LEFT, VIZ_TEXT, l.subtitle_drawn);
+    viz_text(cr, 14, 56 + l.text_shift, 8.5, false, VIZ_LEFT, viz_shade(VIZ_TEXT, 0.35), l.note);
     draw_scale(cr, &l);
     for (int p = 0; p < l.npanels; p++) {
         draw_heat(cr, m, &l, &l.panel[p]);
+        draw_values(cr, m, &l, &l.panel[p]);
         draw_dropped(cr, m, &l, &l.panel[p]);
         draw_axes(cr, m, &l, &l.panel[p]);
     }

@@ -59,6 +59,9 @@ typedef struct {
     double scale_max;    /* the share at the red end: the largest share, at least 2/E (≤ 1) */
     double bar_x, bar_y, bar_w, bar_h; /* the colour bar */
     char title[512], subtitle[256], note[160];
+    char title_drawn[600], subtitle_drawn[300]; /* as drawn: wrapped at the page ('\n') */
+    int title_lines, subtitle_lines;
+    double text_shift; /* how far the wrapped lines move everything below them down */
     int npanels;
     viz_moe_panel panel[VIZ_MOE_MAX_PANELS];
 } viz_moe_layout;

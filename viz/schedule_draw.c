@@ -27,6 +27,7 @@
 #include "src/core/check.h"
 #include "viz/axis.h"
 #include "viz/build.h"
+#include "viz/schedule_arrows.h"
 
 enum {
     LEFT = 78,
@@ -40,7 +41,8 @@ enum {
     MEM_GAP = 10, /* the phase words under the strip */
     MEM_H = 30,   /* the activations band; its top MEM_HEADROOM for the peak's label */
     MEM_HEADROOM = 11,
-    HEAD_H = 34 /* a stack's own title (--title with --compare) */
+    HEAD_H = 34,    /* a stack's own title (--title with --compare) */
+    BOX_H_MAX = 150 /* a frame taller than the picture (--height) grows the boxes up to this */
 };
 
 static viz_rgb phase_color(pp_phase ph) {
@@ -87,7 +89,7 @@ static void add_gap(viz_schedule_layout *out, int r, double y, double t0, double
     g->x = LEFT + t0 * out->px_per_unit;
     g->w = (t1 - t0) * out->px_per_unit;
     g->y = y;
-    g->h = BOX_H;
+    g->h = out->box_h;
     g->rank = r;
     g->action = -1;
     g->fill = VIZ_IDLE;
@@ -101,7 +103,7 @@ static void add_box(viz_schedule_layout *out, int r, int i, double y, const pp_a
     b->x = LEFT + sp.start * out->px_per_unit;
     b->w = (sp.end - sp.start) * out->px_per_unit;
     b->y = y;
-    b->h = BOX_H;
+    b->h = out->box_h;
     b->rank = r;
     b->action = i;
     b->fill = action_fill(a);
@@ -137,7 +139,7 @@ static void layout_rank(viz_schedule_layout *out, const pp_schedule *s, const pp
         viz_sched_rect *st = &out->strips[out->nstrip++];
         st->x = LEFT + ph_lo[ph] * ppu;
         st->w = (ph_hi[ph] - ph_lo[ph]) * ppu;
-        st->y = y + BOX_H + 2;
+        st->y = y + out->box_h + 2;
         st->h = STRIP_H;
         st->rank = r;
         st->action = -1;
@@ -152,6 +154,37 @@ static void layout_rank(viz_schedule_layout *out, const pp_schedule *s, const pp
 static double scale_for(double T) {
     double ppu = 1000.0 / (T > 0 ? T : 1);
     return ppu > 48 ? 48 : ppu < 8 ? 8 : ppu;
+}
+
+/* The legend's entries: the kinds (with the chunk marker, hatched, when v > 1), the phases
+ * (GPipe has no steady phase), and the activations curve when drawn. Returns how many (at
+ * most 9). */
+static int legend_entries(pp_kind kind, int v, bool mem, viz_rgb *colors, const char **labels,
+                          bool *hatched) {
+    int n = 0;
+    const bool split = pp_splits_backward(kind); /* B is the input gradient, W comes after it */
+    colors[n] = VIZ_FORWARD, labels[n++] = "forward (micro-batch inside)";
+    colors[n] = VIZ_BACKWARD, labels[n++] = split ? "backward B: input gradient" : "backward";
+    if (split) colors[n] = VIZ_WEIGHT, labels[n++] = "weight gradient W";
+    colors[n] = VIZ_IDLE, labels[n++] = "idle (bubble)";
+    for (int i = 0; i < 9; i++) hatched[i] = false;
+    if (v > 1) { /* the chunk marker, drawn like the boxes */
+        hatched[n] = true;
+        colors[n] = viz_shade(VIZ_FORWARD, 0.45), labels[n++] = "chunk ≥ 1 (lighter, hatched)";
+    }
+    const pp_phase order[3] = {PP_WARMUP, PP_STEADY, PP_COOLDOWN};
+    for (int i = 0; i < 3; i++) {
+        if (kind == PP_GPIPE && order[i] == PP_STEADY) continue;
+        colors[n] = phase_color(order[i]), labels[n++] = phase_word(kind, order[i]);
+    }
+    if (mem) /* the activations curve and its unit (chunk sets: see the peaks) */
+        colors[n] = viz_shade(VIZ_MEMORY, 0.5), labels[n++] = "held (micro-batches)";
+    return n;
+}
+
+/* The title wrapped at the page's width; returns its lines. */
+static int title_drawn(const viz_schedule_layout *l, char *out, size_t cap) {
+    return viz_wrap(l->title, 14, true, l->width - LEFT - 10, out, cap);
 }
 
 /* "1f1b   p = 4   m = 8  —  bubble 27.3% of the time (textbook (p−1)/(m+p−1) = 27.3%)". */
@@ -175,43 +208,47 @@ static void layout_title(viz_schedule_layout *out, const pp_config *c, const pp_
                  100.0 * textbook);
 }
 
-/* The dependency arrows: one per receiving action that starts before `until`, from the box
- * of the action that sent its message (found by tag) to its own box. */
-static void layout_arrows(viz_schedule_layout *out, const pp_schedule *s, const pp_sim *sim) {
-    const int ntags = pp_tag_count(&s->cfg), p = s->cfg.p;
-    int *from_rank = mallocCheck((size_t)ntags * sizeof(int)), nrecv = 0;
-    int *from_action = mallocCheck((size_t)ntags * sizeof(int));
-    for (int r = 0; r < p; r++)
-        for (int i = 0; i < s->ranks[r].n; i++) {
-            const pp_action *a = &s->ranks[r].actions[i];
-            if (a->send_tag >= 0) from_rank[a->send_tag] = r, from_action[a->send_tag] = i;
-            nrecv += a->recv_tag >= 0;
-        }
-    out->arrows = callocCheck((size_t)nrecv + 1, sizeof *out->arrows);
-    const double ppu = out->px_per_unit;
-    for (int r = 0; r < p; r++)
-        for (int i = 0; i < s->ranks[r].n; i++) {
-            const pp_action *a = &s->ranks[r].actions[i];
-            if (a->recv_tag < 0 || sim->ranks[r].spans[i].start >= out->until) continue;
-            const int fr = from_rank[a->recv_tag], fi = from_action[a->recv_tag];
-            viz_sched_arrow *w = &out->arrows[out->narrow++];
-            *w = (viz_sched_arrow){
-                .from_rank = fr, .from_action = fi, .to_rank = r, .to_action = i};
-            const double y_from = out->row_y0 + fr * out->row_pitch,
-                         y_to = out->row_y0 + r * out->row_pitch;
-            w->x1 = out->plot_x + sim->ranks[fr].spans[fi].end * ppu - 2;
-            w->x2 = out->plot_x + sim->ranks[r].spans[i].start * ppu + 2;
-            w->same_row = fr == r;
-            w->y1 = fr < r ? y_from + BOX_H : y_from; /* leave the box on the side facing */
-            w->y2 = fr < r ? y_to : fr > r ? y_to + BOX_H : y_to;
-        }
-    free(from_rank);
-    free(from_action);
+/* The page around the rows: the right gutter holds the widest idle/peak text, the title wraps
+ * inside the page and moves the rows down by its extra lines, the legend wraps under the
+ * axis. */
+static void layout_page(viz_schedule_layout *out, const pp_config *c) {
+    double right = RIGHT;
+    for (int r = 0; r < c->p; r++) right = fmax(right, viz_measure(11, false, out->right[r]) + 26);
+    out->width = ceil(LEFT + out->plot_w + right);
+    char t[400];
+    const double shift = (title_drawn(out, t, sizeof t) - 1) * viz_line_pitch(14) +
+                         (viz_theme_current()->text_scale - 1) * 14;
+    out->row_y0 = TOP + shift;
+    for (int i = 0; i < out->nbox; i++) out->boxes[i].y += shift;
+    for (int i = 0; i < out->ngap; i++) out->gaps[i].y += shift;
+    for (int i = 0; i < out->nstrip; i++) out->strips[i].y += shift;
+    out->axis_y = out->row_y0 + c->p * out->row_pitch + 4;
+    viz_rgb colors[9];
+    const char *labels[9];
+    bool hatched[9];
+    const int n = legend_entries(c->kind, c->v, out->nmem > 0, colors, labels, hatched);
+    const int rows = viz_legend_rows(11, n, labels, out->width - LEFT - 10);
+    out->height = ceil(out->axis_y + AXIS_H + LEGEND_H + (rows - 1) * viz_legend_pitch(11));
 }
 
-/* The layout at a given scale (points per unit of time); mem_max: micro-batches of
- * activations at the top of every band (0: no band). */
-static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
+/* Scale and box height for a frame of fw x fh points asked with --width/--height (0: unset):
+ * the plot takes the frame's width, the boxes the spare height (up to BOX_H_MAX); a picture
+ * that stays shorter is centred by the canvas. p_total rows in all. */
+static void fit_frame(const viz_schedule_layout *first, double T, double height, int p_total,
+                      double *ppu, double *box_h) {
+    double fw, fh;
+    viz_output_frame(&fw, &fh);
+    if (fw > 0) *ppu = fmax(1e-3, (fw - (first->width - first->plot_w)) / (T > 0 ? T : 1));
+    const double page_w = first->width - first->plot_w + T * *ppu;
+    if (fh > 0 && p_total > 0) {
+        const double goal = fw > 0 ? fh * page_w / fw : fh; /* in the page's own points */
+        *box_h = fmin(BOX_H_MAX, BOX_H + fmax(0, floor((goal - height) / p_total)));
+    }
+}
+
+/* The layout at a given scale (points per unit of time), boxes box_h high; mem_max:
+ * micro-batches of activations at the top of every band (0: no band). */
+static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu, double box_h,
                             const viz_schedule_options *opt, double mem_max,
                             viz_schedule_layout *out) {
     const pp_config *c = &s->cfg;
@@ -223,21 +260,17 @@ static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
     out->px_per_unit = ppu;
     out->plot_x = LEFT;
     out->plot_w = T * ppu;
-    out->box_h = BOX_H;
+    out->box_h = box_h;
     out->strip_h = STRIP_H;
-    out->row_y0 = TOP;
-    out->row_pitch = BOX_H + 2 + STRIP_H + ROW_GAP;
+    out->row_y0 = TOP; /* the boxes' y is final below, once the title's lines are known */
+    out->row_pitch = box_h + 2 + STRIP_H + ROW_GAP;
     if (mem_max > 0) {
         out->mem_max = mem_max;
-        out->mem_base = BOX_H + 2 + STRIP_H + MEM_GAP + MEM_H;
+        out->mem_base = box_h + 2 + STRIP_H + MEM_GAP + MEM_H;
         out->px_per_set = (MEM_H - MEM_HEADROOM) / (mem_max * c->v); /* a set: 1/v of one */
         out->row_pitch += MEM_GAP + MEM_H;
     }
-    out->axis_y = TOP + p * out->row_pitch + 4;
     out->tick_step = nice_step(ppu, 36);
-    out->width = ceil(LEFT + out->plot_w + RIGHT);
-    out->height = ceil(out->axis_y + AXIS_H + LEGEND_H);
-
     int total = 0;
     for (int r = 0; r < p; r++) total += s->ranks[r].n;
     out->boxes = callocCheck((size_t)total, sizeof *out->boxes);
@@ -252,9 +285,10 @@ static void layout_at_scale(const pp_schedule *s, const pp_sim *sim, double ppu,
             viz_sched_mem_compute(&s->ranks[r], c->v, &sim->ranks[r], sim->makespan, out->until,
                                   &out->mem[r]);
     }
-    if (opt->arrows) layout_arrows(out, s, sim);
     layout_title(out, c, sim);
     if (opt->title) snprintf(out->title, sizeof out->title, "%s", opt->title);
+    layout_page(out, c);
+    if (opt->arrows) viz_sched_arrows_layout(out, s, sim);
 }
 
 /* The most activations any rank of the n schedules holds, in micro-batches: its sets (the
@@ -273,8 +307,13 @@ static const viz_schedule_options k_default_options;
 void viz_schedule_layout_compute_opt(const pp_schedule *s, const pp_sim *sim,
                                      const viz_schedule_options *opt, viz_schedule_layout *out) {
     if (!opt) opt = &k_default_options;
-    layout_at_scale(s, sim, scale_for(sim->makespan), opt,
-                    opt->no_memory ? 0 : most_held(s, sim, 1), out);
+    const double mem_max = opt->no_memory ? 0 : most_held(s, sim, 1);
+    double ppu = scale_for(sim->makespan), box_h = BOX_H;
+    layout_at_scale(s, sim, ppu, box_h, opt, mem_max, out);
+    fit_frame(out, sim->makespan, out->height, s->cfg.p, &ppu, &box_h);
+    if (ppu == out->px_per_unit && box_h == BOX_H) return;
+    viz_schedule_layout_free(out);
+    layout_at_scale(s, sim, ppu, box_h, opt, mem_max, out);
 }
 
 void viz_schedule_layout_compute(const pp_schedule *s, const pp_sim *sim,
@@ -323,39 +362,12 @@ static void draw_axis(cairo_t *cr, const viz_schedule_layout *l, double makespan
 }
 
 static void draw_legend(cairo_t *cr, const viz_schedule_layout *l, pp_kind kind, int v) {
-    const double y = l->axis_y + AXIS_H + 16, size = 11;
-    double x = l->plot_x;
-    viz_rgb colors[4] = {VIZ_FORWARD, VIZ_BACKWARD, VIZ_IDLE, VIZ_WEIGHT};
-    const char *labels[4] = {"forward (micro-batch inside)", "backward", "idle (bubble)",
-                             "weight gradient W"};
-    if (pp_splits_backward(kind)) { /* split backward: B is the input gradient, W comes after it */
-        labels[1] = "backward B: input gradient";
-        colors[2] = VIZ_WEIGHT, labels[2] = "weight gradient W";
-        colors[3] = VIZ_IDLE, labels[3] = "idle (bubble)";
-    }
-    x += viz_legend(cr, x, y, size, pp_splits_backward(kind) ? 4 : 3, colors, labels);
-    if (v > 1) { /* the chunk marker, drawn like the boxes */
-        viz_box(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, 0.45));
-        viz_hatch(cr, x, y - size, size, size, viz_shade(VIZ_FORWARD, -0.3), 4);
-        x += size * 1.4;
-        viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT,
-                 "chunk ≥ 1 (lighter, hatched)");
-        x += viz_text_width(cr, size, false, "chunk ≥ 1 (lighter, hatched)") + size * 1.6;
-    }
-    /* GPipe has no steady phase: leave it out of its legend */
-    const pp_phase order[3] = {PP_WARMUP, PP_STEADY, PP_COOLDOWN};
-    viz_rgb pc[3];
-    const char *pl[3];
-    int n = 0;
-    for (int i = 0; i < 3; i++) {
-        if (kind == PP_GPIPE && order[i] == PP_STEADY) continue;
-        pc[n] = phase_color(order[i]);
-        pl[n++] = phase_word(kind, order[i]);
-    }
-    x += viz_legend(cr, x, y, size, n, pc, pl);
-    if (l->nmem > 0) /* the activations curve and its unit (chunk sets: see the peaks) */
-        viz_legend(cr, x, y, size, 1, (viz_rgb[]){viz_shade(VIZ_MEMORY, 0.5)},
-                   (const char *[]){"held (micro-batches)"});
+    viz_rgb colors[9];
+    const char *labels[9];
+    bool hatched[9];
+    const int n = legend_entries(kind, v, l->nmem > 0, colors, labels, hatched);
+    viz_legend_wrap(cr, l->plot_x, l->axis_y + AXIS_H + 16, 11, n, colors, labels, hatched,
+                    l->width - LEFT - 10);
 }
 
 /* Under every row: its activations over time, on the band's baseline, named at the left. */
@@ -372,48 +384,23 @@ static void paint_memory(cairo_t *cr, const viz_schedule_layout *l) {
     }
 }
 
-/* A dependency, thin and light: a straight arrow between rows, an arc above a row for a V's
- * turn-around on one rank. */
-static void draw_arrow(cairo_t *cr, const viz_sched_arrow *a) {
-    cairo_save(cr);
-    cairo_set_source_rgba(cr, 0.15, 0.15, 0.25, 0.45);
-    cairo_set_line_width(cr, 0.7);
-    double ux, uy; /* the head's direction */
-    cairo_move_to(cr, a->x1, a->y1);
-    if (a->same_row) {
-        const double lift = 12;
-        cairo_curve_to(cr, a->x1, a->y1 - lift, a->x2, a->y2 - lift, a->x2, a->y2);
-        ux = 0, uy = 1;
-    } else {
-        cairo_line_to(cr, a->x2, a->y2);
-        const double dx = a->x2 - a->x1, dy = a->y2 - a->y1, len = fmax(1e-9, hypot(dx, dy));
-        ux = dx / len, uy = dy / len;
-    }
-    cairo_stroke(cr);
-    const double h = 4; /* a small filled head */
-    cairo_move_to(cr, a->x2, a->y2);
-    cairo_line_to(cr, a->x2 - h * ux - 0.5 * h * uy, a->y2 - h * uy + 0.5 * h * ux);
-    cairo_line_to(cr, a->x2 - h * ux + 0.5 * h * uy, a->y2 - h * uy - 0.5 * h * ux);
-    cairo_close_path(cr);
-    cairo_fill(cr);
-    cairo_restore(cr);
-}
-
 /* Paints one layout (its legend too when `legend`). */
 static void paint(cairo_t *cr, const viz_schedule_layout *lp, const pp_schedule *s,
                   const pp_sim *sim, bool legend) {
     const viz_schedule_layout l = *lp;
 
-    viz_text(cr, LEFT, 26, 14, true, VIZ_LEFT, VIZ_TEXT, l.title);
+    char title[400];
+    title_drawn(&l, title, sizeof title);
+    viz_text_lines(cr, LEFT, 26, 14, true, VIZ_LEFT, VIZ_TEXT, title);
     draw_axis(cr, &l, sim->makespan);
 
     char buf[32];
     for (int r = 0; r < s->cfg.p; r++) {
         double y = l.row_y0 + r * l.row_pitch;
         snprintf(buf, sizeof buf, "rank %d", r);
-        viz_text(cr, LEFT - 10, y + BOX_H * 0.65, 12, true, VIZ_RIGHT, VIZ_TEXT, buf);
-        viz_text(cr, l.plot_x + l.plot_w + 12, y + BOX_H * 0.65, 11, false, VIZ_LEFT, VIZ_TEXT,
-                 l.right[r]);
+        const double mid = y + l.box_h / 2 + 4 * viz_theme_current()->text_scale;
+        viz_text(cr, LEFT - 10, mid, 12, true, VIZ_RIGHT, VIZ_TEXT, buf);
+        viz_text(cr, l.plot_x + l.plot_w + 12, mid, 11, false, VIZ_LEFT, VIZ_TEXT, l.right[r]);
     }
     for (int i = 0; i < l.ngap; i++) {
         const viz_sched_rect *g = &l.gaps[i];
@@ -429,18 +416,12 @@ static void paint(cairo_t *cr, const viz_schedule_layout *lp, const pp_schedule 
         if (b->hatched)
             viz_hatch(cr, b->x + 0.5, b->y + 0.5, b->w - 1, b->h - 1, viz_shade(base, -0.1),
                       b->hatch_gap);
-        if (b->label[0]) {
+        if (b->label[0]) { /* black or white by contrast; a plate over hatching or a pattern */
             double fs = b->w >= 22 ? 12 : 9;
-            viz_rgb ink = b->hatched ? VIZ_TEXT : (viz_rgb){1, 1, 1};
-            if (b->hatched) { /* a white patch under the number keeps it readable on hatching */
-                double tw = viz_text_width(cr, fs, true, b->label);
-                cairo_rectangle(cr, b->x + b->w / 2 - tw / 2 - 2, b->y + b->h / 2 - fs * 0.5 - 1,
-                                tw + 4, fs + 1);
-                cairo_set_source_rgb(cr, 1, 1, 1);
-                cairo_fill(cr);
-            }
-            viz_text(cr, b->x + b->w / 2, b->y + b->h / 2 + fs * 0.36, fs, true, VIZ_CENTER, ink,
-                     b->label);
+            const double ts = viz_theme_current()->text_scale;
+            viz_text_on_fill(cr, b->x + b->w / 2, b->y + b->h / 2 + fs * 0.36 * ts, fs, true,
+                             VIZ_CENTER, b->fill, b->hatched || viz_theme_current()->patterns,
+                             b->label);
         }
     }
     for (int i = 0; i < l.nstrip; i++) {
@@ -455,8 +436,25 @@ static void paint(cairo_t *cr, const viz_schedule_layout *lp, const pp_schedule 
                      viz_shade(VIZ_TEXT, 0.35), word);
     }
     paint_memory(cr, &l);
-    for (int i = 0; i < l.narrow; i++) draw_arrow(cr, &l.arrows[i]);
+    for (int i = 0; i < l.narrow; i++) viz_sched_arrow_draw(cr, &l.arrows[i]);
     if (legend) draw_legend(cr, &l, s->cfg.kind, s->cfg.v);
+}
+
+/* The panels of a stack at one scale and box height, one under the other. */
+static void stack_at(const pp_schedule *s, const pp_sim *sim, int n, double ppu, double box_h,
+                     const viz_schedule_options *opt, double mem_max, viz_schedule_layout *out,
+                     double *panel_y, double *width, double *height) {
+    viz_schedule_options each = *opt;
+    if (n > 1) each.title = NULL; /* a stack's title heads it: every panel keeps its line */
+    *width = 0;
+    *height = n > 1 && opt->title ? HEAD_H : 0;
+    for (int i = 0; i < n; i++) {
+        layout_at_scale(&s[i], &sim[i], ppu, box_h, &each, mem_max, &out[i]);
+        panel_y[i] = *height;
+        const bool last = i == n - 1; /* only the last panel keeps the legend */
+        *height += last ? out[i].height : out[i].axis_y + AXIS_H;
+        if (out[i].width > *width) *width = out[i].width;
+    }
 }
 
 void viz_schedule_stack_compute_opt(const pp_schedule *s, const pp_sim *sim, int n,
@@ -464,20 +462,18 @@ void viz_schedule_stack_compute_opt(const pp_schedule *s, const pp_sim *sim, int
                                     double *panel_y, double *width, double *height) {
     if (!opt) opt = &k_default_options;
     double T = 0;
+    int rows = 0;
     for (int i = 0; i < n; i++) T = sim[i].makespan > T ? sim[i].makespan : T;
-    const double ppu = scale_for(T); /* one time scale for every panel */
+    for (int i = 0; i < n; i++) rows += s[i].cfg.p;
     const double mem_max = opt->no_memory ? 0 : most_held(s, sim, n); /* one memory scale */
-    viz_schedule_options each = *opt;
-    if (n > 1) each.title = NULL; /* a stack's title heads it: every panel keeps its line */
-    *width = 0;
-    *height = n > 1 && opt->title ? HEAD_H : 0;
-    for (int i = 0; i < n; i++) {
-        layout_at_scale(&s[i], &sim[i], ppu, &each, mem_max, &out[i]);
-        panel_y[i] = *height;
-        const bool last = i == n - 1; /* only the last panel keeps the legend */
-        *height += last ? out[i].height : out[i].axis_y + AXIS_H;
-        if (out[i].width > *width) *width = out[i].width;
-    }
+    double ppu = scale_for(T), box_h = BOX_H; /* one time scale for every panel */
+    stack_at(s, sim, n, ppu, box_h, opt, mem_max, out, panel_y, width, height);
+    viz_schedule_layout first = out[0];
+    first.plot_w = T * ppu, first.width = *width; /* the widest panel's page */
+    fit_frame(&first, T, *height, rows, &ppu, &box_h);
+    if (ppu == scale_for(T) && box_h == BOX_H) return;
+    for (int i = 0; i < n; i++) viz_schedule_layout_free(&out[i]);
+    stack_at(s, sim, n, ppu, box_h, opt, mem_max, out, panel_y, width, height);
 }
 
 void viz_schedule_stack_compute(const pp_schedule *s, const pp_sim *sim, int n,
@@ -511,8 +507,8 @@ static void paint_stack(cairo_t *cr, int k, int K, double cut, void *ctx) {
     }
     if (K > 0) { /* a build's page: the cut in every panel, the page number */
         for (int i = 0; i < n; i++)
-            viz_build_now(cr, LEFT + cut * l[i].px_per_unit, y[i] + TOP - 8, y[i] + l[i].axis_y, k,
-                          K);
+            viz_build_now(cr, LEFT + cut * l[i].px_per_unit, y[i] + l[i].row_y0 - 8,
+                          y[i] + l[i].axis_y, k, K);
         viz_build_page_number(cr, k, K, width - 14, 24);
     }
     for (int i = 0; i < n; i++) viz_schedule_layout_free(&l[i]);
@@ -539,7 +535,7 @@ void viz_schedule_draw_opt(const pp_schedule *s, const pp_sim *sim, int n,
         return;
     }
     viz_canvas cv;
-    viz_canvas_open(&cv, path, width, height);
+    viz_canvas_open_fitted(&cv, path, width, height);
     paint_stack(cv.cr, 0, 0, 0, &job);
     viz_canvas_close(&cv);
 }

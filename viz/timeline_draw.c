@@ -78,18 +78,21 @@ static void draw_row_labels(cairo_t *cr, const viz_tl_layout *L, const viz_tl_pa
     const viz_tl_row *row = &P->tl->rows[R->rank];
     char buf[64];
     snprintf(buf, sizeof buf, "rank %d", row->rank);
-    viz_text(cr, L->plot_x - 8, R->lane_y + 14, 10.5, true, VIZ_RIGHT, VIZ_TEXT, buf);
+    const double ts = viz_theme_current()->text_scale, mid = R->lane_y + R->lane_h / 2;
+    viz_text(cr, L->plot_x - 8, mid + 3 * ts, 10.5, true, VIZ_RIGHT, VIZ_TEXT, buf);
     const int cp = P->tl->cp;
     if (cp > 1)
         snprintf(buf, sizeof buf, "tp %d · cp %d · dp %d", row->tp_rank, row->dp_rank % cp,
                  row->dp_rank / cp);
     else snprintf(buf, sizeof buf, "tp %d · dp %d", row->tp_rank, row->dp_rank);
-    viz_text(cr, L->plot_x - 8, R->comm_y + 7, 7.5, false, VIZ_RIGHT, MUTED, buf);
+    viz_text(cr, L->plot_x - 8, R->comm_y + R->comm_h / 2 + 2.7 * ts, 7.5, false, VIZ_RIGHT, MUTED,
+             buf);
     if (R->stream_h > 0)
-        viz_text(cr, L->plot_x - 8, R->stream_y + 7, 7, false, VIZ_RIGHT, MUTED, "comm stream");
+        viz_text(cr, L->plot_x - 8, R->stream_y + R->stream_h / 2 + 2.5 * ts, 7, false, VIZ_RIGHT,
+                 MUTED, "comm stream");
     double xr = L->plot_x + L->plot_w + 8;
-    viz_text(cr, xr, R->lane_y + 9, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[0]);
-    viz_text(cr, xr, R->lane_y + 19, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[1]);
+    viz_text(cr, xr, mid - 2 * ts, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[0]);
+    viz_text(cr, xr, mid + 8 * ts, 8, false, VIZ_LEFT, VIZ_TEXT, R->share_text[1]);
 }
 
 /* Idle is blank: a thin baseline marks the lane so an empty row still reads as a row. */
@@ -97,8 +100,8 @@ static void draw_lane_baseline(cairo_t *cr, const viz_tl_layout *L, const viz_tl
                                const viz_tl_row_layout *R) {
     cairo_set_line_width(cr, 0.5);
     viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.2));
-    cairo_move_to(cr, L->plot_x, R->lane_y + VIZ_TL_LANE_H - 0.25);
-    cairo_line_to(cr, viz_tl_x(L, P->t_end), R->lane_y + VIZ_TL_LANE_H - 0.25);
+    cairo_move_to(cr, L->plot_x, R->lane_y + R->lane_h - 0.25);
+    cairo_line_to(cr, viz_tl_x(L, P->t_end), R->lane_y + R->lane_h - 0.25);
     cairo_stroke(cr);
 }
 
@@ -118,14 +121,14 @@ static void draw_boxes(cairo_t *cr, const viz_tl_row *row, const viz_tl_row_layo
             if (wait > 0.2) wait_fill(cr, B->x, R->stream_y + 1, wait, R->stream_h - 2);
             viz_box(cr, B->x_ready, R->stream_y + 1, tw < 1 ? 1 : tw, R->stream_h - 2, fill);
         } else if (!viz_tl_is_comm(b->kind)) {
-            viz_box(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, fill);
+            viz_box(cr, B->x, R->lane_y, w, R->lane_h, fill);
             if (viz_tl_chunk_hatched(b->chunk))
-                viz_hatch(cr, B->x, R->lane_y, w, VIZ_TL_LANE_H, viz_shade(fill, -0.45), 4);
+                viz_hatch(cr, B->x, R->lane_y, w, R->lane_h, viz_shade(fill, -0.45), 4);
         } else {
             double wait = B->x_ready - B->x;
-            if (wait > 0.2) wait_fill(cr, B->x, R->comm_y + 1, wait, VIZ_TL_COMM_H - 2);
+            if (wait > 0.2) wait_fill(cr, B->x, R->comm_y + 1, wait, R->comm_h - 2);
             double tw = B->x + B->w - B->x_ready;
-            viz_box(cr, B->x_ready, R->comm_y + 1, tw < 1 ? 1 : tw, VIZ_TL_COMM_H - 2, fill);
+            viz_box(cr, B->x_ready, R->comm_y + 1, tw < 1 ? 1 : tw, R->comm_h - 2, fill);
         }
     }
 }
@@ -135,9 +138,9 @@ static void draw_boxes(cairo_t *cr, const viz_tl_row *row, const viz_tl_row_layo
 static void draw_time_classes(cairo_t *cr, const viz_tl_row_layout *R) {
     for (int i = 0; i < R->nseg; i++) {
         double x = R->seg_x[i], sw = R->seg_w[i] < 0.6 ? 0.6 : R->seg_w[i];
-        if (R->seg_cls[i] == VIZ_TC_WAIT) wait_fill(cr, x, R->lane_y + 0.5, sw, VIZ_TL_LANE_H - 1);
+        if (R->seg_cls[i] == VIZ_TC_WAIT) wait_fill(cr, x, R->lane_y + 0.5, sw, R->lane_h - 1);
         else if (R->seg_cls[i] == VIZ_TC_TRANSFER) {
-            cairo_rectangle(cr, x, R->lane_y + 0.5, sw, VIZ_TL_LANE_H - 1);
+            cairo_rectangle(cr, x, R->lane_y + 0.5, sw, R->lane_h - 1);
             viz_set_rgb(cr, VIZ_TL_TRANSFER_RGB);
             cairo_fill(cr);
         }
@@ -152,7 +155,7 @@ static void draw_box_outlines(cairo_t *cr, const viz_tl_row *row, const viz_tl_r
         const viz_tl_box *b = &row->boxes[i];
         const viz_tl_box_layout *B = &R->boxes[i];
         if (B->hidden || viz_tl_is_comm(b->kind) || B->w < 3) continue;
-        cairo_rectangle(cr, B->x + 0.7, R->lane_y + 0.7, B->w - 1.4, VIZ_TL_LANE_H - 1.4);
+        cairo_rectangle(cr, B->x + 0.7, R->lane_y + 0.7, B->w - 1.4, R->lane_h - 1.4);
         viz_set_rgb(cr, viz_tl_box_color(b->kind, b->chunk));
         cairo_stroke(cr);
     }
@@ -160,16 +163,20 @@ static void draw_box_outlines(cairo_t *cr, const viz_tl_row *row, const viz_tl_r
 
 /* Labels on top: a compute box's micro-batch, a message's byte count on its own lane. */
 static void draw_box_labels(cairo_t *cr, const viz_tl_row *row, const viz_tl_row_layout *R) {
+    const double ts = viz_theme_current()->text_scale;
+    const bool patterned = viz_theme_current()->patterns; /* the slides' patterned messages */
     for (int i = 0; i < row->nboxes; i++) {
         const viz_tl_box *b = &row->boxes[i];
         const viz_tl_box_layout *B = &R->boxes[i];
         if (!B->label_shown) continue;
+        const viz_rgb fill = viz_tl_box_color(b->kind, b->chunk);
         if (viz_tl_is_comm(b->kind)) /* a byte count, on the box's own lane */
-            viz_text(cr, B->label_x, (b->stream ? R->stream_y : R->comm_y) + 7, VIZ_TL_BYTES_SIZE,
-                     false, VIZ_CENTER, (viz_rgb){1, 1, 1}, B->label);
-        else
-            viz_text(cr, B->label_x, R->lane_y + 15, VIZ_TL_LABEL_SIZE, true, VIZ_CENTER,
-                     (viz_rgb){1, 1, 1}, B->label);
+            viz_text_on_fill(cr, B->label_x,
+                             (b->stream ? R->stream_y : R->comm_y) + R->comm_h / 2 + 2.3 * ts,
+                             VIZ_TL_BYTES_SIZE, false, VIZ_CENTER, fill, patterned, B->label);
+        else /* on a plate of the box's colour: hatching, wait or transfer may lie under it */
+            viz_text_on_fill(cr, B->label_x, R->lane_y + R->lane_h / 2 + 4 * ts, VIZ_TL_LABEL_SIZE,
+                             true, VIZ_CENTER, fill, true, B->label);
     }
 }
 
@@ -278,83 +285,51 @@ static void draw_stages(cairo_t *cr, const viz_tl_panel_layout *P) {
         viz_text(cr, 12, (P->stage_y0[s] + P->stage_y1[s]) / 2 + 4, 10, true, VIZ_LEFT, MUTED, buf);
         viz_set_rgb(cr, VIZ_GRID);
         cairo_set_line_width(cr, 1.5);
-        cairo_move_to(cr, 66, P->stage_y0[s] + 2);
-        cairo_line_to(cr, 66, P->stage_y1[s] - 2);
+        const double bar_x = 66 * viz_theme_current()->text_scale; /* right of the name */
+        cairo_move_to(cr, bar_x, P->stage_y0[s] + 2);
+        cairo_line_to(cr, bar_x, P->stage_y1[s] - 2);
         cairo_stroke(cr);
     }
 }
 
-static double legend_item(cairo_t *cr, double x, double y, double size, const char *t) {
-    x += size * 1.4;
-    viz_text(cr, x, y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT, t);
-    return x + viz_text_width(cr, size, false, t) + size * 1.6;
-}
-
-/* Three lines: what the boxes are (kinds), what the time is (classes), what the shares mean. */
-static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
-    static const struct {
-        viz_tl_kind k;
-        const char *label;
-    } order[] = {
-        {VIZ_TL_FORWARD, "forward"},
-        {VIZ_TL_BACKWARD, "backward"},
-        {VIZ_TL_WEIGHT, "weight gradient (W)"},
-        {VIZ_TL_OPTIMIZER, "optimizer"},
-        {VIZ_TL_DATA, "data"},
-        {VIZ_TL_EVAL, "eval"},
-        {VIZ_TL_SEND, "p2p message"},
-        {VIZ_TL_COLLECTIVE, "collective"},
-        {VIZ_TL_ALL_TO_ALL, "all-to-all (MoE)"},
-        {VIZ_TL_RING, "ring step (CP)"},
-    };
-    viz_rgb colors[sizeof order / sizeof order[0]];
-    const char *labels[sizeof order / sizeof order[0]];
-    int n = 0;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
-        bool present = L->kinds_present[order[i].k] ||
-                       (order[i].k == VIZ_TL_SEND && L->kinds_present[VIZ_TL_RECV]);
-        if (!present) continue;
-        colors[n] = viz_tl_box_color(order[i].k, 0);
-        labels[n++] = order[i].label;
-    }
-    double x = L->plot_x, y = L->legend_y + 10, size = 10;
-    x += viz_legend(cr, x, y, size, n, colors, labels);
-    if (L->any_chunks) {
+/* One legend item's swatch at (x, baseline y). */
+static void legend_swatch(cairo_t *cr, const viz_tl_legend_item *it, double size) {
+    const double x = it->x, y = it->y;
+    switch (it->swatch) {
+    case VIZ_TL_SW_KIND: viz_box(cr, x, y - size, size, size, viz_tl_box_color(it->kind, 0)); break;
+    case VIZ_TL_SW_CHUNK:
         viz_box(cr, x, y - size, size, size, VIZ_IDLE);
         viz_hatch(cr, x, y - size, size, size, VIZ_TEXT, 3);
-        x = legend_item(cr, x, y, size, "odd model chunk (hatched; darker = later chunk pair)");
+        break;
+    case VIZ_TL_SW_MEMORY: viz_box(cr, x, y - size, size, size, viz_shade(VIZ_MEMORY, 0.6)); break;
+    case VIZ_TL_SW_COMPUTE: viz_box(cr, x, y - size, size, size, VIZ_FORWARD); break;
+    case VIZ_TL_SW_TRANSFER: viz_box(cr, x, y - size, size, size, VIZ_TL_TRANSFER_RGB); break;
+    case VIZ_TL_SW_WAIT: wait_fill(cr, x, y - size, size, size); break;
+    case VIZ_TL_SW_IDLE:
+        cairo_rectangle(cr, x + 0.5, y - size + 0.5, size - 1, size - 1);
+        viz_set_rgb(cr, VIZ_GRID);
+        cairo_set_line_width(cr, 0.8);
+        cairo_stroke(cr);
+        break;
+    case VIZ_TL_SW_HEADING: break;
     }
-    bool mem = false;
-    for (int p = 0; p < L->npanels; p++) mem |= L->panels[p].mem_max > 0;
-    if (mem) {
-        viz_box(cr, x, y - size, size, size, viz_shade(VIZ_MEMORY, 0.6));
-        legend_item(cr, x, y, size,
-                    "memory in use: activations held (the model state of the title's ZeRO "
-                    "stage is constant, not drawn)");
-    }
+}
 
-    x = L->plot_x, y += 16;
-    viz_text(cr, x, y - size * 0.12, size, true, VIZ_LEFT, VIZ_TEXT, "time:");
-    x += viz_text_width(cr, size, true, "time:") + size * 0.8;
-    viz_box(cr, x, y - size, size, size, VIZ_FORWARD);
-    x = legend_item(cr, x, y, size, "compute (its kind's colour)");
-    viz_box(cr, x, y - size, size, size, VIZ_TL_TRANSFER_RGB);
-    x = legend_item(cr, x, y, size, "transfer (bytes moving)");
-    wait_fill(cr, x, y - size, size, size);
-    x = legend_item(cr, x, y, size, "wait (blocked on a peer)");
-    cairo_rectangle(cr, x + 0.5, y - size + 0.5, size - 1, size - 1);
-    viz_set_rgb(cr, VIZ_GRID);
-    cairo_set_line_width(cr, 0.8);
-    cairo_stroke(cr);
-    legend_item(cr, x, y, size, "idle (blank: nothing scheduled)");
-    const bool bytes = L->kinds_present[VIZ_TL_ALL_TO_ALL] || L->kinds_present[VIZ_TL_RING];
-    char line[320];
-    snprintf(line, sizeof line,
-             "the four shares of a row add up to the %s · bubble = wait + idle inside the "
-             "pipeline's first-forward→last-backward span, mean over ranks%s",
-             L->windowed ? "window" : "step",
-             bytes ? " · all-to-all and ring boxes: bytes this rank sent" : "");
-    viz_text(cr, L->plot_x, y + 14, 8.5, false, VIZ_LEFT, MUTED, line);
+/* The legend as laid out (viz_tl_layout.legend): what the boxes are, what the time is, and
+ * what the shares mean. */
+static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
+    const double size = VIZ_TL_LEGEND_SIZE, sw = size * viz_theme_current()->text_scale;
+    for (int i = 0; i < L->nlegend; i++) {
+        const viz_tl_legend_item *it = &L->legend[i];
+        if (it->swatch == VIZ_TL_SW_HEADING) {
+            viz_text(cr, it->x, it->y - size * 0.12, size, true, VIZ_LEFT, VIZ_TEXT, it->label);
+            continue;
+        }
+        legend_swatch(cr, it, sw);
+        viz_text_lines(cr, it->x + sw * 1.4, it->y - size * 0.12, size, false, VIZ_LEFT, VIZ_TEXT,
+                       it->label);
+    }
+    viz_text_lines(cr, L->plot_x, L->legend_note_y, 8.5, false, VIZ_LEFT, MUTED, L->legend_note);
 }
 
 /* One page: every panel, its rows drawn only up to the page x `x_cut` (a build's cut; the
@@ -362,9 +337,9 @@ static void draw_legend(cairo_t *cr, const viz_tl_layout *L) {
 static void paint_page(cairo_t *cr, const viz_tl_layout *L, bool arrows, double x_cut) {
     for (int p = 0; p < L->npanels; p++) {
         const viz_tl_panel_layout *P = &L->panels[p];
-        viz_text(cr, 14, P->title_y, 13.5, true, VIZ_LEFT, VIZ_TEXT, P->title);
-        viz_text(cr, 14, P->info_y, 10.5, false, VIZ_LEFT, VIZ_TEXT, P->info);
-        viz_text(cr, 14, P->note_y, 8.5, false, VIZ_LEFT, MUTED, P->note);
+        viz_text_lines(cr, 14, P->title_y, 13.5, true, VIZ_LEFT, VIZ_TEXT, P->title_drawn);
+        viz_text_lines(cr, 14, P->info_y, 10.5, false, VIZ_LEFT, VIZ_TEXT, P->info_drawn);
+        viz_text_lines(cr, 14, P->note_y, 8.5, false, VIZ_LEFT, MUTED, P->note_drawn);
         draw_grid(cr, L, P);
         draw_stages(cr, P);
         cairo_save(cr);
@@ -398,18 +373,19 @@ static void paint_build_page(cairo_t *cr, int k, int K, double cut, void *ctx) {
 
 void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,
                        const viz_tl_draw_options *opt) {
-    double width = opt && opt->width > 0 ? opt->width : 1400;
+    double width = opt && opt->width > 0 ? opt->width : 1400, frame_w, frame_h;
+    viz_output_frame(&frame_w, &frame_h); /* --height: the rows grow to fill it */
     viz_tl_layout L;
-    viz_tl_layout_compute_window(&L, tls, n, width, opt ? opt->window : NULL);
-    if (opt && opt->title) /* one panel: its title; several: the first panel's */
-        snprintf(L.panels[0].title, sizeof L.panels[0].title, "%s", opt->title);
+    viz_tl_layout_compute_frame(&L, tls, n, width, opt ? opt->window : NULL,
+                                frame_h > 0 ? frame_h * width / (frame_w > 0 ? frame_w : width) : 0,
+                                opt ? opt->title : NULL);
     const bool arrows = opt && opt->arrows;
     if (opt && opt->build > 0) {
         build_job job = {&L, arrows};
         viz_build_write(path, opt->build, L.t1 - L.t0, L.width, L.height, paint_build_page, &job);
     } else {
         viz_canvas c;
-        viz_canvas_open(&c, path, L.width, L.height);
+        viz_canvas_open_fitted(&c, path, L.width, L.height);
         paint_page(c.cr, &L, arrows, L.width);
         viz_canvas_close(&c);
     }

@@ -11,6 +11,7 @@
 #include "src/core/check.h"
 #include "src/zero/memory_plan.h"
 #include "viz/axis.h"
+#include "viz/canvas.h"
 
 enum { LEFT_GUTTER = 150, RIGHT_GUTTER = 176, TOP_MARGIN = 14, PANEL_GAP = 18 };
 
@@ -104,14 +105,15 @@ static void panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P) {
 }
 
 /* The row's parts, top to bottom from y (timeline_layout.h). */
-static void place_row_parts(viz_tl_row_layout *R, const viz_tl_row *row, double y, bool has_mem,
-                            bool has_stream) {
+static void place_row_parts(const viz_tl_layout *L, viz_tl_row_layout *R, const viz_tl_row *row,
+                            double y, bool has_mem, bool has_stream) {
     R->stage = row->pp_rank;
     R->y = R->phase_y = y;
+    R->lane_h = L->lane_h, R->comm_h = L->comm_h;
     R->lane_y = y + VIZ_TL_PHASE_H;
-    R->comm_y = R->lane_y + VIZ_TL_LANE_H;
-    R->stream_y = R->comm_y + VIZ_TL_COMM_H;
-    R->stream_h = has_stream ? VIZ_TL_STREAM_H : 0;
+    R->comm_y = R->lane_y + R->lane_h;
+    R->stream_y = R->comm_y + R->comm_h;
+    R->stream_h = has_stream ? L->comm_h : 0;
     R->mem_y = R->stream_y + R->stream_h;
     R->mem_h = has_mem ? VIZ_TL_MEM_H : 0;
     R->bottom = R->mem_y + R->mem_h;
@@ -210,7 +212,7 @@ static void layout_phases(const viz_tl_layout *L, viz_tl_row_layout *R,
 static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layout *R, double y,
                        bool has_mem, bool has_stream) {
     const viz_timeline *tl = P->tl;
-    place_row_parts(R, &tl->rows[R->rank], y, has_mem, has_stream);
+    place_row_parts(L, R, &tl->rows[R->rank], y, has_mem, has_stream);
     layout_boxes(L, R, &tl->rows[R->rank]);
     /* Time classes: the segments drawn, and the shares printed at the right, over the time
      * shown (the whole step, or the window's part of it). */
@@ -222,7 +224,7 @@ static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layo
 }
 
 /* The centre of a row's comm lane, for arrows. */
-static double comm_mid(const viz_tl_row_layout *R) { return R->comm_y + VIZ_TL_COMM_H / 2.0; }
+static double comm_mid(const viz_tl_row_layout *R) { return R->comm_y + R->comm_h / 2.0; }
 
 /* The two ends of a matched message: a send (or a ring step that sends: sendrecv, send) and
  * a receive (or a ring step's "recv"). */
@@ -336,15 +338,25 @@ static void layout_panel_rows(viz_tl_layout *L, viz_tl_panel_layout *P) {
     P->rows_bottom = ry - VIZ_TL_ROW_GAP;
 }
 
+/* The title, info and note lines wrapped, their baselines, and the top of the rows. */
+static void wrap_panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P, double y) {
+    const double ts = viz_theme_current()->text_scale;
+    const double w = L->width - 28; /* 14 points of margin either side */
+    P->title_lines = viz_wrap(P->title, 13.5, true, w, P->title_drawn, sizeof P->title_drawn);
+    P->info_lines = viz_wrap(P->info, 10.5, false, w, P->info_drawn, sizeof P->info_drawn);
+    P->note_lines = viz_wrap(P->note, 8.5, false, w, P->note_drawn, sizeof P->note_drawn);
+    P->title_y = y + 14 * ts;
+    P->info_y = P->title_y + (P->title_lines - 1) * viz_line_pitch(13.5) + 18 * ts;
+    P->note_y = P->info_y + (P->info_lines - 1) * viz_line_pitch(10.5) + 14 * ts;
+    P->rows_top = P->note_y + (P->note_lines - 1) * viz_line_pitch(8.5) + 10 * ts;
+}
+
 /* One panel from y down: its texts, its time span and ticks, its rows, arrows and axis.
  * Returns the y below it. */
 static double layout_panel(viz_tl_layout *L, viz_tl_panel_layout *P, const viz_timeline *tl,
                            double y) {
     P->tl = tl;
     P->top = y;
-    P->title_y = y + 14;
-    P->info_y = y + 32;
-    P->note_y = y + 46;
     P->t_end = L->windowed && L->t1 < tl->duration ? L->t1 : tl->duration;
     if (P->t_end < L->t0) P->t_end = L->t0; /* a stack's shorter step, over before */
     /* Ticks at whole multiples of tick_s inside [t0, t_end] (without a window from 0). */
@@ -354,7 +366,8 @@ static double layout_panel(viz_tl_layout *L, viz_tl_panel_layout *P, const viz_t
     P->tick_first = drawable ? (int)first : 0;
     P->tick_last = drawable ? (int)last : -1;
     panel_texts(L, P);
-    P->rows_top = y + 56;
+    if (L->title && P == &L->panels[0]) snprintf(P->title, sizeof P->title, "%s", L->title);
+    wrap_panel_texts(L, P, y);
     layout_panel_rows(L, P);
     layout_arrows(L, P);
     P->axis_y = P->rows_bottom + 6;
@@ -362,13 +375,96 @@ static double layout_panel(viz_tl_layout *L, viz_tl_panel_layout *P, const viz_t
     return P->bottom;
 }
 
-void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *tls, int n,
-                                  double width, const viz_tl_window *w) {
-    CHECK(n >= 1, "a timeline picture needs at least one timeline");
-    memset(L, 0, sizeof *L);
+static void legend_add(viz_tl_layout *L, viz_tl_swatch sw, viz_tl_kind kind, const char *label) {
+    if (L->nlegend == (int)(sizeof L->legend / sizeof L->legend[0])) return;
+    viz_tl_legend_item *it = &L->legend[L->nlegend++];
+    *it = (viz_tl_legend_item){.swatch = sw, .kind = kind};
+    snprintf(it->label, sizeof it->label, "%s", label);
+}
+
+/* The legend's items: what the boxes are (the kinds drawn, odd chunks, memory), then what the
+ * time is (the four classes); the note under them says what the shares mean. */
+static void legend_items(viz_tl_layout *L) {
+    static const struct {
+        viz_tl_kind k;
+        const char *label;
+    } order[] = {
+        {VIZ_TL_FORWARD, "forward"},
+        {VIZ_TL_BACKWARD, "backward"},
+        {VIZ_TL_WEIGHT, "weight gradient (W)"},
+        {VIZ_TL_OPTIMIZER, "optimizer"},
+        {VIZ_TL_DATA, "data"},
+        {VIZ_TL_EVAL, "eval"},
+        {VIZ_TL_SEND, "p2p message"},
+        {VIZ_TL_COLLECTIVE, "collective"},
+        {VIZ_TL_ALL_TO_ALL, "all-to-all (MoE)"},
+        {VIZ_TL_RING, "ring step (CP)"},
+    };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (L->kinds_present[order[i].k] ||
+            (order[i].k == VIZ_TL_SEND && L->kinds_present[VIZ_TL_RECV]))
+            legend_add(L, VIZ_TL_SW_KIND, order[i].k, order[i].label);
+    if (L->any_chunks)
+        legend_add(L, VIZ_TL_SW_CHUNK, 0, "odd model chunk (hatched; darker = later chunk pair)");
+    bool mem = false;
+    for (int p = 0; p < L->npanels; p++) mem |= L->panels[p].mem_max > 0;
+    if (mem)
+        legend_add(L, VIZ_TL_SW_MEMORY, 0,
+                   "memory in use: activations held (the model state of the title's ZeRO stage "
+                   "is constant, not drawn)");
+    legend_add(L, VIZ_TL_SW_HEADING, 0, "time:");
+    legend_add(L, VIZ_TL_SW_COMPUTE, 0, "compute (its kind's colour)");
+    legend_add(L, VIZ_TL_SW_TRANSFER, 0, "transfer (bytes moving)");
+    legend_add(L, VIZ_TL_SW_WAIT, 0, "wait (blocked on a peer)");
+    legend_add(L, VIZ_TL_SW_IDLE, 0, "idle (blank: nothing scheduled)");
+}
+
+/* Places the legend's items in rows that stay inside the page (the "time:" heading starts a
+ * row), then the note; the page ends below it. */
+static void layout_legend(viz_tl_layout *L) {
+    const double size = VIZ_TL_LEGEND_SIZE, pitch = viz_legend_pitch(size);
+    const double x0 = L->plot_x, right = L->width - 14;
+    double x = x0, y = L->legend_y + 10 * viz_theme_current()->text_scale;
+    legend_items(L);
+    const double sw = size * viz_theme_current()->text_scale; /* a swatch */
+    for (int i = 0; i < L->nlegend; i++) {
+        viz_tl_legend_item *it = &L->legend[i];
+        const bool heading = it->swatch == VIZ_TL_SW_HEADING;
+        double w = heading ? viz_measure(size, true, it->label) + size * 0.8
+                           : viz_legend_item_width(size, it->label);
+        if (x > x0 && (heading || x + w - sw * 1.6 > right)) x = x0, y += pitch;
+        it->x = x, it->y = y;
+        x += w;
+        if (!heading && x - sw * 1.6 > right) { /* wider than the page alone: wrapped */
+            char wrapped[sizeof it->label];
+            int n = viz_wrap(it->label, size, false, right - x0 - sw * 1.4, wrapped,
+                             sizeof wrapped);
+            memcpy(it->label, wrapped, sizeof wrapped);
+            y += (n - 1) * viz_line_pitch(size);
+            x = right; /* the next item starts a row */
+        }
+    }
+    const bool bytes = L->kinds_present[VIZ_TL_ALL_TO_ALL] || L->kinds_present[VIZ_TL_RING];
+    char line[640];
+    snprintf(line, sizeof line,
+             "the four shares of a row add up to the %s · bubble = wait + idle inside the "
+             "pipeline's first-forward→last-backward span, mean over ranks%s",
+             L->windowed ? "window" : "step",
+             bytes ? " · all-to-all and ring boxes: bytes this rank sent" : "");
+    int lines = viz_wrap(line, 8.5, false, right - x0, L->legend_note, sizeof L->legend_note);
+    L->legend_note_y = y + 14 * viz_theme_current()->text_scale;
+    L->height = ceil(L->legend_note_y + (lines - 1) * viz_line_pitch(8.5) + 10);
+}
+
+/* Lays out every panel with the lanes L->lane_h and L->comm_h high, then the legend. */
+static void layout_pages(viz_tl_layout *L, const viz_timeline *const *tls, int n, double width,
+                         const viz_tl_window *w) {
+    /* the gutters grow with the slides' type, as long as 74 points of plot are left */
+    const double g = fmax(
+        1, fmin(viz_theme_current()->text_scale, (width - 74) / (LEFT_GUTTER + RIGHT_GUTTER)));
     L->width = width;
-    L->plot_x = LEFT_GUTTER;
-    L->plot_w = width - LEFT_GUTTER - RIGHT_GUTTER;
+    L->plot_x = LEFT_GUTTER * g;
+    L->plot_w = width - (LEFT_GUTTER + RIGHT_GUTTER) * g;
     CHECK(L->plot_w > 50, "the page is too narrow for a timeline");
     set_time_scale(L, tls, n, w);
     L->npanels = n;
@@ -376,7 +472,35 @@ void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *t
     double y = TOP_MARGIN;
     for (int p = 0; p < n; p++) y = layout_panel(L, &L->panels[p], tls[p], y) + PANEL_GAP;
     L->legend_y = y + 4;
-    L->height = L->legend_y + 54; /* three legend lines */
+    layout_legend(L);
+}
+
+void viz_tl_layout_compute_frame(viz_tl_layout *L, const viz_timeline *const *tls, int n,
+                                 double width, const viz_tl_window *w, double height,
+                                 const char *title) {
+    CHECK(n >= 1, "a timeline picture needs at least one timeline");
+    const double ts = viz_theme_current()->text_scale;
+    memset(L, 0, sizeof *L);
+    L->title = title;
+    L->lane_h = round(VIZ_TL_LANE_H * ts);
+    L->comm_h = fmax(VIZ_TL_COMM_H, round(9 * ts));
+    layout_pages(L, tls, n, width, w);
+    if (!(height > L->height)) return;
+    int rows = 0;
+    for (int p = 0; p < n; p++) rows += L->panels[p].nrows;
+    const double grow = fmin((height - L->height) / (rows > 0 ? rows : 1), VIZ_TL_LANE_MAX);
+    const double lane_h = fmin(floor(L->lane_h + grow), VIZ_TL_LANE_MAX);
+    if (lane_h <= L->lane_h) return;
+    viz_tl_layout_free(L);
+    L->title = title;
+    L->lane_h = lane_h;
+    L->comm_h = fmax(VIZ_TL_COMM_H, round(9 * ts));
+    layout_pages(L, tls, n, width, w);
+}
+
+void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *tls, int n,
+                                  double width, const viz_tl_window *w) {
+    viz_tl_layout_compute_frame(L, tls, n, width, w, 0, NULL);
 }
 
 void viz_tl_layout_free(viz_tl_layout *L) {

@@ -33,7 +33,10 @@
  * the numbers do not depend on Cairo) fits inside the (clipped) box. The drawing code
  * (timeline_draw.h) only paints what this computes; the tests check these numbers directly.
  *
- * Not here: Cairo, files.
+ * Texts are measured with the canvas's viz_measure (the theme's type size), so titles and
+ * info lines wrap at a word boundary and the legend wraps onto further rows inside the page.
+ *
+ * Not here: drawing, files.
  */
 #ifndef TRIDENT_VIZ_TIMELINE_LAYOUT_H
 #define TRIDENT_VIZ_TIMELINE_LAYOUT_H
@@ -42,11 +45,15 @@
 
 #include "viz/timeline.h"
 
+/* Heights at the default theme's type size; the slides' larger type scales the compute lane
+ * (viz_tl_layout.lane_h), and a frame taller than the picture (--height) grows it further, up
+ * to VIZ_TL_LANE_MAX. The comm and stream lanes are never below 12 points. */
 enum {
     VIZ_TL_PHASE_H = 9,
     VIZ_TL_LANE_H = 22,
-    VIZ_TL_COMM_H = 9,
-    VIZ_TL_STREAM_H = 9,
+    VIZ_TL_LANE_MAX = 128,
+    VIZ_TL_COMM_H = 12,
+    VIZ_TL_STREAM_H = 12,
     VIZ_TL_MEM_H = 18,
     VIZ_TL_ROW_GAP = 5,
     VIZ_TL_STAGE_GAP = 9,
@@ -76,6 +83,7 @@ typedef struct {
     double phase_y, lane_y, comm_y, mem_y; /* tops of the four parts */
     double stream_y, stream_h;             /* the stream lane: top, and 0 high when the panel
                                             * has no stream collectives (then as before) */
+    double lane_h, comm_h;                 /* heights of the compute and the comm lane */
     double mem_h;                          /* 0 when the panel has no memory samples */
     double bottom;                         /* y just below the row */
     viz_tl_box_layout *boxes;              /* parallel to the timeline row's boxes */
@@ -99,6 +107,9 @@ typedef struct {
     const viz_timeline *tl;
     double top, title_y, info_y, note_y; /* baselines of the title and the two text lines */
     char title[512], info[512], note[512];
+    char title_drawn[512], info_drawn[512], note_drawn[512]; /* the same, as drawn: wrapped
+                                                               * at the page width ('\n') */
+    int title_lines, info_lines, note_lines;
     double rows_top, rows_bottom, axis_y, bottom;
     double t_end;              /* the last time drawn: the panel's duration, or the
                                 * window's end if sooner */
@@ -112,13 +123,40 @@ typedef struct {
     viz_tl_arrow *arrows;
 } viz_tl_panel_layout;
 
+/* A legend item: a swatch (a kind's colour, the hatching of odd chunks, the memory strip's
+ * colour, one of the time classes, or none for a bold heading) and its label, placed at x
+ * (the swatch's left) on the baseline y. */
+typedef enum {
+    VIZ_TL_SW_KIND,
+    VIZ_TL_SW_CHUNK,
+    VIZ_TL_SW_MEMORY,
+    VIZ_TL_SW_COMPUTE,
+    VIZ_TL_SW_TRANSFER,
+    VIZ_TL_SW_WAIT,
+    VIZ_TL_SW_IDLE,
+    VIZ_TL_SW_HEADING,
+} viz_tl_swatch;
+typedef struct {
+    viz_tl_swatch swatch;
+    viz_tl_kind kind; /* VIZ_TL_SW_KIND */
+    char label[160];  /* wrapped ('\n') when one item is wider than the page */
+    double x, y;
+} viz_tl_legend_item;
+#define VIZ_TL_LEGEND_SIZE 10.0 /* legend type, points */
+
 typedef struct {
     double width, height;
+    const char *title; /* --title for the first panel, or NULL (viz_tl_layout_compute_frame) */
     double plot_x, plot_w, px_per_s, duration; /* duration: longest panel, seconds */
     bool windowed;                             /* a window was asked for */
-    double t0, t1; /* the time shown, seconds: [0, duration], or the window clipped to it */
-    double tick_s; /* spacing of axis ticks, seconds */
+    double t0, t1;         /* the time shown, seconds: [0, duration], or the window clipped to it */
+    double tick_s;         /* spacing of axis ticks, seconds */
+    double lane_h, comm_h; /* compute and comm lane heights of every row */
     double legend_y;
+    int nlegend; /* the legend's items, placed (wrapped inside the page width) */
+    viz_tl_legend_item legend[24];
+    char legend_note[640]; /* the last legend line, wrapped ('\n') */
+    double legend_note_y;
     bool kinds_present[VIZ_TL_NUM_KINDS];
     bool any_chunks; /* some box has chunk >= 1: the legend explains hatching */
     bool any_wait;   /* some message waited: the legend shows the wait pattern */
@@ -133,6 +171,13 @@ void viz_tl_layout_compute(viz_tl_layout *L, const viz_timeline *const *tls, int
  * before that panel's end (the caller checks and names the flag). */
 void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *tls, int n,
                                   double width, const viz_tl_window *w);
+/* The same, to fill a frame `height` points tall (0: as tall as the content): the spare height
+ * goes to the compute lanes, up to VIZ_TL_LANE_MAX each; a page that stays shorter is centred
+ * in the frame by the canvas. title (NULL: generated) replaces the first panel's title
+ * (`--title`), wrapped like it. */
+void viz_tl_layout_compute_frame(viz_tl_layout *L, const viz_timeline *const *tls, int n,
+                                 double width, const viz_tl_window *w, double height,
+                                 const char *title);
 void viz_tl_layout_free(viz_tl_layout *L);
 
 /* The page x of time t (seconds from the panel start): plot_x + (t - t0) * px_per_s. */

@@ -294,7 +294,7 @@ static void draw_table(cairo_t *cr, const zero_draw_layout *L, const zero_ranges
                 break;
             }
             viz_text(cr, x, y, 9, false, VIZ_LEFT,
-                     k == sh->n_pieces ? viz_shade(VIZ_TEXT, 0.45) : VIZ_TEXT, s);
+                     k == sh->n_pieces ? viz_shade(VIZ_TEXT, 0.35) : VIZ_TEXT, s);
             x += w + 18;
         }
     }

@@ -1,7 +1,9 @@
 /* canvas_test.c — the themes and the output frame of viz/canvas.h: the default palette is
  * the documented one, the slides theme tells its kinds apart in grey scale (lightness and
  * patterns), --width/--height frame the drawing without rasterising vector output, and bad
- * picture options end the program naming the flag and the rule. */
+ * picture options end the program naming the flag and the rule; the label audit (a label past
+ * the edge, white on light, text on hatching with and without a plate), text on a fill,
+ * wrapping, and SVG text as <text> elements. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +158,148 @@ static void svg_and_pdf_stay_vector_at_any_size(void **state) {
     reset();
 }
 
+/* ---- the label audit ---- */
+
+/* The violations of a 200 x 100 PNG on which `draw` put its labels. */
+static int audit(void (*draw)(cairo_t *cr), char *out, size_t cap) {
+    viz_canvas c;
+    viz_canvas_open(&c, "audit.png", 200, 100);
+    draw(c.cr);
+    int n = viz_canvas_check(&c, out, cap);
+    viz_canvas_close(&c);
+    assert_int_equal(viz_last_violations(NULL, 0), n); /* the same list, kept after closing */
+    remove("audit.png");
+    return n;
+}
+
+static void past_the_right_edge(cairo_t *cr) {
+    viz_text(cr, 150, 50, 12, false, VIZ_LEFT, VIZ_TEXT, "too long for the page");
+}
+static void inside(cairo_t *cr) {
+    viz_text(cr, 100, 50, 12, false, VIZ_CENTER, VIZ_TEXT, "fits");
+    viz_text_on_fill(cr, 100, 80, 10, true, VIZ_CENTER, VIZ_BACKWARD, true, "7");
+}
+static void white_on_light(cairo_t *cr) {
+    viz_box(cr, 10, 10, 80, 40, (viz_rgb){0.98, 0.78, 0.30});
+    viz_text_ground((viz_rgb){0.98, 0.78, 0.30}, false);
+    viz_text(cr, 50, 35, 10, true, VIZ_CENTER, (viz_rgb){1, 1, 1}, "3");
+    viz_text_ground_page();
+}
+static void on_hatching_bare(cairo_t *cr) {
+    viz_box(cr, 10, 10, 80, 40, VIZ_FORWARD);
+    viz_hatch(cr, 10, 10, 80, 40, viz_shade(VIZ_FORWARD, -0.5), 4);
+    viz_text_ground(VIZ_FORWARD, true);
+    viz_text(cr, 50, 35, 10, true, VIZ_CENTER, viz_ink_on(VIZ_FORWARD), "5");
+    viz_text_ground_page();
+}
+static void on_hatching_plated(cairo_t *cr) {
+    viz_box(cr, 10, 10, 80, 40, VIZ_FORWARD);
+    viz_hatch(cr, 10, 10, 80, 40, viz_shade(VIZ_FORWARD, -0.5), 4);
+    viz_text_on_fill(cr, 50, 35, 10, true, VIZ_CENTER, VIZ_FORWARD, true, "5");
+}
+
+static void the_audit_names_clipped_faint_and_unplated_labels(void **state) {
+    (void)state;
+    reset();
+    char out[4096];
+    assert_int_equal(audit(inside, out, sizeof out), 0);
+    assert_int_equal(audit(past_the_right_edge, out, sizeof out), 1);
+    if (!strstr(out, "layout: label 'too long for the page' at 150..") ||
+        !strstr(out, "outside the 200 x 100 canvas"))
+        fail_msg("%s", out);
+    assert_int_equal(audit(white_on_light, out, sizeof out), 1);
+    assert_non_null(strstr(out, "layout: label '3' has contrast 1.")); /* white on yellow */
+    assert_non_null(strstr(out, "below 4.5:1"));
+    assert_int_equal(audit(on_hatching_bare, out, sizeof out), 1);
+    assert_non_null(strstr(out, "layout: label '5' is drawn over hatching or a pattern without a "
+                                "backing plate"));
+    assert_int_equal(audit(on_hatching_plated, out, sizeof out), 0);
+}
+
+/* A plate of the plain fill hides the hatching under the digit, and the digit is black on the
+ * light slides B colour, white on the dark slides forward. */
+static void text_on_a_fill_is_plated_and_picks_its_ink(void **state) {
+    (void)state;
+    viz_theme_use("slides");
+    const viz_rgb black = {0, 0, 0}, white = {1, 1, 1};
+    viz_rgb ink = viz_ink_on(VIZ_BACKWARD);
+    assert_true(ink.r == 0 && ink.g == 0 && ink.b == 0);
+    ink = viz_ink_on(VIZ_FORWARD);
+    assert_true(ink.r == 1 && ink.g == 1 && ink.b == 1);
+    assert_true(viz_contrast(black, white) > 20.9);
+    viz_canvas c;
+    viz_canvas_open(&c, "plate.png", 100, 60);
+    viz_box(c.cr, 0, 0, 100, 60, VIZ_BACKWARD); /* hatched by the slides' pattern */
+    viz_text_on_fill(c.cr, 50, 36, 14, true, VIZ_CENTER, VIZ_BACKWARD, true, "-");
+    viz_canvas_close(&c);
+    int w, h;
+    /* beside the dash, inside the plate: the plain fill, no hatching line */
+    unsigned fill = (unsigned)(lround(VIZ_BACKWARD.r * 255)) << 16 |
+                    (unsigned)(lround(VIZ_BACKWARD.g * 255)) << 8 |
+                    (unsigned)lround(VIZ_BACKWARD.b * 255);
+    unsigned got = pixel("plate.png", 50, 27, &w, &h);
+    for (int sh = 0; sh <= 16; sh += 8) /* each channel within 1 of the fill (rounding) */
+        if (abs((int)((got >> sh) & 255) - (int)((fill >> sh) & 255)) > 1)
+            fail_msg("inside the plate: %06x, the fill is %06x", got, fill);
+    remove("plate.png");
+    reset();
+}
+
+/* Wrapping breaks at spaces (keeping the spacing inside a line), a path too long for a line
+ * after a '/', and a legend wraps into rows that stay inside its width. */
+static void text_and_legends_wrap_inside_the_width(void **state) {
+    (void)state;
+    reset();
+    char out[512];
+    const char *t = "1f1b   p = 4   m = 8 — bubble 27.3% of the time";
+    double full = viz_measure(12, false, t);
+    assert_int_equal(viz_wrap(t, 12, false, full + 1, out, sizeof out), 1);
+    assert_string_equal(out, t);
+    int n = viz_wrap(t, 12, false, full * 0.6, out, sizeof out);
+    assert_int_equal(n, 2);
+    assert_non_null(strstr(out, "1f1b   p = 4")); /* the spacing kept */
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
+        assert_true(viz_measure(12, false, line) <= full * 0.6);
+    n = viz_wrap("/a/very/long/path/to/a/run/directory", 10, false, 60, out, sizeof out);
+    assert_true(n >= 2);
+    assert_non_null(strstr(out, "/\n")); /* broken after a directory */
+    assert_int_equal(viz_wrap("runs/gpipe (replay)", 10, false, 500, out, sizeof out), 1);
+    assert_string_equal(out, "runs/gpipe (replay)"); /* a path that fits stays whole */
+    const char *labels[4] = {"forward", "backward B: input gradient", "weight gradient W",
+                             "idle (bubble)"};
+    const double all = viz_legend_item_width(11, labels[0]) + viz_legend_item_width(11, labels[1]) +
+                       viz_legend_item_width(11, labels[2]) + viz_legend_item_width(11, labels[3]);
+    assert_int_equal(viz_legend_rows(11, 4, labels, all), 1);
+    assert_true(viz_legend_rows(11, 4, labels, all / 2) >= 2);
+    viz_canvas c;
+    viz_canvas_open(&c, "legend.png", 200, 200);
+    viz_rgb colors[4] = {VIZ_FORWARD, VIZ_BACKWARD, VIZ_WEIGHT, VIZ_IDLE};
+    assert_int_equal(viz_legend_wrap(c.cr, 10, 20, 11, 4, colors, labels, NULL, 180),
+                     viz_legend_rows(11, 4, labels, 180));
+    assert_int_equal(viz_canvas_check(&c, NULL, 0), 0); /* every label inside the page */
+    viz_canvas_close(&c);
+    remove("legend.png");
+}
+
+/* SVG: the labels are <text> elements (font, size, colour, anchor), not glyph outlines. */
+static void svg_labels_are_real_text(void **state) {
+    (void)state;
+    reset();
+    viz_canvas c;
+    viz_canvas_open(&c, "text.svg", 200, 100);
+    viz_text(c.cr, 100, 50, 12, true, VIZ_CENTER, VIZ_TEXT, "F & B <1>");
+    viz_canvas_close(&c);
+    size_t n;
+    char *svg = read_all("text.svg", &n);
+    assert_non_null(strstr(svg, ">F &amp; B &lt;1&gt;</text>"));
+    assert_non_null(strstr(svg, "font-family=\"DejaVu Sans\""));
+    assert_non_null(strstr(svg, "font-weight=\"bold\""));
+    assert_non_null(strstr(svg, "text-anchor=\"middle\""));
+    assert_null(strstr(svg, "<use")); /* no glyphs drawn as outlines */
+    free(svg);
+    remove("text.svg");
+}
+
 static void bad_theme(const void *arg) {
     (void)arg;
     viz_picture_options("trident groups", "neon", 0, 0);
@@ -190,6 +334,10 @@ int main(void) {
         cmocka_unit_test(width_and_height_frame_the_drawing),
         cmocka_unit_test(svg_and_pdf_stay_vector_at_any_size),
         cmocka_unit_test(bad_picture_options_name_the_flag_and_the_rule),
+        cmocka_unit_test(the_audit_names_clipped_faint_and_unplated_labels),
+        cmocka_unit_test(text_on_a_fill_is_plated_and_picks_its_ink),
+        cmocka_unit_test(text_and_legends_wrap_inside_the_width),
+        cmocka_unit_test(svg_labels_are_real_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

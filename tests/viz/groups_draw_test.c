@@ -9,6 +9,12 @@
 #include "tests/support/testing.h"
 #include "viz/groups_draw.h"
 
+/* The label audit of viz/canvas.h found nothing in the picture just drawn. */
+static void expect_no_layout_violations(void) {
+    char bad[8192];
+    if (viz_last_violations(bad, sizeof bad)) fail_msg("%s", bad);
+}
+
 static pg_layout make(int world, int tp, int pp, const char *order) {
     pg_layout l;
     char err[256];
@@ -71,6 +77,7 @@ static void rendered_png_has_the_fill_colour_inside_each_box(void **state) {
     char path[4200];
     snprintf(path, sizeof path, "%s/groups.png", test_tmpdir("groups_draw"));
     viz_groups_draw(path, &l, 8);
+    expect_no_layout_violations();
     viz_groups_layout gl;
     viz_groups_layout_make(&gl, &l, 8);
     cairo_surface_t *s = cairo_image_surface_create_from_png(path);
@@ -149,6 +156,7 @@ static void rendered_png_marks_cp_and_ep_members_over_the_boxes(void **state) {
     assert_true(pg_layout_make(&l, 16, 2, 2, 2, 2, 1, NULL, err, sizeof err));
     snprintf(path, sizeof path, "%s/groups_cp_ep.png", test_tmpdir("groups_draw"));
     viz_groups_draw(path, &l, 8);
+    expect_no_layout_violations();
     viz_groups_layout gl;
     viz_groups_layout_make(&gl, &l, 8);
     cairo_surface_t *s = cairo_image_surface_create_from_png(path);

@@ -12,6 +12,12 @@
 #include "viz/canvas.h"
 #include "viz/memory_draw.h"
 
+/* The label audit of viz/canvas.h found nothing in the picture just drawn. */
+static void expect_no_layout_violations(void) {
+    char bad[8192];
+    if (viz_last_violations(bad, sizeof bad)) fail_msg("%s", bad);
+}
+
 /* Three ranks: rank 1 holds twice rank 0's activations, rank 2 no activations at all. */
 static void three_ranks(zero_memory_rank r[3]) {
     memset(r, 0, 3 * sizeof *r);
@@ -90,6 +96,7 @@ static void png_has_the_layout_size_and_boxes_where_they_belong(void **state) {
     char path[4200];
     snprintf(path, sizeof path, "%s/bill.png", test_tmpdir("memory_draw"));
     viz_memory_draw(path, &ch);
+    expect_no_layout_violations();
     viz_memory_layout L;
     viz_memory_layout_make(&L, &ch, 0);
     cairo_surface_t *img = cairo_image_surface_create_from_png(path);

@@ -91,6 +91,7 @@ static void stream_collectives_are_outside_the_time_classes_on_their_own_lane(vo
     assert_true(r0->stream_h == 0 && r0->mem_y == r0->comm_y + VIZ_TL_COMM_H);
     assert_true(r1->stream_h == VIZ_TL_STREAM_H && r1->stream_y == r1->comm_y + VIZ_TL_COMM_H);
     assert_true(r1->mem_y == r1->stream_y + VIZ_TL_STREAM_H);
+    assert_true(r0->comm_h >= 12 && r1->stream_h >= 12); /* no lane thinner than 12 points */
     assert_true(L1.panels[0].rows[1].stream_h == VIZ_TL_STREAM_H); /* every row, for alignment */
     viz_tl_layout_free(&L0);
     viz_tl_layout_free(&L1);

@@ -12,6 +12,12 @@
 #include "viz/zero_draw.h"
 #include "tests/support/testing.h"
 
+/* The label audit of viz/canvas.h found nothing in the picture just drawn. */
+static void expect_no_layout_violations(void) {
+    char bad[8192];
+    if (viz_last_violations(bad, sizeof bad)) fail_msg("%s", bad);
+}
+
 static zero_ranges *small_ranges(void) {
     /* a(10) b(7) c(5) = 22, dp 4 -> padded 24, S = 6; buckets of at most 8 */
     static const zero_param ps[] = {
@@ -205,6 +211,7 @@ static void png_has_the_layout_size_and_boxes_where_they_belong(void **state) {
     char path[4200];
     snprintf(path, sizeof path, "%s/zero.png", dir);
     zero_draw(path, r, &m);
+    expect_no_layout_violations();
     zero_draw_layout L;
     zero_draw_layout_make(r, 0, &L);
     cairo_surface_t *img = cairo_image_surface_create_from_png(path);
