@@ -66,7 +66,7 @@ static void draw_timelines(const viz_run_pictures *req, const viz_run_views *v,
                            viz_run_bubbles *bubbles) {
     const trace_run *views[2] = {v->wall, v->replay};
     const char *files[2] = {"timeline.png", "timeline-replay.png"};
-    const char *what[2] = {"the last step, every rank, wall clock",
+    const char *what[2] = {"the last training step, every rank, wall clock",
                            "the same step, " TRACE_REPLAY_LABEL};
     char path[4200], err[512];
     for (int k = 0; k < 2 && views[k]; k++) {

@@ -6,7 +6,7 @@
  *   RUN_DIR/loss.png              loss, learning rate, gradient norm, tokens/s against the step
  *   RUN_DIR/moe_load.png          MoE runs (metrics with moe_tokens): each expert's share of
  *                                 its layer's tokens per step, dropped tokens (moe_load_draw.h)
- *   RUN_DIR/timeline.png          the last step, every rank, wall clock
+ *   RUN_DIR/timeline.png          the last training step (no evaluation), every rank, wall clock
  *   RUN_DIR/timeline-replay.png   the same step re-timed as if each rank had its own core
  *   RUN_DIR/trace.json            the whole run as a Chrome trace (Perfetto)
  *
