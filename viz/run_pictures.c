@@ -98,7 +98,7 @@ static void draw_loss_curves(const viz_run_pictures *req) {
     }
     snprintf(path, sizeof path, "%s/loss.png", req->run_dir);
     const run_metrics *runs[1] = {m};
-    if (viz_metrics_plot(path, runs, 1, 1000, NULL, err, sizeof err))
+    if (viz_metrics_plot_levels(path, runs, 1, 1000, NULL, req->loss_levels, err, sizeof err))
         fprintf(req->out,
                 "  %s   (loss, learning rate, gradient norm, tokens/s against the step)\n", path);
     else fprintf(stderr, "%s: no loss curves: %s\n", req->who, err);

@@ -33,6 +33,7 @@
 #include "src/runtime/groups.h"
 #include "src/trace/trace.h"
 #include "src/zero/shard_ranges.h"
+#include "viz/metrics_plot.h"
 #include "viz/timeline.h"
 
 /* ---- loading: one run directory, as measured and as replayed --------------------------- */
@@ -64,7 +65,9 @@ typedef struct {
     bool traced;      /* the run wrote RUN_DIR/trace/: timelines and trace.json */
     bool pipeline;    /* pp > 1: stage bands and the bubble lines */
     const char *who;  /* prefix of the warning when there is no replay ("trident train") */
-    FILE *out;        /* where the lines naming the files go */
+    const viz_mp_levels *loss_levels; /* loss.png's reference lines (the data's loss floor and
+                                         no-copy baseline; NULL: none) */
+    FILE *out;                        /* where the lines naming the files go */
 } viz_run_pictures;
 
 typedef struct {
