@@ -215,12 +215,30 @@ static void draw_steps(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     cairo_stroke(cr);
 }
 
-/* The loss panel's reference levels: dashed lines, "label: value" above each at the left. */
-static void draw_levels(cairo_t *cr, const viz_metrics_layout *l) {
+/* Text on a white backing, so that a curve passing under it does not hide it; align is
+ * VIZ_LEFT or VIZ_RIGHT. */
+static void backed_text(cairo_t *cr, double x, double y, bool bold, viz_align align, viz_rgb ink,
+                        const char *s) {
+    const double size = 9, w = viz_text_width(cr, size, bold, s);
+    const double x0 = align == VIZ_RIGHT ? x - w : x;
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+    cairo_rectangle(cr, x0 - 2, y - size, w + 4, size + 3);
+    cairo_fill(cr);
+    viz_text(cr, x, y, size, bold, align, ink, s);
+}
+
+/* The loss panel's reference levels: dashed lines (under the curves), or their labels, "label:
+ * value" above each line at the left (over the curves). */
+static void draw_levels(cairo_t *cr, const viz_metrics_layout *l, bool labels) {
     const viz_mp_panel *p = &l->panel[VIZ_MP_LOSS];
     const double dash[2] = {3, 3};
     char s[256];
     for (int i = 0; i < l->nlevels; i++) {
+        if (labels) {
+            snprintf(s, sizeof s, "%s: %.3f", l->level[i].label, l->level[i].value);
+            backed_text(cr, p->x + VIZ_MP_INSET, l->level_y[i] - 3, false, VIZ_LEFT, VIZ_TEXT, s);
+            continue;
+        }
         viz_set_rgb(cr, VIZ_TEXT);
         viz_line_width(cr, 0.9);
         cairo_set_dash(cr, dash, 2, 0);
@@ -228,8 +246,6 @@ static void draw_levels(cairo_t *cr, const viz_metrics_layout *l) {
         cairo_line_to(cr, p->x + p->w, l->level_y[i]);
         cairo_stroke(cr);
         cairo_set_dash(cr, NULL, 0, 0);
-        snprintf(s, sizeof s, "%s: %.3f", l->level[i].label, l->level[i].value);
-        viz_text(cr, p->x + VIZ_MP_INSET, l->level_y[i] - 3, 9, false, VIZ_LEFT, VIZ_TEXT, s);
     }
 }
 
@@ -260,7 +276,7 @@ static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     const run_metrics_eval *e = &m->evals[m->nevals - 1]; /* the last: its value, above-left */
     char s[64];
     snprintf(s, sizeof s, "held-out %.3f", e->loss);
-    viz_text(cr, viz_mp_x(l, e->step) - 6, viz_mp_y(p, e->loss) - 8, 9, true, VIZ_RIGHT, ink, s);
+    backed_text(cr, viz_mp_x(l, e->step) - 6, viz_mp_y(p, e->loss) - 8, true, VIZ_RIGHT, ink, s);
 }
 
 bool viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
@@ -299,13 +315,14 @@ bool viz_metrics_plot_levels(const char *path, const run_metrics *const *runs, i
         cairo_save(cr);
         cairo_rectangle(cr, p->x, p->y, p->w, p->h);
         cairo_clip(cr);
-        if (q == VIZ_MP_LOSS) draw_levels(cr, &l);
+        if (q == VIZ_MP_LOSS) draw_levels(cr, &l, false);
         for (int r = 0; r < n; r++) {
             draw_steps(cr, &l, p, runs[r], (viz_mp_quantity)q, viz_categorical(r),
                        line_width(r, n));
             if (q == VIZ_MP_LOSS)
                 draw_evals(cr, &l, p, runs[r], viz_categorical(r), line_width(r, n));
         }
+        if (q == VIZ_MP_LOSS) draw_levels(cr, &l, true);
         cairo_restore(cr);
     }
     const viz_mp_panel *last = &l.panel[VIZ_MP_PANELS - 1];
