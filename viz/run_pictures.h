@@ -4,6 +4,7 @@
  *   RUN_DIR/groups.png            the process groups of the layout
  *   RUN_DIR/zero.png              with ZeRO: rank 0's buffer cut into dp shards
  *   RUN_DIR/loss.png              loss, learning rate, gradient norm, tokens/s against the step
+ *                                 (with req.loss_levels: the data's floor and baseline lines)
  *   RUN_DIR/moe_load.png          MoE runs (metrics with moe_tokens): each expert's share of
  *                                 its layer's tokens per step, dropped tokens (moe_load_draw.h)
  *   RUN_DIR/timeline.png          the last training step (no evaluation), every rank, wall clock
