@@ -11,8 +11,8 @@
 # OUTDIR/runs/ (the measured runs the pictures come from) and OUTDIR/FIGURES.md (what each
 # figure shows and the command that drew it). The figures:
 #   groups-*        process groups of a layout (trident groups)
-#   schedule-*      a pipeline schedule as predicted: gpipe, 1f1b, interleaved, zb-h1
-#                   (trident schedule: the action lists, simulated)
+#   schedule-*      a pipeline schedule as predicted: gpipe, 1f1b, interleaved, zb-h1, and the
+#                   V-shaped zbv and dualpipev (trident schedule: the action lists, simulated)
 #   measured-*      the same schedules measured: a short training run under mpirun, its last
 #                   step re-timed as if each rank had its own core (trident render --replay)
 #   compare-*       the measured schedules stacked on one time scale
@@ -89,7 +89,7 @@ picture groups-8-tp2-pp2-tp-pp-dp "the same layout with --rank-order tp-pp-dp: p
 # ---- schedules, predicted -----------------------------------------------------------------
 p=4 m=8
 [ $quick = 1 ] && p=2 m=4
-for kind in gpipe 1f1b interleaved zb-h1; do
+for kind in gpipe 1f1b interleaved zb-h1 zbv dualpipev; do
     say "schedule $kind predicted (p = $p, m = $m)"
     picture "schedule-$kind" "$kind at p = $p, m = $m as predicted: every rank's actions, the bubble, the phases" \
         "$trident" schedule --pipeline-model-parallel-size $p --num-microbatches $m --pipeline-schedule $kind

@@ -4,8 +4,8 @@
  *
  *   title      "Process groups: world 16 = TP 2 × PP 4 × DP 2"
  *   subtitle   rank order, ranks per node, vpp
- *   legend     TP outline, PP line; DP fill colours; CP line and TP × CP bracket, EP line
- *              (only when > 1)
+ *   legend     TP outline, PP line (pp > 1); DP fill colours; CP line and TP × CP bracket,
+ *              EP and EDP lines (each only when the picture draws it)
  *   node bands one per node: label column, then rows of `cols` boxes; under every row a
  *              ROW_GAP-high channel where the PP arcs between boxes of that row run (with cp > 1
  *              the TP × CP brackets just under the boxes), and with cp or ep > 1 a
@@ -30,6 +30,40 @@ viz_rgb viz_groups_tp_color(void) { return VIZ_COLLECTIVE; }
 viz_rgb viz_groups_pp_color(void) { return VIZ_P2P; }
 viz_rgb viz_groups_cp_color(void) { return VIZ_WEIGHT; }
 viz_rgb viz_groups_ep_color(void) { return VIZ_MEMORY; }
+viz_rgb viz_groups_edp_color(void) { return VIZ_OPTIMIZER; }
+
+viz_rgb viz_groups_key_color(viz_groups_key k) {
+    switch (k) {
+    case VIZ_GK_TP: return viz_groups_tp_color();
+    case VIZ_GK_PP: return viz_groups_pp_color();
+    case VIZ_GK_CP: return viz_groups_cp_color();
+    case VIZ_GK_TP_CP: return viz_shade(viz_groups_cp_color(), -0.25);
+    case VIZ_GK_EP: return viz_groups_ep_color();
+    default: return viz_groups_edp_color();
+    }
+}
+
+const char *viz_groups_key_label(viz_groups_key k) {
+    static const char *const labels[VIZ_GK_NUM] = {
+        "TP group: red outline (tensor-parallel all-reduce)",
+        "PP group: orange line, stage → next stage (activations)",
+        "CP group: teal dashed line over the boxes (one sequence, split)",
+        "TP × CP group: teal bracket under the boxes",
+        "EP group: purple dotted line (expert all-to-all)",
+        "EDP group: lilac dash-dot line, higher (same experts: sum their gradients)",
+    };
+    return labels[k];
+}
+
+/* Which kinds of line the picture of l draws: a kind whose groups have one member each has
+ * nothing to connect (TP's outline is drawn even around one box: it shows the model shard). */
+static void kinds_drawn(viz_groups_layout *gl, const pg_layout *l) {
+    gl->drawn[VIZ_GK_TP] = true;
+    gl->drawn[VIZ_GK_PP] = l->pp > 1;
+    gl->drawn[VIZ_GK_CP] = gl->drawn[VIZ_GK_TP_CP] = l->cp > 1;
+    gl->drawn[VIZ_GK_EP] = l->ep > 1;
+    gl->drawn[VIZ_GK_EDP] = l->ep > 1 && pg_group_size(l, PG_EDP) > 1;
+}
 
 /* Whether the picture shows context or expert parallelism (extra legend row, channel, label). */
 static bool wide(const pg_layout *l) { return l->cp > 1 || l->ep > 1; }
@@ -39,6 +73,7 @@ void viz_groups_layout_make(viz_groups_layout *gl, const pg_layout *l, int ranks
     memset(gl, 0, sizeof *gl);
     gl->world = l->world;
     gl->ranks_per_node = ranks_per_node;
+    kinds_drawn(gl, l);
     gl->nodes = (l->world + ranks_per_node - 1) / ranks_per_node;
     gl->cols = ranks_per_node < MAX_COLS ? ranks_per_node : MAX_COLS;
     if (gl->cols > l->world) gl->cols = l->world;
@@ -104,27 +139,23 @@ static void arrow_head(cairo_t *cr, double x, double y, double dir) {
     cairo_fill(cr);
 }
 
+/* One legend row of the drawn kinds among [lo, hi). */
+static void legend_row(cairo_t *cr, const viz_groups_layout *gl, double y, viz_groups_key lo,
+                       viz_groups_key hi) {
+    viz_rgb colors[VIZ_GK_NUM];
+    const char *labels[VIZ_GK_NUM];
+    int n = 0;
+    for (int k = lo; k < (int)hi; k++)
+        if (gl->drawn[k]) {
+            colors[n] = viz_groups_key_color((viz_groups_key)k);
+            labels[n++] = viz_groups_key_label((viz_groups_key)k);
+        }
+    if (n) viz_legend(cr, MARGIN, y, 11, n, colors, labels);
+}
+
 static void draw_legend(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
-    viz_rgb keys[2] = {viz_groups_tp_color(), viz_groups_pp_color()};
-    const char *key_labels[2] = {"TP group: red outline (tensor-parallel all-reduce)",
-                                 "PP group: orange line, stage → next stage (activations)"};
-    viz_legend(cr, MARGIN, gl->legend_y, 11, 2, keys, key_labels);
-    if (wide(l)) { /* a row of its own, below the DP colours */
-        viz_rgb more[3];
-        const char *more_labels[3];
-        int n = 0;
-        if (l->cp > 1) {
-            more[n] = viz_groups_cp_color();
-            more_labels[n++] = "CP group: teal dashed line over the boxes (one sequence, split)";
-            more[n] = viz_shade(viz_groups_cp_color(), -0.25);
-            more_labels[n++] = "TP × CP group: teal bracket under the boxes";
-        }
-        if (l->ep > 1) {
-            more[n] = viz_groups_ep_color();
-            more_labels[n++] = "EP group: purple dotted line over the boxes (expert all-to-all)";
-        }
-        viz_legend(cr, MARGIN, gl->legend_y + 44, 11, n, more, more_labels);
-    }
+    legend_row(cr, gl, gl->legend_y, VIZ_GK_TP, VIZ_GK_CP);
+    if (wide(l)) legend_row(cr, gl, gl->legend_y + 44, VIZ_GK_CP, VIZ_GK_NUM); /* below DP's */
 
     int ndp = pg_num_groups(l, PG_DP), shown = ndp < 8 ? ndp : 8;
     viz_text(cr, MARGIN, gl->legend_y + 22, 11, true, VIZ_LEFT, VIZ_TEXT, "DP groups (fill):");
@@ -216,7 +247,7 @@ static void draw_tp_outlines(cairo_t *cr, const viz_groups_layout *gl, const pg_
 /* PP links: stage s -> s+1. Within a row the link dips into the channel under the row;
  * to a later row it runs from the bottom of one box to the top of the next. */
 static void draw_pp_links(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
-    if (l->pp < 2) return;
+    if (!gl->drawn[VIZ_GK_PP]) return;
     int *m = mallocCheck(sizeof(int) * (size_t)l->pp);
     viz_line_width(cr, 1.8);
     for (int g = 0; g < pg_num_groups(l, PG_PP); g++) {
@@ -251,7 +282,7 @@ static void draw_pp_links(cairo_t *cr, const viz_groups_layout *gl, const pg_lay
 /* TP × CP groups: one bracket per run of a group's boxes that share a row, just under them
  * (below the TP outline, above where the PP arcs dip). */
 static void draw_tp_cp_brackets(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l) {
-    if (l->cp < 2) return;
+    if (!gl->drawn[VIZ_GK_TP_CP]) return;
     const int size = pg_group_size(l, PG_TP_CP);
     int *m = mallocCheck(sizeof(int) * (size_t)size);
     viz_set_rgb(cr, viz_shade(viz_groups_cp_color(), -0.25));
@@ -272,20 +303,21 @@ static void draw_tp_cp_brackets(cairo_t *cr, const viz_groups_layout *gl, const 
     free(m);
 }
 
-/* CP or EP links: member to member, over the tops of the boxes, in the channel above the
- * row. `dx` shifts a kind's line ends off the box centre so CP and EP lines stay apart; dash
- * tells them apart without colour. */
+/* CP, EP or EDP links: member to member, over the tops of the boxes, in the channel above
+ * the row. `dx` shifts a kind's line ends off the box centre so the kinds' lines stay apart,
+ * `rise` lifts a kind's curves (EDP's span more boxes: they go higher); dash tells them apart
+ * without colour. */
 static void draw_span_links(cairo_t *cr, const viz_groups_layout *gl, const pg_layout *l,
-                            pg_kind kind, viz_rgb color, double dx, const double *dash, int ndash) {
+                            pg_kind kind, viz_rgb color, double dx, double rise, const double *dash,
+                            int ndash) {
     int size = pg_group_size(l, kind);
-    if (size < 2) return;
     int *m = mallocCheck(sizeof(int) * (size_t)size);
     viz_line_width(cr, 1.8);
     for (int g = 0; g < pg_num_groups(l, kind); g++) {
         pg_group_members(l, kind, g, m);
         static const double shade[3] = {-0.25, 0.0, 0.2};
         viz_set_rgb(cr, viz_shade(color, shade[g % 3]));
-        double depth = 14 + 8 * (g % 3); /* the curve rises about 3/4 of it */
+        double depth = rise + 8 * (g % 3); /* the curve rises about 3/4 of it */
         for (int i = 0; i < size; i++) {
             viz_rect a = gl->box[m[i]];
             cairo_arc(cr, a.x + a.w / 2 + dx, a.y - 8, 2.5, 0, 2 * M_PI); /* a member */
@@ -335,9 +367,13 @@ void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node) {
     draw_tp_outlines(cr, &gl, l);
     draw_tp_cp_brackets(cr, &gl, l);
     draw_pp_links(cr, &gl, l);
-    static const double cp_dash[2] = {6, 3}, ep_dash[2] = {1.5, 3};
-    draw_span_links(cr, &gl, l, PG_CP, viz_groups_cp_color(), -16, cp_dash, 2);
-    draw_span_links(cr, &gl, l, PG_EP, viz_groups_ep_color(), 16, ep_dash, 2);
+    static const double cp_dash[2] = {6, 3}, ep_dash[2] = {1.5, 3}, edp_dash[4] = {7, 3, 1.5, 3};
+    if (gl.drawn[VIZ_GK_CP])
+        draw_span_links(cr, &gl, l, PG_CP, viz_groups_cp_color(), -16, 14, cp_dash, 2);
+    if (gl.drawn[VIZ_GK_EP])
+        draw_span_links(cr, &gl, l, PG_EP, viz_groups_ep_color(), 16, 14, ep_dash, 2);
+    if (gl.drawn[VIZ_GK_EDP])
+        draw_span_links(cr, &gl, l, PG_EDP, viz_groups_edp_color(), 0, 30, edp_dash, 4);
     viz_canvas_close(&c);
     viz_groups_layout_free(&gl);
 }

@@ -10,8 +10,12 @@
  *   CP group   teal dashed   member to member over the tops of the boxes (cp > 1 only)
  *   TP × CP    teal bracket  under the boxes of one tensor × context group: the positions of
  *              one micro-batch (cp > 1 only)
- *   EP group   purple dotted member to member over the tops of the boxes (ep > 1 only);
- *              an EDP group is what is left of a DP group (same fill) at one ep rank
+ *   EP group   purple dotted member to member over the tops of the boxes (ep > 1 only)
+ *   EDP group  lilac dash-dot member to member, higher over the boxes (edp > 1 and ep > 1):
+ *              the ranks holding the same experts, which sum those experts' gradients
+ *
+ * The legend lists exactly the kinds of line the picture draws (viz_groups_layout.drawn):
+ * no PP line without pipeline parallelism, no EDP line when every rank holds other experts.
  *
  *   +- node 0 ---------------------------------------------+
  *   | [r0 ][r1 ]  [r2 ][r3 ]  [r4 ][r5 ]  [r6 ][r7 ]        |   [..] = one TP outline
@@ -34,8 +38,20 @@ typedef struct {
     double x, y, w, h;
 } viz_rect;
 
+/* The kinds of line or outline (the DP fill is not a line: it is always drawn). */
+typedef enum {
+    VIZ_GK_TP,
+    VIZ_GK_PP,
+    VIZ_GK_CP,
+    VIZ_GK_TP_CP,
+    VIZ_GK_EP,
+    VIZ_GK_EDP,
+    VIZ_GK_NUM
+} viz_groups_key;
+
 typedef struct {
     double width, height;                   /* canvas size in points */
+    bool drawn[VIZ_GK_NUM];                 /* which kinds the picture draws and lists */
     int world, ranks_per_node, nodes, cols; /* cols: boxes per row inside a node band */
     viz_rect *node;                         /* (nodes) the band of each node */
     viz_rect *box;                          /* (world) the box of each rank */
@@ -55,9 +71,13 @@ viz_rgb viz_groups_fill(int dp_group);
 /* Colours of TP outlines and PP lines (the palette's collective and p2p colours). */
 viz_rgb viz_groups_tp_color(void);
 viz_rgb viz_groups_pp_color(void);
-/* Colours of CP and EP lines (the palette's weight and memory colours). */
+/* Colours of CP, EP and EDP lines (the palette's weight, memory and optimizer colours). */
 viz_rgb viz_groups_cp_color(void);
 viz_rgb viz_groups_ep_color(void);
+viz_rgb viz_groups_edp_color(void);
+/* A kind's legend colour and text ("PP group: orange line, stage → next stage ..."). */
+viz_rgb viz_groups_key_color(viz_groups_key k);
+const char *viz_groups_key_label(viz_groups_key k);
 
 /* Draws the picture to path (.png .svg .pdf, written atomically); dies on a bad path. */
 void viz_groups_draw(const char *path, const pg_layout *l, int ranks_per_node);

@@ -71,11 +71,20 @@ static bool panel_range(const run_metrics *const *runs, int n, int q, double *lo
     return true;
 }
 
+/* The finite reference levels, copied into the layout. */
+static void take_levels(viz_metrics_layout *out, const viz_mp_levels *levels) {
+    for (int i = 0; levels && i < levels->n && i < VIZ_MP_MAX_LEVELS; i++)
+        if (isfinite(levels->level[i].value) && fabs(levels->level[i].value) <= VIZ_AXIS_LIMIT)
+            out->level[out->nlevels++] = levels->level[i];
+}
+
 bool viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
-                           viz_metrics_layout *out, char *err, size_t errlen) {
+                           const viz_mp_levels *levels, viz_metrics_layout *out, char *err,
+                           size_t errlen) {
     CHECK(n >= 1, "viz_metrics_layout_of: at least one run");
     memset(out, 0, sizeof *out);
     out->width = width;
+    take_levels(out, levels);
     out->legend_y = TITLE_H + 8;
     const double top = out->legend_y + LEGEND_LINE * n + 8;
     double slo = INFINITY, shi = -INFINITY; /* steps are ints: always within an axis */
@@ -104,11 +113,15 @@ bool viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
         double lo, hi;
         if (!panel_range(runs, n, q, &lo, &hi, err, errlen)) return false;
         p->empty = !(hi >= lo);
+        for (int i = 0; q == VIZ_MP_LOSS && !p->empty && i < out->nlevels; i++)
+            lo = fmin(lo, out->level[i].value), hi = fmax(hi, out->level[i].value);
         if (p->empty) lo = 0, hi = 1;
         viz_axis ax;
         CHECK(viz_axis_of(lo, hi, 4, &ax), "values within VIZ_AXIS_LIMIT always make an axis");
         p->lo = ax.lo, p->hi = ax.hi, p->tick_step = ax.step, p->ticks = ax.intervals;
     }
+    for (int i = 0; i < out->nlevels; i++)
+        out->level_y[i] = viz_mp_y(&out->panel[VIZ_MP_LOSS], out->level[i].value);
     const viz_mp_panel *last = &out->panel[VIZ_MP_PANELS - 1];
     out->height = last->y + last->h + BOTTOM;
     return true;
@@ -116,7 +129,8 @@ bool viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
 
 double viz_mp_x(const viz_metrics_layout *l, double step) {
     const viz_mp_panel *p = &l->panel[0];
-    return p->x + p->w * (step - l->step_lo) / (l->step_hi - l->step_lo);
+    return p->x + VIZ_MP_INSET +
+           (p->w - 2 * VIZ_MP_INSET) * (step - l->step_lo) / (l->step_hi - l->step_lo);
 }
 
 double viz_mp_y(const viz_mp_panel *p, double value) {
@@ -201,6 +215,40 @@ static void draw_steps(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     cairo_stroke(cr);
 }
 
+/* Text on a white backing, so that a curve passing under it does not hide it; align is
+ * VIZ_LEFT or VIZ_RIGHT. */
+static void backed_text(cairo_t *cr, double x, double y, bool bold, viz_align align, viz_rgb ink,
+                        const char *s) {
+    const double size = 9, w = viz_text_width(cr, size, bold, s);
+    const double x0 = align == VIZ_RIGHT ? x - w : x;
+    cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+    cairo_rectangle(cr, x0 - 2, y - size, w + 4, size + 3);
+    cairo_fill(cr);
+    viz_text(cr, x, y, size, bold, align, ink, s);
+}
+
+/* The loss panel's reference levels: dashed lines (under the curves), or their labels, "label:
+ * value" above each line at the left (over the curves). */
+static void draw_levels(cairo_t *cr, const viz_metrics_layout *l, bool labels) {
+    const viz_mp_panel *p = &l->panel[VIZ_MP_LOSS];
+    const double dash[2] = {3, 3};
+    char s[256];
+    for (int i = 0; i < l->nlevels; i++) {
+        if (labels) {
+            snprintf(s, sizeof s, "%s: %.3f", l->level[i].label, l->level[i].value);
+            backed_text(cr, p->x + VIZ_MP_INSET, l->level_y[i] - 3, false, VIZ_LEFT, VIZ_TEXT, s);
+            continue;
+        }
+        viz_set_rgb(cr, VIZ_TEXT);
+        viz_line_width(cr, 0.9);
+        cairo_set_dash(cr, dash, 2, 0);
+        cairo_move_to(cr, p->x, l->level_y[i]);
+        cairo_line_to(cr, p->x + p->w, l->level_y[i]);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, NULL, 0, 0);
+    }
+}
+
 static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_panel *p,
                        const run_metrics *m, viz_rgb color, double lw) {
     if (m->nevals == 0) return;
@@ -216,17 +264,31 @@ static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     }
     cairo_stroke(cr);
     cairo_set_dash(cr, NULL, 0, 0);
-    for (int i = 0; i < m->nevals; i++) {
-        cairo_arc(cr, viz_mp_x(l, m->evals[i].step), viz_mp_y(p, m->evals[i].loss), 1.5 + lw * 0.6,
+    for (int i = 0; i < m->nevals; i++) { /* ringed in white: visible on the training curve */
+        cairo_arc(cr, viz_mp_x(l, m->evals[i].step), viz_mp_y(p, m->evals[i].loss), 2.5 + lw * 0.6,
                   0, 2 * M_PI);
-        cairo_fill(cr);
+        viz_set_rgb(cr, ink);
+        cairo_fill_preserve(cr);
+        viz_set_rgb(cr, (viz_rgb){1, 1, 1});
+        viz_line_width(cr, 1.2);
+        cairo_stroke(cr);
     }
+    const run_metrics_eval *e = &m->evals[m->nevals - 1]; /* the last: its value, above-left */
+    char s[64];
+    snprintf(s, sizeof s, "held-out %.3f", e->loss);
+    backed_text(cr, viz_mp_x(l, e->step) - 6, viz_mp_y(p, e->loss) - 8, true, VIZ_RIGHT, ink, s);
 }
 
 bool viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
                       const char *title, char *err, size_t errlen) {
+    return viz_metrics_plot_levels(path, runs, n, width, title, NULL, err, errlen);
+}
+
+bool viz_metrics_plot_levels(const char *path, const run_metrics *const *runs, int n, double width,
+                             const char *title, const viz_mp_levels *levels, char *err,
+                             size_t errlen) {
     viz_metrics_layout l;
-    if (!viz_metrics_layout_of(runs, n, width, &l, err, errlen)) return false;
+    if (!viz_metrics_layout_of(runs, n, width, levels, &l, err, errlen)) return false;
     viz_canvas c;
     viz_canvas_open(&c, path, l.width, l.height);
     cairo_t *cr = c.cr;
@@ -253,12 +315,14 @@ bool viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, d
         cairo_save(cr);
         cairo_rectangle(cr, p->x, p->y, p->w, p->h);
         cairo_clip(cr);
+        if (q == VIZ_MP_LOSS) draw_levels(cr, &l, false);
         for (int r = 0; r < n; r++) {
             draw_steps(cr, &l, p, runs[r], (viz_mp_quantity)q, viz_categorical(r),
                        line_width(r, n));
             if (q == VIZ_MP_LOSS)
                 draw_evals(cr, &l, p, runs[r], viz_categorical(r), line_width(r, n));
         }
+        if (q == VIZ_MP_LOSS) draw_levels(cr, &l, true);
         cairo_restore(cr);
     }
     const viz_mp_panel *last = &l.panel[VIZ_MP_PANELS - 1];

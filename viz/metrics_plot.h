@@ -3,11 +3,18 @@
  * and RUN_DIR/loss.png at the end of `trident train`).
  *
  *   ┌ title; one legend line per run: colour, layout label, run directory ─────────────┐
- *   │ loss           ── training   ┄•┄ held-out                                        │
+ *   │ loss           ── training   ┄•┄ held-out   - - reference levels (floor, baseline) │
  *   │ learning rate                                                                     │
  *   │ gradient norm                                                                     │
  *   │ tokens/s                                                                          │
  *   └ step ─────────────────────────────────────────────────────────────────────────────┘
+ *
+ * The loss panel can carry reference levels the caller knows and the runs do not: for the
+ * synthetic copy task, the loss floor a perfect model reaches and the no-copy baseline
+ * (src/data/dataset.h computes both; `trident train` passes them for RUN_DIR/loss.png). Each is
+ * a dashed horizontal line labelled with its name and value. The steps are mapped inside the
+ * panel, VIZ_MP_INSET from its frame, so the last held-out point (usually at the last step) is
+ * a whole dot, ringed and labelled with its value, not half hidden by the frame.
  *
  * Runs of one model at different layouts compute the same numbers, so their curves must lie
  * on top of each other: run k is drawn thinner than run k-1 (a wide band under a thin line),
@@ -45,21 +52,41 @@ typedef struct {
     const char *title; /* "loss (nats)", "learning rate", ... */
 } viz_mp_panel;
 
+/* A horizontal reference level of the loss panel, e.g. {1.245, "loss floor (a perfect model)"}:
+ * drawn dashed, labelled "LABEL: VALUE" (NAN: skipped). */
+typedef struct {
+    double value;
+    const char *label;
+} viz_mp_level;
+
+enum { VIZ_MP_MAX_LEVELS = 4, VIZ_MP_INSET = 10 };
+
+typedef struct {
+    int n;
+    viz_mp_level level[VIZ_MP_MAX_LEVELS];
+} viz_mp_levels;
+
 typedef struct {
     double width, height;
     double step_lo, step_hi; /* the shared x range: smallest and largest step of all runs */
     double step_tick;        /* x ticks at multiples of step_tick inside the range */
     double legend_y;         /* baseline of the first legend line */
     viz_mp_panel panel[VIZ_MP_PANELS];
+    int nlevels;                           /* the finite levels, in the loss panel */
+    viz_mp_level level[VIZ_MP_MAX_LEVELS]; /* their values and labels */
+    double level_y[VIZ_MP_MAX_LEVELS];     /* the y of each line */
 } viz_metrics_layout;
 
-/* Where everything goes for n runs on a page `width` points wide. False, with err naming the
+/* Where everything goes for n runs on a page `width` points wide, with the loss panel's
+ * reference levels (NULL: none; the loss axis spans them too). False, with err naming the
  * run, the key, the step and the value, when a value lies beyond what an axis spans
  * (VIZ_AXIS_LIMIT, viz/axis.h: losses near ±1e308 would make the axis's width overflow). */
 bool viz_metrics_layout_of(const run_metrics *const *runs, int n, double width,
-                           viz_metrics_layout *out, char *err, size_t errlen);
+                           const viz_mp_levels *levels, viz_metrics_layout *out, char *err,
+                           size_t errlen);
 
-/* The x of a step and the y of a value in panel p. */
+/* The x of a step (step_lo .. step_hi at VIZ_MP_INSET inside the frame) and the y of a
+ * value in panel p. */
 double viz_mp_x(const viz_metrics_layout *l, double step);
 double viz_mp_y(const viz_mp_panel *p, double value);
 
@@ -75,5 +102,9 @@ void viz_mp_label(const run_metrics *m, char *buf, size_t cap);
  * viz_metrics_layout_of refuses the values. */
 bool viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
                       const char *title, char *err, size_t errlen);
+/* The same with the loss panel's reference levels (NULL: none). */
+bool viz_metrics_plot_levels(const char *path, const run_metrics *const *runs, int n, double width,
+                             const char *title, const viz_mp_levels *levels, char *err,
+                             size_t errlen);
 
 #endif /* TRIDENT_VIZ_METRICS_PLOT_H */

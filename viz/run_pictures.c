@@ -66,7 +66,7 @@ static void draw_timelines(const viz_run_pictures *req, const viz_run_views *v,
                            viz_run_bubbles *bubbles) {
     const trace_run *views[2] = {v->wall, v->replay};
     const char *files[2] = {"timeline.png", "timeline-replay.png"};
-    const char *what[2] = {"the last step, every rank, wall clock",
+    const char *what[2] = {"the last training step, every rank, wall clock",
                            "the same step, " TRACE_REPLAY_LABEL};
     char path[4200], err[512];
     for (int k = 0; k < 2 && views[k]; k++) {
@@ -98,7 +98,7 @@ static void draw_loss_curves(const viz_run_pictures *req) {
     }
     snprintf(path, sizeof path, "%s/loss.png", req->run_dir);
     const run_metrics *runs[1] = {m};
-    if (viz_metrics_plot(path, runs, 1, 1000, NULL, err, sizeof err))
+    if (viz_metrics_plot_levels(path, runs, 1, 1000, NULL, req->loss_levels, err, sizeof err))
         fprintf(req->out,
                 "  %s   (loss, learning rate, gradient norm, tokens/s against the step)\n", path);
     else fprintf(stderr, "%s: no loss curves: %s\n", req->who, err);

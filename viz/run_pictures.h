@@ -4,9 +4,10 @@
  *   RUN_DIR/groups.png            the process groups of the layout
  *   RUN_DIR/zero.png              with ZeRO: rank 0's buffer cut into dp shards
  *   RUN_DIR/loss.png              loss, learning rate, gradient norm, tokens/s against the step
+ *                                 (with req.loss_levels: the data's floor and baseline lines)
  *   RUN_DIR/moe_load.png          MoE runs (metrics with moe_tokens): each expert's share of
  *                                 its layer's tokens per step, dropped tokens (moe_load_draw.h)
- *   RUN_DIR/timeline.png          the last step, every rank, wall clock
+ *   RUN_DIR/timeline.png          the last training step (no evaluation), every rank, wall clock
  *   RUN_DIR/timeline-replay.png   the same step re-timed as if each rank had its own core
  *   RUN_DIR/trace.json            the whole run as a Chrome trace (Perfetto)
  *
@@ -33,6 +34,7 @@
 #include "src/runtime/groups.h"
 #include "src/trace/trace.h"
 #include "src/zero/shard_ranges.h"
+#include "viz/metrics_plot.h"
 #include "viz/timeline.h"
 
 /* ---- loading: one run directory, as measured and as replayed --------------------------- */
@@ -64,7 +66,9 @@ typedef struct {
     bool traced;      /* the run wrote RUN_DIR/trace/: timelines and trace.json */
     bool pipeline;    /* pp > 1: stage bands and the bubble lines */
     const char *who;  /* prefix of the warning when there is no replay ("trident train") */
-    FILE *out;        /* where the lines naming the files go */
+    const viz_mp_levels *loss_levels; /* loss.png's reference lines (the data's loss floor and
+                                         no-copy baseline; NULL: none) */
+    FILE *out;                        /* where the lines naming the files go */
 } viz_run_pictures;
 
 typedef struct {

@@ -93,7 +93,32 @@ static int zero_stage_of(const char *config_json) {
     return -1;
 }
 
-/* The step to show: `step` if every rank completed it, the last complete one for -1, and -1
+/* Did any rank evaluate during `step` (TRACE_EVAL events carry the step they follow)? */
+static bool step_has_eval(const trace_run *r, int step) {
+    for (int k = 0; k < r->nranks; k++)
+        for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
+            const trace_event *e = trace_file_event(r->ranks[k], i);
+            if (e->kind == TRACE_EVAL && e->step == step) return true;
+        }
+    return false;
+}
+
+int viz_run_default_step(const trace_run *r) {
+    int nsteps = viz_run_complete_steps(r, NULL, 0);
+    if (nsteps == 0) return -1;
+    int *steps = mallocCheck((size_t)nsteps * sizeof *steps);
+    viz_run_complete_steps(r, steps, nsteps);
+    int pick = steps[nsteps - 1]; /* every step evaluated: the last one, evaluation and all */
+    for (int i = nsteps - 1; i >= 0; i--)
+        if (!step_has_eval(r, steps[i])) {
+            pick = steps[i];
+            break;
+        }
+    free(steps);
+    return pick;
+}
+
+/* The step to show: `step` if every rank completed it, viz_run_default_step() for -1, and -1
  * when the traces carry no steps (`whole`: the whole run is shown). Returns false with a
  * message in err when there is no such step. */
 static bool choose_step(const trace_run *r, bool whole, int *step, char *err, size_t errlen) {
@@ -109,7 +134,7 @@ static bool choose_step(const trace_run *r, bool whole, int *step, char *err, si
         snprintf(err, errlen,
                  "'%s' has no step that every rank completed (did the run stop early?)", r->dir);
     } else {
-        if (*step < 0) *step = steps[nsteps - 1];
+        if (*step < 0) *step = viz_run_default_step(r);
         for (int i = 0; i < nsteps; i++) found |= steps[i] == *step;
         if (!found)
             snprintf(err, errlen,

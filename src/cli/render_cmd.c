@@ -1,7 +1,7 @@
 /* render_cmd.c — `trident render RUN_DIR [RUN_DIR …] -o FILE`: run timelines as pictures,
  * Chrome trace JSON or text.
  *
- *   trident render run/ -o timeline.png              the last complete step of one run
+ *   trident render run/ -o timeline.png              the last training step of one run
  *   trident render gpipe/ 1f1b/ inter/ -o cmp.pdf    three runs stacked on one time scale
  *   trident render run/ -o trace.json                every event, for ui.perfetto.dev
  *   trident render run/ -o t.txt --step 3            step 3 as text
@@ -244,7 +244,8 @@ static void parse_request(render_request *q, int argc, char **argv) {
     flag_spec specs[] = {
         {"--output", FLAG_STRING, &q->output, "FILE to write: .png .svg .pdf .json or .txt (-o)",
          NULL},
-        {"--step", FLAG_INT, &q->step, "training step to show (-1: the last complete step)", NULL},
+        {"--step", FLAG_INT, &q->step,
+         "training step to show (-1: the last complete step without evaluation)", NULL},
         {"--window", FLAG_STRING, &q->window,
          "A:B: only the ms [A, B) of the step (from its start), at the full width", NULL},
         {"--arrows", FLAG_BOOL, &q->arrows, "draw an arrow from every send to its receive", NULL},

@@ -139,13 +139,35 @@ int pp_default_chunks(pp_kind kind) {
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-int pp_warmup(const pp_config *cfg, int rank) {
+/* exercise 5 begins: warm-up count, interleaved order (tutorials/exercises/05-one-f-one-b) */
+/* W, the forwards `rank` runs before its first backward, for 1F1B (and zb-h1) and for the
+ * interleaved schedule (v chunks per rank): the fewest that keep every rank busy once the
+ * first backward comes back up the pipeline. */
+static int warmup_1f1b_or_interleaved(const pp_config *cfg, int rank) {
     const int p = cfg->p, m = cfg->m, v = cfg->v;
+    if (cfg->kind == PP_INTERLEAVED) return min_int(m * v, 2 * (p - rank - 1) + (v - 1) * p);
+    return min_int(p - rank - 1, m);
+}
+
+/* The (mb, chunk) of the k-th forward of a rank, k < m·v.
+ * v = 1: micro-batch order. Interleaved: groups of p micro-batches, chunk by chunk:
+ *     k:      0    1    2    3    4    5    6    7    8  ...      (p = 4, v = 2)
+ *     fwd:  0c0  1c0  2c0  3c0  0c1  1c1  2c1  3c1  4c0 ...
+ *     bwd:  0c1  1c1  2c1  3c1  0c0  1c0  2c0  3c0  4c1 ...       (chunk v-1-c) */
+static void kth_forward(const pp_config *cfg, int k, int *mb, int *chunk) {
+    const int p = cfg->p, v = cfg->v;
+    const int group = k / (p * v), in_group = k % (p * v);
+    *chunk = in_group / p;
+    *mb = group * p + in_group % p;
+}
+/* exercise 5 ends */
+
+int pp_warmup(const pp_config *cfg, int rank) {
     switch (cfg->kind) {
-    case PP_GPIPE: return m;
+    case PP_GPIPE: return cfg->m;
     case PP_1F1B:
-    case PP_ZB_H1: return min_int(p - rank - 1, m);
-    case PP_INTERLEAVED: return min_int(m * v, 2 * (p - rank - 1) + (v - 1) * p);
+    case PP_ZB_H1:
+    case PP_INTERLEAVED: return warmup_1f1b_or_interleaved(cfg, rank);
     case PP_ZBV:
     case PP_DUALPIPEV: {
         pp_rank_plan plan;
@@ -207,18 +229,7 @@ pp_action pp_action_make(const pp_config *cfg, int rank, pp_op op, int mb, int c
     return a;
 }
 
-/* The (mb, chunk) of the k-th forward and k-th backward of a rank, k < m·v.
- * v = 1: micro-batch order. Interleaved: groups of p micro-batches, chunk by chunk:
- *     k:      0    1    2    3    4    5    6    7    8  ...      (p = 4, v = 2)
- *     fwd:  0c0  1c0  2c0  3c0  0c1  1c1  2c1  3c1  4c0 ...
- *     bwd:  0c1  1c1  2c1  3c1  0c0  1c0  2c0  3c0  4c1 ...       (chunk v-1-c) */
-static void kth_forward(const pp_config *cfg, int k, int *mb, int *chunk) {
-    const int p = cfg->p, v = cfg->v;
-    const int group = k / (p * v), in_group = k % (p * v);
-    *chunk = in_group / p;
-    *mb = group * p + in_group % p;
-}
-
+/* The (mb, chunk) of the k-th backward: kth_forward's order, chunks mirrored (v-1-c). */
 static void kth_backward(const pp_config *cfg, int k, int *mb, int *chunk) {
     kth_forward(cfg, k, mb, chunk);
     *chunk = cfg->v - 1 - *chunk;
@@ -287,14 +298,12 @@ void pp_rank_plan_build(const pp_config *cfg, int rank, pp_rank_plan *out) {
         out->actions[n] = pp_action_make(cfg, rank, op, mb, chunk);                                \
         out->actions[n++].phase = ph;                                                              \
     } while (0)
-    /* exercise 5 begins: the 1F1B plan (tutorials/exercises/05-one-f-one-b) */
     for (int i = 0; i < W; i++) PUSH(PP_FORWARD, kth_forward, nf, PP_WARMUP);
     for (int i = 0; i < N - W; i++) {
         PUSH(PP_FORWARD, kth_forward, nf, PP_STEADY);
         PUSH(PP_BACKWARD, kth_backward, nb, PP_STEADY);
     }
     for (int i = 0; i < W; i++) PUSH(PP_BACKWARD, kth_backward, nb, PP_COOLDOWN);
-        /* exercise 5 ends */
 
 #undef PUSH
     CHECK(n == out->n && nf == N && nb == N, "the plan must hold every forward and backward once");

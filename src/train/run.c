@@ -434,9 +434,12 @@ static void run_summary(run_state *r, double elapsed) {
            c->train_iters > r->start ? c->train_iters - r->start : 0, elapsed,
            (double)r->first_loss, (double)r->last_loss);
     if (!isnan(r->held_out)) printf("; held-out loss %.4f", (double)r->held_out);
-    double floor = dataset_loss_floor(r->t->data);
-    if (!isnan(floor))
-        printf(" (floor %.3f, no-copy baseline %.3f)", floor, dataset_loss_no_copy(r->t->data));
+    double floor = dataset_loss_floor(r->t->data), no_copy = dataset_loss_no_copy(r->t->data);
+    if (!isnan(floor)) printf(" (floor %.3f, no-copy baseline %.3f)", floor, no_copy);
+    viz_mp_levels levels = {
+        2,
+        {{floor, "loss floor (a perfect model)"},
+         {no_copy, "no-copy baseline (the record form learned, not the lookup)"}}};
     printf("\nrun directory: %s (metrics.jsonl%s)\n", c->run_dir, c->no_trace ? "" : ", trace/");
     if (c->save) printf("checkpoint: %s (iteration %d)\n", c->save, c->train_iters);
     viz_run_pictures req = {
@@ -450,6 +453,7 @@ static void run_summary(run_state *r, double elapsed) {
         .pipeline = c->pipeline_model_parallel_size > 1,
         .who = "trident train",
         .out = stdout,
+        .loss_levels = &levels,
     };
     viz_run_bubbles bubbles;
     char err[512];

@@ -25,7 +25,7 @@ check list_names_the_file 0 "tutorials/exercises/05-one-f-one-b/student.c" -- ba
 check no_such_exercise 2 "there is no exercise 9 (see: bash tools/exercise.sh --list)" -- bash $ex 9
 check not_a_number 2 "'x' is not an exercise number" -- bash $ex x
 check unknown_option 2 "unknown option '--bogus'" -- bash $ex --bogus
-check solution_shows_the_region 0 "PUSH(PP_BACKWARD, kth_backward, nb, PP_STEADY);" -- bash $ex --solution 5
+check solution_shows_the_region 0 "*mb = group * p + in_group % p;" -- bash $ex --solution 5
 check solution_names_the_file 0 "src/zero/shard_ranges.c, lines" -- bash $ex --solution 6
 printf 'int main(void) { return 0; }\n' >"${TEST_TMPDIR:-/tmp}/plain.c"
 check splice_without_markers 1 "must hold one '/* exercise 3 begins' line" -- \

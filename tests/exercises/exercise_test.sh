@@ -28,6 +28,10 @@ if [ "$first" != "$expect" ]; then
     cat "$log"
     exit 1
 fi
+if echo "$summary" | grep -qE '(^|[^0-9A-Za-z_])0x[0-9a-f]+'; then
+    echo "exercise $n: the summary shows a value in hex; it must say what was expected in words"
+    exit 1
+fi
 want=$(grep "^$expect *|" "$checks" | sed 's/^[^|]*| *//')
 if [ -z "$want" ] || ! echo "$summary" | grep -qF "it checks: $want"; then
     echo "exercise $n: the summary does not say what $expect checks (a '$expect | ...' line of $checks)"

@@ -15,7 +15,7 @@ if ! bash "$figures" --quick --trident "$trident" "$out"; then
 fi
 status=0
 for name in groups-8-tp2-pp2 groups-8-tp2-pp2-tp-pp-dp schedule-gpipe schedule-1f1b \
-    schedule-interleaved schedule-zb-h1 measured-gpipe measured-1f1b measured-interleaved \
+    schedule-interleaved schedule-zb-h1 schedule-zbv schedule-dualpipev measured-gpipe measured-1f1b measured-interleaved \
     measured-zb-h1 compare-schedules memory-gpipe-vs-1f1b zero-dp2 loss-serial-vs-tp2-pp2; do
     for theme in default slides; do
         f=$out/$theme/$name.png

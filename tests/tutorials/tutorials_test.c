@@ -9,6 +9,13 @@
  *     matches anything, a line that is only `...` is skipped);
  *   - every picture a page shows (`![...](images/NAME.png)`) is written again by that page's
  *     own commands: after they ran, the scratch images/NAME.png is a non-empty PNG;
+ *   - and it matches the committed tutorials/images/NAME.png, so committed pictures cannot
+ *     drift from what the binary draws: byte for byte when a command draws it from numbers
+ *     alone (`trident schedule`, `groups`, `memory`, `--draw-zero`: deterministic), the same
+ *     PNG header (pixel size, bit depth, colour type) when it draws a measured run. Every
+ *     fresh picture is also left in $TEST_UNDECLARED_OUTPUTS_DIR/images/; with
+ *     TRIDENT_UPDATE_IMAGES=1 nothing is compared, and tools/update_tutorial_images.sh copies
+ *     them over the committed ones;
  *   - the trace of every traced run written so far (runs/NAME/trace) is causal
  *     (assert_run_trace_causal: no receive before its send, no collective before its last member);
  * and, for the series as a whole:
@@ -380,6 +387,69 @@ static bool output_has(const char *out, const char *pattern) {
     return false;
 }
 
+/* ------------------------------------------------------------------ committed pictures */
+
+/* The commands that draw a picture from numbers alone (no run, no clock): the same binary
+ * draws the same bytes. */
+static bool run_independent_command(const char *cmd) {
+    static const char *const drawers[] = {"trident schedule ", "trident groups ", "trident memory ",
+                                          "--draw-zero "};
+    for (size_t i = 0; i < sizeof drawers / sizeof drawers[0]; i++)
+        if (strstr(cmd, drawers[i])) return true;
+    return false;
+}
+
+/* The last command of page p that names the picture `rel` (images/NAME.png), or NULL. */
+static const tut_command *command_drawing(const tut_page *p, const char *rel) {
+    const tut_command *found = NULL;
+    for (int c = 0; c < p->ncmds; c++)
+        if (strstr(p->cmds[c].cmd, rel)) found = &p->cmds[c];
+    return found;
+}
+
+/* A copy of the fresh picture in $TEST_UNDECLARED_OUTPUTS_DIR/images/ (what
+ * tools/update_tutorial_images.sh installs); nothing outside Bazel. */
+static void keep_fresh_picture(const char *fresh, const char *rel) {
+    const char *outs = getenv("TEST_UNDECLARED_OUTPUTS_DIR");
+    if (!outs || !*outs) return;
+    char dir[PATH_MAX + 16], to[2 * PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/images", outs);
+    mkdir(dir, 0755);
+    snprintf(to, sizeof to, "%s/%s", outs, rel);
+    copy_file(fresh, to);
+}
+
+/* Does the fresh picture match the committed one (see the file's header)? Prints why not. */
+static bool matches_committed(const tut_page *p, const char *rel, const char *fresh) {
+    char committed[PATH_MAX + 300];
+    snprintf(committed, sizeof committed, "%s/%s", g_src_dir, rel);
+    size_t na = 0, nb = 0;
+    char *a = read_whole(committed, &na), *b = read_whole(fresh, &nb);
+    const tut_command *cmd = command_drawing(p, rel);
+    const bool exact = cmd && run_independent_command(cmd->cmd);
+    bool same;
+    if (!a || !b) same = false;
+    else if (exact) same = na == nb && memcmp(a, b, na) == 0;
+    else same = na >= 26 && nb >= 26 && memcmp(a, b, 26) == 0; /* signature + IHDR to colour */
+    if (!same) {
+        unsigned wa = 0, ha = 0, wb = 0, hb = 0; /* IHDR: width and height, big-endian */
+        for (int i = 0; a && b && na >= 24 && nb >= 24 && i < 4; i++) {
+            wa = wa << 8 | (unsigned char)a[16 + i], ha = ha << 8 | (unsigned char)a[20 + i];
+            wb = wb << 8 | (unsigned char)b[16 + i], hb = hb << 8 | (unsigned char)b[20 + i];
+        }
+        fprintf(stderr,
+                "%s: the committed tutorials/%s (%u×%u) is not what `%s` draws now (%u×%u): %s; "
+                "redraw the committed pictures with `bash tools/update_tutorial_images.sh` "
+                "(tests/tutorials/PAGE_FORMAT.md)\n",
+                p->file, rel, wa, ha, cmd ? cmd->cmd : "its page", wb, hb,
+                exact ? "a picture drawn from numbers alone must be the same bytes"
+                      : "a picture of a measured run must have the same pixel size");
+    }
+    free(a);
+    free(b);
+    return same;
+}
+
 /* ------------------------------------------------------------------ the tests */
 
 /* One page: run its commands in order, check what they print and the pictures they draw. */
@@ -413,9 +483,14 @@ static void page_runs_as_written(void **state) {
         }
         if (shown) fprintf(stderr, "---- its output ----\n%s\n--------------------\n", g_out);
     }
+    const bool updating = getenv("TRIDENT_UPDATE_IMAGES") && *getenv("TRIDENT_UPDATE_IMAGES");
     for (int i = 0; i < p->nimages; i++) {
         snprintf(path, sizeof path, "%s/%s", g_work_dir, p->images[i]);
-        if (file_size(path) > 0 && is_png(path)) continue;
+        if (file_size(path) > 0 && is_png(path)) {
+            keep_fresh_picture(path, p->images[i]);
+            if (!updating && !matches_committed(p, p->images[i], path)) failures++;
+            continue;
+        }
         fprintf(stderr, "%s: shows %s but its commands did not write it as a PNG\n", p->file,
                 p->images[i]);
         failures++;

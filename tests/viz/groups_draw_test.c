@@ -202,9 +202,103 @@ static void rendered_png_marks_cp_and_ep_members_over_the_boxes(void **state) {
     viz_groups_layout_free(&gl);
 }
 
+/* Pixels of picture `path` within 12 of any shade the PP lines use (the sending dots and arcs). */
+static int pp_coloured_pixels(const char *path) {
+    static const double shade[4] = {-0.35, 0.0, -0.15, 0.2}; /* draw_pp_links' shades */
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
+    const unsigned char *px = cairo_image_surface_get_data(s);
+    const int stride = cairo_image_surface_get_stride(s), w = cairo_image_surface_get_width(s),
+              h = cairo_image_surface_get_height(s);
+    int count = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            uint32_t p;
+            memcpy(&p, px + y * stride + x * 4, 4);
+            const int rgb[3] = {(int)((p >> 16) & 255), (int)((p >> 8) & 255), (int)(p & 255)};
+            for (int k = 0; k < 4; k++) {
+                const viz_rgb c = viz_shade(viz_groups_pp_color(), shade[k]);
+                if (abs(rgb[0] - (int)(c.r * 255)) <= 12 && abs(rgb[1] - (int)(c.g * 255)) <= 12 &&
+                    abs(rgb[2] - (int)(c.b * 255)) <= 12) {
+                    count++;
+                    break;
+                }
+            }
+        }
+    cairo_surface_destroy(s);
+    return count;
+}
+
+/* The legend lists exactly the kinds the picture draws (both read viz_groups_layout.drawn):
+ * no PP line without pipeline parallelism, EP and EDP lines with experts (page 10's layout),
+ * no EDP line when every rank holds other experts (edp = 1). And the picture agrees: the PP
+ * colour appears only where pp > 1. */
+static void legend_lists_exactly_the_kinds_drawn(void **state) {
+    (void)state;
+    struct {
+        int world, tp, cp, ep, pp;
+        bool want[VIZ_GK_NUM]; /* TP PP CP TP_CP EP EDP */
+    } cases[] = {
+        {8, 2, 1, 1, 1, {true, false, false, false, false, false}},
+        {8, 2, 1, 1, 2, {true, true, false, false, false, false}},
+        {8, 2, 1, 2, 1, {true, false, false, false, true, true}},  /* page 10 */
+        {4, 1, 1, 4, 1, {true, false, false, false, true, false}}, /* edp = 1 */
+        {16, 2, 2, 2, 2, {true, true, true, true, true, false}},   /* dp 2 = ep 2: edp 1 */
+    };
+    char err[256], path[4200];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pg_layout l;
+        if (!pg_layout_make(&l, cases[i].world, cases[i].tp, cases[i].cp, cases[i].ep, cases[i].pp,
+                            1, NULL, err, sizeof err))
+            fail_msg("%s", err);
+        viz_groups_layout gl;
+        viz_groups_layout_make(&gl, &l, 8);
+        for (int k = 0; k < VIZ_GK_NUM; k++)
+            if (gl.drawn[k] != cases[i].want[k])
+                fail_msg("case %zu: %s is %s, want %s", i, viz_groups_key_label((viz_groups_key)k),
+                         gl.drawn[k] ? "drawn" : "not drawn", cases[i].want[k] ? "it" : "not");
+        viz_groups_layout_free(&gl);
+        if (i > 1) continue;
+        snprintf(path, sizeof path, "%s/legend%zu.png", test_tmpdir("groups_draw"), i);
+        viz_groups_draw(path, &l, 8);
+        int n = pp_coloured_pixels(path);
+        if (cases[i].pp > 1 ? n < 50 : n > 0)
+            fail_msg("case %zu (pp %d): %d pixels in the PP lines' colour", i, cases[i].pp, n);
+    }
+}
+
+/* Page 10's layout: an EDP dot over rank 0's centre in the EDP colour (group 0's shade). */
+static void rendered_png_marks_expert_data_parallel_members(void **state) {
+    (void)state;
+    pg_layout l;
+    char err[256], path[4200];
+    assert_true(pg_layout_make(&l, 8, 2, 1, 2, 1, 1, NULL, err, sizeof err));
+    snprintf(path, sizeof path, "%s/groups_edp.png", test_tmpdir("groups_draw"));
+    viz_groups_draw(path, &l, 8);
+    viz_groups_layout gl;
+    viz_groups_layout_make(&gl, &l, 8);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
+    const unsigned char *px = cairo_image_surface_get_data(s);
+    const int stride = cairo_image_surface_get_stride(s);
+    const int x = (int)(gl.box[0].x + gl.box[0].w / 2), y = (int)(gl.box[0].y - 8);
+    uint32_t p;
+    memcpy(&p, px + y * stride + x * 4, 4);
+    const viz_rgb want = viz_shade(viz_groups_edp_color(), -0.25);
+    const int red = (p >> 16) & 255, green = (p >> 8) & 255, blue = p & 255;
+    if (abs(red - (int)(want.r * 255)) > 12 || abs(green - (int)(want.g * 255)) > 12 ||
+        abs(blue - (int)(want.b * 255)) > 12)
+        fail_msg("EDP dot at (%d,%d): pixel %d,%d,%d, want %.0f,%.0f,%.0f", x, y, red, green, blue,
+                 want.r * 255, want.g * 255, want.b * 255);
+    cairo_surface_destroy(s);
+    viz_groups_layout_free(&gl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(boxes_sit_in_their_node_without_overlapping),
+        cmocka_unit_test(legend_lists_exactly_the_kinds_drawn),
+        cmocka_unit_test(rendered_png_marks_expert_data_parallel_members),
         cmocka_unit_test(ranks_of_a_node_read_left_to_right),
         cmocka_unit_test(rendered_png_has_the_fill_colour_inside_each_box),
         cmocka_unit_test(context_and_expert_groups_get_numbers_and_room),

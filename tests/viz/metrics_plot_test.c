@@ -55,10 +55,11 @@ static void test_layout_shares_the_step_axis_and_holds_every_value(void **state)
     fake(&b, "runs/3d", "tp2×pp2×dp2, interleaved v2, ZeRO", 0.1, 3000);
     const run_metrics *runs[2] = {&a.m, &b.m};
     viz_metrics_layout l;
-    assert_true(viz_metrics_layout_of(runs, 2, 1000, &l, NULL, 0));
+    assert_true(viz_metrics_layout_of(runs, 2, 1000, NULL, &l, NULL, 0));
     assert_true(l.step_lo == 1 && l.step_hi == 10);
-    assert_true(fabs(viz_mp_x(&l, 1) - l.panel[0].x) < 1e-9);
-    assert_true(fabs(viz_mp_x(&l, 10) - (l.panel[0].x + l.panel[0].w)) < 1e-9);
+    /* The steps inside the frame, so that points on the first and last step stay whole. */
+    assert_true(fabs(viz_mp_x(&l, 1) - (l.panel[0].x + VIZ_MP_INSET)) < 1e-9);
+    assert_true(fabs(viz_mp_x(&l, 10) - (l.panel[0].x + l.panel[0].w - VIZ_MP_INSET)) < 1e-9);
     for (int q = 0; q < VIZ_MP_PANELS; q++) {
         const viz_mp_panel *p = &l.panel[q];
         assert_false(p->empty);
@@ -85,7 +86,7 @@ static void test_a_quantity_no_run_has_is_an_empty_panel(void **state) {
     for (int i = 0; i < STEPS; i++) a.steps[i].grad_norm = NAN;
     const run_metrics *runs[1] = {&a.m};
     viz_metrics_layout l;
-    assert_true(viz_metrics_layout_of(runs, 1, 800, &l, NULL, 0));
+    assert_true(viz_metrics_layout_of(runs, 1, 800, NULL, &l, NULL, 0));
     assert_true(l.panel[VIZ_MP_GRAD_NORM].empty);
     assert_false(l.panel[VIZ_MP_LOSS].empty);
     /* A flat quantity still gets a range around its value. */
@@ -129,7 +130,7 @@ static void test_extreme_but_drawable_values_give_bounded_axes(void **state) {
         a.m.nevals = 0;
         const run_metrics *runs[1] = {&a.m};
         viz_metrics_layout l;
-        assert_true(viz_metrics_layout_of(runs, 1, 800, &l, NULL, 0));
+        assert_true(viz_metrics_layout_of(runs, 1, 800, NULL, &l, NULL, 0));
         expect_sane_axes(&l);
         const viz_mp_panel *p = &l.panel[VIZ_MP_LOSS];
         assert_true(pairs[c][0] >= p->lo && pairs[c][0] <= p->hi);
@@ -140,7 +141,7 @@ static void test_extreme_but_drawable_values_give_bounded_axes(void **state) {
     one.m.nsteps = 1, one.m.nevals = 0;
     const run_metrics *runs[1] = {&one.m};
     viz_metrics_layout l;
-    assert_true(viz_metrics_layout_of(runs, 1, 800, &l, NULL, 0));
+    assert_true(viz_metrics_layout_of(runs, 1, 800, NULL, &l, NULL, 0));
     expect_sane_axes(&l);
 }
 
@@ -153,15 +154,15 @@ static void test_values_beyond_an_axis_are_refused_naming_them(void **state) {
     const run_metrics *runs[1] = {&a.m};
     viz_metrics_layout l;
     char err[512];
-    assert_false(viz_metrics_layout_of(runs, 1, 800, &l, err, sizeof err));
+    assert_false(viz_metrics_layout_of(runs, 1, 800, NULL, &l, err, sizeof err));
     assert_non_null(strstr(err, "'runs/huge/metrics.jsonl': loss -1e+308 at step 4"));
     fake(&a, "runs/huge", "", 0.2, 1000);
     a.evals[1].loss = 1.7e308;
-    assert_false(viz_metrics_layout_of(runs, 1, 800, &l, err, sizeof err));
+    assert_false(viz_metrics_layout_of(runs, 1, 800, NULL, &l, err, sizeof err));
     assert_non_null(strstr(err, "eval_loss 1.7e+308 at step 10"));
     fake(&a, "runs/huge", "", 0.2, 1000);
     a.steps[0].lr = -1e301;
-    assert_false(viz_metrics_layout_of(runs, 1, 800, &l, err, sizeof err));
+    assert_false(viz_metrics_layout_of(runs, 1, 800, NULL, &l, err, sizeof err));
     assert_non_null(strstr(err, "lr -1e+301 at step 1"));
     const char *dir = test_tmpdir("metrics_plot_huge"); /* and no picture is written */
     char path[4200];
@@ -198,7 +199,7 @@ static void test_png_has_the_layout_size_and_each_run_where_its_curve_is(void **
     assert_true(viz_metrics_plot(path, runs, 2, 1000, "test", NULL, 0));
     expect_no_layout_violations();
     viz_metrics_layout l;
-    assert_true(viz_metrics_layout_of(runs, 2, 1000, &l, NULL, 0));
+    assert_true(viz_metrics_layout_of(runs, 2, 1000, NULL, &l, NULL, 0));
     cairo_surface_t *s = cairo_image_surface_create_from_png(path);
     assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
     assert_int_equal(cairo_image_surface_get_width(s), (int)l.width);
@@ -214,6 +215,51 @@ static void test_png_has_the_layout_size_and_each_run_where_its_curve_is(void **
     cairo_surface_destroy(s);
 }
 
+/* The loss panel's reference levels: the axis spans them (the floor lies below every loss),
+ * each line sits at its value inside the panel, NAN levels are skipped; in the PNG the line is
+ * drawn across the panel and the last held-out point is a whole dot inside the frame. */
+static void test_reference_levels_and_the_held_out_point_are_inside_the_loss_panel(void **state) {
+    (void)state;
+    fake_run a;
+    fake(&a, "runs/demo", "serial", 0.2, 9000);
+    const run_metrics *runs[1] = {&a.m};
+    viz_mp_levels levels = {3, {{1.245, "loss floor"}, {NAN, "unknown"}, {2.285, "no-copy"}}};
+    viz_metrics_layout l;
+    assert_true(viz_metrics_layout_of(runs, 1, 1000, &levels, &l, NULL, 0));
+    const viz_mp_panel *p = &l.panel[VIZ_MP_LOSS];
+    assert_int_equal(l.nlevels, 2);
+    assert_string_equal(l.level[1].label, "no-copy");
+    assert_true(p->lo <= 1.245 && p->hi >= 5); /* the floor is below every logged loss */
+    for (int i = 0; i < l.nlevels; i++) {
+        assert_true(fabs(l.level_y[i] - viz_mp_y(p, l.level[i].value)) < 1e-9);
+        assert_true(l.level_y[i] > p->y + 9 && l.level_y[i] <= p->y + p->h); /* room for label */
+    }
+    assert_true(l.level_y[0] > l.level_y[1]); /* the floor below the baseline */
+    /* The last held-out point (step 10) lies a dot's width inside the frame. */
+    double ex = viz_mp_x(&l, 10);
+    assert_true(ex + 6 < p->x + p->w);
+
+    const char *dir = test_tmpdir("metrics_plot_levels");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/loss.png", dir);
+    assert_true(viz_metrics_plot_levels(path, runs, 1, 1000, NULL, &levels, NULL, 0));
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
+    assert_int_equal(cairo_image_surface_get_height(s), (int)l.height);
+    viz_rgb ink = viz_shade(viz_categorical(0), -0.35);
+    assert_true(colour_near(s, ex, viz_mp_y(p, 3.9), ink));     /* the dot's centre */
+    assert_true(colour_near(s, ex + 3, viz_mp_y(p, 3.9), ink)); /* its right half, whole */
+    /* Some pixel of the floor's line, right of its label, is dark (a thin line: antialiased). */
+    const unsigned char *px = cairo_image_surface_get_data(s);
+    const int stride = cairo_image_surface_get_stride(s);
+    int darkest = 255;
+    for (int x = (int)(p->x + p->w / 2); x < (int)(p->x + p->w / 2) + 8; x++)
+        for (int y = (int)l.level_y[0] - 1; y <= (int)l.level_y[0] + 1; y++)
+            if (px[y * stride + 4 * x + 1] < darkest) darkest = px[y * stride + 4 * x + 1];
+    assert_true(darkest < 160);
+    cairo_surface_destroy(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_shares_the_step_axis_and_holds_every_value),
@@ -222,6 +268,7 @@ int main(void) {
         cmocka_unit_test(test_extreme_but_drawable_values_give_bounded_axes),
         cmocka_unit_test(test_values_beyond_an_axis_are_refused_naming_them),
         cmocka_unit_test(test_png_has_the_layout_size_and_each_run_where_its_curve_is),
+        cmocka_unit_test(test_reference_levels_and_the_held_out_point_are_inside_the_loss_panel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

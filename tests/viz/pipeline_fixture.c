@@ -176,6 +176,13 @@ void fixture_write_run(const char *dir, const fixture_run *c) {
             }
         }
         t = last + 3e-4 + c->t_opt + 5e-4;
+        if (c->eval_last_step && step == c->steps - 1) { /* after the step, as the trainer does */
+            for (int r = 0; r < world; r++)
+                for (int k = 0; k < 4; k++)
+                    trace_record(rec[r], TRACE_EVAL, step, k, 0, t + 1e-3 * k - 0.25 - 0.001 * r,
+                                 t + 1e-3 * (k + 1) - 0.25 - 0.001 * r);
+            t += 4e-3 + 5e-4;
+        }
         free(free_at);
         free(next);
         free(inflight);

@@ -20,6 +20,8 @@ typedef struct {
     double t_opt;           /* optimizer seconds */
     int with_memory;        /* record memory samples */
     int open_last_step;     /* leave one more step unfinished (a crash mid-step) */
+    int eval_last_step;     /* after the last complete step, a held-out evaluation (TRACE_EVAL
+                               forwards carrying that step), 4 ms on every rank */
 } fixture_run;
 
 /* Defaults: 1 ms forward, 2 ms backward, 0.1 ms transfers, 0.5 ms optimizer, 2 steps. */

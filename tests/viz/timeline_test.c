@@ -386,6 +386,56 @@ static void loader_picks_a_complete_step_on_rank0_clock(void **state) {
     trace_run_free(run);
 }
 
+static int count_kind(const viz_timeline *tl, viz_tl_kind kind) {
+    int n = 0;
+    for (int r = 0; r < tl->nrows; r++)
+        for (int i = 0; i < tl->rows[r].nboxes; i++) n += tl->rows[r].boxes[i].kind == kind;
+    return n;
+}
+
+/* A run that evaluated after its last step: the default timeline is the step before (the
+ * evaluation would fill most of the picture), its title names that step; the evaluated step
+ * is drawn, evaluation and all, only when asked for by number. */
+static void default_step_is_the_last_without_evaluation(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("eval");
+    fixture_run cfg = fixture_defaults("1f1b", 2, 4, 1);
+    cfg.steps = 3;
+    cfg.eval_last_step = 1;
+    fixture_write_run(dir, &cfg);
+    char err[1024] = "";
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    assert_int_equal(viz_run_complete_steps(run, NULL, 0), 3);
+    assert_int_equal(viz_run_default_step(run), 1);
+
+    viz_timeline *tl = viz_timeline_from_run(run, "eval", -1, err, sizeof err);
+    assert_non_null(tl);
+    assert_int_equal(tl->step, 1);
+    assert_int_equal(count_kind(tl, VIZ_TL_EVAL), 0);
+    viz_tl_layout L;
+    const viz_timeline *one[1] = {tl};
+    viz_tl_layout_compute(&L, one, 1, 1200);
+    assert_non_null(strstr(L.panels[0].title, "step 1 "));
+    viz_tl_layout_free(&L);
+    viz_timeline_free(tl);
+
+    tl = viz_timeline_from_run(run, "eval", 2, err, sizeof err); /* asked for: drawn */
+    assert_non_null(tl);
+    assert_int_equal(count_kind(tl, VIZ_TL_EVAL), 2 * 4);
+    viz_timeline_free(tl);
+    trace_run_free(run);
+
+    /* A run whose only step evaluated shows that step: there is no other. */
+    dir = test_tmpdir("eval-only");
+    cfg.steps = 1;
+    fixture_write_run(dir, &cfg);
+    run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    assert_int_equal(viz_run_default_step(run), 0);
+    trace_run_free(run);
+}
+
 /* Two pipeline ranks whose steps overlap in time:
  *
  *   rank 0  step 0 [0, 10] ms: F [0, 4], optimizer [8, 10], a send posted at 9 that ends at 11
@@ -728,6 +778,7 @@ int main(void) {
         cmocka_unit_test(several_panels_share_one_time_scale),
         cmocka_unit_test(ticks_are_one_two_five),
         cmocka_unit_test(loader_picks_a_complete_step_on_rank0_clock),
+        cmocka_unit_test(default_step_is_the_last_without_evaluation),
         cmocka_unit_test(a_step_holds_its_own_events_only),
         cmocka_unit_test(phases_of_a_recorded_interleaved_run_follow_pp_warmup),
         cmocka_unit_test(all_to_all_and_ring_steps_are_kinds_of_their_own_with_byte_labels),
