@@ -158,11 +158,32 @@ double what_if_bubble(const step_graph *g, const double *t) {
     return 1 - busy / (g->tl->nrows * (hi - lo));
 }
 
+/* What the factors save on the nodes of the path through the graph at every factor 1, and
+ * on every node; that step into *base_step. */
+static void savings(const step_graph *g, const double *dur, what_if_result *out) {
+    double *t = mallocCheck((2 * (size_t)g->n + 1) * sizeof *t);
+    step_graph_retime(g, NULL, t);
+    critical_path base;
+    critical_path_find(g, t, &base);
+    out->base_step = base.total;
+    for (int i = 0; i < g->n; i++) out->saved_in_all += g->nodes[i].dur - dur[i];
+    int last = -1; /* merged segments of one node: count the node once */
+    for (int s = 0; s < base.n; s++) {
+        const int i = base.seg[s].node;
+        if (i >= 0 && i != last && g->nodes[i].cls != VIZ_TC_WAIT)
+            out->saved_on_path += g->nodes[i].dur - dur[i];
+        last = i;
+    }
+    critical_path_free(&base);
+    free(t);
+}
+
 void what_if_run(const step_graph *g, const wi_factor *f, int nf, what_if_result *out) {
     memset(out, 0, sizeof *out);
     double *dur = mallocCheck(((size_t)g->n + 1) * sizeof *dur);
     out->t = mallocCheck((2 * (size_t)g->n + 1) * sizeof *out->t);
     what_if_durations(g, f, nf, dur);
+    savings(g, dur, out);
     step_graph_retime(g, dur, out->t);
     critical_path_find(g, out->t, &out->path);
     out->step = out->path.total;

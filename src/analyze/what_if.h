@@ -66,10 +66,16 @@ void what_if_durations(const step_graph *g, const wi_factor *f, int nf, double *
 double what_if_bubble(const step_graph *g, const double *t);
 
 typedef struct {
-    double step;        /* the re-timed step's end, seconds */
-    double bubble;      /* its measured bubble */
-    double *t;          /* (2·g->n) point times */
-    critical_path path; /* its critical path */
+    double base_step; /* the graph re-timed with every factor 1 (a replayed run: its step) */
+    double saved_on_path, saved_in_all; /* seconds the factors take off the nodes of base's
+                                         * critical path, and off every node: the step
+                                         * shortens by at most saved_in_all (no chain loses
+                                         * more), and by saved_on_path when that path stays
+                                         * the longest */
+    double step;                        /* the re-timed step's end, seconds */
+    double bubble;                      /* its measured bubble */
+    double *t;                          /* (2·g->n) point times */
+    critical_path path;                 /* its critical path */
 } what_if_result;
 
 void what_if_run(const step_graph *g, const wi_factor *f, int nf, what_if_result *out);
