@@ -2,6 +2,7 @@
  *
  *   trident analyze RUN_DIR [RUN_DIR ...] [--step N] [--replay] [-o FILE.json]
  *                   [--what-if NAME=FACTOR[,NAME=FACTOR ...]]
+ *                   [--what-if-schedule NAME [--virtual-stages V]]
  *
  * For each run it builds the step's dependency graph (src/analyze/step_graph.h) in the wall
  * clock view, or in the replay view "as if each rank had its own core" with --replay, and
@@ -12,7 +13,9 @@
  *   - the bubble of every rank split into schedule, imbalance, communication and sharing,
  *     shares of the pipeline's span that add up to the measured bubble (bubble_causes.h);
  *   - with --what-if, the step re-timed with those costs scaled: its length, bubble and
- *     critical path by kind (what_if.h), next to the same graph re-timed with every factor 1.
+ *     critical path by kind (what_if.h), next to the same graph re-timed with every factor 1;
+ *   - with --what-if-schedule, the step predicted under another pipeline schedule from the
+ *     run's measured per-stage costs (replan.h).
  * -o FILE.json writes all of it as JSON instead (atomically; nothing is written when any run
  * cannot be read). Bad input ends with one line naming the value and the rule.
  *
@@ -25,6 +28,7 @@
 
 #include "src/analyze/bubble_causes.h"
 #include "src/analyze/critical_path.h"
+#include "src/analyze/replan.h"
 #include "src/analyze/step_graph.h"
 #include "src/analyze/what_if.h"
 #include "src/cli/commands.h"
@@ -44,6 +48,7 @@ enum { ANALYZE_MAX_RUNS = 16, ANALYZE_MAX_FACTORS = 16 };
 static const char *k_usage =
     "Usage: trident analyze RUN_DIR [RUN_DIR ...] [--step N] [--replay] [-o FILE.json]\n"
     "                       [--what-if NAME=FACTOR[,NAME=FACTOR ...]]\n"
+    "                       [--what-if-schedule NAME [--virtual-stages V]]\n"
     "Explains one step of a traced run (the last complete one unless --step):\n"
     "  the critical path  the chain of events across ranks whose durations add up to the step,\n"
     "                     as a table and summed by kind (forward, backward, weight, optimizer,\n"
@@ -57,7 +62,9 @@ static const char *k_usage =
     "--replay); the default is the wall clock. --what-if re-times the step's dependency graph\n"
     "with costs scaled, e.g. --what-if p2p=0 or --what-if backward=0.5,stage:1=2. NAME is one of\n"
     "forward, backward, w, optimizer, p2p, allreduce, reduce-scatter, all-gather, all-to-all,\n"
-    "ring, stage:K (a virtual stage's compute), rank:R (all a rank does).";
+    "ring, stage:K (a virtual stage's compute), rank:R (all a rank does).\n"
+    "--what-if-schedule predicts the step under another schedule (gpipe, 1f1b, interleaved,\n"
+    "zb-h1, zbv, dualpipev) from this run's measured per-stage costs, in the view analysed.";
 
 typedef struct {
     char dir[512];
@@ -73,7 +80,16 @@ typedef struct {
     wi_factor f[ANALYZE_MAX_FACTORS];
     char fname[ANALYZE_MAX_FACTORS][64];
     what_if_result wi;
+    bool have_replan;
+    replan_result rp;
 } analysis;
+
+typedef struct {
+    int step;
+    bool replay;
+    const char *what_if, *schedule;
+    int v;
+} analyze_request;
 
 /* The factors of --what-if (comma-separated) for the graph of a; dies on a bad one. */
 static void parse_factors(analysis *a, const char *list) {
@@ -97,7 +113,9 @@ static void parse_factors(analysis *a, const char *list) {
 }
 
 /* Reads, replays and analyses one run directory; dies with one line when it cannot. */
-static void analyze_run(analysis *a, const char *dir, int step, bool replay, const char *what_if) {
+static void analyze_run(analysis *a, const char *dir, const analyze_request *rq) {
+    const int step = rq->step;
+    const bool replay = rq->replay;
     char err[1024];
     snprintf(a->dir, sizeof a->dir, "%s", dir);
     size_t len = strlen(a->dir);
@@ -106,7 +124,12 @@ static void analyze_run(analysis *a, const char *dir, int step, bool replay, con
     if (replay && !a->views.replay) die(WHO ": %s: %s", a->dir, a->views.replay_err);
     const trace_run *run = replay ? a->views.replay : a->views.wall;
     if (!step_graph_build(run, step, &a->g, err, sizeof err)) die(WHO ": %s", err);
-    parse_factors(a, what_if);
+    parse_factors(a, rq->what_if);
+    if (rq->schedule) {
+        if (!replan_step(run, a->g.t_end, rq->schedule, rq->v, &a->rp, err, sizeof err))
+            die(WHO ": %s: %s", a->dir, err);
+        a->have_replan = true;
+    }
     a->t = mallocCheck((2 * (size_t)a->g.n + 1) * sizeof *a->t);
     step_graph_recorded(&a->g, a->t);
     critical_path_find(&a->g, a->t, &a->path);
@@ -214,6 +237,19 @@ static void print_what_if(FILE *out, const analysis *a) {
     print_by_kind(out, "  its critical path:", &a->wi.path);
 }
 
+static void print_replan(FILE *out, const analysis *a) {
+    if (!a->have_replan) return;
+    const replan_result *r = &a->rp;
+    fprintf(
+        out,
+        "what-if schedule %s (v=%d): step %.3f ms predicted (measured %.3f ms with %s; "
+        "simulated with this run's costs: %s %.3f ms, %s %.3f ms, its bubble %.1f%%)%s\n",
+        pp_kind_name(r->target.kind), r->target.v, 1e3 * r->predicted_step, 1e3 * r->measured_step,
+        pp_kind_name(r->own.kind), pp_kind_name(r->own.kind), 1e3 * r->own_makespan,
+        pp_kind_name(r->target.kind), 1e3 * r->target_makespan, 100 * r->target_bubble,
+        r->weight_assumed ? "; W taken as half of each backward (the run did not split it)" : "");
+}
+
 static void print_text(FILE *out, const analysis *a, bool replay) {
     fprintf(out, "%s — step %d, %s: %.3f ms (%s, p=%d, m=%d, v=%d, %d ranks)\n", a->dir, a->g.step,
             replay ? TRACE_REPLAY_LABEL : "wall clock", 1e3 * a->g.t_end, a->g.tl->schedule,
@@ -222,6 +258,7 @@ static void print_text(FILE *out, const analysis *a, bool replay) {
     print_by_kind(out, "by kind:", &a->path);
     print_causes(out, a);
     print_what_if(out, a);
+    print_replan(out, a);
 }
 
 /* ---- JSON ------------------------------------------------------------------------------ */
@@ -306,6 +343,22 @@ static void json_what_if(json_writer *w, const analysis *a) {
     json_end_object(w);
 }
 
+static void json_replan(json_writer *w, const analysis *a) {
+    if (!a->have_replan) return;
+    const replan_result *r = &a->rp;
+    json_key(w, "what_if_schedule");
+    json_begin_object(w, JSON_SPACED);
+    json_field_string(w, "schedule", pp_kind_name(r->target.kind));
+    json_field_int(w, "v", r->target.v);
+    json_field_double(w, "predicted_step_ms", "%.6f", 1e3 * r->predicted_step);
+    json_field_double(w, "measured_step_ms", "%.6f", 1e3 * r->measured_step);
+    json_field_double(w, "own_makespan_ms", "%.6f", 1e3 * r->own_makespan);
+    json_field_double(w, "target_makespan_ms", "%.6f", 1e3 * r->target_makespan);
+    json_field_double(w, "target_bubble", "%.9f", r->target_bubble);
+    json_field_bool(w, "weight_assumed", r->weight_assumed);
+    json_end_object(w);
+}
+
 static void write_json(const char *path, analysis *runs, int n, bool replay) {
     atomic_file af;
     FILE *f = atomic_file_open(&af, path);
@@ -324,6 +377,7 @@ static void write_json(const char *path, analysis *runs, int n, bool replay) {
         json_path(&w, a);
         json_causes(&w, a);
         json_what_if(&w, a);
+        json_replan(&w, a);
         json_end_object(&w);
     }
     json_end_array(&w);
@@ -333,15 +387,21 @@ static void write_json(const char *path, analysis *runs, int n, bool replay) {
 }
 
 int cmd_analyze(int argc, char **argv) {
-    int step = -1;
-    bool replay = false;
-    const char *output = NULL, *what_if = NULL;
+    analyze_request rq = {.step = -1};
+    const char *output = NULL;
     const flag_spec specs[] = {
-        {"--step", FLAG_INT, &step, "the step to explain (-1: the last complete one)", NULL},
-        {"--replay", FLAG_BOOL, &replay,
+        {"--step", FLAG_INT, &rq.step, "the step to explain (-1: the last complete one)", NULL},
+        {"--replay", FLAG_BOOL, &rq.replay,
          "explain the step re-timed as if each rank had its own core (default: wall clock)", NULL},
-        {"--what-if", FLAG_STRING, &what_if,
+        {"--what-if", FLAG_STRING, &rq.what_if,
          "NAME=FACTOR[,...]: re-time the step with costs scaled (p2p=0, backward=0.5, stage:1=2)",
+         NULL},
+        {"--what-if-schedule", FLAG_CHOICE, &rq.schedule,
+         "predict the step under this schedule from the run's measured costs",
+         "gpipe|1f1b|interleaved|zb-h1|zbv|dualpipev"},
+        {"--virtual-stages", FLAG_INT, &rq.v,
+         "model chunks per rank for --what-if-schedule (0: 2 for interleaved and the V "
+         "schedules, else 1)",
          NULL},
         {"--output", FLAG_STRING, &output, "FILE.json: write the analysis as JSON; -o for short",
          NULL},
@@ -351,18 +411,20 @@ int cmd_analyze(int argc, char **argv) {
                             argv, dirs, ANALYZE_MAX_RUNS + 1);
     if (ndirs == 0) die(WHO ": needs at least one RUN_DIR (trident analyze --help)");
     if (ndirs > ANALYZE_MAX_RUNS) die(WHO ": at most %d RUN_DIRs, got more", ANALYZE_MAX_RUNS);
-    if (step < -1) die(WHO ": --step %d: a step is a number >= 0 (or -1: the last)", step);
+    if (rq.step < -1) die(WHO ": --step %d: a step is a number >= 0 (or -1: the last)", rq.step);
+    if (rq.v < 0 || (rq.v > 0 && !rq.schedule))
+        die(WHO ": --virtual-stages %d: chunks per rank (>= 1) of --what-if-schedule", rq.v);
     if (output && !path_has_ext(output, ".json"))
         die(WHO ": -o '%s': analyze writes .json (the text goes to stdout without -o)", output);
     analysis *runs = callocCheck((size_t)ndirs, sizeof *runs);
-    for (int i = 0; i < ndirs; i++) analyze_run(&runs[i], dirs[i], step, replay, what_if);
+    for (int i = 0; i < ndirs; i++) analyze_run(&runs[i], dirs[i], &rq);
     if (output) {
-        write_json(output, runs, ndirs, replay);
+        write_json(output, runs, ndirs, rq.replay);
         printf("wrote %s\n", output);
     } else {
         for (int i = 0; i < ndirs; i++) {
             if (i > 0) printf("\n");
-            print_text(stdout, &runs[i], replay);
+            print_text(stdout, &runs[i], rq.replay);
         }
     }
     for (int i = 0; i < ndirs; i++) analysis_free(&runs[i]);
