@@ -1,0 +1,97 @@
+/* bench_analyze.c — the analyze suite: can a traced 1F1B run predict the other schedules?
+ *
+ * From the pipeline suite's 1F1B run (bench_pp_run: its model, m = 8 micro-batches) this
+ * predicts the step time of gpipe, interleaved (v = 2), zb-h1 and zbv through `trident analyze
+ * --what-if-schedule` (src/analyze/replan.h: the run's measured per-stage costs re-cut to the
+ * target's stages, both plans simulated, the difference added to the measured step), then
+ * measures those runs (the same runs the pipeline suite measures its bubbles in) and prints
+ * |predicted − measured| ÷ measured, against a target of 10%.
+ *
+ * Which clock (as the pipeline suite): p = 2 on 2 cores, every rank has its own core: the wall
+ * clock. p = 4 time-shares the cores: the replay view (src/trace/replay.h), for the costs and
+ * the measured steps alike. A step time is the step graph's (src/analyze/step_graph.h: first
+ * event to last end), averaged over every complete step after the first.
+ *
+ * Not here: the runs themselves (bench_pipeline.c), the prediction (src/analyze/replan.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/analyze/replan.h"
+#include "src/analyze/step_graph.h"
+#include "src/bench/bench.h"
+#include "src/core/check.h"
+#include "src/trace/replay.h"
+#include "src/trace/trace.h"
+#include "viz/timeline_load.h"
+
+enum { ANALYZE_M = 8 };
+
+/* A run of the pipeline suite in the view of p: the recorded run (p = 2) or its replay. */
+static trace_run *view_of(const char *dir, int p) {
+    char err[1024];
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) die("bench analyze: %s", err);
+    if (p <= 2) return run;
+    trace_run *rep = trace_run_replay(run, err, sizeof err);
+    trace_run_free(run);
+    if (!rep) die("bench analyze: %s: %s", dir, err);
+    return rep;
+}
+
+/* The mean step time over the complete steps after the first (all of them when only one). */
+static double mean_step(const trace_run *run) {
+    int n = viz_run_complete_steps(run, NULL, 0);
+    int *steps = mallocCheck(((size_t)n + 1) * sizeof *steps);
+    viz_run_complete_steps(run, steps, n);
+    double sum = 0;
+    int count = 0;
+    for (int i = n > 1 ? 1 : 0; i < n; i++) {
+        step_graph g;
+        char err[1024];
+        if (!step_graph_build(run, steps[i], &g, err, sizeof err)) die("bench analyze: %s", err);
+        sum += g.t_end;
+        count++;
+        step_graph_free(&g);
+    }
+    free(steps);
+    return count ? sum / count : NAN;
+}
+
+static void predict_at(bench_ctx *ctx, int p) {
+    static const char *const targets[] = {"gpipe", "interleaved", "zb-h1", "zbv"};
+    const char *view = p <= 2 ? "wall" : "replay";
+    char dir[4200];
+    trace_run *base = view_of(bench_pp_run(ctx, "1f1b", p, ANALYZE_M, dir, sizeof dir), p);
+    const double base_step = mean_step(base);
+    bench_note(ctx->report, "analyze", "p=%d m=%d 1f1b, %s: measured step %.3f ms", p, ANALYZE_M,
+               view, 1e3 * base_step);
+    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+        replan_result r;
+        char err[1024], metric[160];
+        if (!replan_step(base, base_step, targets[k], 0, &r, err, sizeof err))
+            die("bench analyze: %s", err);
+        trace_run *run = view_of(bench_pp_run(ctx, targets[k], p, ANALYZE_M, dir, sizeof dir), p);
+        const double measured = mean_step(run);
+        trace_run_free(run);
+        snprintf(metric, sizeof metric,
+                 "p=%d m=%d %s predicted from 1f1b (%s): |predicted − measured| ÷ measured", p,
+                 ANALYZE_M, targets[k], view);
+        bench_row_max(ctx->report, "analyze", metric, fabs(r.predicted_step - measured) / measured,
+                      "%.3f", 0.10);
+        bench_note(ctx->report, "analyze",
+                   "p=%d %s (v=%d, %s): predicted %.3f ms, measured %.3f ms (simulated: 1f1b "
+                   "%.3f ms, %s %.3f ms%s)",
+                   p, targets[k], r.target.v, view, 1e3 * r.predicted_step, 1e3 * measured,
+                   1e3 * r.own_makespan, targets[k], 1e3 * r.target_makespan,
+                   r.weight_assumed ? "; W taken as half the backward" : "");
+    }
+    trace_run_free(base);
+}
+
+void bench_analyze(bench_ctx *ctx) {
+    predict_at(ctx, 2);
+    predict_at(ctx, 4);
+}
