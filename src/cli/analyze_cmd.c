@@ -1,6 +1,6 @@
 /* analyze_cmd.c — `trident analyze`: why one step of a traced run took as long as it did.
  *
- *   trident analyze RUN_DIR [RUN_DIR ...] [--step N] [--replay] [-o FILE.json]
+ *   trident analyze RUN_DIR [RUN_DIR ...] [--step N] [--replay] [-o FILE.json|.png|.svg|.pdf]
  *                   [--what-if NAME=FACTOR[,NAME=FACTOR ...]]
  *                   [--what-if-schedule NAME [--virtual-stages V]]
  *
@@ -17,7 +17,8 @@
  *   - with --what-if-schedule, the step predicted under another pipeline schedule from the
  *     run's measured per-stage costs (replan.h).
  * -o FILE.json writes all of it as JSON instead (atomically; nothing is written when any run
- * cannot be read). Bad input ends with one line naming the value and the rule.
+ * cannot be read); -o FILE.png|.svg|.pdf draws one run's path and causes (analyze_draw.h).
+ * Bad input ends with one line naming the value and the rule.
  *
  * Not here: the analysis itself (src/analyze/), the pictures (trident render).
  */
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/analyze/analyze_draw.h"
 #include "src/analyze/bubble_causes.h"
 #include "src/analyze/critical_path.h"
 #include "src/analyze/replan.h"
@@ -46,7 +48,7 @@
 enum { ANALYZE_MAX_RUNS = 16, ANALYZE_MAX_FACTORS = 16 };
 
 static const char *k_usage =
-    "Usage: trident analyze RUN_DIR [RUN_DIR ...] [--step N] [--replay] [-o FILE.json]\n"
+    "Usage: trident analyze RUN_DIR [RUN_DIR ...] [--step N] [--replay] [-o FILE]\n"
     "                       [--what-if NAME=FACTOR[,NAME=FACTOR ...]]\n"
     "                       [--what-if-schedule NAME [--virtual-stages V]]\n"
     "Explains one step of a traced run (the last complete one unless --step):\n"
@@ -64,7 +66,9 @@ static const char *k_usage =
     "forward, backward, w, optimizer, p2p, allreduce, reduce-scatter, all-gather, all-to-all,\n"
     "ring, stage:K (a virtual stage's compute), rank:R (all a rank does).\n"
     "--what-if-schedule predicts the step under another schedule (gpipe, 1f1b, interleaved,\n"
-    "zb-h1, zbv, dualpipev) from this run's measured per-stage costs, in the view analysed.";
+    "zb-h1, zbv, dualpipev) from this run's measured per-stage costs, in the view analysed.\n"
+    "-o FILE.json writes everything as JSON; -o FILE.png|.svg|.pdf draws one run's critical\n"
+    "path across its ranks and every rank's bubble by cause.";
 
 typedef struct {
     char dir[512];
@@ -403,7 +407,8 @@ int cmd_analyze(int argc, char **argv) {
          "model chunks per rank for --what-if-schedule (0: 2 for interleaved and the V "
          "schedules, else 1)",
          NULL},
-        {"--output", FLAG_STRING, &output, "FILE.json: write the analysis as JSON; -o for short",
+        {"--output", FLAG_STRING, &output,
+         "FILE.json (the analysis as JSON) or FILE.png|.svg|.pdf (one run drawn); -o for short",
          NULL},
     };
     const char *dirs[ANALYZE_MAX_RUNS + 1];
@@ -414,11 +419,22 @@ int cmd_analyze(int argc, char **argv) {
     if (rq.step < -1) die(WHO ": --step %d: a step is a number >= 0 (or -1: the last)", rq.step);
     if (rq.v < 0 || (rq.v > 0 && !rq.schedule))
         die(WHO ": --virtual-stages %d: chunks per rank (>= 1) of --what-if-schedule", rq.v);
-    if (output && !path_has_ext(output, ".json"))
-        die(WHO ": -o '%s': analyze writes .json (the text goes to stdout without -o)", output);
+    const bool picture = output && viz_format_of(output) != 0;
+    if (output && !picture && !path_has_ext(output, ".json"))
+        die(WHO ": -o '%s': analyze writes .json, .png, .svg or .pdf (the text goes to stdout "
+                "without -o)",
+            output);
+    if (picture && ndirs != 1)
+        die(WHO ": -o '%s': a picture shows one run, got %d RUN_DIRs", output, ndirs);
     analysis *runs = callocCheck((size_t)ndirs, sizeof *runs);
     for (int i = 0; i < ndirs; i++) analyze_run(&runs[i], dirs[i], &rq);
-    if (output) {
+    if (picture) {
+        char title[1024];
+        snprintf(title, sizeof title, "%s — step %d, %s: %.3f ms", runs[0].dir, runs[0].g.step,
+                 rq.replay ? TRACE_REPLAY_LABEL : "wall clock", 1e3 * runs[0].g.t_end);
+        an_draw(output, title, &runs[0].g, &runs[0].path, runs[0].have_causes ? &runs[0].bc : NULL);
+        printf("wrote %s\n", output);
+    } else if (output) {
         write_json(output, runs, ndirs, rq.replay);
         printf("wrote %s\n", output);
     } else {

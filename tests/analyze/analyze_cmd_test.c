@@ -139,10 +139,11 @@ static void bad_input_is_one_line_and_status_1(void **state) {
         {"%s --what-if nothing=1 -o %s", "not a cost to scale"},
         {"%s --step 99 -o %s", "step 99 is not a complete step"},
         {"%s/nowhere -o %s", "nowhere"},
-        {"%s -o %s.png", "analyze writes .json"},
+        {"%s -o %s.txt", "analyze writes .json, .png"},
+        {"%s -o %s.png %s", "a picture shows one run, got 2"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(args, sizeof args, bad[i].fmt, g_runs[0], json);
+        snprintf(args, sizeof args, bad[i].fmt, g_runs[0], json, g_runs[0]);
         int rc = analyze(args);
         if (rc != 1 || !strstr(g_out, bad[i].says) ||
             strchr(g_out, '\n') != g_out + strlen(g_out) - 1)
