@@ -279,6 +279,19 @@ static void stream_edges(const step_graph *g, const trace_run *run, const box_no
 
 static int point_of(int node, bool end) { return 2 * node + (end ? SG_END : SG_START); }
 
+/* A wait that depends on nothing the graph holds (an unmatched message, the exposed wait for a
+ * stream the replay view does not keep, the earlier part of a wait cut by another message)
+ * keeps its recorded length: there is nothing to re-time it from. */
+static void keep_free_waits(step_graph *g) {
+    char *bound = callocCheck((size_t)g->n + 1, 1);
+    for (int e = 0; e < g->nedges; e++)
+        if (g->edges[e].to_end) bound[g->edges[e].to] = 1;
+    for (int i = 0; i < g->n; i++)
+        if (g->nodes[i].cls == VIZ_TC_WAIT && !bound[i])
+            g->nodes[i].dur = g->nodes[i].end - g->nodes[i].start;
+    free(bound);
+}
+
 /* Groups the edges by the point they bound (in_first / in_edge) and orders the points so
  * that each comes after every point it depends on (Kahn). False on a cycle. */
 static bool order_points(step_graph *g) {
@@ -346,6 +359,7 @@ bool step_graph_build(const trace_run *run, int step, step_graph *g, char *err, 
     stream_edges(g, run, &bn, &ev);
     g->edges = ev.v, g->nedges = ev.n;
     free_box_nodes(&bn);
+    keep_free_waits(g);
     for (int i = 0; i < g->n; i++)
         if (g->nodes[i].end > g->t_end) g->t_end = g->nodes[i].end;
     if (!order_points(g)) {
@@ -378,7 +392,7 @@ void step_graph_retime(const step_graph *g, const double *dur, double *t) {
         const sg_node *x = &g->nodes[i];
         double v;
         if (q % 2 == SG_START) v = g->in_first[q] == g->in_first[q + 1] ? x->start : -1e300;
-        else v = x->cls == VIZ_TC_WAIT ? t[q - 1] : t[q - 1] + (dur ? dur[i] : x->dur);
+        else v = t[q - 1] + (dur ? dur[i] : x->dur);
         for (int k = g->in_first[q]; k < g->in_first[q + 1]; k++) {
             const sg_edge *e = &g->edges[g->in_edge[k]];
             double s = t[point_of(e->from, e->from_end)];

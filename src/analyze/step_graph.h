@@ -32,7 +32,9 @@
  * Every receive and every matched collective has a wait node (of zero length when it did not
  * wait), so a re-timing can make it wait. A node's duration is what it costs by itself:
  * end − start for compute, transfer and idle; 0 for a wait, whose end is the latest of its
- * own start and its dependencies. Re-timing (step_graph_retime) is the longest path through
+ * own start and its dependencies — except a wait that depends on nothing the graph holds (an
+ * unmatched message; in the replay view, which drops the communication stream, the exposed
+ * wait for it), which keeps its recorded length. Re-timing (step_graph_retime) is the longest path through
  * the graph with given durations; with the recorded durations of a replayed run it gives
  * back the recorded times (the replay, src/trace/replay.h, runs the same rules).
  *
@@ -61,7 +63,7 @@ typedef struct {
     int box;            /* tl->rows[rank].boxes[box] it is a piece of; -1 for an idle gap */
     viz_time_class cls; /* compute, transfer, wait or idle */
     double start, end;  /* as recorded */
-    double dur;         /* its own cost: end − start; 0 for a wait */
+    double dur;         /* its own cost: end − start; 0 for a wait on dependencies */
 } sg_node;
 
 typedef struct {
@@ -97,7 +99,7 @@ const viz_tl_box *step_graph_box(const step_graph *g, int node);
 
 /* Re-times the graph: t (2n) gets every point's time when node i costs dur[i] (NULL: the
  * recorded durations). A lane's first node starts when it was recorded to; every other point
- * is the latest of its bounds (a non-wait node's end: its start + its duration). */
+ * is the latest of its bounds, and a node ends no earlier than its start + its duration. */
 void step_graph_retime(const step_graph *g, const double *dur, double *t);
 
 /* The recorded point times (2n), for the readers that take a t. */
