@@ -10,8 +10,10 @@
  * Which clock (as the pipeline suite): p = 2 on 2 cores, every rank has its own core: the wall
  * clock (judged), and the replay beside it for information (a busy machine takes cores from the
  * wall clock between one run and the next). p = 4 time-shares the cores: the replay view
- * (src/trace/replay.h), for the costs and the measured steps alike. A step time is the step graph's (src/analyze/step_graph.h: first
- * event to last end), averaged over every complete step after the first.
+ * (src/trace/replay.h), for the costs and the measured steps alike. A step time is the step
+ * graph's (src/analyze/step_graph.h: first event to last end), averaged over the complete steps
+ * after the first that ran no evaluation (the trainer's last step evaluates, which no schedule
+ * changes).
  *
  * Not here: the runs themselves (bench_pipeline.c), the prediction (src/analyze/replan.h).
  */
@@ -42,23 +44,32 @@ static trace_run *view_of(const char *dir, bool replay) {
     return rep;
 }
 
-/* The mean step time over the complete steps after the first (all of them when only one). */
+/* Whether the step of g ran an evaluation (the trainer evaluates once at the end). */
+static bool has_eval(const step_graph *g) {
+    for (int r = 0; r < g->tl->nrows; r++)
+        for (int i = 0; i < g->tl->rows[r].nboxes; i++)
+            if (g->tl->rows[r].boxes[i].kind == VIZ_TL_EVAL) return true;
+    return false;
+}
+
+/* The mean step time over the complete training steps after the first (warm-up) that ran no
+ * evaluation; all of them when that leaves none. */
 static double mean_step(const trace_run *run) {
     int n = viz_run_complete_steps(run, NULL, 0);
     int *steps = mallocCheck(((size_t)n + 1) * sizeof *steps);
     viz_run_complete_steps(run, steps, n);
-    double sum = 0;
-    int count = 0;
+    double sum[2] = {0, 0}; /* [0] steps without an evaluation, [1] every step */
+    int count[2] = {0, 0};
     for (int i = n > 1 ? 1 : 0; i < n; i++) {
         step_graph g;
         char err[1024];
         if (!step_graph_build(run, steps[i], &g, err, sizeof err)) die("bench analyze: %s", err);
-        sum += g.t_end;
-        count++;
+        for (int k = has_eval(&g) ? 1 : 0; k < 2; k++) sum[k] += g.t_end, count[k]++;
         step_graph_free(&g);
     }
     free(steps);
-    return count ? sum / count : NAN;
+    const int k = count[0] > 0 ? 0 : 1;
+    return count[k] ? sum[k] / count[k] : NAN;
 }
 
 /* Every target predicted at p in one view; judged rows (against 10%), or information. */
