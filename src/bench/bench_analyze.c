@@ -5,7 +5,8 @@
  * --what-if-schedule` (src/analyze/replan.h: the run's measured per-stage costs re-cut to the
  * target's stages, both plans simulated, the difference added to the measured step), then
  * measures those runs (the same runs the pipeline suite measures its bubbles in) and prints
- * |predicted − measured| ÷ measured, against a target of 10%.
+ * |predicted − measured| ÷ measured ("prediction error ÷ measured": a table cell holds no '|'),
+ * against a target of 10%.
  *
  * Which clock (as the pipeline suite): p = 2 on 2 cores, every rank has its own core: the wall
  * clock (judged), and the replay beside it for information (a busy machine takes cores from the
@@ -91,8 +92,8 @@ static void predict_at(bench_ctx *ctx, int p, bool replay, bool judged) {
         const double measured = mean_step(run);
         trace_run_free(run);
         snprintf(metric, sizeof metric,
-                 "p=%d m=%d %s predicted from 1f1b (%s): |predicted − measured| ÷ measured", p,
-                 ANALYZE_M, targets[k], view);
+                 "p=%d m=%d %s predicted from 1f1b (%s): prediction error ÷ measured", p, ANALYZE_M,
+                 targets[k], view);
         const double error = fabs(r.predicted_step - measured) / measured;
         if (judged) bench_row_max(ctx->report, "analyze", metric, error, "%.3f", 0.10);
         else bench_row_info(ctx->report, "analyze", metric, error, "%.3f");
