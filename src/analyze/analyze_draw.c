@@ -176,11 +176,13 @@ static void draw_causes(cairo_t *cr, const an_layout *l, const bubble_causes *bc
         snprintf(name, sizeof name, "rank %d  %.1f%%", r, 100 * bc->rank[r].measured);
         const double y = l->causes_y + r * (AN_ROW + AN_GAP);
         viz_text(cr, l->plot_x - 8, y + AN_ROW - 5, 10, false, VIZ_RIGHT, VIZ_TEXT, name);
-        viz_set_rgb(cr, VIZ_TEXT);
-        viz_line_width(cr, 2);
-        cairo_move_to(cr, l->measured_x[r], y - 2);
-        cairo_line_to(cr, l->measured_x[r], y + AN_ROW + 2);
-        cairo_stroke(cr);
+        for (int pass = 0; pass < 2; pass++) { /* a white halo, so it shows on any bar */
+            viz_set_rgb(cr, pass == 0 ? (viz_rgb){1, 1, 1} : VIZ_TEXT);
+            viz_line_width(cr, pass == 0 ? 4 : 2);
+            cairo_move_to(cr, l->measured_x[r], y - 2);
+            cairo_line_to(cr, l->measured_x[r], y + AN_ROW + 2);
+            cairo_stroke(cr);
+        }
     }
     const double bottom = l->causes_y + l->nranks * (AN_ROW + AN_GAP);
     viz_set_rgb(cr, VIZ_TEXT);

@@ -392,7 +392,8 @@ static void write_json(const char *path, analysis *runs, int n, bool replay) {
 
 int cmd_analyze(int argc, char **argv) {
     analyze_request rq = {.step = -1};
-    const char *output = NULL;
+    const char *output = NULL, *theme = NULL;
+    int width = 0, height = 0;
     const flag_spec specs[] = {
         {"--step", FLAG_INT, &rq.step, "the step to explain (-1: the last complete one)", NULL},
         {"--replay", FLAG_BOOL, &rq.replay,
@@ -410,6 +411,12 @@ int cmd_analyze(int argc, char **argv) {
         {"--output", FLAG_STRING, &output,
          "FILE.json (the analysis as JSON) or FILE.png|.svg|.pdf (one run drawn); -o for short",
          NULL},
+        {"--theme", FLAG_CHOICE, &theme,
+         "look of the picture: default, or slides (large type, thick lines, grey-scale safe)",
+         "default|slides"},
+        {"--width", FLAG_INT, &width, "picture width in points (pixels for PNG); 0: its own", NULL},
+        {"--height", FLAG_INT, &height,
+         "picture height in points; 0: its own (both: the picture fits inside, centred)", NULL},
     };
     const char *dirs[ANALYZE_MAX_RUNS + 1];
     int ndirs = flags_parse("analyze", k_usage, specs, (int)(sizeof specs / sizeof specs[0]), argc,
@@ -426,6 +433,7 @@ int cmd_analyze(int argc, char **argv) {
             output);
     if (picture && ndirs != 1)
         die(WHO ": -o '%s': a picture shows one run, got %d RUN_DIRs", output, ndirs);
+    viz_picture_options(WHO, theme, width, height);
     analysis *runs = callocCheck((size_t)ndirs, sizeof *runs);
     for (int i = 0; i < ndirs; i++) analyze_run(&runs[i], dirs[i], &rq);
     if (picture) {
