@@ -8,6 +8,7 @@
  *   trident memory   … the bytes every rank of a run will hold, predicted, no MPI
  *   trident render   … turn run directories into timelines (PNG/SVG/PDF/JSON/TXT)
  *   trident bench    … measured performance ratios, side by side in one run
+ *   trident analyze  … one traced step explained: critical path, bubble by cause, what-if
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,8 @@ static const struct {
     {"memory", cmd_memory, "predict the bytes every rank of a run holds (no MPI needed)"},
     {"render", cmd_render, "render run directories into timelines: .png .svg .pdf .json .txt"},
     {"bench", cmd_bench, "measure performance as ratios, side by side in one run"},
+    {"analyze", cmd_analyze,
+     "explain a traced step: critical path, bubble by cause, what-if re-timing"},
 };
 
 static void usage(FILE *out) {
@@ -54,7 +57,7 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "trident: unknown subcommand '%s' (one of: train eval generate groups schedule memory "
             "render "
-            "bench)\n",
+            "bench analyze)\n",
             argv[1]);
     return 1;
 }

@@ -21,7 +21,8 @@ top:
                                            generation with a KV cache
    7  ckpt                                  checkpoints (take a layout, not the trainer)
    8  viz                                   pictures from trace files (no MPI)
-   9  train                                 the trainer: runs a job, writes a run directory
+   9  train analyze                         the trainer: runs a job, writes a run directory;
+                                            a traced step explained (critical path, causes)
   10  bench                                 measurements built on the trainer
   11  cli                                   the subcommands
   12  main                                  src/main.c: dispatches to cli
@@ -60,7 +61,7 @@ LEVELS = {
     "pp": 6, "zero": 6, "infer": 6,
     "ckpt": 7,
     "viz": 8,
-    "train": 9,
+    "train": 9, "analyze": 9,
     "bench": 10,
     "cli": 11,
     "main": 12,

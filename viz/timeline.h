@@ -106,6 +106,9 @@ typedef struct {
     bool stream;              /* a collective of the communication stream (overlapped with the
                                * rank's compute, trace flag STREAM): drawn on the stream lane
                                * under the comm lane, and in none of the rank's time classes */
+    int event;                /* viz_timeline_from_run: the index of the box's event in its
+                               * rank's trace file (trace_file_event), for readers that need
+                               * more of it (src/analyze/); unused by other producers */
 } viz_tl_box;
 
 typedef struct {

@@ -195,6 +195,7 @@ static viz_tl_box box_of(const trace_run *r, int k, size_t i, viz_tl_kind kind, 
         .flow = r->flow[k][i],
         .stream = (e->flags & TRACE_STREAM) != 0,
         .bytes = viz_tl_is_comm(kind) ? (double)e->bytes : 0,
+        .event = (int)i,
     };
     snprintf(box.op, sizeof box.op, "%s", op);
     return box;

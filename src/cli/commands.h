@@ -16,5 +16,6 @@ int cmd_schedule(int argc, char **argv); /* src/cli/schedule_cmd.c */
 int cmd_memory(int argc, char **argv);   /* src/cli/memory_cmd.c */
 int cmd_render(int argc, char **argv);   /* src/cli/render_cmd.c */
 int cmd_bench(int argc, char **argv);    /* src/cli/bench_cmd.c */
+int cmd_analyze(int argc, char **argv);  /* src/cli/analyze_cmd.c */
 
 #endif /* TRIDENT_CLI_COMMANDS_H */

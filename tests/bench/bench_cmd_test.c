@@ -80,6 +80,8 @@ static void quick_run_prints_every_suites_rows(void **state) {
     assert_int_equal(count_rows(g_out, "overlap"), 5); /* 3 exposed ratios, 2 step times */
     assert_non_null(strstr(g_out, "ZeRO optimizer step ÷ old copying step (dp=4,"));
     assert_int_equal(count_rows(g_out, "generate"), 2); /* KV cache per token + total */
+    assert_int_equal(count_rows(g_out, "analyze"),
+                     12); /* 4 schedules: p = 2 wall and replay, p = 4 */
     assert_non_null(strstr(g_out, "model FLOP/s ÷ sgemm FLOP/s"));
     /* Counted bytes are exact, whatever the machine. */
     assert_non_null(strstr(

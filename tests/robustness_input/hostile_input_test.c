@@ -386,7 +386,8 @@ static const hostile_case k_cases[] = {
     /* ---- bench and the program ---- */
     {1, "bench --suite nonsense",
      "--suite must be one of "
-     "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|all, got 'nonsense'",
+     "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|all, got "
+     "'nonsense'",
      NULL},
     {1, "bench --suite device --device tpu",
      "--device must be one of cpu|cuda|cpu-guarded, got 'tpu'", NULL},

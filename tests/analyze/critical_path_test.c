@@ -1,0 +1,92 @@
+/* critical_path_test.c — the critical path of a hand-timed run (synthetic_run.h) is the known
+ * chain, its segments add up to the step, and a longer wait shows as a WAIT segment. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "src/analyze/critical_path.h"
+#include "src/analyze/step_graph.h"
+#include "tests/analyze/synthetic_run.h"
+#include "tests/support/testing.h"
+
+static void build(const char *name, step_graph *g, double **t) {
+    const char *dir = test_tmpdir(name);
+    synthetic_run_write(dir);
+    char err[512];
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    if (!step_graph_build(run, -1, g, err, sizeof err)) fail_msg("%s", err);
+    trace_run_free(run); /* the graph keeps its own timeline */
+    *t = malloc(2 * (size_t)g->n * sizeof **t);
+    step_graph_recorded(g, *t);
+}
+
+static void the_known_chain_across_both_ranks(void **state) {
+    (void)state;
+    step_graph g;
+    double *t;
+    build("critical_path_chain", &g, &t);
+    critical_path p;
+    critical_path_find(&g, t, &p);
+    static const struct {
+        int rank;
+        cp_kind kind;
+        double ms;
+    } want[] = {{0, CP_FORWARD, 1},  {1, CP_TRANSFER, 0.1}, {1, CP_FORWARD, 2},
+                {1, CP_BACKWARD, 3}, {1, CP_TRANSFER, 0.1}, {1, CP_TRANSFER, 0.1},
+                {1, CP_FORWARD, 2},  {1, CP_BACKWARD, 3},   {0, CP_TRANSFER, 0.1},
+                {0, CP_BACKWARD, 2}};
+    const int n = (int)(sizeof want / sizeof want[0]);
+    if (p.n != n) fail_msg("%d segments, want %d", p.n, n);
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        const cp_segment *s = &p.seg[i];
+        assert_int_equal(s->rank, want[i].rank);
+        assert_int_equal(s->kind, want[i].kind);
+        assert_true(fabs(s->end - s->start - want[i].ms * SYN_MS) < 1e-12);
+        if (i > 0) assert_true(s->start == p.seg[i - 1].end); /* one chain, no gaps */
+        sum += s->end - s->start;
+    }
+    assert_true(fabs(sum - SYN_STEP) < 1e-12);
+    assert_true(fabs(p.total - SYN_STEP) < 1e-12);
+    assert_true(fabs(p.by_kind[CP_FORWARD] - 5 * SYN_MS) < 1e-12);
+    assert_true(fabs(p.by_kind[CP_BACKWARD] - 8 * SYN_MS) < 1e-12);
+    assert_true(fabs(p.by_kind[CP_TRANSFER] - 0.4 * SYN_MS) < 1e-12);
+    critical_path_free(&p);
+    free(t);
+    step_graph_free(&g);
+}
+
+/* Data that arrives after its sender posted it (in flight 0.5 ms): the wait beyond the send's
+ * start is on the path as WAIT, and the sum still is the step. */
+static void a_wait_beyond_its_sender_is_a_wait_segment(void **state) {
+    (void)state;
+    step_graph g;
+    double *t;
+    build("critical_path_wait", &g, &t);
+    /* rank 0's last receive: its wait ends 0.5 ms after the send began; shift what follows */
+    int last_wait = -1;
+    for (int i = 0; i < g.n; i++)
+        if (g.nodes[i].rank == 0 && g.nodes[i].cls == VIZ_TC_WAIT) last_wait = i;
+    const double d = 0.5 * SYN_MS;
+    for (int q = 2 * last_wait + 1; q < 2 * g.n && q / 2 < g.n && g.nodes[q / 2].rank == 0; q++)
+        t[q] += d;
+    critical_path p;
+    critical_path_find(&g, t, &p);
+    assert_true(fabs(p.total - SYN_STEP - d) < 1e-12);
+    assert_true(fabs(p.by_kind[CP_WAIT] - d) < 1e-12);
+    double sum = 0;
+    for (int i = 0; i < p.n; i++) sum += p.seg[i].end - p.seg[i].start;
+    assert_true(fabs(sum - p.total) < 1e-12);
+    critical_path_free(&p);
+    free(t);
+    step_graph_free(&g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_known_chain_across_both_ranks),
+        cmocka_unit_test(a_wait_beyond_its_sender_is_a_wait_segment),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
