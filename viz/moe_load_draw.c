@@ -305,7 +305,16 @@ static void draw_scale(cairo_t *cr, const viz_moe_layout *l) {
     cairo_stroke(cr);
     pct(b, sizeof b, l->balanced);
     snprintf(s, sizeof s, "balanced 1/E = %s", b);
-    viz_text(cr, xb, l->bar_y - 5, 8.5, true, VIZ_CENTER, VIZ_TEXT, s);
+    /* centred on its mark, kept over the bar at its ends (one expert: the mark is the end) */
+    const double half = viz_text_width(cr, 8.5, true, s) / 2;
+    const viz_align at = xb + half > l->bar_x + l->bar_w ? VIZ_RIGHT
+                         : xb - half < l->bar_x          ? VIZ_LEFT
+                                                         : VIZ_CENTER;
+    viz_text(cr,
+             at == VIZ_RIGHT  ? l->bar_x + l->bar_w
+             : at == VIZ_LEFT ? l->bar_x
+                              : xb,
+             l->bar_y - 5, 8.5, true, at, VIZ_TEXT, s);
     viz_text(cr, l->bar_x, l->bar_y + l->bar_h + 11, 8, false, VIZ_LEFT, VIZ_TEXT, "0%");
     pct(b, sizeof b, l->scale_max);
     viz_text(cr, l->bar_x + l->bar_w, l->bar_y + l->bar_h + 11, 8, false, VIZ_RIGHT, VIZ_TEXT, b);

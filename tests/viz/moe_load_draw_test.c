@@ -124,11 +124,35 @@ static void png_has_the_layout_size_and_a_heavy_expert_is_red(void **state) {
     run_metrics_free(m);
 }
 
+/* One expert (the dense model as MoE, page 10): the balanced mark is the bar's end, and its
+ * label stays inside the page. */
+static void one_expert_keeps_every_label_inside(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("moe_one");
+    char path[4300], err[512], bad[4096];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int s = 1; s <= 3; s++)
+        fprintf(f,
+                "{\"step\":%d,\"loss\":4.0,\"moe_aux_loss\":0.01,\"moe_tokens\":[[64],[64]],"
+                "\"moe_dropped\":[0,0]}\n",
+                s);
+    fclose(f);
+    run_metrics *m = run_metrics_read(dir, err, sizeof err);
+    if (!m) fail_msg("%s", err);
+    snprintf(path, sizeof path, "%s/moe_load.png", dir);
+    assert_true(viz_moe_load_draw(m, path, 1000, err, sizeof err));
+    if (viz_last_violations(bad, sizeof bad)) fail_msg("%s", bad);
+    run_metrics_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(layout_has_a_panel_per_layer_and_a_scale_around_one_over_e),
         cmocka_unit_test(many_layers_and_steps_are_cut_and_merged_with_a_note),
         cmocka_unit_test(png_has_the_layout_size_and_a_heavy_expert_is_red),
+        cmocka_unit_test(one_expert_keeps_every_label_inside),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
