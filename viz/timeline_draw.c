@@ -71,8 +71,15 @@ static void draw_phases(cairo_t *cr, const viz_tl_row_layout *R) {
     }
 }
 
-/* The row's names on the left (rank; its tp, cp, dp coordinates; the stream lane) and its
- * time-class shares on the right. */
+/* Whether the timeline's rows were recorded on more than one host (trace headers, v4). */
+static bool spans_hosts(const viz_timeline *tl) {
+    for (int k = 1; k < tl->world_size; k++)
+        if (strcmp(tl->rows[k].host, tl->rows[0].host) != 0) return true;
+    return false;
+}
+
+/* The row's names on the left (rank; its tp, cp, dp coordinates; its host and clock when the
+ * run spans hosts; the stream lane) and its time-class shares on the right. */
 static void draw_row_labels(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
                             const viz_tl_row_layout *R) {
     const viz_tl_row *row = &P->tl->rows[R->rank];
@@ -87,6 +94,12 @@ static void draw_row_labels(cairo_t *cr, const viz_tl_layout *L, const viz_tl_pa
     else snprintf(buf, sizeof buf, "tp %d · dp %d", row->tp_rank, row->dp_rank);
     viz_text(cr, L->plot_x - 8, R->comm_y + R->comm_h / 2 + 2.7 * ts, 7.5, false, VIZ_RIGHT, MUTED,
              buf);
+    if (spans_hosts(P->tl)) { /* the row's host, and how well its clock is aligned */
+        if (row->clock_unc > 0)
+            snprintf(buf, sizeof buf, "%s · clock ± %.0f us", row->host, 1e6 * row->clock_unc);
+        else snprintf(buf, sizeof buf, "%s · rank 0's clock", row->host);
+        viz_text(cr, L->plot_x - 8, R->phase_y + 7 * ts, 7, false, VIZ_RIGHT, MUTED, buf);
+    }
     if (R->stream_h > 0)
         viz_text(cr, L->plot_x - 8, R->stream_y + R->stream_h / 2 + 2.5 * ts, 7, false, VIZ_RIGHT,
                  MUTED, "comm stream");

@@ -207,6 +207,8 @@ static void add_rank(viz_timeline *tl, const trace_run *r, int k, int step, bool
     const trace_file *f = r->ranks[k];
     const trace_header *h = trace_file_header(f);
     viz_timeline_set_coords(tl, k, h->tp_rank, h->pp_rank, trace_header_dp_cp_rank(h));
+    snprintf(tl->rows[k].host, sizeof tl->rows[k].host, "%s", h->host);
+    tl->rows[k].clock_unc = h->clock_uncertainty;
     tl->dropped += trace_file_dropped(f);
     double off = h->clock_offset, s0 = -1e300, s1 = 1e300;
     step_span(f, step, whole, &s0, &s1);
