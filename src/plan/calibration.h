@@ -1,0 +1,113 @@
+/* calibration.h — what the pieces of a training step cost on this machine, measured once and
+ * kept in a file: the numbers the time model (time_model.h) multiplies.
+ *
+ *   GEMM rates     FLOP/s of one process multiplying (N,C) @ (OC,C)^T at the shapes a layout
+ *                  gives each rank (tokens N = B·T/cp, widths cut by tp), measured by the GEMM
+ *                  rate's own timer (src/device/gemm_rate.h, gemm_rate_measure)
+ *   elementwise    floats per second of the passes that are not products (LayerNorm, softmax,
+ *                  GELU, residual adds), timed on a GELU-like loop
+ *   optimizer      parameters per second of one AdamW update (src/optim/adamw.h)
+ *   links          α (seconds per message step) and β (seconds per byte) of each kind of
+ *                  communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all
+ *
+ * The file is text, one fact a line, and names what it was made for:
+ *
+ *   trident-plan-calibration 1             the format's version
+ *   machine <cpu model>                    gemm_rate_cpu_model
+ *   model <L> <C> <NH> <T> <B> <V> <E> <K> the model whose shapes were timed
+ *   threads <t>
+ *   gemm <N> <C> <OC> <FLOP/s>             (one line per shape)
+ *   elementwise <floats/s>
+ *   optimizer <params/s>
+ *   link <kind> <alpha s> <beta s/B> <source>
+ *   end
+ *
+ * The cache lives next to the GEMM rate's ($XDG_CACHE_HOME/trident/, else ~/.cache/trident/),
+ * one file per model: plan-calibration-<model key>; --calibration FILE names another (a profile
+ * from another machine is read, and the table says whose it is). Written through atomic_file:
+ * a failed calibration never leaves half a file over a good one.
+ *
+ * Not here: the measurement of links under MPI (src/cli/plan_cmd.c runs the worker), the model
+ * of a step (time_model.h).
+ */
+#ifndef TRIDENT_PLAN_CALIBRATION_H
+#define TRIDENT_PLAN_CALIBRATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/train/config.h"
+
+#define PLAN_CALIBRATION_VERSION 1
+enum { PLAN_MAX_GEMMS = 256 };
+
+typedef enum {
+    PLAN_P2P,
+    PLAN_ALL_REDUCE,
+    PLAN_REDUCE_SCATTER,
+    PLAN_ALL_GATHER,
+    PLAN_ALL_TO_ALL,
+    PLAN_NLINKS
+} plan_link_kind;
+
+typedef struct {
+    double alpha;       /* seconds per message step */
+    double beta;        /* seconds per byte on the wire */
+    char source[16];    /* "measured" or "default" */
+} plan_link;
+
+typedef struct {
+    size_t N, C, OC;
+    double flops_per_s;
+} plan_gemm;
+
+typedef struct {
+    int version;
+    char machine[160];
+    int model[8]; /* L C NH T B V E K */
+    int threads;
+    int ngemm;
+    plan_gemm gemm[PLAN_MAX_GEMMS];
+    double elementwise_per_s; /* floats per second */
+    double optimizer_per_s;   /* parameters per second */
+    plan_link link[PLAN_NLINKS];
+} plan_calibration;
+
+/* "p2p", "all-reduce", "reduce-scatter", "all-gather", "all-to-all". */
+const char *plan_link_name(plan_link_kind k);
+
+/* The model fields of a checked configuration, as the file's "model" line holds them. */
+void plan_calibration_model_of(const train_config *c, int out[8]);
+
+/* Links before measuring: α = 20 µs, β = 1 / (2 GB/s), source "default". */
+void plan_calibration_default_links(plan_calibration *cal);
+
+/* The GEMM shapes a layout of c at world size `world` can give a rank: for every tp and cp that
+ * divide world, qkv, proj, fc, fcproj, head, and one head's attention product. Writes at most
+ * cap, returns how many (distinct). */
+int plan_calibration_shapes(const train_config *c, int world, plan_gemm *out, int cap);
+
+/* Times every shape of plan_calibration_shapes, the elementwise and optimizer rates, on one
+ * process (BLAS threads c->threads), taking about `seconds` in all. Links: the defaults (the
+ * caller measures them under MPI). */
+void plan_calibration_measure(const train_config *c, int world, double seconds,
+                              plan_calibration *cal);
+
+/* The FLOP/s of (N,C) @ (OC,C)^T: the exact shape's rate, else the rate measured at the
+ * nearest number of FLOPs (log scale). */
+double plan_calibration_gemm_rate(const plan_calibration *cal, size_t N, size_t C, size_t OC);
+
+/* The default file for c: <cache dir>/plan-calibration-<L>-<C>-<NH>-<T>-<B>-<V>-<E>-<K>.
+ * False when neither XDG_CACHE_HOME nor HOME is set. */
+bool plan_calibration_cache_path(const train_config *c, char *buf, size_t cap);
+
+/* Writes cal to path atomically (making the directory); dies with one line on failure. */
+void plan_calibration_write(const plan_calibration *cal, const char *path);
+
+/* Reads path into cal. False with a phrase in err when the file cannot be read, is not a
+ * calibration (names the line), is another version, or was made for another model than c
+ * (names both). Another machine is not an error: the caller says whose it is. */
+bool plan_calibration_read(const char *path, const train_config *c, plan_calibration *cal,
+                           char *err, size_t cap);
+
+#endif /* TRIDENT_PLAN_CALIBRATION_H */
