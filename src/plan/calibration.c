@@ -12,6 +12,7 @@
 #include "src/core/clock.h"
 #include "src/core/file_read.h"
 #include "src/device/gemm_rate.h"
+#include "src/model/gpt.h"
 #include "src/optim/adamw.h"
 
 enum { CAL_MAX_BYTES = 1 << 20 };
@@ -21,9 +22,15 @@ static const char *const k_link_names[PLAN_NLINKS] = {"p2p", "all-reduce", "redu
 
 const char *plan_link_name(plan_link_kind k) { return k_link_names[k]; }
 
+void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, double *wire) {
+    *steps = g - 1, *wire = (double)(g - 1) / g * bytes;
+    if (k == PLAN_P2P) *steps = 1, *wire = bytes;
+    if (k == PLAN_ALL_REDUCE) *steps *= 2, *wire *= 2;
+}
+
 void plan_calibration_model_of(const train_config *c, int out[8]) {
     const int v[8] = {c->num_layers,       c->hidden_size,  c->num_attention_heads,
-                      c->seq_length,       c->micro_batch_size, c->padded_vocab,
+                      c->seq_length,       c->micro_batch_size, c->make_vocab_size_divisible_by,
                       c->num_experts,      c->num_experts > 0 ? c->moe_router_topk : 0};
     memcpy(out, v, sizeof v);
 }
@@ -46,7 +53,7 @@ static int add_shape(plan_gemm *out, int n, int cap, size_t N, size_t C, size_t 
 
 int plan_calibration_shapes(const train_config *c, int world, plan_gemm *out, int cap) {
     const size_t B = (size_t)c->micro_batch_size, T = (size_t)c->seq_length;
-    const size_t C = (size_t)c->hidden_size, V = (size_t)c->padded_vocab;
+    const size_t C = (size_t)c->hidden_size;
     const size_t HS = C / (size_t)c->num_attention_heads;
     int n = 0;
     for (int tp = 1; tp <= world; tp++) {
@@ -54,6 +61,7 @@ int plan_calibration_shapes(const train_config *c, int world, plan_gemm *out, in
         for (int cp = 1; cp * tp <= world; cp++) {
             if (world % (tp * cp) || T % (size_t)cp) continue;
             const size_t N = B * T / (size_t)cp, t = (size_t)tp;
+            const size_t V = (size_t)gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
             n = add_shape(out, n, cap, N, C, 3 * C / t);     /* qkv */
             n = add_shape(out, n, cap, N, C / t, C);         /* proj */
             n = add_shape(out, n, cap, N, C, 4 * C / t);     /* fc */
@@ -254,8 +262,8 @@ bool plan_calibration_read(const char *path, const train_config *c, plan_calibra
     if (memcmp(want, cal->model, sizeof want) != 0) {
         const int *m = cal->model;
         FAIL("was made for another model (layers %d, hidden %d, heads %d, seq %d, micro-batch %d, "
-             "vocab %d, experts %d, top-%d) than this one (layers %d, hidden %d, heads %d, seq "
-             "%d, micro-batch %d, vocab %d, experts %d, top-%d)",
+             "vocab divisible by %d, experts %d, top-%d) than this one (layers %d, hidden %d, heads "
+             "%d, seq %d, micro-batch %d, vocab divisible by %d, experts %d, top-%d)",
              m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], want[0], want[1], want[2], want[3],
              want[4], want[5], want[6], want[7]);
     }

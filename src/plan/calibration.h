@@ -14,7 +14,8 @@
  *
  *   trident-plan-calibration 1             the format's version
  *   machine <cpu model>                    gemm_rate_cpu_model
- *   model <L> <C> <NH> <T> <B> <V> <E> <K> the model whose shapes were timed
+ *   model <L> <C> <NH> <T> <B> <D> <E> <K> the model whose shapes were timed (D: vocabulary
+ *                                          divisible by; E experts, top-K)
  *   threads <t>
  *   gemm <N> <C> <OC> <FLOP/s>             (one line per shape)
  *   elementwise <floats/s>
@@ -64,7 +65,7 @@ typedef struct {
 typedef struct {
     int version;
     char machine[160];
-    int model[8]; /* L C NH T B V E K */
+    int model[8]; /* L C NH T B D E K */
     int threads;
     int ngemm;
     plan_gemm gemm[PLAN_MAX_GEMMS];
@@ -76,7 +77,12 @@ typedef struct {
 /* "p2p", "all-reduce", "reduce-scatter", "all-gather", "all-to-all". */
 const char *plan_link_name(plan_link_kind k);
 
-/* The model fields of a checked configuration, as the file's "model" line holds them. */
+/* One call of kind k over g ranks moving `bytes` (a rank's whole buffer): its message steps
+ * and the bytes on the wire of a ring. All-reduce 2(g−1) steps, 2(g−1)/g·bytes; reduce-
+ * scatter, all-gather, all-to-all g−1 steps, (g−1)/g·bytes; p2p 1 step, bytes. */
+void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, double *wire);
+
+/* The model fields of a configuration (checked or not), as the file's "model" line holds them. */
 void plan_calibration_model_of(const train_config *c, int out[8]);
 
 /* Links before measuring: α = 20 µs, β = 1 / (2 GB/s), source "default". */
@@ -97,7 +103,7 @@ void plan_calibration_measure(const train_config *c, int world, double seconds,
  * nearest number of FLOPs (log scale). */
 double plan_calibration_gemm_rate(const plan_calibration *cal, size_t N, size_t C, size_t OC);
 
-/* The default file for c: <cache dir>/plan-calibration-<L>-<C>-<NH>-<T>-<B>-<V>-<E>-<K>.
+/* The default file for c: <cache dir>/plan-calibration-<L>-<C>-<NH>-<T>-<B>-<D>-<E>-<K>.
  * False when neither XDG_CACHE_HOME nor HOME is set. */
 bool plan_calibration_cache_path(const train_config *c, char *buf, size_t cap);
 

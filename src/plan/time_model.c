@@ -13,9 +13,8 @@
 double plan_collective_time(const plan_calibration *cal, plan_link_kind k, int g, double bytes) {
     if (g <= 1) return 0;
     const plan_link *l = &cal->link[k];
-    double steps = g - 1, wire = (double)(g - 1) / g * bytes;
-    if (k == PLAN_P2P) steps = 1, wire = bytes;
-    if (k == PLAN_ALL_REDUCE) steps *= 2, wire *= 2;
+    double steps, wire;
+    plan_link_shape(k, g, bytes, &steps, &wire);
     return l->alpha * steps + l->beta * wire;
 }
 

@@ -1,0 +1,31 @@
+/* links.h — α and β of each kind of communication on this machine, measured by a short MPI
+ * job of 2 ranks through Trident's own communication layer (src/runtime/comm.h): the numbers
+ * of calibration.h's "link" lines.
+ *
+ * The worker (`trident plan --links-worker FILE`, run by plan_links_measure under mpirun)
+ * times each kind at a small and a large message, fastest of several rounds, and rank 0
+ * writes "<kind> <bytes> <seconds>" lines. The fit, per kind, with time_model.h's cost of one
+ * call over g = 2 ranks (steps s, bytes on the wire w):
+ *
+ *   β = (t_large − t_small) / (w_large − w_small),   α = (t_small − β·w_small) / s
+ *
+ * Not here: what the time model does with them (time_model.h, plan_collective_time).
+ */
+#ifndef TRIDENT_PLAN_LINKS_H
+#define TRIDENT_PLAN_LINKS_H
+
+#include "src/plan/calibration.h"
+
+enum { PLAN_LINK_SMALL = 64, PLAN_LINK_LARGE = 1 << 22 }; /* bytes of the two messages */
+
+/* Runs the worker under mpirun (2 ranks) and fills cal->link with the fit, source
+ * "measured". Dies with one line starting "<who>: " when the job fails (cal untouched). */
+void plan_links_measure(plan_calibration *cal, const char *who);
+
+/* The worker: inside an MPI job of 2 ranks, writes the times to `out` (rank 0). Returns 0. */
+int plan_links_worker(const char *out);
+
+/* The fit of one kind from its two times (g = 2): fills *l. */
+void plan_links_fit(plan_link_kind k, double t_small, double t_large, plan_link *l);
+
+#endif /* TRIDENT_PLAN_LINKS_H */
