@@ -2,6 +2,7 @@
 #include "src/plan/calibration.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,45 @@ static double measure_optimizer(size_t n, double seconds) {
     return best;
 }
 
+/* The model's own chunk at tp = cp = 1: one block (head false) or the head alone with its loss
+ * (head true), forward and whole backward of one micro-batch, seconds (fastest of the
+ * windows). */
+static void measure_chunk(const train_config *c, bool head, double seconds, double *fwd,
+                          double *bwd) {
+    const int B = c->micro_batch_size, T = c->seq_length, C = c->hidden_size;
+    gpt_config g = {gpt_padded_vocab(256, c->make_vocab_size_divisible_by, 1), 256, T, 1, C,
+                    c->num_attention_heads, c->num_experts, c->moe_router_topk,
+                    c->moe_aux_loss_coeff, c->moe_expert_capacity_factor};
+    gpt_shard sh = {1, 0, 0, head ? 0 : 1, false, head, 1, 0};
+    gpt_chunk ch;
+    gpt_chunk_init(&ch, &g, &sh, 0);
+    float *params = callocCheck(ch.num_elements, sizeof *params);
+    float *grads = callocCheck(ch.num_elements, sizeof *grads);
+    gpt_chunk_init_params(&ch, params, 1234);
+    const size_t n = (size_t)B * T * C;
+    float *x = callocCheck(4 * n, sizeof *x), *y = x + n, *dy = x + 2 * n, *dx = x + 3 * n;
+    for (size_t i = 0; i < n; i++) x[i] = dy[i] = (float)(i % 89) * 0.01f - 0.4f;
+    int32_t *targets = callocCheck((size_t)B * T, sizeof *targets);
+    for (int i = 0; i < B * T; i++) targets[i] = i % 256;
+    gpt_acts *a = gpt_acts_create(&ch, B, T);
+    gpt_scratch *s = gpt_scratch_create(&ch, B, T);
+    *fwd = *bwd = INFINITY;
+    const double t_end = time_now() + seconds;
+    do {
+        const double t0 = time_now();
+        gpt_forward(&ch, params, a, s, NULL, targets, x, head ? NULL : y, NULL);
+        const double t1 = time_now();
+        gpt_backward(&ch, params, grads, a, s, dy, dx, 1.0f / (B * T), NULL);
+        *fwd = fmin(*fwd, t1 - t0), *bwd = fmin(*bwd, time_now() - t1);
+    } while (time_now() < t_end);
+    gpt_scratch_destroy(s);
+    gpt_acts_destroy(a);
+    free(x);
+    free(targets);
+    free(grads);
+    free(params);
+}
+
 void plan_calibration_measure(const train_config *c, int world, double seconds,
                               plan_calibration *cal) {
     memset(cal, 0, sizeof *cal);
@@ -128,6 +168,8 @@ void plan_calibration_measure(const train_config *c, int world, double seconds,
     const size_t n = (size_t)c->micro_batch_size * c->seq_length * 4 * c->hidden_size;
     cal->elementwise_per_s = measure_elementwise(n, each);
     cal->optimizer_per_s = measure_optimizer(n, each);
+    measure_chunk(c, false, 2 * each, &cal->block_forward, &cal->block_backward);
+    measure_chunk(c, true, 2 * each, &cal->head_forward, &cal->head_backward);
     plan_calibration_default_links(cal);
 }
 
@@ -171,6 +213,8 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
         fprintf(f, "gemm %zu %zu %zu %.6g\n", cal->gemm[i].N, cal->gemm[i].C, cal->gemm[i].OC,
                 cal->gemm[i].flops_per_s);
     fprintf(f, "elementwise %.6g\noptimizer %.6g\n", cal->elementwise_per_s, cal->optimizer_per_s);
+    fprintf(f, "block %.6g %.6g\n", cal->block_forward, cal->block_backward);
+    fprintf(f, "head %.6g %.6g\n", cal->head_forward, cal->head_backward);
     for (int k = 0; k < PLAN_NLINKS; k++)
         fprintf(f, "link %s %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha,
                 cal->link[k].beta, cal->link[k].source);
@@ -221,6 +265,11 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
             if (strcmp(name, k_link_names[i]) == 0) return cal->link[i] = l, true;
         return false;
     }
+    if (strcmp(word, "block") == 0 || strcmp(word, "head") == 0) {
+        double *fb = word[0] == 'b' ? &cal->block_forward : &cal->head_forward;
+        return sscanf(rest, "%lf %lf", &fb[0], &fb[1]) == 2 && fb[0] > 0 && fb[1] > 0 &&
+               isfinite(fb[0]) && isfinite(fb[1]);
+    }
     if (strcmp(word, "end") == 0) return *end = true;
     return false;
 }
@@ -254,9 +303,10 @@ bool plan_calibration_read(const char *path, const train_config *c, plan_calibra
     bool links = true;
     for (int k = 0; k < PLAN_NLINKS; k++) links &= cal->link[k].alpha >= 0;
     if (!end || cal->ngemm == 0 || !links || !(cal->elementwise_per_s > 0) ||
-        !(cal->optimizer_per_s > 0))
-        FAIL("is corrupt: it ends before its 'end' line or lacks GEMM rates, the elementwise or "
-             "optimizer rate or a link");
+        !(cal->optimizer_per_s > 0) || !(cal->block_forward > 0) ||
+        !(cal->head_forward > 0))
+        FAIL("is corrupt: it ends before its 'end' line or lacks GEMM rates, the elementwise, "
+             "optimizer, block or head time, or a link");
     int want[8];
     plan_calibration_model_of(c, want);
     if (memcmp(want, cal->model, sizeof want) != 0) {

@@ -7,6 +7,11 @@
  *   elementwise    floats per second of the passes that are not products (LayerNorm, softmax,
  *                  GELU, residual adds), timed on a GELU-like loop
  *   optimizer      parameters per second of one AdamW update (src/optim/adamw.h)
+ *   block          the model's own transformer block (gpt_forward, gpt_backward of a chunk of
+ *                  one layer, tp = cp = 1): forward and whole backward of one micro-batch.
+ *                  What it takes beyond its products is the layer's elementwise work: the
+ *                  time model scales it to other shapes by the floats it touches
+ *   head           the same for the final LayerNorm, the tied head's product and the loss
  *   links          α (seconds per message step) and β (seconds per byte) of each kind of
  *                  communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all
  *
@@ -20,6 +25,8 @@
  *   gemm <N> <C> <OC> <FLOP/s>             (one line per shape)
  *   elementwise <floats/s>
  *   optimizer <params/s>
+ *   block <forward s> <backward s>
+ *   head <forward s> <backward s>
  *   link <kind> <alpha s> <beta s/B> <source>
  *   end
  *
@@ -71,6 +78,9 @@ typedef struct {
     plan_gemm gemm[PLAN_MAX_GEMMS];
     double elementwise_per_s; /* floats per second */
     double optimizer_per_s;   /* parameters per second */
+    double block_forward, block_backward; /* the model's block, tp = cp = 1, one micro-batch, s */
+    double head_forward, head_backward;   /* the head with its loss, likewise (adjacent: read as
+                                             a pair with the block's) */
     plan_link link[PLAN_NLINKS];
 } plan_calibration;
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/model/gpt.h"
 #include "src/pp/schedule.h"
 #include "src/pp/schedule_sim.h"
 
@@ -25,11 +26,13 @@ static double gemm_s(const plan_calibration *cal, double N, double C, double OC)
     return 2.0 * N * C * OC / rate;
 }
 
-/* The products of one layer's forward on one rank (not attention's core). */
-static double layer_products(const train_config *c, const plan_calibration *cal, double N) {
-    const double C = c->hidden_size, tp = c->tensor_model_parallel_size;
+/* The products of one layer's forward on one rank at tp, N tokens (not attention's core). */
+static double layer_products(const train_config *c, const plan_calibration *cal, double tp,
+                             double N) {
+    const double C = c->hidden_size;
     const double attn = gemm_s(cal, N, C, 3 * C / tp) + gemm_s(cal, N, C / tp, C);
-    if (c->num_experts <= 0) return attn + gemm_s(cal, N, C, 4 * C / tp) + gemm_s(cal, N, 4 * C / tp, C);
+    if (c->num_experts <= 0)
+        return attn + gemm_s(cal, N, C, 4 * C / tp) + gemm_s(cal, N, 4 * C / tp, C);
     /* MoE: the router, then E/ep experts (whole on every TP rank) of N·K·ep/E rows each */
     const double E = c->num_experts, K = c->moe_router_topk, ep = c->expert_model_parallel_size;
     const double rows = ceil(N * K * ep / E);
@@ -37,44 +40,75 @@ static double layer_products(const train_config *c, const plan_calibration *cal,
            E / ep * (gemm_s(cal, rows, C, 4 * C) + gemm_s(cal, rows, 4 * C, C));
 }
 
+/* Q·Kᵀ and A·V of one layer: 4·N·T·C/tp FLOPs at the rate of one head's product. */
+static double attention_products(const train_config *c, const plan_calibration *cal, double tp,
+                                 double cp) {
+    const double T = c->seq_length, C = c->hidden_size, N = c->micro_batch_size * T / cp;
+    const double rate = plan_calibration_gemm_rate(cal, (size_t)(T / cp),
+                                                   (size_t)(C / c->num_attention_heads), (size_t)T);
+    return 4 * N * T * C / tp / rate;
+}
+
+/* Floats the passes that are not products touch in one layer's forward on one rank:
+ * LayerNorms, residuals, biases (12·C), the MLP's GELU (16·C/tp), the softmax (4·NH/tp·T). */
+static double layer_floats(const train_config *c, double tp, double cp) {
+    const double T = c->seq_length, C = c->hidden_size, N = c->micro_batch_size * T / cp;
+    return N * (12 * C + 16 * C / tp + 4.0 * c->num_attention_heads / tp * T);
+}
+
+/* Seconds per float of that work: what the measured block took beyond its products (at least a
+ * tenth of it), over its floats; without a block measurement the elementwise rate. */
+static double seconds_per_float(const train_config *c, const plan_calibration *cal) {
+    if (!(cal->block_forward > 0)) return 1 / cal->elementwise_per_s;
+    const double N = (double)c->micro_batch_size * c->seq_length;
+    train_config dense = *c;
+    dense.expert_model_parallel_size = 1;
+    const double products = layer_products(&dense, cal, 1, N) + attention_products(c, cal, 1, 1);
+    return fmax(cal->block_forward - products, 0.1 * cal->block_forward) / layer_floats(c, 1, 1);
+}
+
 static plan_layer_time layer_time(const train_config *c, const plan_calibration *cal) {
     const double B = c->micro_batch_size, T = c->seq_length, C = c->hidden_size;
-    const double NH = c->num_attention_heads, tp = c->tensor_model_parallel_size;
+    const double tp = c->tensor_model_parallel_size;
     const int cp = c->context_parallel_size, ep = c->expert_model_parallel_size;
     const double N = B * T / cp, bytes = 4 * N * C;
     plan_layer_time l = {0};
-    l.layer_gemm = layer_products(c, cal, N);
-    /* Q·Kᵀ and A·V: 4·N·T·C/tp FLOPs, at the rate of one head's product */
-    const double qk = plan_calibration_gemm_rate(cal, (size_t)(T / cp), (size_t)(C / NH), (size_t)T);
-    l.attention_gemm = 4 * N * T * C / tp / qk;
-    l.elementwise = N * (12 * C + 16 * C / tp + 4 * NH / tp * T) / cal->elementwise_per_s;
+    l.layer_gemm = layer_products(c, cal, tp, N);
+    l.attention_gemm = attention_products(c, cal, tp, cp);
+    l.elementwise = layer_floats(c, tp, cp) * seconds_per_float(c, cal);
     const int t = c->tensor_model_parallel_size;
-    l.tp_comm = c->sequence_parallel ? 2 * plan_collective_time(cal, PLAN_ALL_GATHER, t, bytes) +
-                                           2 * plan_collective_time(cal, PLAN_REDUCE_SCATTER, t, bytes)
-                                     : 2 * plan_collective_time(cal, PLAN_ALL_REDUCE, t, bytes);
+    l.tp_comm = c->sequence_parallel
+                    ? 2 * plan_collective_time(cal, PLAN_ALL_GATHER, t, bytes) +
+                          2 * plan_collective_time(cal, PLAN_REDUCE_SCATTER, t, bytes)
+                    : 2 * plan_collective_time(cal, PLAN_ALL_REDUCE, t, bytes);
     l.cp_comm = (cp - 1) * plan_collective_time(cal, PLAN_P2P, 2, 2 * bytes / tp);
     if (c->num_experts > 0)
         l.ep_comm = 2 * plan_collective_time(cal, PLAN_ALL_TO_ALL, ep, bytes * c->moe_router_topk);
+    /* the backward's compute over the forward's, as the block measured it (else 2) */
+    const double ratio = cal->block_forward > 0 ? cal->block_backward / cal->block_forward : 2;
     const double compute = l.layer_gemm + l.attention_gemm + l.elementwise;
     l.forward = compute + l.tp_comm + l.cp_comm + l.ep_comm;
-    l.backward = 2 * compute + l.tp_comm + 2 * l.cp_comm + l.ep_comm;
+    l.backward = ratio * compute + l.tp_comm + 2 * l.cp_comm + l.ep_comm;
     l.backward_weight = l.layer_gemm;
     gpt_recompute rc = train_config_recompute(c);
     if (rc.granularity == GPT_RECOMPUTE_SELECTIVE)
-        l.recompute = l.attention_gemm + N * 4 * NH / tp * T / cal->elementwise_per_s;
+        l.recompute = l.attention_gemm + N * 4 * c->num_attention_heads / tp * T *
+                                             seconds_per_float(c, cal);
     else if (rc.granularity == GPT_RECOMPUTE_FULL) l.recompute = l.forward;
     return l;
 }
 
-/* The embedding (first stage) and the head with its loss (last stage), one micro-batch. */
+/* The embedding (first stage) and the head with its loss (last stage), one micro-batch: the
+ * measured head scaled by its product's share at this layout (V/tp columns, N/cp rows). */
 static void ends_time(const train_config *c, const plan_calibration *cal, plan_time *p) {
-    const double N = (double)c->micro_batch_size * c->seq_length / c->context_parallel_size;
+    const double T = c->seq_length, N = (double)c->micro_batch_size * T / c->context_parallel_size;
     const double C = c->hidden_size, V = c->padded_vocab, tp = c->tensor_model_parallel_size;
     const double ar = plan_collective_time(cal, PLAN_ALL_REDUCE, (int)tp, 4 * N * C);
-    const double head = gemm_s(cal, N, C, V / tp);
-    p->embedding = 2 * N * C / cal->elementwise_per_s + ar;
-    p->head_forward = head + N * (4 * V / tp + 5 * C) / cal->elementwise_per_s;
-    p->head_backward = 2 * head + N * (2 * V / tp + 5 * C) / cal->elementwise_per_s + ar;
+    const double Vall = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, 1);
+    const double scale = gemm_s(cal, N, C, V / tp) / gemm_s(cal, N * c->context_parallel_size, C, Vall);
+    p->embedding = 2 * N * C * seconds_per_float(c, cal) + ar;
+    p->head_forward = scale * cal->head_forward;
+    p->head_backward = scale * cal->head_backward + ar;
     const double msg = c->sequence_parallel ? 4 * N * C / tp : 4 * N * C;
     p->p2p = plan_collective_time(cal, PLAN_P2P, 2, msg);
 }
