@@ -149,7 +149,7 @@ static void shapes_cover_every_tp_and_cp(void **state) {
     assert_true(has(g, n, 64, 256, 64));   /* fcproj, tp 1, cp 4 */
     assert_true(has(g, n, 256, 64, 128));  /* head: 256 tokens padded to 256, ÷ tp 2 */
     assert_true(has(g, n, 64, 16, 64));    /* one head's Q·Kᵀ */
-    assert_false(has(g, n, 256, 64, 64));  /* tp 3 does not divide 4 */
+    assert_false(has(g, n, 256, 64, 85));  /* fc at tp 3: 3 does not divide 4 */
 }
 
 int main(void) {
