@@ -180,10 +180,13 @@ int cmd_plan(int argc, char **argv) {
                 "divide into micro-batches of %d over the data-parallel ranks; try a world size "
                 "that divides the layers, heads and batch)",
             world, c.global_batch_size, c.micro_batch_size);
+    if (n == 0)
+        die(WHO ": no layout fits --memory-limit %s bytes per rank (%d layouts run on %d ranks; "
+                "trident memory shows what each holds)",
+            limit_s, nvalid, world);
     printf("%s: %d layouts train accepts on %d rank%s, %d under the memory limit, predicted in "
            "%.2f s (calibration: %s)\n",
            WHO, nvalid, world, world == 1 ? "" : "s", n, time_now() - t0, cal.machine);
-    if (n == 0) die(WHO ": no layout fits --memory-limit %s bytes per rank", limit_s);
     print_table(rows, n, top);
     if (explain > n) die(WHO ": --explain %d: the table has %d rows", explain, n);
     if (explain > 0) {
