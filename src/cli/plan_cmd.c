@@ -128,8 +128,8 @@ static plan_row *predict_all(const train_config *base, int world, double limit,
 }
 
 static void print_table(const plan_row *rows, int n, int top) {
-    printf("%4s %11s %9s %9s %9s %9s %10s  %s\n", "row", "tokens/s", "step ms", "compute",
-           "comm", "bubble", "memory MB", "trident train flags");
+    printf("%4s %11s %9s %9s %9s %9s %10s  %s\n", "row", "tokens/s", "step ms", "compute", "comm",
+           "bubble", "memory MB", "trident train flags");
     for (int i = 0; i < n && i < top; i++) {
         const plan_time *t = &rows[i].t;
         char flags[1024];
@@ -150,7 +150,8 @@ int cmd_plan(int argc, char **argv) {
     const flag_spec extra[] = {
         {"--world-size", FLAG_INT, &world, "number of ranks to plan for (required)", NULL},
         {"--memory-limit", FLAG_STRING, &limit_s,
-         "bytes per rank (e.g. 2e9): layouts whose largest rank predicts more are not listed", NULL},
+         "bytes per rank (e.g. 2e9): layouts whose largest rank predicts more are not listed",
+         NULL},
         {"--top", FLAG_INT, &top, "rows of the table (fastest first; default 20)", NULL},
         {"--explain", FLAG_INT, &explain, "print the terms of row ROW's predicted time", NULL},
         {"--calibrate", FLAG_BOOL, &calibrate,

@@ -30,9 +30,10 @@ void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, doubl
 }
 
 void plan_calibration_model_of(const train_config *c, int out[8]) {
-    const int v[8] = {c->num_layers,       c->hidden_size,  c->num_attention_heads,
-                      c->seq_length,       c->micro_batch_size, c->make_vocab_size_divisible_by,
-                      c->num_experts,      c->num_experts > 0 ? c->moe_router_topk : 0};
+    const int v[8] = {c->num_layers,          c->hidden_size,
+                      c->num_attention_heads, c->seq_length,
+                      c->micro_batch_size,    c->make_vocab_size_divisible_by,
+                      c->num_experts,         c->num_experts > 0 ? c->moe_router_topk : 0};
     memcpy(out, v, sizeof v);
 }
 
@@ -63,11 +64,11 @@ int plan_calibration_shapes(const train_config *c, int world, plan_gemm *out, in
             if (world % (tp * cp) || T % (size_t)cp) continue;
             const size_t N = B * T / (size_t)cp, t = (size_t)tp;
             const size_t V = (size_t)gpt_padded_vocab(256, c->make_vocab_size_divisible_by, tp);
-            n = add_shape(out, n, cap, N, C, 3 * C / t);     /* qkv */
-            n = add_shape(out, n, cap, N, C / t, C);         /* proj */
-            n = add_shape(out, n, cap, N, C, 4 * C / t);     /* fc */
-            n = add_shape(out, n, cap, N, 4 * C / t, C);     /* fcproj */
-            n = add_shape(out, n, cap, N, C, V / t);         /* head */
+            n = add_shape(out, n, cap, N, C, 3 * C / t);       /* qkv */
+            n = add_shape(out, n, cap, N, C / t, C);           /* proj */
+            n = add_shape(out, n, cap, N, C, 4 * C / t);       /* fc */
+            n = add_shape(out, n, cap, N, 4 * C / t, C);       /* fcproj */
+            n = add_shape(out, n, cap, N, C, V / t);           /* head */
             n = add_shape(out, n, cap, T / (size_t)cp, HS, T); /* one head's Q·Kᵀ */
         }
     }
@@ -118,9 +119,16 @@ static double measure_optimizer(size_t n, double seconds) {
 static void measure_chunk(const train_config *c, bool head, double seconds, double *fwd,
                           double *bwd) {
     const int B = c->micro_batch_size, T = c->seq_length, C = c->hidden_size;
-    gpt_config g = {gpt_padded_vocab(256, c->make_vocab_size_divisible_by, 1), 256, T, 1, C,
-                    c->num_attention_heads, c->num_experts, c->moe_router_topk,
-                    c->moe_aux_loss_coeff, c->moe_expert_capacity_factor};
+    gpt_config g = {gpt_padded_vocab(256, c->make_vocab_size_divisible_by, 1),
+                    256,
+                    T,
+                    1,
+                    C,
+                    c->num_attention_heads,
+                    c->num_experts,
+                    c->moe_router_topk,
+                    c->moe_aux_loss_coeff,
+                    c->moe_expert_capacity_factor};
     gpt_shard sh = {1, 0, 0, head ? 0 : 1, false, head, 1, 0};
     gpt_chunk ch;
     gpt_chunk_init(&ch, &g, &sh, 0);
@@ -216,8 +224,8 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
     fprintf(f, "block %.6g %.6g\n", cal->block_forward, cal->block_backward);
     fprintf(f, "head %.6g %.6g\n", cal->head_forward, cal->head_backward);
     for (int k = 0; k < PLAN_NLINKS; k++)
-        fprintf(f, "link %s %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha,
-                cal->link[k].beta, cal->link[k].source);
+        fprintf(f, "link %s %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha, cal->link[k].beta,
+                cal->link[k].source);
     fprintf(f, "end\n");
     atomic_file_commit(&af);
 }
@@ -249,8 +257,7 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
         if (cal->ngemm >= PLAN_MAX_GEMMS) return false;
         plan_gemm *g = &cal->gemm[cal->ngemm++];
         return sscanf(rest, "%zu %zu %zu %lf", &g->N, &g->C, &g->OC, &g->flops_per_s) == 4 &&
-               g->N > 0 && g->C > 0 && g->OC > 0 && isfinite(g->flops_per_s) &&
-               g->flops_per_s > 0;
+               g->N > 0 && g->C > 0 && g->OC > 0 && isfinite(g->flops_per_s) && g->flops_per_s > 0;
     }
     if (strcmp(word, "elementwise") == 0)
         return sscanf(rest, "%lf", &cal->elementwise_per_s) == 1 && cal->elementwise_per_s > 0;
@@ -303,19 +310,19 @@ bool plan_calibration_read(const char *path, const train_config *c, plan_calibra
     bool links = true;
     for (int k = 0; k < PLAN_NLINKS; k++) links &= cal->link[k].alpha >= 0;
     if (!end || cal->ngemm == 0 || !links || !(cal->elementwise_per_s > 0) ||
-        !(cal->optimizer_per_s > 0) || !(cal->block_forward > 0) ||
-        !(cal->head_forward > 0))
+        !(cal->optimizer_per_s > 0) || !(cal->block_forward > 0) || !(cal->head_forward > 0))
         FAIL("is corrupt: it ends before its 'end' line or lacks GEMM rates, the elementwise, "
              "optimizer, block or head time, or a link");
     int want[8];
     plan_calibration_model_of(c, want);
     if (memcmp(want, cal->model, sizeof want) != 0) {
         const int *m = cal->model;
-        FAIL("was made for another model (layers %d, hidden %d, heads %d, seq %d, micro-batch %d, "
-             "vocab divisible by %d, experts %d, top-%d) than this one (layers %d, hidden %d, heads "
-             "%d, seq %d, micro-batch %d, vocab divisible by %d, experts %d, top-%d)",
-             m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], want[0], want[1], want[2], want[3],
-             want[4], want[5], want[6], want[7]);
+        FAIL(
+            "was made for another model (layers %d, hidden %d, heads %d, seq %d, micro-batch %d, "
+            "vocab divisible by %d, experts %d, top-%d) than this one (layers %d, hidden %d, heads "
+            "%d, seq %d, micro-batch %d, vocab divisible by %d, experts %d, top-%d)",
+            m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], want[0], want[1], want[2], want[3],
+            want[4], want[5], want[6], want[7]);
     }
     free(text);
     return true;

@@ -59,9 +59,9 @@ typedef enum {
 } plan_link_kind;
 
 typedef struct {
-    double alpha;       /* seconds per message step */
-    double beta;        /* seconds per byte on the wire */
-    char source[16];    /* "measured" or "default" */
+    double alpha;    /* seconds per message step */
+    double beta;     /* seconds per byte on the wire */
+    char source[16]; /* "measured" or "default" */
 } plan_link;
 
 typedef struct {
@@ -76,8 +76,8 @@ typedef struct {
     int threads;
     int ngemm;
     plan_gemm gemm[PLAN_MAX_GEMMS];
-    double elementwise_per_s; /* floats per second */
-    double optimizer_per_s;   /* parameters per second */
+    double elementwise_per_s;             /* floats per second */
+    double optimizer_per_s;               /* parameters per second */
     double block_forward, block_backward; /* the model's block, tp = cp = 1, one micro-batch, s */
     double head_forward, head_backward;   /* the head with its loss, likewise (adjacent: read as
                                              a pair with the block's) */

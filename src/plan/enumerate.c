@@ -8,8 +8,8 @@
 #include "src/core/check.h"
 #include "src/zero/memory_plan.h"
 
-static const char *const k_schedules[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zbv",
-                                          "dualpipev"};
+static const char *const k_schedules[] = {"gpipe", "1f1b", "interleaved",
+                                          "zb-h1", "zbv",  "dualpipev"};
 static const char *const k_recompute[] = {NULL, "selective", "full"};
 
 /* Keeps c when train accepts it for `world` ranks. */
@@ -34,8 +34,8 @@ static void add_options(plan_layouts *out, const train_config *layout, int world
                     for (int opg = 0; opg < 2; opg++) {
                         train_config c = *layout;
                         c.use_distributed_optimizer = stage == 1;
-                        c.data_parallel_sharding_strategy =
-                            stage >= 2 ? zero_stage_strategy(stage) : NULL;
+                        c.data_parallel_sharding_strategy = stage >= 2 ? zero_stage_strategy(stage)
+                                                                       : NULL;
                         c.recompute_granularity = k_recompute[r];
                         c.recompute_method = r == 2 ? "uniform" : NULL;
                         c.recompute_num_layers = r == 2 ? 1 : 0;
@@ -113,12 +113,14 @@ void plan_layout_flags(const train_config *c, char *buf, size_t cap) {
         put(buf, cap, " --pipeline-model-parallel-size %d", NULL, c->pipeline_model_parallel_size);
     if (strcmp(c->pipeline_schedule, "1f1b") != 0)
         put(buf, cap, " --pipeline-schedule %s", c->pipeline_schedule, 0);
-    if (c->num_layers_per_virtual_pipeline_stage > 0 && strcmp(c->pipeline_schedule, "interleaved") == 0)
+    if (c->num_layers_per_virtual_pipeline_stage > 0 &&
+        strcmp(c->pipeline_schedule, "interleaved") == 0)
         put(buf, cap, " --num-layers-per-virtual-pipeline-stage %d", NULL,
             c->num_layers_per_virtual_pipeline_stage);
     const int stage = train_config_zero_stage(c);
     if (stage == 1) put(buf, cap, " --use-distributed-optimizer", NULL, 0);
-    if (stage >= 2) put(buf, cap, " --data-parallel-sharding-strategy %s", zero_stage_strategy(stage), 0);
+    if (stage >= 2)
+        put(buf, cap, " --data-parallel-sharding-strategy %s", zero_stage_strategy(stage), 0);
     if (c->recompute_granularity)
         put(buf, cap, " --recompute-granularity %s", c->recompute_granularity, 0);
     if (c->recompute_method) {

@@ -20,7 +20,8 @@ static void one_call(comm_group *w, plan_link_kind k, float *a, float *b, size_t
     const int me = comm_rank(w), peer = 1 - me;
     switch (k) {
     case PLAN_P2P: /* half a ping-pong counts: the fit takes one message */
-        if (me == 0) comm_send(w, a, n, COMM_FLOAT32, peer, 1), comm_recv(w, b, n, COMM_FLOAT32, peer, 2);
+        if (me == 0)
+            comm_send(w, a, n, COMM_FLOAT32, peer, 1), comm_recv(w, b, n, COMM_FLOAT32, peer, 2);
         else comm_recv(w, b, n, COMM_FLOAT32, peer, 1), comm_send(w, a, n, COMM_FLOAT32, peer, 2);
         comm_wait_sends(w);
         break;
@@ -55,7 +56,8 @@ int plan_links_worker(const char *out) {
     dist_init(&argc, &argv);
     comm_group *w = comm_group_world(COMM_MPI);
     if (comm_size(w) != 2) dist_fail_all("plan links worker: needs 2 ranks, got %d", comm_size(w));
-    float *a = callocCheck(PLAN_LINK_LARGE / 4, sizeof *a), *b = callocCheck(PLAN_LINK_LARGE / 4, sizeof *b);
+    float *a = callocCheck(PLAN_LINK_LARGE / 4, sizeof *a),
+          *b = callocCheck(PLAN_LINK_LARGE / 4, sizeof *b);
     double t[PLAN_NLINKS][2];
     for (int k = 0; k < PLAN_NLINKS; k++) {
         t[k][0] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
@@ -100,8 +102,9 @@ void plan_links_measure(plan_calibration *cal, const char *who) {
     self[n] = 0;
     snprintf(out, sizeof out, "/tmp/trident-plan-links.%d", (int)getpid());
     mpi_environment();
-    snprintf(cmd, sizeof cmd, "mpirun -np 2 --oversubscribe '%s' plan --links-worker '%s' > '%s.log' 2>&1",
-             self, out, out);
+    snprintf(cmd, sizeof cmd,
+             "mpirun -np 2 --oversubscribe '%s' plan --links-worker '%s' > '%s.log' 2>&1", self,
+             out, out);
     const int rc = system(cmd);
     FILE *f = rc == 0 ? fopen(out, "r") : NULL;
     if (!f) die("%s: the links worker failed (exit status %d): %s — see %s.log", who, rc, cmd, out);

@@ -92,8 +92,8 @@ static plan_layer_time layer_time(const train_config *c, const plan_calibration 
     l.backward_weight = l.layer_gemm;
     gpt_recompute rc = train_config_recompute(c);
     if (rc.granularity == GPT_RECOMPUTE_SELECTIVE)
-        l.recompute = l.attention_gemm + N * 4 * c->num_attention_heads / tp * T *
-                                             seconds_per_float(c, cal);
+        l.recompute = l.attention_gemm +
+                      N * 4 * c->num_attention_heads / tp * T * seconds_per_float(c, cal);
     else if (rc.granularity == GPT_RECOMPUTE_FULL) l.recompute = l.forward;
     return l;
 }
@@ -105,7 +105,8 @@ static void ends_time(const train_config *c, const plan_calibration *cal, plan_t
     const double C = c->hidden_size, V = c->padded_vocab, tp = c->tensor_model_parallel_size;
     const double ar = plan_collective_time(cal, PLAN_ALL_REDUCE, (int)tp, 4 * N * C);
     const double Vall = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, 1);
-    const double scale = gemm_s(cal, N, C, V / tp) / gemm_s(cal, N * c->context_parallel_size, C, Vall);
+    const double scale = gemm_s(cal, N, C, V / tp) /
+                         gemm_s(cal, N * c->context_parallel_size, C, Vall);
     p->embedding = 2 * N * C * seconds_per_float(c, cal) + ar;
     p->head_forward = scale * cal->head_forward;
     p->head_backward = scale * cal->head_backward + ar;
@@ -131,11 +132,11 @@ static void rank_params(const train_memory *tm, int r, double *numel, double *sh
  * communication on the path over the step. */
 typedef struct {
     pp_config cfg;
-    int *layers;                  /* (S) layers of each virtual stage */
-    int *rank_layers;             /* (p) */
-    double *f, *b, *w;            /* (S) */
-    double *rank_fwd, *rank_bwd;  /* (p) one micro-batch through all the rank's chunks */
-    double *rank_comm;            /* (p) communication inside the passes, whole step */
+    int *layers;                 /* (S) layers of each virtual stage */
+    int *rank_layers;            /* (p) */
+    double *f, *b, *w;           /* (S) */
+    double *rank_fwd, *rank_bwd; /* (p) one micro-batch through all the rank's chunks */
+    double *rank_comm;           /* (p) communication inside the passes, whole step */
 } stage_table;
 
 /* ZeRO-2/3 inside the passes of stage s (n layers, share of its rank's parameters): adds the
@@ -158,8 +159,8 @@ static double zero_in_pass(const train_config *c, const train_memory *tm,
     return in_pass;
 }
 
-static void fill_stages(const train_config *c, const train_memory *tm,
-                        const plan_calibration *cal, plan_time *p, stage_table *t) {
+static void fill_stages(const train_config *c, const train_memory *tm, const plan_calibration *cal,
+                        plan_time *p, stage_table *t) {
     const int S = t->cfg.p * t->cfg.v;
     const gpt_recompute rc = train_config_recompute(c);
     const plan_layer_time *l = &p->layer;
@@ -199,7 +200,8 @@ static void simulate(const train_config *c, plan_time *p, const stage_table *t) 
         die("trident plan: schedule %s deadlocks: %s", c->pipeline_schedule, msg);
     p->pipeline = sim.makespan;
     for (int r = 0; r < t->cfg.p; r++)
-        if (sim.ranks[r].busy > p->busy) p->busy = sim.ranks[r].busy, p->comm_on_path = t->rank_comm[r];
+        if (sim.ranks[r].busy > p->busy)
+            p->busy = sim.ranks[r].busy, p->comm_on_path = t->rank_comm[r];
     p->bubble = p->pipeline - p->busy;
     pp_sim_free(&sim);
     pp_schedule_free(&sched);
@@ -303,8 +305,9 @@ void plan_time_explain(const plan_time *p, const train_config *c, FILE *f) {
             l->recompute * ms);
     fprintf(f, "ends: embedding %.4f, head forward %.4f, head backward %.4f, p2p message %.4f ms\n",
             p->embedding * ms, p->head_forward * ms, p->head_backward * ms, p->p2p * ms);
-    fprintf(f, "slowest virtual stage: forward %.4f, backward %.4f ms (ZeRO-2/3 in the passes "
-               "%.4f)\n",
+    fprintf(f,
+            "slowest virtual stage: forward %.4f, backward %.4f ms (ZeRO-2/3 in the passes "
+            "%.4f)\n",
             p->stage_forward_max * ms, p->stage_backward_max * ms, p->zero_in_pass * ms);
     fprintf(f, "pipeline        %10.4f ms   %s, p %d, v %d, m %d (simulated)\n", p->pipeline * ms,
             c->pipeline_schedule, c->pipeline_model_parallel_size, c->vpp, c->num_microbatches);

@@ -60,26 +60,26 @@ typedef struct {
     double layer_gemm, attention_gemm, elementwise; /* forward compute */
     double tp_comm, cp_comm, ep_comm;               /* forward communication on the path */
     double forward;                                 /* their sum */
-    double backward;        /* 2 × compute + the same communication */
-    double backward_weight; /* of which W: the weight-gradient products */
-    double recompute;       /* what recomputation adds to the backward */
+    double backward;                                /* 2 × compute + the same communication */
+    double backward_weight;                         /* of which W: the weight-gradient products */
+    double recompute;                               /* what recomputation adds to the backward */
 } plan_layer_time;
 
 typedef struct {
     plan_layer_time layer;
     double embedding, head_forward, head_backward; /* the ends, one micro-batch */
     double p2p;                                    /* one pipeline message */
-    double zero_in_pass;    /* ZeRO-2/3 traffic inside one micro-batch's passes, one stage */
-    double stage_forward_max, stage_backward_max;  /* the slowest virtual stage, one micro-batch */
-    double pipeline;        /* the simulated makespan of the schedule */
-    double busy;            /* the busiest pipeline rank's compute and in-pass communication */
-    double bubble;          /* pipeline − busy */
-    double dp_comm;         /* the gradient (and parameter) collectives after the pipeline */
-    double dp_exposed;      /* what of them the step waits for */
-    double optimizer;       /* AdamW + the gradient norm */
-    double step;            /* seconds */
-    double comm_on_path;    /* the communication inside busy, for the pictures */
-    double tokens_per_s;    /* global batch × T ÷ step */
+    double zero_in_pass; /* ZeRO-2/3 traffic inside one micro-batch's passes, one stage */
+    double stage_forward_max, stage_backward_max; /* the slowest virtual stage, one micro-batch */
+    double pipeline;                              /* the simulated makespan of the schedule */
+    double busy;         /* the busiest pipeline rank's compute and in-pass communication */
+    double bubble;       /* pipeline − busy */
+    double dp_comm;      /* the gradient (and parameter) collectives after the pipeline */
+    double dp_exposed;   /* what of them the step waits for */
+    double optimizer;    /* AdamW + the gradient norm */
+    double step;         /* seconds */
+    double comm_on_path; /* the communication inside busy, for the pictures */
+    double tokens_per_s; /* global batch × T ÷ step */
 } plan_time;
 
 /* The time of c (checked by train_config_check) on the calibrated machine; tm is c's memory

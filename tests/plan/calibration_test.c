@@ -36,7 +36,8 @@ static plan_calibration sample(void) {
     cal.elementwise_per_s = 1e8, cal.optimizer_per_s = 5e8;
     cal.block_forward = 6e-4, cal.block_backward = 9e-4;
     cal.head_forward = 3e-4, cal.head_backward = 4e-4;
-    for (int k = 0; k < PLAN_NLINKS; k++) cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, "measured"};
+    for (int k = 0; k < PLAN_NLINKS; k++)
+        cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, "measured"};
     return cal;
 }
 
@@ -143,21 +144,19 @@ static void shapes_cover_every_tp_and_cp(void **state) {
     train_config c = model(); /* B 4, T 64, C 64, NH 4, vocabulary divisible by 128 */
     plan_gemm g[PLAN_MAX_GEMMS];
     const int n = plan_calibration_shapes(&c, 4, g, PLAN_MAX_GEMMS);
-    assert_true(has(g, n, 256, 64, 192));  /* qkv, tp 1 */
-    assert_true(has(g, n, 256, 64, 48));   /* qkv, tp 4 */
-    assert_true(has(g, n, 128, 32, 64));   /* proj, tp 2, cp 2 */
-    assert_true(has(g, n, 64, 256, 64));   /* fcproj, tp 1, cp 4 */
-    assert_true(has(g, n, 256, 64, 128));  /* head: 256 tokens padded to 256, ÷ tp 2 */
-    assert_true(has(g, n, 64, 16, 64));    /* one head's Q·Kᵀ */
-    assert_false(has(g, n, 256, 64, 85));  /* fc at tp 3: 3 does not divide 4 */
+    assert_true(has(g, n, 256, 64, 192)); /* qkv, tp 1 */
+    assert_true(has(g, n, 256, 64, 48));  /* qkv, tp 4 */
+    assert_true(has(g, n, 128, 32, 64));  /* proj, tp 2, cp 2 */
+    assert_true(has(g, n, 64, 256, 64));  /* fcproj, tp 1, cp 4 */
+    assert_true(has(g, n, 256, 64, 128)); /* head: 256 tokens padded to 256, ÷ tp 2 */
+    assert_true(has(g, n, 64, 16, 64));   /* one head's Q·Kᵀ */
+    assert_false(has(g, n, 256, 64, 85)); /* fc at tp 3: 3 does not divide 4 */
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(written_and_read_back),
-        cmocka_unit_test(bad_files_are_named),
-        cmocka_unit_test(gemm_rate_exact_else_nearest),
-        cmocka_unit_test(links_shape_and_fit),
+        cmocka_unit_test(written_and_read_back),        cmocka_unit_test(bad_files_are_named),
+        cmocka_unit_test(gemm_rate_exact_else_nearest), cmocka_unit_test(links_shape_and_fit),
         cmocka_unit_test(shapes_cover_every_tp_and_cp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

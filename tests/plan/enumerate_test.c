@@ -97,8 +97,8 @@ static void check_options(train_config c, int world, char **k, int n, int *accep
 }
 
 static void every_accepted_layout_is_enumerated(const char *model, int world) {
-    static const char *const sched[] = {"gpipe", "1f1b", "interleaved", "zb-h1", "zbv",
-                                        "dualpipev"};
+    static const char *const sched[] = {"gpipe", "1f1b", "interleaved",
+                                        "zb-h1", "zbv",  "dualpipev"};
     train_config base;
     parse_flags(&base, model, "");
     base.predict_only = true;
@@ -175,8 +175,8 @@ static void flags_are_trains(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(dense_world_1_2), cmocka_unit_test(dense_world_4),
-        cmocka_unit_test(dense_world_8),   cmocka_unit_test(moe_world_4),
+        cmocka_unit_test(dense_world_1_2),  cmocka_unit_test(dense_world_4),
+        cmocka_unit_test(dense_world_8),    cmocka_unit_test(moe_world_4),
         cmocka_unit_test(flags_are_trains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,7 +54,8 @@ static int rows_memory(double *mb, int cap) {
         p++;
         int row;
         double tps, step, comp, comm, bub, mem;
-        if (sscanf(p, "%d %lf %lf %lf %lf %lf %lf", &row, &tps, &step, &comp, &comm, &bub, &mem) != 7)
+        if (sscanf(p, "%d %lf %lf %lf %lf %lf %lf", &row, &tps, &step, &comp, &comm, &bub, &mem) !=
+            7)
             break;
         if (n < cap) mb[n] = mem;
         n++;
@@ -119,9 +120,9 @@ static void explain_names_the_terms(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "--world-size 2 --calibration '%s' --explain 1", g_cal);
     assert_int_equal(plan(args), 0);
-    const char *terms[] = {"layer_gemm", "attention_gemm", "elementwise", "tp_comm", "cp_comm",
-                           "ep_comm",    "recompute",      "pipeline",    "bubble",  "dp_comm",
-                           "optimizer",  "step"};
+    const char *terms[] = {"layer_gemm", "attention_gemm", "elementwise", "tp_comm",
+                           "cp_comm",    "ep_comm",        "recompute",   "pipeline",
+                           "bubble",     "dp_comm",        "optimizer",   "step"};
     for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++) expect_output(terms[i]);
 }
 
