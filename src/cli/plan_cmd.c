@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/bench/bench.h"
 #include "src/cli/commands.h"
 #include "src/core/check.h"
 #include "src/core/clock.h"
@@ -79,6 +80,46 @@ static void check_model(const train_config *base) {
     if (!train_config_check(&c, 1, err, sizeof err)) die(WHO ": %s", err);
 }
 
+/* One short serial `trident train` of the model (4 micro-batches a step): its step time over
+ * the time model's prediction of that step with the kernels alone, into cal->trainer_factor. */
+static void calibrate_trainer(const train_config *model, plan_calibration *cal) {
+    char self[4096], dir[64], cmd[12288];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) die(WHO ": cannot find this program (/proc/self/exe) to run the serial step");
+    self[n] = 0;
+    snprintf(dir, sizeof dir, "/tmp/trident-plan-run.%d", (int)getpid());
+    train_config c = *model;
+    c.tensor_model_parallel_size = c.context_parallel_size = 1;
+    c.pipeline_model_parallel_size = c.expert_model_parallel_size = 1;
+    c.num_layers_per_virtual_pipeline_stage = 0;
+    c.pipeline_schedule = "1f1b";
+    c.stage_layers = NULL;
+    c.global_batch_size = 4 * c.micro_batch_size;
+    snprintf(cmd, sizeof cmd,
+             "'%s' train --num-layers %d --hidden-size %d --num-attention-heads %d --seq-length %d "
+             "--micro-batch-size %d --global-batch-size %d --make-vocab-size-divisible-by %d "
+             "--num-experts %d --moe-router-topk %d --threads %d%s --train-iters 16 "
+             "--log-interval 4 --eval-iters 0 --no-trace --run-dir '%s' > '%s.log' 2>&1",
+             self, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length,
+             c.micro_batch_size, c.global_batch_size, c.make_vocab_size_divisible_by, c.num_experts,
+             c.moe_router_topk, c.threads, c.bf16 ? " --bf16" : "", dir, dir);
+    const int rc = system(cmd);
+    double tps[8];
+    const int got = rc == 0 ? bench_read_tokens_per_sec(dir, tps, 8) : 0;
+    if (got < 2) die(WHO ": the serial step of --calibrate failed (exit %d): see %s.log", rc, dir);
+    const double measured = (double)c.global_batch_size * c.seq_length /
+                            (tps[got - 1] > tps[got - 2] ? tps[got - 1] : tps[got - 2]);
+    char err[512];
+    c.predict_only = true;
+    if (!train_config_check(&c, 1, err, sizeof err)) die(WHO ": %s", err);
+    train_memory *tm = train_memory_predict(&c, 0, WHO);
+    cal->trainer_factor = 0;
+    cal->trainer_factor = measured / plan_time_predict(&c, tm, cal).step;
+    train_memory_free(tm);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.log'", dir, dir);
+    if (system(cmd) != 0) fprintf(stderr, WHO ": could not remove %s\n", dir);
+}
+
 /* The calibration: measured now (--calibrate) and written, else read. */
 static void get_calibration(const train_config *c, int world, bool calibrate, const char *given,
                             plan_calibration *cal) {
@@ -91,10 +132,12 @@ static void get_calibration(const train_config *c, int world, bool calibrate, co
         const double t0 = time_now();
         plan_calibration_measure(c, world, PLAN_CALIBRATE_SECONDS, cal);
         plan_links_measure(cal, WHO);
+        calibrate_trainer(c, cal);
         plan_calibration_write(cal, path);
-        printf("calibrated in %.1f s: %d GEMM shapes, elementwise %.3g floats/s, AdamW %.3g "
-               "params/s; wrote %s\n",
-               time_now() - t0, cal->ngemm, cal->elementwise_per_s, cal->optimizer_per_s, path);
+        printf("calibrated in %.1f s: %d GEMM shapes, block %.3f + %.3f ms, AdamW %.3g params/s, "
+               "trainer factor %.3f; wrote %s\n",
+               time_now() - t0, cal->ngemm, cal->block_forward * 1e3, cal->block_backward * 1e3,
+               cal->optimizer_per_s, cal->trainer_factor, path);
         return;
     }
     if (access(path, F_OK) != 0 && !given)

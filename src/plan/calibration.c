@@ -223,6 +223,7 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
     fprintf(f, "elementwise %.6g\noptimizer %.6g\n", cal->elementwise_per_s, cal->optimizer_per_s);
     fprintf(f, "block %.6g %.6g\n", cal->block_forward, cal->block_backward);
     fprintf(f, "head %.6g %.6g\n", cal->head_forward, cal->head_backward);
+    if (cal->trainer_factor > 0) fprintf(f, "trainer %.6g\n", cal->trainer_factor);
     for (int k = 0; k < PLAN_NLINKS; k++)
         fprintf(f, "link %s %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha, cal->link[k].beta,
                 cal->link[k].source);
@@ -273,10 +274,15 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
         return false;
     }
     if (strcmp(word, "block") == 0 || strcmp(word, "head") == 0) {
-        double *fb = word[0] == 'b' ? &cal->block_forward : &cal->head_forward;
-        return sscanf(rest, "%lf %lf", &fb[0], &fb[1]) == 2 && fb[0] > 0 && fb[1] > 0 &&
-               isfinite(fb[0]) && isfinite(fb[1]);
+        const bool block = word[0] == 'b';
+        double *f = block ? &cal->block_forward : &cal->head_forward;
+        double *b = block ? &cal->block_backward : &cal->head_backward;
+        return sscanf(rest, "%lf %lf", f, b) == 2 && *f > 0 && *b > 0 && isfinite(*f) &&
+               isfinite(*b);
     }
+    if (strcmp(word, "trainer") == 0)
+        return sscanf(rest, "%lf", &cal->trainer_factor) == 1 && cal->trainer_factor > 0 &&
+               isfinite(cal->trainer_factor);
     if (strcmp(word, "end") == 0) return *end = true;
     return false;
 }

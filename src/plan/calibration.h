@@ -12,6 +12,9 @@
  *                  What it takes beyond its products is the layer's elementwise work: the
  *                  time model scales it to other shapes by the floats it touches
  *   head           the same for the final LayerNorm, the tied head's product and the loss
+ *   trainer        one short serial `trident train` run of the model: its step over what the
+ *                  time model predicts from the numbers above (src/cli/plan_cmd.c runs it);
+ *                  the time model scales compute by it
  *   links          α (seconds per message step) and β (seconds per byte) of each kind of
  *                  communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all
  *
@@ -27,6 +30,7 @@
  *   optimizer <params/s>
  *   block <forward s> <backward s>
  *   head <forward s> <backward s>
+ *   trainer <factor>                       (optional: 1 without)
  *   link <kind> <alpha s> <beta s/B> <source>
  *   end
  *
@@ -79,8 +83,9 @@ typedef struct {
     double elementwise_per_s;             /* floats per second */
     double optimizer_per_s;               /* parameters per second */
     double block_forward, block_backward; /* the model's block, tp = cp = 1, one micro-batch, s */
-    double head_forward, head_backward;   /* the head with its loss, likewise (adjacent: read as
-                                             a pair with the block's) */
+    double trainer_factor; /* a serial `trident train` step ÷ the model's prediction of it with
+                              factor 1 (0: not measured, taken as 1) */
+    double head_forward, head_backward; /* the head with its loss, likewise */
     plan_link link[PLAN_NLINKS];
 } plan_calibration;
 

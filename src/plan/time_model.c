@@ -67,6 +67,11 @@ static double seconds_per_float(const train_config *c, const plan_calibration *c
     return fmax(cal->block_forward - products, 0.1 * cal->block_forward) / layer_floats(c, 1, 1);
 }
 
+/* The measured serial step over the kernels' sum (1 when not measured). */
+static double trainer_factor(const plan_calibration *cal) {
+    return cal->trainer_factor > 0 ? cal->trainer_factor : 1;
+}
+
 static plan_layer_time layer_time(const train_config *c, const plan_calibration *cal) {
     const double B = c->micro_batch_size, T = c->seq_length, C = c->hidden_size;
     const double tp = c->tensor_model_parallel_size;
@@ -86,7 +91,10 @@ static plan_layer_time layer_time(const train_config *c, const plan_calibration 
         l.ep_comm = 2 * plan_collective_time(cal, PLAN_ALL_TO_ALL, ep, bytes * c->moe_router_topk);
     /* the backward's compute over the forward's, as the block measured it (else 2) */
     const double ratio = cal->block_forward > 0 ? cal->block_backward / cal->block_forward : 2;
-    const double compute = l.layer_gemm + l.attention_gemm + l.elementwise;
+    /* what the trainer adds around the kernels, as one serial run measured it */
+    const double kernels = l.layer_gemm + l.attention_gemm + l.elementwise;
+    l.trainer = (trainer_factor(cal) - 1) * kernels;
+    const double compute = kernels + l.trainer;
     l.forward = compute + l.tp_comm + l.cp_comm + l.ep_comm;
     l.backward = ratio * compute + l.tp_comm + 2 * l.cp_comm + l.ep_comm;
     l.backward_weight = l.layer_gemm;
@@ -108,8 +116,8 @@ static void ends_time(const train_config *c, const plan_calibration *cal, plan_t
     const double scale = gemm_s(cal, N, C, V / tp) /
                          gemm_s(cal, N * c->context_parallel_size, C, Vall);
     p->embedding = 2 * N * C * seconds_per_float(c, cal) + ar;
-    p->head_forward = scale * cal->head_forward;
-    p->head_backward = scale * cal->head_backward + ar;
+    p->head_forward = trainer_factor(cal) * scale * cal->head_forward;
+    p->head_backward = trainer_factor(cal) * scale * cal->head_backward + ar;
     const double msg = c->sequence_parallel ? 4 * N * C / tp : 4 * N * C;
     p->p2p = plan_collective_time(cal, PLAN_P2P, 2, msg);
 }
@@ -299,6 +307,8 @@ void plan_time_explain(const plan_time *p, const train_config *c, FILE *f) {
             c->context_parallel_size);
     fprintf(f, "  ep_comm         %10.4f   MoE dispatch + combine (ep %d)\n", l->ep_comm * ms,
             c->expert_model_parallel_size);
+    fprintf(f, "  trainer         %10.4f   around the kernels (the serial run's factor)\n",
+            l->trainer * ms);
     fprintf(f, "  forward         %10.4f\n  backward        %10.4f   (W part %.4f)\n",
             l->forward * ms, l->backward * ms, l->backward_weight * ms);
     fprintf(f, "  recompute       %10.4f   added to a recomputed layer's backward\n",

@@ -15,6 +15,8 @@
  *                     + 2 reduce-scatters), bench_comm.c's TP bytes
  *     cp_comm         ring attention: cp − 1 p2p steps of K and V, 2·N·C/tp floats
  *     ep_comm         MoE: dispatch and combine all-to-alls of N·K·C floats over ep
+ *     trainer         what a real step adds around those kernels (the executor, pools, loss
+ *                     bookkeeping): (the calibration's trainer factor − 1) × the compute
  *   the layer's backward    2 × the products (input and weight gradients), 2 × elementwise,
  *                     the same communication again; recomputation adds to it the attention
  *                     core's forward (selective) or the whole layer's forward (full)
@@ -58,11 +60,12 @@
 /* One layer, one micro-batch, one rank, seconds. */
 typedef struct {
     double layer_gemm, attention_gemm, elementwise; /* forward compute */
-    double tp_comm, cp_comm, ep_comm;               /* forward communication on the path */
-    double forward;                                 /* their sum */
-    double backward;                                /* 2 × compute + the same communication */
-    double backward_weight;                         /* of which W: the weight-gradient products */
-    double recompute;                               /* what recomputation adds to the backward */
+    double trainer; /* what the trainer adds around them (calibration's trainer factor − 1) */
+    double tp_comm, cp_comm, ep_comm; /* forward communication on the path */
+    double forward;                   /* their sum */
+    double backward;                  /* 2 × compute + the same communication */
+    double backward_weight;           /* of which W: the weight-gradient products */
+    double recompute;                 /* what recomputation adds to the backward */
 } plan_layer_time;
 
 typedef struct {
