@@ -29,6 +29,8 @@
 #include "src/plan/time_model.h"
 #include "src/train/config.h"
 #include "src/train/memory_predict.h"
+#include "viz/canvas.h"
+#include "viz/plan_draw.h"
 
 #define WHO "trident plan"
 
@@ -184,12 +186,34 @@ static void print_table(const plan_row *rows, int n, int top) {
     }
 }
 
+/* -o: the first rows (at most --top, at most VIZ_PLAN_MAX_ROWS) as a picture. */
+static void draw(const char *path, const plan_row *rows, int n, int top, double limit, int world) {
+    viz_plan_row r[VIZ_PLAN_MAX_ROWS];
+    static char labels[VIZ_PLAN_MAX_ROWS][1024];
+    const int k = n < top ? n : top, shown = k < VIZ_PLAN_MAX_ROWS ? k : VIZ_PLAN_MAX_ROWS;
+    for (int i = 0; i < shown; i++) {
+        const plan_time *t = &rows[i].t;
+        plan_layout_flags(&rows[i].c, labels[i], sizeof labels[i]);
+        r[i] = (viz_plan_row){
+            labels[i],
+            {t->busy - t->comm_on_path, t->comm_on_path + t->dp_exposed, t->bubble, t->optimizer},
+            (double)rows[i].memory};
+    }
+    char title[256];
+    snprintf(title, sizeof title,
+             "Predicted step and peak memory, the %d fastest of %d layouts on %d ranks", shown, n,
+             world);
+    viz_plan_chart ch = {r, shown, title, limit};
+    viz_plan_draw(path, &ch);
+    printf("wrote %s\n", path);
+}
+
 int cmd_plan(int argc, char **argv) {
     train_config c;
     train_config_defaults(&c);
     int world = 0, top = 20, explain = 0;
     bool calibrate = false;
-    const char *limit_s = NULL, *calibration = NULL, *links_out = NULL;
+    const char *limit_s = NULL, *calibration = NULL, *links_out = NULL, *output = NULL;
     const flag_spec extra[] = {
         {"--world-size", FLAG_INT, &world, "number of ranks to plan for (required)", NULL},
         {"--memory-limit", FLAG_STRING, &limit_s,
@@ -201,6 +225,8 @@ int cmd_plan(int argc, char **argv) {
          "time this machine's kernels and links for the model first (cached)", NULL},
         {"--calibration", FLAG_STRING, &calibration,
          "the calibration file to use (or write, with --calibrate); default: the cache", NULL},
+        {"--output", FLAG_STRING, &output,
+         "FILE.png|.svg|.pdf: the first rows' predicted steps and memory; -o for short", NULL},
         {"--links-worker", FLAG_STRING, &links_out, "(internal: the MPI worker of --calibrate)",
          NULL},
     };
@@ -213,6 +239,8 @@ int cmd_plan(int argc, char **argv) {
     if (top < 1) die(WHO ": --top %d must be at least 1", top);
     if (explain < 0) die(WHO ": --explain %d must be a row of the table (1 or more)", explain);
     const double limit = parse_limit(limit_s);
+    if (output && !viz_format_of(output))
+        die(WHO ": --output '%s' must end in .png, .svg or .pdf", output);
     check_model(&c);
     plan_calibration cal;
     get_calibration(&c, world, calibrate, calibration, &cal);
@@ -239,6 +267,7 @@ int cmd_plan(int argc, char **argv) {
         printf("\nrow %d: %s\n", explain, flags);
         plan_time_explain(&rows[explain - 1].t, &rows[explain - 1].c, stdout);
     }
+    if (output) draw(output, rows, n, top, limit, world);
     free(rows);
     return 0;
 }
