@@ -50,6 +50,41 @@ static double time_kind(comm_group *w, plan_link_kind k, float *a, float *b, siz
     return k == PLAN_P2P ? best / 2 : best;
 }
 
+/* A layer's worth of work between calls, the same on both ranks (PLAN_LINK_WORK multiply-adds):
+ * in training a collective follows compute, and the ranks reach it as unevenly as the machine
+ * runs them; a tight loop of calls alone never sees that. */
+static float work(const float *a) {
+    float s = 0;
+    for (int i = 0; i < PLAN_LINK_WORK; i++) s = s * 0.999f + a[i & 1023];
+    return s;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Median over rounds of the mean time per (work, call) — or per work alone when k < 0 — the
+ * slower rank's. */
+static double time_after_work(comm_group *w, int k, float *a, float *b) {
+    enum { REPS = 40 };
+    double t[ROUNDS];
+    volatile float sink = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        comm_barrier(w);
+        const double t0 = time_now();
+        for (int i = 0; i < REPS; i++) {
+            sink += work(a);
+            if (k >= 0) one_call(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
+        }
+        float dt = (float)((time_now() - t0) / REPS);
+        comm_all_reduce(w, &dt, 1, COMM_FLOAT32, COMM_MAX);
+        t[r] = dt;
+    }
+    qsort(t, ROUNDS, sizeof *t, cmp_double);
+    return t[ROUNDS / 2];
+}
+
 int plan_links_worker(const char *out) {
     int argc = 0;
     char **argv = NULL;
@@ -59,8 +94,12 @@ int plan_links_worker(const char *out) {
     float *a = callocCheck(PLAN_LINK_LARGE / 4, sizeof *a),
           *b = callocCheck(PLAN_LINK_LARGE / 4, sizeof *b);
     double t[PLAN_NLINKS][2];
+    const double alone = time_after_work(w, -1, a, b);
     for (int k = 0; k < PLAN_NLINKS; k++) {
+        /* the small message after work: what a call on the path costs beyond the work */
+        const double after = time_after_work(w, k, a, b) - alone;
         t[k][0] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
+        if (after > t[k][0]) t[k][0] = k == PLAN_P2P ? after / 2 : after;
         t[k][1] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_LARGE);
     }
     if (comm_rank(w) == 0) {

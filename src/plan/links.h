@@ -4,7 +4,10 @@
  *
  * The worker (`trident plan --links-worker FILE`, run by plan_links_measure under mpirun)
  * times each kind at a small and a large message, fastest of several rounds, and rank 0
- * writes "<kind> <bytes> <seconds>" lines. The fit, per kind, with time_model.h's cost of one
+ * writes "<kind> <bytes> <seconds>" lines. The small message is also timed after a layer's
+ * worth of identical work on both ranks (median of rounds, the work alone subtracted): in a
+ * step every collective follows compute, and the ranks arrive as unevenly as a shared machine
+ * runs them; the larger of the two times counts. The fit, per kind, with time_model.h's cost of one
  * call over g = 2 ranks (steps s, bytes on the wire w):
  *
  *   β = (t_large − t_small) / (w_large − w_small),   α = (t_small − β·w_small) / s
@@ -17,6 +20,7 @@
 #include "src/plan/calibration.h"
 
 enum { PLAN_LINK_SMALL = 64, PLAN_LINK_LARGE = 1 << 22 }; /* bytes of the two messages */
+enum { PLAN_LINK_WORK = 200000 }; /* multiply-adds before each small call (~0.2 ms) */
 
 /* Runs the worker under mpirun (2 ranks) and fills cal->link with the fit, source
  * "measured". Dies with one line starting "<who>: " when the job fails (cal untouched). */
