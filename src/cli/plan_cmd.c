@@ -18,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/bench/bench.h"
 #include "src/cli/commands.h"
 #include "src/core/check.h"
 #include "src/core/clock.h"
@@ -27,6 +26,7 @@
 #include "src/plan/enumerate.h"
 #include "src/plan/links.h"
 #include "src/plan/time_model.h"
+#include "src/trace/trace.h"
 #include "src/train/config.h"
 #include "src/train/memory_predict.h"
 #include "viz/canvas.h"
@@ -82,8 +82,10 @@ static void check_model(const train_config *base) {
     if (!train_config_check(&c, 1, err, sizeof err)) die(WHO ": %s", err);
 }
 
-/* One short serial `trident train` of the model (4 micro-batches a step): its step time over
- * the time model's prediction of that step with the kernels alone, into cal->trainer_factor. */
+/* One short serial `trident train` of the model (4 micro-batches a step, 24 steps, traced): its
+ * least step CPU time after warm-up (the replay view's step: time descheduled by other
+ * processes does not count) over the time model's prediction of that step with the kernels
+ * alone, into cal->trainer_factor. */
 static void calibrate_trainer(const train_config *model, plan_calibration *cal) {
     char self[4096], dir[64], cmd[12288];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -100,18 +102,23 @@ static void calibrate_trainer(const train_config *model, plan_calibration *cal) 
     snprintf(cmd, sizeof cmd,
              "'%s' train --num-layers %d --hidden-size %d --num-attention-heads %d --seq-length %d "
              "--micro-batch-size %d --global-batch-size %d --make-vocab-size-divisible-by %d "
-             "--num-experts %d --moe-router-topk %d --threads %d%s --train-iters 16 "
-             "--log-interval 4 --eval-iters 0 --no-trace --run-dir '%s' > '%s.log' 2>&1",
+             "--num-experts %d --moe-router-topk %d --threads %d%s --train-iters 24 "
+             "--log-interval 2 --eval-iters 0 --run-dir '%s' > '%s.log' 2>&1",
              self, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length,
              c.micro_batch_size, c.global_batch_size, c.make_vocab_size_divisible_by, c.num_experts,
              c.moe_router_topk, c.threads, c.bf16 ? " --bf16" : "", dir, dir);
     const int rc = system(cmd);
-    double tps[8];
-    const int got = rc == 0 ? bench_read_tokens_per_sec(dir, tps, 8) : 0;
-    if (got < 2) die(WHO ": the serial step of --calibrate failed (exit %d): see %s.log", rc, dir);
-    const double measured = (double)c.global_batch_size * c.seq_length /
-                            (tps[got - 1] > tps[got - 2] ? tps[got - 1] : tps[got - 2]);
-    char err[512];
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/trace/rank0.trace", dir);
+    trace_file *tf = rc == 0 ? trace_file_read(path, err, sizeof err) : NULL;
+    if (!tf) die(WHO ": the serial step of --calibrate failed (exit %d): see %s.log", rc, dir);
+    double measured = INFINITY; /* the step's CPU time: what the replay view counts */
+    for (size_t i = 0; i < trace_file_num_events(tf); i++) {
+        const trace_event *e = trace_file_event(tf, i);
+        if (e->kind == TRACE_STEP && e->step > 2 && e->cpu > 0) measured = fmin(measured, e->cpu);
+    }
+    trace_file_free(tf);
+    if (!isfinite(measured)) die(WHO ": the serial run of --calibrate recorded no step (%s)", path);
     c.predict_only = true;
     if (!train_config_check(&c, 1, err, sizeof err)) die(WHO ": %s", err);
     train_memory *tm = train_memory_predict(&c, 0, WHO);
