@@ -41,6 +41,7 @@ void plan_calibration_default_links(plan_calibration *cal) {
     for (int k = 0; k < PLAN_NLINKS; k++) {
         cal->link[k].alpha = 20e-6;
         cal->link[k].beta = 1.0 / 2e9;
+        cal->link[k].sync = 0;
         snprintf(cal->link[k].source, sizeof cal->link[k].source, "default");
     }
 }
@@ -225,8 +226,8 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
     fprintf(f, "head %.6g %.6g\n", cal->head_forward, cal->head_backward);
     if (cal->trainer_factor > 0) fprintf(f, "trainer %.6g\n", cal->trainer_factor);
     for (int k = 0; k < PLAN_NLINKS; k++)
-        fprintf(f, "link %s %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha, cal->link[k].beta,
-                cal->link[k].source);
+        fprintf(f, "link %s %.6g %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha,
+                cal->link[k].beta, cal->link[k].sync, cal->link[k].source);
     fprintf(f, "end\n");
     atomic_file_commit(&af);
 }
@@ -266,8 +267,11 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
         return sscanf(rest, "%lf", &cal->optimizer_per_s) == 1 && cal->optimizer_per_s > 0;
     if (strcmp(word, "link") == 0) {
         plan_link l;
-        if (sscanf(rest, "%31s %lf %lf %15s", name, &l.alpha, &l.beta, src) != 4) return false;
-        if (!(l.alpha >= 0 && l.beta >= 0 && isfinite(l.alpha) && isfinite(l.beta))) return false;
+        if (sscanf(rest, "%31s %lf %lf %lf %15s", name, &l.alpha, &l.beta, &l.sync, src) != 5)
+            return false;
+        if (!(l.alpha >= 0 && l.beta >= 0 && l.sync >= 0 && isfinite(l.alpha) && isfinite(l.beta) &&
+              isfinite(l.sync)))
+            return false;
         snprintf(l.source, sizeof l.source, "%s", src);
         for (int i = 0; i < PLAN_NLINKS; i++)
             if (strcmp(name, k_link_names[i]) == 0) return cal->link[i] = l, true;

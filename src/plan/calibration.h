@@ -15,8 +15,9 @@
  *   trainer        one short serial `trident train` run of the model: its step over what the
  *                  time model predicts from the numbers above (src/cli/plan_cmd.c runs it);
  *                  the time model scales compute by it
- *   links          α (seconds per message step) and β (seconds per byte) of each kind of
- *                  communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all
+ *   links          α (seconds per message step), β (seconds per byte) and a per-call sync
+ *                  (what a call costs more after compute than in a tight loop) of each kind
+ *                  of communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all
  *
  * The file is text, one fact a line, and names what it was made for:
  *
@@ -31,7 +32,7 @@
  *   block <forward s> <backward s>
  *   head <forward s> <backward s>
  *   trainer <factor>                       (optional: 1 without)
- *   link <kind> <alpha s> <beta s/B> <source>
+ *   link <kind> <alpha s> <beta s/B> <sync s> <source>
  *   end
  *
  * The cache lives next to the GEMM rate's ($XDG_CACHE_HOME/trident/, else ~/.cache/trident/),
@@ -65,6 +66,7 @@ typedef enum {
 typedef struct {
     double alpha;    /* seconds per message step */
     double beta;     /* seconds per byte on the wire */
+    double sync;     /* seconds per call: the ranks reach a call after compute unevenly */
     char source[16]; /* "measured" or "default" */
 } plan_link;
 
@@ -100,7 +102,7 @@ void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, doubl
 /* The model fields of a configuration (checked or not), as the file's "model" line holds them. */
 void plan_calibration_model_of(const train_config *c, int out[8]);
 
-/* Links before measuring: α = 20 µs, β = 1 / (2 GB/s), source "default". */
+/* Links before measuring: α = 20 µs, β = 1 / (2 GB/s), sync 0, source "default". */
 void plan_calibration_default_links(plan_calibration *cal);
 
 /* The GEMM shapes a layout of c at world size `world` can give a rank: for every tp and cp that

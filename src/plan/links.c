@@ -93,21 +93,22 @@ int plan_links_worker(const char *out) {
     if (comm_size(w) != 2) dist_fail_all("plan links worker: needs 2 ranks, got %d", comm_size(w));
     float *a = callocCheck(PLAN_LINK_LARGE / 4, sizeof *a),
           *b = callocCheck(PLAN_LINK_LARGE / 4, sizeof *b);
-    double t[PLAN_NLINKS][2];
+    double t[PLAN_NLINKS][3];
     const double alone = time_after_work(w, -1, a, b);
     for (int k = 0; k < PLAN_NLINKS; k++) {
+        t[k][0] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
+        t[k][1] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_LARGE);
         /* the small message after work: what a call on the path costs beyond the work */
         const double after = time_after_work(w, k, a, b) - alone;
-        t[k][0] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
-        if (after > t[k][0]) t[k][0] = k == PLAN_P2P ? after / 2 : after;
-        t[k][1] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_LARGE);
+        t[k][2] = k == PLAN_P2P ? after / 2 : after;
     }
     if (comm_rank(w) == 0) {
         atomic_file af;
         FILE *f = atomic_file_open(&af, out);
         for (int k = 0; k < PLAN_NLINKS; k++)
-            fprintf(f, "%s %d %.9g\n%s %d %.9g\n", plan_link_name(k), PLAN_LINK_SMALL, t[k][0],
-                    plan_link_name(k), PLAN_LINK_LARGE, t[k][1]);
+            fprintf(f, "%s %d %.9g\n%s %d %.9g\n%s 0 %.9g\n", plan_link_name(k), PLAN_LINK_SMALL,
+                    t[k][0], plan_link_name(k), PLAN_LINK_LARGE, t[k][1], plan_link_name(k),
+                    t[k][2]);
         atomic_file_commit(&af);
     }
     free(a);
@@ -117,12 +118,14 @@ int plan_links_worker(const char *out) {
     return 0;
 }
 
-void plan_links_fit(plan_link_kind k, double t_small, double t_large, plan_link *l) {
+void plan_links_fit(plan_link_kind k, double t_small, double t_large, double t_after,
+                    plan_link *l) {
     double s0, w0, s1, w1;
     plan_link_shape(k, 2, PLAN_LINK_SMALL, &s0, &w0);
     plan_link_shape(k, 2, PLAN_LINK_LARGE, &s1, &w1);
     l->beta = t_large > t_small ? (t_large - t_small) / (w1 - w0) : 0;
     l->alpha = t_small - l->beta * w0 > 0 ? (t_small - l->beta * w0) / s0 : 0;
+    l->sync = t_after > t_small ? t_after - t_small : 0;
     snprintf(l->source, sizeof l->source, "measured");
 }
 
@@ -147,18 +150,20 @@ void plan_links_measure(plan_calibration *cal, const char *who) {
     const int rc = system(cmd);
     FILE *f = rc == 0 ? fopen(out, "r") : NULL;
     if (!f) die("%s: the links worker failed (exit status %d): %s — see %s.log", who, rc, cmd, out);
-    double t[PLAN_NLINKS][2] = {{0}};
+    double t[PLAN_NLINKS][3] = {{0}};
     char name[32];
     int bytes;
     double secs;
     while (fscanf(f, "%31s %d %lf", name, &bytes, &secs) == 3)
         for (int k = 0; k < PLAN_NLINKS; k++)
-            if (strcmp(name, plan_link_name(k)) == 0) t[k][bytes == PLAN_LINK_LARGE] = secs;
+            if (strcmp(name, plan_link_name(k)) == 0)
+                t[k][bytes == 0 ? 2 : bytes == PLAN_LINK_LARGE] = secs;
     fclose(f);
     for (int k = 0; k < PLAN_NLINKS; k++)
         if (!(t[k][0] > 0 && t[k][1] > 0))
             die("%s: the links worker wrote no time for %s (%s)", who, plan_link_name(k), out);
-    for (int k = 0; k < PLAN_NLINKS; k++) plan_links_fit(k, t[k][0], t[k][1], &cal->link[k]);
+    for (int k = 0; k < PLAN_NLINKS; k++)
+        plan_links_fit(k, t[k][0], t[k][1], t[k][2], &cal->link[k]);
     remove(out);
     char log[80];
     snprintf(log, sizeof log, "%s.log", out);

@@ -7,10 +7,12 @@
  * writes "<kind> <bytes> <seconds>" lines. The small message is also timed after a layer's
  * worth of identical work on both ranks (median of rounds, the work alone subtracted): in a
  * step every collective follows compute, and the ranks arrive as unevenly as a shared machine
- * runs them; the larger of the two times counts. The fit, per kind, with time_model.h's cost of one
+ * runs them; what it takes beyond the tight loop's time is the link's
+ * per-call sync. The fit, per kind, with time_model.h's cost of one
  * call over g = 2 ranks (steps s, bytes on the wire w):
  *
- *   β = (t_large − t_small) / (w_large − w_small),   α = (t_small − β·w_small) / s
+ *   β = (t_large − t_small) / (w_large − w_small),   α = (t_small − β·w_small) / s,
+ *   sync = max(0, t_after − t_small)
  *
  * Not here: what the time model does with them (time_model.h, plan_collective_time).
  */
@@ -29,7 +31,7 @@ void plan_links_measure(plan_calibration *cal, const char *who);
 /* The worker: inside an MPI job of 2 ranks, writes the times to `out` (rank 0). Returns 0. */
 int plan_links_worker(const char *out);
 
-/* The fit of one kind from its two times (g = 2): fills *l. */
-void plan_links_fit(plan_link_kind k, double t_small, double t_large, plan_link *l);
+/* The fit of one kind from its three times (g = 2): fills *l. */
+void plan_links_fit(plan_link_kind k, double t_small, double t_large, double t_after, plan_link *l);
 
 #endif /* TRIDENT_PLAN_LINKS_H */

@@ -16,7 +16,7 @@ double plan_collective_time(const plan_calibration *cal, plan_link_kind k, int g
     const plan_link *l = &cal->link[k];
     double steps, wire;
     plan_link_shape(k, g, bytes, &steps, &wire);
-    return l->alpha * steps + l->beta * wire;
+    return l->sync + l->alpha * steps + l->beta * wire;
 }
 
 /* Seconds of (N,C) @ (OC,C)^T at the calibrated rate of that shape. */

@@ -37,7 +37,7 @@
  *
  *   step = pipeline makespan + max over pipeline ranks (exposed dp_comm + optimizer)
  *
- * Communication costs α·steps + β·bytes on the wire: a ring all-reduce over g ranks
+ * Communication costs sync + α·steps + β·bytes on the wire (sync once per call): a ring all-reduce over g ranks
  * 2(g−1) steps and 2(g−1)/g of the bytes, reduce-scatter, all-gather and all-to-all (g−1)
  * steps and (g−1)/g of the bytes, p2p one step and all the bytes.
  *

@@ -37,7 +37,7 @@ static plan_calibration sample(void) {
     cal.block_forward = 6e-4, cal.block_backward = 9e-4;
     cal.head_forward = 3e-4, cal.head_backward = 4e-4;
     for (int k = 0; k < PLAN_NLINKS; k++)
-        cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, "measured"};
+        cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, 1e-5, "measured"};
     return cal;
 }
 
@@ -72,6 +72,7 @@ static void written_and_read_back(void **state) {
     assert_true(fabs(b.block_backward - 9e-4) < 1e-12 && fabs(b.head_forward - 3e-4) < 1e-12);
     assert_true(fabs(b.link[PLAN_ALL_TO_ALL].alpha - 1e-5) < 1e-15);
     assert_string_equal(b.link[PLAN_P2P].source, "measured");
+    assert_true(fabs(b.link[PLAN_P2P].sync - 1e-5) < 1e-15);
 }
 
 static void expect_refused(const char *name, const char *text, const char *phrase) {
@@ -127,7 +128,9 @@ static void links_shape_and_fit(void **state) {
         plan_link_shape(k, 2, PLAN_LINK_SMALL, &s0, &w0);
         plan_link_shape(k, 2, PLAN_LINK_LARGE, &s1, &w1);
         plan_link l;
-        plan_links_fit(k, 5e-6 * s0 + 5e-10 * w0, 5e-6 * s1 + 5e-10 * w1, &l);
+        const double t0 = 5e-6 * s0 + 5e-10 * w0;
+        plan_links_fit(k, t0, 5e-6 * s1 + 5e-10 * w1, t0 + 7e-5, &l);
+        assert_true(fabs(l.sync - 7e-5) < 1e-12);
         assert_true(fabs(l.alpha - 5e-6) < 1e-12 && fabs(l.beta - 5e-10) < 1e-18);
         assert_string_equal(l.source, "measured");
     }

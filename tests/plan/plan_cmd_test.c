@@ -19,9 +19,9 @@ static char g_cal[4200];
 static const char k_calibration[] =
     "trident-plan-calibration 1\nmachine Test CPU\nmodel 4 64 4 64 4 128 0 0\nthreads 1\n"
     "gemm 256 64 192 4e9\ngemm 64 16 64 2e9\nelementwise 1e8\noptimizer 5e8\n"
-    "block 6e-4 9e-4\nhead 3e-4 4e-4\nlink p2p 5e-6 3e-10 measured\n"
-    "link all-reduce 5e-6 4e-10 measured\nlink reduce-scatter 5e-6 5e-10 measured\n"
-    "link all-gather 5e-6 3e-10 measured\nlink all-to-all 5e-6 4e-10 measured\nend\n";
+    "block 6e-4 9e-4\nhead 3e-4 4e-4\nlink p2p 5e-6 3e-10 0 measured\n"
+    "link all-reduce 5e-6 4e-10 0 measured\nlink reduce-scatter 5e-6 5e-10 0 measured\n"
+    "link all-gather 5e-6 3e-10 0 measured\nlink all-to-all 5e-6 4e-10 0 measured\nend\n";
 
 static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");

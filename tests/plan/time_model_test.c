@@ -24,7 +24,7 @@ static int setup(void **state) {
     g_cal.elementwise_per_s = 1e8;
     g_cal.optimizer_per_s = 1e8;
     g_cal.head_forward = 1e-3, g_cal.head_backward = 2e-3;
-    for (int k = 0; k < PLAN_NLINKS; k++) g_cal.link[k] = (plan_link){1e-6, 1e-9, "test"};
+    for (int k = 0; k < PLAN_NLINKS; k++) g_cal.link[k] = (plan_link){1e-6, 1e-9, 0, "test"};
     return 0;
 }
 
@@ -61,6 +61,9 @@ static void collectives_follow_the_ring(void **state) {
     near(plan_collective_time(&g_cal, PLAN_ALL_GATHER, 4, 1e6), 3e-6 + 0.75e-3, "all-gather");
     near(plan_collective_time(&g_cal, PLAN_P2P, 2, 1e6), 1e-6 + 1e-3, "p2p");
     near(plan_collective_time(&g_cal, PLAN_REDUCE_SCATTER, 1, 1e6), 0, "one rank");
+    g_cal.link[PLAN_ALL_REDUCE].sync = 1e-4; /* once per call, not per step */
+    near(plan_collective_time(&g_cal, PLAN_ALL_REDUCE, 8, 1e6), 1e-4 + 14e-6 + 1.75e-3, "sync");
+    g_cal.link[PLAN_ALL_REDUCE].sync = 0;
 }
 
 /* N = 256 tokens, C = 64: products 24·N·C² FLOPs, attention 4·N·T·C, elementwise
