@@ -59,30 +59,23 @@ static float work(const float *a) {
     return s;
 }
 
-static int cmp_double(const void *x, const void *y) {
-    const double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-/* Median over rounds of the mean time per (work, call) — or per work alone when k < 0 — the
- * slower rank's. */
-static double time_after_work(comm_group *w, int k, float *a, float *b) {
-    enum { REPS = 40 };
-    double t[ROUNDS];
+/* How unevenly the two ranks finish the same work, as the replay view times it (each rank's
+ * thread CPU time): the mean over reps of (the slower rank's CPU time − this rank's), the
+ * larger rank's mean. What a collective after compute waits beyond its transfer. */
+static double arrival_gap(comm_group *w, const float *a) {
+    enum { REPS = 200 };
     volatile float sink = 0;
-    for (int r = 0; r < ROUNDS; r++) {
-        comm_barrier(w);
-        const double t0 = time_now();
-        for (int i = 0; i < REPS; i++) {
-            sink += work(a);
-            if (k >= 0) one_call(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
-        }
-        float dt = (float)((time_now() - t0) / REPS);
-        comm_all_reduce(w, &dt, 1, COMM_FLOAT32, COMM_MAX);
-        t[r] = dt;
+    double gap = 0;
+    for (int i = 0; i < REPS; i++) {
+        const double c0 = thread_cpu_now();
+        sink += work(a);
+        float mine = (float)(thread_cpu_now() - c0), most = mine;
+        comm_all_reduce(w, &most, 1, COMM_FLOAT32, COMM_MAX);
+        gap += most - mine;
     }
-    qsort(t, ROUNDS, sizeof *t, cmp_double);
-    return t[ROUNDS / 2];
+    float mean = (float)(gap / REPS);
+    comm_all_reduce(w, &mean, 1, COMM_FLOAT32, COMM_MAX);
+    return mean;
 }
 
 int plan_links_worker(const char *out) {
@@ -94,13 +87,13 @@ int plan_links_worker(const char *out) {
     float *a = callocCheck(PLAN_LINK_LARGE / 4, sizeof *a),
           *b = callocCheck(PLAN_LINK_LARGE / 4, sizeof *b);
     double t[PLAN_NLINKS][3];
-    const double alone = time_after_work(w, -1, a, b);
+    const double gap = arrival_gap(w, a);
     for (int k = 0; k < PLAN_NLINKS; k++) {
         t[k][0] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
         t[k][1] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_LARGE);
-        /* the small message after work: what a call on the path costs beyond the work */
-        const double after = time_after_work(w, k, a, b) - alone;
-        t[k][2] = k == PLAN_P2P ? after / 2 : after;
+        /* a collective waits for the last arrival; a pipeline receive's wait is the schedule's
+         * (the simulator plays it), so p2p gets none */
+        t[k][2] = t[k][0] + (k == PLAN_P2P ? 0 : gap);
     }
     if (comm_rank(w) == 0) {
         atomic_file af;
