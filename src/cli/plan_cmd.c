@@ -5,6 +5,7 @@
  *   trident plan --world-size 8 [--memory-limit 2e8] [--top 20]
  *   trident plan --world-size 8 --explain 1              the terms of the first row's time
  *   trident plan ... --calibration FILE                  a calibration made elsewhere
+ *   trident plan ... -o plan.png                         the fastest rows as a picture
  *
  * The model flags are train's (the layout flags are the planner's to choose). Memory is
  * `trident memory`'s own prediction (src/train/memory_predict.h); time is src/plan/time_model.h
@@ -39,7 +40,7 @@ enum { PLAN_MAX_WORLD = 1024 };
 
 static const char k_usage[] =
     "Usage: trident plan --world-size N [model flags of train] [--memory-limit BYTES] [--top K]\n"
-    "         [--explain ROW] [--calibrate] [--calibration FILE]\n\n"
+    "         [--explain ROW] [--calibrate] [--calibration FILE] [-o FILE.png|.svg|.pdf]\n\n"
     "Lists every layout `trident train` accepts for the model on N ranks (tensor, context,\n"
     "expert, pipeline and data parallel sizes, schedule and chunks, ZeRO stage, recomputation,\n"
     "sequence parallelism, overlap flags), with its predicted step time (from this machine's\n"

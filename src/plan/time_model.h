@@ -37,9 +37,10 @@
  *
  *   step = pipeline makespan + max over pipeline ranks (exposed dp_comm + optimizer)
  *
- * Communication costs sync + α·steps + β·bytes on the wire (sync once per call): a ring all-reduce over g ranks
- * 2(g−1) steps and 2(g−1)/g of the bytes, reduce-scatter, all-gather and all-to-all (g−1)
- * steps and (g−1)/g of the bytes, p2p one step and all the bytes.
+ * Communication costs sync + α·steps + β·bytes on the wire, the sync once per call
+ * (calibration.h, plan_link_shape): a ring all-reduce over g ranks 2(g−1) steps and 2(g−1)/g
+ * of the bytes, reduce-scatter, all-gather and all-to-all (g−1) steps and (g−1)/g of the
+ * bytes, p2p one step and all the bytes.
  *
  * Each rank is taken to run on its own core (the replay view of a run on fewer cores).
  *
