@@ -7,7 +7,8 @@
 #
 # Needs a calibration (trident plan --calibrate --world-size NP). Prints one line per layout
 # (measured = the last of 4 steps, replayed) and the median and worst |error| and Spearman's
-# rank correlation. TRIDENT_BIN overrides bazel-bin/trident; RUN_ROOT the scratch directory.
+# rank correlation. TRIDENT_BIN overrides bazel-bin/trident; RUN_ROOT the scratch directory;
+# MODEL the model's flags, given to both plan and train (e.g. "--num-experts 4").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/mpi_env.sh
@@ -16,13 +17,15 @@ ROOT=${RUN_ROOT:-/tmp/plan_check}
 NP=$1
 shift
 mkdir -p "$ROOT"
-"$BIN" plan --world-size "$NP" --top 1000000 > "$ROOT/plan$NP.txt"
+MODEL=${MODEL:-}
+# shellcheck disable=SC2086
+"$BIN" plan --world-size "$NP" $MODEL --top 1000000 > "$ROOT/plan$NP.txt"
 : > "$ROOT/pairs$NP.txt"
 for f in "$@"; do
-    d="$ROOT/np$NP-$(echo "$f" | tr -c 'a-z0-9' '_' | cut -c1-120)"
+    d="$ROOT/np$NP-$(echo "$MODEL $f" | tr -c 'a-z0-9' '_' | cut -c1-120)"
     rm -rf "$d"
     # shellcheck disable=SC2086
-    mpirun -np "$NP" --oversubscribe "$BIN" train $f --train-iters 4 --log-interval 1 \
+    mpirun -np "$NP" --oversubscribe "$BIN" train $MODEL $f --train-iters 4 --log-interval 1 \
         --eval-iters 0 --run-dir "$d" > "$d.log" 2>&1
     "$BIN" render "$d" -o "$d/replay.txt" --replay > /dev/null
     meas=$(head -1 "$d/replay.txt" | sed -n 's/.*step [0-9]*, \([0-9.]*\) ms.*/\1/p')
