@@ -1,6 +1,6 @@
 /* bench_cmd.c — `trident bench`: performance as ratios measured side by side in one run.
  *
- *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|all] [--device D] [--quick] [--run-dir DIR]
+ *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|plan|all] [--device D] [--quick] [--run-dir DIR]
  *
  * Runs the chosen suites (bench_<suite>.c), prints one markdown table with a PASS/MISS
  * column against each target, and writes it with its notes and the commands that measured
@@ -27,7 +27,8 @@
 
 static const char k_usage[] =
     "Usage: trident bench [--suite "
-    "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|all] [--device "
+    "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|plan|all] "
+    "[--device "
     "cpu|cuda|cpu-guarded]\n"
     "                     [--quick] [--run-dir DIR]\n\n"
     "Measures performance as ratios of things timed side by side in the same run (medians of\n"
@@ -54,14 +55,17 @@ static const char k_usage[] =
     "  overlap   exposed DP gradient reduction and ZeRO parameter gather with "
     "--overlap-grad-reduce\n"
     "            and --overlap-param-gather ÷ without them, dp 2 on 2 ranks\n"
+    "  plan      `trident plan`'s predicted step vs measured runs (replay view) of 16 layouts\n"
+    "            at 2 and at 4 ranks: median, worst |error|, Spearman, the predicted best\n"
     "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
 
-static const char *const k_suites[] = {"serial", "pipeline", "memory", "comm",     "scaling",
-                                       "trace",  "device",   "zero",   "generate", "overlap"};
+static const char *const k_suites[] = {"serial",   "pipeline", "memory", "comm",
+                                       "scaling",  "trace",    "device", "zero",
+                                       "generate", "overlap",  "plan"};
 static void (*const k_suite_fns[])(bench_ctx *) = {
-    bench_serial, bench_pipeline, bench_memory, bench_comm,     bench_scaling,
-    bench_trace,  bench_device,   bench_zero,   bench_generate, bench_overlap};
-enum { NUM_SUITES = 10 };
+    bench_serial, bench_pipeline, bench_memory,   bench_comm,    bench_scaling, bench_trace,
+    bench_device, bench_zero,     bench_generate, bench_overlap, bench_plan};
+enum { NUM_SUITES = 11 };
 
 static void find_self(bench_ctx *ctx, const char *argv0) {
     ssize_t n = readlink("/proc/self/exe", ctx->self, sizeof ctx->self - 1);
@@ -89,7 +93,7 @@ int cmd_bench(int argc, char **argv) {
     bool quick = false;
     flag_spec specs[] = {
         {"--suite", FLAG_CHOICE, &suite, "which measurements",
-         "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|all"},
+         "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|plan|all"},
         {"--device", FLAG_CHOICE, &device, "the device of the device suite",
          "cpu|cuda|cpu-guarded"},
         {"--quick", FLAG_BOOL, &quick,
@@ -142,6 +146,8 @@ int cmd_bench(int argc, char **argv) {
         if (strcmp(suite, "all") == 0 && strcmp(k_suites[i], "device") == 0 &&
             strcmp(device, "cpu") == 0)
             continue; /* on the cpu it would repeat the serial suite */
+        if (strcmp(suite, "all") == 0 && strcmp(k_suites[i], "plan") == 0)
+            continue; /* 32 training runs: asked for by name */
         fprintf(stderr, "bench: %s ...\n", k_suites[i]);
         double ts = time_now();
         k_suite_fns[i](&ctx);
