@@ -6,6 +6,7 @@
  *   trident groups   … the process groups of a layout (text, JSON or a picture), no MPI
  *   trident schedule … a pipeline schedule as data and as a picture, no MPI
  *   trident memory   … the bytes every rank of a run will hold, predicted, no MPI
+ *   trident plan     … every layout's predicted step time and memory, ranked, no MPI
  *   trident render   … turn run directories into timelines (PNG/SVG/PDF/JSON/TXT)
  *   trident bench    … measured performance ratios, side by side in one run
  *   trident analyze  … one traced step explained: critical path, bubble by cause, what-if
@@ -27,6 +28,7 @@ static const struct {
     {"groups", cmd_groups, "list or draw the process groups of a layout (no MPI needed)"},
     {"schedule", cmd_schedule, "list, check or draw a pipeline schedule (no MPI needed)"},
     {"memory", cmd_memory, "predict the bytes every rank of a run holds (no MPI needed)"},
+    {"plan", cmd_plan, "predict every layout's step time and memory, fastest first (no MPI)"},
     {"render", cmd_render, "render run directories into timelines: .png .svg .pdf .json .txt"},
     {"bench", cmd_bench, "measure performance as ratios, side by side in one run"},
     {"analyze", cmd_analyze,
@@ -56,7 +58,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].fn(argc - 2, argv + 2);
     fprintf(stderr,
             "trident: unknown subcommand '%s' (one of: train eval generate groups schedule memory "
-            "render "
+            "plan render "
             "bench analyze)\n",
             argv[1]);
     return 1;

@@ -23,9 +23,10 @@ top:
    8  viz                                   pictures from trace files (no MPI)
    9  train analyze                         the trainer: runs a job, writes a run directory;
                                             a traced step explained (critical path, causes)
-  10  bench                                 measurements built on the trainer
-  11  cli                                   the subcommands
-  12  main                                  src/main.c: dispatches to cli
+  10  plan                                  predicted step time of every layout (no MPI)
+  11  bench                                 measurements built on the trainer
+  12  cli                                   the subcommands
+  13  main                                  src/main.c: dispatches to cli
 
 Narrow edges: some packages may use only part of a lower one (NARROW below): runtime takes
 device memory (src/device/device_memory.h, //src/device:memory), never the kernels, so
@@ -62,9 +63,10 @@ LEVELS = {
     "ckpt": 7,
     "viz": 8,
     "train": 9, "analyze": 9,
-    "bench": 10,
-    "cli": 11,
-    "main": 12,
+    "plan": 10,
+    "bench": 11,
+    "cli": 12,
+    "main": 13,
 }
 
 # (from, to) -> the only headers / BUILD labels of `to` that `from` may use.

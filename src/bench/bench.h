@@ -98,6 +98,7 @@ void bench_zero(bench_ctx *ctx);
 void bench_generate(bench_ctx *ctx); /* bench_generate.c: the KV cache, 256 vs 128 new tokens */
 void bench_overlap(bench_ctx *ctx);  /* bench_overlap.c: exposed DP communication, overlapped */
 void bench_analyze(bench_ctx *ctx);  /* bench_analyze.c: other schedules predicted from 1f1b */
+void bench_plan(bench_ctx *ctx);     /* bench_plan.c: `trident plan`'s predictions vs runs */
 
 /* The pipeline runs, shared by the pipeline and memory suites: the model they train and
  * `mpirun -np p trident train` of one (schedule, p, m) into RUN/pipeline/<schedule>_p<p>_m<m>

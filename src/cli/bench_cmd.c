@@ -1,6 +1,6 @@
 /* bench_cmd.c — `trident bench`: performance as ratios measured side by side in one run.
  *
- *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|all] [--device D] [--quick] [--run-dir DIR]
+ *   trident bench [--suite serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|plan|all] [--device D] [--quick] [--run-dir DIR]
  *
  * Runs the chosen suites (bench_<suite>.c), prints one markdown table with a PASS/MISS
  * column against each target, and writes it with its notes and the commands that measured
@@ -27,7 +27,8 @@
 
 static const char k_usage[] =
     "Usage: trident bench [--suite "
-    "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|all] [--device "
+    "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|plan|all] "
+    "[--device "
     "cpu|cuda|cpu-guarded]\n"
     "                     [--quick] [--run-dir DIR]\n\n"
     "Measures performance as ratios of things timed side by side in the same run (medians of\n"
@@ -56,14 +57,16 @@ static const char k_usage[] =
     "            and --overlap-param-gather ÷ without them, dp 2 on 2 ranks\n"
     "  analyze   gpipe, interleaved, zb-h1, zbv step times predicted from a traced 1f1b run\n"
     "            (trident analyze --what-if-schedule) ÷ measured, p = 2 wall clock, p = 4 replay\n"
+    "  plan      `trident plan`'s predicted step vs measured runs (replay view) of 16 layouts\n"
+    "            at 2 and at 4 ranks: median, worst |error|, Spearman, the predicted best\n"
     "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
 
 static const char *const k_suites[] = {"serial",   "pipeline", "memory", "comm",
                                        "scaling",  "trace",    "device", "zero",
-                                       "generate", "overlap",  "analyze"};
+                                       "generate", "overlap",  "analyze", "plan"};
 static void (*const k_suite_fns[])(bench_ctx *) = {
     bench_serial, bench_pipeline, bench_memory,   bench_comm,    bench_scaling, bench_trace,
-    bench_device, bench_zero,     bench_generate, bench_overlap, bench_analyze};
+    bench_device, bench_zero,     bench_generate, bench_overlap, bench_analyze, bench_plan};
 enum { NUM_SUITES = 11 };
 
 static void find_self(bench_ctx *ctx, const char *argv0) {
@@ -92,7 +95,7 @@ int cmd_bench(int argc, char **argv) {
     bool quick = false;
     flag_spec specs[] = {
         {"--suite", FLAG_CHOICE, &suite, "which measurements",
-         "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|all"},
+         "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|plan|all"},
         {"--device", FLAG_CHOICE, &device, "the device of the device suite",
          "cpu|cuda|cpu-guarded"},
         {"--quick", FLAG_BOOL, &quick,
@@ -145,6 +148,8 @@ int cmd_bench(int argc, char **argv) {
         if (strcmp(suite, "all") == 0 && strcmp(k_suites[i], "device") == 0 &&
             strcmp(device, "cpu") == 0)
             continue; /* on the cpu it would repeat the serial suite */
+        if (strcmp(suite, "all") == 0 && strcmp(k_suites[i], "plan") == 0)
+            continue; /* 32 training runs: asked for by name */
         fprintf(stderr, "bench: %s ...\n", k_suites[i]);
         double ts = time_now();
         k_suite_fns[i](&ctx);

@@ -14,6 +14,7 @@ int cmd_generate(int argc, char **argv); /* src/cli/generate_cmd.c */
 int cmd_groups(int argc, char **argv);   /* src/cli/groups_cmd.c */
 int cmd_schedule(int argc, char **argv); /* src/cli/schedule_cmd.c */
 int cmd_memory(int argc, char **argv);   /* src/cli/memory_cmd.c */
+int cmd_plan(int argc, char **argv);     /* src/cli/plan_cmd.c */
 int cmd_render(int argc, char **argv);   /* src/cli/render_cmd.c */
 int cmd_bench(int argc, char **argv);    /* src/cli/bench_cmd.c */
 int cmd_analyze(int argc, char **argv);  /* src/cli/analyze_cmd.c */

@@ -71,7 +71,7 @@ bool gemm_rate_cache_path(char *buf, size_t cap) {
 
 /* "model name" of /proc/cpuinfo ("unknown cpu" elsewhere); '|' and newlines are kept out of
  * the key. */
-static void cpu_model(char *buf, size_t cap) {
+void gemm_rate_cpu_model(char *buf, size_t cap) {
     snprintf(buf, cap, "unknown cpu");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
@@ -94,7 +94,7 @@ static void cpu_model(char *buf, size_t cap) {
 
 static void cache_key(char *buf, size_t cap, int threads, size_t N, size_t C, size_t OC) {
     char cpu[160];
-    cpu_model(cpu, sizeof cpu);
+    gemm_rate_cpu_model(cpu, sizeof cpu);
     snprintf(buf, cap, "%s | threads %d | %zux%zux%zu", cpu, threads, N, C, OC);
 }
 

@@ -57,6 +57,10 @@ double gemm_rate_measure(size_t N, size_t C, size_t OC, double seconds);
 /* The cache file's path into buf (false: neither XDG_CACHE_HOME nor HOME is set). */
 bool gemm_rate_cache_path(char *buf, size_t cap);
 
+/* The machine's name in the cache: /proc/cpuinfo's "model name" ("unknown cpu" elsewhere),
+ * without '|', tabs or newlines. */
+void gemm_rate_cpu_model(char *buf, size_t cap);
+
 /* Cores this process may run on (its CPU affinity), at least 1. */
 int gemm_rate_cores(void);
 

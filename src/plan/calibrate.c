@@ -1,0 +1,94 @@
+/* calibrate.c — see calibrate.h: the pieces measured in order, then the trainer's own step. */
+#include "src/plan/calibrate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "src/core/check.h"
+#include "src/device/gemm_rate.h"
+#include "src/plan/links.h"
+#include "src/plan/time_model.h"
+#include "src/trace/trace.h"
+#include "src/train/memory_predict.h"
+
+/* The median step CPU time after warm-up (steps 3 on) of RUN_DIR's rank 0, or NAN. */
+static double median_step_cpu(const char *dir) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/trace/rank0.trace", dir);
+    trace_file *tf = trace_file_read(path, err, sizeof err);
+    if (!tf) return NAN;
+    double cpu[64];
+    int n = 0;
+    for (size_t i = 0; i < trace_file_num_events(tf) && n < 64; i++) {
+        const trace_event *e = trace_file_event(tf, i);
+        if (e->kind == TRACE_STEP && e->step > 2 && e->cpu > 0) cpu[n++] = e->cpu;
+    }
+    trace_file_free(tf);
+    for (int i = 1; i < n; i++) /* insertion sort: a few dozen steps */
+        for (int j = i; j > 0 && cpu[j] < cpu[j - 1]; j--) {
+            const double t = cpu[j];
+            cpu[j] = cpu[j - 1], cpu[j - 1] = t;
+        }
+    return n ? cpu[n / 2] : NAN;
+}
+
+/* `copies` serial `trident train` runs of the model at once (4 micro-batches a step, 24 steps,
+ * traced), so the cores are as busy as a job keeps them: their median step CPU time after
+ * warm-up (the replay view's step) over the time model's prediction of that step from the
+ * kernels alone, into cal->trainer_factor. */
+static void calibrate_trainer(const train_config *model, int copies, plan_calibration *cal,
+                              const char *who) {
+    char self[4096], dir[64], cmd[16384];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) die("%s: cannot find this program (/proc/self/exe) to run the serial step", who);
+    self[n] = 0;
+    snprintf(dir, sizeof dir, "/tmp/trident-plan-run.%d", (int)getpid());
+    train_config c = *model;
+    c.tensor_model_parallel_size = c.context_parallel_size = 1;
+    c.pipeline_model_parallel_size = c.expert_model_parallel_size = 1;
+    c.num_layers_per_virtual_pipeline_stage = 0;
+    c.pipeline_schedule = "1f1b";
+    c.stage_layers = NULL;
+    c.global_batch_size = 4 * c.micro_batch_size;
+    size_t used = (size_t)snprintf(cmd, sizeof cmd, "(");
+    for (int k = 0; k < copies && used < sizeof cmd; k++)
+        used += (size_t)snprintf(
+            cmd + used, sizeof cmd - used,
+            "'%s' train --num-layers %d --hidden-size %d --num-attention-heads %d --seq-length %d "
+            "--micro-batch-size %d --global-batch-size %d --make-vocab-size-divisible-by %d "
+            "--num-experts %d --moe-router-topk %d --threads %d%s --train-iters 24 "
+            "--log-interval 2 --eval-iters 0 --run-dir '%s.%d' > '%s.%d.log' 2>&1 & ",
+            self, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length,
+            c.micro_batch_size, c.global_batch_size, c.make_vocab_size_divisible_by, c.num_experts,
+            c.moe_router_topk, c.threads, c.bf16 ? " --bf16" : "", dir, k, dir, k);
+    if (used < sizeof cmd) snprintf(cmd + used, sizeof cmd - used, "wait)");
+    const int rc = system(cmd);
+    double measured = 0;
+    for (int k = 0; k < copies; k++) {
+        char run[96];
+        snprintf(run, sizeof run, "%s.%d", dir, k);
+        const double t = rc == 0 ? median_step_cpu(run) : NAN;
+        if (!isfinite(t))
+            die("%s: the serial step of --calibrate failed (exit %d): see %s.log", who, rc, run);
+        measured += t / copies;
+    }
+    char err[512];
+    c.predict_only = true;
+    if (!train_config_check(&c, 1, err, sizeof err)) die("%s: %s", who, err);
+    train_memory *tm = train_memory_predict(&c, 0, who);
+    cal->trainer_factor = 0;
+    cal->trainer_factor = measured / plan_time_predict(&c, tm, cal).step;
+    train_memory_free(tm);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'.*", dir);
+    if (system(cmd) != 0) fprintf(stderr, "%s: could not remove %s.*\n", who, dir);
+}
+
+void plan_calibrate(const train_config *c, int world, plan_calibration *cal, const char *who) {
+    plan_calibration_measure(c, world, PLAN_CALIBRATE_SECONDS, cal);
+    plan_links_measure(cal, who);
+    /* as many copies as the job's ranks keep cores busy (at least one) */
+    const int cores = gemm_rate_cores(), copies = world < cores ? world : cores;
+    calibrate_trainer(c, copies > 1 ? copies : 1, cal, who);
+}

@@ -1,0 +1,136 @@
+/* calibration.h — what the pieces of a training step cost on this machine, measured once and
+ * kept in a file: the numbers the time model (time_model.h) multiplies.
+ *
+ *   GEMM rates     FLOP/s of one process multiplying (N,C) @ (OC,C)^T at the shapes a layout
+ *                  gives each rank (tokens N = B·T/cp, widths cut by tp), measured by the GEMM
+ *                  rate's own timer (src/device/gemm_rate.h, gemm_rate_measure)
+ *   elementwise    floats per second of the passes that are not products (LayerNorm, softmax,
+ *                  GELU, residual adds), timed on a GELU-like loop
+ *   optimizer      parameters per second of one AdamW update (src/optim/adamw.h)
+ *   block          the model's own transformer block (gpt_forward, gpt_backward of a chunk of
+ *                  one layer, tp = cp = 1): forward and whole backward of one micro-batch.
+ *                  What it takes beyond its products is the layer's elementwise work: the
+ *                  time model scales it to other shapes by the floats it touches
+ *   head           the same for the final LayerNorm, the tied head's product and the loss
+ *   trainer        one short serial `trident train` run of the model: its step over what the
+ *                  time model predicts from the numbers above (src/cli/plan_cmd.c runs it);
+ *                  the time model scales compute by it
+ *   links          α (seconds per message step), β (seconds per byte) and a per-call sync
+ *                  (what a call costs more after compute than in a tight loop) of each kind
+ *                  of communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all
+ *
+ * The file is text, one fact a line, and names what it was made for:
+ *
+ *   trident-plan-calibration 1             the format's version
+ *   machine <cpu model>                    gemm_rate_cpu_model
+ *   model <L> <C> <NH> <T> <B> <D> <E> <K> the model whose shapes were timed (D: vocabulary
+ *                                          divisible by; E experts, top-K)
+ *   threads <t>
+ *   gemm <N> <C> <OC> <FLOP/s>             (one line per shape)
+ *   elementwise <floats/s>
+ *   optimizer <params/s>
+ *   block <forward s> <backward s>
+ *   head <forward s> <backward s>
+ *   trainer <factor>                       (optional: 1 without)
+ *   link <kind> <alpha s> <beta s/B> <sync s> <source>
+ *   end
+ *
+ * The cache lives next to the GEMM rate's ($XDG_CACHE_HOME/trident/, else ~/.cache/trident/),
+ * one file per model: plan-calibration-<model key>; --calibration FILE names another (a profile
+ * from another machine is read, and the table says whose it is). Written through atomic_file:
+ * a failed calibration never leaves half a file over a good one.
+ *
+ * Not here: the measurement of links under MPI (src/cli/plan_cmd.c runs the worker), the model
+ * of a step (time_model.h).
+ */
+#ifndef TRIDENT_PLAN_CALIBRATION_H
+#define TRIDENT_PLAN_CALIBRATION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/train/config.h"
+
+#define PLAN_CALIBRATION_VERSION 1
+enum { PLAN_MAX_GEMMS = 256 };
+
+typedef enum {
+    PLAN_P2P,
+    PLAN_ALL_REDUCE,
+    PLAN_REDUCE_SCATTER,
+    PLAN_ALL_GATHER,
+    PLAN_ALL_TO_ALL,
+    PLAN_NLINKS
+} plan_link_kind;
+
+typedef struct {
+    double alpha;    /* seconds per message step */
+    double beta;     /* seconds per byte on the wire */
+    double sync;     /* seconds per call: the ranks reach a call after compute unevenly */
+    char source[16]; /* "measured" or "default" */
+} plan_link;
+
+typedef struct {
+    size_t N, C, OC;
+    double flops_per_s;
+} plan_gemm;
+
+typedef struct {
+    int version;
+    char machine[160];
+    int model[8]; /* L C NH T B D E K */
+    int threads;
+    int ngemm;
+    plan_gemm gemm[PLAN_MAX_GEMMS];
+    double elementwise_per_s;             /* floats per second */
+    double optimizer_per_s;               /* parameters per second */
+    double block_forward, block_backward; /* the model's block, tp = cp = 1, one micro-batch, s */
+    double trainer_factor; /* a serial `trident train` step ÷ the model's prediction of it with
+                              factor 1 (0: not measured, taken as 1) */
+    double head_forward, head_backward; /* the head with its loss, likewise */
+    plan_link link[PLAN_NLINKS];
+} plan_calibration;
+
+/* "p2p", "all-reduce", "reduce-scatter", "all-gather", "all-to-all". */
+const char *plan_link_name(plan_link_kind k);
+
+/* One call of kind k over g ranks moving `bytes` (a rank's whole buffer): its message steps
+ * and the bytes on the wire of a ring. All-reduce 2(g−1) steps, 2(g−1)/g·bytes; reduce-
+ * scatter, all-gather, all-to-all g−1 steps, (g−1)/g·bytes; p2p 1 step, bytes. */
+void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, double *wire);
+
+/* The model fields of a configuration (checked or not), as the file's "model" line holds them. */
+void plan_calibration_model_of(const train_config *c, int out[8]);
+
+/* Links before measuring: α = 20 µs, β = 1 / (2 GB/s), sync 0, source "default". */
+void plan_calibration_default_links(plan_calibration *cal);
+
+/* The GEMM shapes a layout of c at world size `world` can give a rank: for every tp and cp that
+ * divide world, qkv, proj, fc, fcproj, head, and one head's attention product. Writes at most
+ * cap, returns how many (distinct). */
+int plan_calibration_shapes(const train_config *c, int world, plan_gemm *out, int cap);
+
+/* Times every shape of plan_calibration_shapes, the elementwise and optimizer rates, on one
+ * process (BLAS threads c->threads), taking about `seconds` in all. Links: the defaults (the
+ * caller measures them under MPI). */
+void plan_calibration_measure(const train_config *c, int world, double seconds,
+                              plan_calibration *cal);
+
+/* The FLOP/s of (N,C) @ (OC,C)^T: the exact shape's rate, else the rate measured at the
+ * nearest number of FLOPs (log scale). */
+double plan_calibration_gemm_rate(const plan_calibration *cal, size_t N, size_t C, size_t OC);
+
+/* The default file for c: <cache dir>/plan-calibration-<L>-<C>-<NH>-<T>-<B>-<D>-<E>-<K>.
+ * False when neither XDG_CACHE_HOME nor HOME is set. */
+bool plan_calibration_cache_path(const train_config *c, char *buf, size_t cap);
+
+/* Writes cal to path atomically (making the directory); dies with one line on failure. */
+void plan_calibration_write(const plan_calibration *cal, const char *path);
+
+/* Reads path into cal. False with a phrase in err when the file cannot be read, is not a
+ * calibration (names the line), is another version, or was made for another model than c
+ * (names both). Another machine is not an error: the caller says whose it is. */
+bool plan_calibration_read(const char *path, const train_config *c, plan_calibration *cal,
+                           char *err, size_t cap);
+
+#endif /* TRIDENT_PLAN_CALIBRATION_H */

@@ -1,0 +1,164 @@
+/* links.c — see links.h: the MPI worker, its launch, the fit. */
+#include "src/plan/links.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/core/atomic_file.h"
+#include "src/core/check.h"
+#include "src/core/clock.h"
+#include "src/runtime/comm.h"
+#include "src/runtime/dist.h"
+
+enum { ROUNDS = 5 };
+
+/* One call of kind k moving `bytes` on the 2-rank world. */
+static void one_call(comm_group *w, plan_link_kind k, float *a, float *b, size_t bytes) {
+    const size_t n = bytes / 4, half = n / 2 ? n / 2 : 1;
+    const int me = comm_rank(w), peer = 1 - me;
+    switch (k) {
+    case PLAN_P2P: /* half a ping-pong counts: the fit takes one message */
+        if (me == 0)
+            comm_send(w, a, n, COMM_FLOAT32, peer, 1), comm_recv(w, b, n, COMM_FLOAT32, peer, 2);
+        else comm_recv(w, b, n, COMM_FLOAT32, peer, 1), comm_send(w, a, n, COMM_FLOAT32, peer, 2);
+        comm_wait_sends(w);
+        break;
+    case PLAN_ALL_REDUCE: comm_all_reduce(w, a, n, COMM_FLOAT32, COMM_SUM); break;
+    case PLAN_REDUCE_SCATTER: comm_reduce_scatter(w, a, b, half, COMM_FLOAT32, COMM_SUM); break;
+    case PLAN_ALL_GATHER: comm_all_gather(w, a, b, half, COMM_FLOAT32); break;
+    default: {
+        const size_t counts[2] = {half, half}, displs[2] = {0, half};
+        comm_all_to_all_v(w, a, counts, displs, b, counts, displs, COMM_FLOAT32);
+    }
+    }
+}
+
+/* Fastest of ROUNDS rounds of reps calls, the slower rank's, seconds per call. */
+static double time_kind(comm_group *w, plan_link_kind k, float *a, float *b, size_t bytes) {
+    const int reps = bytes > 4096 ? 8 : 200;
+    double best = 1e30;
+    for (int r = 0; r < ROUNDS; r++) {
+        comm_barrier(w);
+        const double t0 = time_now();
+        for (int i = 0; i < reps; i++) one_call(w, k, a, b, bytes);
+        float dt = (float)((time_now() - t0) / reps);
+        comm_all_reduce(w, &dt, 1, COMM_FLOAT32, COMM_MAX);
+        if (dt < best) best = dt;
+    }
+    return k == PLAN_P2P ? best / 2 : best;
+}
+
+/* A layer's worth of work between calls, the same on both ranks (PLAN_LINK_WORK multiply-adds):
+ * in training a collective follows compute, and the ranks reach it as unevenly as the machine
+ * runs them; a tight loop of calls alone never sees that. */
+static float work(const float *a) {
+    float s = 0;
+    for (int i = 0; i < PLAN_LINK_WORK; i++) s = s * 0.999f + a[i & 1023];
+    return s;
+}
+
+/* How unevenly the two ranks finish the same work, as the replay view times it (each rank's
+ * thread CPU time): the mean over reps of (the slower rank's CPU time − this rank's), the
+ * larger rank's mean. What a collective after compute waits beyond its transfer. */
+static double arrival_gap(comm_group *w, const float *a) {
+    enum { REPS = 200 };
+    volatile float sink = 0;
+    double gap = 0;
+    for (int i = 0; i < REPS; i++) {
+        const double c0 = thread_cpu_now();
+        sink += work(a);
+        float mine = (float)(thread_cpu_now() - c0), most = mine;
+        comm_all_reduce(w, &most, 1, COMM_FLOAT32, COMM_MAX);
+        gap += most - mine;
+    }
+    float mean = (float)(gap / REPS);
+    comm_all_reduce(w, &mean, 1, COMM_FLOAT32, COMM_MAX);
+    return mean;
+}
+
+int plan_links_worker(const char *out) {
+    int argc = 0;
+    char **argv = NULL;
+    dist_init(&argc, &argv);
+    comm_group *w = comm_group_world(COMM_MPI);
+    if (comm_size(w) != 2) dist_fail_all("plan links worker: needs 2 ranks, got %d", comm_size(w));
+    float *a = callocCheck(PLAN_LINK_LARGE / 4, sizeof *a),
+          *b = callocCheck(PLAN_LINK_LARGE / 4, sizeof *b);
+    double t[PLAN_NLINKS][3];
+    const double gap = arrival_gap(w, a);
+    for (int k = 0; k < PLAN_NLINKS; k++) {
+        t[k][0] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
+        t[k][1] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_LARGE);
+        /* a collective waits for the last arrival; a pipeline receive's wait is the schedule's
+         * (the simulator plays it), so p2p gets none */
+        t[k][2] = t[k][0] + (k == PLAN_P2P ? 0 : gap);
+    }
+    if (comm_rank(w) == 0) {
+        atomic_file af;
+        FILE *f = atomic_file_open(&af, out);
+        for (int k = 0; k < PLAN_NLINKS; k++)
+            fprintf(f, "%s %d %.9g\n%s %d %.9g\n%s 0 %.9g\n", plan_link_name(k), PLAN_LINK_SMALL,
+                    t[k][0], plan_link_name(k), PLAN_LINK_LARGE, t[k][1], plan_link_name(k),
+                    t[k][2]);
+        atomic_file_commit(&af);
+    }
+    free(a);
+    free(b);
+    comm_group_destroy(w);
+    dist_finalize();
+    return 0;
+}
+
+void plan_links_fit(plan_link_kind k, double t_small, double t_large, double t_after,
+                    plan_link *l) {
+    double s0, w0, s1, w1;
+    plan_link_shape(k, 2, PLAN_LINK_SMALL, &s0, &w0);
+    plan_link_shape(k, 2, PLAN_LINK_LARGE, &s1, &w1);
+    l->beta = t_large > t_small ? (t_large - t_small) / (w1 - w0) : 0;
+    l->alpha = t_small - l->beta * w0 > 0 ? (t_small - l->beta * w0) / s0 : 0;
+    l->sync = t_after > t_small ? t_after - t_small : 0;
+    snprintf(l->source, sizeof l->source, "measured");
+}
+
+/* Open MPI on one box as tools/mpi_env.sh sets it; existing settings win. */
+static void mpi_environment(void) {
+#define MPI_ENV_VAR(name, value, keep_user) setenv(name, value, 0);
+#include "tools/mpi_env.h"
+#undef MPI_ENV_VAR
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+}
+
+void plan_links_measure(plan_calibration *cal, const char *who) {
+    char self[4096], out[64], cmd[8400];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) die("%s: cannot find this program (/proc/self/exe) to run the links worker", who);
+    self[n] = 0;
+    snprintf(out, sizeof out, "/tmp/trident-plan-links.%d", (int)getpid());
+    mpi_environment();
+    snprintf(cmd, sizeof cmd,
+             "mpirun -np 2 --oversubscribe '%s' plan --links-worker '%s' > '%s.log' 2>&1", self,
+             out, out);
+    const int rc = system(cmd);
+    FILE *f = rc == 0 ? fopen(out, "r") : NULL;
+    if (!f) die("%s: the links worker failed (exit status %d): %s — see %s.log", who, rc, cmd, out);
+    double t[PLAN_NLINKS][3] = {{0}};
+    char name[32];
+    int bytes;
+    double secs;
+    while (fscanf(f, "%31s %d %lf", name, &bytes, &secs) == 3)
+        for (int k = 0; k < PLAN_NLINKS; k++)
+            if (strcmp(name, plan_link_name(k)) == 0)
+                t[k][bytes == 0 ? 2 : bytes == PLAN_LINK_LARGE] = secs;
+    fclose(f);
+    for (int k = 0; k < PLAN_NLINKS; k++)
+        if (!(t[k][0] > 0 && t[k][1] > 0))
+            die("%s: the links worker wrote no time for %s (%s)", who, plan_link_name(k), out);
+    for (int k = 0; k < PLAN_NLINKS; k++)
+        plan_links_fit(k, t[k][0], t[k][1], t[k][2], &cal->link[k]);
+    remove(out);
+    char log[80];
+    snprintf(log, sizeof log, "%s.log", out);
+    remove(log);
+}

@@ -1,0 +1,37 @@
+/* links.h — α and β of each kind of communication on this machine, measured by a short MPI
+ * job of 2 ranks through Trident's own communication layer (src/runtime/comm.h): the numbers
+ * of calibration.h's "link" lines.
+ *
+ * The worker (`trident plan --links-worker FILE`, run by plan_links_measure under mpirun)
+ * times each kind at a small and a large message, fastest of several rounds, and rank 0
+ * writes "<kind> <bytes> <seconds>" lines. Then both ranks run the same layer's worth of
+ * work 200 times, each timed by its thread CPU time (as the replay view times compute): the
+ * mean of (the slower rank's time − this rank's) is what a collective after compute waits
+ * for its last member beyond its transfer — the per-call sync of every collective kind (a
+ * pipeline receive's wait is the schedule's, played by the simulator). The fit, per kind,
+ * with time_model.h's cost of one call over g = 2 ranks (steps s, bytes on the wire w):
+ *
+ *   β = (t_large − t_small) / (w_large − w_small),   α = (t_small − β·w_small) / s,
+ *   sync = max(0, t_after − t_small), t_after = t_small + the arrival gap
+ *
+ * Not here: what the time model does with them (time_model.h, plan_collective_time).
+ */
+#ifndef TRIDENT_PLAN_LINKS_H
+#define TRIDENT_PLAN_LINKS_H
+
+#include "src/plan/calibration.h"
+
+enum { PLAN_LINK_SMALL = 64, PLAN_LINK_LARGE = 1 << 22 }; /* bytes of the two messages */
+enum { PLAN_LINK_WORK = 200000 }; /* multiply-adds of the work timed on both ranks (~0.2 ms) */
+
+/* Runs the worker under mpirun (2 ranks) and fills cal->link with the fit, source
+ * "measured". Dies with one line starting "<who>: " when the job fails (cal untouched). */
+void plan_links_measure(plan_calibration *cal, const char *who);
+
+/* The worker: inside an MPI job of 2 ranks, writes the times to `out` (rank 0). Returns 0. */
+int plan_links_worker(const char *out);
+
+/* The fit of one kind from its three times (g = 2): fills *l. */
+void plan_links_fit(plan_link_kind k, double t_small, double t_large, double t_after, plan_link *l);
+
+#endif /* TRIDENT_PLAN_LINKS_H */

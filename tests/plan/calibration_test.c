@@ -1,0 +1,166 @@
+/* calibration_test.c — the calibration file and the numbers read from it:
+ *   - written and read back, every field equal;
+ *   - refused with one phrase naming what is wrong: not a calibration, another version, a
+ *     corrupt line, a missing line, another model;
+ *   - the GEMM rate of a shape: exact when measured, else the nearest number of FLOPs;
+ *   - the ring's steps and bytes of each link kind, and α, β fitted back from two times;
+ *   - the shapes timed for a world size: each layer product at every tp and cp that divides it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/plan/calibration.h"
+#include "src/plan/links.h"
+#include "src/train/config.h"
+#include "tests/support/testing.h"
+
+static train_config model(void) {
+    train_config c;
+    train_config_defaults(&c);
+    return c;
+}
+
+static plan_calibration sample(void) {
+    train_config c = model();
+    plan_calibration cal;
+    memset(&cal, 0, sizeof cal);
+    cal.version = PLAN_CALIBRATION_VERSION;
+    snprintf(cal.machine, sizeof cal.machine, "Test CPU 3000");
+    plan_calibration_model_of(&c, cal.model);
+    cal.threads = 1;
+    cal.ngemm = 2;
+    cal.gemm[0] = (plan_gemm){256, 64, 192, 2e9};
+    cal.gemm[1] = (plan_gemm){256, 64, 4096, 8e9};
+    cal.elementwise_per_s = 1e8, cal.optimizer_per_s = 5e8;
+    cal.block_forward = 6e-4, cal.block_backward = 9e-4;
+    cal.head_forward = 3e-4, cal.head_backward = 4e-4;
+    for (int k = 0; k < PLAN_NLINKS; k++)
+        cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, 1e-5, "measured"};
+    return cal;
+}
+
+/* A file in a fresh directory of the test's own (malloc'd path). */
+static const char *file_in(const char *name) {
+    char *path = malloc(4200);
+    snprintf(path, 4200, "%s/calibration", test_tmpdir(name));
+    return path;
+}
+
+static const char *write_text(const char *name, const char *text) {
+    const char *path = file_in(name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static void written_and_read_back(void **state) {
+    (void)state;
+    plan_calibration a = sample(), b;
+    const char *path = file_in("cal-roundtrip");
+    plan_calibration_write(&a, path);
+    train_config c = model();
+    char err[512];
+    assert_true(plan_calibration_read(path, &c, &b, err, sizeof err));
+    assert_string_equal(b.machine, a.machine);
+    assert_memory_equal(b.model, a.model, sizeof a.model);
+    assert_int_equal(b.ngemm, 2);
+    assert_true(b.gemm[1].OC == 4096 && b.gemm[1].flops_per_s == 8e9);
+    assert_true(fabs(b.block_backward - 9e-4) < 1e-12 && fabs(b.head_forward - 3e-4) < 1e-12);
+    assert_true(fabs(b.link[PLAN_ALL_TO_ALL].alpha - 1e-5) < 1e-15);
+    assert_string_equal(b.link[PLAN_P2P].source, "measured");
+    assert_true(fabs(b.link[PLAN_P2P].sync - 1e-5) < 1e-15);
+}
+
+static void expect_refused(const char *name, const char *text, const char *phrase) {
+    const char *path = write_text(name, text);
+    train_config c = model();
+    plan_calibration cal;
+    char err[1024];
+    if (plan_calibration_read(path, &c, &cal, err, sizeof err))
+        fail_msg("%s: read, should be refused", name);
+    if (!strstr(err, phrase)) fail_msg("%s: '%s' does not say '%s'", name, err, phrase);
+}
+
+static void bad_files_are_named(void **state) {
+    (void)state;
+    expect_refused("cal-not", "hello\n", "is not a plan calibration");
+    expect_refused("cal-version", "trident-plan-calibration 99\n", "version 99");
+    expect_refused("cal-corrupt", "trident-plan-calibration 1\ngemm 1 2 x 4\nend\n",
+                   "is corrupt at line 2");
+    expect_refused("cal-short", "trident-plan-calibration 1\nmachine x\n", "is corrupt");
+    /* another model: a good file of the sample, then read for 8 layers */
+    plan_calibration a = sample();
+    const char *path = file_in("cal-other-model");
+    plan_calibration_write(&a, path);
+    train_config c = model();
+    c.num_layers = 8;
+    plan_calibration b;
+    char err[1024];
+    assert_false(plan_calibration_read(path, &c, &b, err, sizeof err));
+    assert_non_null(strstr(err, "another model (layers 4"));
+    assert_non_null(strstr(err, "this one (layers 8"));
+}
+
+static void gemm_rate_exact_else_nearest(void **state) {
+    (void)state;
+    plan_calibration cal = sample();
+    assert_true(plan_calibration_gemm_rate(&cal, 256, 64, 192) == 2e9);
+    assert_true(plan_calibration_gemm_rate(&cal, 256, 64, 256) == 2e9);   /* nearer 192 */
+    assert_true(plan_calibration_gemm_rate(&cal, 256, 128, 4096) == 8e9); /* nearer 4096 */
+}
+
+static void links_shape_and_fit(void **state) {
+    (void)state;
+    double s, w;
+    plan_link_shape(PLAN_ALL_REDUCE, 4, 1000, &s, &w);
+    assert_true(s == 6 && w == 1500);
+    plan_link_shape(PLAN_ALL_TO_ALL, 4, 1000, &s, &w);
+    assert_true(s == 3 && w == 750);
+    plan_link_shape(PLAN_P2P, 2, 1000, &s, &w);
+    assert_true(s == 1 && w == 1000);
+    /* times made from α = 5 µs, β = 0.5 ns/byte at the worker's two sizes come back */
+    for (int k = 0; k < PLAN_NLINKS; k++) {
+        double s0, w0, s1, w1;
+        plan_link_shape(k, 2, PLAN_LINK_SMALL, &s0, &w0);
+        plan_link_shape(k, 2, PLAN_LINK_LARGE, &s1, &w1);
+        plan_link l;
+        const double t0 = 5e-6 * s0 + 5e-10 * w0;
+        plan_links_fit(k, t0, 5e-6 * s1 + 5e-10 * w1, t0 + 7e-5, &l);
+        assert_true(fabs(l.sync - 7e-5) < 1e-12);
+        assert_true(fabs(l.alpha - 5e-6) < 1e-12 && fabs(l.beta - 5e-10) < 1e-18);
+        assert_string_equal(l.source, "measured");
+    }
+}
+
+static bool has(const plan_gemm *g, int n, size_t N, size_t C, size_t OC) {
+    for (int i = 0; i < n; i++)
+        if (g[i].N == N && g[i].C == C && g[i].OC == OC) return true;
+    return false;
+}
+
+static void shapes_cover_every_tp_and_cp(void **state) {
+    (void)state;
+    train_config c = model(); /* B 4, T 64, C 64, NH 4, vocabulary divisible by 128 */
+    plan_gemm g[PLAN_MAX_GEMMS];
+    const int n = plan_calibration_shapes(&c, 4, g, PLAN_MAX_GEMMS);
+    assert_true(has(g, n, 256, 64, 192)); /* qkv, tp 1 */
+    assert_true(has(g, n, 256, 64, 48));  /* qkv, tp 4 */
+    assert_true(has(g, n, 128, 32, 64));  /* proj, tp 2, cp 2 */
+    assert_true(has(g, n, 64, 256, 64));  /* fcproj, tp 1, cp 4 */
+    assert_true(has(g, n, 256, 64, 128)); /* head: 256 tokens padded to 256, ÷ tp 2 */
+    assert_true(has(g, n, 64, 16, 64));   /* one head's Q·Kᵀ */
+    assert_false(has(g, n, 256, 64, 85)); /* fc at tp 3: 3 does not divide 4 */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(written_and_read_back),        cmocka_unit_test(bad_files_are_named),
+        cmocka_unit_test(gemm_rate_exact_else_nearest), cmocka_unit_test(links_shape_and_fit),
+        cmocka_unit_test(shapes_cover_every_tp_and_cp),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,193 @@
+/* time_model_test.c — each term of the predicted step on hand-computable cases, with a made-up
+ * calibration: every GEMM at 1 GFLOP/s, 1e8 floats/s elsewhere (no block measured), the head
+ * 1 ms forward and 2 ms backward, AdamW 1e8 parameters/s, every link α = 1 µs, β = 1 ns/byte.
+ * The default model: L = 4, C = 64, NH = 4, T = 64, micro-batch 4, global batch 16.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/plan/calibration.h"
+#include "src/plan/time_model.h"
+#include "src/train/config.h"
+#include "src/train/memory_predict.h"
+#include "tests/support/testing.h"
+
+static plan_calibration g_cal;
+
+static int setup(void **state) {
+    (void)state;
+    memset(&g_cal, 0, sizeof g_cal);
+    g_cal.ngemm = 1;
+    g_cal.gemm[0] = (plan_gemm){64, 64, 64, 1e9};
+    g_cal.elementwise_per_s = 1e8;
+    g_cal.optimizer_per_s = 1e8;
+    g_cal.head_forward = 1e-3, g_cal.head_backward = 2e-3;
+    for (int k = 0; k < PLAN_NLINKS; k++) g_cal.link[k] = (plan_link){1e-6, 1e-9, 0, "test"};
+    return 0;
+}
+
+static void near(double got, double want, const char *what) {
+    if (fabs(got - want) > 1e-12 + 1e-9 * fabs(want))
+        fail_msg("%s: got %.12g, want %.12g", what, got, want);
+}
+
+/* A checked configuration of the default model with `flags` at `world` ranks. */
+static train_config layout(const char *flags, int world) {
+    char *line = malloc(1024), *argv[64];
+    snprintf(line, 1024, "%s", flags);
+    int argc = 0;
+    for (char *t = strtok(line, " "); t && argc < 64; t = strtok(NULL, " ")) argv[argc++] = t;
+    train_config c;
+    train_config_defaults(&c);
+    train_config_parse(&c, "train", argc, argv);
+    c.predict_only = true;
+    char err[512];
+    if (!train_config_check(&c, world, err, sizeof err)) fail_msg("%s: %s", flags, err);
+    return c;
+}
+
+static plan_time predict(const train_config *c) {
+    train_memory *tm = train_memory_predict(c, train_config_zero_stage(c), "test");
+    plan_time p = plan_time_predict(c, tm, &g_cal);
+    train_memory_free(tm);
+    return p;
+}
+
+static void collectives_follow_the_ring(void **state) {
+    (void)state;
+    near(plan_collective_time(&g_cal, PLAN_ALL_REDUCE, 4, 1e6), 6e-6 + 1.5e-3, "all-reduce g=4");
+    near(plan_collective_time(&g_cal, PLAN_ALL_GATHER, 4, 1e6), 3e-6 + 0.75e-3, "all-gather");
+    near(plan_collective_time(&g_cal, PLAN_P2P, 2, 1e6), 1e-6 + 1e-3, "p2p");
+    near(plan_collective_time(&g_cal, PLAN_REDUCE_SCATTER, 1, 1e6), 0, "one rank");
+    g_cal.link[PLAN_ALL_REDUCE].sync = 1e-4; /* once per call, not per step */
+    near(plan_collective_time(&g_cal, PLAN_ALL_REDUCE, 8, 1e6), 1e-4 + 14e-6 + 1.75e-3, "sync");
+    g_cal.link[PLAN_ALL_REDUCE].sync = 0;
+}
+
+/* N = 256 tokens, C = 64: products 24·N·C² FLOPs, attention 4·N·T·C, elementwise
+ * N·(12C + 16C + 4·NH·T) floats. */
+static void one_layer_serial(void **state) {
+    (void)state;
+    train_config c = layout("", 1);
+    plan_time p = predict(&c);
+    const double N = 256, C = 64, T = 64;
+    near(p.layer.layer_gemm, 24 * N * C * C / 1e9, "layer_gemm");
+    near(p.layer.attention_gemm, 4 * N * T * C / 1e9, "attention_gemm");
+    near(p.layer.elementwise, N * (28 * C + 16 * T) / 1e8, "elementwise");
+    near(p.layer.tp_comm + p.layer.cp_comm + p.layer.ep_comm, 0, "no communication");
+    const double compute = p.layer.layer_gemm + p.layer.attention_gemm + p.layer.elementwise;
+    near(p.layer.forward, compute, "forward");
+    near(p.layer.backward, 2 * compute, "backward: twice the forward without a block measured");
+    near(p.layer.recompute, 0, "no recomputation");
+}
+
+/* tp = 2: products halve, two all-reduces of N·C floats per pass; with sequence parallelism two
+ * all-gathers and two reduce-scatters instead. */
+static void tensor_parallel_terms(void **state) {
+    (void)state;
+    const double N = 256, C = 64, T = 64, bytes = 4 * N * C;
+    train_config c = layout("--tensor-model-parallel-size 2", 2);
+    plan_time p = predict(&c);
+    near(p.layer.layer_gemm, 12 * N * C * C / 1e9, "layer_gemm / tp");
+    near(p.layer.attention_gemm, 2 * N * T * C / 1e9, "attention / tp");
+    near(p.layer.tp_comm, 2 * (2e-6 + 1e-9 * bytes), "2 all-reduces");
+    c = layout("--tensor-model-parallel-size 2 --sequence-parallel", 2);
+    p = predict(&c);
+    near(p.layer.tp_comm, 4 * (1e-6 + 1e-9 * bytes / 2), "2 all-gathers + 2 reduce-scatters");
+    near(p.p2p, 1e-6 + 1e-9 * bytes / 2, "the pipeline message is a sequence shard");
+}
+
+static void context_and_recompute_terms(void **state) {
+    (void)state;
+    train_config c = layout("--context-parallel-size 2", 2);
+    plan_time p = predict(&c);
+    near(p.layer.cp_comm, 1e-6 + 1e-9 * 2 * 4 * 128 * 64, "one ring step of K and V");
+    c = layout("--recompute-granularity selective", 1);
+    p = predict(&c);
+    near(p.layer.recompute, p.layer.attention_gemm + 256 * 16 * 64 / 1e8, "selective");
+    c = layout("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+               1);
+    plan_time full = predict(&c);
+    c = layout("", 1);
+    plan_time none = predict(&c);
+    near(full.layer.recompute, full.layer.forward, "full: the layer's forward again");
+    /* one rank, 4 micro-batches, 4 layers: the pipeline grows by 4 × 4 forwards */
+    near(full.pipeline - none.pipeline, 16 * none.layer.forward, "full recompute in the step");
+}
+
+/* One rank: the pipeline is m × (the stage's forward + backward); the step adds the optimizer;
+ * tokens/s = global batch × T / step. */
+static void serial_step_adds_up(void **state) {
+    (void)state;
+    train_config c = layout("", 1);
+    plan_time p = predict(&c);
+    const double f = 4 * p.layer.forward + p.embedding + p.head_forward;
+    const double b = 4 * p.layer.backward + p.head_backward;
+    near(p.pipeline, 4 * (f + b), "pipeline");
+    near(p.bubble, 0, "no bubble on one rank");
+    train_memory *tm = train_memory_predict(&c, 0, "test");
+    near(p.optimizer, (double)tm->ranks[0].numel / 1e8, "AdamW over Ψ (no norm all-reduce)");
+    near(p.step, p.pipeline + p.optimizer, "step");
+    near(p.tokens_per_s, 16 * 64 / p.step, "tokens/s");
+    train_memory_free(tm);
+}
+
+/* dp = 2: ZeRO-0 all-reduces Ψ floats, ZeRO-1 reduce-scatters and all-gathers them and steps
+ * Adam over its shard; --overlap-grad-reduce hides the reduction behind the backward, all but
+ * one bucket. */
+static void data_parallel_terms(void **state) {
+    (void)state;
+    train_config c = layout("", 2);
+    train_memory *tm = train_memory_predict(&c, 0, "test");
+    const double psi = (double)tm->ranks[0].numel, bytes = 4 * psi;
+    train_memory_free(tm);
+    plan_time p = predict(&c);
+    near(p.dp_comm, 2e-6 + 1e-9 * bytes, "all-reduce of the gradients");
+    near(p.dp_exposed, p.dp_comm, "all exposed");
+    c = layout("--use-distributed-optimizer", 2);
+    p = predict(&c);
+    near(p.dp_comm, 2 * (1e-6 + 1e-9 * bytes / 2), "reduce-scatter + all-gather");
+    /* one bucket (the default 2^20 elements > Ψ) is reduced when the backward ends: nothing hides */
+    c = layout("--overlap-grad-reduce", 2);
+    plan_time o = predict(&c);
+    near(o.dp_exposed, o.dp_comm, "one bucket");
+    c = layout("--overlap-grad-reduce --ddp-bucket-size 10000", 2);
+    o = predict(&c);
+    assert_true(o.dp_exposed < o.dp_comm);
+    train_config plain = layout("", 2);
+    assert_true(o.step < predict(&plain).step);
+}
+
+/* pp = 2: the schedule adds a bubble; interleaving (v = 2) shrinks it; GPipe and 1F1B have the
+ * same makespan with equal stages. */
+static void pipeline_schedules(void **state) {
+    (void)state;
+    train_config c = layout("--pipeline-model-parallel-size 2 --global-batch-size 32", 2);
+    plan_time one = predict(&c);
+    assert_true(one.bubble > 0);
+    c = layout("--pipeline-model-parallel-size 2 --global-batch-size 32 "
+               "--num-layers-per-virtual-pipeline-stage 1",
+               2);
+    plan_time inter = predict(&c);
+    assert_true(inter.bubble < one.bubble);
+    c = layout("--pipeline-model-parallel-size 2 --global-batch-size 32 --pipeline-schedule zbv",
+               2);
+    plan_time zbv = predict(&c);
+    assert_true(zbv.bubble < one.bubble);
+    assert_true(one.pipeline >= 8 * (one.stage_forward_max));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(collectives_follow_the_ring),
+        cmocka_unit_test(one_layer_serial),
+        cmocka_unit_test(tensor_parallel_terms),
+        cmocka_unit_test(context_and_recompute_terms),
+        cmocka_unit_test(serial_step_adds_up),
+        cmocka_unit_test(data_parallel_terms),
+        cmocka_unit_test(pipeline_schedules),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
