@@ -142,6 +142,23 @@ void viz_mp_label(const run_metrics *m, char *buf, size_t cap) {
     else snprintf(buf, cap, "%s", m->dir);
 }
 
+/* A legend line wider than max_w keeps its start (the layout) and the end of the run's path,
+ * with "…" between: a deep directory never runs off the page. */
+static void fit_label(char *label, double max_w) {
+    const size_t n = strlen(label);
+    if (viz_measure(10, false, label) <= max_w || n < 16) return;
+    const size_t head = strstr(label, " — ") ? (size_t)(strstr(label, " — ") - label) + 5 : 0;
+    char tail[4400];
+    snprintf(tail, sizeof tail, "%s", label);
+    for (size_t keep = n - head - 1; keep > 8; keep--) {
+        size_t from = n - keep;
+        while (from < n && ((unsigned char)label[from] & 0xC0) == 0x80) from++; /* whole chars */
+        snprintf(tail, sizeof tail, "%.*s…%s", (int)head, label, label + from);
+        if (viz_measure(10, false, tail) <= max_w) break;
+    }
+    snprintf(label, n + 1, "%s", tail);
+}
+
 /* A tick value as text: %g of the value rounded to its tick step (no 0.30000000000000004). */
 static void tick_text(char *buf, size_t cap, double v, double step) {
     v = round(v / step) * step;
@@ -253,7 +270,10 @@ static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
                        const run_metrics *m, viz_rgb color, double lw) {
     if (m->nevals == 0) return;
     const double dash[2] = {6, 4};
-    viz_rgb ink = viz_shade(color, -0.35);
+    viz_rgb ink = viz_shade(color, -0.35); /* darker still where a light colour needs it */
+    for (double t = -0.45; viz_contrast(ink, (viz_rgb){1, 1, 1}) < VIZ_MIN_CONTRAST && t >= -1;
+         t -= 0.1)
+        ink = viz_shade(color, t);
     viz_set_rgb(cr, ink);
     viz_line_width(cr, fmax(1.2, lw * 0.6));
     cairo_set_dash(cr, dash, 2, 0);
@@ -276,7 +296,11 @@ static void draw_evals(cairo_t *cr, const viz_metrics_layout *l, const viz_mp_pa
     const run_metrics_eval *e = &m->evals[m->nevals - 1]; /* the last: its value, above-left */
     char s[64];
     snprintf(s, sizeof s, "held-out %.3f", e->loss);
-    backed_text(cr, viz_mp_x(l, e->step) - 6, viz_mp_y(p, e->loss) - 8, true, VIZ_RIGHT, ink, s);
+    const double x = viz_mp_x(l, e->step), y = viz_mp_y(p, e->loss) - 8;
+    if (x - 6 - viz_text_width(cr, 9, true, s) >= p->x) /* room on the left of the dot */
+        backed_text(cr, x - 6, y, true, VIZ_RIGHT, ink, s);
+    else /* the dot near the left edge (a run of one step): its value above-right */
+        backed_text(cr, x + 6, y, true, VIZ_LEFT, ink, s);
 }
 
 bool viz_metrics_plot(const char *path, const run_metrics *const *runs, int n, double width,
@@ -307,6 +331,7 @@ bool viz_metrics_plot_levels(const char *path, const run_metrics *const *runs, i
         cairo_line_to(cr, MARGIN_L + 26, y - 4);
         cairo_stroke(cr);
         viz_mp_label(runs[r], label, sizeof label);
+        fit_label(label, l.width - MARGIN_L - 34 - MARGIN_R);
         viz_text(cr, MARGIN_L + 34, y, 10, false, VIZ_LEFT, VIZ_TEXT, label);
     }
     for (int q = 0; q < VIZ_MP_PANELS; q++) {

@@ -117,8 +117,8 @@ typedef struct {
 
 typedef struct {
     int rank, tp_rank, pp_rank, dp_rank;
-    char host[32];      /* the host that recorded the row ("" unknown: one host) */
-    double clock_unc;   /* its clock offset's uncertainty, seconds (0 on rank 0's host) */
+    char host[32];     /* the host that recorded the row ("" unknown: one host) */
+    double clock_unc;  /* its clock offset's uncertainty, seconds (0 on rank 0's host) */
     viz_tl_box *boxes; /* sorted by start after viz_timeline_finish() */
     int nboxes, cap_boxes;
     viz_tl_sample *mem; /* sorted by t */

@@ -61,8 +61,8 @@ static const char k_usage[] =
     "            at 2 and at 4 ranks: median, worst |error|, Spearman, the predicted best\n"
     "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
 
-static const char *const k_suites[] = {"serial",   "pipeline", "memory", "comm",
-                                       "scaling",  "trace",    "device", "zero",
+static const char *const k_suites[] = {"serial",   "pipeline", "memory",  "comm",
+                                       "scaling",  "trace",    "device",  "zero",
                                        "generate", "overlap",  "analyze", "plan"};
 static void (*const k_suite_fns[])(bench_ctx *) = {
     bench_serial, bench_pipeline, bench_memory,   bench_comm,    bench_scaling, bench_trace,

@@ -39,10 +39,16 @@ static void the_demo_trains_and_draws_its_pictures(void **state) {
     const char *srcdir = getenv("TEST_SRCDIR"), *ws = getenv("TEST_WORKSPACE");
     char script[4400];
     snprintf(script, sizeof script, "%s/%s/tools/demo.sh", srcdir ? srcdir : ".", ws ? ws : ".");
-    snprintf(cmd, sizeof cmd, "TRIDENT_BIN=%s RUN_DIR=%s bash %s", test_trident_path(), run,
-             script);
+    /* TRIDENT_LAYOUT_CHECK: every picture the demo draws passes the label audit */
+    snprintf(cmd, sizeof cmd, "TRIDENT_LAYOUT_CHECK=1 TRIDENT_BIN=%s RUN_DIR=%s bash %s",
+             test_trident_path(), run, script);
     int rc = run_capture(cmd, g_out, sizeof g_out);
-    if (rc != 0) fail_msg("demo exited %d:\n%s", rc, g_out);
+    if (rc != 0) {
+        for (const char *l = strstr(g_out, "layout: "); l; l = strstr(l + 1, "layout: "))
+            printf("  %.*s\n", (int)strcspn(l, "\n"), l); /* the label audit's findings */
+        printf("%s\n", g_out);
+        fail_msg("demo exited %d (its output above)", rc);
+    }
     assert_non_null(strstr(g_out, "8 ranks = tensor 2 × pipeline 2 × data 2, schedule interleaved "
                                   "(2 chunks per rank), ZeRO on"));
     const char *done = strstr(g_out, "done: ");

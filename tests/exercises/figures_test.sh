@@ -2,13 +2,15 @@
 # figures_test.sh — tutorials/figures.sh --quick regenerates every course figure: each one in
 # both themes, the slides PDF, and an index naming them; the multi-rank runs behind the
 # measured figures leave physically possible traces (checked by `trident render`, which warns
-# otherwise).
+# otherwise); and every figure passes the label audit (TRIDENT_LAYOUT_CHECK=1).
 #
 #   figures_test.sh FIGURES_SH TRIDENT
 set -uo pipefail
 figures=$1 trident=$2
 out=${TEST_TMPDIR:-/tmp}/figures
 rm -rf "$out"
+# every figure passes the label audit (viz/canvas.h): a clipped or unreadable label fails it
+export TRIDENT_LAYOUT_CHECK=1
 if ! bash "$figures" --quick --trident "$trident" "$out"; then
     echo "figures_test: tutorials/figures.sh --quick failed"
     exit 1

@@ -386,7 +386,7 @@ static const hostile_case k_cases[] = {
     /* ---- bench and the program ---- */
     {1, "bench --suite nonsense",
      "--suite must be one of "
-     "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|all, got "
+     "serial|pipeline|memory|comm|scaling|trace|device|zero|generate|overlap|analyze|plan|all, got "
      "'nonsense'",
      NULL},
     {1, "bench --suite device --device tpu",

@@ -260,6 +260,38 @@ static void test_reference_levels_and_the_held_out_point_are_inside_the_loss_pan
     cairo_surface_destroy(s);
 }
 
+/* A run of one step, evaluated after it (figures.sh's ZeRO picture run): the held-out dot sits
+ * at the left edge, and its value is written to its right, inside the page. */
+static void test_a_one_step_run_keeps_its_held_out_label_inside(void **state) {
+    (void)state;
+    fake_run a;
+    fake(&a, "runs/one", "dp2", 0.2, 9000);
+    a.m.nsteps = 1;
+    a.evals[0] = (run_metrics_eval){1, 5.541};
+    a.m.nevals = 1;
+    const run_metrics *runs[1] = {&a.m};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/loss.png", test_tmpdir("metrics_one_step"));
+    assert_true(viz_metrics_plot(path, runs, 1, 1000, NULL, NULL, 0));
+    expect_no_layout_violations();
+}
+
+/* A run in a deep directory (a test's scratch path): its legend line is cut in the middle of
+ * the path, inside the page. */
+static void test_a_deep_run_directory_stays_inside_the_page(void **state) {
+    (void)state;
+    fake_run a;
+    fake(&a,
+         "/root/.cache/bazel/_bazel_root/835165e65df656dc9abbd58e53cf243e/execroot/trident/_tmp/"
+         "44d1a986fb62fb3f104f1e4a96985f10/demo.7503/run",
+         "tp2×pp2×dp2, interleaved v2, ZeRO", 0.2, 9000);
+    const run_metrics *runs[1] = {&a.m};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/loss.png", test_tmpdir("metrics_deep"));
+    assert_true(viz_metrics_plot(path, runs, 1, 1000, NULL, NULL, 0));
+    expect_no_layout_violations();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_shares_the_step_axis_and_holds_every_value),
@@ -269,6 +301,8 @@ int main(void) {
         cmocka_unit_test(test_values_beyond_an_axis_are_refused_naming_them),
         cmocka_unit_test(test_png_has_the_layout_size_and_each_run_where_its_curve_is),
         cmocka_unit_test(test_reference_levels_and_the_held_out_point_are_inside_the_loss_panel),
+        cmocka_unit_test(test_a_one_step_run_keeps_its_held_out_label_inside),
+        cmocka_unit_test(test_a_deep_run_directory_stays_inside_the_page),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
