@@ -95,9 +95,9 @@ static void draw_row_labels(cairo_t *cr, const viz_tl_layout *L, const viz_tl_pa
     viz_text(cr, L->plot_x - 8, R->comm_y + R->comm_h / 2 + 2.7 * ts, 7.5, false, VIZ_RIGHT, MUTED,
              buf);
     if (spans_hosts(P->tl)) { /* the row's host, and how well its clock is aligned */
-        if (row->clock_unc > 0)
+        if (row->clock_unc > 0) /* wall clock: its offset's error bar (0: rank 0's clock) */
             snprintf(buf, sizeof buf, "%s · clock ± %.0f us", row->host, 1e6 * row->clock_unc);
-        else snprintf(buf, sizeof buf, "%s · rank 0's clock", row->host);
+        else snprintf(buf, sizeof buf, "%s", row->host);
         viz_text(cr, L->plot_x - 8, R->phase_y + 7 * ts, 7, false, VIZ_RIGHT, MUTED, buf);
     }
     if (R->stream_h > 0)
