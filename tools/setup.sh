@@ -7,7 +7,7 @@ need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for pkg in bazel-bootstrap gcc g++ libc6-dev openmpi-bin libopenmpi-dev libopenblas-dev \
            libcairo2-dev libcmocka-dev fonts-dejavu-core python3 ca-certificates fortunes \
-           clang-format; do
+           clang-format iproute2 util-linux; do
     have "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
