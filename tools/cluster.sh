@@ -52,6 +52,9 @@ probe() {
     ip link add trprobe0 type veth peer name trprobe1 2>/dev/null ||
         refuse "ip link add ... type veth failed (no veth pairs)"
     ip link del trprobe0
+    ip link add trprobe2 type bridge 2>/dev/null || refuse "ip link add ... type bridge failed (no bridges)"
+    ip link del trprobe2
+    tc qdisc show >/dev/null 2>&1 || refuse "tc does not work here (iproute2's traffic control)"
 }
 
 # host K SKEW: starts host K; prints the pid whose namespaces are the host's.

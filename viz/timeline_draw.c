@@ -94,7 +94,7 @@ static void draw_row_labels(cairo_t *cr, const viz_tl_layout *L, const viz_tl_pa
     else snprintf(buf, sizeof buf, "tp %d · dp %d", row->tp_rank, row->dp_rank);
     viz_text(cr, L->plot_x - 8, R->comm_y + R->comm_h / 2 + 2.7 * ts, 7.5, false, VIZ_RIGHT, MUTED,
              buf);
-    if (spans_hosts(P->tl)) { /* the row's host, and how well its clock is aligned */
+    if (spans_hosts(P->tl)) {   /* the row's host, and how well its clock is aligned */
         if (row->clock_unc > 0) /* wall clock: its offset's error bar (0: rank 0's clock) */
             snprintf(buf, sizeof buf, "%s · clock ± %.0f us", row->host, 1e6 * row->clock_unc);
         else snprintf(buf, sizeof buf, "%s", row->host);
