@@ -10,7 +10,8 @@
  *     host 2's equals the injected −3 s within its uncertainty (plus the correction the run's
  *     own messages made, trace_run_fix_clocks), and no receive ends before its send began —
  *     with no slack at all, for messages far shorter than a millisecond;
- *   - a rank killed mid-step ends the whole job, and the message names the rank and its host.
+ *   - a rank killed mid-step ends the whole job, and the message names the rank and its host;
+ *     the checkpoint saved before it loads, across the hosts.
  * 4 hosts × 2 ranks: the demo's TP 2 × PP 2 × DP 2 layout trains, and its timeline renders.
  *
  * The test itself runs on this machine (the outer process): it brings the cluster up, runs
@@ -177,13 +178,28 @@ static void two_hosts(void **state) {
     if (st != 0) fail_msg("equivalence rows across hosts failed");
     traced_run_is_aligned_and_causal("1f1b");
     traced_run_is_aligned_and_causal("zb-h1");
-    /* a rank killed mid-step: the job ends, naming the rank and its host */
-    const int killed = across(4, "-x TRIDENT_TEST_FAULT=kill:2:30", test_trident_path(),
-                              "train --tensor-model-parallel-size 2 --pipeline-model-parallel-size "
-                              "2 --train-iters 3 --no-trace --distributed-timeout-minutes 0.2",
-                              out, sizeof out);
+    /* a rank killed mid-step (about 55 operations a step: the 150th is in step 3, after two
+     * checkpoints): the job ends, naming the rank and its host; the last checkpoint loads */
+    char args[4096], ckpt[4200];
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", g_dir);
+    snprintf(args, sizeof args,
+             "train --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+             "--train-iters 5 --no-trace --distributed-timeout-minutes 0.2 --save %s "
+             "--save-interval 1 --run-dir %s/killed",
+             ckpt, g_dir);
+    const int killed = across(4, "-x TRIDENT_TEST_FAULT=kill:2:150", test_trident_path(), args, out,
+                              sizeof out);
     assert_int_not_equal(killed, 0);
     if (!strstr(out, "trident[rank 2 on node2]")) fail_msg("no rank and host named:\n%s", out);
+    snprintf(args, sizeof args,
+             "train --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+             "--train-iters 5 --no-trace --load %s --run-dir %s/resumed",
+             ckpt, g_dir);
+    if (across(4, "", test_trident_path(), args, out, sizeof out) != 0)
+        fail_msg("the checkpoint saved before the kill does not load:\n%s", out);
+    const char *resumed = strstr(out, "resumed from ");
+    if (!resumed) fail_msg("the run did not resume:\n%s", out);
+    printf("  after the kill: %.*s\n", (int)strcspn(resumed, "\n"), resumed);
     cluster_down();
 }
 

@@ -73,6 +73,7 @@ awk -v rc="$rc" -v checks="$checks" '
         line = $0
         if (line ~ /^ *$/ || line ~ /^-{10}/ || line ~ /mpirun|MPI_ABORT|MPI_COMM_WORLD|NOTE: invoking|You may or may not|exited on signal|Primary job/) next
         if (line ~ /^\[[A-Za-z0-9_.-]+:[0-9]+\]/) next
+        if (line ~ /\[0x[0-9a-f]+\]/) next # a backtrace frame of an aborting rank: addresses
         sub(/\[[A-Za-z0-9_.-]+:[0-9]+\].*$/, "", line)
         msg[cur, ++nmsg[cur]] = line
         if (match(line, /^\[  ERROR   \] --- .* != /)) { # an assert comparing two values
