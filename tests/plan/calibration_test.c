@@ -41,9 +41,23 @@ static plan_calibration sample(void) {
     return cal;
 }
 
-/* A file in a fresh directory of the test's own (malloc'd path). */
+/* Buffers a configuration points into stay until the program ends, then are freed (before the
+ * leak checker of a sanitizer build looks). */
+static char **g_kept;
+static int g_nkept;
+static void free_kept(void) {
+    for (int i = 0; i < g_nkept; i++) free(g_kept[i]);
+    free(g_kept);
+}
+static char *kept(size_t bytes) {
+    if (g_nkept == 0) atexit(free_kept);
+    g_kept = realloc(g_kept, (size_t)(g_nkept + 1) * sizeof *g_kept);
+    return g_kept[g_nkept++] = malloc(bytes);
+}
+
+/* A file in a fresh directory of the test's own (the path kept until the end). */
 static const char *file_in(const char *name) {
-    char *path = malloc(4200);
+    char *path = kept(4200);
     snprintf(path, 4200, "%s/calibration", test_tmpdir(name));
     return path;
 }

@@ -37,10 +37,24 @@ static void free_keys(char **k, int n) {
     free(k);
 }
 
+/* Buffers a configuration points into stay until the program ends, then are freed (before the
+ * leak checker of a sanitizer build looks). */
+static char **g_kept;
+static int g_nkept;
+static void free_kept(void) {
+    for (int i = 0; i < g_nkept; i++) free(g_kept[i]);
+    free(g_kept);
+}
+static char *kept(size_t bytes) {
+    if (g_nkept == 0) atexit(free_kept);
+    g_kept = realloc(g_kept, (size_t)(g_nkept + 1) * sizeof *g_kept);
+    return g_kept[g_nkept++] = malloc(bytes);
+}
+
 /* Parses "model flags" as train does (words split at spaces); the words are kept (the
  * configuration points into them). */
 static void parse_flags(train_config *c, const char *model, const char *flags) {
-    char *line = malloc(2048), *argv[128];
+    char *line = kept(2048), *argv[128];
     snprintf(line, 2048, "%s %s", model, flags);
     int argc = 0;
     for (char *t = strtok(line, " "); t && argc < 128; t = strtok(NULL, " ")) argv[argc++] = t;

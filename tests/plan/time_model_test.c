@@ -33,9 +33,23 @@ static void near(double got, double want, const char *what) {
         fail_msg("%s: got %.12g, want %.12g", what, got, want);
 }
 
+/* Buffers a configuration points into stay until the program ends, then are freed (before the
+ * leak checker of a sanitizer build looks). */
+static char **g_kept;
+static int g_nkept;
+static void free_kept(void) {
+    for (int i = 0; i < g_nkept; i++) free(g_kept[i]);
+    free(g_kept);
+}
+static char *kept(size_t bytes) {
+    if (g_nkept == 0) atexit(free_kept);
+    g_kept = realloc(g_kept, (size_t)(g_nkept + 1) * sizeof *g_kept);
+    return g_kept[g_nkept++] = malloc(bytes);
+}
+
 /* A checked configuration of the default model with `flags` at `world` ranks. */
 static train_config layout(const char *flags, int world) {
-    char *line = malloc(1024), *argv[64];
+    char *line = kept(1024), *argv[64];
     snprintf(line, 1024, "%s", flags);
     int argc = 0;
     for (char *t = strtok(line, " "); t && argc < 64; t = strtok(NULL, " ")) argv[argc++] = t;
