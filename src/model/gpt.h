@@ -349,7 +349,8 @@ size_t gpt_scratch_bytes(const gpt_scratch *s);
  * from the same layout code, without allocating: what the memory prediction adds up
  * (src/train/memory_predict.h), exact by construction. */
 size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T);
-size_t gpt_acts_part_bytes_of(const gpt_chunk *c, int B, int T, gpt_acts_part k);
+/* Each part's bytes into parts (gpt_acts_part); returns the whole set's, gpt_acts_bytes_of. */
+size_t gpt_acts_parts_bytes_of(const gpt_chunk *c, int B, int T, size_t parts[GPT_ACTS_PARTS]);
 size_t gpt_scratch_bytes_of(const gpt_chunk *c, int B, int T);
 size_t gpt_wgrad_bytes_of(const gpt_chunk *c, int B, int T);
 /* The operand elements of the largest linear product (dev_matmul_operand_elems) that any of

@@ -318,9 +318,10 @@ size_t gpt_acts_bytes_of(const gpt_chunk *c, int B, int T) {
     return n;
 }
 
-size_t gpt_acts_part_bytes_of(const gpt_chunk *c, int B, int T, gpt_acts_part k) {
+size_t gpt_acts_parts_bytes_of(const gpt_chunk *c, int B, int T, size_t parts[GPT_ACTS_PARTS]) {
     gpt_acts *a = acts_create(c, B, T, false, false);
-    size_t n = a->part_bytes[k];
+    for (int k = 0; k < GPT_ACTS_PARTS; k++) parts[k] = a->part_bytes[k];
+    const size_t n = a->bytes;
     gpt_acts_destroy(a);
     return n;
 }

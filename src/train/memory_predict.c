@@ -152,14 +152,17 @@ static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_conf
     /* a set's four parts (gpt.h), each held until the last pass that reads it, in one pool of
      * blocks by size across the rank's chunks (pp_pool_bytes) */
     pp_part *parts = callocCheck((size_t)pc->v * GPT_ACTS_PARTS, sizeof *parts);
-    for (int k = 0; k < pc->v; k++)
+    size_t *set_of = callocCheck((size_t)pc->v, sizeof *set_of); /* a whole set, per chunk */
+    for (int k = 0; k < pc->v; k++) {
+        size_t bytes[GPT_ACTS_PARTS];
+        set_of[k] = gpt_acts_parts_bytes_of(&ch[k], B, T, bytes);
         for (int j = 0; j < GPT_ACTS_PARTS; j++)
-            parts[k * GPT_ACTS_PARTS + j] = (pp_part){
-                gpt_acts_part_bytes_of(&ch[k], B, T, (gpt_acts_part)j),
-                gpt_acts_part_read_by_w((gpt_acts_part)j)};
+            parts[k * GPT_ACTS_PARTS + j] = (pp_part){bytes[j],
+                                                      gpt_acts_part_read_by_w((gpt_acts_part)j)};
+    }
     m->bytes[ZERO_MEM_ACTIVATIONS] += pp_pool_bytes(&plan, pc->v, GPT_ACTS_PARTS, parts);
     for (int k = 0; k < pc->v; k++) {
-        const size_t set = gpt_acts_bytes_of(&ch[k], B, T);
+        const size_t set = set_of[k];
         size_t own = set; /* the MoE layers' own state: with each set, per chunk */
         for (int j = 0; j < GPT_ACTS_PARTS; j++) own -= parts[k * GPT_ACTS_PARTS + j].bytes;
         m->set_bytes += set;
@@ -181,6 +184,7 @@ static void chunk_bill(zero_memory_rank *m, const train_config *c, const pp_conf
     pp_plan_holds_free(&h);
     pp_rank_plan_free(&plan);
     free(parts);
+    free(set_of);
     /* bf16: the device's operand scratch for the largest linear product (trainer_create) */
     m->bytes[ZERO_MEM_WORK_SPACE] += device_matmul_scratch_bytes(
         train_config_matmul_dtype(c), gpt_matmul_operand_elems(ch, pc->v, B, T));
