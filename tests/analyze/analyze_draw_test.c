@@ -22,11 +22,8 @@ typedef struct {
 } fixture;
 
 static void load(fixture *f, const char *name) {
-    const char *dir = test_tmpdir(name);
-    synthetic_run_write(dir);
     char err[512];
-    f->run = trace_run_read(dir, err, sizeof err);
-    if (!f->run) fail_msg("%s", err);
+    f->run = synthetic_run_load(name);
     f->rep = trace_run_replay(f->run, err, sizeof err);
     if (!f->rep || !step_graph_build(f->run, -1, &f->g, err, sizeof err)) fail_msg("%s", err);
     f->t = malloc(2 * (size_t)f->g.n * sizeof *f->t);

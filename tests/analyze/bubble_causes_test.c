@@ -18,11 +18,8 @@ static void assert_adds_up(const bc_shares *s) {
 
 static void the_slow_stage_is_imbalance_and_the_messages_communication(void **state) {
     (void)state;
-    const char *dir = test_tmpdir("bubble_causes_known");
-    synthetic_run_write(dir);
     char err[512];
-    trace_run *run = trace_run_read(dir, err, sizeof err);
-    if (!run) fail_msg("%s", err);
+    trace_run *run = synthetic_run_load("bubble_causes_known");
     trace_run *rep = trace_run_replay(run, err, sizeof err);
     if (!rep) fail_msg("%s", err);
     viz_timeline *wall = viz_timeline_from_run(run, "wall", -1, err, sizeof err);

@@ -9,18 +9,9 @@
 #include "tests/analyze/synthetic_run.h"
 #include "tests/support/testing.h"
 
-static trace_run *load(const char *name) {
-    const char *dir = test_tmpdir(name);
-    synthetic_run_write(dir);
-    char err[512];
-    trace_run *run = trace_run_read(dir, err, sizeof err);
-    if (!run) fail_msg("%s", err);
-    return run;
-}
-
 static void own_schedule_is_the_measured_step_and_gpipe_its_plan(void **state) {
     (void)state;
-    trace_run *run = load("replan_known");
+    trace_run *run = synthetic_run_load("replan_known");
     replan_result r;
     char err[512];
     if (!replan_step(run, SYN_STEP, "1f1b", 0, &r, err, sizeof err)) fail_msg("%s", err);
@@ -43,7 +34,7 @@ static void own_schedule_is_the_measured_step_and_gpipe_its_plan(void **state) {
 
 static void schedules_that_cannot_run_are_refused(void **state) {
     (void)state;
-    trace_run *run = load("replan_bad");
+    trace_run *run = synthetic_run_load("replan_bad");
     replan_result r;
     char err[512];
     assert_false(replan_step(run, SYN_STEP, "pipedream", 0, &r, err, sizeof err));

@@ -10,18 +10,9 @@
 #include "tests/analyze/synthetic_run.h"
 #include "tests/support/testing.h"
 
-static trace_run *load(const char *name) {
-    const char *dir = test_tmpdir(name);
-    synthetic_run_write(dir);
-    char err[512];
-    trace_run *run = trace_run_read(dir, err, sizeof err);
-    if (!run) fail_msg("%s", err);
-    return run;
-}
-
 static void pieces_edges_and_the_step_end(void **state) {
     (void)state;
-    trace_run *run = load("step_graph_pieces");
+    trace_run *run = synthetic_run_load("step_graph_pieces");
     step_graph g;
     char err[512];
     if (!step_graph_build(run, -1, &g, err, sizeof err)) fail_msg("%s", err);
@@ -55,7 +46,7 @@ static void pieces_edges_and_the_step_end(void **state) {
 
 static void retiming_with_recorded_costs_gives_the_recorded_times(void **state) {
     (void)state;
-    trace_run *run = load("step_graph_retime");
+    trace_run *run = synthetic_run_load("step_graph_retime");
     char err[512];
     trace_run *rep = trace_run_replay(run, err, sizeof err);
     if (!rep) fail_msg("%s", err);
@@ -80,7 +71,7 @@ static void retiming_with_recorded_costs_gives_the_recorded_times(void **state) 
 
 static void a_step_that_is_not_there_is_named(void **state) {
     (void)state;
-    trace_run *run = load("step_graph_missing");
+    trace_run *run = synthetic_run_load("step_graph_missing");
     step_graph g;
     char err[512];
     assert_false(step_graph_build(run, 7, &g, err, sizeof err));

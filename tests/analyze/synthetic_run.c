@@ -6,6 +6,7 @@
 
 #include "src/pp/schedule.h"
 #include "src/trace/trace.h"
+#include "tests/support/testing.h"
 
 static trace_recorder *open_rank(int r) {
     trace_header h = {0};
@@ -72,4 +73,13 @@ void synthetic_run_write(const char *dir) {
     compute(t, TRACE_BACKWARD, 1, 8.3, 11.3);
     msg(t, TRACE_SEND, 0, 1, PP_GRADIENT, 11.3, 11.3, 11.4);
     finish(t, dir, 1, 11.4);
+}
+
+trace_run *synthetic_run_load(const char *name) {
+    const char *dir = test_tmpdir(name);
+    synthetic_run_write(dir);
+    char err[512];
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    return run;
 }

@@ -14,10 +14,17 @@
 #ifndef TRIDENT_TESTS_ANALYZE_SYNTHETIC_RUN_H
 #define TRIDENT_TESTS_ANALYZE_SYNTHETIC_RUN_H
 
+#include "src/trace/trace.h"
+
 #define SYN_MS 1e-3
 #define SYN_STEP (13.4 * SYN_MS)
 
 /* Writes the run's two trace files under dir/trace/. */
 void synthetic_run_write(const char *dir);
+
+/* The run written into a fresh test directory called name, read back (trace_run_read); the
+ * test fails with the reader's line if it cannot be. */
+trace_run *synthetic_run_load(const char *name);
+
 
 #endif /* TRIDENT_TESTS_ANALYZE_SYNTHETIC_RUN_H */

@@ -11,11 +11,8 @@
 #include "tests/support/testing.h"
 
 static void build(const char *name, step_graph *g) {
-    const char *dir = test_tmpdir(name);
-    synthetic_run_write(dir);
     char err[512];
-    trace_run *run = trace_run_read(dir, err, sizeof err);
-    if (!run) fail_msg("%s", err);
+    trace_run *run = synthetic_run_load(name);
     if (!step_graph_build(run, -1, g, err, sizeof err)) fail_msg("%s", err);
     trace_run_free(run);
 }

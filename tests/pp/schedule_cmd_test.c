@@ -241,20 +241,6 @@ static void bad_input_fails_with_one_clear_line(void **state) {
     assert_int_equal(access(path, F_OK), -1);
 }
 
-/* The "/Type /Page" objects of a PDF (not "/Type /Pages"): its page count. */
-static int pdf_pages(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("%s was not written: %s", path, g_out);
-    static char buf[1 << 22];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    int pages = 0;
-    const char *key = "/Type /Page";
-    for (size_t i = 0; i + strlen(key) < n; i++)
-        if (memcmp(buf + i, key, strlen(key)) == 0 && buf[i + strlen(key)] != 's') pages++;
-    return pages;
-}
-
 /* --build K: one PDF of K pages, or K numbered frames named in the output; with --compare
  * too; nothing else left in the directory (no staged frames, no temporaries). */
 static void build_writes_k_pages_or_k_frames(void **state) {
@@ -268,7 +254,7 @@ static void build_writes_k_pages_or_k_frames(void **state) {
              path);
     assert_int_equal(schedule(args), 0);
     expect_output("(4 pages)");
-    assert_int_equal(pdf_pages(path), 4);
+    assert_int_equal(test_pdf_pages(path), 4);
     snprintf(path, sizeof path, "%s/frame.png", dir);
     snprintf(args, sizeof args,
              "--pipeline-model-parallel-size 4 --num-microbatches 8 --compare 1f1b,zb-h1 "

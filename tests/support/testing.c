@@ -286,3 +286,17 @@ static int causal_under(const char *root, int depth) {
 }
 
 int assert_run_traces_causal_under(const char *root) { return causal_under(root, 0); }
+
+int test_pdf_pages(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s was not written", path);
+    static char buf[1 << 22];
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    int pages = 0;
+    const char *key = "/Type /Page";
+    const size_t k = strlen(key);
+    for (size_t i = 0; i + k < n; i++)
+        if (memcmp(buf + i, key, k) == 0 && buf[i + k] != 's') pages++;
+    return pages;
+}

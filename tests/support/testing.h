@@ -89,4 +89,8 @@ int assert_run_traces_causal_under(const char *root);
 /* A fresh empty directory under $TEST_TMPDIR (or /tmp); returns a static buffer. */
 const char *test_tmpdir(const char *name);
 
+/* The page count of the PDF at path: its "/Type /Page" objects (not "/Type /Pages"). The test
+ * fails naming the path when it was not written. */
+int test_pdf_pages(const char *path);
+
 #endif /* TRIDENT_TESTS_TESTING_H */

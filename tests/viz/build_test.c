@@ -66,18 +66,6 @@ static void paint_bar(cairo_t *cr, int k, int K, double cut, void *ctx) {
     viz_build_page_number(cr, k, K, 190, 12);
 }
 
-static int pdf_pages(const char *path) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    int pages = 0;
-    for (size_t i = 0; i + 11 < n; i++)
-        pages += memcmp(buf + i, "/Type /Page", 11) == 0 && buf[i + 11] != 's';
-    return pages;
-}
-
 static void a_pdf_has_k_pages_and_frames_are_numbered(void **state) {
     (void)state;
     const char *dir = test_tmpdir("build");
@@ -87,7 +75,7 @@ static void a_pdf_has_k_pages_and_frames_are_numbered(void **state) {
     viz_build_write(path, 4, 8, 200, 50, paint_bar, &r);
     assert_int_equal(r.calls, 4);
     for (int k = 1; k <= 4; k++) assert_true(r.cuts[k - 1] == 2.0 * k);
-    assert_int_equal(pdf_pages(path), 4);
+    assert_int_equal(test_pdf_pages(path), 4);
 
     r = (recorder){0};
     snprintf(path, sizeof path, "%s/frame.png", dir);

@@ -345,20 +345,6 @@ static void window_draws_part_of_the_step_and_bad_values_are_refused(void **stat
     assert_non_null(strstr(g_out, "--window A:B draws only the milliseconds [A, B) of the step"));
 }
 
-/* The "/Type /Page" objects of a PDF (not "/Type /Pages"): its page count. */
-static int pdf_pages(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("%s was not written: %s", path, g_out);
-    static char buf[1 << 22];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    int pages = 0;
-    const char *key = "/Type /Page";
-    for (size_t i = 0; i + strlen(key) < n; i++)
-        if (memcmp(buf + i, key, strlen(key)) == 0 && buf[i + strlen(key)] != 's') pages++;
-    return pages;
-}
-
 /* --build K on a run's timeline: a PDF of K pages or K numbered frames (the names in the
  * output), --title on top; bad K, a .json build or a bad title: one line, no file. */
 static void build_cuts_a_timeline_into_pages(void **state) {
@@ -373,7 +359,7 @@ static void build_cuts_a_timeline_into_pages(void **state) {
     if (render(args) != 0) fail_msg("%s", g_out);
     assert_non_null(strstr(g_out, "wrote "));
     assert_non_null(strstr(g_out, "deck.pdf (5 pages)"));
-    assert_int_equal(pdf_pages(out), 5);
+    assert_int_equal(test_pdf_pages(out), 5);
     snprintf(out, sizeof out, "%s/frame.png", base);
     snprintf(args, sizeof args, "%s -o %s --build 2", run, out);
     if (render(args) != 0) fail_msg("%s", g_out);
