@@ -101,3 +101,50 @@ void critical_path_free(critical_path *p) {
     free(p->seg);
     memset(p, 0, sizeof *p);
 }
+
+/* The op a compute segment belongs to, as one comparable key; -1 for transfer, wait, idle. */
+static long op_key(const step_graph *g, const cp_segment *s) {
+    if (s->node < 0 || s->kind >= CP_TRANSFER) return -1;
+    const viz_tl_box *b = step_graph_box(g, s->node);
+    const long stage = g->tl->rows[s->rank].pp_rank;
+    return (((long)s->kind * 4096 + (b->microbatch + 1)) * 64 + (b->chunk + 1)) * 4096 + stage;
+}
+
+/* Closes row r over seg[first .. last]: its times, ranks and (between ops) its name. */
+static void row_close(const critical_path *p, cp_row *r, int first, int last, bool op) {
+    r->first = first, r->last = last;
+    r->start = p->seg[first].start, r->end = p->seg[last].end;
+    r->inner = 0, r->nranks = 0;
+    int longest = first;
+    for (int i = first; i <= last; i++) {
+        const cp_segment *s = &p->seg[i];
+        bool seen = false;
+        for (int j = first; j < i && !seen; j++) seen = p->seg[j].rank == s->rank;
+        r->nranks += !seen;
+        if (op && (s->kind == CP_TRANSFER || s->kind == CP_WAIT)) r->inner += s->end - s->start;
+        if (s->end - s->start > p->seg[longest].end - p->seg[longest].start) longest = i;
+    }
+    const int named = op ? first : longest;
+    r->kind = p->seg[named].kind, r->node = p->seg[named].node, r->rank = p->seg[named].rank;
+}
+
+int critical_path_rows(const step_graph *g, const critical_path *p, cp_row *rows) {
+    int n = 0, open = -1, between = -1; /* the open op's first segment; the gap's first */
+    long key = -1;
+    for (int i = 0; i <= p->n; i++) {
+        const long k = i < p->n ? op_key(g, &p->seg[i]) : -2;
+        if (k == -1) { /* a transfer, wait or idle: inside the op if the op goes on after it */
+            if (between < 0) between = i;
+            continue;
+        }
+        if (open >= 0 && k == key) { /* the same op again: the gap was inside it */
+            between = -1;
+            continue;
+        }
+        const int op_end = between >= 0 ? between - 1 : i - 1;
+        if (open >= 0) row_close(p, &rows[n++], open, op_end, true);
+        if (between >= 0) row_close(p, &rows[n++], between, i - 1, false);
+        open = i < p->n ? i : -1, key = k, between = -1;
+    }
+    return n;
+}

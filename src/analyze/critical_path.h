@@ -70,4 +70,28 @@ typedef struct {
 void critical_path_find(const step_graph *g, const double *t, critical_path *out);
 void critical_path_free(critical_path *p);
 
+/* The path told as the steps a reader follows (`trident analyze`'s table). A row is one op —
+ * a forward, backward or W of one micro-batch and chunk on one pipeline stage, the optimizer,
+ * a data load — with everything inside it: the path hops between the ranks of its
+ * tensor-parallel group at every collective, and those transfers and waits stay in the row.
+ * What lies between two different ops (a p2p message, a wait for data, untraced time) is a
+ * row of its own, named by its longest segment:
+ *
+ *     segments   F0·r0 | ar | F0·r1 | ar | F0·r0 | send | idle | F0'·r2 | ...
+ *     rows       forward mb 0 on ranks 0,1 (2 transfers inside) | send | forward mb 0 on 2 ...
+ *
+ * The rows cover the segments in order, so their lengths add up to the step too. */
+typedef struct {
+    int first, last;   /* the segments seg[first .. last] */
+    cp_kind kind;      /* the op's kind; between ops, the kind of the longest segment */
+    int node;          /* the op's first compute node, or the longest segment's (-1: lead-in) */
+    int rank;          /* the rank of that node's segment */
+    int nranks;        /* distinct ranks the row's segments are on */
+    double start, end; /* seconds */
+    double inner;      /* transfer and wait inside an op's row */
+} cp_row;
+
+/* Fills rows (capacity p->n) and returns how many. */
+int critical_path_rows(const step_graph *g, const critical_path *p, cp_row *rows);
+
 #endif /* TRIDENT_ANALYZE_CRITICAL_PATH_H */

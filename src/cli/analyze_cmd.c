@@ -38,6 +38,7 @@
 #include "src/core/check.h"
 #include "src/core/flags.h"
 #include "src/core/json.h"
+#include "src/pp/schedule.h"
 #include "src/trace/replay.h"
 #include "src/trace/trace.h"
 #include "viz/run_pictures.h"
@@ -73,6 +74,7 @@ static const char *k_usage =
 typedef struct {
     char dir[512];
     viz_run_views views;
+    const trace_run *run; /* the view analysed: views.wall or views.replay */
     step_graph g;
     double *t; /* (2·g.n) recorded point times */
     critical_path path;
@@ -90,7 +92,7 @@ typedef struct {
 
 typedef struct {
     int step;
-    bool replay;
+    bool replay, full_path;
     const char *what_if, *schedule;
     int v;
 } analyze_request;
@@ -126,7 +128,7 @@ static void analyze_run(analysis *a, const char *dir, const analyze_request *rq)
     while (len > 1 && a->dir[len - 1] == '/') a->dir[--len] = 0;
     if (!viz_run_load(dir, true, &a->views, err, sizeof err)) die(WHO ": %s", err);
     if (replay && !a->views.replay) die(WHO ": %s: %s", a->dir, a->views.replay_err);
-    const trace_run *run = replay ? a->views.replay : a->views.wall;
+    const trace_run *run = a->run = replay ? a->views.replay : a->views.wall;
     if (!step_graph_build(run, step, &a->g, err, sizeof err)) die(WHO ": %s", err);
     parse_factors(a, rq->what_if);
     if (rq->schedule) {
@@ -172,7 +174,26 @@ static const char *segment_op(const step_graph *g, const cp_segment *s) {
     return b->op[0] ? b->op : viz_tl_kind_name(b->kind);
 }
 
-static void print_path(FILE *out, const analysis *a) {
+/* The micro-batch of a node's box: its own, or a pipeline message's, read from its tag. */
+static int node_mb(const analysis *a, int node) {
+    const viz_tl_box *b = node >= 0 ? step_graph_box(&a->g, node) : NULL;
+    if (!b) return -1;
+    if (b->microbatch >= 0 || (b->kind != VIZ_TL_SEND && b->kind != VIZ_TL_RECV))
+        return b->microbatch;
+    const int rank = a->g.nodes[node].rank;
+    const trace_event *e = trace_file_event(a->run->ranks[rank], (size_t)b->event);
+    return e->tag >= 0 ? pp_tag_microbatch(e->tag, a->g.tl->pp * a->g.tl->vpp) : -1;
+}
+
+/* A table cell of an index: the number, or "-" where it does not apply. */
+static const char *cell(char *buf, size_t cap, int v) {
+    if (v < 0) snprintf(buf, cap, "-");
+    else snprintf(buf, cap, "%d", v);
+    return buf;
+}
+
+/* The full path, every segment (--full-path). */
+static void print_segments(FILE *out, const analysis *a) {
     const critical_path *p = &a->path;
     fprintf(out, "critical path: %d segments, %.3f ms = the step\n", p->n, 1e3 * p->total);
     fprintf(out, "  %4s  %-9s  %-24s %4s %5s %9s %7s\n", "rank", "kind", "op", "mb", "chunk", "ms",
@@ -181,10 +202,62 @@ static void print_path(FILE *out, const analysis *a) {
         const cp_segment *s = &p->seg[i];
         const viz_tl_box *b = s->node >= 0 ? step_graph_box(&a->g, s->node) : NULL;
         const double d = s->end - s->start;
-        fprintf(out, "  %4d  %-9s  %-24.24s %4d %5d %9.3f %6.1f%%\n", s->rank,
-                cp_kind_name(s->kind), segment_op(&a->g, s), b ? b->microbatch : -1,
-                b ? b->chunk : -1, 1e3 * d, p->total > 0 ? 100 * d / p->total : 0);
+        char mb[16], ch[16];
+        fprintf(out, "  %4d  %-9s  %-24.24s %4s %5s %9.3f %6.1f%%\n", s->rank,
+                cp_kind_name(s->kind), segment_op(&a->g, s),
+                cell(mb, sizeof mb, node_mb(a, s->node)), cell(ch, sizeof ch, b ? b->chunk : -1),
+                1e3 * d, p->total > 0 ? 100 * d / p->total : 0);
     }
+}
+
+/* The ranks a row's segments are on, in order of appearance: "4", "0,1", "0,1,2,…". */
+static void row_ranks(const critical_path *p, const cp_row *r, char *buf, size_t cap) {
+    int seen[4], n = 0;
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = r->first; i <= r->last; i++) {
+        const int k = p->seg[i].rank;
+        bool dup = false;
+        for (int j = 0; j < n && j < 4; j++) dup |= seen[j] == k;
+        if (dup) continue;
+        if (n == 3) {
+            snprintf(buf + len, cap - len, ",…");
+            return;
+        }
+        seen[n++] = k;
+        len += (size_t)snprintf(buf + len, cap - len, n > 1 ? ",%d" : "%d", k);
+        if (len >= cap) return;
+    }
+}
+
+/* The path as ops (critical_path_rows): an op's tensor-parallel hops and collectives inside
+ * its row ("ranks 0+1", "inside" = their transfer and wait). */
+static void print_path(FILE *out, const analysis *a, bool full) {
+    if (full) return print_segments(out, a);
+    const critical_path *p = &a->path;
+    cp_row *rows = mallocCheck(((size_t)p->n + 1) * sizeof *rows);
+    const int n = critical_path_rows(&a->g, p, rows);
+    fprintf(out,
+            "critical path: %d ops and gaps (%d segments; --full-path lists them), %.3f ms = the "
+            "step\n",
+            n, p->n, 1e3 * p->total);
+    fprintf(out, "  %-6s  %-9s  %-24s %4s %5s %9s %9s %7s\n", "ranks", "kind", "op", "mb", "chunk",
+            "ms", "inside", "share");
+    for (int i = 0; i < n; i++) {
+        const cp_row *r = &rows[i];
+        const cp_segment s = {r->node, r->rank, r->kind, r->start, r->end};
+        const viz_tl_box *b = r->node >= 0 ? step_graph_box(&a->g, r->node) : NULL;
+        const double d = r->end - r->start;
+        char who[16], mb[16], ch[16], in[16];
+        row_ranks(p, r, who, sizeof who);
+        if (r->inner > 0) snprintf(in, sizeof in, "%.3f", 1e3 * r->inner);
+        else snprintf(in, sizeof in, "-");
+        fprintf(out, "  %-6s  %-9s  %-24.24s %4s %5s %9.3f %9s %6.1f%%\n", who,
+                cp_kind_name(r->kind), segment_op(&a->g, &s),
+                cell(mb, sizeof mb, node_mb(a, r->node)), cell(ch, sizeof ch, b ? b->chunk : -1),
+                1e3 * d, in, p->total > 0 ? 100 * d / p->total : 0);
+    }
+    free(rows);
 }
 
 static void print_by_kind(FILE *out, const char *lead, const critical_path *p) {
@@ -254,11 +327,11 @@ static void print_replan(FILE *out, const analysis *a) {
         r->weight_assumed ? "; W taken as half of each backward (the run did not split it)" : "");
 }
 
-static void print_text(FILE *out, const analysis *a, bool replay) {
+static void print_text(FILE *out, const analysis *a, bool replay, bool full) {
     fprintf(out, "%s — step %d, %s: %.3f ms (%s, p=%d, m=%d, v=%d, %d ranks)\n", a->dir, a->g.step,
             replay ? TRACE_REPLAY_LABEL : "wall clock", 1e3 * a->g.t_end, a->g.tl->schedule,
             a->g.tl->pp, a->g.tl->num_microbatches, a->g.tl->vpp, a->g.tl->nrows);
-    print_path(out, a);
+    print_path(out, a, full);
     print_by_kind(out, "by kind:", &a->path);
     print_causes(out, a);
     print_what_if(out, a);
@@ -290,7 +363,7 @@ static void json_path(json_writer *w, const analysis *a) {
         json_field_int(w, "rank", s->rank);
         json_field_string(w, "kind", cp_kind_name(s->kind));
         json_field_string(w, "op", segment_op(&a->g, s));
-        json_field_int(w, "mb", b ? b->microbatch : -1);
+        json_field_int(w, "mb", node_mb(a, s->node));
         json_field_int(w, "chunk", b ? b->chunk : -1);
         json_field_double(w, "start_ms", "%.6f", 1e3 * s->start);
         json_field_double(w, "ms", "%.6f", 1e3 * (s->end - s->start));
@@ -398,6 +471,10 @@ int cmd_analyze(int argc, char **argv) {
         {"--step", FLAG_INT, &rq.step, "the step to explain (-1: the last complete one)", NULL},
         {"--replay", FLAG_BOOL, &rq.replay,
          "explain the step re-timed as if each rank had its own core (default: wall clock)", NULL},
+        {"--full-path", FLAG_BOOL, &rq.full_path,
+         "list every segment of the critical path (default: one row per op, its collectives "
+         "inside)",
+         NULL},
         {"--what-if", FLAG_STRING, &rq.what_if,
          "NAME=FACTOR[,...]: re-time the step with costs scaled (p2p=0, backward=0.5, stage:1=2)",
          NULL},
@@ -448,7 +525,7 @@ int cmd_analyze(int argc, char **argv) {
     } else {
         for (int i = 0; i < ndirs; i++) {
             if (i > 0) printf("\n");
-            print_text(stdout, &runs[i], rq.replay);
+            print_text(stdout, &runs[i], rq.replay, rq.full_path);
         }
     }
     for (int i = 0; i < ndirs; i++) analysis_free(&runs[i]);

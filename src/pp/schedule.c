@@ -184,6 +184,8 @@ int pp_tag(pp_dir dir, int mb, int dst_stage, int nstages) {
     return (mb * nstages + dst_stage) * 2 + (int)dir;
 }
 
+int pp_tag_microbatch(int tag, int nstages) { return tag / 2 / nstages; }
+
 int pp_tag_count(const pp_config *cfg) { return 2 * cfg->m * cfg->p * cfg->v; }
 
 pp_action pp_action_make(const pp_config *cfg, int rank, pp_op op, int mb, int chunk) {

@@ -182,6 +182,8 @@ int pp_warmup(const pp_config *cfg, int rank);
 /* Tag of the message of direction dir for micro-batch mb arriving at virtual stage
  * dst_stage, with S = nstages virtual stages: (mb·S + dst_stage)·2 + dir. */
 int pp_tag(pp_dir dir, int mb, int dst_stage, int nstages);
+/* The micro-batch of a message's tag, read back (pp_tag's inverse): tag / 2 / nstages. */
+int pp_tag_microbatch(int tag, int nstages);
 /* Number of distinct tags of a configuration, 2·m·p·v (all tags are below it). */
 int pp_tag_count(const pp_config *cfg);
 

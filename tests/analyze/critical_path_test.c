@@ -80,10 +80,71 @@ static void a_wait_beyond_its_sender_is_a_wait_segment(void **state) {
     step_graph_free(&g);
 }
 
+/* The table's rows: ops, and the gaps between them, in the path's order; they cover the
+ * segments without a hole, so they add up to the step. The chain's 10 segments are 9 rows:
+ * F0·r0 | recv | F0·r1 | B0·r1 | send+recv | F1·r1 | B1·r1 | recv | B1·r0. */
+static void rows_are_the_ops_and_the_gaps_between_them(void **state) {
+    (void)state;
+    step_graph g;
+    double *t;
+    build("critical_path_rows", &g, &t);
+    critical_path p;
+    critical_path_find(&g, t, &p);
+    cp_row *rows = malloc((size_t)p.n * sizeof *rows);
+    const int n = critical_path_rows(&g, &p, rows);
+    static const cp_kind want[] = {CP_FORWARD, CP_TRANSFER, CP_FORWARD,  CP_BACKWARD, CP_TRANSFER,
+                                   CP_FORWARD, CP_BACKWARD, CP_TRANSFER, CP_BACKWARD};
+    assert_int_equal(n, 9);
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(rows[i].kind, want[i]);
+        assert_int_equal(rows[i].first, i == 0 ? 0 : rows[i - 1].last + 1);
+        assert_true(rows[i].inner == 0); /* no collective inside an op here */
+        sum += rows[i].end - rows[i].start;
+    }
+    assert_int_equal(rows[n - 1].last, p.n - 1);
+    assert_int_equal(rows[4].last - rows[4].first, 1); /* the send and the receive: one gap */
+    assert_true(fabs(sum - p.total) < 1e-12);
+    free(rows);
+    critical_path_free(&p);
+    free(t);
+    step_graph_free(&g);
+}
+
+/* A path that leaves an op for a transfer and comes back to it (a tensor-parallel collective
+ * inside a forward) is one row, the transfer counted inside it. */
+static void an_op_interrupted_by_a_transfer_is_one_row(void **state) {
+    (void)state;
+    step_graph g;
+    double *t;
+    build("critical_path_inner", &g, &t);
+    int f = -1, x = -1;
+    for (int i = 0; i < g.n; i++) {
+        const viz_tl_box *b = step_graph_box(&g, i);
+        if (f < 0 && g.nodes[i].rank == 0 && b && b->kind == VIZ_TL_FORWARD) f = i;
+        if (x < 0 && g.nodes[i].cls == VIZ_TC_TRANSFER) x = i;
+    }
+    assert_true(f >= 0 && x >= 0);
+    cp_segment seg[3] = {{f, 0, CP_FORWARD, 0, 1e-3},
+                         {x, g.nodes[x].rank, CP_TRANSFER, 1e-3, 1.5e-3},
+                         {f, 0, CP_FORWARD, 1.5e-3, 2e-3}};
+    critical_path p = {.n = 3, .seg = seg, .total = 2e-3};
+    cp_row rows[3];
+    assert_int_equal(critical_path_rows(&g, &p, rows), 1);
+    assert_int_equal(rows[0].kind, CP_FORWARD);
+    assert_int_equal(rows[0].last, 2);
+    assert_true(fabs(rows[0].inner - 0.5e-3) < 1e-15);
+    assert_int_equal(rows[0].nranks, g.nodes[x].rank == 0 ? 1 : 2);
+    free(t);
+    step_graph_free(&g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_known_chain_across_both_ranks),
         cmocka_unit_test(a_wait_beyond_its_sender_is_a_wait_segment),
+        cmocka_unit_test(rows_are_the_ops_and_the_gaps_between_them),
+        cmocka_unit_test(an_op_interrupted_by_a_transfer_is_one_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
