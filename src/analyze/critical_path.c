@@ -101,3 +101,11 @@ void critical_path_free(critical_path *p) {
     free(p->seg);
     memset(p, 0, sizeof *p);
 }
+
+viz_tl_path_seg *critical_path_overlay(const critical_path *p) {
+    viz_tl_path_seg *out = callocCheck((size_t)p->n + 1, sizeof *out);
+    for (int i = 0; i < p->n; i++)
+        out[i] = (viz_tl_path_seg){p->seg[i].rank, p->seg[i].start, p->seg[i].end,
+                                   p->seg[i].kind == CP_IDLE};
+    return out;
+}

@@ -70,4 +70,9 @@ typedef struct {
 void critical_path_find(const step_graph *g, const double *t, critical_path *out);
 void critical_path_free(critical_path *p);
 
+/* The path as the segments a timeline picture outlines (viz_tl_overlay, viz/timeline.h):
+ * (p->n, at least one slot) malloc'd, in time order, one per segment, idle ones marked
+ * (`trident render --critical-path`). */
+viz_tl_path_seg *critical_path_overlay(const critical_path *p);
+
 #endif /* TRIDENT_ANALYZE_CRITICAL_PATH_H */
