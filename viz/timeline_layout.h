@@ -7,6 +7,8 @@
  *   phase strip   | warmup | steady | cooldown |             (PHASE_H)
  *   compute lane  [F0][F1]..[B0]      [B1]                   (LANE_H)  labels = micro-batch;
  *                          ///            blank = idle, wait/transfer inside a box painted over
+ *   ideal lane    [F0][F1][B0]  [B1]                      (only with an overlay's ideal rows:
+ *                                                            timeline_overlay.h, --ideal)
  *   comm lane     ////wait////[xfer]   [all-reduce]          (COMM_H)
  *   stream lane         [grads b7][grads b6] [b5]           (STREAM_H, only when some rank ran
  *                                                            collectives on its communication
