@@ -93,8 +93,8 @@ static const char *k_usage =
     "virtual stage and its mean p2p transfer, measured in the view drawn, from the step's start\n"
     "on the same axis: where the measured row departs from it is what the plan does not\n"
     "explain. --critical-path outlines the step's critical path (trident analyze) in bold and\n"
-    "draws only its arrows, where it moves from one rank to another. Pictures of\n"
-    "pipeline-parallel runs only (--ideal needs pp >= 2).\n"
+    "draws only its arrows, where it moves from one rank to another. Both for pictures only\n"
+    "(.png .svg .pdf); --ideal needs a pipeline-parallel run (pp >= 2).\n"
     "--metrics draws, from each RUN_DIR/metrics.jsonl, training loss and held-out loss, learning\n"
     "rate, gradient norm and tokens/s against the step, one panel each, the runs overlaid and\n"
     "labelled with their layout (tp x pp x dp, schedule, ZeRO, from RUN_DIR/config.json): runs of\n"
@@ -204,6 +204,8 @@ static void overlay_ideal(const panels *p, int i, const viz_timeline *tl, overla
              pp_kind_name(sc->cfg.kind), sc->cfg.p, sc->cfg.m, sc->cfg.v, 1e3 * sc->forward_mean,
              sc->nweight ? "B" : "backward", 1e3 * (sc->whole_mean - sc->weight_mean), w,
              1e3 * sc->latency, 1e3 * plan.sim.makespan, 1e3 * tl->duration);
+    printf("%s: ideal (%s with this run's own costs) %.3f ms, measured step %.3f ms\n", p->names[i],
+           pp_kind_name(sc->cfg.kind), 1e3 * plan.sim.makespan, 1e3 * tl->duration);
     ideal_plan_free(&plan);
 }
 
@@ -227,6 +229,8 @@ static void overlay_path(const panels *p, int i, const viz_timeline *tl, overlay
              "%scritical path (bold outlines, arrows where it changes rank): %.2f ms in %d "
              "segments, %d hops",
              len ? " · " : "", 1e3 * cp.total, cp.n, hops);
+    printf("%s: critical path %.3f ms in %d segments, %d hops between ranks\n", p->names[i],
+           1e3 * cp.total, cp.n, hops);
     critical_path_free(&cp);
     free(t);
     step_graph_free(&g);
