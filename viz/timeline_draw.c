@@ -323,8 +323,16 @@ static void draw_path(cairo_t *cr, const viz_tl_panel_layout *P) {
             cairo_line_to(cr, r->x + r->w, r->y + r->h - lw / 2);
             cairo_stroke(cr);
             cairo_set_dash(cr, NULL, 0, 0);
-        } else {
-            cairo_rectangle(cr, r->x + lw / 2, r->y + lw / 2, fmax(r->w - lw, 0.5), r->h - lw);
+        } else { /* top, bottom, and the sides that are the segment's own ends */
+            const double x0 = r->x + lw / 2, x1 = r->x + fmax(r->w - lw / 2, lw / 2 + 0.5);
+            const double y0 = r->y + lw / 2, y1 = r->y + r->h - lw / 2;
+            const double xa = r->cut_left ? r->x : x0, xb = r->cut_right ? r->x + r->w : x1;
+            cairo_move_to(cr, xa, y0);
+            cairo_line_to(cr, xb, y0);
+            cairo_move_to(cr, xa, y1);
+            cairo_line_to(cr, xb, y1);
+            if (!r->cut_left) cairo_move_to(cr, x0, y0), cairo_line_to(cr, x0, y1);
+            if (!r->cut_right) cairo_move_to(cr, x1, y0), cairo_line_to(cr, x1, y1);
             cairo_stroke(cr);
         }
     }

@@ -111,8 +111,9 @@ typedef struct {
 /* A critical-path segment on the page: its rectangle on the rank's compute lane. */
 typedef struct {
     double x, y, w, h;
-    bool idle;   /* untraced time or the lead-in: drawn as a line under the lane */
-    bool hidden; /* outside the window */
+    bool idle;                /* untraced time or the lead-in: drawn as a line under the lane */
+    bool hidden;              /* outside the window */
+    bool cut_left, cut_right; /* crossing the window's start or end: no side drawn there */
 } viz_tl_path_rect;
 
 typedef struct {

@@ -62,9 +62,14 @@ void viz_tl_overlay_path(const viz_tl_layout *L, viz_tl_panel_layout *P) {
         CHECK(R != NULL, "a critical-path segment on a rank the timeline does not have");
         viz_tl_path_rect *r = &P->path[P->npath++];
         const double a = viz_tl_shown(L, s->start), b = viz_tl_shown(L, s->end);
-        *r = (viz_tl_path_rect){
-            viz_tl_x(L, a), R->lane_y, (b - a) * L->px_per_s,
-            R->lane_h,      s->idle,   L->windowed && (s->end <= L->t0 || s->start >= L->t1)};
+        *r = (viz_tl_path_rect){.x = viz_tl_x(L, a),
+                                .y = R->lane_y,
+                                .w = (b - a) * L->px_per_s,
+                                .h = R->lane_h,
+                                .idle = s->idle,
+                                .hidden = L->windowed && (s->end <= L->t0 || s->start >= L->t1),
+                                .cut_left = L->windowed && s->start < L->t0,
+                                .cut_right = L->windowed && s->end > L->t1};
         if (i + 1 == o->npath || o->path[i + 1].rank == s->rank) continue;
         const viz_tl_path_seg *n = &o->path[i + 1];
         const viz_tl_row_layout *D = row_of(P, n->rank);

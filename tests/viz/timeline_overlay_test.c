@@ -142,6 +142,8 @@ static void a_window_hides_what_lies_outside(void **state) {
     assert_true(near(R0->ideal_boxes[1].x + R0->ideal_boxes[1].w, L.plot_x + L.plot_w));
     assert_false(P->path[0].hidden);
     assert_true(near(P->path[0].x, L.plot_x)); /* clipped at the window's start */
+    assert_true(P->path[0].cut_left && !P->path[0].cut_right);
+    assert_true(P->path[1].cut_right && !P->path[1].cut_left); /* rank 1's [1, 3] ms */
     assert_true(P->path[2].hidden && P->path[3].hidden);
     assert_int_equal(P->nhops, 1);
     viz_tl_layout_free(&L);
