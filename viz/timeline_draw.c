@@ -254,19 +254,11 @@ static void draw_ideal_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_pan
         const viz_rgb ink = viz_tl_box_color(b->kind, b->chunk);
         const viz_rgb fill = viz_shade(ink, VIZ_TL_IDEAL_LIGHTEN);
         const double w = B->w < 1 ? 1 : B->w;
-        cairo_rectangle(cr, B->x, y, w, h);
-        viz_set_rgb(cr, fill);
-        cairo_fill(cr);
+        viz_box_pale(cr, B->x, y, w, h, ink, VIZ_TL_IDEAL_LIGHTEN);
         if (viz_tl_chunk_hatched(b->chunk)) viz_hatch(cr, B->x, y, w, h, viz_shade(ink, 0.3), 4);
-        if (w >= 2) {
-            cairo_set_line_width(cr, 1);
-            cairo_rectangle(cr, B->x + 0.5, y + 0.5, w - 1, h - 1);
-            viz_set_rgb(cr, ink);
-            cairo_stroke(cr);
-        }
         if (B->label_shown)
             viz_text_on_fill(cr, B->label_x, y + h / 2 + 2.5 * ts, VIZ_TL_IDEAL_LABEL_SIZE, false,
-                             VIZ_CENTER, fill, viz_tl_chunk_hatched(b->chunk), B->label);
+                             VIZ_CENTER, fill, true, B->label); /* on a plate: patterns */
     }
 }
 
@@ -405,12 +397,7 @@ static void legend_swatch(cairo_t *cr, const viz_tl_legend_item *it, double size
         cairo_stroke(cr);
         break;
     case VIZ_TL_SW_IDEAL:
-        cairo_rectangle(cr, x, y - size * 0.75, size, size * 0.6);
-        viz_set_rgb(cr, viz_shade(VIZ_FORWARD, VIZ_TL_IDEAL_LIGHTEN));
-        cairo_fill_preserve(cr);
-        cairo_set_line_width(cr, 1);
-        viz_set_rgb(cr, VIZ_FORWARD);
-        cairo_stroke(cr);
+        viz_box_pale(cr, x, y - size * 0.75, size, size * 0.6, VIZ_FORWARD, VIZ_TL_IDEAL_LIGHTEN);
         break;
     case VIZ_TL_SW_PATH:
         viz_box(cr, x, y - size, size, size, VIZ_FORWARD);

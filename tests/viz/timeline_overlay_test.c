@@ -191,8 +191,9 @@ static void drawn_in_both_themes(void **state) {
         assert_int_equal(cairo_surface_status(s), CAIRO_STATUS_SUCCESS);
         const viz_tl_panel_layout *P = &L.panels[0];
         const viz_tl_row_layout *R0 = row_of(P, 0);
-        const viz_tl_box_layout *B = &R0->ideal_boxes[1]; /* ideal B0 of rank 0, 2..4 ms */
-        const viz_rgb bw = viz_tl_box_color(VIZ_TL_BACKWARD, 0);
+        /* ideal F0 of rank 0, 0..1 ms (a forward: no slides pattern over its fill) */
+        const viz_tl_box_layout *B = &R0->ideal_boxes[0];
+        const viz_rgb bw = viz_tl_box_color(VIZ_TL_FORWARD, 0);
         expect_near(pixel(s, B->x + B->w * 0.2, R0->ideal_y + R0->ideal_h * 0.3),
                     rgb_of(viz_shade(bw, VIZ_TL_IDEAL_LIGHTEN)), "ideal box");
         /* outlined in the kind's colour: its edge is darker than its inside (anti-aliased) */
