@@ -256,11 +256,12 @@ void viz_line_width(cairo_t *cr, double width) {
 
 static bool same_rgb(viz_rgb a, viz_rgb b) { return a.r == b.r && a.g == b.g && a.b == b.b; }
 
-/* Slides: the pattern that tells a kind apart in grey scale (see viz_theme). */
-static void kind_pattern(cairo_t *cr, double x, double y, double w, double h, viz_rgb fill) {
+/* Slides: the pattern that tells a kind (its palette colour `fill`) apart in grey scale (see
+ * viz_theme), drawn in `ink`. */
+static void kind_pattern(cairo_t *cr, double x, double y, double w, double h, viz_rgb fill,
+                         viz_rgb ink) {
     const viz_theme *t = g_theme;
     if (!t->patterns || w < 6 || h < 6) return;
-    viz_rgb ink = viz_shade(fill, -0.55);
     bool diag = same_rgb(fill, t->backward) || same_rgb(fill, t->weight);
     bool back = same_rgb(fill, t->weight) || same_rgb(fill, t->p2p);
     if (diag) viz_hatch(cr, x, y, w, h, ink, 7);
@@ -291,13 +292,25 @@ void viz_box(cairo_t *cr, double x, double y, double w, double h, viz_rgb fill) 
     viz_set_rgb(cr, fill);
     if (g_theme->patterns) {
         cairo_fill(cr);
-        kind_pattern(cr, x, y, w, h, fill);
+        kind_pattern(cr, x, y, w, h, fill, viz_shade(fill, -0.55));
         cairo_rectangle(cr, x, y, w, h);
     } else {
         cairo_fill_preserve(cr);
     }
     viz_set_rgb(cr, viz_shade(fill, -0.35));
     viz_line_width(cr, w > 3 && h > 3 ? 0.8 : 0.3);
+    cairo_stroke(cr);
+}
+
+void viz_box_pale(cairo_t *cr, double x, double y, double w, double h, viz_rgb fill, double t) {
+    cairo_rectangle(cr, x, y, w, h);
+    viz_set_rgb(cr, viz_shade(fill, t));
+    cairo_fill(cr);
+    kind_pattern(cr, x, y, w, h, fill, viz_shade(fill, t / 3));
+    if (w < 2 || h < 2) return;
+    cairo_rectangle(cr, x + 0.5, y + 0.5, w - 1, h - 1);
+    viz_set_rgb(cr, fill);
+    viz_line_width(cr, 1);
     cairo_stroke(cr);
 }
 

@@ -122,6 +122,9 @@ void viz_line_width(cairo_t *cr, double width);
 void viz_set_rgb(cairo_t *cr, viz_rgb c);
 /* A filled rectangle with a thin darker outline. */
 void viz_box(cairo_t *cr, double x, double y, double w, double h, viz_rgb fill);
+/* Its pale twin (a plan drawn under what was measured): filled with fill lightened by t
+ * (viz_shade), the slides' kind pattern lightened too, outlined in fill itself. */
+void viz_box_pale(cairo_t *cr, double x, double y, double w, double h, viz_rgb fill, double t);
 /* Diagonal hatching inside a rectangle (distinguishes model chunks without colour). */
 void viz_hatch(cairo_t *cr, double x, double y, double w, double h, viz_rgb ink, double gap);
 

@@ -147,6 +147,26 @@ typedef struct {
     double t0, t1;
 } viz_tl_window;
 
+/* What a picture can lay over a measured timeline (`trident render --ideal --critical-path`;
+ * the producers are in src/analyze, the drawer only paints this data):
+ *
+ *   ideal   a second timeline whose rows[k] is drawn, thinner and pale, under rank k's row:
+ *           the schedule's plan with the run's own costs, on the same time axis;
+ *   path    the critical path as segments (rank, start, end) in time order: each one
+ *           outlined on its rank's compute lane, and an arrow where the path changes rank. */
+typedef struct {
+    int rank;          /* the row the segment lies on */
+    double start, end; /* seconds, on the timeline's clock */
+    bool idle;         /* untraced time or the lead-in: underlined, not outlined */
+} viz_tl_path_seg;
+
+typedef struct {
+    const viz_timeline *ideal;   /* NULL: no ideal rows; else as many rows as the panel */
+    const viz_tl_path_seg *path; /* (npath) NULL: no critical path */
+    int npath;
+    char caption[512]; /* one line under the panel's note saying what they are */
+} viz_tl_overlay;
+
 /* A timeline with tp*pp*dp empty rows. Coordinates default to Megatron's order (tp fastest,
  * then dp, then pp: rank = tp_rank + tp * (dp_rank + dp * pp_rank)); change them with
  * viz_timeline_set_coords() when the producer knows better. vpp >= 1. */

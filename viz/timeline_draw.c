@@ -7,6 +7,7 @@
 
 #include "viz/build.h"
 #include "viz/timeline_layout.h"
+#include "viz/timeline_overlay.h"
 
 static const viz_rgb DATA_RGB = {0.55, 0.36, 0.30}, EVAL_RGB = {0.50, 0.50, 0.50};
 /* The messages of MoE and context parallelism: dark enough for white byte counts, and of hues
@@ -18,6 +19,10 @@ static const viz_rgb MUTED = {0.40, 0.40, 0.44};
 const viz_rgb VIZ_TL_TRANSFER_RGB = {0.33, 0.35, 0.42};
 const viz_rgb VIZ_TL_WAIT_RGB = {0.98, 0.91, 0.86};
 static const viz_rgb WAIT_INK = {0.84, 0.42, 0.30};
+/* The overlays (viz_tl_overlay): the critical path's outlines and hops in black (grey-scale
+ * safe, and no kind's colour); the ideal boxes in their kind's colour, this much lighter. */
+const viz_rgb VIZ_TL_PATH_RGB = {0, 0, 0};
+const double VIZ_TL_IDEAL_LIGHTEN = 0.6;
 
 /* The wait pattern: pale fill, sparse hatching. */
 static void wait_fill(cairo_t *cr, double x, double y, double w, double h) {
@@ -228,8 +233,37 @@ static void draw_memory(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_
     viz_text(cr, xr, R->mem_y + R->mem_h - 5, 8.5, false, VIZ_LEFT, VIZ_MEMORY, R->mem_text);
 }
 
+/* The ideal row under the compute lane (--ideal): "ideal" at the left, the plan's boxes pale
+ * and outlined in their kind's colour, odd chunks hatched lightly, micro-batches where they
+ * fit. */
+static void draw_ideal_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
+                           const viz_tl_row_layout *R) {
+    if (!(R->ideal_h > 0 && R->ideal_boxes)) return;
+    const double ts = viz_theme_current()->text_scale, y = R->ideal_y, h = R->ideal_h;
+    viz_text(cr, L->plot_x - 8, y + h / 2 + 2.7 * ts, 7.5, true, VIZ_RIGHT, MUTED, "ideal");
+    cairo_set_line_width(cr, 0.5);
+    viz_set_rgb(cr, viz_shade(VIZ_GRID, 0.2));
+    cairo_move_to(cr, L->plot_x, y + h - 0.25);
+    cairo_line_to(cr, viz_tl_x(L, P->t_end), y + h - 0.25);
+    cairo_stroke(cr);
+    const viz_tl_row *row = &P->overlay->ideal->rows[R->rank];
+    for (int i = 0; i < row->nboxes; i++) {
+        const viz_tl_box *b = &row->boxes[i];
+        const viz_tl_box_layout *B = &R->ideal_boxes[i];
+        if (B->hidden) continue;
+        const viz_rgb ink = viz_tl_box_color(b->kind, b->chunk);
+        const viz_rgb fill = viz_shade(ink, VIZ_TL_IDEAL_LIGHTEN);
+        const double w = B->w < 1 ? 1 : B->w;
+        viz_box_pale(cr, B->x, y, w, h, ink, VIZ_TL_IDEAL_LIGHTEN);
+        if (viz_tl_chunk_hatched(b->chunk)) viz_hatch(cr, B->x, y, w, h, viz_shade(ink, 0.3), 4);
+        if (B->label_shown)
+            viz_text_on_fill(cr, B->label_x, y + h / 2 + 2.5 * ts, VIZ_TL_IDEAL_LABEL_SIZE, false,
+                             VIZ_CENTER, fill, true, B->label); /* on a plate: patterns */
+    }
+}
+
 /* One row, back to front: labels, phase strip, baseline, boxes, time classes painted over,
- * outlines, labels, memory curve. */
+ * outlines, labels, memory curve, the ideal row. */
 static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P,
                      const viz_tl_row_layout *R) {
     const viz_tl_row *row = &P->tl->rows[R->rank];
@@ -241,22 +275,60 @@ static void draw_row(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_lay
     draw_box_outlines(cr, row, R);
     draw_box_labels(cr, row, R);
     draw_memory(cr, L, P, R);
+    draw_ideal_row(cr, L, P, R);
 }
 
-static void draw_arrow(cairo_t *cr, const viz_tl_arrow *a) {
+/* An arrow from (x1, y1) to (x2, y2) in the current source colour, `width` thick. */
+static void draw_arrow_in(cairo_t *cr, const viz_tl_arrow *a, double width) {
     double dx = a->x2 - a->x1, dy = a->y2 - a->y1, len = sqrt(dx * dx + dy * dy);
     if (len < 1) return;
-    cairo_set_source_rgba(cr, 0.15, 0.15, 0.2, 0.55);
-    cairo_set_line_width(cr, 0.8);
+    cairo_set_line_width(cr, width);
     cairo_move_to(cr, a->x1, a->y1);
     cairo_line_to(cr, a->x2, a->y2);
     cairo_stroke(cr);
-    double ux = dx / len, uy = dy / len, s = 5;
+    double ux = dx / len, uy = dy / len, s = 4 + width;
     cairo_move_to(cr, a->x2, a->y2);
     cairo_line_to(cr, a->x2 - s * ux - 0.5 * s * uy, a->y2 - s * uy + 0.5 * s * ux);
     cairo_line_to(cr, a->x2 - s * ux + 0.5 * s * uy, a->y2 - s * uy - 0.5 * s * ux);
     cairo_close_path(cr);
     cairo_fill(cr);
+}
+
+static void draw_arrow(cairo_t *cr, const viz_tl_arrow *a) {
+    cairo_set_source_rgba(cr, 0.15, 0.15, 0.2, 0.55);
+    draw_arrow_in(cr, a, 0.8);
+}
+
+/* The critical path (--critical-path): a bold outline around each segment on its compute
+ * lane (untraced time and the lead-in: a bold line under the lane), and its hops. */
+static void draw_path(cairo_t *cr, const viz_tl_panel_layout *P) {
+    const double lw = 2.4 * viz_theme_current()->line_scale;
+    viz_set_rgb(cr, VIZ_TL_PATH_RGB);
+    for (int i = 0; i < P->npath; i++) {
+        const viz_tl_path_rect *r = &P->path[i];
+        if (r->hidden || r->w <= 0) continue;
+        cairo_set_line_width(cr, lw);
+        if (r->idle) {
+            const double dash = 3;
+            cairo_set_dash(cr, &dash, 1, 0);
+            cairo_move_to(cr, r->x, r->y + r->h - lw / 2);
+            cairo_line_to(cr, r->x + r->w, r->y + r->h - lw / 2);
+            cairo_stroke(cr);
+            cairo_set_dash(cr, NULL, 0, 0);
+        } else { /* top, bottom, and the sides that are the segment's own ends */
+            const double x0 = r->x + lw / 2, x1 = r->x + fmax(r->w - lw / 2, lw / 2 + 0.5);
+            const double y0 = r->y + lw / 2, y1 = r->y + r->h - lw / 2;
+            const double xa = r->cut_left ? r->x : x0, xb = r->cut_right ? r->x + r->w : x1;
+            cairo_move_to(cr, xa, y0);
+            cairo_line_to(cr, xb, y0);
+            cairo_move_to(cr, xa, y1);
+            cairo_line_to(cr, xb, y1);
+            if (!r->cut_left) cairo_move_to(cr, x0, y0), cairo_line_to(cr, x0, y1);
+            if (!r->cut_right) cairo_move_to(cr, x1, y0), cairo_line_to(cr, x1, y1);
+            cairo_stroke(cr);
+        }
+    }
+    for (int i = 0; i < P->nhops; i++) draw_arrow_in(cr, &P->hops[i], lw * 0.7);
 }
 
 static void draw_axis(cairo_t *cr, const viz_tl_layout *L, const viz_tl_panel_layout *P) {
@@ -324,6 +396,16 @@ static void legend_swatch(cairo_t *cr, const viz_tl_legend_item *it, double size
         cairo_set_line_width(cr, 0.8);
         cairo_stroke(cr);
         break;
+    case VIZ_TL_SW_IDEAL:
+        viz_box_pale(cr, x, y - size * 0.75, size, size * 0.6, VIZ_FORWARD, VIZ_TL_IDEAL_LIGHTEN);
+        break;
+    case VIZ_TL_SW_PATH:
+        viz_box(cr, x, y - size, size, size, VIZ_FORWARD);
+        cairo_rectangle(cr, x + 1, y - size + 1, size - 2, size - 2);
+        cairo_set_line_width(cr, 2);
+        viz_set_rgb(cr, VIZ_TL_PATH_RGB);
+        cairo_stroke(cr);
+        break;
     case VIZ_TL_SW_HEADING: break;
     }
 }
@@ -353,6 +435,8 @@ static void paint_page(cairo_t *cr, const viz_tl_layout *L, bool arrows, double 
         viz_text_lines(cr, 14, P->title_y, 13.5, true, VIZ_LEFT, VIZ_TEXT, P->title_drawn);
         viz_text_lines(cr, 14, P->info_y, 10.5, false, VIZ_LEFT, VIZ_TEXT, P->info_drawn);
         viz_text_lines(cr, 14, P->note_y, 8.5, false, VIZ_LEFT, MUTED, P->note_drawn);
+        if (P->caption_lines > 0)
+            viz_text_lines(cr, 14, P->caption_y, 9.5, false, VIZ_LEFT, VIZ_TEXT, P->caption_drawn);
         draw_grid(cr, L, P);
         draw_stages(cr, P);
         cairo_save(cr);
@@ -362,6 +446,7 @@ static void paint_page(cairo_t *cr, const viz_tl_layout *L, bool arrows, double 
         for (int d = 0; d < P->nrows; d++) draw_row(cr, L, P, &P->rows[d]);
         if (arrows)
             for (int a = 0; a < P->narrows; a++) draw_arrow(cr, &P->arrows[a]);
+        draw_path(cr, P);
         cairo_restore(cr);
         draw_axis(cr, L, P);
     }
@@ -389,9 +474,10 @@ void viz_timeline_draw(const char *path, const viz_timeline *const *tls, int n,
     double width = opt && opt->width > 0 ? opt->width : 1400, frame_w, frame_h;
     viz_output_frame(&frame_w, &frame_h); /* --height: the rows grow to fill it */
     viz_tl_layout L;
-    viz_tl_layout_compute_frame(&L, tls, n, width, opt ? opt->window : NULL,
-                                frame_h > 0 ? frame_h * width / (frame_w > 0 ? frame_w : width) : 0,
-                                opt ? opt->title : NULL);
+    viz_tl_layout_compute_overlaid(
+        &L, tls, opt ? opt->overlays : NULL, n, width, opt ? opt->window : NULL,
+        frame_h > 0 ? frame_h * width / (frame_w > 0 ? frame_w : width) : 0,
+        opt ? opt->title : NULL);
     const bool arrows = opt && opt->arrows;
     if (opt && opt->build > 0) {
         build_job job = {&L, arrows};

@@ -15,6 +15,10 @@
  * that time of the step is drawn, at the full width, and the shares count the window. With a
  * build (viz_tl_draw_options.build = K, viz/build.h) K pages: page k draws the rows only up to
  * k/K of the time shown (a thin "now" line there), titles, axis, shares and legend whole.
+ * With overlays (viz_tl_draw_options.overlays, `trident render --ideal --critical-path`) a
+ * pale "ideal" lane under each compute lane holds the plan's boxes, the critical path is
+ * outlined in bold black with arrows only where it hops between ranks, and a caption under
+ * the panel's note says what they are.
  *
  * Not here: where things go (timeline_layout.h), trace files (timeline_load.h).
  */
@@ -27,13 +31,15 @@
 #include "viz/timeline.h"
 
 typedef struct {
-    double width;                /* page width in points (pixels for PNG); 0 means 1400 */
-    bool arrows;                 /* draw send -> receive arrows */
-    const viz_tl_window *window; /* only this time of the step, at the full width (NULL: all;
+    double width;                   /* page width in points (pixels for PNG); 0 means 1400 */
+    bool arrows;                    /* draw send -> receive arrows */
+    const viz_tl_window *window;    /* only this time of the step, at the full width (NULL: all;
                                   * viz/timeline_layout.h) */
-    int build;                   /* K pages, page k drawn up to k/K of the time shown
+    int build;                      /* K pages, page k drawn up to k/K of the time shown
                                   * (viz/build.h); 0: one picture */
-    const char *title;           /* replaces the (first) panel's title; NULL: generated */
+    const char *title;              /* replaces the (first) panel's title; NULL: generated */
+    const viz_tl_overlay *overlays; /* (n) what lies over each panel: ideal rows, the critical
+                                     * path (viz/timeline.h); NULL: nothing */
 } viz_tl_draw_options;
 
 /* Draws n timelines into `path` (.png, .svg or .pdf), atomically. */
@@ -47,5 +53,9 @@ bool viz_tl_chunk_hatched(int chunk);
 
 /* The compute lane's fill for transfer time and wait time (idle is left white). */
 extern const viz_rgb VIZ_TL_TRANSFER_RGB, VIZ_TL_WAIT_RGB;
+/* The critical path's outline colour, and how much lighter than its kind an ideal box is
+ * (viz_shade). */
+extern const viz_rgb VIZ_TL_PATH_RGB;
+extern const double VIZ_TL_IDEAL_LIGHTEN;
 
 #endif /* TRIDENT_VIZ_TIMELINE_DRAW_H */

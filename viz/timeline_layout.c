@@ -12,13 +12,13 @@
 #include "src/zero/memory_plan.h"
 #include "viz/axis.h"
 #include "viz/canvas.h"
+#include "viz/timeline_overlay.h"
 
 enum { LEFT_GUTTER = 150, RIGHT_GUTTER = 176, TOP_MARGIN = 14, PANEL_GAP = 18 };
 
 double viz_tl_x(const viz_tl_layout *L, double t) { return L->plot_x + (t - L->t0) * L->px_per_s; }
 
-/* t moved into the time shown (in a window; unchanged without one). */
-static double shown(const viz_tl_layout *L, double t) {
+double viz_tl_shown(const viz_tl_layout *L, double t) {
     if (!L->windowed) return t;
     return t < L->t0 ? L->t0 : t > L->t1 ? L->t1 : t;
 }
@@ -106,12 +106,14 @@ static void panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P) {
 
 /* The row's parts, top to bottom from y (timeline_layout.h). */
 static void place_row_parts(const viz_tl_layout *L, viz_tl_row_layout *R, const viz_tl_row *row,
-                            double y, bool has_mem, bool has_stream) {
+                            double y, bool has_mem, bool has_stream, bool has_ideal) {
     R->stage = row->pp_rank;
     R->y = R->phase_y = y;
     R->lane_h = L->lane_h, R->comm_h = L->comm_h;
     R->lane_y = y + VIZ_TL_PHASE_H;
-    R->comm_y = R->lane_y + R->lane_h;
+    R->ideal_y = R->lane_y + R->lane_h + (has_ideal ? 2 : 0);
+    R->ideal_h = has_ideal ? viz_tl_ideal_lane_h(R->lane_h) : 0;
+    R->comm_y = R->ideal_y + R->ideal_h + (has_ideal ? 2 : 0);
     R->stream_y = R->comm_y + R->comm_h;
     R->stream_h = has_stream ? L->comm_h : 0;
     R->mem_y = R->stream_y + R->stream_h;
@@ -127,10 +129,10 @@ static void layout_boxes(viz_tl_layout *L, viz_tl_row_layout *R, const viz_tl_ro
         viz_tl_box_layout *B = &R->boxes[i];
         /* In a window a box crossing an edge keeps its part inside; one outside is hidden. */
         B->hidden = L->windowed && (b->end <= L->t0 || b->start >= L->t1);
-        const double start = shown(L, b->start), end = shown(L, b->end);
+        const double start = viz_tl_shown(L, b->start), end = viz_tl_shown(L, b->end);
         B->x = viz_tl_x(L, start);
         B->w = (end - start) * L->px_per_s;
-        B->x_ready = viz_tl_x(L, shown(L, b->ready));
+        B->x_ready = viz_tl_x(L, viz_tl_shown(L, b->ready));
         B->label_x = B->x + B->w / 2;
         /* bytes this rank sent: a ring step's receive half (sendrecv is traced as a send and
          * a receive over the same time) carries none of its own, or the two labels overlap */
@@ -200,10 +202,10 @@ static void layout_phases(const viz_tl_layout *L, viz_tl_row_layout *R,
     double w1 = st->warmup_end >= 0 ? st->warmup_end : st->first_fwd;
     double c0 = st->cooldown_start >= 0 ? st->cooldown_start : end;
     if (c0 < w1) c0 = w1;
-    R->warmup_x0 = viz_tl_x(L, shown(L, st->first_fwd));
-    R->warmup_x1 = R->steady_x0 = viz_tl_x(L, shown(L, w1));
-    R->steady_x1 = R->cooldown_x0 = viz_tl_x(L, shown(L, c0));
-    R->cooldown_x1 = viz_tl_x(L, shown(L, end));
+    R->warmup_x0 = viz_tl_x(L, viz_tl_shown(L, st->first_fwd));
+    R->warmup_x1 = R->steady_x0 = viz_tl_x(L, viz_tl_shown(L, w1));
+    R->steady_x1 = R->cooldown_x0 = viz_tl_x(L, viz_tl_shown(L, c0));
+    R->cooldown_x1 = viz_tl_x(L, viz_tl_shown(L, end));
     if (st->warmup_forwards >= st->forwards) R->steady_x1 = R->steady_x0; /* no steady pairs */
     if (st->cooldown_backwards <= 0) R->cooldown_x0 = R->cooldown_x1;
     if (st->warmup_forwards <= 0) R->warmup_x1 = R->warmup_x0;
@@ -212,8 +214,10 @@ static void layout_phases(const viz_tl_layout *L, viz_tl_row_layout *R,
 static void layout_row(viz_tl_layout *L, viz_tl_panel_layout *P, viz_tl_row_layout *R, double y,
                        bool has_mem, bool has_stream) {
     const viz_timeline *tl = P->tl;
-    place_row_parts(L, R, &tl->rows[R->rank], y, has_mem, has_stream);
+    const bool has_ideal = P->overlay && P->overlay->ideal;
+    place_row_parts(L, R, &tl->rows[R->rank], y, has_mem, has_stream, has_ideal);
     layout_boxes(L, R, &tl->rows[R->rank]);
+    viz_tl_overlay_row(L, P, R);
     /* Time classes: the segments drawn, and the shares printed at the right, over the time
      * shown (the whole step, or the window's part of it). */
     const double a = L->windowed ? L->t0 : 0, z = P->t_end;
@@ -348,7 +352,10 @@ static void wrap_panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P, dou
     P->title_y = y + 14 * ts;
     P->info_y = P->title_y + (P->title_lines - 1) * viz_line_pitch(13.5) + 18 * ts;
     P->note_y = P->info_y + (P->info_lines - 1) * viz_line_pitch(10.5) + 14 * ts;
-    P->rows_top = P->note_y + (P->note_lines - 1) * viz_line_pitch(8.5) + 10 * ts;
+    double last = P->note_y + (P->note_lines - 1) * viz_line_pitch(8.5);
+    if (P->overlay && P->overlay->caption[0]) /* the overlay's caption, in 9.5 points */
+        last = viz_tl_overlay_caption(L, P, last + 14 * ts) + 2 * ts;
+    P->rows_top = last + 10 * ts;
 }
 
 /* One panel from y down: its texts, its time span and ticks, its rows, arrows and axis.
@@ -356,6 +363,12 @@ static void wrap_panel_texts(const viz_tl_layout *L, viz_tl_panel_layout *P, dou
 static double layout_panel(viz_tl_layout *L, viz_tl_panel_layout *P, const viz_timeline *tl,
                            double y) {
     P->tl = tl;
+    P->overlay = L->overlays ? &L->overlays[P - L->panels] : NULL;
+    if (P->overlay && P->overlay->ideal) {
+        CHECK(P->overlay->ideal->nrows == tl->nrows, "ideal rows parallel to the panel's rows");
+        L->any_ideal = true;
+    }
+    if (P->overlay && P->overlay->npath > 0) L->any_path = true;
     P->top = y;
     P->t_end = L->windowed && L->t1 < tl->duration ? L->t1 : tl->duration;
     if (P->t_end < L->t0) P->t_end = L->t0; /* a stack's shorter step, over before */
@@ -370,6 +383,7 @@ static double layout_panel(viz_tl_layout *L, viz_tl_panel_layout *P, const viz_t
     wrap_panel_texts(L, P, y);
     layout_panel_rows(L, P);
     layout_arrows(L, P);
+    viz_tl_overlay_path(L, P);
     P->axis_y = P->rows_bottom + 6;
     P->bottom = P->axis_y + 26;
     return P->bottom;
@@ -412,6 +426,9 @@ static void legend_items(viz_tl_layout *L) {
         legend_add(L, VIZ_TL_SW_MEMORY, 0,
                    "memory in use: activations held (the model state of the title's ZeRO stage "
                    "is constant, not drawn)");
+    if (L->any_ideal)
+        legend_add(L, VIZ_TL_SW_IDEAL, 0, "ideal row (pale, under each rank): the plan");
+    if (L->any_path) legend_add(L, VIZ_TL_SW_PATH, 0, "critical path (bold outline, its hops)");
     legend_add(L, VIZ_TL_SW_HEADING, 0, "time:");
     legend_add(L, VIZ_TL_SW_COMPUTE, 0, "compute (its kind's colour)");
     legend_add(L, VIZ_TL_SW_TRANSFER, 0, "transfer (bytes moving)");
@@ -478,10 +495,17 @@ static void layout_pages(viz_tl_layout *L, const viz_timeline *const *tls, int n
 void viz_tl_layout_compute_frame(viz_tl_layout *L, const viz_timeline *const *tls, int n,
                                  double width, const viz_tl_window *w, double height,
                                  const char *title) {
+    viz_tl_layout_compute_overlaid(L, tls, NULL, n, width, w, height, title);
+}
+
+void viz_tl_layout_compute_overlaid(viz_tl_layout *L, const viz_timeline *const *tls,
+                                    const viz_tl_overlay *overlays, int n, double width,
+                                    const viz_tl_window *w, double height, const char *title) {
     CHECK(n >= 1, "a timeline picture needs at least one timeline");
     const double ts = viz_theme_current()->text_scale;
     memset(L, 0, sizeof *L);
     L->title = title;
+    L->overlays = overlays;
     L->lane_h = round(VIZ_TL_LANE_H * ts);
     L->comm_h = fmax(VIZ_TL_COMM_H, round(9 * ts));
     layout_pages(L, tls, n, width, w);
@@ -493,6 +517,7 @@ void viz_tl_layout_compute_frame(viz_tl_layout *L, const viz_timeline *const *tl
     if (lane_h <= L->lane_h) return;
     viz_tl_layout_free(L);
     L->title = title;
+    L->overlays = overlays;
     L->lane_h = lane_h;
     L->comm_h = fmax(VIZ_TL_COMM_H, round(9 * ts));
     layout_pages(L, tls, n, width, w);
@@ -511,11 +536,14 @@ void viz_tl_layout_free(viz_tl_layout *L) {
             free(P->rows[d].seg_x);
             free(P->rows[d].seg_w);
             free(P->rows[d].seg_cls);
+            free(P->rows[d].ideal_boxes);
         }
         free(P->rows);
         free(P->stage_y0);
         free(P->stage_y1);
         free(P->arrows);
+        free(P->path);
+        free(P->hops);
     }
     free(L->panels);
     memset(L, 0, sizeof *L);

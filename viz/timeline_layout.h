@@ -7,6 +7,8 @@
  *   phase strip   | warmup | steady | cooldown |             (PHASE_H)
  *   compute lane  [F0][F1]..[B0]      [B1]                   (LANE_H)  labels = micro-batch;
  *                          ///            blank = idle, wait/transfer inside a box painted over
+ *   ideal lane    [F0][F1][B0]  [B1]                      (only with an overlay's ideal rows:
+ *                                                            timeline_overlay.h, --ideal)
  *   comm lane     ////wait////[xfer]   [all-reduce]          (COMM_H)
  *   stream lane         [grads b7][grads b6] [b5]           (STREAM_H, only when some rank ran
  *                                                            collectives on its communication
@@ -85,6 +87,9 @@ typedef struct {
                                             * has no stream collectives (then as before) */
     double lane_h, comm_h;                 /* heights of the compute and the comm lane */
     double mem_h;                          /* 0 when the panel has no memory samples */
+    double ideal_y, ideal_h;               /* the ideal row under the compute lane (--ideal):
+                                            * 0 high when the panel has none */
+    viz_tl_box_layout *ideal_boxes;        /* parallel to the ideal timeline's row boxes */
     double bottom;                         /* y just below the row */
     viz_tl_box_layout *boxes;              /* parallel to the timeline row's boxes */
     int nseg; /* the row's time classes over the time shown, as x and width */
@@ -102,6 +107,14 @@ typedef struct {
 typedef struct {
     double x1, y1, x2, y2; /* from the send (transfer start) to the receive (transfer end) */
 } viz_tl_arrow;
+
+/* A critical-path segment on the page: its rectangle on the rank's compute lane. */
+typedef struct {
+    double x, y, w, h;
+    bool idle;                /* untraced time or the lead-in: drawn as a line under the lane */
+    bool hidden;              /* outside the window */
+    bool cut_left, cut_right; /* crossing the window's start or end: no side drawn there */
+} viz_tl_path_rect;
 
 typedef struct {
     const viz_timeline *tl;
@@ -121,6 +134,16 @@ typedef struct {
     double mem_max;              /* bytes at the top of every memory strip of this panel */
     int narrows;
     viz_tl_arrow *arrows;
+    /* The overlay (viz_tl_overlay, NULL: none): the caption under the note, the critical
+     * path's segments as rectangles on their compute lanes, its hops between ranks. */
+    const viz_tl_overlay *overlay;
+    char caption_drawn[600];
+    int caption_lines;
+    double caption_y;
+    int npath;
+    viz_tl_path_rect *path;
+    int nhops;
+    viz_tl_arrow *hops;
 } viz_tl_panel_layout;
 
 /* A legend item: a swatch (a kind's colour, the hatching of odd chunks, the memory strip's
@@ -135,6 +158,8 @@ typedef enum {
     VIZ_TL_SW_WAIT,
     VIZ_TL_SW_IDLE,
     VIZ_TL_SW_HEADING,
+    VIZ_TL_SW_IDEAL, /* a pale, outlined box: the ideal rows (--ideal) */
+    VIZ_TL_SW_PATH,  /* a bold outline: the critical path (--critical-path) */
 } viz_tl_swatch;
 typedef struct {
     viz_tl_swatch swatch;
@@ -158,8 +183,10 @@ typedef struct {
     char legend_note[640]; /* the last legend line, wrapped ('\n') */
     double legend_note_y;
     bool kinds_present[VIZ_TL_NUM_KINDS];
-    bool any_chunks; /* some box has chunk >= 1: the legend explains hatching */
-    bool any_wait;   /* some message waited: the legend shows the wait pattern */
+    bool any_chunks;                /* some box has chunk >= 1: the legend explains hatching */
+    bool any_wait;                  /* some message waited: the legend shows the wait pattern */
+    const viz_tl_overlay *overlays; /* (npanels) or NULL: what lies over each panel */
+    bool any_ideal, any_path;       /* some panel has ideal rows, a critical path */
     int npanels;
     viz_tl_panel_layout *panels;
 } viz_tl_layout;
@@ -178,6 +205,11 @@ void viz_tl_layout_compute_window(viz_tl_layout *L, const viz_timeline *const *t
 void viz_tl_layout_compute_frame(viz_tl_layout *L, const viz_timeline *const *tls, int n,
                                  double width, const viz_tl_window *w, double height,
                                  const char *title);
+/* The same with an overlay per panel (overlays: n of them, or NULL for none): ideal rows
+ * under the rows, the critical path outlined, their caption under each panel's note. */
+void viz_tl_layout_compute_overlaid(viz_tl_layout *L, const viz_timeline *const *tls,
+                                    const viz_tl_overlay *overlays, int n, double width,
+                                    const viz_tl_window *w, double height, const char *title);
 void viz_tl_layout_free(viz_tl_layout *L);
 
 /* The page x of time t (seconds from the panel start): plot_x + (t - t0) * px_per_s. */

@@ -94,4 +94,9 @@ typedef struct {
 /* Fills rows (capacity p->n) and returns how many. */
 int critical_path_rows(const step_graph *g, const critical_path *p, cp_row *rows);
 
+/* The path as the segments a timeline picture outlines (viz_tl_overlay, viz/timeline.h):
+ * (p->n, at least one slot) malloc'd, in time order, one per segment, idle ones marked
+ * (`trident render --critical-path`). */
+viz_tl_path_seg *critical_path_overlay(const critical_path *p);
+
 #endif /* TRIDENT_ANALYZE_CRITICAL_PATH_H */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/analyze/ideal_rows.h"
 #include "src/core/check.h"
 #include "src/pp/schedule_sim.h"
 #include "src/pp/stage_costs.h"
@@ -74,17 +75,17 @@ bool replan_step(const trace_run *run, double measured_step, const char *name, i
                  name);
         return false;
     }
-    stage_costs sc;
-    if (!stage_costs_measure(run, &sc, err, cap)) return false;
-    out->own = sc.cfg;
-    out->target = (pp_config){kind, sc.cfg.p, sc.cfg.m, v > 0 ? v : pp_default_chunks(kind)};
+    ideal_plan own; /* the run's own schedule with its own costs (ideal_rows.h) */
+    if (!ideal_plan_simulate(run, &own, err, cap)) return false;
+    out->own = own.sc.cfg;
+    out->own_makespan = own.sim.makespan;
+    out->target = (pp_config){kind, own.sc.cfg.p, own.sc.cfg.m,
+                              v > 0 ? v : pp_default_chunks(kind)};
     char msg[512];
     bool ok = pp_config_valid(&out->target, msg, sizeof msg);
     if (!ok) snprintf(err, cap, "--what-if-schedule %s: %s", name, msg);
-    pp_costs own = stage_costs_as_pp_costs(&sc);
-    ok = ok && simulate(&sc.cfg, &own, &out->own_makespan, NULL, err, cap);
-    ok = ok && simulate_target(&sc, out, err, cap);
+    ok = ok && simulate_target(&own.sc, out, err, cap);
     out->predicted_step = measured_step + out->target_makespan - out->own_makespan;
-    stage_costs_free(&sc);
+    ideal_plan_free(&own);
     return ok;
 }

@@ -11,6 +11,8 @@
  *   trident render --moe-load moe/ -o moe_load.png     per-expert token load of an MoE run
  *   trident render run/ -o t.pdf --theme slides --width 1600 --height 900   for a slide
  *   trident render run/ -o zoom.png --window 99:102   only ms 99..102 of the step, full width
+ *   trident render run/ -o why.png --replay --ideal --critical-path   the plan under each rank,
+ *                                                      the critical path outlined
  *
  * The output format follows the extension (.png .svg .pdf .json .txt). Every input is read
  * and checked before anything is written; the output is written atomically.
@@ -29,6 +31,10 @@
  * draws the curves (viz/metrics_plot.h). --moe-load reads the same file's moe_tokens and
  * moe_dropped and draws one heat map per layer (viz/moe_load_draw.h).
  *
+ * --ideal and --critical-path lay data over each panel (viz_tl_overlay, viz/timeline.h): the
+ * run's schedule played with its own costs in the panel's view (src/analyze/ideal_rows.h), and
+ * the step's critical path (src/analyze/critical_path.h) on the same clock.
+ *
  * Not here: the drawing (timeline_draw.h, metrics_plot.h), the model (timeline.h), the file
  * formats (src/trace).
  */
@@ -38,6 +44,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/analyze/critical_path.h"
+#include "src/analyze/ideal_rows.h"
+#include "src/analyze/step_graph.h"
 #include "src/cli/commands.h"
 #include "src/core/atomic_file.h"
 #include "src/core/check.h"
@@ -58,7 +67,7 @@ enum { MAX_RUNS = 16 };
 
 static const char *k_usage =
     "Usage: trident render RUN_DIR [RUN_DIR ...] -o FILE [--step N] [--window A:B] [--arrows] "
-    "[--replay | --replay-and-wall] [--build K] [--title TEXT]\n"
+    "[--replay | --replay-and-wall] [--ideal] [--critical-path] [--build K] [--title TEXT]\n"
     "       trident render --metrics RUN_DIR [RUN_DIR ...] -o FILE.png|.svg|.pdf\n"
     "       trident render --moe-load RUN_DIR -o FILE.png|.svg|.pdf\n"
     "Turns the per-rank traces of training runs (RUN_DIR/trace/rank<k>.trace) into a timeline:\n"
@@ -79,6 +88,13 @@ static const char *k_usage =
     "CPU time, messages wait for their sender): for runs of more ranks than cores, whose wall "
     "clock\n"
     "counts the time a rank sat descheduled. --replay-and-wall draws both, wall clock first.\n"
+    "--ideal draws under each rank's row a thinner, pale row: the run's own schedule (same p,\n"
+    "m, v) played by the schedule simulator with this run's mean forward, backward and W per\n"
+    "virtual stage and its mean p2p transfer, measured in the view drawn, from the step's start\n"
+    "on the same axis: where the measured row departs from it is what the plan does not\n"
+    "explain. --critical-path outlines the step's critical path (trident analyze) in bold and\n"
+    "draws only its arrows, where it moves from one rank to another. Both for pictures only\n"
+    "(.png .svg .pdf); --ideal needs a pipeline-parallel run (pp >= 2).\n"
     "--metrics draws, from each RUN_DIR/metrics.jsonl, training loss and held-out loss, learning\n"
     "rate, gradient norm and tokens/s against the step, one panel each, the runs overlaid and\n"
     "labelled with their layout (tp x pp x dp, schedule, ZeRO, from RUN_DIR/config.json): runs of\n"
@@ -158,11 +174,73 @@ static viz_tl_window parse_window(const char *v) {
     return (viz_tl_window){a * 1e-3, b * 1e-3};
 }
 
+/* What --ideal and --critical-path lay over each panel, and what they own. */
+typedef struct {
+    viz_tl_overlay ov[MAX_RUNS];
+    viz_timeline *ideal[MAX_RUNS];
+    viz_tl_path_seg *path[MAX_RUNS];
+} overlays;
+
+/* Panel i's ideal rows and their caption; dies with one line when the run has none. */
+static void overlay_ideal(const panels *p, int i, const viz_timeline *tl, overlays *o) {
+    char err[1024];
+    if (tl->pp < 2)
+        die("trident render: --ideal draws a pipeline schedule's plan; %s has pp = %d (it needs "
+            "pipeline parallelism, pp >= 2)",
+            p->names[i], tl->pp);
+    ideal_plan plan;
+    if (!ideal_plan_simulate(p->runs[i], &plan, err, sizeof err))
+        die("trident render: --ideal: %s: %s", p->names[i], err);
+    o->ideal[i] = ideal_rows_build(&plan, tl, err, sizeof err);
+    if (!o->ideal[i]) die("trident render: --ideal: %s: %s", p->names[i], err);
+    o->ov[i].ideal = o->ideal[i];
+    const stage_costs *sc = &plan.sc;
+    char w[48] = "";
+    if (sc->nweight) snprintf(w, sizeof w, ", W %.3f", 1e3 * sc->weight_mean);
+    snprintf(o->ov[i].caption, sizeof o->ov[i].caption,
+             "ideal rows: %s (p = %d, m = %d, v = %d) simulated with this run's own mean costs "
+             "per virtual stage in this view (means over stages, ms: F %.3f, %s %.3f%s, p2p "
+             "%.3f) — ideal makespan %.2f ms vs measured step %.2f ms",
+             pp_kind_name(sc->cfg.kind), sc->cfg.p, sc->cfg.m, sc->cfg.v, 1e3 * sc->forward_mean,
+             sc->nweight ? "B" : "backward", 1e3 * (sc->whole_mean - sc->weight_mean), w,
+             1e3 * sc->latency, 1e3 * plan.sim.makespan, 1e3 * tl->duration);
+    printf("%s: ideal (%s with this run's own costs) %.3f ms, measured step %.3f ms\n", p->names[i],
+           pp_kind_name(sc->cfg.kind), 1e3 * plan.sim.makespan, 1e3 * tl->duration);
+    ideal_plan_free(&plan);
+}
+
+/* Panel i's critical path, appended to its caption. */
+static void overlay_path(const panels *p, int i, const viz_timeline *tl, overlays *o) {
+    char err[1024];
+    step_graph g;
+    if (!step_graph_build(p->runs[i], tl->step, &g, err, sizeof err))
+        die("trident render: --critical-path: %s: %s", p->names[i], err);
+    double *t = mallocCheck(2 * (size_t)g.n * sizeof *t + 1);
+    step_graph_recorded(&g, t);
+    critical_path cp;
+    critical_path_find(&g, t, &cp);
+    o->path[i] = critical_path_overlay(&cp);
+    o->ov[i].path = o->path[i], o->ov[i].npath = cp.n;
+    int hops = 0;
+    for (int s = 1; s < cp.n; s++) hops += cp.seg[s].rank != cp.seg[s - 1].rank;
+    char *c = o->ov[i].caption;
+    const size_t len = strlen(c);
+    snprintf(c + len, sizeof o->ov[i].caption - len,
+             "%scritical path (bold outlines, arrows where it changes rank): %.2f ms in %d "
+             "segments, %d hops",
+             len ? " · " : "", 1e3 * cp.total, cp.n, hops);
+    printf("%s: critical path %.3f ms in %d segments, %d hops between ranks\n", p->names[i],
+           1e3 * cp.total, cp.n, hops);
+    critical_path_free(&cp);
+    free(t);
+    step_graph_free(&g);
+}
+
 /* The picture or text of the panels' timelines at `step`, all of it or the window `win`
  * (NULL: all; `win_text` is the flag's value, for the error). */
 static void write_timelines(const char *output, const panels *p, int step, int width, int columns,
                             const viz_tl_draw_options *pic, const viz_tl_window *win,
-                            const char *win_text) {
+                            const char *win_text, bool ideal, bool path) {
     char err[1024];
     viz_timeline *tls[MAX_RUNS];
     double longest = 0;
@@ -181,9 +259,17 @@ static void write_timelines(const char *output, const panels *p, int step, int w
         viz_text_timeline_write_window(f, (const viz_timeline *const *)tls, p->n, columns, win);
         atomic_file_commit(&af);
     } else {
+        static overlays o; /* large: keep it off the stack */
+        o = (overlays){0};
+        for (int i = 0; i < p->n && ideal; i++) overlay_ideal(p, i, tls[i], &o);
+        for (int i = 0; i < p->n && path; i++) overlay_path(p, i, tls[i], &o);
         viz_tl_draw_options opt = *pic;
-        opt.width = width, opt.window = win;
+        opt.width = width, opt.window = win, opt.overlays = ideal || path ? o.ov : NULL;
         viz_timeline_draw(output, (const viz_timeline *const *)tls, p->n, &opt);
+        for (int i = 0; i < p->n; i++) {
+            if (o.ideal[i]) viz_timeline_free(o.ideal[i]);
+            free(o.path[i]);
+        }
     }
     for (int i = 0; i < p->n; i++) viz_timeline_free(tls[i]);
 }
@@ -233,7 +319,7 @@ static void write_moe_load(const char *output, const char *dir, int width) {
 typedef struct {
     const char *output, *theme, *window, *title, *build_text;
     int step, width, columns, height, build;
-    bool arrows, replay, both, metrics, moe_load;
+    bool arrows, replay, both, metrics, moe_load, ideal, critical_path;
     const char *dirs[MAX_RUNS + 1];
     int ndirs;
 } render_request;
@@ -257,6 +343,10 @@ static void parse_request(render_request *q, int argc, char **argv) {
          NULL},
         {"--replay-and-wall", FLAG_BOOL, &q->both, "draw the wall clock and, below it, the replay",
          NULL},
+        {"--ideal", FLAG_BOOL, &q->ideal,
+         "under each rank's row, the schedule's plan with this run's own costs (pp >= 2)", NULL},
+        {"--critical-path", FLAG_BOOL, &q->critical_path,
+         "outline the step's critical path and draw only its arrows between ranks", NULL},
         {"--metrics", FLAG_BOOL, &q->metrics,
          "draw the runs' loss curves (metrics.jsonl), not timelines", NULL},
         {"--moe-load", FLAG_BOOL, &q->moe_load,
@@ -294,6 +384,10 @@ static void check_common(render_request *q) {
     if (q->window && (q->metrics || q->moe_load))
         die("trident render: --window %s is for timelines; %s draws against the step, not time",
             q->window, q->metrics ? "--metrics" : "--moe-load");
+    if ((q->ideal || q->critical_path) && (q->metrics || q->moe_load))
+        die("trident render: --ideal and --critical-path are for timelines of a step; %s draws "
+            "against the step, not time",
+            q->metrics ? "--metrics" : "--moe-load");
     if ((q->build_text || q->title) && (q->metrics || q->moe_load))
         die("trident render: --build and --title are for timelines; %s draws against the step",
             q->metrics ? "--metrics" : "--moe-load");
@@ -330,6 +424,9 @@ static void render_timelines(const render_request *q) {
         die("trident render: cannot write '%s': the extension must be .png, .svg, .pdf, .json or "
             ".txt",
             output);
+    if ((q->ideal || q->critical_path) && (json || text))
+        die("trident render: %s draws on a picture; '%s' is %s (use .png, .svg or .pdf)",
+            q->ideal ? "--ideal" : "--critical-path", output, json ? "a Chrome trace" : "text");
     if (window && json)
         die("trident render: --window %s is for pictures and text; a .json Chrome trace holds "
             "every step (zoom in Perfetto instead)",
@@ -356,7 +453,7 @@ static void render_timelines(const render_request *q) {
         write_timelines(
             output, &p, q->step, q->width, q->columns,
             &(viz_tl_draw_options){.arrows = q->arrows, .build = q->build, .title = q->title},
-            window ? &win : NULL, window);
+            window ? &win : NULL, window, q->ideal, q->critical_path);
     for (int i = 0; i < q->ndirs; i++) viz_run_views_free(&p.views[i]);
     char wrote[9000];
     if (q->build) viz_build_describe(output, q->build, wrote, sizeof wrote);

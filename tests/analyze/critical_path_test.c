@@ -1,5 +1,6 @@
 /* critical_path_test.c — the critical path of a hand-timed run (synthetic_run.h) is the known
- * chain, its segments add up to the step, and a longer wait shows as a WAIT segment. */
+ * chain, its segments add up to the step, a longer wait shows as a WAIT segment, and the
+ * overlay a picture outlines is the path segment for segment. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,33 @@ static void rows_are_the_ops_and_the_gaps_between_them(void **state) {
     step_graph_free(&g);
 }
 
+/* What `render --critical-path` outlines: one segment per path segment, on its rank at its
+ * times, idle ones (the lead-in, untraced time) marked. */
+static void the_overlay_is_the_path_segment_for_segment(void **state) {
+    (void)state;
+    step_graph g;
+    double *t;
+    build("critical_path_overlay", &g, &t);
+    critical_path p;
+    critical_path_find(&g, t, &p);
+    viz_tl_path_seg *o = critical_path_overlay(&p);
+    for (int i = 0; i < p.n; i++) {
+        assert_int_equal(o[i].rank, p.seg[i].rank);
+        assert_true(o[i].start == p.seg[i].start && o[i].end == p.seg[i].end);
+        assert_false(o[i].idle); /* the known chain has no idle time */
+    }
+    free(o);
+    cp_segment idle[2] = {{-1, 1, CP_IDLE, 0, 1e-3}, {4, 1, CP_FORWARD, 1e-3, 2e-3}};
+    critical_path two = {.n = 2, .seg = idle};
+    o = critical_path_overlay(&two);
+    assert_true(o[0].idle && !o[1].idle);
+    assert_int_equal(o[0].rank, 1);
+    free(o);
+    critical_path_free(&p);
+    free(t);
+    step_graph_free(&g);
+}
+
 /* A path that leaves an op for a transfer and comes back to it (a tensor-parallel collective
  * inside a forward) is one row, the transfer counted inside it. */
 static void an_op_interrupted_by_a_transfer_is_one_row(void **state) {
@@ -145,6 +173,7 @@ int main(void) {
         cmocka_unit_test(a_wait_beyond_its_sender_is_a_wait_segment),
         cmocka_unit_test(rows_are_the_ops_and_the_gaps_between_them),
         cmocka_unit_test(an_op_interrupted_by_a_transfer_is_one_row),
+        cmocka_unit_test(the_overlay_is_the_path_segment_for_segment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* pictures_test.c — every kind of picture the command line draws passes the label audit of
  * viz/canvas.h (TRIDENT_LAYOUT_CHECK=1: no label outside the canvas, none below 4.5:1
  * contrast, none on hatching without a plate): timelines (a 3-run stack at --width 1200, the
- * slides theme with hatched chunks), schedules and --compare at 1920 x 1080 in the slides
+ * slides theme with hatched chunks, --ideal --critical-path in both themes), schedules and --compare at 1920 x 1080 in the slides
  * theme, the memory bill, the process groups, loss curves and the MoE load map; then the
  * rendered pixels: a 1920 x 1080 schedule fills its frame; SVG carries real <text>, by which
  * a wrapped title keeps its unit and the MoE map names every expert and writes its shares.
@@ -80,6 +80,13 @@ static void timelines_pass_the_audit(void **state) {
                  "slides-1920.png");
     draw_checked("render --replay-and-wall run-1f1b -o both.png");
     draw_checked("render run-interleaved --theme slides -o slides.svg");
+    draw_checked("render run-1f1b --ideal --critical-path -o ideal.png");
+    draw_checked("render run-interleaved --replay --ideal --critical-path --width 1200 -o "
+                 "ideal-1200.png");
+    draw_checked("render --replay-and-wall run-1f1b --ideal --critical-path --theme slides "
+                 "--width 1920 --height 1080 -o ideal-slides-1920.png");
+    draw_checked("render run-interleaved --ideal --critical-path --theme slides -o "
+                 "ideal-slides.svg");
 }
 
 static void schedules_pass_the_audit(void **state) {

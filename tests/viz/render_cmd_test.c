@@ -1,7 +1,8 @@
 /* render_cmd_test.c — `trident render` end to end: every output format from a run directory,
  * several runs at once, and bad input (missing directory, bad extension, corrupt trace,
  * unknown step) answered by one clear line, a non-zero exit and no output file; the same for
- * `render --metrics` (loss curves from metrics.jsonl) and for `--window A:B` (part of a step). */
+ * `render --metrics` (loss curves from metrics.jsonl), for `--window A:B` (part of a step) and
+ * for `--ideal` / `--critical-path` (drawn over pipeline runs, refused elsewhere). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,6 +381,39 @@ static void build_cuts_a_timeline_into_pages(void **state) {
     expect_refusal(args, "control character", out);
 }
 
+/* --ideal and --critical-path draw over a pipeline run's picture; they are refused, one line each, for text and Chrome traces,
+ * the curves, and (--ideal) a run without pipeline parallelism. */
+static void ideal_and_critical_path_are_drawn_and_refused_where_meaningless(void **state) {
+    (void)state;
+    const char *base = test_tmpdir("render_ideal");
+    char run[4200], flat[4200], args[9000], out[4300];
+    snprintf(run, sizeof run, "%s/run", base);
+    fixture_run a = fixture_defaults("1f1b", 2, 4, 1);
+    fixture_write_run(run, &a);
+    /* both alone and together with the replay (the slides theme: pictures_test.c) */
+    static const char *ok[] = {"--critical-path", "--ideal --critical-path --replay"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(out, sizeof out, "%s/ok%d.png", base, i);
+        snprintf(args, sizeof args, "%s -o %s %s", run, out, ok[i]);
+        if (render(args) != 0) fail_msg("'%s' failed: %s", args, g_out);
+        assert_true(size_of(out) > 1000);
+    }
+    snprintf(out, sizeof out, "%s/x.txt", base);
+    snprintf(args, sizeof args, "%s -o %s --ideal", run, out);
+    expect_refusal(args, "--ideal draws on a picture", out);
+    snprintf(out, sizeof out, "%s/x.json", base);
+    snprintf(args, sizeof args, "%s -o %s --critical-path", run, out);
+    expect_refusal(args, "--critical-path draws on a picture", out);
+    snprintf(out, sizeof out, "%s/x.png", base);
+    snprintf(args, sizeof args, "--metrics %s -o %s --ideal", run, out);
+    expect_refusal(args, "--ideal and --critical-path are for timelines", out);
+    snprintf(flat, sizeof flat, "%s/flat", base);
+    fixture_run b = fixture_defaults("1f1b", 1, 2, 1);
+    fixture_write_run(flat, &b);
+    snprintf(args, sizeof args, "%s -o %s --ideal", flat, out);
+    expect_refusal(args, "needs pipeline parallelism, pp >= 2", out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_format_is_written),
@@ -390,6 +424,7 @@ int main(void) {
         cmocka_unit_test(moe_load_is_drawn_and_a_dense_run_refused),
         cmocka_unit_test(window_draws_part_of_the_step_and_bad_values_are_refused),
         cmocka_unit_test(build_cuts_a_timeline_into_pages),
+        cmocka_unit_test(ideal_and_critical_path_are_drawn_and_refused_where_meaningless),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
