@@ -147,10 +147,12 @@ int critical_path_rows(const step_graph *g, const critical_path *p, cp_row *rows
         open = i < p->n ? i : -1, key = k, between = -1;
     }
     return n;
-    viz_tl_path_seg *critical_path_overlay(const critical_path *p) {
-        viz_tl_path_seg *out = callocCheck((size_t)p->n + 1, sizeof *out);
-        for (int i = 0; i < p->n; i++)
-            out[i] = (viz_tl_path_seg){p->seg[i].rank, p->seg[i].start, p->seg[i].end,
-                                       p->seg[i].kind == CP_IDLE};
-        return out;
-    }
+}
+
+viz_tl_path_seg *critical_path_overlay(const critical_path *p) {
+    viz_tl_path_seg *out = callocCheck((size_t)p->n + 1, sizeof *out);
+    for (int i = 0; i < p->n; i++)
+        out[i] = (viz_tl_path_seg){p->seg[i].rank, p->seg[i].start, p->seg[i].end,
+                                   p->seg[i].kind == CP_IDLE};
+    return out;
+}
