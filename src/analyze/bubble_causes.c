@@ -38,10 +38,10 @@ static bool simulate(const pp_config *cfg, const pp_costs *c, double *idle, doub
 }
 
 /* The schedule's idle shares with the mean costs (mean) and each stage's own (own). */
-static bool ideal_idle(const trace_run *cost_run, bubble_causes *out, double *mean, double *own,
-                       pp_config *cfg, char *err, size_t cap) {
+static bool ideal_idle(const trace_run *cost_run, int step, bubble_causes *out, double *mean,
+                       double *own, pp_config *cfg, char *err, size_t cap) {
     stage_costs sc;
-    if (!stage_costs_measure(cost_run, &sc, err, cap)) return false;
+    if (!stage_costs_measure_step(cost_run, step, &sc, err, cap)) return false;
     *cfg = sc.cfg;
     pp_costs c = pp_costs_unit();
     c.forward = sc.forward_mean;
@@ -65,7 +65,7 @@ bool bubble_causes_measure(const viz_timeline *view, const viz_timeline *replay,
     const int p = view->pp > 0 ? view->pp : 1;
     double *mean = callocCheck((size_t)p, sizeof *mean), *own = callocCheck((size_t)p, sizeof *own);
     pp_config cfg;
-    bool ok = ideal_idle(cost_run, out, mean, own, &cfg, err, cap);
+    bool ok = ideal_idle(cost_run, view->step, out, mean, own, &cfg, err, cap);
     if (ok && cfg.p != p) {
         snprintf(err, cap, "the costs' run has p = %d pipeline ranks, the step p = %d", cfg.p, p);
         ok = false;

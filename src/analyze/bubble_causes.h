@@ -25,8 +25,9 @@
  *
  * So schedule + imbalance + communication + sharing = measured_r by construction (floating
  * point rounding apart: well within 1e-9 of the step). The costs are always measured in the
- * replay view (CPU time where the trace has it: what the work costs without sharing), the
- * first step left out when there are later ones (stage_costs.h).
+ * replay view (CPU time where the trace has it: what the work costs without sharing), over
+ * the micro-batches of the step explained (stage_costs_measure_step): the same costs `trident
+ * render --ideal` draws under that step.
  *
  * Not here: the graph (step_graph.h), the replay itself, printing (src/cli/analyze_cmd.c).
  */

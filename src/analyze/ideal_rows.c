@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-bool ideal_plan_simulate(const trace_run *run, ideal_plan *out, char *err, size_t cap) {
+bool ideal_plan_simulate(const trace_run *run, int step, ideal_plan *out, char *err, size_t cap) {
     memset(out, 0, sizeof *out);
-    if (!stage_costs_measure(run, &out->sc, err, cap)) return false;
+    if (!stage_costs_measure_step(run, step, &out->sc, err, cap)) return false;
     out->costs = stage_costs_as_pp_costs(&out->sc);
     char msg[512];
     bool ok = pp_config_valid(&out->sc.cfg, msg, sizeof msg);

@@ -42,10 +42,12 @@ typedef struct {
     pp_sim sim;        /* sched played with costs: sim.ranks[r].spans[i] is action i of rank r */
 } ideal_plan;
 
-/* The ideal plan of `run` (as recorded or replayed). False and one line in err when the run
+/* The ideal plan of `run` (as recorded or replayed), with the costs of step `step` alone (its
+ * micro-batches' means: what a picture of that step is compared with), or with -1 the means
+ * over the run's steps after the first (stage_costs.h). False and one line in err when the run
  * has no forward or backward, its schedule is not one Trident knows, or the plan does not
  * run (the validator's message). */
-bool ideal_plan_simulate(const trace_run *run, ideal_plan *out, char *err, size_t cap);
+bool ideal_plan_simulate(const trace_run *run, int step, ideal_plan *out, char *err, size_t cap);
 void ideal_plan_free(ideal_plan *plan);
 
 /* The plan as rows parallel to `measured`'s (its ranks, coordinates and name "ideal"), times

@@ -76,7 +76,7 @@ bool replan_step(const trace_run *run, double measured_step, const char *name, i
         return false;
     }
     ideal_plan own; /* the run's own schedule with its own costs (ideal_rows.h) */
-    if (!ideal_plan_simulate(run, &own, err, cap)) return false;
+    if (!ideal_plan_simulate(run, -1, &own, err, cap)) return false;
     out->own = own.sc.cfg;
     out->own_makespan = own.sim.makespan;
     out->target = (pp_config){kind, own.sc.cfg.p, own.sc.cfg.m,

@@ -189,7 +189,7 @@ static void overlay_ideal(const panels *p, int i, const viz_timeline *tl, overla
             "pipeline parallelism, pp >= 2)",
             p->names[i], tl->pp);
     ideal_plan plan;
-    if (!ideal_plan_simulate(p->runs[i], &plan, err, sizeof err))
+    if (!ideal_plan_simulate(p->runs[i], tl->step, &plan, err, sizeof err))
         die("trident render: --ideal: %s: %s", p->names[i], err);
     o->ideal[i] = ideal_rows_build(&plan, tl, err, sizeof err);
     if (!o->ideal[i]) die("trident render: --ideal: %s: %s", p->names[i], err);
@@ -198,14 +198,14 @@ static void overlay_ideal(const panels *p, int i, const viz_timeline *tl, overla
     char w[48] = "";
     if (sc->nweight) snprintf(w, sizeof w, ", W %.3f", 1e3 * sc->weight_mean);
     snprintf(o->ov[i].caption, sizeof o->ov[i].caption,
-             "ideal rows: %s (p = %d, m = %d, v = %d) simulated with this run's own mean costs "
+             "ideal rows: %s (p = %d, m = %d, v = %d) simulated with this step's own mean costs "
              "per virtual stage in this view (means over stages, ms: F %.3f, %s %.3f%s, p2p "
              "%.3f) — ideal makespan %.2f ms vs measured step %.2f ms",
              pp_kind_name(sc->cfg.kind), sc->cfg.p, sc->cfg.m, sc->cfg.v, 1e3 * sc->forward_mean,
              sc->nweight ? "B" : "backward", 1e3 * (sc->whole_mean - sc->weight_mean), w,
              1e3 * sc->latency, 1e3 * plan.sim.makespan, 1e3 * tl->duration);
-    printf("%s: ideal (%s with this run's own costs) %.3f ms, measured step %.3f ms\n", p->names[i],
-           pp_kind_name(sc->cfg.kind), 1e3 * plan.sim.makespan, 1e3 * tl->duration);
+    printf("%s: ideal (%s with this step's own costs) %.3f ms, measured step %.3f ms\n",
+           p->names[i], pp_kind_name(sc->cfg.kind), 1e3 * plan.sim.makespan, 1e3 * tl->duration);
     ideal_plan_free(&plan);
 }
 

@@ -39,7 +39,9 @@ static void add_rank(const trace_run *run, int k, stage_costs *out, int *nf, int
             out->latency += e->t_end - e->t_ready;
             out->ntransfer++;
         }
-        if (e->step < out->from_step || e->chunk < 0 || e->chunk >= out->cfg.v) continue;
+        if (e->step < out->from_step || (out->to_step >= 0 && e->step > out->to_step) ||
+            e->chunk < 0 || e->chunk >= out->cfg.v)
+            continue;
         const int s = pp_stage(&out->cfg, h->pp_rank, e->chunk);
         if (e->kind == TRACE_FORWARD) out->forward[s] += d, nf[s]++;
         else if (e->kind == TRACE_BACKWARD) out->whole[s] += d, nb[s]++;
@@ -48,6 +50,11 @@ static void add_rank(const trace_run *run, int k, stage_costs *out, int *nf, int
 }
 
 bool stage_costs_measure(const trace_run *run, stage_costs *out, char *err, size_t cap) {
+    return stage_costs_measure_step(run, -1, out, err, cap);
+}
+
+bool stage_costs_measure_step(const trace_run *run, int step, stage_costs *out, char *err,
+                              size_t cap) {
     memset(out, 0, sizeof *out);
     const trace_header *h0 = trace_file_header(run->ranks[0]);
     out->cfg = (pp_config){PP_1F1B, h0->pp, h0->num_microbatches, h0->vpp > 0 ? h0->vpp : 1};
@@ -55,8 +62,9 @@ bool stage_costs_measure(const trace_run *run, stage_costs *out, char *err, size
         snprintf(err, cap, "the run's schedule '%.15s' is not one Trident knows", h0->schedule);
         return false;
     }
-    out->from_step = first_counted_step(run);
-    if (out->from_step < 0) {
+    out->from_step = step >= 0 ? step : first_counted_step(run);
+    out->to_step = step >= 0 ? step : -1;
+    if (first_counted_step(run) < 0) {
         snprintf(err, cap, "the run's traces hold no forward or backward");
         return false;
     }

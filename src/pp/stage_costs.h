@@ -38,12 +38,17 @@ typedef struct {
     double latency; /* mean transfer of one matched receive (t_ready -> t_end) */
     int nforward, nbackward, nweight, ntransfer;
     int from_step; /* the first step counted */
+    int to_step;   /* the last step counted; -1: every step from from_step on */
     bool cpu;      /* every forward/backward had thread CPU time recorded */
 } stage_costs;
 
 /* Measures run (as recorded or replayed); false with one line in err when it holds no forward
  * or backward of a step, or its schedule is not one Trident knows. */
 bool stage_costs_measure(const trace_run *run, stage_costs *out, char *err, size_t cap);
+/* The same, counting only step `step` (its own micro-batches' means: what a picture of that
+ * step is compared with); step < 0 is stage_costs_measure. */
+bool stage_costs_measure_step(const trace_run *run, int step, stage_costs *out, char *err,
+                              size_t cap);
 /* Whether every forward and backward of a run as recorded carries its thread CPU time (its
  * replay's durations are then CPU time, else wall time). */
 bool stage_costs_cpu_timed(const trace_run *recorded);

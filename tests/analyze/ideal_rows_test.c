@@ -45,7 +45,7 @@ static void ideal_rows_are_the_plan_with_the_stages_own_costs(void **state) {
     viz_timeline *tl = measured(run);
     ideal_plan plan;
     char err[512];
-    if (!ideal_plan_simulate(run, &plan, err, sizeof err)) fail_msg("%s", err);
+    if (!ideal_plan_simulate(run, -1, &plan, err, sizeof err)) fail_msg("%s", err);
     assert_int_equal(plan.sc.cfg.kind, PP_1F1B);
     assert_int_equal(plan.sc.cfg.p, 2);
     assert_int_equal(plan.sc.cfg.m, 2);
@@ -80,7 +80,7 @@ static void a_step_of_another_pipeline_is_refused(void **state) {
     trace_run *run = synthetic_run_load("ideal_rows_other");
     ideal_plan plan;
     char err[512];
-    if (!ideal_plan_simulate(run, &plan, err, sizeof err)) fail_msg("%s", err);
+    if (!ideal_plan_simulate(run, -1, &plan, err, sizeof err)) fail_msg("%s", err);
     viz_timeline *four = viz_timeline_new("four", "1f1b", 1, 4, 1, 1, 2);
     viz_timeline_finish(four);
     assert_null(ideal_rows_build(&plan, four, err, sizeof err));
@@ -105,7 +105,7 @@ static void drawn_ideal_is_paler_and_the_path_is_outlined(void **state) {
     viz_timeline *tl = measured(run);
     ideal_plan plan;
     char err[512];
-    if (!ideal_plan_simulate(run, &plan, err, sizeof err)) fail_msg("%s", err);
+    if (!ideal_plan_simulate(run, -1, &plan, err, sizeof err)) fail_msg("%s", err);
     viz_tl_overlay ov = {.ideal = ideal_rows_build(&plan, tl, err, sizeof err)};
     step_graph g;
     if (!step_graph_build(run, tl->step, &g, err, sizeof err)) fail_msg("%s", err);
