@@ -1,7 +1,7 @@
 /* stage_costs_test.c — a run's pipeline costs per virtual stage (src/pp/stage_costs.h), from
  * forged traces whose costs are known: each stage's own means, the split backward's W apart and
- * inside the whole backward, the first step left out, the V placement's stages, and the
- * simulator taking them. */
+ * inside the whole backward, the first step left out (or one step alone), the V placement's
+ * stages, and the simulator taking them. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,9 +87,34 @@ static void each_stage_gets_its_own_means(void **state) {
     trace_run_free(run);
 }
 
+/* One step's own costs (the step a picture shows): step 1 alone costs 10x, and nothing of
+ * step 2 is counted. */
+static void one_step_alone_gets_its_own_costs(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("stage_costs_step");
+    forge_zbv_run(dir);
+    char err[512];
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    stage_costs sc;
+    if (!stage_costs_measure_step(run, 1, &sc, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(sc.from_step, 1);
+    assert_int_equal(sc.to_step, 1);
+    assert_int_equal(sc.nforward, 8);
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 2; c++)
+            assert_true(fabs(sc.forward[pp_stage(&sc.cfg, r, c)] -
+                             10 * cost_of(TRACE_FORWARD, r, c)) < 1e-12);
+    stage_costs_free(&sc);
+    assert_false(stage_costs_measure_step(run, 7, &sc, err, sizeof err)); /* no such step */
+    assert_non_null(strstr(err, "from step 7"));
+    trace_run_free(run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(each_stage_gets_its_own_means),
+        cmocka_unit_test(one_step_alone_gets_its_own_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
