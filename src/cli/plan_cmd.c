@@ -56,11 +56,35 @@ typedef struct {
     train_config c;
     plan_time t;
     size_t memory; /* the largest rank's predicted peak */
+    size_t nflags; /* the length of its flags: the shorter, the nearer the defaults */
 } plan_row;
 
+/* Fastest first; of layouts predicted alike, the one holding least memory, then the one with
+ * the fewest flags. */
 static int by_speed(const void *a, const void *b) {
     const plan_row *x = a, *y = b;
-    return (x->t.tokens_per_s < y->t.tokens_per_s) - (x->t.tokens_per_s > y->t.tokens_per_s);
+    if (x->t.tokens_per_s != y->t.tokens_per_s)
+        return (x->t.tokens_per_s < y->t.tokens_per_s) - (x->t.tokens_per_s > y->t.tokens_per_s);
+    if (x->memory != y->memory) return (x->memory > y->memory) - (x->memory < y->memory);
+    return (x->nflags > y->nflags) - (x->nflags < y->nflags);
+}
+
+/* --distinct: of each run of rows whose predicted steps agree within a microsecond (the
+ * table's last digit) of the run's first, one kept — the least
+ * memory, then the fewest flags: layouts that differ only in what the model says costs nothing
+ * (an overlap with nothing to hide, the schedule of one stage). Returns the rows kept. */
+static int keep_distinct(plan_row *rows, int n) {
+    int kept = 0;
+    for (int i = 0; i < n;) {
+        int best = i, j = i + 1;
+        for (; j < n && rows[j].t.step - rows[i].t.step <= 1e-6; j++)
+            if (rows[j].memory < rows[best].memory ||
+                (rows[j].memory == rows[best].memory && rows[j].nflags < rows[best].nflags))
+                best = j;
+        rows[kept++] = rows[best];
+        i = j;
+    }
+    return kept;
 }
 
 /* --memory-limit: a positive number of bytes (2e9, 2147483648); 0 when not given. */
@@ -169,8 +193,11 @@ static plan_row *predict_all(const train_config *base, int world, double limit,
         train_config *c = &ls.items[i];
         train_memory *tm = train_memory_predict(c, train_config_zero_stage(c), WHO);
         const size_t mem = tm->ranks[train_memory_largest(tm)].total;
-        if (limit <= 0 || (double)mem <= limit)
-            rows[n++] = (plan_row){*c, plan_time_predict(c, tm, cal), mem};
+        if (limit <= 0 || (double)mem <= limit) {
+            char flags[1024];
+            plan_layout_flags(c, flags, sizeof flags);
+            rows[n++] = (plan_row){*c, plan_time_predict(c, tm, cal), mem, strlen(flags)};
+        }
         train_memory_free(tm);
     }
     plan_layouts_free(&ls);
@@ -196,7 +223,7 @@ static void print_table(const plan_row *rows, int n, int top, bool hosts) {
                t->step * 1e3, (t->busy - t->comm_on_path) * 1e3,
                (t->comm_on_path + t->dp_exposed) * 1e3, t->bubble * 1e3,
                (double)rows[i].memory / 1e6, across,
-               flags[0] ? flags : "(no flags: one rank's layout)");
+               flags[0] ? flags : "(no layout flags: the defaults)");
     }
 }
 
@@ -228,13 +255,29 @@ static void draw(const char *path, const plan_row *rows, int n, int top, double 
     printf("wrote %s\n", path);
 }
 
-/* What the command prints (and draws) once every layout is predicted. */
-static void report(const plan_row *rows, int n, int nvalid, double seconds, int top, int explain,
-                   double limit, const char *output, const plan_calibration *cal, int world) {
+/* --flags-of ROW: that row's flags alone, for `trident train $(trident plan ... --flags-of 1)`. */
+static void print_flags_of(const char *row_s, const plan_row *rows, int n) {
+    char *end, flags[1024];
+    const long k = strtol(row_s, &end, 10);
+    if (end == row_s || *end || k == 0 || k > n || k < -n)
+        die(WHO ": --flags-of '%s' must be a row of the table: 1 to %d, or -1 to -%d from the "
+                "slowest",
+            row_s, n, n);
+    plan_layout_flags(&rows[k > 0 ? k - 1 : n + k].c, flags, sizeof flags);
+    printf("%s\n", flags);
+}
+
+/* What the command prints (and draws) once every layout is predicted: rows[0..n), of nlimit
+ * under the memory limit (n < nlimit with --distinct). */
+static void report(const plan_row *rows, int n, int nlimit, int nvalid, double seconds, int top,
+                   int explain, double limit, const char *output, const plan_calibration *cal,
+                   int world) {
     if (explain > n) die(WHO ": --explain %d: the table has %d rows", explain, n);
-    printf("%s: %d layouts train accepts on %d rank%s, %d under the memory limit, predicted in "
+    char distinct[64] = "";
+    if (n < nlimit) snprintf(distinct, sizeof distinct, ", %d predicted distinctly", n);
+    printf("%s: %d layouts train accepts on %d rank%s, %d under the memory limit%s, predicted in "
            "%.2f s (calibration: %s)\n",
-           WHO, nvalid, world, world == 1 ? "" : "s", n, seconds, cal->machine);
+           WHO, nvalid, world, world == 1 ? "" : "s", nlimit, distinct, seconds, cal->machine);
     print_hosts(cal, world);
     print_table(rows, n, top, cal->ranks_per_node > 0);
     if (explain > 0) {
@@ -252,7 +295,8 @@ int cmd_plan(int argc, char **argv) {
     int world = 0, top = 20, explain = 0;
     bool calibrate = false;
     const char *limit_s = NULL, *calibration = NULL, *links_out = NULL, *output = NULL;
-    const char *per_node_s = NULL, *gbps_s = NULL, *us_s = NULL;
+    const char *per_node_s = NULL, *gbps_s = NULL, *us_s = NULL, *flags_of = NULL;
+    bool distinct = false;
     const flag_spec extra[] = {
         {"--world-size", FLAG_INT, &world, "number of ranks to plan for (required)", NULL},
         {"--memory-limit", FLAG_STRING, &limit_s,
@@ -272,6 +316,11 @@ int cmd_plan(int argc, char **argv) {
          "GB/s of the network between hosts (default 1.25: 10 Gbit/s Ethernet, assumed)", NULL},
         {"--inter-node-latency", FLAG_STRING, &us_s,
          "microseconds per message step between hosts (default 25, assumed)", NULL},
+        {"--distinct", FLAG_BOOL, &distinct,
+         "one row per predicted step (to 1 µs): of layouts predicted alike, the least memory",
+         NULL},
+        {"--flags-of", FLAG_STRING, &flags_of,
+         "ROW: print only that row's trident train flags (1 the fastest, -1 the slowest)", NULL},
         {"--links-worker", FLAG_STRING, &links_out, "(internal: the MPI worker of --calibrate)",
          NULL},
     };
@@ -305,7 +354,10 @@ int cmd_plan(int argc, char **argv) {
         die(WHO ": no layout fits --memory-limit %s bytes per rank (%d layouts run on %d ranks; "
                 "trident memory shows what each holds)",
             limit_s, nvalid, world);
-    report(rows, n, nvalid, time_now() - t0, top, explain, limit, output, &cal, world);
+    const int nlimit = n;
+    if (distinct) n = keep_distinct(rows, n);
+    if (flags_of) print_flags_of(flags_of, rows, n);
+    else report(rows, n, nlimit, nvalid, time_now() - t0, top, explain, limit, output, &cal, world);
     free(rows);
     return 0;
 }

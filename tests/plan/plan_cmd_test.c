@@ -7,6 +7,7 @@
  *     span hosts (tp 4 on hosts of 2 does, tp 2 does not);
  *   - bad input: one line naming the value, exit 1 (world size, limit, an impossible world,
  *     a corrupt calibration, another model's, none at all, ranks per node);
+ *   - --distinct keeps one row per predicted step; --flags-of ROW prints that row's flags alone;
  *   - a --calibrate that fails leaves the good calibration it would replace as it was.
  */
 #include <stdio.h>
@@ -184,6 +185,46 @@ static void ranks_per_node_marks_groups_across_hosts(void **state) {
                  r4, step4, r2, step2, step_inside);
 }
 
+/* The flags of the table's line that starts with row `row` (its text after "  --"). */
+static void flags_of_line(const char *line, char *out, size_t cap) {
+    const char *f = strstr(line, "  --");
+    assert_non_null(f);
+    snprintf(out, cap, "%.*s", (int)strcspn(f + 2, "\n"), f + 2);
+}
+
+/* --distinct: no two rows predict the same step, and fewer rows than layouts; --flags-of 1 and
+ * -1 print the first and the last row's flags and nothing else. */
+static void distinct_rows_and_flags_of(void **state) {
+    (void)state;
+    char args[4400], first[1024], last[1024], got[1024];
+    snprintf(args, sizeof args, "--world-size 8 --calibration '%s' --top 100000 --distinct", g_cal);
+    assert_int_equal(plan(args), 0);
+    expect_output("1446 under the memory limit, ");
+    expect_output(" predicted distinctly, predicted in ");
+    static double mb[4096];
+    const int n = rows_memory(mb, 4096);
+    assert_true(n > 1 && n < 1446);
+    double prev = 0;
+    const char *line = strstr(g_out, "trident train flags\n") + 20;
+    for (int i = 0; i < n; i++, line = strchr(line, '\n') + 1) {
+        double step;
+        assert_int_equal(sscanf(line, "%*d %*f %lf", &step), 1);
+        if (i > 0 && !(step > prev)) fail_msg("row %d: step %.3f ms after %.3f", i + 1, step, prev);
+        prev = step;
+        if (i == 0) flags_of_line(line, first, sizeof first);
+        if (i == n - 1) flags_of_line(line, last, sizeof last);
+    }
+    snprintf(args, sizeof args, "--world-size 8 --calibration '%s' --distinct --flags-of 1", g_cal);
+    assert_int_equal(plan(args), 0);
+    snprintf(got, sizeof got, "%s\n", first);
+    assert_string_equal(g_out, got);
+    snprintf(args, sizeof args, "--world-size 8 --calibration '%s' --distinct --flags-of -1",
+             g_cal);
+    assert_int_equal(plan(args), 0);
+    snprintf(got, sizeof got, "%s\n", last);
+    assert_string_equal(g_out, got);
+}
+
 /* A --calibrate that fails (no mpirun on the PATH for the links worker) exits with one line
  * and leaves the good calibration file byte for byte as it was. */
 static void failed_calibration_keeps_the_good_one(void **state) {
@@ -239,6 +280,8 @@ static void bad_input_gets_one_line(void **state) {
              "--world-size 8 --calibration '%s' --ranks-per-node 4 --inter-node-bandwidth -1",
              g_cal);
     expect_refused(args, "--inter-node-bandwidth '-1' must be a positive number of GB/s");
+    snprintf(args, sizeof args, "--world-size 8 --calibration '%s' --flags-of 0", g_cal);
+    expect_refused(args, "--flags-of '0' must be a row of the table: 1 to 1446, or -1 to -1446");
     snprintf(args, sizeof args, "--world-size 2 --calibration '%s' --memory-limit 1", g_cal);
     expect_refused(args, "no layout fits --memory-limit 1 bytes per rank");
     char env[4400];
@@ -258,6 +301,7 @@ int main(void) {
         cmocka_unit_test(bad_input_gets_one_line),
         cmocka_unit_test(ranks_per_node_marks_groups_across_hosts),
         cmocka_unit_test(failed_calibration_keeps_the_good_one),
+        cmocka_unit_test(distinct_rows_and_flags_of),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
