@@ -234,11 +234,11 @@ static void draw(const char *path, const plan_row *rows, int n, int top, double 
     const int k = n < top ? n : top, shown = k < VIZ_PLAN_MAX_ROWS ? k : VIZ_PLAN_MAX_ROWS;
     for (int i = 0; i < shown; i++) {
         const plan_time *t = &rows[i].t;
-        plan_layout_flags(&rows[i].c, labels[i], sizeof labels[i]);
+        plan_layout_name(&rows[i].c, labels[i], sizeof labels[i]);
         if (rows[i].t.across) { /* the groups on the network, after the flags */
             char names[48];
             const size_t used = strlen(labels[i]);
-            snprintf(labels[i] + used, sizeof labels[i] - used, "  [across hosts: %s]",
+            snprintf(labels[i] + used, sizeof labels[i] - used, " · across hosts: %s",
                      plan_groups_across_name(rows[i].t.across, names, sizeof names));
         }
         r[i] = (viz_plan_row){
