@@ -6,6 +6,9 @@
  *   trident plan --world-size 8 --explain 1              the terms of the first row's time
  *   trident plan ... --calibration FILE                  a calibration made elsewhere
  *   trident plan ... -o plan.png                         the fastest rows as a picture
+ *   trident plan ... --ranks-per-node 4 [--inter-node-bandwidth 1.25 --inter-node-latency 25]
+ *                                                        hosts of 4 ranks: groups that span
+ *                                                        them take the network's α, β
  *
  * The model flags are train's (the layout flags are the planner's to choose). Memory is
  * `trident memory`'s own prediction (src/train/memory_predict.h); time is src/plan/time_model.h
@@ -39,22 +42,49 @@ enum { PLAN_MAX_WORLD = 1024 };
 
 static const char k_usage[] =
     "Usage: trident plan --world-size N [model flags of train] [--memory-limit BYTES] [--top K]\n"
-    "         [--explain ROW] [--calibrate] [--calibration FILE] [-o FILE.png|.svg|.pdf]\n\n"
+    "         [--explain ROW] [--calibrate] [--calibration FILE] [-o FILE.png|.svg|.pdf]\n"
+    "         [--ranks-per-node R [--inter-node-bandwidth GB/s] [--inter-node-latency µs]]\n\n"
     "Lists every layout `trident train` accepts for the model on N ranks (tensor, context,\n"
     "expert, pipeline and data parallel sizes, schedule and chunks, ZeRO stage, recomputation,\n"
     "sequence parallelism, overlap flags), with its predicted step time (from this machine's\n"
     "calibration: --calibrate makes it once) and its peak memory (trident memory's prediction),\n"
-    "fastest first, each with the flags of trident train to paste.";
+    "fastest first, each with the flags of trident train to paste. With --ranks-per-node R the\n"
+    "ranks sit on hosts of R (Megatron's rank order) and the collectives of groups that span\n"
+    "hosts take the network's latency and bandwidth (given, not measured).";
 
 typedef struct {
     train_config c;
     plan_time t;
     size_t memory; /* the largest rank's predicted peak */
+    size_t nflags; /* the length of its flags: the shorter, the nearer the defaults */
 } plan_row;
 
+/* Fastest first; of layouts predicted alike, the one holding least memory, then the one with
+ * the fewest flags. */
 static int by_speed(const void *a, const void *b) {
     const plan_row *x = a, *y = b;
-    return (x->t.tokens_per_s < y->t.tokens_per_s) - (x->t.tokens_per_s > y->t.tokens_per_s);
+    if (x->t.tokens_per_s != y->t.tokens_per_s)
+        return (x->t.tokens_per_s < y->t.tokens_per_s) - (x->t.tokens_per_s > y->t.tokens_per_s);
+    if (x->memory != y->memory) return (x->memory > y->memory) - (x->memory < y->memory);
+    return (x->nflags > y->nflags) - (x->nflags < y->nflags);
+}
+
+/* --distinct: of each run of rows whose predicted steps agree within a microsecond (the
+ * table's last digit) of the run's first, one kept — the least
+ * memory, then the fewest flags: layouts that differ only in what the model says costs nothing
+ * (an overlap with nothing to hide, the schedule of one stage). Returns the rows kept. */
+static int keep_distinct(plan_row *rows, int n) {
+    int kept = 0;
+    for (int i = 0; i < n;) {
+        int best = i, j = i + 1;
+        for (; j < n && rows[j].t.step - rows[i].t.step <= 1e-6; j++)
+            if (rows[j].memory < rows[best].memory ||
+                (rows[j].memory == rows[best].memory && rows[j].nflags < rows[best].nflags))
+                best = j;
+        rows[kept++] = rows[best];
+        i = j;
+    }
+    return kept;
 }
 
 /* --memory-limit: a positive number of bytes (2e9, 2147483648); 0 when not given. */
@@ -65,6 +95,49 @@ static double parse_limit(const char *s) {
     if (end == s || *end || !isfinite(v) || v <= 0)
         die(WHO ": --memory-limit '%s' must be a positive number of bytes per rank (e.g. 2e9)", s);
     return v;
+}
+
+/* A number given as text: finite, > 0 (>= 0 when zero_ok); 0 when not given. */
+static double parse_number(const char *flag, const char *s, bool zero_ok, const char *what) {
+    if (!s) return 0;
+    char *end;
+    const double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v) || v < 0 || (v == 0 && !zero_ok))
+        die(WHO ": %s '%s' must be %s number of %s", flag, s,
+            zero_ok ? "a non-negative" : "a positive", what);
+    return v;
+}
+
+/* --ranks-per-node and the network, checked: *per_node (0: one host) and *network. */
+static void parse_hosts(const char *per_node_s, const char *gbps_s, const char *us_s, int world,
+                        int *per_node, plan_link *network) {
+    *per_node = 0;
+    if (per_node_s) {
+        char *end;
+        const long r = strtol(per_node_s, &end, 10);
+        if (end == per_node_s || *end || r < 1 || r > world || world % r)
+            die(WHO ": --ranks-per-node '%s' must be a whole number from 1 to --world-size %d "
+                    "that divides it (hosts of equal size)",
+                per_node_s, world);
+        *per_node = r < world ? (int)r : 0;
+    }
+    const double gbps = parse_number("--inter-node-bandwidth", gbps_s, false, "GB/s");
+    const double us = parse_number("--inter-node-latency", us_s, true, "microseconds");
+    const bool given = gbps_s || us_s;
+    *network = plan_links_network((gbps_s ? gbps : PLAN_NETWORK_GB_PER_S) * 1e9,
+                                  (us_s ? us : PLAN_NETWORK_LATENCY_US) * 1e-6,
+                                  given ? "given" : "default");
+}
+
+/* One line: the hosts and the numbers the network terms use (nothing on one host). */
+static void print_hosts(const plan_calibration *cal, int world) {
+    if (!cal->ranks_per_node) return;
+    const plan_link *n = &cal->network;
+    printf("hosts: %d of %d ranks each (--ranks-per-node, Megatron's rank order); a group across "
+           "hosts takes the network: %.3g GB/s, %.3g µs per message step (%s, not measured: "
+           "--inter-node-bandwidth, --inter-node-latency)\n",
+           world / cal->ranks_per_node, cal->ranks_per_node, 1e-9 / n->beta, n->alpha * 1e6,
+           strcmp(n->source, "given") == 0 ? "given" : "assumed");
 }
 
 /* The model flags checked on one rank (every layout flag at 1), so a bad model is named before
@@ -120,8 +193,11 @@ static plan_row *predict_all(const train_config *base, int world, double limit,
         train_config *c = &ls.items[i];
         train_memory *tm = train_memory_predict(c, train_config_zero_stage(c), WHO);
         const size_t mem = tm->ranks[train_memory_largest(tm)].total;
-        if (limit <= 0 || (double)mem <= limit)
-            rows[n++] = (plan_row){*c, plan_time_predict(c, tm, cal), mem};
+        if (limit <= 0 || (double)mem <= limit) {
+            char flags[1024];
+            plan_layout_flags(c, flags, sizeof flags);
+            rows[n++] = (plan_row){*c, plan_time_predict(c, tm, cal), mem, strlen(flags)};
+        }
         train_memory_free(tm);
     }
     plan_layouts_free(&ls);
@@ -130,17 +206,24 @@ static plan_row *predict_all(const train_config *base, int world, double limit,
     return rows;
 }
 
-static void print_table(const plan_row *rows, int n, int top) {
-    printf("%4s %11s %9s %9s %9s %9s %10s  %s\n", "row", "tokens/s", "step ms", "compute", "comm",
-           "bubble", "memory MB", "trident train flags");
+/* The table; with hosts, a column of the groups that span them (plan_groups_across_name). */
+static void print_table(const plan_row *rows, int n, int top, bool hosts) {
+    printf("%4s %11s %9s %9s %9s %9s %10s%s  %s\n", "row", "tokens/s", "step ms", "compute", "comm",
+           "bubble", "memory MB", hosts ? "  across hosts" : "", "trident train flags");
     for (int i = 0; i < n && i < top; i++) {
         const plan_time *t = &rows[i].t;
-        char flags[1024];
+        char flags[1024], across[64] = "";
         plan_layout_flags(&rows[i].c, flags, sizeof flags);
-        printf("%4d %11.0f %9.3f %9.3f %9.3f %9.3f %10.2f  %s\n", i + 1, t->tokens_per_s,
+        if (hosts) {
+            char names[48];
+            snprintf(across, sizeof across, "  %12s",
+                     plan_groups_across_name(t->across, names, sizeof names));
+        }
+        printf("%4d %11.0f %9.3f %9.3f %9.3f %9.3f %10.2f%s  %s\n", i + 1, t->tokens_per_s,
                t->step * 1e3, (t->busy - t->comm_on_path) * 1e3,
                (t->comm_on_path + t->dp_exposed) * 1e3, t->bubble * 1e3,
-               (double)rows[i].memory / 1e6, flags[0] ? flags : "(no flags: one rank's layout)");
+               (double)rows[i].memory / 1e6, across,
+               flags[0] ? flags : "(no layout flags: the defaults)");
     }
 }
 
@@ -151,7 +234,13 @@ static void draw(const char *path, const plan_row *rows, int n, int top, double 
     const int k = n < top ? n : top, shown = k < VIZ_PLAN_MAX_ROWS ? k : VIZ_PLAN_MAX_ROWS;
     for (int i = 0; i < shown; i++) {
         const plan_time *t = &rows[i].t;
-        plan_layout_flags(&rows[i].c, labels[i], sizeof labels[i]);
+        plan_layout_name(&rows[i].c, labels[i], sizeof labels[i]);
+        if (rows[i].t.across) { /* the groups on the network, after the flags */
+            char names[48];
+            const size_t used = strlen(labels[i]);
+            snprintf(labels[i] + used, sizeof labels[i] - used, " · across hosts: %s",
+                     plan_groups_across_name(rows[i].t.across, names, sizeof names));
+        }
         r[i] = (viz_plan_row){
             labels[i],
             {t->busy - t->comm_on_path, t->comm_on_path + t->dp_exposed, t->bubble, t->optimizer},
@@ -166,12 +255,48 @@ static void draw(const char *path, const plan_row *rows, int n, int top, double 
     printf("wrote %s\n", path);
 }
 
+/* --flags-of ROW: that row's flags alone, for `trident train $(trident plan ... --flags-of 1)`. */
+static void print_flags_of(const char *row_s, const plan_row *rows, int n) {
+    char *end, flags[1024];
+    const long k = strtol(row_s, &end, 10);
+    if (end == row_s || *end || k == 0 || k > n || k < -n)
+        die(WHO ": --flags-of '%s' must be a row of the table: 1 to %d, or -1 to -%d from the "
+                "slowest",
+            row_s, n, n);
+    plan_layout_flags(&rows[k > 0 ? k - 1 : n + k].c, flags, sizeof flags);
+    printf("%s\n", flags);
+}
+
+/* What the command prints (and draws) once every layout is predicted: rows[0..n), of nlimit
+ * under the memory limit (n < nlimit with --distinct). */
+static void report(const plan_row *rows, int n, int nlimit, int nvalid, double seconds, int top,
+                   int explain, double limit, const char *output, const plan_calibration *cal,
+                   int world) {
+    if (explain > n) die(WHO ": --explain %d: the table has %d rows", explain, n);
+    char distinct[64] = "";
+    if (n < nlimit) snprintf(distinct, sizeof distinct, ", %d predicted distinctly", n);
+    printf("%s: %d layouts train accepts on %d rank%s, %d under the memory limit%s, predicted in "
+           "%.2f s (calibration: %s)\n",
+           WHO, nvalid, world, world == 1 ? "" : "s", nlimit, distinct, seconds, cal->machine);
+    print_hosts(cal, world);
+    print_table(rows, n, top, cal->ranks_per_node > 0);
+    if (explain > 0) {
+        char flags[1024];
+        plan_layout_flags(&rows[explain - 1].c, flags, sizeof flags);
+        printf("\nrow %d: %s\n", explain, flags);
+        plan_time_explain(&rows[explain - 1].t, &rows[explain - 1].c, stdout);
+    }
+    if (output) draw(output, rows, n, top, limit, world);
+}
+
 int cmd_plan(int argc, char **argv) {
     train_config c;
     train_config_defaults(&c);
     int world = 0, top = 20, explain = 0;
     bool calibrate = false;
     const char *limit_s = NULL, *calibration = NULL, *links_out = NULL, *output = NULL;
+    const char *per_node_s = NULL, *gbps_s = NULL, *us_s = NULL, *flags_of = NULL;
+    bool distinct = false;
     const flag_spec extra[] = {
         {"--world-size", FLAG_INT, &world, "number of ranks to plan for (required)", NULL},
         {"--memory-limit", FLAG_STRING, &limit_s,
@@ -185,6 +310,17 @@ int cmd_plan(int argc, char **argv) {
          "the calibration file to use (or write, with --calibrate); default: the cache", NULL},
         {"--output", FLAG_STRING, &output,
          "FILE.png|.svg|.pdf: the first rows' predicted steps and memory; -o for short", NULL},
+        {"--ranks-per-node", FLAG_STRING, &per_node_s,
+         "R: ranks per host, dividing the world size (default: all on one host)", NULL},
+        {"--inter-node-bandwidth", FLAG_STRING, &gbps_s,
+         "GB/s of the network between hosts (default 1.25: 10 Gbit/s Ethernet, assumed)", NULL},
+        {"--inter-node-latency", FLAG_STRING, &us_s,
+         "microseconds per message step between hosts (default 25, assumed)", NULL},
+        {"--distinct", FLAG_BOOL, &distinct,
+         "one row per predicted step (to 1 µs): of layouts predicted alike, the least memory",
+         NULL},
+        {"--flags-of", FLAG_STRING, &flags_of,
+         "ROW: print only that row's trident train flags (1 the fastest, -1 the slowest)", NULL},
         {"--links-worker", FLAG_STRING, &links_out, "(internal: the MPI worker of --calibrate)",
          NULL},
     };
@@ -199,9 +335,13 @@ int cmd_plan(int argc, char **argv) {
     const double limit = parse_limit(limit_s);
     if (output && !viz_format_of(output))
         die(WHO ": --output '%s' must end in .png, .svg or .pdf", output);
+    int per_node;
+    plan_link network;
+    parse_hosts(per_node_s, gbps_s, us_s, world, &per_node, &network);
     check_model(&c);
     plan_calibration cal;
     get_calibration(&c, world, calibrate, calibration, &cal);
+    cal.ranks_per_node = per_node, cal.network = network;
     const double t0 = time_now();
     int n, nvalid;
     plan_row *rows = predict_all(&c, world, limit, &cal, &n, &nvalid);
@@ -214,18 +354,10 @@ int cmd_plan(int argc, char **argv) {
         die(WHO ": no layout fits --memory-limit %s bytes per rank (%d layouts run on %d ranks; "
                 "trident memory shows what each holds)",
             limit_s, nvalid, world);
-    printf("%s: %d layouts train accepts on %d rank%s, %d under the memory limit, predicted in "
-           "%.2f s (calibration: %s)\n",
-           WHO, nvalid, world, world == 1 ? "" : "s", n, time_now() - t0, cal.machine);
-    print_table(rows, n, top);
-    if (explain > n) die(WHO ": --explain %d: the table has %d rows", explain, n);
-    if (explain > 0) {
-        char flags[1024];
-        plan_layout_flags(&rows[explain - 1].c, flags, sizeof flags);
-        printf("\nrow %d: %s\n", explain, flags);
-        plan_time_explain(&rows[explain - 1].t, &rows[explain - 1].c, stdout);
-    }
-    if (output) draw(output, rows, n, top, limit, world);
+    const int nlimit = n;
+    if (distinct) n = keep_distinct(rows, n);
+    if (flags_of) print_flags_of(flags_of, rows, n);
+    else report(rows, n, nlimit, nvalid, time_now() - t0, top, explain, limit, output, &cal, world);
     free(rows);
     return 0;
 }

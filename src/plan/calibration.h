@@ -89,6 +89,10 @@ typedef struct {
                               factor 1 (0: not measured, taken as 1) */
     double head_forward, head_backward; /* the head with its loss, likewise */
     plan_link link[PLAN_NLINKS];
+    /* Not in the file: the hosts a plan lays its ranks on (trident plan --ranks-per-node), and
+     * the link of a group that spans them (time_model.h, plan_group_link); 0: one host */
+    int ranks_per_node;
+    plan_link network;
 } plan_calibration;
 
 /* "p2p", "all-reduce", "reduce-scatter", "all-gather", "all-to-all". */

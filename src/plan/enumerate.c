@@ -132,3 +132,32 @@ void plan_layout_flags(const train_config *c, char *buf, size_t cap) {
     if (c->overlap_param_gather) put(buf, cap, " --overlap-param-gather", NULL, 0);
     if (buf[0] == ' ') memmove(buf, buf + 1, strlen(buf));
 }
+
+void plan_layout_name(const train_config *c, char *buf, size_t cap) {
+    buf[0] = 0;
+    if (c->tensor_model_parallel_size > 1)
+        put(buf, cap, "TP%d ", NULL, c->tensor_model_parallel_size);
+    if (c->context_parallel_size > 1) put(buf, cap, "CP%d ", NULL, c->context_parallel_size);
+    if (c->expert_model_parallel_size > 1)
+        put(buf, cap, "EP%d ", NULL, c->expert_model_parallel_size);
+    if (c->pipeline_model_parallel_size > 1)
+        put(buf, cap, "PP%d ", NULL, c->pipeline_model_parallel_size);
+    if (c->dp > 1) put(buf, cap, "DP%d ", NULL, c->dp);
+    if (c->pipeline_model_parallel_size > 1 || strcmp(c->pipeline_schedule, "1f1b") != 0)
+        put(buf, cap, "%s ", c->pipeline_schedule, 0);
+    if (c->vpp > 1 && strcmp(c->pipeline_schedule, "interleaved") == 0)
+        put(buf, cap, "v%d ", NULL, c->vpp);
+    const int stage = train_config_zero_stage(c);
+    if (stage > 0) put(buf, cap, "· ZeRO-%d ", NULL, stage);
+    if (c->sequence_parallel) put(buf, cap, "· SP ", NULL, 0);
+    if (c->recompute_granularity) put(buf, cap, "· recompute %s ", c->recompute_granularity, 0);
+    if (c->overlap_grad_reduce || c->overlap_param_gather)
+        put(buf, cap, "· overlap %s ",
+            c->overlap_grad_reduce && c->overlap_param_gather ? "grad+param"
+            : c->overlap_grad_reduce                          ? "grad"
+                                                              : "param",
+            0);
+    const size_t n = strlen(buf);
+    if (n && buf[n - 1] == ' ') buf[n - 1] = 0;
+    if (!buf[0]) snprintf(buf, cap, "one rank");
+}

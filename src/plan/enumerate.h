@@ -43,4 +43,10 @@ void plan_layouts_free(plan_layouts *l);
  * only, those that differ from the defaults). */
 void plan_layout_flags(const train_config *c, char *buf, size_t cap);
 
+/* A short name of a checked layout for pictures: "TP2 CP2 DP2 · ZeRO-1 · SP", "PP4 DP2 zb-h1 ·
+ * recompute full" — the parallel sizes above 1 (DP the rest), the schedule where there is a
+ * pipeline (or it is not 1f1b), then ZeRO's stage, sequence parallelism, recomputation and
+ * the overlap flags. */
+void plan_layout_name(const train_config *c, char *buf, size_t cap);
+
 #endif /* TRIDENT_PLAN_ENUMERATE_H */

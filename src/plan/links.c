@@ -122,6 +122,12 @@ void plan_links_fit(plan_link_kind k, double t_small, double t_large, double t_a
     snprintf(l->source, sizeof l->source, "measured");
 }
 
+plan_link plan_links_network(double bytes_per_s, double latency_s, const char *source) {
+    plan_link l = {latency_s, 1 / bytes_per_s, 0, ""};
+    snprintf(l.source, sizeof l.source, "%s", source);
+    return l;
+}
+
 /* Open MPI on one box as tools/mpi_env.sh sets it; existing settings win. */
 static void mpi_environment(void) {
 #define MPI_ENV_VAR(name, value, keep_user) setenv(name, value, 0);

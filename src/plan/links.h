@@ -14,6 +14,9 @@
  *   β = (t_large − t_small) / (w_large − w_small),   α = (t_small − β·w_small) / s,
  *   sync = max(0, t_after − t_small), t_after = t_small + the arrival gap
  *
+ * Between hosts (trident plan --ranks-per-node) nothing is measured yet: the network's α and β
+ * are given (plan_links_network), and the time model uses them for groups that span hosts.
+ *
  * Not here: what the time model does with them (time_model.h, plan_collective_time).
  */
 #ifndef TRIDENT_PLAN_LINKS_H
@@ -23,6 +26,16 @@
 
 enum { PLAN_LINK_SMALL = 64, PLAN_LINK_LARGE = 1 << 22 }; /* bytes of the two messages */
 enum { PLAN_LINK_WORK = 200000 }; /* multiply-adds of the work timed on both ranks (~0.2 ms) */
+
+/* The network between hosts when none is measured (trident plan --ranks-per-node): 10 Gbit/s
+ * Ethernet under TCP, an assumption the table prints, given otherwise by
+ * --inter-node-bandwidth and --inter-node-latency. */
+#define PLAN_NETWORK_GB_PER_S 1.25
+#define PLAN_NETWORK_LATENCY_US 25.0
+
+/* The link of the network from its bandwidth (bytes per second) and latency (seconds per
+ * message step): α = latency, β = 1 / bandwidth, sync 0 (the kind's own is kept), `source`. */
+plan_link plan_links_network(double bytes_per_s, double latency_s, const char *source);
 
 /* Runs the worker under mpirun (2 ranks) and fills cal->link with the fit, source
  * "measured". Dies with one line starting "<who>: " when the job fails (cal untouched). */

@@ -10,13 +10,72 @@
 #include "src/model/gpt.h"
 #include "src/pp/schedule.h"
 #include "src/pp/schedule_sim.h"
+#include "src/runtime/groups.h"
 
-double plan_collective_time(const plan_calibration *cal, plan_link_kind k, int g, double bytes) {
+/* Seconds of one call of kind k over g ranks on link l. */
+static double link_time(const plan_link *l, plan_link_kind k, int g, double bytes) {
     if (g <= 1) return 0;
-    const plan_link *l = &cal->link[k];
     double steps, wire;
     plan_link_shape(k, g, bytes, &steps, &wire);
     return l->sync + l->alpha * steps + l->beta * wire;
+}
+
+double plan_collective_time(const plan_calibration *cal, plan_link_kind k, int g, double bytes) {
+    return link_time(&cal->link[k], k, g, bytes);
+}
+
+/* The kinds of group whose collectives the model places, and their short names. */
+static const struct {
+    pg_kind kind;
+    const char *name;
+} k_groups[] = {{PG_TP, "tp"}, {PG_CP, "cp"}, {PG_EP, "ep"}, {PG_PP, "pp"}, {PG_DP_CP, "dp"}};
+enum { NGROUPS = sizeof k_groups / sizeof k_groups[0] };
+
+unsigned plan_groups_across_hosts(const train_config *c, int ranks_per_node) {
+    const int world = c->world_size;
+    if (ranks_per_node <= 0 || ranks_per_node >= world) return 0;
+    pg_layout l;
+    char err[512];
+    if (!pg_layout_make(&l, world, c->tensor_model_parallel_size, c->context_parallel_size,
+                        c->expert_model_parallel_size, c->pipeline_model_parallel_size, c->vpp,
+                        c->rank_order, err, sizeof err))
+        die("trident plan: the groups of a checked layout: %s", err);
+    int *node_of = mallocCheck(sizeof(int) * (size_t)world), first;
+    for (int r = 0; r < world; r++) node_of[r] = r / ranks_per_node;
+    unsigned across = 1u << PLAN_WORLD; /* more than one host: the world spans them */
+    for (int i = 0; i < NGROUPS; i++)
+        if (pg_groups_spanning_nodes(&l, k_groups[i].kind, node_of, &first) > 0)
+            across |= 1u << k_groups[i].kind;
+    free(node_of);
+    return across;
+}
+
+plan_link plan_group_link(const plan_calibration *cal, const train_config *c, int group,
+                          plan_link_kind k) {
+    plan_link l = cal->link[k];
+    if (plan_groups_across_hosts(c, cal->ranks_per_node) & (1u << group)) {
+        l.alpha = cal->network.alpha, l.beta = cal->network.beta;
+        snprintf(l.source, sizeof l.source, "%s", cal->network.source);
+    }
+    return l;
+}
+
+const char *plan_groups_across_name(unsigned across, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < NGROUPS; i++)
+        if ((across & (1u << k_groups[i].kind)) && used < cap)
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? "+" : "",
+                                     k_groups[i].name);
+    if (!buf[0]) snprintf(buf, cap, "-");
+    return buf;
+}
+
+/* Seconds of one collective of kind k over c's groups of `group` (a pg_kind, or PLAN_WORLD). */
+static double group_time(const plan_calibration *cal, const train_config *c, int group,
+                         plan_link_kind k, int g, double bytes) {
+    const plan_link l = plan_group_link(cal, c, group, k);
+    return link_time(&l, k, g, bytes);
 }
 
 /* Seconds of (N,C) @ (OC,C)^T at the calibrated rate of that shape. */
@@ -83,12 +142,12 @@ static plan_layer_time layer_time(const train_config *c, const plan_calibration 
     l.elementwise = layer_floats(c, tp, cp) * seconds_per_float(c, cal);
     const int t = c->tensor_model_parallel_size;
     l.tp_comm = c->sequence_parallel
-                    ? 2 * plan_collective_time(cal, PLAN_ALL_GATHER, t, bytes) +
-                          2 * plan_collective_time(cal, PLAN_REDUCE_SCATTER, t, bytes)
-                    : 2 * plan_collective_time(cal, PLAN_ALL_REDUCE, t, bytes);
-    l.cp_comm = (cp - 1) * plan_collective_time(cal, PLAN_P2P, 2, 2 * bytes / tp);
+                    ? 2 * group_time(cal, c, PG_TP, PLAN_ALL_GATHER, t, bytes) +
+                          2 * group_time(cal, c, PG_TP, PLAN_REDUCE_SCATTER, t, bytes)
+                    : 2 * group_time(cal, c, PG_TP, PLAN_ALL_REDUCE, t, bytes);
+    l.cp_comm = (cp - 1) * group_time(cal, c, PG_CP, PLAN_P2P, 2, 2 * bytes / tp);
     if (c->num_experts > 0)
-        l.ep_comm = 2 * plan_collective_time(cal, PLAN_ALL_TO_ALL, ep, bytes * c->moe_router_topk);
+        l.ep_comm = 2 * group_time(cal, c, PG_EP, PLAN_ALL_TO_ALL, ep, bytes * c->moe_router_topk);
     /* the backward's compute over the forward's, as the block measured it (else 2) */
     const double ratio = cal->block_forward > 0 ? cal->block_backward / cal->block_forward : 2;
     /* what the trainer adds around the kernels, as one serial run measured it */
@@ -111,7 +170,7 @@ static plan_layer_time layer_time(const train_config *c, const plan_calibration 
 static void ends_time(const train_config *c, const plan_calibration *cal, plan_time *p) {
     const double T = c->seq_length, N = (double)c->micro_batch_size * T / c->context_parallel_size;
     const double C = c->hidden_size, V = c->padded_vocab, tp = c->tensor_model_parallel_size;
-    const double ar = plan_collective_time(cal, PLAN_ALL_REDUCE, (int)tp, 4 * N * C);
+    const double ar = group_time(cal, c, PG_TP, PLAN_ALL_REDUCE, (int)tp, 4 * N * C);
     const double Vall = gpt_padded_vocab(256, c->make_vocab_size_divisible_by, 1);
     const double scale = gemm_s(cal, N, C, V / tp) /
                          gemm_s(cal, N * c->context_parallel_size, C, Vall);
@@ -119,7 +178,7 @@ static void ends_time(const train_config *c, const plan_calibration *cal, plan_t
     p->head_forward = trainer_factor(cal) * scale * cal->head_forward;
     p->head_backward = trainer_factor(cal) * scale * cal->head_backward + ar;
     const double msg = c->sequence_parallel ? 4 * N * C / tp : 4 * N * C;
-    p->p2p = plan_collective_time(cal, PLAN_P2P, 2, msg);
+    p->p2p = group_time(cal, c, PG_PP, PLAN_P2P, 2, msg);
 }
 
 /* Parameters Ψ of pipeline rank r (its tp 0, dp 0 copy) and its ZeRO shard. */
@@ -157,9 +216,9 @@ static double zero_in_pass(const train_config *c, const train_memory *tm,
     const double share = t->rank_layers[r] ? (double)n / t->rank_layers[r] : 1;
     const double bytes = 4 * numel * share;
     double in_pass = 0;
-    if (tm->stage >= 2) in_pass += plan_collective_time(cal, PLAN_REDUCE_SCATTER, g, bytes);
+    if (tm->stage >= 2) in_pass += group_time(cal, c, PG_DP_CP, PLAN_REDUCE_SCATTER, g, bytes);
     if (tm->stage == 3) { /* prefetched one unit ahead: only what compute does not cover */
-        const double ag = plan_collective_time(cal, PLAN_ALL_GATHER, g, bytes);
+        const double ag = group_time(cal, c, PG_DP_CP, PLAN_ALL_GATHER, g, bytes);
         const double passes = train_config_recompute(c).granularity == GPT_RECOMPUTE_FULL ? 2 : 1;
         t->f[s] += fmax(ag - t->f[s], ag / (n + 1));
         in_pass += passes * fmax(ag - t->b[s], ag / (n + 1));
@@ -255,10 +314,10 @@ static void after_pipeline(const train_config *c, const train_memory *tm,
         rank_params(tm, r, &numel, &shard);
         const double bytes = 4 * numel;
         double grads = 0, params = 0;
-        if (tm->stage == 0) grads = plan_collective_time(cal, PLAN_ALL_REDUCE, g, bytes);
-        if (tm->stage == 1) grads = plan_collective_time(cal, PLAN_REDUCE_SCATTER, g, bytes);
+        if (tm->stage == 0) grads = group_time(cal, c, PG_DP_CP, PLAN_ALL_REDUCE, g, bytes);
+        if (tm->stage == 1) grads = group_time(cal, c, PG_DP_CP, PLAN_REDUCE_SCATTER, g, bytes);
         if (tm->stage == 1 || tm->stage == 2)
-            params = plan_collective_time(cal, PLAN_ALL_GATHER, g, bytes);
+            params = group_time(cal, c, PG_DP_CP, PLAN_ALL_GATHER, g, bytes);
         /* overlap: hidden behind the last backward (first forward), one bucket always shows */
         const double buckets = fmax(1, ceil(numel / c->ddp_bucket_size));
         double exposed = grads + params;
@@ -271,7 +330,7 @@ static void after_pipeline(const train_config *c, const train_memory *tm,
             p->dp_comm = grads + params, p->dp_exposed = exposed, p->optimizer = opt;
         }
     }
-    const double norm = plan_collective_time(cal, PLAN_ALL_REDUCE, c->world_size, 4);
+    const double norm = group_time(cal, c, PLAN_WORLD, PLAN_ALL_REDUCE, c->world_size, 4);
     p->optimizer += norm;
 }
 
@@ -287,6 +346,7 @@ plan_time plan_time_predict(const train_config *c, const train_memory *tm,
     after_pipeline(c, tm, cal, &p, t.rank_fwd, t.rank_bwd);
     stage_table_free(&t);
     p.step = p.pipeline + p.dp_exposed + p.optimizer;
+    p.across = plan_groups_across_hosts(c, cal->ranks_per_node);
     p.tokens_per_s = (double)c->global_batch_size * c->seq_length / p.step;
     return p;
 }
@@ -328,4 +388,8 @@ void plan_time_explain(const plan_time *p, const train_config *c, FILE *f) {
             c->dp, c->context_parallel_size, p->dp_exposed * ms);
     fprintf(f, "optimizer       %10.4f ms   AdamW + gradient norm\n", p->optimizer * ms);
     fprintf(f, "step            %10.4f ms   %.0f tokens/s\n", p->step * ms, p->tokens_per_s);
+    char across[64];
+    if (p->across)
+        fprintf(f, "across hosts    %s and the gradient norm: the network's α and β\n",
+                plan_groups_across_name(p->across, across, sizeof across));
 }

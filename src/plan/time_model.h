@@ -44,6 +44,14 @@
  *
  * Each rank is taken to run on its own core (the replay view of a run on fewer cores).
  *
+ * Hosts (trident plan --ranks-per-node R, cal->ranks_per_node): rank r runs on host r / R, the
+ * ranks in Megatron's order (tp fastest), as `trident groups --ranks-per-node` places them; a
+ * collective whose groups span hosts (pg_groups_spanning_nodes decides, src/runtime/groups.h)
+ * takes the network's α and β (cal->network) instead of the calibrated link's, keeping the
+ * kind's sync: a ring steps at the pace of its slowest edge, and one edge crosses the network.
+ * tp, cp: every layer; ep: every MoE layer; pp: every pipeline message; dp × cp: the gradients
+ * and ZeRO's traffic; the gradient norm's all-reduce over the world.
+ *
  * Not here: the calibration (calibration.h), the layouts (enumerate.h), memory
  * (src/train/memory_predict.h).
  */
@@ -55,6 +63,7 @@
 #include <stdio.h>
 
 #include "src/plan/calibration.h"
+#include "src/runtime/groups.h"
 #include "src/train/config.h"
 #include "src/train/memory_predict.h"
 
@@ -84,6 +93,7 @@ typedef struct {
     double step;         /* seconds */
     double comm_on_path; /* the communication inside busy, for the pictures */
     double tokens_per_s; /* global batch × T ÷ step */
+    unsigned across;     /* plan_groups_across_hosts: the groups on the network */
 } plan_time;
 
 /* The time of c (checked by train_config_check) on the calibrated machine; tm is c's memory
@@ -94,6 +104,23 @@ plan_time plan_time_predict(const train_config *c, const train_memory *tm,
 
 /* Seconds of one collective of `bytes` over g ranks on link k (0 when g = 1). */
 double plan_collective_time(const plan_calibration *cal, plan_link_kind k, int g, double bytes);
+
+/* The world as a group, beside groups.h's kinds: the gradient norm's all-reduce. */
+enum { PLAN_WORLD = PG_NKINDS };
+
+/* The groups of c (checked) that span hosts of ranks_per_node ranks: bit 1 << PG_TP, PG_CP,
+ * PG_EP, PG_PP, PG_DP_CP for each kind of which some group has members on two hosts, and
+ * 1 << PLAN_WORLD whenever there is more than one host. 0 when ranks_per_node <= 0 or
+ * >= the world size (one host). */
+unsigned plan_groups_across_hosts(const train_config *c, int ranks_per_node);
+
+/* "tp+dp": the kinds of an `across` mask (the world left out), "-" for none. Returns buf. */
+const char *plan_groups_across_name(unsigned across, char *buf, size_t cap);
+
+/* The link a collective of kind k over c's groups of `group` (a pg_kind or PLAN_WORLD) takes
+ * on cal's hosts: cal->link[k], or with cal->network's α, β and source when they span hosts. */
+plan_link plan_group_link(const plan_calibration *cal, const train_config *c, int group,
+                          plan_link_kind k);
 
 /* The terms of p, one per line, for `trident plan --explain`. */
 void plan_time_explain(const plan_time *p, const train_config *c, FILE *f);

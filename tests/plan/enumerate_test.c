@@ -187,11 +187,41 @@ static void flags_are_trains(void **state) {
                              "--sequence-parallel");
 }
 
+/* The pictures' short names: sizes above 1, the schedule where there is a pipeline, then
+ * ZeRO, SP, recomputation, overlap; the defaults at one rank are "one rank". */
+static void short_names(void **state) {
+    (void)state;
+    const struct {
+        const char *flags;
+        int world;
+        const char *name;
+    } cases[] = {
+        {"--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 "
+         "--num-layers-per-virtual-pipeline-stage 1 --use-distributed-optimizer "
+         "--sequence-parallel --recompute-granularity selective",
+         8, "TP2 PP2 DP2 interleaved v2 · ZeRO-1 · SP · recompute selective"},
+        {"--context-parallel-size 4 --use-distributed-optimizer "
+         "--overlap-grad-reduce --overlap-param-gather",
+         8, "CP4 DP2 · ZeRO-1 · overlap grad+param"},
+        {"--pipeline-schedule gpipe", 2, "DP2 gpipe"},
+        {"", 1, "one rank"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        train_config c;
+        parse_flags(&c, DENSE, cases[i].flags);
+        c.predict_only = true;
+        char err[512], buf[256];
+        if (!train_config_check(&c, cases[i].world, err, sizeof err)) fail_msg("%s", err);
+        plan_layout_name(&c, buf, sizeof buf);
+        assert_string_equal(buf, cases[i].name);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(dense_world_1_2),  cmocka_unit_test(dense_world_4),
         cmocka_unit_test(dense_world_8),    cmocka_unit_test(moe_world_4),
-        cmocka_unit_test(flags_are_trains),
+        cmocka_unit_test(flags_are_trains), cmocka_unit_test(short_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,6 +193,51 @@ static void pipeline_schedules(void **state) {
     assert_true(one.pipeline >= 8 * (one.stage_forward_max));
 }
 
+/* The same layout on hosts of R ranks (tp fastest): at R = 2 its tp 4 groups span hosts and
+ * every tensor-parallel all-reduce takes the network's α = 10 µs, β = 10 ns/byte; at R = 4
+ * they stay inside a host. Both times dp (ranks r, r + 4) spans hosts, so the steps differ by
+ * the tp all-reduces alone: per micro-batch 2 in each layer's forward and 2 in its backward,
+ * and one each in the embedding and the head (m = 16 / (4 · dp 2) = 2 micro-batches). */
+static void tensor_parallel_across_hosts_pays_the_network(void **state) {
+    (void)state;
+    const train_config c = layout("--tensor-model-parallel-size 4", 8);
+    g_cal.network = (plan_link){1e-5, 1e-8, 0, "given"};
+    g_cal.ranks_per_node = 4;
+    const plan_time inside = predict(&c);
+    g_cal.ranks_per_node = 2;
+    const plan_time across = predict(&c);
+    g_cal.ranks_per_node = 0;
+    const plan_time one_host = predict(&c);
+    assert_int_equal(inside.across, (1u << PG_DP_CP) | (1u << PLAN_WORLD));
+    assert_int_equal(across.across, (1u << PG_TP) | (1u << PG_DP_CP) | (1u << PLAN_WORLD));
+    assert_int_equal(one_host.across, 0);
+    const double g = 4, bytes = 4 * 256 * 64, steps = 2 * (g - 1), wire = 2 * (g - 1) / g * bytes;
+    const double ar_local = 1e-6 * steps + 1e-9 * wire, ar_net = 1e-5 * steps + 1e-8 * wire;
+    near(inside.layer.tp_comm, 2 * ar_local, "tp inside a host: the calibrated link");
+    near(across.layer.tp_comm, 2 * ar_net, "tp across hosts: the network");
+    near(across.step - inside.step, 2 * (4 * 4 + 2) * (ar_net - ar_local), "the step's difference");
+    assert_true(across.tokens_per_s < inside.tokens_per_s);
+    /* dp spans hosts in both: its all-reduce of Ψ floats is the network's, a host's on one */
+    assert_true(inside.dp_comm > one_host.dp_comm);
+}
+
+/* pp 2 at 8 ranks on hosts of 4: stage 0 is ranks 0-3, stage 1 ranks 4-7, so every pipeline
+ * message crosses the network while the data-parallel groups (ranks 0-3, 4-7) stay inside. */
+static void pipeline_messages_across_hosts(void **state) {
+    (void)state;
+    const train_config c = layout("--pipeline-model-parallel-size 2 --global-batch-size 32", 8);
+    g_cal.network = (plan_link){1e-5, 1e-8, 0, "given"};
+    g_cal.ranks_per_node = 4;
+    const plan_time p = predict(&c);
+    near(p.p2p, 1e-5 + 1e-8 * 4 * 256 * 64, "one message over the network");
+    const plan_link l = plan_group_link(&g_cal, &c, PG_PP, PLAN_P2P);
+    assert_string_equal(l.source, "given");
+    assert_string_equal(plan_group_link(&g_cal, &c, PG_TP, PLAN_ALL_REDUCE).source, "test");
+    char names[48];
+    assert_string_equal(plan_groups_across_name(p.across, names, sizeof names), "pp");
+    g_cal.ranks_per_node = 0;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(collectives_follow_the_ring),
@@ -202,6 +247,8 @@ int main(void) {
         cmocka_unit_test(serial_step_adds_up),
         cmocka_unit_test(data_parallel_terms),
         cmocka_unit_test(pipeline_schedules),
+        cmocka_unit_test(tensor_parallel_across_hosts_pays_the_network),
+        cmocka_unit_test(pipeline_messages_across_hosts),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
