@@ -8,7 +8,7 @@
 #include "src/core/check.h"
 
 enum { TITLE_H = 40, AXIS_H = 40, LEGEND_H = 30, ROW_PITCH = 22 };
-#define LABEL_W 640.0
+#define LABEL_W 330.0 /* the label column (fixed: a picture's size never depends on its rows) */
 #define TIME_W 420.0
 #define MEM_W 200.0
 #define GAP 30.0
@@ -68,6 +68,18 @@ static void axes(cairo_t *cr, const viz_plan_layout *l, int n) {
     viz_text(cr, l->mem_x + l->mem_w, y, 10, false, VIZ_RIGHT, VIZ_TEXT, a);
 }
 
+/* A row's label as drawn: cut at a character with "…" after it where it is wider than the
+ * label column (the table printed beside the picture keeps every flag). */
+static void fit_label(const char *label, char *out, size_t cap) {
+    snprintf(out, cap, "%s", label && label[0] ? label : "(one rank's layout)");
+    size_t n = strlen(out);
+    while (n > 1 && viz_measure(9, false, out) > LABEL_W - GAP) {
+        do n--;
+        while (n > 1 && (out[n] & 0xC0) == 0x80); /* whole UTF-8 characters */
+        snprintf(out + n, cap - n, "…");
+    }
+}
+
 void viz_plan_draw(const char *path, const viz_plan_chart *ch) {
     viz_plan_layout l;
     viz_plan_layout_make(ch, &l);
@@ -77,8 +89,9 @@ void viz_plan_draw(const char *path, const viz_plan_chart *ch) {
     viz_text(cr, l.label_x, 24, 14, true, VIZ_LEFT, VIZ_TEXT, ch->title);
     for (int i = 0; i < ch->n; i++) {
         const double y = l.row_y[i];
-        viz_text(cr, l.label_x, y + l.row_h - 4, 9, false, VIZ_LEFT, VIZ_TEXT,
-                 ch->rows[i].label[0] ? ch->rows[i].label : "(one rank's layout)");
+        char label[256];
+        fit_label(ch->rows[i].label, label, sizeof label);
+        viz_text(cr, l.label_x, y + l.row_h - 4, 9, false, VIZ_LEFT, VIZ_TEXT, label);
         for (int k = 0; k < VIZ_PLAN_PARTS; k++)
             if (l.seg_w[i][k] > 0.2)
                 viz_box(cr, l.seg_x[i][k], y, l.seg_w[i][k], l.row_h, part_colour(k));
