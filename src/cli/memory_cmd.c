@@ -178,9 +178,10 @@ static void print_zero_table(FILE *f, const train_config *c, const train_memory 
     train_memory_zero_table(tm, c, 0, rows);
     const bool mixed = c->bf16 || c->fp16;
     fprintf(f,
-            "\nZeRO stages for rank 0 (Ψ = %zu parameters, dp %d), MB = 1e6 bytes per rank; "
+            "\nZeRO stages for rank 0 (Ψ = %zu parameters, Nd = %s %d), MB = 1e6 bytes per rank; "
             "Trident stores parameters and gradients in fp32%s:\n",
-            tm->ranks[0].numel, c->dp, mixed ? " (16-bit values)" : "");
+            tm->ranks[0].numel, c->context_parallel_size > 1 ? "dp × cp" : "dp",
+            train_config_zero_ranks(c), mixed ? " (16-bit values)" : "");
     fprintf(f,
             "  stage    strategy             params     grads    master  Adam m+v     total  "
             "Trident      | paper (%s)\n",

@@ -68,6 +68,10 @@ int train_config_zero_stage(const train_config *c) {
     return c->use_distributed_optimizer ? 1 : 0;
 }
 
+int train_config_zero_ranks(const train_config *c) {
+    return c->dp * (c->context_parallel_size > 0 ? c->context_parallel_size : 1);
+}
+
 bool train_config_read_stage_layers(const char *s, int nstages, int *out, char *err,
                                     size_t errlen) {
     int n = 0;

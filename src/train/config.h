@@ -94,6 +94,10 @@ bool train_config_check(train_config *c, int world_size, char *err, size_t errle
 /* The ZeRO stage a configuration asks for: 0 to 3 (from the strategy, else 1 with
  * --use-distributed-optimizer, else 0). */
 int train_config_zero_stage(const train_config *c);
+/* The ranks the dense parameters' optimizer state is sharded over (and their gradients
+ * averaged over): dp × cp, groups.h's dp_cp — a context-parallel group holds one replica's
+ * sequences. */
+int train_config_zero_ranks(const train_config *c);
 /* --stage-layers as the layer counts of the nstages virtual stages (malloc'd), or NULL when
  * the flag is not given; dies with one line "<who>: --stage-layers ..." when it is not a list
  * of nstages counts. */

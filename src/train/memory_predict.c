@@ -269,13 +269,14 @@ void train_memory_zero_table(const train_memory *m, const train_config *c, int r
                              train_memory_zero_row rows[4]) {
     CHECK(rank >= 0 && rank < m->world, "train_memory_zero_table: a global rank");
     const size_t numel = m->ranks[rank].numel;
-    const size_t padded = zero_padded_numel(numel, c->dp, ZERO_SHARD_ALIGN);
-    const size_t shard = padded / (size_t)c->dp;
+    const int zdp = train_config_zero_ranks(c);
+    const size_t padded = zero_padded_numel(numel, zdp, ZERO_SHARD_ALIGN);
+    const size_t shard = padded / (size_t)zdp;
     const prec_dtype dt = c->bf16 ? PREC_BF16 : c->fp16 ? PREC_FP16 : PREC_FP32;
     for (int s = 0; s < 4; s++) {
         zero_memory_rank t = {0};
         zero_memory_rank_model_state(&t, numel, padded, shard, dt, s);
-        const zero_memory_plan p = zero_memory_plan_make(numel, c->dp, shard, dt, s);
+        const zero_memory_plan p = zero_memory_plan_make(numel, zdp, shard, dt, s);
         const double paper[] = {p.formula_param_bytes, p.formula_grad_bytes, p.formula_master_bytes,
                                 p.formula_optim_bytes};
         train_memory_zero_row *r = &rows[s];

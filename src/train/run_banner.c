@@ -112,9 +112,8 @@ void run_print_layout(const train_config *c, const parallel_state *ps, const loc
            c->global_batch_size, c->micro_batch_size, c->num_microbatches, c->dp);
     if (ps) print_groups(c, ps);
     /* The ZeRO paper's accounting for this rank's Ψ parameters (src/zero/memory_plan.h). */
-    /* the optimizer shards over dp × cp (trainer.c: a cp group holds one replica's sequences) */
     const zero_ranges *r = distopt_ranges(opt);
-    const int zdp = c->dp * c->context_parallel_size;
+    const int zdp = train_config_zero_ranks(c);
     size_t shard = c->use_distributed_optimizer ? r->shard_numel
                                                 : (m->numel + (size_t)zdp - 1) / (size_t)zdp;
     zero_memory_plan plan = zero_memory_plan_make(m->numel, zdp, shard, trainer_run_dtype(c),

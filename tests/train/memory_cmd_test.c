@@ -2,7 +2,8 @@
  *   - the text: layout, one row per rank, the ZeRO table (stage in use starred), the
  *     Korthikanti table whose Trident formula equals the model's layout;
  *   - JSON with every rank, pictures in three formats, --data-parallel-sharding-strategy;
- *   - MoE, expert- and context-parallel layouts: cp and ep columns, no refusal;
+ *   - MoE, expert- and context-parallel layouts: cp and ep columns, no refusal; the ZeRO
+ *     table's Nd is dp × cp, and a cp 2 run with the distributed optimizer starts;
  *   - bad input: one line naming the value, exit 1, no file;
  *   - a 2-rank `trident train` writes one metrics.jsonl record per rank whose predicted bytes
  *     are `trident memory`'s and whose measured peak is within 5% of them.
@@ -212,6 +213,24 @@ static void train_records_predicted_and_measured_per_rank(void **state) {
     assert_int_equal(records, 2);
 }
 
+/* Context parallelism shards the optimizer over dp × cp: the ZeRO table says so, and a
+ * distributed-optimizer run with cp 2 starts (its banner once sized the shards by dp alone and
+ * aborted: "shards of ... elements on 1 ranks cannot hold ..."). */
+static void context_parallel_shards_over_dp_times_cp(void **state) {
+    (void)state;
+    assert_int_equal(memory("--world-size 8 --context-parallel-size 2 --use-distributed-optimizer"),
+                     0);
+    expect_output("Nd = dp × cp 8");
+    char run[4400], args[8192], out[1 << 16];
+    snprintf(run, sizeof run, "%s/run", test_tmpdir("memory_cp_zero"));
+    snprintf(args, sizeof args,
+             "train --context-parallel-size 2 --use-distributed-optimizer --train-iters 1 "
+             "--no-trace --run-dir %s",
+             run);
+    const int rc = test_run_job(2, "", test_trident_path(), args, out, sizeof out, NULL);
+    if (rc != 0 || !strstr(out, "step     1/1")) fail_msg("train failed:\n%s", out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_lists_every_rank_and_both_tables),
@@ -219,6 +238,7 @@ int main(void) {
         cmocka_unit_test(bad_input_gets_one_line),
         cmocka_unit_test(moe_cp_ep_layouts_list_cp_and_ep),
         cmocka_unit_test(train_records_predicted_and_measured_per_rank),
+        cmocka_unit_test(context_parallel_shards_over_dp_times_cp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
