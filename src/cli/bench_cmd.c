@@ -67,7 +67,7 @@ static const char *const k_suites[] = {"serial",   "pipeline", "memory",  "comm"
 static void (*const k_suite_fns[])(bench_ctx *) = {
     bench_serial, bench_pipeline, bench_memory,   bench_comm,    bench_scaling, bench_trace,
     bench_device, bench_zero,     bench_generate, bench_overlap, bench_analyze, bench_plan};
-enum { NUM_SUITES = 11 };
+enum { NUM_SUITES = (int)(sizeof k_suites / sizeof k_suites[0]) };
 
 static void find_self(bench_ctx *ctx, const char *argv0) {
     ssize_t n = readlink("/proc/self/exe", ctx->self, sizeof ctx->self - 1);

@@ -47,7 +47,7 @@
 
 #include "src/core/check.h"
 
-enum { OP_BEGIN, OP_END, OP_ADVANCE, OP_COMM, OP_MEMORY };
+enum { OP_BEGIN, OP_END, OP_ADVANCE, OP_COMM, OP_MEMORY, OP_ISSUE };
 
 typedef struct {
     int type;
@@ -67,11 +67,21 @@ typedef struct { /* one rank during the replay */
     int *order;           /* (nkept) their indices, by start time */
     double *t0, *tr, *t1; /* (n) replayed times */
     int *inst;            /* (n) collective instance, -1 otherwise */
+    int *stream_of;       /* (n) for the main lane's wait on a stream collective: that
+                             collective's index, -1 otherwise */
+    double *at;           /* (n) where the event begins in the program: its start, but a
+                             stream collective's issue (no later than its wait) */
     rp_program prog;
-    int pc;               /* next op */
-    bool arrived;         /* the collective at pc has registered its arrival */
-    double now;           /* the rank's replay clock */
-    double p2p_bandwidth; /* bytes per second of the fastest measured p2p copy, 0 unknown */
+    int pc;       /* next op */
+    bool arrived; /* the collective at pc has registered its arrival */
+    double now;   /* the rank's replay clock */
+    /* the communication stream: collectives issued by the program, run in issue order */
+    int *queue, head, tail; /* (n) issued, not yet finished: queue[head..tail) */
+    double *issued;         /* (n) replayed time each stream collective was issued */
+    bool *finished;         /* (n) a stream collective's replayed end is known */
+    bool stream_arrived;    /* the collective at the queue's head has registered its arrival */
+    double stream_now;      /* the stream's clock: when its previous collective ended */
+    double p2p_bandwidth;   /* bytes per second of the fastest measured p2p copy, 0 unknown */
 } rp_rank;
 
 typedef struct { /* one collective instance */
@@ -83,6 +93,12 @@ static const trace_event *ev(const rp_rank *k, int i) { return trace_file_event(
 static double wall(const trace_event *e) { return e->t_end - e->t_start; }
 static bool is_comm(trace_kind k) {
     return k == TRACE_SEND || k == TRACE_RECV || k == TRACE_COLLECTIVE;
+}
+static bool on_stream(const trace_event *e) { return (e->flags & TRACE_STREAM) != 0; }
+/* Where event i ends in the program: a stream collective is a point, its issue (it ran beside
+ * the program, which only started it). */
+static double at_end(const rp_rank *k, int i) {
+    return on_stream(ev(k, i)) ? k->at[i] : ev(k, i)->t_end;
 }
 
 static void emit(rp_program *p, int type, int e, double dt) {
@@ -111,9 +127,10 @@ static const rp_rank *cmp_rank_ctx; /* qsort has no context argument in C11: the
  * communication events, which contain nothing, when they end. */
 static int cmp_start(const void *a, const void *b) {
     const int i = *(const int *)a, j = *(const int *)b;
-    const trace_event *x = ev(cmp_rank_ctx, i), *y = ev(cmp_rank_ctx, j);
-    if (x->t_start != y->t_start) return x->t_start < y->t_start ? -1 : 1;
-    if (wall(x) > 0 && wall(y) > 0 && x->t_end != y->t_end) return x->t_end > y->t_end ? -1 : 1;
+    const rp_rank *k = cmp_rank_ctx;
+    const double xs = k->at[i], ys = k->at[j], xe = at_end(k, i), ye = at_end(k, j);
+    if (xs != ys) return xs < ys ? -1 : 1;
+    if (xe > xs && ye > ys && xe != ye) return xe > ye ? -1 : 1;
     return i < j ? -1 : i > j;
 }
 
@@ -122,7 +139,11 @@ static int cmp_start(const void *a, const void *b) {
 static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib) {
     const trace_event *x = ev(k, e);
     if (x->kind == TRACE_MEMORY || is_comm(x->kind)) {
-        emit(&k->prog, x->kind == TRACE_MEMORY ? OP_MEMORY : OP_COMM, e, 0);
+        emit(&k->prog,
+             x->kind == TRACE_MEMORY ? OP_MEMORY
+             : on_stream(x)          ? OP_ISSUE
+                                     : OP_COMM,
+             e, 0);
         return;
     }
     /* Own wall time = the gaps between children; own replay time from the CPU clock. */
@@ -131,6 +152,7 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
                                                     : 1.0;
     for (int c = first_child[e]; c >= 0; c = next_sib[c]) {
         const trace_event *y = ev(k, c);
+        if (on_stream(y)) continue; /* a point: the issue; its time is the stream's */
         if (y->t_start > prev) own_wall += y->t_start - prev;
         if (y->t_end > prev) prev = y->t_end;
         child_cpu += y->cpu >= 0 ? y->cpu : wall(y) * share;
@@ -146,10 +168,9 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
     emit(&k->prog, OP_BEGIN, e, 0);
     prev = x->t_start;
     for (int c = first_child[e]; c >= 0; c = next_sib[c]) {
-        const trace_event *y = ev(k, c);
-        if (y->t_start > prev) emit(&k->prog, OP_ADVANCE, -1, (y->t_start - prev) * scale);
+        if (k->at[c] > prev) emit(&k->prog, OP_ADVANCE, -1, (k->at[c] - prev) * scale);
         walk(k, c, first_child, next_sib);
-        if (y->t_end > prev) prev = y->t_end;
+        if (at_end(k, c) > prev) prev = at_end(k, c);
     }
     if (x->t_end > prev) emit(&k->prog, OP_ADVANCE, -1, (x->t_end - prev) * scale);
     emit(&k->prog, OP_END, e, 0);
@@ -159,10 +180,20 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
 static void build_program(rp_rank *k) {
     const int n = k->n;
     int m = 0;
-    /* A communication stream's collectives (TRACE_STREAM) ran beside the rank's program, not
-     * in it: the replay re-times the program only. */
-    for (int i = 0; i < n; i++)
-        if (!(ev(k, i)->flags & (TRACE_OPEN | TRACE_STREAM))) k->order[m++] = i;
+    /* A communication stream's collectives (TRACE_STREAM) ran beside the rank's program: in
+     * it they are points, where the program issued them (OP_ISSUE); the main lane's "wait"
+     * recorded right after one (run.c's stream hook) waits for that collective. */
+    for (int i = 0; i < n; i++) {
+        const trace_event *e = ev(k, i);
+        if (!(e->flags & TRACE_OPEN)) k->order[m++] = i;
+        k->stream_of[i] = -1;
+        k->at[i] = e->t_start;
+        if (i > 0 && e->kind == TRACE_COLLECTIVE && !on_stream(e) && on_stream(ev(k, i - 1)) &&
+            strcmp(trace_file_string(k->f, e->op), "wait") == 0) {
+            k->stream_of[i] = i - 1;
+            if (e->t_start < k->at[i - 1]) k->at[i - 1] = e->t_start;
+        }
+    }
     k->nkept = m;
     cmp_rank_ctx = k;
     qsort(k->order, (size_t)m, sizeof *k->order, cmp_start);
@@ -178,7 +209,7 @@ static void build_program(rp_rank *k) {
         const trace_event *x = ev(k, e);
         while (depth > 0) { /* pop the events that do not contain e */
             const trace_event *top = ev(k, stack[depth - 1]);
-            if (x->t_start >= top->t_start && x->t_end <= top->t_end) break;
+            if (k->at[e] >= top->t_start && at_end(k, e) <= top->t_end) break;
             depth--;
         }
         const int p = depth > 0 ? stack[depth - 1] : root;
@@ -200,6 +231,7 @@ static void build_program(rp_rank *k) {
 typedef struct {
     const char *group;                       /* name */
     int instance, occurrence, rank, seq, ev; /* seq: position in the rank's start order */
+    int stream; /* 1 on the communication stream: matched only with the stream's calls */
 } rp_coll;
 
 static int cmp_int(int a, int b) { return a < b ? -1 : a > b; }
@@ -208,20 +240,22 @@ static int cmp_int(int a, int b) { return a < b ? -1 : a > b; }
 static int cmp_by_rank(const void *a, const void *b) {
     const rp_coll *x = a, *y = b;
     int c = strcmp(x->group, y->group);
+    if (!c) c = cmp_int(x->stream, y->stream);
     if (!c) c = cmp_int(x->instance, y->instance);
     if (!c) c = cmp_int(x->rank, y->rank);
     return c ? c : cmp_int(x->seq, y->seq);
 }
 
 static bool same_instance(const rp_coll *x, const rp_coll *y) {
-    return strcmp(x->group, y->group) == 0 && x->instance == y->instance &&
-           x->occurrence == y->occurrence;
+    return strcmp(x->group, y->group) == 0 && x->stream == y->stream &&
+           x->instance == y->instance && x->occurrence == y->occurrence;
 }
 
 /* (group, instance, occurrence, rank): the members of one collective call side by side. */
 static int cmp_by_occurrence(const void *a, const void *b) {
     const rp_coll *x = a, *y = b;
     int c = strcmp(x->group, y->group);
+    if (!c) c = cmp_int(x->stream, y->stream);
     if (!c) c = cmp_int(x->instance, y->instance);
     if (!c) c = cmp_int(x->occurrence, y->occurrence);
     return c ? c : cmp_int(x->rank, y->rank);
@@ -253,13 +287,18 @@ static double bus_bytes(const char *op, int n, double bytes) {
     return bytes;
 }
 
+/* A collective call to match across ranks: not a wait on the stream (stream_of). */
+static bool matched(const rp_rank *k, int i) {
+    return ev(k, i)->kind == TRACE_COLLECTIVE && k->stream_of[i] < 0;
+}
+
 /* Fills k[*].inst and returns the instances (*ninst of them). */
 static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
     int total = 0;
     for (int r = 0; r < nranks; r++) {
         for (int i = 0; i < ks[r].n; i++) ks[r].inst[i] = -1;
         for (int j = 0; j < ks[r].nkept; j++)
-            if (ev(&ks[r], ks[r].order[j])->kind == TRACE_COLLECTIVE) total++;
+            if (matched(&ks[r], ks[r].order[j])) total++;
     }
     rp_coll *all = mallocCheck((size_t)(total + 1) * sizeof *all);
     int n = 0;
@@ -268,8 +307,8 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
         for (int j = 0; j < ks[r].nkept; j++) {
             const int i = ks[r].order[j];
             const trace_event *e = ev(&ks[r], i);
-            if (e->kind != TRACE_COLLECTIVE) continue;
-            rp_coll c = {trace_file_string(ks[r].f, e->group), 0, 0, r, j, i};
+            if (!matched(&ks[r], i)) continue;
+            rp_coll c = {trace_file_string(ks[r].f, e->group), 0, 0, r, j, i, on_stream(e)};
             c.instance = group_instance(h, c.group, e);
             all[n++] = c;
         }
@@ -279,6 +318,7 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
     for (int a = 0; a < n; a++)
         all[a].occurrence = a > 0 && all[a - 1].rank == all[a].rank &&
                                     all[a - 1].instance == all[a].instance &&
+                                    all[a - 1].stream == all[a].stream &&
                                     strcmp(all[a - 1].group, all[a].group) == 0
                                 ? all[a - 1].occurrence + 1
                                 : 0;
@@ -350,10 +390,19 @@ static bool advance(rp_rank *k, const int *flow, double *post, rp_inst *inst) {
             k->t1[op->ev] = k->now;
         } else if (op->type == OP_MEMORY) {
             k->t0[op->ev] = k->tr[op->ev] = k->t1[op->ev] = k->now;
+        } else if (op->type == OP_ISSUE) { /* handed to the stream: the program goes on */
+            k->issued[op->ev] = k->now;
+            k->queue[k->tail++] = op->ev;
         } else { /* OP_COMM */
             const int i = op->ev;
             const trace_event *e = ev(k, i);
-            if (e->kind == TRACE_SEND) {
+            const int s = k->stream_of[i];
+            if (s >= 0) { /* a wait on the stream: until its collective ends */
+                if (!k->finished[s]) break;
+                k->t0[i] = k->now;
+                if (k->t1[s] > k->now) k->now = k->t1[s];
+                k->tr[i] = k->now;
+            } else if (e->kind == TRACE_SEND) {
                 k->t0[i] = k->tr[i] = k->now;
                 if (flow[i] >= 0) post[flow[i]] = k->now;
                 k->now += p2p_cost(k, e);
@@ -385,14 +434,47 @@ static bool advance(rp_rank *k, const int *flow, double *post, rp_inst *inst) {
     return moved;
 }
 
+/* Runs rank k's stream: each issued collective starts when it was issued and the stream is
+ * free, and ends like any collective, at its last member's arrival + its transfer. Returns
+ * whether it moved. */
+static bool advance_stream(rp_rank *k, rp_inst *inst) {
+    bool moved = false;
+    while (k->head < k->tail) {
+        const int i = k->queue[k->head];
+        rp_inst *c = &inst[k->inst[i]];
+        if (!k->stream_arrived) {
+            k->stream_arrived = true;
+            k->t0[i] = k->issued[i] > k->stream_now ? k->issued[i] : k->stream_now;
+            c->arrived++;
+            if (k->t0[i] > c->latest) c->latest = k->t0[i];
+            moved = true;
+        }
+        if (c->arrived < c->members) break;
+        k->tr[i] = c->latest;
+        k->t1[i] = k->stream_now = c->latest + c->cost;
+        k->finished[i] = true;
+        k->stream_arrived = false;
+        k->head++;
+        moved = true;
+    }
+    return moved;
+}
+
 /* One line naming where the first stuck rank waits. */
 static void explain_deadlock(const trace_run *r, const rp_rank *ks, char *err, size_t errlen) {
     for (int q = 0; q < r->nranks; q++) {
         const rp_rank *k = &ks[q];
-        if (k->pc >= k->prog.n) continue;
-        const int i = k->prog.ops[k->pc].ev;
+        if (k->pc >= k->prog.n && k->head >= k->tail) continue;
+        const bool stream = k->pc >= k->prog.n ||
+                            (k->stream_of[k->prog.ops[k->pc].ev] >= 0 && k->head < k->tail);
+        const int i = stream ? k->queue[k->head] : k->prog.ops[k->pc].ev;
         const trace_event *e = ev(k, i);
-        if (e->kind == TRACE_RECV)
+        if (stream)
+            snprintf(err, errlen,
+                     "replay deadlock: rank %d's communication stream waits at its event %d (%s "
+                     "on group %s) for a member that never reaches it",
+                     q, i, trace_file_string(k->f, e->op), trace_file_string(k->f, e->group));
+        else if (e->kind == TRACE_RECV)
             snprintf(err, errlen,
                      "replay deadlock: rank %d waits at its event %d (recv from rank %d, tag %d, "
                      "group %s) for its matched send, which rank %d never reaches in the replay",
@@ -438,7 +520,8 @@ static void write_replayed(const trace_run *r, const rp_rank *ks, const char *di
                                       k->tr[i],
                                       k->t1[i],
                                       k->t1[i] - k->tr[i]};
-                trace_comm_full(t, &ci);
+                if (on_stream(e)) trace_comm_stream(t, &ci);
+                else trace_comm_full(t, &ci);
             } else {
                 trace_record(t, e->kind, e->step, e->microbatch, e->chunk, k->t0[i], k->t1[i]);
             }
@@ -464,6 +547,11 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
         const size_t n1 = (size_t)k->n + 1;
         k->order = mallocCheck(n1 * sizeof *k->order);
         k->inst = mallocCheck(n1 * sizeof *k->inst);
+        k->stream_of = mallocCheck(n1 * sizeof *k->stream_of);
+        k->at = mallocCheck(n1 * sizeof *k->at);
+        k->queue = mallocCheck(n1 * sizeof *k->queue);
+        k->issued = callocCheck(n1, sizeof *k->issued);
+        k->finished = callocCheck(n1, sizeof *k->finished);
         k->t0 = callocCheck(n1, sizeof *k->t0);
         k->tr = callocCheck(n1, sizeof *k->tr);
         k->t1 = callocCheck(n1, sizeof *k->t1);
@@ -480,7 +568,8 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
         done = true;
         for (int q = 0; q < nr; q++) {
             if (advance(&ks[q], r->flow[q], post, inst)) moved = true;
-            if (ks[q].pc < ks[q].prog.n) done = false;
+            if (advance_stream(&ks[q], inst)) moved = true;
+            if (ks[q].pc < ks[q].prog.n || ks[q].head < ks[q].tail) done = false;
         }
     }
 
@@ -512,6 +601,11 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
     for (int q = 0; q < nr; q++) {
         free(ks[q].order);
         free(ks[q].inst);
+        free(ks[q].stream_of);
+        free(ks[q].at);
+        free(ks[q].queue);
+        free(ks[q].issued);
+        free(ks[q].finished);
         free(ks[q].t0);
         free(ks[q].tr);
         free(ks[q].t1);
