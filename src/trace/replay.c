@@ -72,9 +72,10 @@ typedef struct { /* one rank during the replay */
     double *at;           /* (n) where the event begins in the program: its start, but a
                              stream collective's issue (no later than its wait) */
     rp_program prog;
-    int pc;       /* next op */
-    bool arrived; /* the collective at pc has registered its arrival */
-    double now;   /* the rank's replay clock */
+    int piece_end; /* where the program's last piece of compute ends (an op index) */
+    int pc;        /* next op */
+    bool arrived;  /* the collective at pc has registered its arrival */
+    double now;    /* the rank's replay clock */
     /* the communication stream: collectives issued by the program, run in issue order */
     int *queue, head, tail; /* (n) issued, not yet finished: queue[head..tail) */
     double *issued;         /* (n) replayed time each stream collective was issued */
@@ -101,14 +102,18 @@ static double at_end(const rp_rank *k, int i) {
     return on_stream(ev(k, i)) ? k->at[i] : ev(k, i)->t_end;
 }
 
-static void emit(rp_program *p, int type, int e, double dt) {
+/* Puts an op at position `at` of the program (at == p->n: at its end). */
+static void emit_at(rp_program *p, int at, int type, int e, double dt) {
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 256;
         p->ops = realloc(p->ops, (size_t)p->cap * sizeof *p->ops);
         CHECK(p->ops, "out of memory growing a replay program");
     }
-    p->ops[p->n++] = (rp_op){type, e, dt};
+    memmove(p->ops + at + 1, p->ops + at, (size_t)(p->n - at) * sizeof *p->ops);
+    p->ops[at] = (rp_op){type, e, dt};
+    p->n++;
 }
+static void emit(rp_program *p, int type, int e, double dt) { emit_at(p, p->n, type, e, dt); }
 
 /* The part of a communication event after its data was there, capped by its cpu if known. */
 static double transfer(const trace_event *e) {
@@ -130,20 +135,32 @@ static int cmp_start(const void *a, const void *b) {
     const rp_rank *k = cmp_rank_ctx;
     const double xs = k->at[i], ys = k->at[j], xe = at_end(k, i), ye = at_end(k, j);
     if (xs != ys) return xs < ys ? -1 : 1;
+    /* an issue at the end of a piece of compute comes before what begins there */
+    const bool xp = on_stream(ev(k, i)), yp = on_stream(ev(k, j));
+    if (xp != yp) return xp ? -1 : 1;
     if (xe > xs && ye > ys && xe != ye) return xe > ye ? -1 : 1;
     return i < j ? -1 : i > j;
+}
+
+/* An ADVANCE of dt inside event x; one of compute (not a step's untraced gap) that lasts is
+ * where a stream collective after it is issued (the analysis's step graph hands off there
+ * too, src/analyze/step_graph.c: both views re-time a step alike). */
+static void advance_op(rp_rank *k, const trace_event *x, double dt) {
+    emit(&k->prog, OP_ADVANCE, -1, dt);
+    if (x->kind != TRACE_STEP && dt > 0) k->piece_end = k->prog.n;
 }
 
 /* Emits the ops of event e (a compute event or a step) and of everything nested in it.
  * children[] lists, in start order, the events whose parent is e (first_child/next_sib). */
 static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib) {
     const trace_event *x = ev(k, e);
+    if (on_stream(x)) { /* issued when the last piece of compute before it ended */
+        emit_at(&k->prog, k->piece_end, OP_ISSUE, e, 0);
+        k->piece_end++;
+        return;
+    }
     if (x->kind == TRACE_MEMORY || is_comm(x->kind)) {
-        emit(&k->prog,
-             x->kind == TRACE_MEMORY ? OP_MEMORY
-             : on_stream(x)          ? OP_ISSUE
-                                     : OP_COMM,
-             e, 0);
+        emit(&k->prog, x->kind == TRACE_MEMORY ? OP_MEMORY : OP_COMM, e, 0);
         return;
     }
     /* Own wall time = the gaps between children; own replay time from the CPU clock. */
@@ -168,11 +185,11 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
     emit(&k->prog, OP_BEGIN, e, 0);
     prev = x->t_start;
     for (int c = first_child[e]; c >= 0; c = next_sib[c]) {
-        if (k->at[c] > prev) emit(&k->prog, OP_ADVANCE, -1, (k->at[c] - prev) * scale);
+        if (k->at[c] > prev) advance_op(k, x, (k->at[c] - prev) * scale);
         walk(k, c, first_child, next_sib);
         if (at_end(k, c) > prev) prev = at_end(k, c);
     }
-    if (x->t_end > prev) emit(&k->prog, OP_ADVANCE, -1, (x->t_end - prev) * scale);
+    if (x->t_end > prev) advance_op(k, x, (x->t_end - prev) * scale);
     emit(&k->prog, OP_END, e, 0);
 }
 

@@ -20,10 +20,10 @@
  *   - a send lasts its transfer cost and never waits for the receiver (sends are posted);
  *   - a collective ends at max(start of every member) + its transfer cost, the same for all;
  *   - a collective of the communication stream (TRACE_STREAM: ZeRO-3's prefetched gathers,
- *     the overlapped buckets) runs beside the rank's program: it is issued where the program
- *     started it, starts when issued and the stream is free, ends like a collective (matched
- *     only with the other ranks' stream calls), and the main lane's "wait" recorded with it
- *     lasts until it ends;
+ *     the overlapped buckets) runs beside the rank's program: it is issued where the last
+ *     piece of compute before it ended (as src/analyze/step_graph.h hands off), starts when
+ *     issued and the stream is free, ends like a collective (matched only with the other
+ *     ranks' stream calls), and the main lane's "wait" recorded with it lasts until it ends;
  *   - time outside any recorded event (start-up, logging between steps) is not replayed.
  * The result is a NEW trace_run of the same shape (ranks, events, send/receive pairs) with
  * times from 0, clock offsets 0 and run id "replay:<original id>", so every reader and the
