@@ -48,6 +48,7 @@
 #include "src/core/check.h"
 
 enum { OP_BEGIN, OP_END, OP_ADVANCE, OP_COMM, OP_MEMORY, OP_ISSUE };
+enum { CLASS_CALLS = 8 }; /* calls of a class that cap one another (cap_by_class) */
 
 typedef struct {
     int type;
@@ -88,6 +89,8 @@ typedef struct { /* one rank during the replay */
 typedef struct { /* one collective instance */
     int members, arrived;
     double latest, cost;
+    const char *op; /* its class: op, bytes and members */
+    long long bytes;
 } rp_inst;
 
 static const trace_event *ev(const rp_rank *k, int i) { return trace_file_event(k->f, (size_t)i); }
@@ -309,6 +312,44 @@ static bool matched(const rp_rank *k, int i) {
     return ev(k, i)->kind == TRACE_COLLECTIVE && k->stream_of[i] < 0;
 }
 
+static const rp_inst *cmp_inst_ctx; /* the instances sorted by cmp_class */
+
+/* (op, bytes, members, cost): the calls of one class side by side, cheapest first. */
+static int cmp_class(const void *a, const void *b) {
+    const rp_inst *x = &cmp_inst_ctx[*(const int *)a], *y = &cmp_inst_ctx[*(const int *)b];
+    int c = strcmp(x->op, y->op);
+    if (!c) c = x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
+    if (!c) c = cmp_int(x->members, y->members);
+    if (!c) c = x->cost < y->cost ? -1 : x->cost > y->cost;
+    return c;
+}
+
+/* Every call of a class (op, bytes, members) of at least CLASS_CALLS calls costs at most the
+ * class's lower quartile: calls of one size over one group size move the same bytes the same
+ * way, and what makes some slower is members descheduled in the middle of the ring (a
+ * time-shared member stalls each of its steps), which the replay removes. The lower quartile,
+ * not the least: a call whose recorded end precedes a member's entry (clock skew) measures
+ * too little. Fewer calls (a step's one gradient all-reduce) tell typical from stalled too
+ * poorly and keep their own cost. */
+static void cap_by_class(rp_inst *inst, int n) {
+    int *idx = mallocCheck((size_t)(n + 1) * sizeof *idx);
+    for (int i = 0; i < n; i++) idx[i] = i;
+    cmp_inst_ctx = inst;
+    qsort(idx, (size_t)n, sizeof *idx, cmp_class);
+    for (int a = 0; a < n;) {
+        const rp_inst *x = &inst[idx[a]];
+        int b = a;
+        while (b < n && strcmp(inst[idx[b]].op, x->op) == 0 && inst[idx[b]].bytes == x->bytes &&
+               inst[idx[b]].members == x->members)
+            b++;
+        const double q = inst[idx[a + (b - a - 1) / 4]].cost;
+        for (int j = a; j < b && b - a >= CLASS_CALLS; j++)
+            if (inst[idx[j]].cost > q) inst[idx[j]].cost = q;
+        a = b;
+    }
+    free(idx);
+}
+
 /* Fills k[*].inst and returns the instances (*ninst of them). */
 static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
     int total = 0;
@@ -355,6 +396,8 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
         inst[ni].cost = cost < 0 ? 0 : cost;
         const rp_rank *k0 = &ks[all[a].rank];
         const trace_event *e0 = ev(k0, all[a].ev);
+        inst[ni].op = trace_file_string(k0->f, e0->op);
+        inst[ni].bytes = (long long)e0->bytes;
         if (k0->p2p_bandwidth > 0) { /* no slower than its bus bytes at the fastest p2p copy */
             double t = bus_bytes(trace_file_string(k0->f, e0->op), b - a, (double)e0->bytes) /
                        k0->p2p_bandwidth;
@@ -364,6 +407,7 @@ static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
         a = b;
     }
     free(all);
+    cap_by_class(inst, ni);
     *ninst = ni;
     return inst;
 }

@@ -37,7 +37,11 @@
  *                           the event's cpu when known; for a send or receive also capped by
  *                           bytes / the fastest p2p copy measured in the run; for a collective
  *                           the least over its members (the last member to arrive hardly waited),
- *                           capped by its bus bytes / that fastest p2p copy.
+ *                           capped by its bus bytes / that fastest p2p copy, and by the lower
+ *                           quartile of its class (op, bytes, members) when the run made at
+ *                           least 8 such calls: a member descheduled mid-ring stalls a call, and
+ *                           runs without p2p messages (tensor parallelism alone) have no copy
+ *                           speed to cap it by.
  * Collectives are matched across ranks by (group name, group instance, k-th occurrence). The
  * instance is the event's group_first when recorded (>= 0); in older traces it is derived
  * from the header coordinates: "tp" = same (pp, dp) coordinates, "dp" = same (tp, pp),

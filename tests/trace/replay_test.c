@@ -1,8 +1,9 @@
 /* replay_test.c — the replay view on hand-made runs whose wall times are stretched by
  * time-sharing but whose CPU times are exact: it gives back the textbook timeline, a receive
  * waits for its send, a collective for its last member, nested communication stays inside its
- * forward, a communication stream's collective runs beside the program, and a cycle of
- * receives is reported as a deadlock naming the rank. */
+ * forward, a communication stream's collective runs beside the program, a stalled collective
+ * costs its class's typical transfer, and a cycle of receives is reported as a deadlock naming
+ * the rank. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,6 +318,32 @@ static void a_stream_collective_runs_beside_the_program(void **state) {
     trace_run_free(rec);
 }
 
+/* Tensor parallelism alone (no p2p copy to cap by): 8 all-reduces of one size, back to back
+ * (each 0.1 s of CPU before it); seven moved in 0.2 s, one stalled for 2 s behind a
+ * descheduled member. Every call costs at most the class's lower quartile, 0.2 s: the step
+ * replays to 8 × (0.1 + 0.2) = 2.4 s. */
+static void a_stalled_collective_costs_its_class_typical_transfer(void **state) {
+    (void)state;
+    trace_recorder *ts[2];
+    for (int k = 0; k < 2; k++) {
+        trace_header h = header(k, 2, 2, 1, 1);
+        ts[k] = trace_create(&h, 32);
+        double t = 0;
+        for (int i = 0; i < 8; i++) {
+            compute(ts[k], TRACE_FORWARD, 0, i, t, t + 0.1, 0.1);
+            const double cost = i == 5 ? 2.0 : 0.2;
+            comm(ts[k], TRACE_COLLECTIVE, "tp", -1, -1, t + 0.1, t + 0.1, t + 0.1 + cost);
+            t += 0.1 + cost;
+        }
+    }
+    trace_run *rec = run_of("replay_class", ts, 2), *r = replay(rec);
+    assert_true(fabs(makespan(r) - 2.4) < 1e-9);
+    const trace_event *c = find(r, 0, TRACE_COLLECTIVE, -1, 5);
+    assert_true(fabs(c->t_end - c->t_ready - 0.2) < 1e-9);
+    trace_run_free(r);
+    trace_run_free(rec);
+}
+
 static void a_cycle_of_receives_is_a_deadlock_naming_the_rank(void **state) {
     (void)state;
     trace_recorder *ts[2];
@@ -341,6 +368,7 @@ int main(void) {
         cmocka_unit_test(a_collective_waits_for_its_last_member),
         cmocka_unit_test(nested_communication_stays_inside_its_forward),
         cmocka_unit_test(a_stream_collective_runs_beside_the_program),
+        cmocka_unit_test(a_stalled_collective_costs_its_class_typical_transfer),
         cmocka_unit_test(a_cycle_of_receives_is_a_deadlock_naming_the_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
