@@ -83,7 +83,7 @@ static const plan_layout k_four[] = {
     {"moe ep2", MOE " --expert-model-parallel-size 2"},
     {"moe ep4", MOE " --expert-model-parallel-size 4"},
 };
-enum { MAX_LAYOUTS = 32, MAX_MODELS = 4 };
+enum { MAX_LAYOUTS = 32, MAX_MODELS = 4, STEPS = 6, WARM_STEPS = 2 };
 
 /* One calibration per model the layouts train (the dense default, the MoE one), made the
  * first time a layout of that model is predicted. */
@@ -123,29 +123,32 @@ static double predict(const char *flags, int np, calibrations *cs) {
     return step;
 }
 
-/* The last step of a run, from the first rank's start to the last rank's end: in the replay
- * view, or (replay false) the wall clock. */
+/* A run's step: each step from the first rank's start to the last rank's end, in the replay
+ * view or (replay false) the wall clock; the median of the steps after the first WARM_STEPS
+ * (a step the machine's other work stretched is one of STEPS − WARM_STEPS). */
 static double measured_step(const char *dir, bool replay) {
     char err[512];
     trace_run *wall = trace_run_read(dir, err, sizeof err);
     if (!wall) die(WHO ": %s", err);
     trace_run *re = replay ? trace_run_replay(wall, err, sizeof err) : wall;
     if (!re) die(WHO ": replay of %s: %s", dir, err);
-    int last = -1;
-    double start = INFINITY, end = -INFINITY;
-    for (int pass = 0; pass < 2; pass++)
-        for (int k = 0; k < re->nranks; k++)
-            for (size_t i = 0; i < trace_file_num_events(re->ranks[k]); i++) {
-                const trace_event *e = trace_file_event(re->ranks[k], i);
-                if (e->kind != TRACE_STEP) continue;
-                if (pass == 0 && e->step > last) last = e->step;
-                if (pass == 1 && e->step == last)
-                    start = fmin(start, e->t_start), end = fmax(end, e->t_end);
-            }
+    double start[STEPS + 1], end[STEPS + 1];
+    for (int s = 0; s <= STEPS; s++) start[s] = INFINITY, end[s] = -INFINITY;
+    for (int k = 0; k < re->nranks; k++)
+        for (size_t i = 0; i < trace_file_num_events(re->ranks[k]); i++) {
+            const trace_event *e = trace_file_event(re->ranks[k], i);
+            if (e->kind != TRACE_STEP || e->step < 0 || e->step > STEPS) continue;
+            start[e->step] = fmin(start[e->step], e->t_start);
+            end[e->step] = fmax(end[e->step], e->t_end);
+        }
     if (re != wall) trace_run_free(re);
     trace_run_free(wall);
-    if (!(end > start)) die(WHO ": %s recorded no step", dir);
-    return end - start;
+    double span[STEPS + 1];
+    int n = 0;
+    for (int s = WARM_STEPS + 1; s <= STEPS; s++)
+        if (end[s] > start[s]) span[n++] = end[s] - start[s];
+    if (n == 0) die(WHO ": %s recorded no step after the first %d", dir, WARM_STEPS);
+    return bench_median(span, n);
 }
 
 /* Spearman's ρ of two lists without ties: 1 − 6 Σ d² / (n (n² − 1)). */
@@ -217,8 +220,8 @@ static void rank_count(bench_ctx *ctx, int np, const plan_layout *layouts, int n
         bench_path(ctx, dir, sizeof dir, name);
         snprintf(log, sizeof log, "%s.log", dir);
         bench_launch(ctx, np, log,
-                     "train %s --train-iters 4 --log-interval 1 --eval-iters 0 --run-dir '%s'",
-                     layouts[i].flags, dir);
+                     "train %s --train-iters %d --log-interval 1 --eval-iters 0 --run-dir '%s'",
+                     layouts[i].flags, STEPS, dir);
         meas[i] = measured_step(dir, true);
         wall[i] = measured_step(dir, false);
         pred[i] = predict(layouts[i].flags, np, cs);
@@ -249,7 +252,8 @@ void bench_plan(bench_ctx *ctx) {
                    cs->cal[i].trainer_factor);
     const char *const series[3] = {"2 ranks (replay)", "4 ranks (replay)", "2 ranks (wall clock)"};
     viz_plan_scatter chart = {
-        sp->pt, sp->n, series, 3, "trident plan: predicted vs measured step (last of 4)", 0.10};
+        sp->pt, sp->n, series, 3, "trident plan: predicted vs measured step (median of steps 3-6)",
+        0.10};
     char path[4200];
     viz_plan_scatter_draw(bench_path(ctx, path, sizeof path, "plan-scatter.png"), &chart);
     bench_note(ctx->report, "plan", "predicted vs measured, every layout: %s", path);
