@@ -23,23 +23,33 @@ static bool overlaps(double x0, double y0, double w0, double x1, double y1, doub
     return x0 < x1 + w1 && x1 < x0 + w0 && y0 - h < y1 && y1 - h < y0;
 }
 
-/* Each missing point's label right of it, moved down a line at a time until it overlaps no
- * earlier label (at most n lines). */
+/* Whether label i, at its place, overlaps no label placed before it and lies in the plot. */
+static bool room(const viz_plan_scatter_layout *l, const double *w, int i) {
+    const double h = viz_line_pitch(LABEL_SIZE);
+    if (l->label_y[i] - h < l->plot_y || l->label_y[i] > l->plot_y + l->plot_size ||
+        l->label_x[i] + w[i] > l->plot_x + l->plot_size + RIGHT_W - 4)
+        return false;
+    for (int j = 0; j < i; j++)
+        if (l->labelled[j] &&
+            overlaps(l->label_x[i], l->label_y[i], w[i], l->label_x[j], l->label_y[j], w[j]))
+            return false;
+    return true;
+}
+
+/* Each missing point of a labelled series gets its label right of it, moved down, then up, a
+ * line at a time until it has room; none when no place within VIZ_SCATTER_MAX_POINTS lines
+ * has. */
 static void place_labels(const viz_plan_scatter *s, viz_plan_scatter_layout *l) {
     double w[VIZ_SCATTER_MAX_POINTS];
+    const double pitch = viz_line_pitch(LABEL_SIZE);
     for (int i = 0; i < s->n; i++) {
-        if (!l->miss[i]) continue;
+        if (!l->miss[i] || (s->labelled && !s->labelled[s->points[i].series])) continue;
         w[i] = viz_measure(LABEL_SIZE, false, s->points[i].label);
         l->label_x[i] = l->x[i] + l->radius + 3;
-        l->label_y[i] = l->y[i] + LABEL_SIZE / 3;
-        for (int tries = 0; tries < s->n; tries++) {
-            bool clear = true;
-            for (int j = 0; j < i && clear; j++)
-                if (l->miss[j] && overlaps(l->label_x[i], l->label_y[i], w[i], l->label_x[j],
-                                           l->label_y[j], w[j]))
-                    clear = false;
-            if (clear) break;
-            l->label_y[i] += viz_line_pitch(LABEL_SIZE);
+        const double y0 = l->y[i] + LABEL_SIZE / 3;
+        for (int k = 0; k < 2 * VIZ_SCATTER_MAX_POINTS && !l->labelled[i]; k++) {
+            l->label_y[i] = y0 + (k % 2 ? -1 : 1) * ((k + 1) / 2) * pitch;
+            l->labelled[i] = room(l, w, i);
         }
     }
 }
@@ -138,13 +148,14 @@ void viz_plan_scatter_draw(const char *path, const viz_plan_scatter *s) {
     band_and_diagonal(cr, &l, s->band);
     axes(cr, &l);
     for (int i = 0; i < s->n; i++) {
+        cairo_new_path(cr); /* text leaves a current point: no line from it to the circle */
         cairo_arc(cr, l.x[i], l.y[i], l.radius, 0, 2 * M_PI);
         viz_set_rgb(cr, viz_categorical(s->points[i].series));
         cairo_fill_preserve(cr);
         viz_set_rgb(cr, VIZ_TEXT);
         viz_line_width(cr, 0.6);
         cairo_stroke(cr);
-        if (l.miss[i])
+        if (l.labelled[i])
             viz_text(cr, l.label_x[i], l.label_y[i], LABEL_SIZE, false, VIZ_LEFT, VIZ_TEXT,
                      s->points[i].label);
     }
@@ -152,7 +163,7 @@ void viz_plan_scatter_draw(const char *path, const viz_plan_scatter *s) {
     const char *labels[VIZ_SCATTER_MAX_SERIES + 1];
     for (int k = 0; k < s->nseries; k++) colours[k] = viz_categorical(k), labels[k] = s->series[k];
     char band[64];
-    snprintf(band, sizeof band, "y = x ± %.0f %% (labelled: outside)", 100 * s->band);
+    snprintf(band, sizeof band, "y = x ± %.0f %%", 100 * s->band);
     colours[s->nseries] = viz_shade(VIZ_GRID, 0.5), labels[s->nseries] = band;
     viz_legend(cr, l.plot_x, l.height - 14, 10, s->nseries + 1, colours, labels);
     viz_canvas_close(&cv);

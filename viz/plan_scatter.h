@@ -10,7 +10,9 @@
  *        +----------------- measured ms
  *   legend: ● 2 ranks  ● 4 ranks  y = x  ±10 %
  *
- * Both axes share one scale (a square plot), from one 1-2-5 axis over every value
+ * Only the series marked `labelled` label their misses; a label goes right of its point, moved
+ * down (then up) a line at a time until it overlaps no other label, inside the plot; one that
+ * finds no room is left out (its point stays). Both axes share one scale (a square plot), from one 1-2-5 axis over every value
  * (viz/axis.h), so distance from the diagonal reads as error. The geometry is computed first
  * (viz_plan_scatter_layout_make, no Cairo: every point's position, which are labelled and
  * where) and painted second, so tests check it as numbers and then the pixels.
@@ -38,6 +40,7 @@ typedef struct {
     const viz_scatter_point *points; /* (n) */
     int n;                           /* 1 .. VIZ_SCATTER_MAX_POINTS */
     const char *const *series;       /* (nseries) names: "2 ranks", "4 ranks" */
+    const bool *labelled;            /* (nseries) whether a series labels its misses; NULL all */
     int nseries;                     /* 1 .. VIZ_SCATTER_MAX_SERIES */
     const char *title;
     double band; /* the relative error the band spans, 0.10 for ±10 % */
@@ -50,7 +53,8 @@ typedef struct {
     double scale;                     /* points per millisecond */
     double x[VIZ_SCATTER_MAX_POINTS], y[VIZ_SCATTER_MAX_POINTS]; /* each point's centre */
     bool miss[VIZ_SCATTER_MAX_POINTS];      /* |predicted − measured| > band·measured */
-    double label_x[VIZ_SCATTER_MAX_POINTS]; /* a missing point's label: left end */
+    bool labelled[VIZ_SCATTER_MAX_POINTS];  /* a label drawn (a miss with room for it) */
+    double label_x[VIZ_SCATTER_MAX_POINTS]; /* a labelled point's label: left end */
     double label_y[VIZ_SCATTER_MAX_POINTS]; /* baseline; no two labels overlap */
     double radius;                          /* of a point */
 } viz_plan_scatter_layout;

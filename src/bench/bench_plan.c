@@ -250,9 +250,11 @@ void bench_plan(bench_ctx *ctx) {
                    "calibration of model %d experts: block %.3f + %.3f ms, trainer factor %.3f",
                    cs->model[i][6], cs->cal[i].block_forward * 1e3, cs->cal[i].block_backward * 1e3,
                    cs->cal[i].trainer_factor);
+    const bool labelled[3] = {true, true, false}; /* the judged views label their misses */
     const char *const series[3] = {"2 ranks (replay)", "4 ranks (replay)", "2 ranks (wall clock)"};
     viz_plan_scatter chart = {
-        sp->pt, sp->n, series, 3, "trident plan: predicted vs measured step (median of steps 3-6)",
+        sp->pt,   sp->n, series,
+        labelled, 3,     "trident plan: predicted vs measured step (median of steps 3-6)",
         0.10};
     char path[4200];
     viz_plan_scatter_draw(bench_path(ctx, path, sizeof path, "plan-scatter.png"), &chart);

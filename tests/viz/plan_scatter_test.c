@@ -1,7 +1,8 @@
 /* plan_scatter_test.c — the predicted-vs-measured scatter as numbers, and a rendered PNG:
  *   - a point's position is its milliseconds on one shared scale: an exact prediction lies
  *     on the diagonal; the axis spans every value;
- *   - the points outside the band (and only they) are labelled, and no two labels overlap;
+ *   - the points outside the band (and only they, of the series that label) are labelled,
+ *     inside the plot, and no two labels overlap;
  *   - in the PNG, a point is its series' colour, the band is shaded, outside it is paper.
  */
 #include <math.h>
@@ -23,7 +24,7 @@ static const viz_scatter_point k_points[5] = {
 static const char *const k_series[2] = {"2 ranks", "4 ranks"};
 
 static viz_plan_scatter chart(void) {
-    return (viz_plan_scatter){k_points, 5, k_series, 2, "plan: predicted vs measured", 0.10};
+    return (viz_plan_scatter){k_points, 5, k_series, NULL, 2, "plan: predicted vs measured", 0.10};
 }
 
 static void points_sit_at_their_milliseconds_on_one_scale(void **state) {
@@ -53,10 +54,12 @@ static void only_the_misses_are_labelled_and_labels_never_overlap(void **state) 
     const double h = viz_line_pitch(9);
     for (int i = 0; i < 5; i++) {
         assert_int_equal(L.miss[i], want[i]);
-        if (!L.miss[i]) continue;
+        assert_int_equal(L.labelled[i], want[i]); /* room for each here */
+        if (!L.labelled[i]) continue;
         assert_true(L.label_x[i] > L.x[i]);
+        assert_true(L.label_y[i] - h >= L.plot_y && L.label_y[i] <= L.plot_y + L.plot_size);
         for (int j = 0; j < i; j++) {
-            if (!L.miss[j]) continue;
+            if (!L.labelled[j]) continue;
             const double wi = viz_measure(9, false, k_points[i].label);
             const double wj = viz_measure(9, false, k_points[j].label);
             const bool apart = L.label_x[i] >= L.label_x[j] + wj ||
@@ -65,6 +68,12 @@ static void only_the_misses_are_labelled_and_labels_never_overlap(void **state) 
             if (!apart) fail_msg("labels %d and %d overlap", i, j);
         }
     }
+    /* a series that does not label its misses: the 4-rank points keep no label */
+    const bool only_first[2] = {true, false};
+    viz_plan_scatter t = s;
+    t.labelled = only_first;
+    viz_plan_scatter_layout_make(&t, &L);
+    for (int i = 0; i < 5; i++) assert_int_equal(L.labelled[i], want[i] && k_points[i].series == 0);
 }
 
 static int near(unsigned char v, double want) { return fabs(v - want * 255.0) <= 3.0; }
