@@ -1,13 +1,18 @@
 /* bench_plan.c — `trident bench --suite plan`: the planner's predicted step time (src/plan/)
- * against measured runs of a fixed list of layouts of the default model, at 2 and 4 ranks.
+ * against measured runs of a fixed list of layouts, 19 at 2 ranks and 20 at 4: TP, SP, CP,
+ * EP (MoE, 4 experts top-2), PP with all five schedules, DP with ZeRO-1/2/3, recomputation and
+ * the overlap flags.
  *
- * Each layout trains 4 steps, traced; its measured step is the last step in the replay view
- * (src/trace/replay.h: every rank as if on its own core — what the time model predicts; on a
- * 2-core machine shared with other work even 2 ranks' wall clock counts others' time). The
- * calibration is made first (src/plan/calibrate.h), for this model. Per rank count: the median
- * and worst |predicted − measured| ÷ measured, Spearman's rank correlation of the two, and the
- * measured step of the predicted best over the measured best. Context parallelism is left out:
- * the replay of its ring's messages does not give a step (docs/plan.md).
+ * Each layout trains STEPS steps, traced; its measured step is the median of the steps after
+ * the first WARM_STEPS, each from the first rank's start to the last rank's end, in the replay
+ * view (src/trace/replay.h: every rank as if on its own core — what the time model predicts;
+ * on a 2-core machine shared with other work even 2 ranks' wall clock counts others' time).
+ * The judged rows, per rank count: the median and worst |predicted − measured| ÷ measured,
+ * Spearman's rank correlation of the two, and the measured step of the predicted best over
+ * the measured best. At 2 ranks the same four rows for the wall clock are information (the
+ * issue's view there; on a quiet machine they can be judged). One calibration per model the
+ * layouts train (src/plan/calibrate.h), made before its first prediction. RUN/plan-scatter.png
+ * draws every layout's predicted against measured step (viz/plan_scatter.h).
  *
  * Not here: the model (src/plan/time_model.h), the layouts' enumeration (src/plan/enumerate.h).
  */
