@@ -10,6 +10,7 @@
 enum { TITLE_H = 44, LEFT_W = 70, BOTTOM_H = 46, LEGEND_H = 34, RIGHT_W = 190 };
 #define PLOT_SIZE 520.0
 #define LABEL_SIZE 9.0
+enum { MAX_SHIFT = 2 }; /* lines a label may move from its point */
 
 void viz_plan_scatter_at(const viz_plan_scatter_layout *l, double measured, double predicted,
                          double *x, double *y) {
@@ -23,12 +24,16 @@ static bool overlaps(double x0, double y0, double w0, double x1, double y1, doub
     return x0 < x1 + w1 && x1 < x0 + w0 && y0 - h < y1 && y1 - h < y0;
 }
 
-/* Whether label i, at its place, overlaps no label placed before it and lies in the plot. */
-static bool room(const viz_plan_scatter_layout *l, const double *w, int i) {
-    const double h = viz_line_pitch(LABEL_SIZE);
+/* Whether label i, at its place, lies in the plot and overlaps no point and no label placed
+ * before it. */
+static bool room(const viz_plan_scatter_layout *l, const double *w, int i, int n) {
+    const double h = viz_line_pitch(LABEL_SIZE), r = l->radius;
     if (l->label_y[i] - h < l->plot_y || l->label_y[i] > l->plot_y + l->plot_size ||
         l->label_x[i] + w[i] > l->plot_x + l->plot_size + RIGHT_W - 4)
         return false;
+    for (int j = 0; j < n; j++)
+        if (overlaps(l->label_x[i], l->label_y[i], w[i], l->x[j] - r, l->y[j] + r, 2 * r))
+            return false;
     for (int j = 0; j < i; j++)
         if (l->labelled[j] &&
             overlaps(l->label_x[i], l->label_y[i], w[i], l->label_x[j], l->label_y[j], w[j]))
@@ -37,8 +42,8 @@ static bool room(const viz_plan_scatter_layout *l, const double *w, int i) {
 }
 
 /* Each missing point of a labelled series gets its label right of it, moved down, then up, a
- * line at a time until it has room; none when no place within VIZ_SCATTER_MAX_POINTS lines
- * has. */
+ * line at a time until it has room; none when no place within MAX_SHIFT lines has (a label
+ * further away would name the wrong point). */
 static void place_labels(const viz_plan_scatter *s, viz_plan_scatter_layout *l) {
     double w[VIZ_SCATTER_MAX_POINTS];
     const double pitch = viz_line_pitch(LABEL_SIZE);
@@ -47,9 +52,9 @@ static void place_labels(const viz_plan_scatter *s, viz_plan_scatter_layout *l) 
         w[i] = viz_measure(LABEL_SIZE, false, s->points[i].label);
         l->label_x[i] = l->x[i] + l->radius + 3;
         const double y0 = l->y[i] + LABEL_SIZE / 3;
-        for (int k = 0; k < 2 * VIZ_SCATTER_MAX_POINTS && !l->labelled[i]; k++) {
+        for (int k = 0; k <= 2 * MAX_SHIFT && !l->labelled[i]; k++) {
             l->label_y[i] = y0 + (k % 2 ? -1 : 1) * ((k + 1) / 2) * pitch;
-            l->labelled[i] = room(l, w, i);
+            l->labelled[i] = room(l, w, i, s->n);
         }
     }
 }

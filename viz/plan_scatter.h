@@ -11,8 +11,8 @@
  *   legend: ● 2 ranks  ● 4 ranks  y = x  ±10 %
  *
  * Only the series marked `labelled` label their misses; a label goes right of its point, moved
- * down (then up) a line at a time until it overlaps no other label, inside the plot; one that
- * finds no room is left out (its point stays). Both axes share one scale (a square plot), from one 1-2-5 axis over every value
+ * down (then up) a line at a time, at most two, until it overlaps no point and no other label,
+ * inside the plot; one that finds no room is left out (its point stays). Both axes share one scale (a square plot), from one 1-2-5 axis over every value
  * (viz/axis.h), so distance from the diagonal reads as error. The geometry is computed first
  * (viz_plan_scatter_layout_make, no Cairo: every point's position, which are labelled and
  * where) and painted second, so tests check it as numbers and then the pixels.

@@ -2,7 +2,7 @@
  *   - a point's position is its milliseconds on one shared scale: an exact prediction lies
  *     on the diagonal; the axis spans every value;
  *   - the points outside the band (and only they, of the series that label) are labelled,
- *     inside the plot, and no two labels overlap;
+ *     inside the plot, over no point, and no two labels overlap;
  *   - in the PNG, a point is its series' colour, the band is shaded, outside it is paper.
  */
 #include <math.h>
@@ -58,9 +58,13 @@ static void only_the_misses_are_labelled_and_labels_never_overlap(void **state) 
         if (!L.labelled[i]) continue;
         assert_true(L.label_x[i] > L.x[i]);
         assert_true(L.label_y[i] - h >= L.plot_y && L.label_y[i] <= L.plot_y + L.plot_size);
+        const double wi = viz_measure(9, false, k_points[i].label);
+        for (int j = 0; j < 5; j++) /* no point under a label */
+            if (L.label_x[i] < L.x[j] + L.radius && L.x[j] - L.radius < L.label_x[i] + wi &&
+                L.label_y[i] - h < L.y[j] + L.radius && L.y[j] - L.radius < L.label_y[i])
+                fail_msg("label %d covers point %d", i, j);
         for (int j = 0; j < i; j++) {
             if (!L.labelled[j]) continue;
-            const double wi = viz_measure(9, false, k_points[i].label);
             const double wj = viz_measure(9, false, k_points[j].label);
             const bool apart = L.label_x[i] >= L.label_x[j] + wj ||
                                L.label_x[j] >= L.label_x[i] + wi ||
