@@ -88,7 +88,7 @@ static const plan_layout k_four[] = {
     {"moe ep2", MOE " --expert-model-parallel-size 2"},
     {"moe ep4", MOE " --expert-model-parallel-size 4"},
 };
-enum { MAX_LAYOUTS = 32, MAX_MODELS = 4, STEPS = 6, WARM_STEPS = 2 };
+enum { MAX_LAYOUTS = 32, MAX_MODELS = 4, STEPS = 8, WARM_STEPS = 4 };
 
 /* One calibration per model the layouts train (the dense default, the MoE one), made the
  * first time a layout of that model is predicted. */
@@ -259,7 +259,7 @@ void bench_plan(bench_ctx *ctx) {
     const char *const series[3] = {"2 ranks (replay)", "4 ranks (replay)", "2 ranks (wall clock)"};
     viz_plan_scatter chart = {
         sp->pt,   sp->n, series,
-        labelled, 3,     "trident plan: predicted vs measured step (median of steps 3-6)",
+        labelled, 3,     "trident plan: predicted vs measured step (median of steps 5-8)",
         0.10};
     char path[4200];
     viz_plan_scatter_draw(bench_path(ctx, path, sizeof path, "plan-scatter.png"), &chart);

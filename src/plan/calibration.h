@@ -9,7 +9,9 @@
  *   attention      the attention core itself (kernels/ops.h attention_forward, _backward:
  *                  Q·Kᵀ, causal softmax, A·V in blocks of small products, one head at a time)
  *                  of one micro-batch at the heads a rank keeps for every tp: small per-head
- *                  products run far below the GEMM rate of one whole head's product
+ *                  products run far below the GEMM rate of one whole head's product; and
+ *                  ring attention's kernel (src/cp/ring_attention.h, on the local sequence:
+ *                  no group), which context parallelism runs instead, block by block
  *   optimizer      parameters per second of one AdamW update (src/optim/adamw.h)
  *   block          the model's own transformer block (gpt_forward, gpt_backward of a chunk of
  *                  one layer, tp = cp = 1): forward and whole backward of one micro-batch.
@@ -33,7 +35,8 @@
  *   gemm <N> <C> <OC> <FLOP/s>             (one line per shape)
  *   elementwise <floats/s>
  *   optimizer <params/s>
- *   attention <heads> <T> <fwd s> <bwd s>  (optional; one line per heads count)
+ *   attention <heads> <T> <fwd s> <bwd s> <ring fwd s> <ring bwd s>
+ *                                          (optional; one line per heads count)
  *   block <forward s> <backward s>
  *   head <forward s> <backward s>
  *   trainer <factor>                       (optional: 1 without)
@@ -81,8 +84,9 @@ typedef struct {
 } plan_gemm;
 
 typedef struct {
-    int heads, T;    /* the heads a rank keeps (NH / tp), the sequence length */
-    double fwd, bwd; /* seconds of one micro-batch's attention core */
+    int heads, T;              /* the heads a rank keeps (NH / tp), the sequence length */
+    double fwd, bwd;           /* seconds of one micro-batch's attention core */
+    double ring_fwd, ring_bwd; /* the same through ring attention's kernel, one rank */
 } plan_attention;
 
 typedef struct {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/cp/ring_attention.h"
 #include "src/model/gpt.h"
 #include "src/pp/schedule.h"
 #include "src/pp/schedule_sim.h"
@@ -46,13 +47,22 @@ static const plan_attention *measured_attention(const train_config *c, const pla
     return plan_calibration_attention(cal, (int)(c->num_attention_heads / tp), c->seq_length);
 }
 
+/* The share of the sequence's score entries one rank of cp computes in ring attention
+ * (ring_attention_score_entries: the blocks its zig-zag chunks meet), 1 at cp = 1. */
+static double ring_share(const train_config *c, int cp) {
+    const size_t T = (size_t)c->seq_length;
+    return (double)ring_attention_score_entries(T / (size_t)cp, 0, cp) /
+           (double)ring_attention_score_entries(T, 0, 1);
+}
+
 /* The attention core of one layer, one micro-batch, at tp and cp, forward: measured at the
- * rank's heads ÷ cp (the zig-zag chunks give every rank 1/cp of the causal work); without a
- * measurement Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs, at the rate of one head's product. */
+ * rank's heads — the kernels' at cp = 1, ring attention's kernel × the rank's share of the
+ * score entries beyond; without a measurement Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs, at the rate of
+ * one head's product. */
 static double attention_forward_s(const train_config *c, const plan_calibration *cal, double tp,
                                   double cp) {
     const plan_attention *a = measured_attention(c, cal, tp);
-    if (a) return a->fwd / cp;
+    if (a) return cp > 1 ? a->ring_fwd * ring_share(c, (int)cp) : a->fwd;
     const double T = c->seq_length, C = c->hidden_size, N = c->micro_batch_size * T / cp;
     const double rate = plan_calibration_gemm_rate(cal, (size_t)(T / cp),
                                                    (size_t)(C / c->num_attention_heads), (size_t)T);
@@ -95,7 +105,8 @@ static double rest_ratio(const train_config *c, const plan_calibration *cal) {
 static double attention_backward_s(const train_config *c, const plan_calibration *cal, double tp,
                                    double cp) {
     const plan_attention *a = measured_attention(c, cal, tp);
-    return a ? a->bwd / cp : rest_ratio(c, cal) * attention_forward_s(c, cal, tp, cp);
+    if (a) return cp > 1 ? a->ring_bwd * ring_share(c, (int)cp) : a->bwd;
+    return rest_ratio(c, cal) * attention_forward_s(c, cal, tp, cp);
 }
 
 /* The measured serial step over the kernels' sum (1 when not measured). */

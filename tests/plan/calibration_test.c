@@ -37,8 +37,8 @@ static plan_calibration sample(void) {
     cal.block_forward = 6e-4, cal.block_backward = 9e-4;
     cal.head_forward = 3e-4, cal.head_backward = 4e-4;
     cal.nattention = 2;
-    cal.attention[0] = (plan_attention){4, 64, 2e-4, 5e-4};
-    cal.attention[1] = (plan_attention){2, 64, 1.1e-4, 2.6e-4};
+    cal.attention[0] = (plan_attention){4, 64, 2e-4, 5e-4, 4e-4, 9e-4};
+    cal.attention[1] = (plan_attention){2, 64, 1.1e-4, 2.6e-4, 2.1e-4, 4.6e-4};
     for (int k = 0; k < PLAN_NLINKS; k++)
         cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, 1e-5, "measured"};
     return cal;
@@ -90,6 +90,7 @@ static void written_and_read_back(void **state) {
     const plan_attention *at = plan_calibration_attention(&b, 2, 64);
     assert_int_equal(b.nattention, 2);
     assert_true(at && fabs(at->fwd - 1.1e-4) < 1e-15 && fabs(at->bwd - 2.6e-4) < 1e-15);
+    assert_true(fabs(at->ring_fwd - 2.1e-4) < 1e-15 && fabs(at->ring_bwd - 4.6e-4) < 1e-15);
     assert_null(plan_calibration_attention(&b, 1, 64));
     assert_true(fabs(b.link[PLAN_ALL_TO_ALL].alpha - 1e-5) < 1e-15);
     assert_string_equal(b.link[PLAN_P2P].source, "measured");
