@@ -181,8 +181,8 @@ static void verdict(bench_ctx *ctx, const char *what, const double *pred, const 
     }
     const double v[4] = {bench_median(err, n), worst, spearman(pred, meas, n),
                          meas[best_p] / meas[best_m]};
-    const char *const names[4] = {"median |predicted − measured| ÷ measured",
-                                  "worst |predicted − measured| ÷ measured",
+    const char *const names[4] = {"median relative error (predicted − measured, ÷ measured)",
+                                  "worst relative error (predicted − measured, ÷ measured)",
                                   "Spearman ρ of predicted and measured steps",
                                   "measured step of the predicted best ÷ measured best"};
     const char *const fmt[4] = {"%.3f", "%.3f", "%.2f", "%.3f"};
