@@ -113,7 +113,7 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
         return;
     }
     /* Own wall time = the gaps between children; own replay time from the CPU clock. */
-    double own_wall = 0, child_cpu = 0, prev = x->t_start;
+    double own_wall = 0, child_cpu = 0, prev = x->t_start, last_start = -1, last_end = -1;
     const double share = x->cpu >= 0 && wall(x) > 0 ? (x->cpu < wall(x) ? x->cpu / wall(x) : 1.0)
                                                     : 1.0;
     for (int c = first_child[e]; c >= 0; c = next_sib[c]) {
@@ -121,7 +121,11 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
         if (rp_on_stream(y)) continue; /* a point: the issue; its time is the stream's */
         if (y->t_start > prev) own_wall += y->t_start - prev;
         if (y->t_end > prev) prev = y->t_end;
-        child_cpu += y->cpu >= 0 ? y->cpu : wall(y) * share;
+        /* a sendrecv is traced as its two halves over one call (src/runtime/comm_p2p.c), each
+         * with the whole call's CPU time: subtracted once */
+        const bool half = is_comm(y->kind) && y->t_start == last_start && y->t_end == last_end;
+        if (!half) child_cpu += y->cpu >= 0 ? y->cpu : wall(y) * share;
+        last_start = y->t_start, last_end = y->t_end;
     }
     if (x->t_end > prev) own_wall += x->t_end - prev;
     double own = own_wall;

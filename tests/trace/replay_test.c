@@ -2,8 +2,8 @@
  * time-sharing but whose CPU times are exact: it gives back the textbook timeline, a receive
  * waits for its send, a collective for its last member, nested communication stays inside its
  * forward, a communication stream's collective runs beside the program, a stalled collective
- * costs its class's typical transfer, and a cycle of receives is reported as a deadlock naming
- * the rank. */
+ * costs its class's typical transfer, a sendrecv's two halves count the call's CPU time once,
+ * and a cycle of receives is reported as a deadlock naming the rank. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +344,32 @@ static void a_stalled_collective_costs_its_class_typical_transfer(void **state) 
     trace_run_free(rec);
 }
 
+/* Ring attention's step: one sendrecv call traced as a send and a receive over the same
+ * [1, 2] inside a forward of 2 s CPU over 4 s wall, each half carrying the call's 1 s of CPU:
+ * the forward's own time is 2 − 1 = 1 s (not 0: the call counted once), spread over its 3 s
+ * of gaps. Each half moves 4096 bytes in 0.1 s (the copy after the data was there), so the
+ * forward replays to 1/3 + 0.1 + 0.1 + 2/3 = 1.2 s on both ranks. */
+static void a_sendrecv_call_counts_its_cpu_once(void **state) {
+    (void)state;
+    trace_recorder *ts[2];
+    for (int k = 0; k < 2; k++) {
+        trace_header h = header(k, 2, 1, 1, 2);
+        ts[k] = trace_create(&h, 16);
+        compute(ts[k], TRACE_FORWARD, 0, 0, 0, 4, 2);
+        trace_comm_info ci = {TRACE_SEND, "send", "cp", NULL, 1 - k, 0, 0, -1, 4096, 1, 1, 2, 1};
+        trace_comm_full(ts[k], &ci);
+        ci.kind = TRACE_RECV, ci.op = "recv", ci.t_ready = 1.9;
+        trace_comm_full(ts[k], &ci);
+    }
+    trace_run *rec = run_of("replay_sendrecv", ts, 2), *r = replay(rec);
+    for (int k = 0; k < 2; k++) {
+        const trace_event *f = find(r, k, TRACE_FORWARD, 0, 0);
+        assert_true(fabs(f->t_end - f->t_start - 1.2) < 1e-9);
+    }
+    trace_run_free(r);
+    trace_run_free(rec);
+}
+
 static void a_cycle_of_receives_is_a_deadlock_naming_the_rank(void **state) {
     (void)state;
     trace_recorder *ts[2];
@@ -369,6 +395,7 @@ int main(void) {
         cmocka_unit_test(nested_communication_stays_inside_its_forward),
         cmocka_unit_test(a_stream_collective_runs_beside_the_program),
         cmocka_unit_test(a_stalled_collective_costs_its_class_typical_transfer),
+        cmocka_unit_test(a_sendrecv_call_counts_its_cpu_once),
         cmocka_unit_test(a_cycle_of_receives_is_a_deadlock_naming_the_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
