@@ -57,8 +57,9 @@ static const char k_usage[] =
     "            and --overlap-param-gather ÷ without them, dp 2 on 2 ranks\n"
     "  analyze   gpipe, interleaved, zb-h1, zbv step times predicted from a traced 1f1b run\n"
     "            (trident analyze --what-if-schedule) ÷ measured, p = 2 wall clock, p = 4 replay\n"
-    "  plan      `trident plan`'s predicted step vs measured runs (replay view) of 16 layouts\n"
-    "            at 2 and at 4 ranks: median, worst |error|, Spearman, the predicted best\n"
+    "  plan      `trident plan`'s predicted step vs measured runs (replay view; wall clock too\n"
+    "            at 2 ranks) of 19 layouts at 2 and 20 at 4 ranks: median, worst |error|,\n"
+    "            Spearman, the predicted best; plan-scatter.png\n"
     "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
 
 static const char *const k_suites[] = {"serial",   "pipeline", "memory",  "comm",
@@ -67,7 +68,7 @@ static const char *const k_suites[] = {"serial",   "pipeline", "memory",  "comm"
 static void (*const k_suite_fns[])(bench_ctx *) = {
     bench_serial, bench_pipeline, bench_memory,   bench_comm,    bench_scaling, bench_trace,
     bench_device, bench_zero,     bench_generate, bench_overlap, bench_analyze, bench_plan};
-enum { NUM_SUITES = 11 };
+enum { NUM_SUITES = (int)(sizeof k_suites / sizeof k_suites[0]) };
 
 static void find_self(bench_ctx *ctx, const char *argv0) {
     ssize_t n = readlink("/proc/self/exe", ctx->self, sizeof ctx->self - 1);

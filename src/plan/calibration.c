@@ -12,6 +12,7 @@
 #include "src/core/check.h"
 #include "src/core/clock.h"
 #include "src/core/file_read.h"
+#include "src/cp/ring_attention.h"
 #include "src/device/gemm_rate.h"
 #include "src/model/gpt.h"
 #include "src/optim/adamw.h"
@@ -71,6 +72,15 @@ int plan_calibration_shapes(const train_config *c, int world, plan_gemm *out, in
             n = add_shape(out, n, cap, N, 4 * C / t, C);       /* fcproj */
             n = add_shape(out, n, cap, N, C, V / t);           /* head */
             n = add_shape(out, n, cap, T / (size_t)cp, HS, T); /* one head's Q·Kᵀ */
+            const size_t E = (size_t)(c->num_experts > 0 ? c->num_experts : 0);
+            const size_t K = (size_t)c->moe_router_topk;
+            if (E > 0) n = add_shape(out, n, cap, N, C, E); /* the router */
+            for (size_t ep = 1; E > 0 && ep * (size_t)(tp * cp) <= (size_t)world; ep++) {
+                if ((size_t)world % ep || E % ep) continue;
+                const size_t rows = (N * K * ep + E - 1) / E; /* an expert's rows, balanced */
+                n = add_shape(out, n, cap, rows, C, 4 * C);   /* an expert's fc */
+                n = add_shape(out, n, cap, rows, 4 * C, C);   /* its fcproj */
+            }
         }
     }
     return n;
@@ -96,6 +106,46 @@ static double measure_elementwise(size_t n, double seconds) {
     free(x);
     free(y);
     return best;
+}
+
+/* The attention core of one micro-batch at a->heads heads: forward and backward seconds
+ * (fastest of the windows), through the kernels and through ring attention's (no group). */
+static void measure_attention(const train_config *c, double seconds, plan_attention *a) {
+    const int NHl = a->heads;
+    const size_t B = (size_t)c->micro_batch_size, T = (size_t)c->seq_length;
+    const size_t HS = (size_t)(c->hidden_size / c->num_attention_heads), H = (size_t)NHl;
+    const size_t nqkv = B * T * 3 * H * HS, nout = B * T * H * HS, natt = B * H * T * T;
+    float *qkv = callocCheck(2 * nqkv + 2 * nout + natt + T * T, sizeof *qkv);
+    float *dqkv = qkv + nqkv, *out = dqkv + nqkv, *dout = out + nout, *att = dout + nout;
+    float *scratch = att + natt;
+    float *lse = callocCheck(B * H * T, sizeof *lse);
+    for (size_t i = 0; i < nqkv; i++) qkv[i] = (float)(i % 83) * 0.01f - 0.4f;
+    for (size_t i = 0; i < nout; i++) dout[i] = (float)(i % 79) * 0.01f - 0.4f;
+    a->fwd = a->bwd = a->ring_fwd = a->ring_bwd = INFINITY;
+    double t_end = time_now() + seconds / 2;
+    do {
+        const double t0 = time_now();
+        attention_forward(out, att, qkv, B, T, H, HS);
+        const double t1 = time_now();
+        attention_backward(dqkv, dout, qkv, att, scratch, B, T, H, HS);
+        a->fwd = fmin(a->fwd, t1 - t0), a->bwd = fmin(a->bwd, time_now() - t1);
+    } while (time_now() < t_end);
+    t_end = time_now() + seconds / 2;
+    do {
+        const double t0 = time_now();
+        ring_attention_forward(NULL, out, lse, qkv, B, T, H, HS);
+        const double t1 = time_now();
+        ring_attention_backward(NULL, dqkv, dout, qkv, out, lse, B, T, H, HS);
+        a->ring_fwd = fmin(a->ring_fwd, t1 - t0), a->ring_bwd = fmin(a->ring_bwd, time_now() - t1);
+    } while (time_now() < t_end);
+    free(lse);
+    free(qkv);
+}
+
+const plan_attention *plan_calibration_attention(const plan_calibration *cal, int heads, int T) {
+    for (int i = 0; i < cal->nattention; i++)
+        if (cal->attention[i].heads == heads && cal->attention[i].T == T) return &cal->attention[i];
+    return NULL;
 }
 
 /* Parameters per second of adamw_update over n parameters. */
@@ -170,6 +220,12 @@ void plan_calibration_measure(const train_config *c, int world, double seconds,
     ops_set_threads(c->threads);
     cal->ngemm = plan_calibration_shapes(c, world, cal->gemm, PLAN_MAX_GEMMS);
     const double each = 0.8 * seconds / (cal->ngemm + 2);
+    for (int tp = 1; tp <= world && cal->nattention < PLAN_MAX_ATTENTION; tp++) {
+        if (world % tp || c->num_attention_heads % tp) continue;
+        plan_attention *a = &cal->attention[cal->nattention++];
+        a->heads = c->num_attention_heads / tp, a->T = c->seq_length;
+        measure_attention(c, each, a);
+    }
     for (int i = 0; i < cal->ngemm; i++) {
         plan_gemm *g = &cal->gemm[i];
         g->flops_per_s = gemm_rate_measure(g->N, g->C, g->OC, each);
@@ -221,6 +277,10 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
     for (int i = 0; i < cal->ngemm; i++)
         fprintf(f, "gemm %zu %zu %zu %.6g\n", cal->gemm[i].N, cal->gemm[i].C, cal->gemm[i].OC,
                 cal->gemm[i].flops_per_s);
+    for (int i = 0; i < cal->nattention; i++)
+        fprintf(f, "attention %d %d %.6g %.6g %.6g %.6g\n", cal->attention[i].heads,
+                cal->attention[i].T, cal->attention[i].fwd, cal->attention[i].bwd,
+                cal->attention[i].ring_fwd, cal->attention[i].ring_bwd);
     fprintf(f, "elementwise %.6g\noptimizer %.6g\n", cal->elementwise_per_s, cal->optimizer_per_s);
     fprintf(f, "block %.6g %.6g\n", cal->block_forward, cal->block_backward);
     fprintf(f, "head %.6g %.6g\n", cal->head_forward, cal->head_backward);
@@ -260,6 +320,15 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
         plan_gemm *g = &cal->gemm[cal->ngemm++];
         return sscanf(rest, "%zu %zu %zu %lf", &g->N, &g->C, &g->OC, &g->flops_per_s) == 4 &&
                g->N > 0 && g->C > 0 && g->OC > 0 && isfinite(g->flops_per_s) && g->flops_per_s > 0;
+    }
+    if (strcmp(word, "attention") == 0) {
+        if (cal->nattention >= PLAN_MAX_ATTENTION) return false;
+        plan_attention *a = &cal->attention[cal->nattention++];
+        return sscanf(rest, "%d %d %lf %lf %lf %lf", &a->heads, &a->T, &a->fwd, &a->bwd,
+                      &a->ring_fwd, &a->ring_bwd) == 6 &&
+               a->heads > 0 && a->T > 0 && a->fwd > 0 && a->bwd > 0 && a->ring_fwd > 0 &&
+               a->ring_bwd > 0 && isfinite(a->fwd) && isfinite(a->bwd) && isfinite(a->ring_fwd) &&
+               isfinite(a->ring_bwd);
     }
     if (strcmp(word, "elementwise") == 0)
         return sscanf(rest, "%lf", &cal->elementwise_per_s) == 1 && cal->elementwise_per_s > 0;

@@ -6,6 +6,12 @@
  *                  rate's own timer (src/device/gemm_rate.h, gemm_rate_measure)
  *   elementwise    floats per second of the passes that are not products (LayerNorm, softmax,
  *                  GELU, residual adds), timed on a GELU-like loop
+ *   attention      the attention core itself (kernels/ops.h attention_forward, _backward:
+ *                  Q·Kᵀ, causal softmax, A·V in blocks of small products, one head at a time)
+ *                  of one micro-batch at the heads a rank keeps for every tp: small per-head
+ *                  products run far below the GEMM rate of one whole head's product; and
+ *                  ring attention's kernel (src/cp/ring_attention.h, on the local sequence:
+ *                  no group), which context parallelism runs instead, block by block
  *   optimizer      parameters per second of one AdamW update (src/optim/adamw.h)
  *   block          the model's own transformer block (gpt_forward, gpt_backward of a chunk of
  *                  one layer, tp = cp = 1): forward and whole backward of one micro-batch.
@@ -29,6 +35,8 @@
  *   gemm <N> <C> <OC> <FLOP/s>             (one line per shape)
  *   elementwise <floats/s>
  *   optimizer <params/s>
+ *   attention <heads> <T> <fwd s> <bwd s> <ring fwd s> <ring bwd s>
+ *                                          (optional; one line per heads count)
  *   block <forward s> <backward s>
  *   head <forward s> <backward s>
  *   trainer <factor>                       (optional: 1 without)
@@ -52,7 +60,7 @@
 #include "src/train/config.h"
 
 #define PLAN_CALIBRATION_VERSION 1
-enum { PLAN_MAX_GEMMS = 256 };
+enum { PLAN_MAX_GEMMS = 256, PLAN_MAX_ATTENTION = 16 };
 
 typedef enum {
     PLAN_P2P,
@@ -76,14 +84,22 @@ typedef struct {
 } plan_gemm;
 
 typedef struct {
+    int heads, T;              /* the heads a rank keeps (NH / tp), the sequence length */
+    double fwd, bwd;           /* seconds of one micro-batch's attention core */
+    double ring_fwd, ring_bwd; /* the same through ring attention's kernel, one rank */
+} plan_attention;
+
+typedef struct {
     int version;
     char machine[160];
     int model[8]; /* L C NH T B D E K */
     int threads;
     int ngemm;
     plan_gemm gemm[PLAN_MAX_GEMMS];
-    double elementwise_per_s;             /* floats per second */
-    double optimizer_per_s;               /* parameters per second */
+    int nattention;
+    plan_attention attention[PLAN_MAX_ATTENTION]; /* (nattention) none in older files */
+    double elementwise_per_s;                     /* floats per second */
+    double optimizer_per_s;                       /* parameters per second */
     double block_forward, block_backward; /* the model's block, tp = cp = 1, one micro-batch, s */
     double trainer_factor; /* a serial `trident train` step ÷ the model's prediction of it with
                               factor 1 (0: not measured, taken as 1) */
@@ -110,8 +126,9 @@ void plan_calibration_model_of(const train_config *c, int out[8]);
 void plan_calibration_default_links(plan_calibration *cal);
 
 /* The GEMM shapes a layout of c at world size `world` can give a rank: for every tp and cp that
- * divide world, qkv, proj, fc, fcproj, head, and one head's attention product. Writes at most
- * cap, returns how many (distinct). */
+ * divide world, qkv, proj, fc, fcproj, head, and one head's attention product; with experts
+ * the router and, for every ep, an expert's fc and fcproj at its balanced share of rows
+ * (N·K·ep/E). Writes at most cap, returns how many (distinct). */
 int plan_calibration_shapes(const train_config *c, int world, plan_gemm *out, int cap);
 
 /* Times every shape of plan_calibration_shapes, the elementwise and optimizer rates, on one
@@ -123,6 +140,9 @@ void plan_calibration_measure(const train_config *c, int world, double seconds,
 /* The FLOP/s of (N,C) @ (OC,C)^T: the exact shape's rate, else the rate measured at the
  * nearest number of FLOPs (log scale). */
 double plan_calibration_gemm_rate(const plan_calibration *cal, size_t N, size_t C, size_t OC);
+
+/* The measured attention core at `heads` heads and sequence length T, or NULL. */
+const plan_attention *plan_calibration_attention(const plan_calibration *cal, int heads, int T);
 
 /* The default file for c: <cache dir>/plan-calibration-<L>-<C>-<NH>-<T>-<B>-<D>-<E>-<K>.
  * False when neither XDG_CACHE_HOME nor HOME is set. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "src/core/check.h"
+#include "src/cp/ring_attention.h"
 #include "src/model/gpt.h"
 #include "src/pp/schedule.h"
 #include "src/pp/schedule_sim.h"
@@ -99,9 +100,28 @@ static double layer_products(const train_config *c, const plan_calibration *cal,
            E / ep * (gemm_s(cal, rows, C, 4 * C) + gemm_s(cal, rows, 4 * C, C));
 }
 
-/* Q·Kᵀ and A·V of one layer: 4·N·T·C/tp FLOPs at the rate of one head's product. */
-static double attention_products(const train_config *c, const plan_calibration *cal, double tp,
-                                 double cp) {
+/* The measured attention core at tp (NULL: not in the calibration). */
+static const plan_attention *measured_attention(const train_config *c, const plan_calibration *cal,
+                                                double tp) {
+    return plan_calibration_attention(cal, (int)(c->num_attention_heads / tp), c->seq_length);
+}
+
+/* The share of the sequence's score entries one rank of cp computes in ring attention
+ * (ring_attention_score_entries: the blocks its zig-zag chunks meet), 1 at cp = 1. */
+static double ring_share(const train_config *c, int cp) {
+    const size_t T = (size_t)c->seq_length;
+    return (double)ring_attention_score_entries(T / (size_t)cp, 0, cp) /
+           (double)ring_attention_score_entries(T, 0, 1);
+}
+
+/* The attention core of one layer, one micro-batch, at tp and cp, forward: measured at the
+ * rank's heads — the kernels' at cp = 1, ring attention's kernel × the rank's share of the
+ * score entries beyond; without a measurement Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs, at the rate of
+ * one head's product. */
+static double attention_forward_s(const train_config *c, const plan_calibration *cal, double tp,
+                                  double cp) {
+    const plan_attention *a = measured_attention(c, cal, tp);
+    if (a) return cp > 1 ? a->ring_fwd * ring_share(c, (int)cp) : a->fwd;
     const double T = c->seq_length, C = c->hidden_size, N = c->micro_batch_size * T / cp;
     const double rate = plan_calibration_gemm_rate(cal, (size_t)(T / cp),
                                                    (size_t)(C / c->num_attention_heads), (size_t)T);
@@ -109,21 +129,43 @@ static double attention_products(const train_config *c, const plan_calibration *
 }
 
 /* Floats the passes that are not products touch in one layer's forward on one rank:
- * LayerNorms, residuals, biases (12·C), the MLP's GELU (16·C/tp), the softmax (4·NH/tp·T). */
-static double layer_floats(const train_config *c, double tp, double cp) {
+ * LayerNorms, residuals, biases (12·C), the MLP's GELU (16·C/tp), and the softmax
+ * (4·NH/tp·T) where the attention core is not measured with it. */
+static double layer_floats(const train_config *c, const plan_calibration *cal, double tp,
+                           double cp) {
     const double T = c->seq_length, C = c->hidden_size, N = c->micro_batch_size * T / cp;
-    return N * (12 * C + 16 * C / tp + 4.0 * c->num_attention_heads / tp * T);
+    const double softmax = measured_attention(c, cal, tp) ? 0
+                                                          : 4.0 * c->num_attention_heads / tp * T;
+    return N * (12 * C + 16 * C / tp + softmax);
 }
 
-/* Seconds per float of that work: what the measured block took beyond its products (at least a
- * tenth of it), over its floats; without a block measurement the elementwise rate. */
+/* Seconds per float of that work: what the measured block took beyond its products and its
+ * attention core (at least a tenth of it), over its floats; without a block measurement the
+ * elementwise rate. */
 static double seconds_per_float(const train_config *c, const plan_calibration *cal) {
     if (!(cal->block_forward > 0)) return 1 / cal->elementwise_per_s;
     const double N = (double)c->micro_batch_size * c->seq_length;
     train_config dense = *c;
     dense.expert_model_parallel_size = 1;
-    const double products = layer_products(&dense, cal, 1, N) + attention_products(c, cal, 1, 1);
-    return fmax(cal->block_forward - products, 0.1 * cal->block_forward) / layer_floats(c, 1, 1);
+    const double products = layer_products(&dense, cal, 1, N) + attention_forward_s(c, cal, 1, 1);
+    return fmax(cal->block_forward - products, 0.1 * cal->block_forward) /
+           layer_floats(c, cal, 1, 1);
+}
+
+/* The backward's compute over the forward's for all but the attention core, as the block
+ * measured it (2 without), and the attention core's backward at tp, cp: measured, else that
+ * ratio times its forward. */
+static double rest_ratio(const train_config *c, const plan_calibration *cal) {
+    if (!(cal->block_forward > 0)) return 2;
+    const plan_attention *a = measured_attention(c, cal, 1);
+    if (!a || !(cal->block_forward > a->fwd)) return cal->block_backward / cal->block_forward;
+    return fmax(cal->block_backward - a->bwd, 0) / (cal->block_forward - a->fwd);
+}
+static double attention_backward_s(const train_config *c, const plan_calibration *cal, double tp,
+                                   double cp) {
+    const plan_attention *a = measured_attention(c, cal, tp);
+    if (a) return cp > 1 ? a->ring_bwd * ring_share(c, (int)cp) : a->bwd;
+    return rest_ratio(c, cal) * attention_forward_s(c, cal, tp, cp);
 }
 
 /* The measured serial step over the kernels' sum (1 when not measured). */
@@ -138,8 +180,8 @@ static plan_layer_time layer_time(const train_config *c, const plan_calibration 
     const double N = B * T / cp, bytes = 4 * N * C;
     plan_layer_time l = {0};
     l.layer_gemm = layer_products(c, cal, tp, N);
-    l.attention_gemm = attention_products(c, cal, tp, cp);
-    l.elementwise = layer_floats(c, tp, cp) * seconds_per_float(c, cal);
+    l.attention_gemm = attention_forward_s(c, cal, tp, cp);
+    l.elementwise = layer_floats(c, cal, tp, cp) * seconds_per_float(c, cal);
     const int t = c->tensor_model_parallel_size;
     l.tp_comm = c->sequence_parallel
                     ? 2 * group_time(cal, c, PG_TP, PLAN_ALL_GATHER, t, bytes) +
@@ -148,19 +190,21 @@ static plan_layer_time layer_time(const train_config *c, const plan_calibration 
     l.cp_comm = (cp - 1) * group_time(cal, c, PG_CP, PLAN_P2P, 2, 2 * bytes / tp);
     if (c->num_experts > 0)
         l.ep_comm = 2 * group_time(cal, c, PG_EP, PLAN_ALL_TO_ALL, ep, bytes * c->moe_router_topk);
-    /* the backward's compute over the forward's, as the block measured it (else 2) */
-    const double ratio = cal->block_forward > 0 ? cal->block_backward / cal->block_forward : 2;
     /* what the trainer adds around the kernels, as one serial run measured it */
+    const double f = trainer_factor(cal);
     const double kernels = l.layer_gemm + l.attention_gemm + l.elementwise;
-    l.trainer = (trainer_factor(cal) - 1) * kernels;
-    const double compute = kernels + l.trainer;
-    l.forward = compute + l.tp_comm + l.cp_comm + l.ep_comm;
-    l.backward = ratio * compute + l.tp_comm + 2 * l.cp_comm + l.ep_comm;
+    l.trainer = (f - 1) * kernels;
+    l.forward = f * kernels + l.tp_comm + l.cp_comm + l.ep_comm;
+    const double attn_bwd = attention_backward_s(c, cal, tp, cp);
+    l.backward = f * (rest_ratio(c, cal) * (l.layer_gemm + l.elementwise) + attn_bwd) + l.tp_comm +
+                 2 * l.cp_comm + l.ep_comm;
     l.backward_weight = l.layer_gemm;
     gpt_recompute rc = train_config_recompute(c);
-    if (rc.granularity == GPT_RECOMPUTE_SELECTIVE)
-        l.recompute = l.attention_gemm +
-                      N * 4 * c->num_attention_heads / tp * T * seconds_per_float(c, cal);
+    const bool softmax_apart = !measured_attention(c, cal, tp);
+    if (rc.granularity == GPT_RECOMPUTE_SELECTIVE) /* the attention core's forward again */
+        l.recompute = f * (l.attention_gemm + (softmax_apart ? N * 4 * c->num_attention_heads / tp *
+                                                                   T * seconds_per_float(c, cal)
+                                                             : 0));
     else if (rc.granularity == GPT_RECOMPUTE_FULL) l.recompute = l.forward;
     return l;
 }
@@ -358,7 +402,8 @@ void plan_time_explain(const plan_time *p, const train_config *c, FILE *f) {
             c->seq_length, c->context_parallel_size);
     fprintf(f, "  layer_gemm      %10.4f   qkv, proj, fc, fcproj (MoE: router + experts)\n",
             l->layer_gemm * ms);
-    fprintf(f, "  attention_gemm  %10.4f   Q·Kᵀ and A·V\n", l->attention_gemm * ms);
+    fprintf(f, "  attention_gemm  %10.4f   the attention core: Q·Kᵀ, softmax, A·V\n",
+            l->attention_gemm * ms);
     fprintf(f, "  elementwise     %10.4f   LayerNorms, softmax, GELU, residuals\n",
             l->elementwise * ms);
     fprintf(f, "  tp_comm         %10.4f   tensor-parallel collectives (tp %d%s)\n",

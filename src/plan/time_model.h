@@ -8,18 +8,23 @@
  *     layer_gemm      the four products qkv, proj, fc, fcproj (MoE: the router and the
  *                     experts a rank's tokens reach, E/ep experts of N·K·ep/E rows each) at
  *                     their local shapes ÷ the calibrated rate at that shape
- *     attention_gemm  Q·Kᵀ and A·V: 4·N·T·C/tp FLOPs (causal counted in full, as flops.h)
- *     elementwise     LayerNorms, softmax, GELU, residuals: (12·C + 16·C/tp + 4·NH/tp·T)·N
- *                     floats ÷ the elementwise rate
+ *     attention_gemm  the attention core (Q·Kᵀ, causal softmax, A·V) as the calibration
+ *                     measured it at the rank's NH/tp heads, ÷ cp; without that measurement
+ *                     Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs at one head's product rate
+ *     elementwise     LayerNorms, GELU, residuals (and the softmax when the attention core
+ *                     is not measured): (12·C + 16·C/tp [+ 4·NH/tp·T])·N floats ÷ the rate
+ *                     the measured block leaves for them
  *     tp_comm         2 all-reduces of N·C floats over tp (sequence parallel: 2 all-gathers
  *                     + 2 reduce-scatters), bench_comm.c's TP bytes
  *     cp_comm         ring attention: cp − 1 p2p steps of K and V, 2·N·C/tp floats
  *     ep_comm         MoE: dispatch and combine all-to-alls of N·K·C floats over ep
  *     trainer         what a real step adds around those kernels (the executor, pools, loss
  *                     bookkeeping): (the calibration's trainer factor − 1) × the compute
- *   the layer's backward    2 × the products (input and weight gradients), 2 × elementwise,
- *                     the same communication again; recomputation adds to it the attention
- *                     core's forward (selective) or the whole layer's forward (full)
+ *   the layer's backward    the attention core's measured backward, and the rest of the
+ *                     compute × the measured block's backward ÷ forward without its attention
+ *                     core (2 without a block), the same communication again; recomputation
+ *                     adds to it the attention core's forward (selective) or the whole
+ *                     layer's forward (full)
  *   ends              the embedding (first stage) and the head's product and loss (last stage)
  *   zero_in_pass      ZeRO-2/3: a reduce-scatter of the stage's gradients after every
  *                     micro-batch's backward; ZeRO-3: all-gathers of its parameters for each

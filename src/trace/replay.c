@@ -5,7 +5,7 @@
  *      whose interval lies inside a compute event's is its child. The tree is flattened into
  *      a small program of ops: BEGIN e, ADVANCE dt, COMM e, MEMORY e, END e;
  *   2. collectives of all ranks are grouped into instances (same group name, same group
- *      instance, same occurrence count on each member);
+ *      instance, same occurrence count on each member), each with its cost (replay_match.c);
  *   3. the ranks' programs run as a discrete-event simulation: every rank advances until it
  *      reaches a receive whose send has not been posted or a collective some member has not
  *      reached; a sweep that moves no rank while some have ops left is a deadlock.
@@ -46,61 +46,31 @@
 #include <unistd.h>
 
 #include "src/core/check.h"
+#include "src/trace/replay_internal.h"
 
-enum { OP_BEGIN, OP_END, OP_ADVANCE, OP_COMM, OP_MEMORY };
-
-typedef struct {
-    int type;
-    int ev;    /* event index in the rank's file (all but ADVANCE) */
-    double dt; /* ADVANCE */
-} rp_op;
-
-typedef struct {
-    int n, cap;
-    rp_op *ops;
-} rp_program;
-
-typedef struct { /* one rank during the replay */
-    const trace_file *f;
-    int n;                /* events */
-    int nkept;            /* events replayed (all but TRACE_OPEN and TRACE_STREAM ones) */
-    int *order;           /* (nkept) their indices, by start time */
-    double *t0, *tr, *t1; /* (n) replayed times */
-    int *inst;            /* (n) collective instance, -1 otherwise */
-    rp_program prog;
-    int pc;               /* next op */
-    bool arrived;         /* the collective at pc has registered its arrival */
-    double now;           /* the rank's replay clock */
-    double p2p_bandwidth; /* bytes per second of the fastest measured p2p copy, 0 unknown */
-} rp_rank;
-
-typedef struct { /* one collective instance */
-    int members, arrived;
-    double latest, cost;
-} rp_inst;
-
-static const trace_event *ev(const rp_rank *k, int i) { return trace_file_event(k->f, (size_t)i); }
 static double wall(const trace_event *e) { return e->t_end - e->t_start; }
 static bool is_comm(trace_kind k) {
     return k == TRACE_SEND || k == TRACE_RECV || k == TRACE_COLLECTIVE;
 }
+/* Where event i ends in the program: a stream collective is a point, its issue (it ran beside
+ * the program, which only started it). */
+static double at_end(const rp_rank *k, int i) {
+    return rp_on_stream(rp_ev(k, i)) ? k->at[i] : rp_ev(k, i)->t_end;
+}
 
-static void emit(rp_program *p, int type, int e, double dt) {
+/* Puts an op at position `at` of the program (at == p->n: at its end). */
+static void emit_at(rp_program *p, int at, int type, int e, double dt) {
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 256;
         p->ops = realloc(p->ops, (size_t)p->cap * sizeof *p->ops);
         CHECK(p->ops, "out of memory growing a replay program");
     }
-    p->ops[p->n++] = (rp_op){type, e, dt};
+    memmove(p->ops + at + 1, p->ops + at, (size_t)(p->n - at) * sizeof *p->ops);
+    p->ops[at] = (rp_op){type, e, dt};
+    p->n++;
 }
+static void emit(rp_program *p, int type, int e, double dt) { emit_at(p, p->n, type, e, dt); }
 
-/* The part of a communication event after its data was there, capped by its cpu if known. */
-static double transfer(const trace_event *e) {
-    double t = e->t_end - (e->t_ready > e->t_start ? e->t_ready : e->t_start);
-    if (t < 0) t = 0;
-    if (e->cpu >= 0 && e->cpu < t) t = e->cpu;
-    return t;
-}
 
 static const rp_rank *cmp_rank_ctx; /* qsort has no context argument in C11: the rank sorted */
 
@@ -111,29 +81,51 @@ static const rp_rank *cmp_rank_ctx; /* qsort has no context argument in C11: the
  * communication events, which contain nothing, when they end. */
 static int cmp_start(const void *a, const void *b) {
     const int i = *(const int *)a, j = *(const int *)b;
-    const trace_event *x = ev(cmp_rank_ctx, i), *y = ev(cmp_rank_ctx, j);
-    if (x->t_start != y->t_start) return x->t_start < y->t_start ? -1 : 1;
-    if (wall(x) > 0 && wall(y) > 0 && x->t_end != y->t_end) return x->t_end > y->t_end ? -1 : 1;
+    const rp_rank *k = cmp_rank_ctx;
+    const double xs = k->at[i], ys = k->at[j], xe = at_end(k, i), ye = at_end(k, j);
+    if (xs != ys) return xs < ys ? -1 : 1;
+    /* an issue at the end of a piece of compute comes before what begins there */
+    const bool xp = rp_on_stream(rp_ev(k, i)), yp = rp_on_stream(rp_ev(k, j));
+    if (xp != yp) return xp ? -1 : 1;
+    if (xe > xs && ye > ys && xe != ye) return xe > ye ? -1 : 1;
     return i < j ? -1 : i > j;
+}
+
+/* An ADVANCE of dt inside event x; one of compute (not a step's untraced gap) that lasts is
+ * where a stream collective after it is issued (the analysis's step graph hands off there
+ * too, src/analyze/step_graph.c: both views re-time a step alike). */
+static void advance_op(rp_rank *k, const trace_event *x, double dt) {
+    emit(&k->prog, OP_ADVANCE, -1, dt);
+    if (x->kind != TRACE_STEP && dt > 0) k->piece_end = k->prog.n;
 }
 
 /* Emits the ops of event e (a compute event or a step) and of everything nested in it.
  * children[] lists, in start order, the events whose parent is e (first_child/next_sib). */
 static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib) {
-    const trace_event *x = ev(k, e);
+    const trace_event *x = rp_ev(k, e);
+    if (rp_on_stream(x)) { /* issued when the last piece of compute before it ended */
+        emit_at(&k->prog, k->piece_end, OP_ISSUE, e, 0);
+        k->piece_end++;
+        return;
+    }
     if (x->kind == TRACE_MEMORY || is_comm(x->kind)) {
         emit(&k->prog, x->kind == TRACE_MEMORY ? OP_MEMORY : OP_COMM, e, 0);
         return;
     }
     /* Own wall time = the gaps between children; own replay time from the CPU clock. */
-    double own_wall = 0, child_cpu = 0, prev = x->t_start;
+    double own_wall = 0, child_cpu = 0, prev = x->t_start, last_start = -1, last_end = -1;
     const double share = x->cpu >= 0 && wall(x) > 0 ? (x->cpu < wall(x) ? x->cpu / wall(x) : 1.0)
                                                     : 1.0;
     for (int c = first_child[e]; c >= 0; c = next_sib[c]) {
-        const trace_event *y = ev(k, c);
+        const trace_event *y = rp_ev(k, c);
+        if (rp_on_stream(y)) continue; /* a point: the issue; its time is the stream's */
         if (y->t_start > prev) own_wall += y->t_start - prev;
         if (y->t_end > prev) prev = y->t_end;
-        child_cpu += y->cpu >= 0 ? y->cpu : wall(y) * share;
+        /* a sendrecv is traced as its two halves over one call (src/runtime/comm_p2p.c), each
+         * with the whole call's CPU time: subtracted once */
+        const bool half = is_comm(y->kind) && y->t_start == last_start && y->t_end == last_end;
+        if (!half) child_cpu += y->cpu >= 0 ? y->cpu : wall(y) * share;
+        last_start = y->t_start, last_end = y->t_end;
     }
     if (x->t_end > prev) own_wall += x->t_end - prev;
     double own = own_wall;
@@ -146,12 +138,11 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
     emit(&k->prog, OP_BEGIN, e, 0);
     prev = x->t_start;
     for (int c = first_child[e]; c >= 0; c = next_sib[c]) {
-        const trace_event *y = ev(k, c);
-        if (y->t_start > prev) emit(&k->prog, OP_ADVANCE, -1, (y->t_start - prev) * scale);
+        if (k->at[c] > prev) advance_op(k, x, (k->at[c] - prev) * scale);
         walk(k, c, first_child, next_sib);
-        if (y->t_end > prev) prev = y->t_end;
+        if (at_end(k, c) > prev) prev = at_end(k, c);
     }
-    if (x->t_end > prev) emit(&k->prog, OP_ADVANCE, -1, (x->t_end - prev) * scale);
+    if (x->t_end > prev) advance_op(k, x, (x->t_end - prev) * scale);
     emit(&k->prog, OP_END, e, 0);
 }
 
@@ -159,10 +150,20 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
 static void build_program(rp_rank *k) {
     const int n = k->n;
     int m = 0;
-    /* A communication stream's collectives (TRACE_STREAM) ran beside the rank's program, not
-     * in it: the replay re-times the program only. */
-    for (int i = 0; i < n; i++)
-        if (!(ev(k, i)->flags & (TRACE_OPEN | TRACE_STREAM))) k->order[m++] = i;
+    /* A communication stream's collectives (TRACE_STREAM) ran beside the rank's program: in
+     * it they are points, where the program issued them (OP_ISSUE); the main lane's "wait"
+     * recorded right after one (run.c's stream hook) waits for that collective. */
+    for (int i = 0; i < n; i++) {
+        const trace_event *e = rp_ev(k, i);
+        if (!(e->flags & TRACE_OPEN)) k->order[m++] = i;
+        k->stream_of[i] = -1;
+        k->at[i] = e->t_start;
+        if (i > 0 && e->kind == TRACE_COLLECTIVE && !rp_on_stream(e) &&
+            rp_on_stream(rp_ev(k, i - 1)) && strcmp(trace_file_string(k->f, e->op), "wait") == 0) {
+            k->stream_of[i] = i - 1;
+            if (e->t_start < k->at[i - 1]) k->at[i - 1] = e->t_start;
+        }
+    }
     k->nkept = m;
     cmp_rank_ctx = k;
     qsort(k->order, (size_t)m, sizeof *k->order, cmp_start);
@@ -175,10 +176,10 @@ static void build_program(rp_rank *k) {
     const int root = n; /* a virtual parent of the top-level events */
     for (int j = 0; j < m; j++) {
         const int e = k->order[j];
-        const trace_event *x = ev(k, e);
+        const trace_event *x = rp_ev(k, e);
         while (depth > 0) { /* pop the events that do not contain e */
-            const trace_event *top = ev(k, stack[depth - 1]);
-            if (x->t_start >= top->t_start && x->t_end <= top->t_end) break;
+            const trace_event *top = rp_ev(k, stack[depth - 1]);
+            if (k->at[e] >= top->t_start && at_end(k, e) <= top->t_end) break;
             depth--;
         }
         const int p = depth > 0 ? stack[depth - 1] : root;
@@ -195,129 +196,13 @@ static void build_program(rp_rank *k) {
     free(next_sib);
 }
 
-/* ---- pass 2: collective instances ---------------------------------------------------- */
-
-typedef struct {
-    const char *group;                       /* name */
-    int instance, occurrence, rank, seq, ev; /* seq: position in the rank's start order */
-} rp_coll;
-
-static int cmp_int(int a, int b) { return a < b ? -1 : a > b; }
-
-/* (group, instance, rank, seq): a rank's collectives on one group instance, in order. */
-static int cmp_by_rank(const void *a, const void *b) {
-    const rp_coll *x = a, *y = b;
-    int c = strcmp(x->group, y->group);
-    if (!c) c = cmp_int(x->instance, y->instance);
-    if (!c) c = cmp_int(x->rank, y->rank);
-    return c ? c : cmp_int(x->seq, y->seq);
-}
-
-static bool same_instance(const rp_coll *x, const rp_coll *y) {
-    return strcmp(x->group, y->group) == 0 && x->instance == y->instance &&
-           x->occurrence == y->occurrence;
-}
-
-/* (group, instance, occurrence, rank): the members of one collective call side by side. */
-static int cmp_by_occurrence(const void *a, const void *b) {
-    const rp_coll *x = a, *y = b;
-    int c = strcmp(x->group, y->group);
-    if (!c) c = cmp_int(x->instance, y->instance);
-    if (!c) c = cmp_int(x->occurrence, y->occurrence);
-    return c ? c : cmp_int(x->rank, y->rank);
-}
-
-/* The group instance of a collective: its group_first, else a key from the coordinates of
- * the ranks that share the group (see replay.h). Keys from coordinates are offset so they
- * never equal a recorded group_first. */
-static int group_instance(const trace_header *h, const char *group, const trace_event *e) {
-    if (e->group_first >= 0) return e->group_first;
-    const int dp = trace_header_dp_cp_size(h), dp_rank = trace_header_dp_cp_rank(h);
-    int key = 0;
-    if (strcmp(group, "tp") == 0) key = h->pp_rank * dp + dp_rank;
-    else if (strcmp(group, "dp") == 0) key = h->tp_rank * h->pp + h->pp_rank;
-    else if (strcmp(group, "pp") == 0 || strcmp(group, "embedding") == 0)
-        key = h->tp_rank * dp + dp_rank;
-    else if (strcmp(group, "mp") == 0) key = dp_rank;
-    return h->world_size + key;
-}
-
-/* Bytes each member of an n-member collective moves over its links (the "bus bytes" of
- * nccl-tests' PERFORMANCE.md): a ring all-reduce sends 2(n-1)/n of the buffer, an
- * all-gather or reduce-scatter (n-1)/n of the whole, anything else the buffer once. */
-static double bus_bytes(const char *op, int n, double bytes) {
-    if (n <= 1) return 0;
-    if (strcmp(op, "all_reduce") == 0) return 2.0 * (n - 1) / n * bytes;
-    if (strcmp(op, "all_gather") == 0 || strcmp(op, "reduce_scatter") == 0)
-        return (double)(n - 1) / n * bytes;
-    return bytes;
-}
-
-/* Fills k[*].inst and returns the instances (*ninst of them). */
-static rp_inst *match_collectives(rp_rank *ks, int nranks, int *ninst) {
-    int total = 0;
-    for (int r = 0; r < nranks; r++) {
-        for (int i = 0; i < ks[r].n; i++) ks[r].inst[i] = -1;
-        for (int j = 0; j < ks[r].nkept; j++)
-            if (ev(&ks[r], ks[r].order[j])->kind == TRACE_COLLECTIVE) total++;
-    }
-    rp_coll *all = mallocCheck((size_t)(total + 1) * sizeof *all);
-    int n = 0;
-    for (int r = 0; r < nranks; r++) {
-        const trace_header *h = trace_file_header(ks[r].f);
-        for (int j = 0; j < ks[r].nkept; j++) {
-            const int i = ks[r].order[j];
-            const trace_event *e = ev(&ks[r], i);
-            if (e->kind != TRACE_COLLECTIVE) continue;
-            rp_coll c = {trace_file_string(ks[r].f, e->group), 0, 0, r, j, i};
-            c.instance = group_instance(h, c.group, e);
-            all[n++] = c;
-        }
-    }
-    /* The k-th call of a rank on a group instance is its occurrence k. */
-    qsort(all, (size_t)n, sizeof *all, cmp_by_rank);
-    for (int a = 0; a < n; a++)
-        all[a].occurrence = a > 0 && all[a - 1].rank == all[a].rank &&
-                                    all[a - 1].instance == all[a].instance &&
-                                    strcmp(all[a - 1].group, all[a].group) == 0
-                                ? all[a - 1].occurrence + 1
-                                : 0;
-    qsort(all, (size_t)n, sizeof *all, cmp_by_occurrence);
-    rp_inst *inst = callocCheck((size_t)(n + 1), sizeof *inst);
-    int ni = 0;
-    for (int a = 0; a < n;) {
-        int b = a;
-        double cost = -1;
-        while (b < n && same_instance(&all[a], &all[b])) {
-            double t = transfer(ev(&ks[all[b].rank], all[b].ev));
-            if (cost < 0 || t < cost) cost = t;
-            ks[all[b].rank].inst[all[b].ev] = ni;
-            b++;
-        }
-        inst[ni].members = b - a;
-        inst[ni].cost = cost < 0 ? 0 : cost;
-        const rp_rank *k0 = &ks[all[a].rank];
-        const trace_event *e0 = ev(k0, all[a].ev);
-        if (k0->p2p_bandwidth > 0) { /* no slower than its bus bytes at the fastest p2p copy */
-            double t = bus_bytes(trace_file_string(k0->f, e0->op), b - a, (double)e0->bytes) /
-                       k0->p2p_bandwidth;
-            if (t < inst[ni].cost) inst[ni].cost = t;
-        }
-        ni++;
-        a = b;
-    }
-    free(all);
-    *ninst = ni;
-    return inst;
-}
-
 /* ---- pass 3: the simulation ------------------------------------------------------------ */
 
 /* A send or receive's transfer: what it measured, and no more than its bytes at the fastest
  * p2p copy the run measured (a copy that waited for the sender to come back into MPI, which
  * a time-shared sender does late, measured that wait too). */
 static double p2p_cost(const rp_rank *k, const trace_event *e) {
-    double t = transfer(e);
+    double t = rp_transfer(e);
     if (k->p2p_bandwidth > 0 && (double)e->bytes / k->p2p_bandwidth < t)
         t = (double)e->bytes / k->p2p_bandwidth;
     return t;
@@ -329,7 +214,7 @@ static double fastest_p2p(const trace_run *r) {
     for (int q = 0; q < r->nranks; q++)
         for (size_t i = 0; i < trace_file_num_events(r->ranks[q]); i++) {
             const trace_event *e = trace_file_event(r->ranks[q], i);
-            const double t = transfer(e);
+            const double t = rp_transfer(e);
             if (e->kind != TRACE_RECV || r->flow[q][i] < 0 || e->bytes == 0 || t <= 0) continue;
             if ((double)e->bytes / t > best) best = (double)e->bytes / t;
         }
@@ -350,10 +235,19 @@ static bool advance(rp_rank *k, const int *flow, double *post, rp_inst *inst) {
             k->t1[op->ev] = k->now;
         } else if (op->type == OP_MEMORY) {
             k->t0[op->ev] = k->tr[op->ev] = k->t1[op->ev] = k->now;
+        } else if (op->type == OP_ISSUE) { /* handed to the stream: the program goes on */
+            k->issued[op->ev] = k->now;
+            k->queue[k->tail++] = op->ev;
         } else { /* OP_COMM */
             const int i = op->ev;
-            const trace_event *e = ev(k, i);
-            if (e->kind == TRACE_SEND) {
+            const trace_event *e = rp_ev(k, i);
+            const int s = k->stream_of[i];
+            if (s >= 0) { /* a wait on the stream: until its collective ends */
+                if (!k->finished[s]) break;
+                k->t0[i] = k->now;
+                if (k->t1[s] > k->now) k->now = k->t1[s];
+                k->tr[i] = k->now;
+            } else if (e->kind == TRACE_SEND) {
                 k->t0[i] = k->tr[i] = k->now;
                 if (flow[i] >= 0) post[flow[i]] = k->now;
                 k->now += p2p_cost(k, e);
@@ -385,14 +279,47 @@ static bool advance(rp_rank *k, const int *flow, double *post, rp_inst *inst) {
     return moved;
 }
 
+/* Runs rank k's stream: each issued collective starts when it was issued and the stream is
+ * free, and ends like any collective, at its last member's arrival + its transfer. Returns
+ * whether it moved. */
+static bool advance_stream(rp_rank *k, rp_inst *inst) {
+    bool moved = false;
+    while (k->head < k->tail) {
+        const int i = k->queue[k->head];
+        rp_inst *c = &inst[k->inst[i]];
+        if (!k->stream_arrived) {
+            k->stream_arrived = true;
+            k->t0[i] = k->issued[i] > k->stream_now ? k->issued[i] : k->stream_now;
+            c->arrived++;
+            if (k->t0[i] > c->latest) c->latest = k->t0[i];
+            moved = true;
+        }
+        if (c->arrived < c->members) break;
+        k->tr[i] = c->latest;
+        k->t1[i] = k->stream_now = c->latest + c->cost;
+        k->finished[i] = true;
+        k->stream_arrived = false;
+        k->head++;
+        moved = true;
+    }
+    return moved;
+}
+
 /* One line naming where the first stuck rank waits. */
 static void explain_deadlock(const trace_run *r, const rp_rank *ks, char *err, size_t errlen) {
     for (int q = 0; q < r->nranks; q++) {
         const rp_rank *k = &ks[q];
-        if (k->pc >= k->prog.n) continue;
-        const int i = k->prog.ops[k->pc].ev;
-        const trace_event *e = ev(k, i);
-        if (e->kind == TRACE_RECV)
+        if (k->pc >= k->prog.n && k->head >= k->tail) continue;
+        const bool stream = k->pc >= k->prog.n ||
+                            (k->stream_of[k->prog.ops[k->pc].ev] >= 0 && k->head < k->tail);
+        const int i = stream ? k->queue[k->head] : k->prog.ops[k->pc].ev;
+        const trace_event *e = rp_ev(k, i);
+        if (stream)
+            snprintf(err, errlen,
+                     "replay deadlock: rank %d's communication stream waits at its event %d (%s "
+                     "on group %s) for a member that never reaches it",
+                     q, i, trace_file_string(k->f, e->op), trace_file_string(k->f, e->group));
+        else if (e->kind == TRACE_RECV)
             snprintf(err, errlen,
                      "replay deadlock: rank %d waits at its event %d (recv from rank %d, tag %d, "
                      "group %s) for its matched send, which rank %d never reaches in the replay",
@@ -420,7 +347,7 @@ static void write_replayed(const trace_run *r, const rp_rank *ks, const char *di
         trace_recorder *t = trace_create(&h, (size_t)k->n + 1);
         for (int j = 0; j < k->nkept; j++) {
             const int i = k->order[j];
-            const trace_event *e = ev(k, i);
+            const trace_event *e = rp_ev(k, i);
             if (e->kind == TRACE_MEMORY) {
                 trace_memory_at(t, (size_t)e->bytes, k->t0[i]);
             } else if (is_comm(e->kind)) {
@@ -438,7 +365,8 @@ static void write_replayed(const trace_run *r, const rp_rank *ks, const char *di
                                       k->tr[i],
                                       k->t1[i],
                                       k->t1[i] - k->tr[i]};
-                trace_comm_full(t, &ci);
+                if (rp_on_stream(e)) trace_comm_stream(t, &ci);
+                else trace_comm_full(t, &ci);
             } else {
                 trace_record(t, e->kind, e->step, e->microbatch, e->chunk, k->t0[i], k->t1[i]);
             }
@@ -450,27 +378,48 @@ static void write_replayed(const trace_run *r, const rp_rank *ks, const char *di
     }
 }
 
+/* Rank k of the replay: its arrays for f's events, its program built. */
+static void rank_init(rp_rank *k, const trace_file *f, double p2p_bandwidth) {
+    k->f = f;
+    k->p2p_bandwidth = p2p_bandwidth;
+    k->n = (int)trace_file_num_events(k->f);
+    const size_t n1 = (size_t)k->n + 1;
+    k->order = mallocCheck(n1 * sizeof *k->order);
+    k->inst = mallocCheck(n1 * sizeof *k->inst);
+    k->stream_of = mallocCheck(n1 * sizeof *k->stream_of);
+    k->at = mallocCheck(n1 * sizeof *k->at);
+    k->queue = mallocCheck(n1 * sizeof *k->queue);
+    k->issued = callocCheck(n1, sizeof *k->issued);
+    k->finished = callocCheck(n1, sizeof *k->finished);
+    k->t0 = callocCheck(n1, sizeof *k->t0);
+    k->tr = callocCheck(n1, sizeof *k->tr);
+    k->t1 = callocCheck(n1, sizeof *k->t1);
+    build_program(k);
+}
+
+static void rank_free(rp_rank *k) {
+    free(k->order);
+    free(k->inst);
+    free(k->stream_of);
+    free(k->at);
+    free(k->queue);
+    free(k->issued);
+    free(k->finished);
+    free(k->t0);
+    free(k->tr);
+    free(k->t1);
+    free(k->prog.ops);
+}
+
 trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
     if (errlen) err[0] = 0;
     const int nr = r->nranks;
     rp_rank *ks = callocCheck((size_t)nr, sizeof *ks);
     int nflows = r->nflows;
     const double bandwidth = fastest_p2p(r);
-    for (int q = 0; q < nr; q++) {
-        rp_rank *k = &ks[q];
-        k->f = r->ranks[q];
-        k->p2p_bandwidth = bandwidth;
-        k->n = (int)trace_file_num_events(k->f);
-        const size_t n1 = (size_t)k->n + 1;
-        k->order = mallocCheck(n1 * sizeof *k->order);
-        k->inst = mallocCheck(n1 * sizeof *k->inst);
-        k->t0 = callocCheck(n1, sizeof *k->t0);
-        k->tr = callocCheck(n1, sizeof *k->tr);
-        k->t1 = callocCheck(n1, sizeof *k->t1);
-        build_program(k);
-    }
+    for (int q = 0; q < nr; q++) rank_init(&ks[q], r->ranks[q], bandwidth);
     int ninst = 0;
-    rp_inst *inst = match_collectives(ks, nr, &ninst);
+    rp_inst *inst = rp_match_collectives(ks, nr, &ninst);
     double *post = mallocCheck((size_t)(nflows + 1) * sizeof *post);
     for (int f = 0; f < nflows; f++) post[f] = -1;
 
@@ -480,7 +429,8 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
         done = true;
         for (int q = 0; q < nr; q++) {
             if (advance(&ks[q], r->flow[q], post, inst)) moved = true;
-            if (ks[q].pc < ks[q].prog.n) done = false;
+            if (advance_stream(&ks[q], inst)) moved = true;
+            if (ks[q].pc < ks[q].prog.n || ks[q].head < ks[q].tail) done = false;
         }
     }
 
@@ -509,14 +459,7 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
             if (out) snprintf(out->dir, sizeof out->dir, "%s", r->dir);
         }
     }
-    for (int q = 0; q < nr; q++) {
-        free(ks[q].order);
-        free(ks[q].inst);
-        free(ks[q].t0);
-        free(ks[q].tr);
-        free(ks[q].t1);
-        free(ks[q].prog.ops);
-    }
+    for (int q = 0; q < nr; q++) rank_free(&ks[q]);
     free(ks);
     free(inst);
     free(post);

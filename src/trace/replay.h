@@ -19,6 +19,11 @@
  *   - a receive ends at max(its start, its matched send's start) + its transfer cost;
  *   - a send lasts its transfer cost and never waits for the receiver (sends are posted);
  *   - a collective ends at max(start of every member) + its transfer cost, the same for all;
+ *   - a collective of the communication stream (TRACE_STREAM: ZeRO-3's prefetched gathers,
+ *     the overlapped buckets) runs beside the rank's program: it is issued where the last
+ *     piece of compute before it ended (as src/analyze/step_graph.h hands off), starts when
+ *     issued and the stream is free, ends like a collective (matched only with the other
+ *     ranks' stream calls), and the main lane's "wait" recorded with it lasts until it ends;
  *   - time outside any recorded event (start-up, logging between steps) is not replayed.
  * The result is a NEW trace_run of the same shape (ranks, events, send/receive pairs) with
  * times from 0, clock offsets 0 and run id "replay:<original id>", so every reader and the
@@ -32,7 +37,11 @@
  *                           the event's cpu when known; for a send or receive also capped by
  *                           bytes / the fastest p2p copy measured in the run; for a collective
  *                           the least over its members (the last member to arrive hardly waited),
- *                           capped by its bus bytes / that fastest p2p copy.
+ *                           capped by its bus bytes / that fastest p2p copy, and by the lower
+ *                           quartile of its class (op, bytes, members) when the run made at
+ *                           least 8 such calls: a member descheduled mid-ring stalls a call, and
+ *                           runs without p2p messages (tensor parallelism alone) have no copy
+ *                           speed to cap it by.
  * Collectives are matched across ranks by (group name, group instance, k-th occurrence). The
  * instance is the event's group_first when recorded (>= 0); in older traces it is derived
  * from the header coordinates: "tp" = same (pp, dp) coordinates, "dp" = same (tp, pp),

@@ -36,6 +36,9 @@ static plan_calibration sample(void) {
     cal.elementwise_per_s = 1e8, cal.optimizer_per_s = 5e8;
     cal.block_forward = 6e-4, cal.block_backward = 9e-4;
     cal.head_forward = 3e-4, cal.head_backward = 4e-4;
+    cal.nattention = 2;
+    cal.attention[0] = (plan_attention){4, 64, 2e-4, 5e-4, 4e-4, 9e-4};
+    cal.attention[1] = (plan_attention){2, 64, 1.1e-4, 2.6e-4, 2.1e-4, 4.6e-4};
     for (int k = 0; k < PLAN_NLINKS; k++)
         cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, 1e-5, "measured"};
     return cal;
@@ -84,6 +87,11 @@ static void written_and_read_back(void **state) {
     assert_int_equal(b.ngemm, 2);
     assert_true(b.gemm[1].OC == 4096 && b.gemm[1].flops_per_s == 8e9);
     assert_true(fabs(b.block_backward - 9e-4) < 1e-12 && fabs(b.head_forward - 3e-4) < 1e-12);
+    const plan_attention *at = plan_calibration_attention(&b, 2, 64);
+    assert_int_equal(b.nattention, 2);
+    assert_true(at && fabs(at->fwd - 1.1e-4) < 1e-15 && fabs(at->bwd - 2.6e-4) < 1e-15);
+    assert_true(fabs(at->ring_fwd - 2.1e-4) < 1e-15 && fabs(at->ring_bwd - 4.6e-4) < 1e-15);
+    assert_null(plan_calibration_attention(&b, 1, 64));
     assert_true(fabs(b.link[PLAN_ALL_TO_ALL].alpha - 1e-5) < 1e-15);
     assert_string_equal(b.link[PLAN_P2P].source, "measured");
     assert_true(fabs(b.link[PLAN_P2P].sync - 1e-5) < 1e-15);
@@ -161,13 +169,20 @@ static void shapes_cover_every_tp_and_cp(void **state) {
     train_config c = model(); /* B 4, T 64, C 64, NH 4, vocabulary divisible by 128 */
     plan_gemm g[PLAN_MAX_GEMMS];
     const int n = plan_calibration_shapes(&c, 4, g, PLAN_MAX_GEMMS);
-    assert_true(has(g, n, 256, 64, 192)); /* qkv, tp 1 */
-    assert_true(has(g, n, 256, 64, 48));  /* qkv, tp 4 */
-    assert_true(has(g, n, 128, 32, 64));  /* proj, tp 2, cp 2 */
-    assert_true(has(g, n, 64, 256, 64));  /* fcproj, tp 1, cp 4 */
-    assert_true(has(g, n, 256, 64, 128)); /* head: 256 tokens padded to 256, ÷ tp 2 */
-    assert_true(has(g, n, 64, 16, 64));   /* one head's Q·Kᵀ */
-    assert_false(has(g, n, 256, 64, 85)); /* fc at tp 3: 3 does not divide 4 */
+    assert_true(has(g, n, 256, 64, 192));     /* qkv, tp 1 */
+    assert_true(has(g, n, 256, 64, 48));      /* qkv, tp 4 */
+    assert_true(has(g, n, 128, 32, 64));      /* proj, tp 2, cp 2 */
+    assert_true(has(g, n, 64, 256, 64));      /* fcproj, tp 1, cp 4 */
+    assert_true(has(g, n, 256, 64, 128));     /* head: 256 tokens padded to 256, ÷ tp 2 */
+    assert_true(has(g, n, 64, 16, 64));       /* one head's Q·Kᵀ */
+    assert_false(has(g, n, 256, 64, 85));     /* fc at tp 3: 3 does not divide 4 */
+    assert_false(has(g, n, 512, 256, 64));    /* no experts: no expert's fcproj */
+    c.num_experts = 4, c.moe_router_topk = 2; /* 256 tokens × top-2 over 4 experts */
+    const int m = plan_calibration_shapes(&c, 4, g, PLAN_MAX_GEMMS);
+    assert_true(has(g, m, 256, 64, 4));   /* the router */
+    assert_true(has(g, m, 128, 64, 256)); /* an expert's fc, ep 1: 128 rows */
+    assert_true(has(g, m, 512, 64, 256)); /* ep 4: 4 ranks' tokens reach its one expert */
+    assert_true(has(g, m, 512, 256, 64)); /* ep 4: 4 ranks' tokens reach its one expert */
 }
 
 int main(void) {

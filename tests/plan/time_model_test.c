@@ -131,6 +131,36 @@ static void context_and_recompute_terms(void **state) {
     near(full.pipeline - none.pipeline, 16 * none.layer.forward, "full recompute in the step");
 }
 
+/* The attention core measured (4 heads: 1 ms forward, 3 ms backward, ring attention's kernel
+ * 2 and 4 ms; 2 heads: 0.6, 1.6 ms): it replaces Q·Kᵀ and A·V, the softmax leaves the
+ * elementwise floats, its backward is its own (the rest twice the forward: no block
+ * measured), with context parallelism the ring's kernel at the rank's share of the score
+ * entries, and selective recomputation adds exactly its forward. */
+static void measured_attention_core(void **state) {
+    (void)state;
+    const plan_calibration saved = g_cal;
+    g_cal.nattention = 2;
+    g_cal.attention[0] = (plan_attention){4, 64, 1e-3, 3e-3, 2e-3, 4e-3};
+    g_cal.attention[1] = (plan_attention){2, 64, 0.6e-3, 1.6e-3, 1.2e-3, 2.4e-3};
+    const double N = 256, C = 64;
+    train_config c = layout("", 1);
+    plan_time p = predict(&c);
+    near(p.layer.attention_gemm, 1e-3, "attention: measured");
+    near(p.layer.elementwise, N * 28 * C / 1e8, "elementwise without the softmax");
+    near(p.layer.backward, 2 * (p.layer.layer_gemm + p.layer.elementwise) + 3e-3, "backward");
+    c = layout("--tensor-model-parallel-size 2", 2);
+    near(predict(&c).layer.attention_gemm, 0.6e-3, "tp 2: the 2-head measurement");
+    c = layout("--context-parallel-size 2", 2);
+    p = predict(&c);
+    /* ring attention's kernel × the rank's score entries, (2·2 + 1)·16² of 64² */
+    near(p.layer.attention_gemm, 2e-3 * 1280 / 4096, "cp 2: the ring's share");
+    near(p.layer.backward - 2 * (p.layer.layer_gemm + p.layer.elementwise) - 2 * p.layer.cp_comm,
+         4e-3 * 1280 / 4096, "cp 2: the ring's backward share");
+    c = layout("--recompute-granularity selective", 1);
+    near(predict(&c).layer.recompute, 1e-3, "selective: the attention core's forward");
+    g_cal = saved;
+}
+
 /* One rank: the pipeline is m × (the stage's forward + backward); the step adds the optimizer;
  * tokens/s = global batch × T / step. */
 static void serial_step_adds_up(void **state) {
@@ -244,6 +274,7 @@ int main(void) {
         cmocka_unit_test(one_layer_serial),
         cmocka_unit_test(tensor_parallel_terms),
         cmocka_unit_test(context_and_recompute_terms),
+        cmocka_unit_test(measured_attention_core),
         cmocka_unit_test(serial_step_adds_up),
         cmocka_unit_test(data_parallel_terms),
         cmocka_unit_test(pipeline_schedules),

@@ -1,7 +1,9 @@
 /* replay_test.c — the replay view on hand-made runs whose wall times are stretched by
  * time-sharing but whose CPU times are exact: it gives back the textbook timeline, a receive
  * waits for its send, a collective for its last member, nested communication stays inside its
- * forward, and a cycle of receives is reported as a deadlock naming the rank. */
+ * forward, a communication stream's collective runs beside the program, a stalled collective
+ * costs its class's typical transfer, a sendrecv's two halves count the call's CPU time once,
+ * and a cycle of receives is reported as a deadlock naming the rank. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +268,108 @@ static void nested_communication_stays_inside_its_forward(void **state) {
     trace_run_free(rec);
 }
 
+/* A collective of the communication stream with its group, issued at `t0`, ended at t1. */
+static void stream(trace_recorder *t, const char *op, double t0, double t1) {
+    trace_comm_info ci = {TRACE_COLLECTIVE, op, "dp", NULL, -1, -1, -1, 0, 4096, t0, t0, t1, -1};
+    if (strcmp(op, "wait") == 0) ci.group_first = -1, trace_comm_full(t, &ci);
+    else trace_comm_stream(t, &ci);
+}
+
+/* ZeRO-3's prefetch: a stream all-gather issued inside each rank's forward (2 s of CPU over
+ * 4 s of wall), at wall 1 on rank 0 and 1.5 on rank 1 (whose clock is 0.5 s behind: both
+ * entered by 2.0, transfer min(1, 1.5) = 1 s); rank 0 waits for it at [3, 3.5] (own time
+ * 2 − 0.5·0.5 = 1.75 over 3.5 s of gaps: scale 0.5). The replay issues it at 0.5 and 0.75 and
+ * runs it [0.75, 1.75], so rank 0's wait, reached at 1.5, ends at 1.75 and its forward at 2.0;
+ * rank 1 never waits (2.0). A main-lane all-reduce on the same group is matched with the
+ * other main-lane call only: [2.0, 2.5]. */
+static void a_stream_collective_runs_beside_the_program(void **state) {
+    (void)state;
+    trace_recorder *ts[2];
+    for (int k = 0; k < 2; k++) {
+        trace_header h = header(k, 2, 1, 1, 2);
+        ts[k] = trace_create(&h, 16);
+        compute(ts[k], TRACE_FORWARD, 0, 0, 0, 4, 2);
+        stream(ts[k], "all_gather", k ? 1.5 : 1, 3);
+        if (k == 0) stream(ts[k], "wait", 3, 3.5);
+        comm(ts[k], TRACE_COLLECTIVE, "dp", -1, -1, 4, 4, 4.5);
+    }
+    trace_run *rec = run_of("replay_stream", ts, 2), *r = replay(rec);
+    for (int k = 0; k < 2; k++) {
+        const trace_event *f = find(r, k, TRACE_FORWARD, 0, 0);
+        assert_true(fabs(f->t_end - 2.0) < 1e-9);
+        int seen = 0;
+        for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
+            const trace_event *e = trace_file_event(r->ranks[k], i);
+            const char *op = trace_file_string(r->ranks[k], e->op);
+            if (e->kind != TRACE_COLLECTIVE) continue;
+            if (e->flags & TRACE_STREAM) {
+                assert_true(fabs(e->t_start - (k ? 0.75 : 0.5)) < 1e-9);
+                assert_true(fabs(e->t_end - 1.75) < 1e-9);
+            } else if (strcmp(op, "wait") == 0) {
+                assert_true(fabs(e->t_start - 1.5) < 1e-9 && fabs(e->t_end - 1.75) < 1e-9);
+            } else {
+                assert_true(fabs(e->t_start - 2.0) < 1e-9 && fabs(e->t_end - 2.5) < 1e-9);
+            }
+            seen++;
+        }
+        assert_int_equal(seen, k ? 2 : 3);
+    }
+    trace_run_free(r);
+    trace_run_free(rec);
+}
+
+/* Tensor parallelism alone (no p2p copy to cap by): 8 all-reduces of one size, back to back
+ * (each 0.1 s of CPU before it); seven moved in 0.2 s, one stalled for 2 s behind a
+ * descheduled member. Every call costs at most the class's lower quartile, 0.2 s: the step
+ * replays to 8 × (0.1 + 0.2) = 2.4 s. */
+static void a_stalled_collective_costs_its_class_typical_transfer(void **state) {
+    (void)state;
+    trace_recorder *ts[2];
+    for (int k = 0; k < 2; k++) {
+        trace_header h = header(k, 2, 2, 1, 1);
+        ts[k] = trace_create(&h, 32);
+        double t = 0;
+        for (int i = 0; i < 8; i++) {
+            compute(ts[k], TRACE_FORWARD, 0, i, t, t + 0.1, 0.1);
+            const double cost = i == 5 ? 2.0 : 0.2;
+            comm(ts[k], TRACE_COLLECTIVE, "tp", -1, -1, t + 0.1, t + 0.1, t + 0.1 + cost);
+            t += 0.1 + cost;
+        }
+    }
+    trace_run *rec = run_of("replay_class", ts, 2), *r = replay(rec);
+    assert_true(fabs(makespan(r) - 2.4) < 1e-9);
+    const trace_event *c = find(r, 0, TRACE_COLLECTIVE, -1, 5);
+    assert_true(fabs(c->t_end - c->t_ready - 0.2) < 1e-9);
+    trace_run_free(r);
+    trace_run_free(rec);
+}
+
+/* Ring attention's step: one sendrecv call traced as a send and a receive over the same
+ * [1, 2] inside a forward of 2 s CPU over 4 s wall, each half carrying the call's 1 s of CPU:
+ * the forward's own time is 2 − 1 = 1 s (not 0: the call counted once), spread over its 3 s
+ * of gaps. Each half moves 4096 bytes in 0.1 s (the copy after the data was there), so the
+ * forward replays to 1/3 + 0.1 + 0.1 + 2/3 = 1.2 s on both ranks. */
+static void a_sendrecv_call_counts_its_cpu_once(void **state) {
+    (void)state;
+    trace_recorder *ts[2];
+    for (int k = 0; k < 2; k++) {
+        trace_header h = header(k, 2, 1, 1, 2);
+        ts[k] = trace_create(&h, 16);
+        compute(ts[k], TRACE_FORWARD, 0, 0, 0, 4, 2);
+        trace_comm_info ci = {TRACE_SEND, "send", "cp", NULL, 1 - k, 0, 0, -1, 4096, 1, 1, 2, 1};
+        trace_comm_full(ts[k], &ci);
+        ci.kind = TRACE_RECV, ci.op = "recv", ci.t_ready = 1.9;
+        trace_comm_full(ts[k], &ci);
+    }
+    trace_run *rec = run_of("replay_sendrecv", ts, 2), *r = replay(rec);
+    for (int k = 0; k < 2; k++) {
+        const trace_event *f = find(r, k, TRACE_FORWARD, 0, 0);
+        assert_true(fabs(f->t_end - f->t_start - 1.2) < 1e-9);
+    }
+    trace_run_free(r);
+    trace_run_free(rec);
+}
+
 static void a_cycle_of_receives_is_a_deadlock_naming_the_rank(void **state) {
     (void)state;
     trace_recorder *ts[2];
@@ -289,6 +393,9 @@ int main(void) {
         cmocka_unit_test(a_receive_waits_for_its_send_plus_the_transfer),
         cmocka_unit_test(a_collective_waits_for_its_last_member),
         cmocka_unit_test(nested_communication_stays_inside_its_forward),
+        cmocka_unit_test(a_stream_collective_runs_beside_the_program),
+        cmocka_unit_test(a_stalled_collective_costs_its_class_typical_transfer),
+        cmocka_unit_test(a_sendrecv_call_counts_its_cpu_once),
         cmocka_unit_test(a_cycle_of_receives_is_a_deadlock_naming_the_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
