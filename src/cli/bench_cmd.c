@@ -57,8 +57,8 @@ static const char k_usage[] =
     "            and --overlap-param-gather ÷ without them, dp 2 on 2 ranks\n"
     "  analyze   gpipe, interleaved, zb-h1, zbv step times predicted from a traced 1f1b run\n"
     "            (trident analyze --what-if-schedule) ÷ measured, p = 2 wall clock, p = 4 replay\n"
-    "  plan      `trident plan`'s predicted step vs measured runs (replay view; wall clock too\n"
-    "            at 2 ranks) of 19 layouts at 2 and 20 at 4 ranks: median, worst |error|,\n"
+    "  plan      `trident plan`'s predicted step vs measured runs (2 ranks wall clock, 4 ranks\n"
+    "            replay) of 19 layouts at 2 and 20 at 4 ranks: median, worst |error|,\n"
     "            Spearman, the predicted best; plan-scatter.png\n"
     "Multi-rank suites run this program under mpirun -np N --oversubscribe.";
 

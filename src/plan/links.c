@@ -59,23 +59,31 @@ static float work(const float *a) {
     return s;
 }
 
+static int cmp_float(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
 /* How unevenly the two ranks finish the same work, as the replay view times it (each rank's
- * thread CPU time): the mean over reps of (the slower rank's CPU time − this rank's), the
- * larger rank's mean. What a collective after compute waits beyond its transfer. */
+ * thread CPU time): the median over reps of (the slower rank's CPU time − this rank's), the
+ * larger rank's median. What a collective after compute waits beyond its transfer. The median,
+ * not the mean: one rep the machine's other work descheduled adds milliseconds to a mean of
+ * microseconds, and every collective of a prediction would carry it. */
 static double arrival_gap(comm_group *w, const float *a) {
     enum { REPS = 200 };
     volatile float sink = 0;
-    double gap = 0;
+    float gap[REPS];
     for (int i = 0; i < REPS; i++) {
         const double c0 = thread_cpu_now();
         sink += work(a);
         float mine = (float)(thread_cpu_now() - c0), most = mine;
         comm_all_reduce(w, &most, 1, COMM_FLOAT32, COMM_MAX);
-        gap += most - mine;
+        gap[i] = most - mine;
     }
-    float mean = (float)(gap / REPS);
-    comm_all_reduce(w, &mean, 1, COMM_FLOAT32, COMM_MAX);
-    return mean;
+    qsort(gap, REPS, sizeof gap[0], cmp_float);
+    float median = gap[REPS / 2];
+    comm_all_reduce(w, &median, 1, COMM_FLOAT32, COMM_MAX);
+    return median;
 }
 
 int plan_links_worker(const char *out) {

@@ -6,7 +6,7 @@
  * times each kind at a small and a large message, fastest of several rounds, and rank 0
  * writes "<kind> <bytes> <seconds>" lines. Then both ranks run the same layer's worth of
  * work 200 times, each timed by its thread CPU time (as the replay view times compute): the
- * mean of (the slower rank's time − this rank's) is what a collective after compute waits
+ * median of (the slower rank's time − this rank's) is what a collective after compute waits
  * for its last member beyond its transfer — the per-call sync of every collective kind (a
  * pipeline receive's wait is the schedule's, played by the simulator). The fit, per kind,
  * with time_model.h's cost of one call over g = 2 ranks (steps s, bytes on the wire w):
