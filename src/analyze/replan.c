@@ -50,17 +50,33 @@ static bool simulate_target(const stage_costs *sc, replan_result *out, char *err
     double *w = mallocCheck((size_t)T * sizeof *w);
     recut(sc->forward, sc->S, fw, T);
     recut(sc->whole, sc->S, bw, T);
-    recut(sc->weight, sc->S, w, T);
+    /* W: where the run split it, else what the trace measured inside its whole backwards */
+    const bool split = sc->nweight > 0, inside = !split && sc->ninside > 0;
+    recut(split ? sc->weight : sc->weight_inside, sc->S, w, T);
     pp_costs c = stage_costs_as_pp_costs(sc);
     c.forward_per_stage = fw;
     c.backward_per_stage = bw;
-    c.weight_per_stage = sc->nweight ? w : NULL;
-    out->weight_assumed = pp_splits_backward(out->target.kind) && sc->nweight == 0;
+    c.weight_per_stage = split || inside ? w : NULL;
+    out->weight_assumed = pp_splits_backward(out->target.kind) && !split && !inside;
+    out->weight_inside = pp_splits_backward(out->target.kind) && inside;
+    double wsum = 0, bsum = 0;
+    for (int t = 0; t < T; t++) wsum += w[t], bsum += bw[t];
+    out->weight_share = bsum > 0 && (split || inside) ? wsum / bsum : 0;
     bool ok = simulate(&out->target, &c, &out->target_makespan, &out->target_bubble, err, cap);
     free(fw);
     free(bw);
     free(w);
     return ok;
+}
+
+const char *replan_weight_note(const replan_result *r, char *buf, size_t cap) {
+    if (r->weight_inside)
+        snprintf(buf, cap, "; W measured inside the run's whole backwards (%.0f%% of them)",
+                 100 * r->weight_share);
+    else if (r->weight_assumed)
+        snprintf(buf, cap, "; W taken as half of each backward (the run did not split it)");
+    else snprintf(buf, cap, "%s", "");
+    return buf;
 }
 
 bool replan_step(const trace_run *run, double measured_step, const char *name, int v,

@@ -95,6 +95,7 @@ static void predict_at(bench_ctx *ctx, int p, bool replay, bool judged) {
                  "p=%d m=%d %s predicted from 1f1b (%s): prediction error ÷ measured", p, ANALYZE_M,
                  targets[k], view);
         const double error = fabs(r.predicted_step - measured) / measured;
+        char note[128];
         if (judged) bench_row_max(ctx->report, "analyze", metric, error, "%.3f", 0.10);
         else bench_row_info(ctx->report, "analyze", metric, error, "%.3f");
         bench_note(ctx->report, "analyze",
@@ -102,7 +103,7 @@ static void predict_at(bench_ctx *ctx, int p, bool replay, bool judged) {
                    "%.3f ms, %s %.3f ms%s)",
                    p, targets[k], r.target.v, view, 1e3 * r.predicted_step, 1e3 * measured,
                    1e3 * r.own_makespan, targets[k], 1e3 * r.target_makespan,
-                   r.weight_assumed ? "; W taken as half the backward" : "");
+                   replan_weight_note(&r, note, sizeof note));
     }
     trace_run_free(base);
 }

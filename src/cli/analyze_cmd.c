@@ -317,14 +317,14 @@ static void print_what_if(FILE *out, const analysis *a) {
 static void print_replan(FILE *out, const analysis *a) {
     if (!a->have_replan) return;
     const replan_result *r = &a->rp;
-    fprintf(
-        out,
-        "what-if schedule %s (v=%d): step %.3f ms predicted (measured %.3f ms with %s; "
-        "simulated with this run's costs: %s %.3f ms, %s %.3f ms, its bubble %.1f%%)%s\n",
-        pp_kind_name(r->target.kind), r->target.v, 1e3 * r->predicted_step, 1e3 * r->measured_step,
-        pp_kind_name(r->own.kind), pp_kind_name(r->own.kind), 1e3 * r->own_makespan,
-        pp_kind_name(r->target.kind), 1e3 * r->target_makespan, 100 * r->target_bubble,
-        r->weight_assumed ? "; W taken as half of each backward (the run did not split it)" : "");
+    char note[128];
+    fprintf(out,
+            "what-if schedule %s (v=%d): step %.3f ms predicted (measured %.3f ms with %s; "
+            "simulated with this run's costs: %s %.3f ms, %s %.3f ms, its bubble %.1f%%)%s\n",
+            pp_kind_name(r->target.kind), r->target.v, 1e3 * r->predicted_step,
+            1e3 * r->measured_step, pp_kind_name(r->own.kind), pp_kind_name(r->own.kind),
+            1e3 * r->own_makespan, pp_kind_name(r->target.kind), 1e3 * r->target_makespan,
+            100 * r->target_bubble, replan_weight_note(r, note, sizeof note));
 }
 
 static void print_text(FILE *out, const analysis *a, bool replay, bool full) {
@@ -433,6 +433,8 @@ static void json_replan(json_writer *w, const analysis *a) {
     json_field_double(w, "target_makespan_ms", "%.6f", 1e3 * r->target_makespan);
     json_field_double(w, "target_bubble", "%.9f", r->target_bubble);
     json_field_bool(w, "weight_assumed", r->weight_assumed);
+    json_field_bool(w, "weight_measured_inside", r->weight_inside);
+    json_field_double(w, "weight_share", "%.6f", r->weight_share);
     json_end_object(w);
 }
 

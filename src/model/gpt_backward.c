@@ -4,6 +4,8 @@
  * embedding. */
 #include <stddef.h>
 
+#include "src/core/clock.h"
+
 #include "src/device/device.h"
 #include "src/model/gpt.h"
 #include "src/model/gpt_hooks.h"
@@ -92,19 +94,31 @@ void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_act
                   gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
     const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T), C = (size_t)c->cfg.hidden;
     s->dloss_value = dloss;
+    const double start = thread_cpu_now();
+    double w = 0, t0; /* the W parts' thread CPU time (gpt_scratch_weight_share) */
     if (c->shard.has_head) {
         head_input(c, params, a, s, s->wg, dloss, tp);
+        t0 = thread_cpu_now();
         head_weight(c, grads, a, s->wg);
+        w += thread_cpu_now() - t0;
     } else {
         device_copy(s->dres, dx_out, Nr * C * sizeof(float));
     }
     for (int i = a->nblocks - 1; i >= 0; i--) {
         gpt_block_input(c, params, a, s, s->wg, i, tp);
+        t0 = thread_cpu_now();
         gpt_block_weight(c, grads, a, s, s->wg, i);
+        w += thread_cpu_now() - t0;
     }
     input_out(c, a, s, s->wg, dx_in, tp);
+    t0 = thread_cpu_now();
     if (c->shard.has_embedding) embedding_weight(c, grads, a, s->wg);
+    const double end = thread_cpu_now();
+    w += end - t0;
+    s->weight_share = end > start ? w / (end - start) : 0;
 }
+
+double gpt_scratch_weight_share(const gpt_scratch *s) { return s->weight_share; }
 
 /* B: input gradients only. Every dY a weight gradient needs is written into wg (the layers'
  * input gradients are computed from it there, so nothing is copied twice); dres, the

@@ -115,11 +115,12 @@ struct gpt_scratch {
     float dloss_value; /* the backward's dloss: MoE blocks weigh their switch loss with it */
     gpt_wgrad *wg;     /* the fused gpt_backward's own B -> W hand-over (no recomputed inputs) */
     /* Recomputation: where what the micro-batches do not keep is computed (gpt.h). */
-    float *att;        /* (B,NHl,T,T) selective: att of the block at hand, or NULL */
-    int group;         /* full: blocks in a recomputed group (0 without full recomputation) */
-    block_acts *layer; /* (group) all the activations of the group's blocks, att included */
-    float **x;         /* (group) x[j] (Nr,C): the input of the group's block j, for j >= 1 */
-    float *x_out;      /* (Nr,C) the chunk's output when gpt_acts does not keep it, or NULL */
+    float *att;          /* (B,NHl,T,T) selective: att of the block at hand, or NULL */
+    int group;           /* full: blocks in a recomputed group (0 without full recomputation) */
+    block_acts *layer;   /* (group) all the activations of the group's blocks, att included */
+    float **x;           /* (group) x[j] (Nr,C): the input of the group's block j, for j >= 1 */
+    float *x_out;        /* (Nr,C) the chunk's output when gpt_acts does not keep it, or NULL */
+    double weight_share; /* of the last gpt_backward's thread CPU time, its W parts' share */
 };
 
 /* Full recomputation: whether block i (local index) is recomputed, and the group [*g0, *g1)

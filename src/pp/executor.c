@@ -378,6 +378,11 @@ static void backward(pp_executor *ex, const pp_action *a, gpt_acts **slot, float
     if (a->op == PP_BACKWARD) {
         gpt_backward(ch, ex->model->params, ex->model->grads, *slot, ex->scratch[a->chunk], ex->xin,
                      dx_in, dloss, ex->tp);
+        if (ex->trace) { /* B and W apart inside the whole backward, for planning (trace.h) */
+            trace_end(ex->trace, h);
+            trace_set_weight_share(ex->trace, h, gpt_scratch_weight_share(ex->scratch[a->chunk]));
+            h = -1;
+        }
     } else if (a->op == PP_BACKWARD_INPUT) {
         CHECK(*wslot == NULL,
               "input-gradient backward of a micro-batch whose weight gradient is pending");
@@ -388,7 +393,7 @@ static void backward(pp_executor *ex, const pp_action *a, gpt_acts **slot, float
         CHECK(*wslot != NULL, "weight-gradient backward before the input-gradient backward");
         gpt_backward_weight(ch, ex->model->grads, *slot, *wslot);
     }
-    if (ex->trace) trace_end(ex->trace, h);
+    if (ex->trace && h >= 0) trace_end(ex->trace, h);
     if (a->op == PP_BACKWARD_INPUT) { /* W reads only the W part and the hand-over */
         acts_give_back_b(ex, a->chunk, *slot);
         return;

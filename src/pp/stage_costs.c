@@ -30,7 +30,8 @@ bool stage_costs_cpu_timed(const trace_run *recorded) {
 }
 
 /* Adds one rank's events to the sums (per stage in out's arrays, counts in n*). */
-static void add_rank(const trace_run *run, int k, stage_costs *out, int *nf, int *nb, int *nw) {
+static void add_rank(const trace_run *run, int k, stage_costs *out, int *nf, int *nb, int *nw,
+                     int *ni) {
     const trace_header *h = trace_file_header(run->ranks[k]);
     for (size_t i = 0; i < trace_file_num_events(run->ranks[k]); i++) {
         const trace_event *e = trace_file_event(run->ranks[k], i);
@@ -45,6 +46,8 @@ static void add_rank(const trace_run *run, int k, stage_costs *out, int *nf, int
         const int s = pp_stage(&out->cfg, h->pp_rank, e->chunk);
         if (e->kind == TRACE_FORWARD) out->forward[s] += d, nf[s]++;
         else if (e->kind == TRACE_BACKWARD) out->whole[s] += d, nb[s]++;
+        if (e->kind == TRACE_BACKWARD && e->bytes > 0) /* W's share inside it (trace.h) */
+            out->weight_inside[s] += d * (double)e->bytes / TRACE_WEIGHT_PPM, ni[s]++;
         else if (e->kind == TRACE_WEIGHT) out->weight[s] += d, nw[s]++;
     }
 }
@@ -72,14 +75,18 @@ bool stage_costs_measure_step(const trace_run *run, int step, stage_costs *out, 
     out->forward = callocCheck((size_t)S, sizeof(double));
     out->whole = callocCheck((size_t)S, sizeof(double));
     out->weight = callocCheck((size_t)S, sizeof(double));
-    int *nf = callocCheck((size_t)(3 * S), sizeof(int)), *nb = nf + S, *nw = nf + 2 * S;
-    for (int k = 0; k < run->nranks; k++) add_rank(run, k, out, nf, nb, nw);
+    out->weight_inside = callocCheck((size_t)S, sizeof(double));
+    int *nf = callocCheck((size_t)(4 * S), sizeof(int)), *nb = nf + S, *nw = nf + 2 * S,
+        *ni = nf + 3 * S;
+    for (int k = 0; k < run->nranks; k++) add_rank(run, k, out, nf, nb, nw, ni);
     double fsum = 0, bsum = 0, wsum = 0;
     for (int s = 0; s < S; s++) {
         fsum += out->forward[s], bsum += out->whole[s], wsum += out->weight[s];
         out->nforward += nf[s], out->nbackward += nb[s], out->nweight += nw[s];
         out->forward[s] = nf[s] ? out->forward[s] / nf[s] : 0;
         out->weight[s] = nw[s] ? out->weight[s] / nw[s] : 0;
+        out->weight_inside[s] = ni[s] ? out->weight_inside[s] / ni[s] : 0;
+        out->ninside += ni[s];
         out->whole[s] = (nb[s] ? out->whole[s] / nb[s] : 0) + out->weight[s]; /* B + W */
     }
     free(nf);
@@ -113,5 +120,6 @@ void stage_costs_free(stage_costs *sc) {
     free(sc->forward);
     free(sc->whole);
     free(sc->weight);
-    sc->forward = sc->whole = sc->weight = NULL;
+    free(sc->weight_inside);
+    sc->forward = sc->whole = sc->weight = sc->weight_inside = NULL;
 }

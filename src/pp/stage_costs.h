@@ -29,14 +29,17 @@
 #include "src/trace/trace.h"
 
 typedef struct {
-    pp_config cfg;   /* the run's schedule, p, m (per data-parallel rank) and v */
-    int S;           /* virtual stages, p·v */
-    double *forward; /* (S) mean forward of one chunk, seconds */
-    double *whole;   /* (S) mean whole backward (B + W when split), seconds */
-    double *weight;  /* (S) mean W (0 when the backward is not split) */
+    pp_config cfg;         /* the run's schedule, p, m (per data-parallel rank) and v */
+    int S;                 /* virtual stages, p·v */
+    double *forward;       /* (S) mean forward of one chunk, seconds */
+    double *whole;         /* (S) mean whole backward (B + W when split), seconds */
+    double *weight;        /* (S) mean W (0 when the backward is not split) */
+    double *weight_inside; /* (S) mean W inside a whole backward, from the share the trace
+                            * records of it (trace_set_weight_share); 0 where not recorded */
     double forward_mean, whole_mean, weight_mean; /* over every stage's actions */
     double latency; /* mean transfer of one matched receive (t_ready -> t_end) */
     int nforward, nbackward, nweight, ntransfer;
+    int ninside;   /* whole backwards whose W share the trace recorded */
     int from_step; /* the first step counted */
     int to_step;   /* the last step counted; -1: every step from from_step on */
     bool cpu;      /* every forward/backward had thread CPU time recorded */

@@ -368,7 +368,10 @@ static void write_replayed(const trace_run *r, const rp_rank *ks, const char *di
                 if (rp_on_stream(e)) trace_comm_stream(t, &ci);
                 else trace_comm_full(t, &ci);
             } else {
-                trace_record(t, e->kind, e->step, e->microbatch, e->chunk, k->t0[i], k->t1[i]);
+                const int ev = trace_record(t, e->kind, e->step, e->microbatch, e->chunk, k->t0[i],
+                                            k->t1[i]);
+                if (e->kind == TRACE_BACKWARD) /* the share of W inside it carries over */
+                    trace_set_weight_share(t, ev, (double)e->bytes / TRACE_WEIGHT_PPM);
             }
         }
         char path[4200];

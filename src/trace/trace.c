@@ -97,7 +97,10 @@ void trace_resolve(trace_recorder *t) {
         }
         if (m[1] >= 0) {
             e->t_end = t->clk.time(m[1]);
-            if (!t->clk.runs_on_host) e->cpu = -1; /* the thread only launched the work */
+            if (!t->clk.runs_on_host) { /* the thread only launched the work */
+                e->cpu = -1;
+                if (e->kind == TRACE_BACKWARD) e->bytes = 0; /* its W share unknown too */
+            }
         }
     }
     drop_markers(t); /* all resolved now */
@@ -181,12 +184,22 @@ void trace_end(trace_recorder *t, int handle) {
     if (e->kind == TRACE_STEP) trace_resolve(t); /* the step's natural sync point */
 }
 
-void trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
-                  double t_start, double t_end) {
+void trace_set_weight_share(trace_recorder *t, int handle, double share) {
+    if (handle < 0 || !(share > 0)) return;
+    CHECK((size_t)handle < t->n, "trace_set_weight_share got a handle trace_begin did not return");
+    trace_event *e = &t->ev[handle];
+    CHECK(e->kind == TRACE_BACKWARD, "trace_set_weight_share: a backward event");
+    const uint64_t ppm = (uint64_t)((share < 1 ? share : 1) * TRACE_WEIGHT_PPM + 0.5);
+    e->bytes = ppm > 0 ? ppm : 1;
+}
+
+int trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
+                 double t_start, double t_end) {
     trace_event *e = next_slot(t, kind, step, microbatch, chunk);
-    if (!e) return;
+    if (!e) return -1;
     e->t_start = e->t_ready = t_start;
     e->t_end = t_end;
+    return (int)(e - t->ev);
 }
 
 void trace_comm_full(trace_recorder *t, const trace_comm_info *ci) {

@@ -134,7 +134,9 @@ typedef struct {
     int layer;            /* transformer layer (global index) a message belongs to; -1 n/a */
     int group_first;      /* collectives: lowest global rank of the group, which together
                                * with the group name identifies the group instance; -1 n/a */
-    uint64_t bytes;       /* message size, or bytes in use for TRACE_MEMORY */
+    uint64_t bytes;       /* message size, or bytes in use for TRACE_MEMORY; for a whole
+                           * TRACE_BACKWARD, the share of its CPU time its W parts took, in
+                           * parts per million (TRACE_WEIGHT_PPM; 0: not measured) */
     double t_start, t_ready, t_end; /* local seconds; t_ready = t_start unless p2p wait known */
     double cpu;                     /* CPU seconds the recording thread spent inside the event
                                * (CLOCK_THREAD_CPUTIME_ID); -1 when unknown */
@@ -173,9 +175,16 @@ void trace_resolve(trace_recorder *t);
 int trace_begin(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk);
 /* Ends it now; the end of a TRACE_STEP span also resolves the device clock (trace_resolve). */
 void trace_end(trace_recorder *t, int handle);
+/* Records on the whole backward `handle` that its weight-gradient (W) parts took `share` of
+ * it (0 < share <= 1; its bytes become the share in parts per million, at least 1). Where the
+ * device's work does not run on the recording thread, trace_resolve clears it again: the
+ * share is not known there. A schedule that splits the backward can then be planned from a
+ * run that does not (src/pp/stage_costs.h). */
+void trace_set_weight_share(trace_recorder *t, int handle, double share);
+enum { TRACE_WEIGHT_PPM = 1000000 };
 /* A whole compute event with explicit times (tests, and producers that time things themselves). */
-void trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
-                  double t_start, double t_end);
+int trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
+                 double t_start, double t_end); /* its handle, or -1 when the buffer is full */
 /* p2p and collectives, reported after the fact. kind is TRACE_SEND, TRACE_RECV or
  * TRACE_COLLECTIVE; peer is a global rank (-1 for collectives). */
 void trace_comm(trace_recorder *t, trace_kind kind, const char *op, const char *group, int peer,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/analyze/replan.h"
 #include "src/analyze/bubble_causes.h"
 #include "src/analyze/critical_path.h"
 #include "src/analyze/step_graph.h"
@@ -99,6 +100,38 @@ static void every_traced_run_adds_up(void **state) {
     }
 }
 
+/* Every whole backward of a traced run on the CPU records the share its W parts took
+ * (trace_set_weight_share), the replay keeps it, and a zero-bubble schedule is re-planned
+ * from it rather than from half the backward. */
+static void whole_backwards_record_their_w_share(void **state) {
+    (void)state;
+    char err[1024];
+    trace_run *run = trace_run_read(g_runs[0], err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    trace_run *rep = trace_run_replay(run, err, sizeof err);
+    if (!rep) fail_msg("%s", err);
+    for (int view = 0; view < 2; view++) {
+        const trace_run *r = view ? rep : run;
+        int n = 0;
+        for (int k = 0; k < r->nranks; k++)
+            for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
+                const trace_event *e = trace_file_event(r->ranks[k], i);
+                if (e->kind != TRACE_BACKWARD) continue;
+                assert_true(e->bytes > 0 && e->bytes < TRACE_WEIGHT_PPM); /* B and W both cost */
+                n++;
+            }
+        assert_true(n > 0);
+    }
+    replan_result rp;
+    if (!replan_step(rep, 1.0, "zb-h1", 0, &rp, err, sizeof err)) fail_msg("%s", err);
+    assert_true(rp.weight_inside && !rp.weight_assumed);
+    assert_true(rp.weight_share > 0.05 && rp.weight_share < 0.95);
+    char note[128];
+    assert_non_null(strstr(replan_weight_note(&rp, note, sizeof note), "W measured inside"));
+    trace_run_free(rep);
+    trace_run_free(run);
+}
+
 static int analyze(const char *args) {
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "%s analyze %s", test_trident_path(), args);
@@ -156,6 +189,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_traced_run_adds_up),
         cmocka_unit_test(the_command_prints_and_writes_json),
+        cmocka_unit_test(whole_backwards_record_their_w_share),
         cmocka_unit_test(bad_input_is_one_line_and_status_1),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -111,10 +111,51 @@ static void one_step_alone_gets_its_own_costs(void **state) {
     trace_run_free(run);
 }
 
+/* A 1f1b run whose whole backwards record W's share (trace_set_weight_share): W inside each
+ * stage's backward is that share of it; none is split. */
+static void w_inside_whole_backwards(void **state) {
+    (void)state;
+    const char *dir = test_tmpdir("stage_costs_inside");
+    for (int r = 0; r < 2; r++) {
+        trace_header h = {0};
+        h.rank = r, h.world_size = 2, h.tp = 1, h.pp = 2, h.dp = 1, h.vpp = 1, h.pp_rank = r;
+        h.num_microbatches = 2;
+        strcpy(h.schedule, "1f1b");
+        strcpy(h.run_id, "stage-costs-inside");
+        h.config_json = "{}";
+        trace_recorder *t = trace_create(&h, 64);
+        double now = 0;
+        for (int mb = 0; mb < 2; mb++) {
+            trace_record(t, TRACE_FORWARD, 1, mb, 0, now, now + 0.001);
+            now += 0.001;
+            const int b = trace_record(t, TRACE_BACKWARD, 1, mb, 0, now, now + 0.004);
+            trace_set_weight_share(t, b, r == 0 ? 0.25 : 0.5);
+            now += 0.004;
+        }
+        char path[4200];
+        snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
+        trace_write(t, path);
+        trace_destroy(t);
+    }
+    char err[512];
+    trace_run *run = trace_run_read(dir, err, sizeof err);
+    if (!run) fail_msg("%s", err);
+    stage_costs sc;
+    if (!stage_costs_measure(run, &sc, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(sc.nweight, 0);
+    assert_int_equal(sc.ninside, 4);
+    assert_true(fabs(sc.weight_inside[0] - 0.001) < 1e-12);
+    assert_true(fabs(sc.weight_inside[1] - 0.002) < 1e-12);
+    assert_true(fabs(sc.whole[1] - 0.004) < 1e-12); /* the whole backward stays whole */
+    stage_costs_free(&sc);
+    trace_run_free(run);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(each_stage_gets_its_own_means),
         cmocka_unit_test(one_step_alone_gets_its_own_costs),
+        cmocka_unit_test(w_inside_whole_backwards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

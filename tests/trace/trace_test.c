@@ -58,6 +58,29 @@ static void events_are_kept_in_order_with_handles(void **state) {
     trace_destroy(t);
 }
 
+/* A whole backward carries the share of it its W parts took, in parts per million: rounded,
+ * at least 1 when measured, capped at the whole; nothing for an unmeasured share. */
+static void a_whole_backward_carries_its_weight_share(void **state) {
+    (void)state;
+    trace_header h = header(0, 1);
+    trace_recorder *t = trace_create(&h, 16);
+    int b[4];
+    for (int i = 0; i < 4; i++) {
+        b[i] = trace_begin(t, TRACE_BACKWARD, 1, i, 0);
+        trace_end(t, b[i]);
+    }
+    trace_set_weight_share(t, b[0], 0.375);
+    trace_set_weight_share(t, b[1], 1e-9);
+    trace_set_weight_share(t, b[2], 1.5);
+    trace_set_weight_share(t, b[3], 0);
+    trace_set_weight_share(t, -1, 0.5); /* a dropped begin: nothing */
+    assert_int_equal(trace_event_at(t, 0)->bytes, 375000);
+    assert_int_equal(trace_event_at(t, 1)->bytes, 1);
+    assert_int_equal(trace_event_at(t, 2)->bytes, TRACE_WEIGHT_PPM);
+    assert_int_equal(trace_event_at(t, 3)->bytes, 0);
+    trace_destroy(t);
+}
+
 static void full_buffer_counts_dropped_events_instead_of_crashing(void **state) {
     (void)state;
     trace_header h = header(0, 1);
@@ -940,6 +963,7 @@ static void causality_check_finds_receives_before_sends_and_early_collectives(vo
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(events_are_kept_in_order_with_handles),
+        cmocka_unit_test(a_whole_backward_carries_its_weight_share),
         cmocka_unit_test(full_buffer_counts_dropped_events_instead_of_crashing),
         cmocka_unit_test(strings_beyond_the_table_become_other),
         cmocka_unit_test(write_then_read_keeps_every_field),
