@@ -21,13 +21,9 @@ double bubble_of_row(const viz_timeline *tl, const viz_tl_bubble *bb, int rank) 
  * idle (p) and the makespan. */
 static bool simulate(const pp_config *cfg, const pp_costs *c, double *idle, double *makespan,
                      char *err, size_t cap) {
-    pp_schedule s;
-    pp_schedule_build(cfg, &s);
     pp_sim sim;
     char msg[512];
-    bool ok = pp_simulate(&s, c, &sim, msg, sizeof msg);
-    pp_schedule_free(&s);
-    if (!ok) {
+    if (!pp_simulate_config(cfg, c, &sim, msg, sizeof msg)) {
         snprintf(err, cap, "the ideal schedule does not run: %s", msg);
         return false;
     }

@@ -102,12 +102,14 @@ void critical_path_free(critical_path *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* The op a compute segment belongs to, as one comparable key; -1 for transfer, wait, idle. */
-static long op_key(const step_graph *g, const cp_segment *s) {
-    if (s->node < 0 || s->kind >= CP_TRANSFER) return -1;
-    const viz_tl_box *b = step_graph_box(g, s->node);
-    const long stage = g->tl->rows[s->rank].pp_rank;
-    return (((long)s->kind * 4096 + (b->microbatch + 1)) * 64 + (b->chunk + 1)) * 4096 + stage;
+/* Whether a segment is a piece of an op (compute), not a transfer, wait or idle gap. */
+static bool is_op(const cp_segment *s) { return s->node >= 0 && s->kind < CP_TRANSFER; }
+
+/* Whether two op segments are pieces of one op: its kind, micro-batch and chunk, on one stage. */
+static bool same_op(const step_graph *g, const cp_segment *x, const cp_segment *y) {
+    const viz_tl_box *a = step_graph_box(g, x->node), *b = step_graph_box(g, y->node);
+    return x->kind == y->kind && a->microbatch == b->microbatch && a->chunk == b->chunk &&
+           g->tl->rows[x->rank].pp_rank == g->tl->rows[y->rank].pp_rank;
 }
 
 /* Closes row r over seg[first .. last]: its times, ranks and (between ops) its name. */
@@ -130,21 +132,20 @@ static void row_close(const critical_path *p, cp_row *r, int first, int last, bo
 
 int critical_path_rows(const step_graph *g, const critical_path *p, cp_row *rows) {
     int n = 0, open = -1, between = -1; /* the open op's first segment; the gap's first */
-    long key = -1;
     for (int i = 0; i <= p->n; i++) {
-        const long k = i < p->n ? op_key(g, &p->seg[i]) : -2;
-        if (k == -1) { /* a transfer, wait or idle: inside the op if the op goes on after it */
+        const bool end = i == p->n;
+        if (!end && !is_op(&p->seg[i])) { /* inside the op if the op goes on after it */
             if (between < 0) between = i;
             continue;
         }
-        if (open >= 0 && k == key) { /* the same op again: the gap was inside it */
-            between = -1;
+        if (!end && open >= 0 && same_op(g, &p->seg[open], &p->seg[i])) {
+            between = -1; /* the same op again: the gap was inside it */
             continue;
         }
         const int op_end = between >= 0 ? between - 1 : i - 1;
         if (open >= 0) row_close(p, &rows[n++], open, op_end, true);
         if (between >= 0) row_close(p, &rows[n++], between, i - 1, false);
-        open = i < p->n ? i : -1, key = k, between = -1;
+        open = end ? -1 : i, between = -1;
     }
     return n;
 }

@@ -27,13 +27,9 @@ static void recut(const double *in, int S, double *out, int T) {
 
 static bool simulate(const pp_config *cfg, const pp_costs *c, double *makespan, double *bubble,
                      char *err, size_t cap) {
-    pp_schedule s;
-    pp_schedule_build(cfg, &s);
     pp_sim sim;
     char msg[512];
-    bool ok = pp_validate(&s, msg, sizeof msg) && pp_simulate(&s, c, &sim, msg, sizeof msg);
-    pp_schedule_free(&s);
-    if (!ok) {
+    if (!pp_simulate_config(cfg, c, &sim, msg, sizeof msg)) {
         snprintf(err, cap, "%s does not run: %s", pp_kind_name(cfg->kind), msg);
         return false;
     }

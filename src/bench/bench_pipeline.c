@@ -148,14 +148,12 @@ static double own_cost_ideal(const trace_run *view, const char *dir) {
     char err[512], msg[512];
     stage_costs sc;
     if (!stage_costs_measure(view, &sc, err, sizeof err)) die("bench pipeline: %s: %s", dir, err);
-    pp_schedule s;
-    pp_schedule_build(&sc.cfg, &s);
     const pp_costs c = stage_costs_as_pp_costs(&sc);
     pp_sim sim;
-    if (!pp_simulate(&s, &c, &sim, msg, sizeof msg)) die("bench pipeline: %s: %s", dir, msg);
+    if (!pp_simulate_config(&sc.cfg, &c, &sim, msg, sizeof msg))
+        die("bench pipeline: %s: %s", dir, msg);
     const double b = sim.bubble_fraction;
     pp_sim_free(&sim);
-    pp_schedule_free(&s);
     stage_costs_free(&sc);
     return b;
 }

@@ -385,10 +385,13 @@ float gpt_forward(const gpt_chunk *c, const float *params, gpt_acts *a, gpt_scra
 void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
                   gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp);
 /* The share of the last gpt_backward through s that its W parts took (thread CPU time; the
- * rest of it is B): what the trace records of a whole backward, so a schedule that splits B
+ * rest of it is B), when s times them (gpt_scratch_time_weight): what the trace records of a whole backward, so a schedule that splits B
  * from W can be planned from a run that did not (src/pp/stage_costs.h). Meaningful where the
  * device's work runs on the calling thread (the CPU devices). */
 double gpt_scratch_weight_share(const gpt_scratch *s);
+/* Whether gpt_backward through s times its W parts (off when created: a run that records no
+ * trace reads no clock for it; gpt_scratch_weight_share is then 0). */
+void gpt_scratch_time_weight(gpt_scratch *s, bool on);
 
 /* THE SPLIT BACKWARD (zero-bubble schedules, Qi et al. 2024). Every layer's backward is two
  * parts: B, the gradient of its input (what the previous stage waits for), and W, the

@@ -90,33 +90,39 @@ static void embedding_weight(const gpt_chunk *c, float *grads, const gpt_acts *a
  * that layer's gradients and reads what its own B left, so this computes exactly the bits of
  * "every B, then every W" — but each layer's gradients are final (and its bucket can start
  * its reduction, --overlap-grad-reduce) while the layers below are still in their backward. */
+/* The thread CPU clock where the scratch times its W parts (gpt_scratch_time_weight), else 0:
+ * an untraced run reads no clock. */
+static double w_clock(const gpt_scratch *s) { return s->time_weight ? thread_cpu_now() : 0; }
+
 void gpt_backward(const gpt_chunk *c, const float *params, float *grads, gpt_acts *a,
                   gpt_scratch *s, const float *dx_out, float *dx_in, float dloss, comm_group *tp) {
     const size_t Nr = (size_t)a->B * seq_local(c, (size_t)a->T), C = (size_t)c->cfg.hidden;
     s->dloss_value = dloss;
-    const double start = thread_cpu_now();
+    const double start = w_clock(s);
     double w = 0, t0; /* the W parts' thread CPU time (gpt_scratch_weight_share) */
     if (c->shard.has_head) {
         head_input(c, params, a, s, s->wg, dloss, tp);
-        t0 = thread_cpu_now();
+        t0 = w_clock(s);
         head_weight(c, grads, a, s->wg);
-        w += thread_cpu_now() - t0;
+        w += w_clock(s) - t0;
     } else {
         device_copy(s->dres, dx_out, Nr * C * sizeof(float));
     }
     for (int i = a->nblocks - 1; i >= 0; i--) {
         gpt_block_input(c, params, a, s, s->wg, i, tp);
-        t0 = thread_cpu_now();
+        t0 = w_clock(s);
         gpt_block_weight(c, grads, a, s, s->wg, i);
-        w += thread_cpu_now() - t0;
+        w += w_clock(s) - t0;
     }
     input_out(c, a, s, s->wg, dx_in, tp);
-    t0 = thread_cpu_now();
+    t0 = w_clock(s);
     if (c->shard.has_embedding) embedding_weight(c, grads, a, s->wg);
-    const double end = thread_cpu_now();
+    const double end = w_clock(s);
     w += end - t0;
     s->weight_share = end > start ? w / (end - start) : 0;
 }
+
+void gpt_scratch_time_weight(gpt_scratch *s, bool on) { s->time_weight = on; }
 
 double gpt_scratch_weight_share(const gpt_scratch *s) { return s->weight_share; }
 

@@ -121,6 +121,7 @@ struct gpt_scratch {
     float **x;           /* (group) x[j] (Nr,C): the input of the group's block j, for j >= 1 */
     float *x_out;        /* (Nr,C) the chunk's output when gpt_acts does not keep it, or NULL */
     double weight_share; /* of the last gpt_backward's thread CPU time, its W parts' share */
+    bool time_weight;    /* gpt_backward times its W parts (gpt_scratch_time_weight) */
 };
 
 /* Full recomputation: whether block i (local index) is recomputed, and the group [*g0, *g1)

@@ -303,11 +303,9 @@ static void simulate(const train_config *c, plan_time *p, const stage_table *t) 
     costs.backward_per_stage = t->b;
     costs.weight_per_stage = pp_splits_backward(t->cfg.kind) ? t->w : NULL;
     costs.p2p_latency = t->cfg.p > 1 ? p->p2p : 0;
-    pp_schedule sched;
-    pp_schedule_build(&t->cfg, &sched);
     pp_sim sim;
     char msg[512];
-    if (!pp_simulate(&sched, &costs, &sim, msg, sizeof msg))
+    if (!pp_simulate_config(&t->cfg, &costs, &sim, msg, sizeof msg))
         die("trident plan: schedule %s deadlocks: %s", c->pipeline_schedule, msg);
     p->pipeline = sim.makespan;
     for (int r = 0; r < t->cfg.p; r++)
@@ -315,7 +313,6 @@ static void simulate(const train_config *c, plan_time *p, const stage_table *t) 
             p->busy = sim.ranks[r].busy, p->comm_on_path = t->rank_comm[r];
     p->bubble = p->pipeline - p->busy;
     pp_sim_free(&sim);
-    pp_schedule_free(&sched);
 }
 
 static stage_table stage_table_make(const train_config *c) {

@@ -163,7 +163,11 @@ void pp_executor_destroy(pp_executor *ex) {
     free(ex);
 }
 
-void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr) { ex->trace = tr; }
+void pp_executor_set_trace(pp_executor *ex, trace_recorder *tr) {
+    ex->trace = tr;
+    for (int c = 0; c < ex->cfg.v; c++) /* W's share inside each whole backward, for the trace */
+        gpt_scratch_time_weight(ex->scratch[c], tr != NULL);
+}
 void pp_executor_set_overlap_p2p(pp_executor *ex, bool on) { ex->overlap_p2p = on; }
 
 /* The stack of free blocks of `bytes` (made on first use). */

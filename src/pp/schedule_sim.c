@@ -386,3 +386,12 @@ bool pp_validate(const pp_schedule *s, char *msg, size_t cap) {
     free(ix.sendpeer);
     return ok;
 }
+
+bool pp_simulate_config(const pp_config *cfg, const pp_costs *costs, pp_sim *out, char *msg,
+                        size_t cap) {
+    pp_schedule s;
+    pp_schedule_build(cfg, &s);
+    const bool ok = pp_validate(&s, msg, cap) && pp_simulate(&s, costs, out, msg, cap);
+    pp_schedule_free(&s);
+    return ok;
+}

@@ -92,4 +92,10 @@ void pp_sim_free(pp_sim *sim);
  * msg saying what is wrong (which rank/action is stuck, which action is missing or twice). */
 bool pp_validate(const pp_schedule *s, char *msg, size_t cap);
 
+/* A configuration played: its schedule built (pp_schedule_build), checked (pp_validate) and
+ * simulated with `costs` — what a reader of measured costs asks of a schedule it does not keep.
+ * False with msg (nothing to free) when it does not run; else *out as pp_simulate fills it. */
+bool pp_simulate_config(const pp_config *cfg, const pp_costs *costs, pp_sim *out, char *msg,
+                        size_t cap);
+
 #endif /* TRIDENT_PP_SCHEDULE_SIM_H */

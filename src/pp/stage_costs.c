@@ -46,9 +46,9 @@ static void add_rank(const trace_run *run, int k, stage_costs *out, int *nf, int
         const int s = pp_stage(&out->cfg, h->pp_rank, e->chunk);
         if (e->kind == TRACE_FORWARD) out->forward[s] += d, nf[s]++;
         else if (e->kind == TRACE_BACKWARD) out->whole[s] += d, nb[s]++;
+        else if (e->kind == TRACE_WEIGHT) out->weight[s] += d, nw[s]++;
         if (e->kind == TRACE_BACKWARD && e->bytes > 0) /* W's share inside it (trace.h) */
             out->weight_inside[s] += d * (double)e->bytes / TRACE_WEIGHT_PPM, ni[s]++;
-        else if (e->kind == TRACE_WEIGHT) out->weight[s] += d, nw[s]++;
     }
 }
 
@@ -65,9 +65,10 @@ bool stage_costs_measure_step(const trace_run *run, int step, stage_costs *out, 
         snprintf(err, cap, "the run's schedule '%.15s' is not one Trident knows", h0->schedule);
         return false;
     }
-    out->from_step = step >= 0 ? step : first_counted_step(run);
+    const int first = first_counted_step(run);
+    out->from_step = step >= 0 ? step : first;
     out->to_step = step >= 0 ? step : -1;
-    if (first_counted_step(run) < 0) {
+    if (first < 0) {
         snprintf(err, cap, "the run's traces hold no forward or backward");
         return false;
     }
