@@ -10,6 +10,7 @@
 #include "src/device/gemm_rate.h"
 #include "src/plan/links.h"
 #include "src/plan/time_model.h"
+#include "src/trace/run_metrics.h"
 #include "src/trace/trace.h"
 #include "src/train/memory_predict.h"
 
@@ -36,12 +37,29 @@ static double quartile_step_cpu(const char *dir) {
     return n ? cpu[(n - 1) / 4] : NAN;
 }
 
+/* The expert load of every ep (2 <= ep <= world, dividing E) from RUN_DIR's metrics: each
+ * step line from step 3 on (after warm-up, as the step time), its layers' factor
+ * (plan_moe_load_factor), averaged into acc[ep] over the lines; *lines counts them. */
+static void add_moe_load(const char *dir, int E, int world, double *acc, int *lines) {
+    char err[512];
+    run_metrics *m = run_metrics_read(dir, err, sizeof err);
+    if (!m) return;
+    for (int i = 0; i < m->nmoe; i++) {
+        if (m->moe[i].step < 3 || m->moe_experts != E) continue;
+        for (int ep = 2; ep <= world && ep <= E; ep++)
+            if (E % ep == 0)
+                acc[ep] += plan_moe_load_factor(m->moe[i].tokens, m->moe_layers, E, ep);
+        (*lines)++;
+    }
+    run_metrics_free(m);
+}
+
 /* `copies` serial `trident train` runs of the model at once (4 micro-batches a step, 24 steps,
  * traced), so the cores are as busy as a job keeps them: their step CPU time after warm-up
  * (the replay view's step; the lower quartile) over the time model's prediction of that step
  * from the kernels alone, into cal->trainer_factor. */
-static void calibrate_trainer(const train_config *model, int copies, plan_calibration *cal,
-                              const char *who) {
+static void calibrate_trainer(const train_config *model, int world, int copies,
+                              plan_calibration *cal, const char *who) {
     char self[4096], dir[64], cmd[16384];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) die("%s: cannot find this program (/proc/self/exe) to run the serial step", who);
@@ -67,7 +85,8 @@ static void calibrate_trainer(const train_config *model, int copies, plan_calibr
             c.moe_router_topk, c.threads, c.bf16 ? " --bf16" : "", dir, k, dir, k);
     if (used < sizeof cmd) snprintf(cmd + used, sizeof cmd - used, "wait)");
     const int rc = system(cmd);
-    double measured = 0;
+    double measured = 0, *load = callocCheck((size_t)world + 1, sizeof *load);
+    int lines = 0;
     for (int k = 0; k < copies; k++) {
         char run[96];
         snprintf(run, sizeof run, "%s.%d", dir, k);
@@ -75,7 +94,13 @@ static void calibrate_trainer(const train_config *model, int copies, plan_calibr
         if (!isfinite(t))
             die("%s: the serial step of --calibrate failed (exit %d): see %s.log", who, rc, run);
         measured += t / copies;
+        if (c.num_experts > 1) add_moe_load(run, c.num_experts, world, load, &lines);
     }
+    cal->nmoe_load = 0;
+    for (int ep = 2; lines > 0 && ep <= world && cal->nmoe_load < PLAN_MAX_MOE_LOADS; ep++)
+        if (load[ep] > 0)
+            cal->moe_load[cal->nmoe_load++] = (plan_moe_load){ep, fmax(1, load[ep] / lines)};
+    free(load);
     char err[512];
     c.predict_only = true;
     if (!train_config_check(&c, 1, err, sizeof err)) die("%s: %s", who, err);
@@ -92,5 +117,5 @@ void plan_calibrate(const train_config *c, int world, plan_calibration *cal, con
     plan_links_measure(cal, who);
     /* as many copies as the job's ranks keep cores busy (at least one) */
     const int cores = gemm_rate_cores(), copies = world < cores ? world : cores;
-    calibrate_trainer(c, copies > 1 ? copies : 1, cal, who);
+    calibrate_trainer(c, world, copies > 1 ? copies : 1, cal, who);
 }

@@ -6,7 +6,9 @@
  * the time model's prediction of that step from the numbers above is the trainer factor (what
  * the trainer and a busy machine add around the kernels: the executor, pools, loss
  * bookkeeping, shared caches). CPU time, as the replay view counts a step: time descheduled
- * by other processes on a shared machine is not the layout's.
+ * by other processes on a shared machine is not the layout's. With experts, the same runs'
+ * metrics give the expert load of every ep up to `world` (calibration.h): the runs start from
+ * the initialisation a layout's run starts from, and route as it will in its first steps.
  *
  * Runs this program again (/proc/self/exe): under mpirun for the links, plainly for the
  * serial run (a scratch run directory in /tmp, removed after). About 10 s for the demo's model.

@@ -142,6 +142,28 @@ static void measure_attention(const train_config *c, double seconds, plan_attent
     free(qkv);
 }
 
+double plan_calibration_moe_load(const plan_calibration *cal, int ep) {
+    for (int i = 0; i < cal->nmoe_load; i++)
+        if (cal->moe_load[i].ep == ep) return cal->moe_load[i].factor;
+    return 1;
+}
+
+double plan_moe_load_factor(const uint32_t *tokens, int L, int E, int ep) {
+    CHECK(L > 0 && ep > 0 && E % ep == 0, "plan_moe_load_factor: ep divides E");
+    const int per = E / ep;
+    double sum = 0;
+    for (int l = 0; l < L; l++) {
+        double total = 0, busiest = 0;
+        for (int r = 0; r < ep; r++) {
+            double rank = 0;
+            for (int e = r * per; e < (r + 1) * per; e++) rank += tokens[(size_t)l * E + e];
+            total += rank, busiest = fmax(busiest, rank);
+        }
+        sum += total > 0 ? busiest / (total / ep) : 1;
+    }
+    return sum / L;
+}
+
 const plan_attention *plan_calibration_attention(const plan_calibration *cal, int heads, int T) {
     for (int i = 0; i < cal->nattention; i++)
         if (cal->attention[i].heads == heads && cal->attention[i].T == T) return &cal->attention[i];
@@ -285,6 +307,8 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
     fprintf(f, "block %.6g %.6g\n", cal->block_forward, cal->block_backward);
     fprintf(f, "head %.6g %.6g\n", cal->head_forward, cal->head_backward);
     if (cal->trainer_factor > 0) fprintf(f, "trainer %.6g\n", cal->trainer_factor);
+    for (int i = 0; i < cal->nmoe_load; i++)
+        fprintf(f, "moe-load %d %.6g\n", cal->moe_load[i].ep, cal->moe_load[i].factor);
     for (int k = 0; k < PLAN_NLINKS; k++)
         fprintf(f, "link %s %.6g %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha,
                 cal->link[k].beta, cal->link[k].sync, cal->link[k].source);
@@ -356,6 +380,12 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
     if (strcmp(word, "trainer") == 0)
         return sscanf(rest, "%lf", &cal->trainer_factor) == 1 && cal->trainer_factor > 0 &&
                isfinite(cal->trainer_factor);
+    if (strcmp(word, "moe-load") == 0) {
+        if (cal->nmoe_load >= PLAN_MAX_MOE_LOADS) return false;
+        plan_moe_load *ml = &cal->moe_load[cal->nmoe_load++];
+        return sscanf(rest, "%d %lf", &ml->ep, &ml->factor) == 2 && ml->ep >= 2 &&
+               ml->factor >= 1 && isfinite(ml->factor);
+    }
     if (strcmp(word, "end") == 0) return *end = true;
     return false;
 }

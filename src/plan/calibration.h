@@ -21,13 +21,18 @@
  *   trainer        one short serial `trident train` run of the model: its step over what the
  *                  time model predicts from the numbers above (src/cli/plan_cmd.c runs it);
  *                  the time model scales compute by it
+ *   expert load    with experts, from the same serial runs' metrics (moe_tokens of every
+ *                  layer, steps 3 on): for each ep, how much more than the balanced share the
+ *                  busiest expert-parallel rank's experts receive (plan_moe_load_factor). The
+ *                  ep ranks meet at every MoE layer's all-to-alls, so that rank sets the pace
  *   links          α (seconds per message step), β (seconds per byte) and a per-call sync
  *                  (what a call costs more after compute than in a tight loop) of each kind
  *                  of communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all
  *
  * The file is text, one fact a line, and names what it was made for:
  *
- *   trident-plan-calibration 1             the format's version
+ *   trident-plan-calibration 2             the format's version (1: before the expert load
+ *                                          and ring attention's times)
  *   machine <cpu model>                    gemm_rate_cpu_model
  *   model <L> <C> <NH> <T> <B> <D> <E> <K> the model whose shapes were timed (D: vocabulary
  *                                          divisible by; E experts, top-K)
@@ -40,6 +45,7 @@
  *   block <forward s> <backward s>
  *   head <forward s> <backward s>
  *   trainer <factor>                       (optional: 1 without)
+ *   moe-load <ep> <factor>                 (optional, one line per ep: 1 without)
  *   link <kind> <alpha s> <beta s/B> <sync s> <source>
  *   end
  *
@@ -56,11 +62,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "src/train/config.h"
 
-#define PLAN_CALIBRATION_VERSION 1
-enum { PLAN_MAX_GEMMS = 256, PLAN_MAX_ATTENTION = 16 };
+#define PLAN_CALIBRATION_VERSION 2
+enum { PLAN_MAX_GEMMS = 256, PLAN_MAX_ATTENTION = 16, PLAN_MAX_MOE_LOADS = 64 };
 
 typedef enum {
     PLAN_P2P,
@@ -90,6 +97,11 @@ typedef struct {
 } plan_attention;
 
 typedef struct {
+    int ep;        /* expert-parallel ranks, 2 or more */
+    double factor; /* the busiest rank's expert tokens ÷ the balanced share (>= 1) */
+} plan_moe_load;
+
+typedef struct {
     int version;
     char machine[160];
     int model[8]; /* L C NH T B D E K */
@@ -104,6 +116,8 @@ typedef struct {
     double trainer_factor; /* a serial `trident train` step ÷ the model's prediction of it with
                               factor 1 (0: not measured, taken as 1) */
     double head_forward, head_backward; /* the head with its loss, likewise */
+    int nmoe_load;
+    plan_moe_load moe_load[PLAN_MAX_MOE_LOADS]; /* (nmoe_load) with experts; none in older files */
     plan_link link[PLAN_NLINKS];
     /* Not in the file: the hosts a plan lays its ranks on (trident plan --ranks-per-node), and
      * the link of a group that spans them (time_model.h, plan_group_link); 0: one host */
@@ -140,6 +154,14 @@ void plan_calibration_measure(const train_config *c, int world, double seconds,
 /* The FLOP/s of (N,C) @ (OC,C)^T: the exact shape's rate, else the rate measured at the
  * nearest number of FLOPs (log scale). */
 double plan_calibration_gemm_rate(const plan_calibration *cal, size_t N, size_t C, size_t OC);
+
+/* The expert load of ep ranks: the measured factor, 1 at ep 1 or when not measured. */
+double plan_calibration_moe_load(const plan_calibration *cal, int ep);
+
+/* How unevenly E experts' tokens land on ep ranks (rank r holds experts r·E/ep to
+ * (r+1)·E/ep − 1), one step's counts tokens (L, E) of L layers: the mean over layers of the
+ * busiest rank's tokens ÷ the mean rank's. 1 when every rank gets the same; ep must divide E. */
+double plan_moe_load_factor(const uint32_t *tokens, int L, int E, int ep);
 
 /* The measured attention core at `heads` heads and sequence length T, or NULL. */
 const plan_attention *plan_calibration_attention(const plan_calibration *cal, int heads, int T);

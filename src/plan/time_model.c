@@ -93,9 +93,10 @@ static double layer_products(const train_config *c, const plan_calibration *cal,
     const double attn = gemm_s(cal, N, C, 3 * C / tp) + gemm_s(cal, N, C / tp, C);
     if (c->num_experts <= 0)
         return attn + gemm_s(cal, N, C, 4 * C / tp) + gemm_s(cal, N, 4 * C / tp, C);
-    /* MoE: the router, then E/ep experts (whole on every TP rank) of N·K·ep/E rows each */
+    /* MoE: the router, then E/ep experts (whole on every TP rank) of N·K·ep/E rows each, times
+     * the busiest expert-parallel rank's load: the others wait for it at the combine */
     const double E = c->num_experts, K = c->moe_router_topk, ep = c->expert_model_parallel_size;
-    const double rows = ceil(N * K * ep / E);
+    const double rows = ceil(N * K * ep / E * plan_calibration_moe_load(cal, (int)ep));
     return attn + gemm_s(cal, N, C, E) +
            E / ep * (gemm_s(cal, rows, C, 4 * C) + gemm_s(cal, rows, 4 * C, C));
 }
@@ -188,8 +189,11 @@ static plan_layer_time layer_time(const train_config *c, const plan_calibration 
                           2 * group_time(cal, c, PG_TP, PLAN_REDUCE_SCATTER, t, bytes)
                     : 2 * group_time(cal, c, PG_TP, PLAN_ALL_REDUCE, t, bytes);
     l.cp_comm = (cp - 1) * group_time(cal, c, PG_CP, PLAN_P2P, 2, 2 * bytes / tp);
-    if (c->num_experts > 0)
-        l.ep_comm = 2 * group_time(cal, c, PG_EP, PLAN_ALL_TO_ALL, ep, bytes * c->moe_router_topk);
+    if (c->num_experts > 0) { /* the busiest rank receives its load's share of the tokens */
+        l.moe_load = plan_calibration_moe_load(cal, ep);
+        l.ep_comm = 2 * group_time(cal, c, PG_EP, PLAN_ALL_TO_ALL, ep,
+                                   bytes * c->moe_router_topk * l.moe_load);
+    }
     /* what the trainer adds around the kernels, as one serial run measured it */
     const double f = trainer_factor(cal);
     const double kernels = l.layer_gemm + l.attention_gemm + l.elementwise;
@@ -409,6 +413,11 @@ void plan_time_explain(const plan_time *p, const train_config *c, FILE *f) {
             c->context_parallel_size);
     fprintf(f, "  ep_comm         %10.4f   MoE dispatch + combine (ep %d)\n", l->ep_comm * ms,
             c->expert_model_parallel_size);
+    if (c->num_experts > 0)
+        fprintf(f,
+                "  (expert load   %10.2f   the busiest ep rank's tokens ÷ the balanced share: "
+                "its experts and all-to-alls)\n",
+                l->moe_load);
     fprintf(f, "  trainer         %10.4f   around the kernels (the serial run's factor)\n",
             l->trainer * ms);
     fprintf(f, "  forward         %10.4f\n  backward        %10.4f   (W part %.4f)\n",

@@ -6,8 +6,10 @@
  *
  *   one layer, one micro-batch, forward     N = B·T/cp tokens on the rank
  *     layer_gemm      the four products qkv, proj, fc, fcproj (MoE: the router and the
- *                     experts a rank's tokens reach, E/ep experts of N·K·ep/E rows each) at
- *                     their local shapes ÷ the calibrated rate at that shape
+ *                     experts a rank's tokens reach, E/ep experts of N·K·ep/E rows each,
+ *                     times the expert load of ep: the busiest rank's share over the balanced
+ *                     one, measured by the calibration) at their local shapes ÷ the
+ *                     calibrated rate at that shape
  *     attention_gemm  the attention core (Q·Kᵀ, causal softmax, A·V) as the calibration
  *                     measured it at the rank's NH/tp heads, ÷ cp; without that measurement
  *                     Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs at one head's product rate
@@ -17,7 +19,8 @@
  *     tp_comm         2 all-reduces of N·C floats over tp (sequence parallel: 2 all-gathers
  *                     + 2 reduce-scatters), bench_comm.c's TP bytes
  *     cp_comm         ring attention: cp − 1 p2p steps of K and V, 2·N·C/tp floats
- *     ep_comm         MoE: dispatch and combine all-to-alls of N·K·C floats over ep
+ *     ep_comm         MoE: dispatch and combine all-to-alls of N·K·C floats over ep, times
+ *                     the expert load (the busiest rank receives that much more)
  *     trainer         what a real step adds around those kernels (the executor, pools, loss
  *                     bookkeeping): (the calibration's trainer factor − 1) × the compute
  *   the layer's backward    the attention core's measured backward, and the rest of the
@@ -77,6 +80,7 @@ typedef struct {
     double layer_gemm, attention_gemm, elementwise; /* forward compute */
     double trainer; /* what the trainer adds around them (calibration's trainer factor − 1) */
     double tp_comm, cp_comm, ep_comm; /* forward communication on the path */
+    double moe_load;                  /* the expert load applied (1: balanced, or dense) */
     double forward;                   /* their sum */
     double backward;                  /* 2 × compute + the same communication */
     double backward_weight;           /* of which W: the weight-gradient products */

@@ -4,9 +4,11 @@
  *     corrupt line, a missing line, another model;
  *   - the GEMM rate of a shape: exact when measured, else the nearest number of FLOPs;
  *   - the ring's steps and bytes of each link kind, and α, β fitted back from two times;
+ *   - the expert load of ep ranks from a step's token counts;
  *   - the shapes timed for a world size: each layer product at every tp and cp that divides it.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,9 @@ static plan_calibration sample(void) {
     cal.attention[1] = (plan_attention){2, 64, 1.1e-4, 2.6e-4, 2.1e-4, 4.6e-4};
     for (int k = 0; k < PLAN_NLINKS; k++)
         cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, 1e-5, "measured"};
+    cal.nmoe_load = 2;
+    cal.moe_load[0] = (plan_moe_load){2, 1.25};
+    cal.moe_load[1] = (plan_moe_load){4, 1.5};
     return cal;
 }
 
@@ -95,6 +100,23 @@ static void written_and_read_back(void **state) {
     assert_true(fabs(b.link[PLAN_ALL_TO_ALL].alpha - 1e-5) < 1e-15);
     assert_string_equal(b.link[PLAN_P2P].source, "measured");
     assert_true(fabs(b.link[PLAN_P2P].sync - 1e-5) < 1e-15);
+    assert_int_equal(b.nmoe_load, 2);
+    assert_true(plan_calibration_moe_load(&b, 4) == 1.5 &&
+                plan_calibration_moe_load(&b, 2) == 1.25);
+    assert_true(plan_calibration_moe_load(&b, 1) == 1 && plan_calibration_moe_load(&b, 8) == 1);
+}
+
+/* Two layers of four experts: the first balanced (factor 1 at every ep), the second sends 3, 1,
+ * 0, 0 tokens — ep 2: ranks get 4 and 0 of a mean 2 (2); ep 4: 3 of a mean 1 (3). The factor
+ * is the mean over layers: 1.5 at ep 2, 2 at ep 4; ep 1 is always 1. */
+static void expert_load_of_counts(void **state) {
+    (void)state;
+    const uint32_t tokens[8] = {5, 5, 5, 5, 3, 1, 0, 0};
+    assert_true(fabs(plan_moe_load_factor(tokens, 2, 4, 1) - 1) < 1e-15);
+    assert_true(fabs(plan_moe_load_factor(tokens, 2, 4, 2) - 1.5) < 1e-15);
+    assert_true(fabs(plan_moe_load_factor(tokens, 2, 4, 4) - 2) < 1e-15);
+    const uint32_t none[4] = {0, 0, 0, 0}; /* a layer that routed nothing counts as balanced */
+    assert_true(plan_moe_load_factor(none, 1, 4, 2) == 1);
 }
 
 static void expect_refused(const char *name, const char *text, const char *phrase) {
@@ -111,9 +133,14 @@ static void bad_files_are_named(void **state) {
     (void)state;
     expect_refused("cal-not", "hello\n", "is not a plan calibration");
     expect_refused("cal-version", "trident-plan-calibration 99\n", "version 99");
-    expect_refused("cal-corrupt", "trident-plan-calibration 1\ngemm 1 2 x 4\nend\n",
+    expect_refused("cal-corrupt", "trident-plan-calibration 2\ngemm 1 2 x 4\nend\n",
                    "is corrupt at line 2");
-    expect_refused("cal-short", "trident-plan-calibration 1\nmachine x\n", "is corrupt");
+    expect_refused("cal-short", "trident-plan-calibration 2\nmachine x\n", "is corrupt");
+    expect_refused("cal-old", "trident-plan-calibration 1\nmachine x\n", "version 1");
+    expect_refused("cal-load-ep", "trident-plan-calibration 2\nmoe-load 1 1.2\nend\n",
+                   "is corrupt at line 2");
+    expect_refused("cal-load-below", "trident-plan-calibration 2\nmoe-load 2 0.5\nend\n",
+                   "is corrupt at line 2");
     /* another model: a good file of the sample, then read for 8 layers */
     plan_calibration a = sample();
     const char *path = file_in("cal-other-model");
@@ -189,7 +216,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(written_and_read_back),        cmocka_unit_test(bad_files_are_named),
         cmocka_unit_test(gemm_rate_exact_else_nearest), cmocka_unit_test(links_shape_and_fit),
-        cmocka_unit_test(shapes_cover_every_tp_and_cp),
+        cmocka_unit_test(shapes_cover_every_tp_and_cp), cmocka_unit_test(expert_load_of_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

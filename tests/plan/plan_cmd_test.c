@@ -21,7 +21,7 @@ static char g_out[1 << 20];
 static char g_cal[4200];
 
 static const char k_calibration[] =
-    "trident-plan-calibration 1\nmachine Test CPU\nmodel 4 64 4 64 4 128 0 0\nthreads 1\n"
+    "trident-plan-calibration 2\nmachine Test CPU\nmodel 4 64 4 64 4 128 0 0\nthreads 1\n"
     "gemm 256 64 192 4e9\ngemm 64 16 64 2e9\nelementwise 1e8\noptimizer 5e8\n"
     "block 6e-4 9e-4\nhead 3e-4 4e-4\nlink p2p 5e-6 3e-10 0 measured\n"
     "link all-reduce 5e-6 4e-10 0 measured\nlink reduce-scatter 5e-6 5e-10 0 measured\n"
@@ -268,7 +268,7 @@ static void bad_input_gets_one_line(void **state) {
     snprintf(args, sizeof args, "--world-size 2 --calibration '%s' --num-layers 8", g_cal);
     expect_refused(args, "was made for another model (layers 4");
     snprintf(bad, sizeof bad, "%s/calibration", test_tmpdir("plan-cmd-corrupt"));
-    write_file(bad, "trident-plan-calibration 1\nmachine x\ngemm oops\n");
+    write_file(bad, "trident-plan-calibration 2\nmachine x\ngemm oops\n");
     snprintf(args, sizeof args, "--world-size 2 --calibration '%s'", bad);
     expect_refused(args, "is corrupt at line 3");
     snprintf(args, sizeof args, "--world-size 8 --calibration '%s' --ranks-per-node 3", g_cal);

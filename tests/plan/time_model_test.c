@@ -161,6 +161,29 @@ static void measured_attention_core(void **state) {
     g_cal = saved;
 }
 
+/* MoE, 4 experts top-2, ep 2 at 2 ranks, with the calibration's expert load 1.5 at ep 2: the
+ * busiest rank's two experts take 1.5 × their balanced N·K·ep/E = 256 rows (384), and its
+ * all-to-alls 1.5 × the bytes; without a measured load (ep 4 here) the balanced share. */
+static void expert_load_on_the_busiest_rank(void **state) {
+    (void)state;
+    const plan_calibration saved = g_cal;
+    g_cal.nmoe_load = 1;
+    g_cal.moe_load[0] = (plan_moe_load){2, 1.5};
+    const double N = 256, C = 64, E = 4, K = 2, rows = 384;
+    const train_config c = layout("--num-experts 4 --moe-router-topk 2 "
+                                  "--expert-model-parallel-size 2",
+                                  2);
+    plan_time p = predict(&c);
+    const double attention = 2 * N * C * 3 * C + 2 * N * C * C, router = 2 * N * C * E;
+    const double experts = 2 * (2 * rows * C * 4 * C + 2 * rows * 4 * C * C);
+    near(p.layer.layer_gemm, (attention + router + experts) / 1e9, "experts at the busiest load");
+    /* two all-to-alls over 2 ranks: 1 step each, half the N·K·C floats × 1.5 on the wire */
+    near(p.layer.ep_comm, 2 * (1e-6 + 1e-9 * 4 * N * C * K * 1.5 / 2), "all-to-alls");
+    near(p.layer.moe_load, 1.5, "the load applied");
+    g_cal = saved;
+    near(predict(&c).layer.moe_load, 1, "not measured: balanced");
+}
+
 /* One rank: the pipeline is m × (the stage's forward + backward); the step adds the optimizer;
  * tokens/s = global batch × T / step. */
 static void serial_step_adds_up(void **state) {
@@ -275,6 +298,7 @@ int main(void) {
         cmocka_unit_test(tensor_parallel_terms),
         cmocka_unit_test(context_and_recompute_terms),
         cmocka_unit_test(measured_attention_core),
+        cmocka_unit_test(expert_load_on_the_busiest_rank),
         cmocka_unit_test(serial_step_adds_up),
         cmocka_unit_test(data_parallel_terms),
         cmocka_unit_test(pipeline_schedules),
