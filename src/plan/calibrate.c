@@ -114,7 +114,7 @@ static void calibrate_trainer(const train_config *model, int world, int copies,
 
 void plan_calibrate(const train_config *c, int world, plan_calibration *cal, const char *who) {
     plan_calibration_measure(c, world, PLAN_CALIBRATE_SECONDS, cal);
-    plan_links_measure(cal, who);
+    plan_links_measure(cal, world, who);
     /* as many copies as the job's ranks keep cores busy (at least one) */
     const int cores = gemm_rate_cores(), copies = world < cores ? world : cores;
     calibrate_trainer(c, world, copies > 1 ? copies : 1, cal, who);

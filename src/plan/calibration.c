@@ -142,6 +142,15 @@ static void measure_attention(const train_config *c, double seconds, plan_attent
     free(qkv);
 }
 
+plan_link plan_calibration_link(const plan_calibration *cal, plan_link_kind k, int g) {
+    const plan_link *best = &cal->link[k];
+    int best_g = 2;
+    for (int i = 0; i < cal->nlink_groups && k != PLAN_P2P; i++)
+        if (cal->link_group[i].g <= g && cal->link_group[i].g > best_g)
+            best_g = cal->link_group[i].g, best = &cal->link_group[i].link[k];
+    return *best;
+}
+
 double plan_calibration_moe_load(const plan_calibration *cal, int ep) {
     for (int i = 0; i < cal->nmoe_load; i++)
         if (cal->moe_load[i].ep == ep) return cal->moe_load[i].factor;
@@ -312,6 +321,12 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
     for (int k = 0; k < PLAN_NLINKS; k++)
         fprintf(f, "link %s %.6g %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha,
                 cal->link[k].beta, cal->link[k].sync, cal->link[k].source);
+    for (int i = 0; i < cal->nlink_groups; i++)
+        for (int k = PLAN_P2P + 1; k < PLAN_NLINKS; k++) {
+            const plan_link *l = &cal->link_group[i].link[k];
+            fprintf(f, "link-at %d %s %.6g %.6g %.6g %s\n", cal->link_group[i].g, k_link_names[k],
+                    l->alpha, l->beta, l->sync, l->source);
+        }
     fprintf(f, "end\n");
     atomic_file_commit(&af);
 }
@@ -322,6 +337,18 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
         free(text);                                                                                \
         return false;                                                                              \
     } while (0)
+
+/* The entry of links measured on g ranks, made when new (NULL when there is no room). */
+static plan_link_group *link_group_of(plan_calibration *cal, int g) {
+    for (int i = 0; i < cal->nlink_groups; i++)
+        if (cal->link_group[i].g == g) return &cal->link_group[i];
+    if (cal->nlink_groups >= PLAN_MAX_LINK_GROUPS) return NULL;
+    plan_link_group *lg = &cal->link_group[cal->nlink_groups++];
+    memset(lg, 0, sizeof *lg);
+    lg->g = g;
+    for (int k = 0; k < PLAN_NLINKS; k++) lg->link[k].alpha = -1; /* each must be given */
+    return lg;
+}
 
 /* One line of the file into cal; false when it is not one of the lines calibration.h lists. */
 static bool read_line(const char *line, plan_calibration *cal, bool *end) {
@@ -358,16 +385,24 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
         return sscanf(rest, "%lf", &cal->elementwise_per_s) == 1 && cal->elementwise_per_s > 0;
     if (strcmp(word, "optimizer") == 0)
         return sscanf(rest, "%lf", &cal->optimizer_per_s) == 1 && cal->optimizer_per_s > 0;
-    if (strcmp(word, "link") == 0) {
+    if (strcmp(word, "link") == 0 || strcmp(word, "link-at") == 0) {
         plan_link l;
-        if (sscanf(rest, "%31s %lf %lf %lf %15s", name, &l.alpha, &l.beta, &l.sync, src) != 5)
+        int g = 2, at = 0;
+        if (word[4] == '-' &&
+            (sscanf(rest, "%d%n", &g, &at) != 1 || g < 3 || g > PLAN_LINK_MAX_GROUP))
+            return false;
+        if (sscanf(rest + at, "%31s %lf %lf %lf %15s", name, &l.alpha, &l.beta, &l.sync, src) != 5)
             return false;
         if (!(l.alpha >= 0 && l.beta >= 0 && l.sync >= 0 && isfinite(l.alpha) && isfinite(l.beta) &&
               isfinite(l.sync)))
             return false;
         snprintf(l.source, sizeof l.source, "%s", src);
         for (int i = 0; i < PLAN_NLINKS; i++)
-            if (strcmp(name, k_link_names[i]) == 0) return cal->link[i] = l, true;
+            if (strcmp(name, k_link_names[i]) == 0) {
+                if (g == 2) return cal->link[i] = l, true;
+                plan_link_group *lg = link_group_of(cal, g);
+                return lg && i != PLAN_P2P ? (lg->link[i] = l, true) : false;
+            }
         return false;
     }
     if (strcmp(word, "block") == 0 || strcmp(word, "head") == 0) {
@@ -418,6 +453,10 @@ bool plan_calibration_read(const char *path, const train_config *c, plan_calibra
     }
     bool links = true;
     for (int k = 0; k < PLAN_NLINKS; k++) links &= cal->link[k].alpha >= 0;
+    for (int i = 0; i < cal->nlink_groups; i++) { /* p2p: the pair's */
+        cal->link_group[i].link[PLAN_P2P] = cal->link[PLAN_P2P];
+        for (int k = 0; k < PLAN_NLINKS; k++) links &= cal->link_group[i].link[k].alpha >= 0;
+    }
     if (!end || cal->ngemm == 0 || !links || !(cal->elementwise_per_s > 0) ||
         !(cal->optimizer_per_s > 0) || !(cal->block_forward > 0) || !(cal->head_forward > 0))
         FAIL("is corrupt: it ends before its 'end' line or lacks GEMM rates, the elementwise, "

@@ -27,7 +27,10 @@
  *                  ep ranks meet at every MoE layer's all-to-alls, so that rank sets the pace
  *   links          α (seconds per message step), β (seconds per byte) and a per-call sync
  *                  (what a call costs more after compute than in a tight loop) of each kind
- *                  of communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all
+ *                  of communication: p2p, all-reduce, reduce-scatter, all-gather, all-to-all;
+ *                  measured on 2 ranks, and the collectives again on 4 and 8 (up to the
+ *                  world the calibration is for): a group of g ranks takes the link measured
+ *                  at the largest size up to g (plan_calibration_link)
  *
  * The file is text, one fact a line, and names what it was made for:
  *
@@ -46,7 +49,9 @@
  *   head <forward s> <backward s>
  *   trainer <factor>                       (optional: 1 without)
  *   moe-load <ep> <factor>                 (optional, one line per ep: 1 without)
- *   link <kind> <alpha s> <beta s/B> <sync s> <source>
+ *   link <kind> <alpha s> <beta s/B> <sync s> <source>     (2 ranks; every kind)
+ *   link-at <g> <kind> <alpha s> <beta s/B> <sync s> <source>
+ *                                          (optional: a collective kind measured on g ranks)
  *   end
  *
  * The cache lives next to the GEMM rate's ($XDG_CACHE_HOME/trident/, else ~/.cache/trident/),
@@ -68,6 +73,7 @@
 
 #define PLAN_CALIBRATION_VERSION 2
 enum { PLAN_MAX_GEMMS = 256, PLAN_MAX_ATTENTION = 16, PLAN_MAX_MOE_LOADS = 64 };
+enum { PLAN_LINK_MAX_GROUP = 8, PLAN_MAX_LINK_GROUPS = 4 }; /* links measured on up to 8 ranks */
 
 typedef enum {
     PLAN_P2P,
@@ -84,6 +90,11 @@ typedef struct {
     double sync;     /* seconds per call: the ranks reach a call after compute unevenly */
     char source[16]; /* "measured" or "default" */
 } plan_link;
+
+typedef struct {
+    int g;                       /* ranks, 3 to PLAN_LINK_MAX_GROUP */
+    plan_link link[PLAN_NLINKS]; /* the collective kinds (p2p: the 2-rank one) */
+} plan_link_group;
 
 typedef struct {
     size_t N, C, OC;
@@ -118,7 +129,9 @@ typedef struct {
     double head_forward, head_backward; /* the head with its loss, likewise */
     int nmoe_load;
     plan_moe_load moe_load[PLAN_MAX_MOE_LOADS]; /* (nmoe_load) with experts; none in older files */
-    plan_link link[PLAN_NLINKS];
+    plan_link link[PLAN_NLINKS];                /* measured on 2 ranks */
+    int nlink_groups;
+    plan_link_group link_group[PLAN_MAX_LINK_GROUPS]; /* (nlink_groups) larger groups, by g */
     /* Not in the file: the hosts a plan lays its ranks on (trident plan --ranks-per-node), and
      * the link of a group that spans them (time_model.h, plan_group_link); 0: one host */
     int ranks_per_node;
@@ -132,6 +145,10 @@ const char *plan_link_name(plan_link_kind k);
  * and the bytes on the wire of a ring. All-reduce 2(g−1) steps, 2(g−1)/g·bytes; reduce-
  * scatter, all-gather, all-to-all g−1 steps, (g−1)/g·bytes; p2p 1 step, bytes. */
 void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, double *wire);
+
+/* The link of kind k for a group of g ranks: the one measured at the largest size up to g
+ * (p2p, and groups of 2 or of sizes below every larger measurement: cal->link[k]). */
+plan_link plan_calibration_link(const plan_calibration *cal, plan_link_kind k, int g);
 
 /* The model fields of a configuration (checked or not), as the file's "model" line holds them. */
 void plan_calibration_model_of(const train_config *c, int out[8]);

@@ -14,10 +14,11 @@
 
 enum { ROUNDS = 5 };
 
-/* One call of kind k moving `bytes` on the 2-rank world. */
+/* One call of kind k moving `bytes` (a rank's whole buffer) on the world of g ranks; p2p
+ * between ranks 0 and 1 (measured on 2 ranks only). */
 static void one_call(comm_group *w, plan_link_kind k, float *a, float *b, size_t bytes) {
-    const size_t n = bytes / 4, half = n / 2 ? n / 2 : 1;
-    const int me = comm_rank(w), peer = 1 - me;
+    const int g = comm_size(w), me = comm_rank(w), peer = 1 - me;
+    const size_t n = bytes / 4, part = n / (size_t)g ? n / (size_t)g : 1;
     switch (k) {
     case PLAN_P2P: /* half a ping-pong counts: the fit takes one message */
         if (me == 0)
@@ -26,10 +27,11 @@ static void one_call(comm_group *w, plan_link_kind k, float *a, float *b, size_t
         comm_wait_sends(w);
         break;
     case PLAN_ALL_REDUCE: comm_all_reduce(w, a, n, COMM_FLOAT32, COMM_SUM); break;
-    case PLAN_REDUCE_SCATTER: comm_reduce_scatter(w, a, b, half, COMM_FLOAT32, COMM_SUM); break;
-    case PLAN_ALL_GATHER: comm_all_gather(w, a, b, half, COMM_FLOAT32); break;
+    case PLAN_REDUCE_SCATTER: comm_reduce_scatter(w, a, b, part, COMM_FLOAT32, COMM_SUM); break;
+    case PLAN_ALL_GATHER: comm_all_gather(w, a, b, part, COMM_FLOAT32); break;
     default: {
-        const size_t counts[2] = {half, half}, displs[2] = {0, half};
+        size_t counts[PLAN_LINK_MAX_GROUP], displs[PLAN_LINK_MAX_GROUP];
+        for (int r = 0; r < g; r++) counts[r] = part, displs[r] = (size_t)r * part;
         comm_all_to_all_v(w, a, counts, displs, b, counts, displs, COMM_FLOAT32);
     }
     }
@@ -91,12 +93,14 @@ int plan_links_worker(const char *out) {
     char **argv = NULL;
     dist_init(&argc, &argv);
     comm_group *w = comm_group_world(COMM_MPI);
-    if (comm_size(w) != 2) dist_fail_all("plan links worker: needs 2 ranks, got %d", comm_size(w));
+    const int g = comm_size(w);
+    if (g < 2 || g > PLAN_LINK_MAX_GROUP)
+        dist_fail_all("plan links worker: needs 2 to %d ranks, got %d", PLAN_LINK_MAX_GROUP, g);
     float *a = callocCheck(PLAN_LINK_LARGE / 4, sizeof *a),
           *b = callocCheck(PLAN_LINK_LARGE / 4, sizeof *b);
     double t[PLAN_NLINKS][3];
     const double gap = arrival_gap(w, a);
-    for (int k = 0; k < PLAN_NLINKS; k++) {
+    for (int k = g == 2 ? 0 : 1; k < PLAN_NLINKS; k++) { /* p2p: a pair, measured on 2 */
         t[k][0] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL);
         t[k][1] = time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_LARGE);
         /* a collective waits for the last arrival; a pipeline receive's wait is the schedule's
@@ -106,7 +110,7 @@ int plan_links_worker(const char *out) {
     if (comm_rank(w) == 0) {
         atomic_file af;
         FILE *f = atomic_file_open(&af, out);
-        for (int k = 0; k < PLAN_NLINKS; k++)
+        for (int k = g == 2 ? 0 : 1; k < PLAN_NLINKS; k++)
             fprintf(f, "%s %d %.9g\n%s %d %.9g\n%s 0 %.9g\n", plan_link_name(k), PLAN_LINK_SMALL,
                     t[k][0], plan_link_name(k), PLAN_LINK_LARGE, t[k][1], plan_link_name(k),
                     t[k][2]);
@@ -119,11 +123,11 @@ int plan_links_worker(const char *out) {
     return 0;
 }
 
-void plan_links_fit(plan_link_kind k, double t_small, double t_large, double t_after,
+void plan_links_fit(plan_link_kind k, int g, double t_small, double t_large, double t_after,
                     plan_link *l) {
     double s0, w0, s1, w1;
-    plan_link_shape(k, 2, PLAN_LINK_SMALL, &s0, &w0);
-    plan_link_shape(k, 2, PLAN_LINK_LARGE, &s1, &w1);
+    plan_link_shape(k, g, PLAN_LINK_SMALL, &s0, &w0);
+    plan_link_shape(k, g, PLAN_LINK_LARGE, &s1, &w1);
     l->beta = t_large > t_small ? (t_large - t_small) / (w1 - w0) : 0;
     l->alpha = t_small - l->beta * w0 > 0 ? (t_small - l->beta * w0) / s0 : 0;
     l->sync = t_after > t_small ? t_after - t_small : 0;
@@ -144,7 +148,8 @@ static void mpi_environment(void) {
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
 }
 
-void plan_links_measure(plan_calibration *cal, const char *who) {
+/* The worker on g ranks: the kinds it timed fitted into link[] (p2p only at g = 2). */
+static void measure_group(int g, plan_link *link, const char *who) {
     char self[4096], out[64], cmd[8400];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) die("%s: cannot find this program (/proc/self/exe) to run the links worker", who);
@@ -152,7 +157,7 @@ void plan_links_measure(plan_calibration *cal, const char *who) {
     snprintf(out, sizeof out, "/tmp/trident-plan-links.%d", (int)getpid());
     mpi_environment();
     snprintf(cmd, sizeof cmd,
-             "mpirun -np 2 --oversubscribe '%s' plan --links-worker '%s' > '%s.log' 2>&1", self,
+             "mpirun -np %d --oversubscribe '%s' plan --links-worker '%s' > '%s.log' 2>&1", g, self,
              out, out);
     const int rc = system(cmd);
     FILE *f = rc == 0 ? fopen(out, "r") : NULL;
@@ -166,13 +171,26 @@ void plan_links_measure(plan_calibration *cal, const char *who) {
             if (strcmp(name, plan_link_name(k)) == 0)
                 t[k][bytes == 0 ? 2 : bytes == PLAN_LINK_LARGE] = secs;
     fclose(f);
-    for (int k = 0; k < PLAN_NLINKS; k++)
+    const int first = g == 2 ? 0 : 1;
+    for (int k = first; k < PLAN_NLINKS; k++)
         if (!(t[k][0] > 0 && t[k][1] > 0))
-            die("%s: the links worker wrote no time for %s (%s)", who, plan_link_name(k), out);
-    for (int k = 0; k < PLAN_NLINKS; k++)
-        plan_links_fit(k, t[k][0], t[k][1], t[k][2], &cal->link[k]);
+            die("%s: the links worker on %d ranks wrote no time for %s (%s)", who, g,
+                plan_link_name(k), out);
+    for (int k = first; k < PLAN_NLINKS; k++)
+        plan_links_fit(k, g, t[k][0], t[k][1], t[k][2], &link[k]);
     remove(out);
     char log[80];
     snprintf(log, sizeof log, "%s.log", out);
     remove(log);
+}
+
+void plan_links_measure(plan_calibration *cal, int world, const char *who) {
+    measure_group(2, cal->link, who);
+    cal->nlink_groups = 0;
+    for (int g = 4; g <= world && g <= PLAN_LINK_MAX_GROUP; g *= 2) {
+        plan_link_group *lg = &cal->link_group[cal->nlink_groups++];
+        lg->g = g;
+        lg->link[PLAN_P2P] = cal->link[PLAN_P2P];
+        measure_group(g, lg->link, who);
+    }
 }

@@ -1,15 +1,18 @@
-/* links.h — α and β of each kind of communication on this machine, measured by a short MPI
- * job of 2 ranks through Trident's own communication layer (src/runtime/comm.h): the numbers
- * of calibration.h's "link" lines.
+/* links.h — α and β of each kind of communication on this machine, measured by short MPI
+ * jobs through Trident's own communication layer (src/runtime/comm.h): the numbers of
+ * calibration.h's "link" lines (2 ranks) and "link-at" lines (4 and 8 ranks, the sizes of
+ * groups up to the world the plan is for: a ring of 4 on this machine is not two rings of 2 —
+ * with fewer cores than ranks its members take turns).
  *
- * The worker (`trident plan --links-worker FILE`, run by plan_links_measure under mpirun)
- * times each kind at a small and a large message, fastest of several rounds, and rank 0
- * writes "<kind> <bytes> <seconds>" lines. Then both ranks run the same layer's worth of
- * work 200 times, each timed by its thread CPU time (as the replay view times compute): the
- * median of (the slower rank's time − this rank's) is what a collective after compute waits
- * for its last member beyond its transfer — the per-call sync of every collective kind (a
- * pipeline receive's wait is the schedule's, played by the simulator). The fit, per kind,
- * with time_model.h's cost of one call over g = 2 ranks (steps s, bytes on the wire w):
+ * The worker (`trident plan --links-worker FILE`, run by plan_links_measure under mpirun on
+ * g ranks) times each kind at a small and a large message, fastest of several rounds, and rank
+ * 0 writes "<kind> <bytes> <seconds>" lines (p2p, a pair, only on 2 ranks). Then every rank
+ * runs the same layer's worth of work 200 times, each timed by its thread CPU time (as the
+ * replay view times compute): the median of (the slowest rank's time − this rank's) is what a
+ * collective after compute waits for its last member beyond its transfer — the per-call sync
+ * of every collective kind (a pipeline receive's wait is the schedule's, played by the
+ * simulator). The fit, per kind, with time_model.h's cost of one call over g ranks (steps s,
+ * bytes on the wire w):
  *
  *   β = (t_large − t_small) / (w_large − w_small),   α = (t_small − β·w_small) / s,
  *   sync = max(0, t_after − t_small), t_after = t_small + the arrival gap
@@ -37,14 +40,17 @@ enum { PLAN_LINK_WORK = 200000 }; /* multiply-adds of the work timed on both ran
  * message step): α = latency, β = 1 / bandwidth, sync 0 (the kind's own is kept), `source`. */
 plan_link plan_links_network(double bytes_per_s, double latency_s, const char *source);
 
-/* Runs the worker under mpirun (2 ranks) and fills cal->link with the fit, source
- * "measured". Dies with one line starting "<who>: " when the job fails (cal untouched). */
-void plan_links_measure(plan_calibration *cal, const char *who);
+/* Runs the worker under mpirun on 2 ranks, filling cal->link with the fit (source "measured"),
+ * then on 4 and 8 where the world has that many, filling cal->link_group. Dies with one line
+ * starting "<who>: " when a job fails. */
+void plan_links_measure(plan_calibration *cal, int world, const char *who);
 
-/* The worker: inside an MPI job of 2 ranks, writes the times to `out` (rank 0). Returns 0. */
+/* The worker: inside an MPI job of 2 to PLAN_LINK_MAX_GROUP ranks, writes the times to `out`
+ * (rank 0). Returns 0. */
 int plan_links_worker(const char *out);
 
-/* The fit of one kind from its three times (g = 2): fills *l. */
-void plan_links_fit(plan_link_kind k, double t_small, double t_large, double t_after, plan_link *l);
+/* The fit of one kind over g ranks from its three times: fills *l. */
+void plan_links_fit(plan_link_kind k, int g, double t_small, double t_large, double t_after,
+                    plan_link *l);
 
 #endif /* TRIDENT_PLAN_LINKS_H */

@@ -22,7 +22,8 @@ static double link_time(const plan_link *l, plan_link_kind k, int g, double byte
 }
 
 double plan_collective_time(const plan_calibration *cal, plan_link_kind k, int g, double bytes) {
-    return link_time(&cal->link[k], k, g, bytes);
+    const plan_link l = plan_calibration_link(cal, k, g);
+    return link_time(&l, k, g, bytes);
 }
 
 /* The kinds of group whose collectives the model places, and their short names. */
@@ -52,8 +53,8 @@ unsigned plan_groups_across_hosts(const train_config *c, int ranks_per_node) {
 }
 
 plan_link plan_group_link(const plan_calibration *cal, const train_config *c, int group,
-                          plan_link_kind k) {
-    plan_link l = cal->link[k];
+                          plan_link_kind k, int g) {
+    plan_link l = plan_calibration_link(cal, k, g);
     if (plan_groups_across_hosts(c, cal->ranks_per_node) & (1u << group)) {
         l.alpha = cal->network.alpha, l.beta = cal->network.beta;
         snprintf(l.source, sizeof l.source, "%s", cal->network.source);
@@ -75,7 +76,7 @@ const char *plan_groups_across_name(unsigned across, char *buf, size_t cap) {
 /* Seconds of one collective of kind k over c's groups of `group` (a pg_kind, or PLAN_WORLD). */
 static double group_time(const plan_calibration *cal, const train_config *c, int group,
                          plan_link_kind k, int g, double bytes) {
-    const plan_link l = plan_group_link(cal, c, group, k);
+    const plan_link l = plan_group_link(cal, c, group, k, g);
     return link_time(&l, k, g, bytes);
 }
 

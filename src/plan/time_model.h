@@ -45,10 +45,11 @@
  *
  *   step = pipeline makespan + max over pipeline ranks (exposed dp_comm + optimizer)
  *
- * Communication costs sync + α·steps + β·bytes on the wire, the sync once per call
- * (calibration.h, plan_link_shape): a ring all-reduce over g ranks 2(g−1) steps and 2(g−1)/g
- * of the bytes, reduce-scatter, all-gather and all-to-all (g−1) steps and (g−1)/g of the
- * bytes, p2p one step and all the bytes.
+ * Communication costs sync + α·steps + β·bytes on the wire, the sync once per call, with the
+ * link measured for the group's size (calibration.h, plan_calibration_link, plan_link_shape):
+ * a ring all-reduce over g ranks 2(g−1) steps and 2(g−1)/g of the bytes, reduce-scatter,
+ * all-gather and all-to-all (g−1) steps and (g−1)/g of the bytes, p2p one step and all the
+ * bytes.
  *
  * Each rank is taken to run on its own core (the replay view of a run on fewer cores).
  *
@@ -111,7 +112,8 @@ typedef struct {
 plan_time plan_time_predict(const train_config *c, const train_memory *tm,
                             const plan_calibration *cal);
 
-/* Seconds of one collective of `bytes` over g ranks on link k (0 when g = 1). */
+/* Seconds of one collective of `bytes` over g ranks on link k (0 when g = 1), with the link
+ * measured for g ranks (plan_calibration_link). */
 double plan_collective_time(const plan_calibration *cal, plan_link_kind k, int g, double bytes);
 
 /* The world as a group, beside groups.h's kinds: the gradient norm's all-reduce. */
@@ -126,10 +128,11 @@ unsigned plan_groups_across_hosts(const train_config *c, int ranks_per_node);
 /* "tp+dp": the kinds of an `across` mask (the world left out), "-" for none. Returns buf. */
 const char *plan_groups_across_name(unsigned across, char *buf, size_t cap);
 
-/* The link a collective of kind k over c's groups of `group` (a pg_kind or PLAN_WORLD) takes
- * on cal's hosts: cal->link[k], or with cal->network's α, β and source when they span hosts. */
+/* The link a collective of kind k over c's groups of `group` (a pg_kind or PLAN_WORLD), g
+ * ranks each, takes on cal's hosts: plan_calibration_link(cal, k, g), or with cal->network's
+ * α, β and source when they span hosts. */
 plan_link plan_group_link(const plan_calibration *cal, const train_config *c, int group,
-                          plan_link_kind k);
+                          plan_link_kind k, int g);
 
 /* The terms of p, one per line, for `trident plan --explain`. */
 void plan_time_explain(const plan_time *p, const train_config *c, FILE *f);

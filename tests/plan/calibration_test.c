@@ -4,6 +4,7 @@
  *     corrupt line, a missing line, another model;
  *   - the GEMM rate of a shape: exact when measured, else the nearest number of FLOPs;
  *   - the ring's steps and bytes of each link kind, and α, β fitted back from two times;
+ *   - the link of a group size: the one measured at the largest size up to it;
  *   - the expert load of ep ranks from a step's token counts;
  *   - the shapes timed for a world size: each layer product at every tp and cp that divides it.
  */
@@ -43,6 +44,11 @@ static plan_calibration sample(void) {
     cal.attention[1] = (plan_attention){2, 64, 1.1e-4, 2.6e-4, 2.1e-4, 4.6e-4};
     for (int k = 0; k < PLAN_NLINKS; k++)
         cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, 1e-5, "measured"};
+    cal.nlink_groups = 1;
+    cal.link_group[0].g = 4;
+    for (int k = 0; k < PLAN_NLINKS; k++) /* p2p: the pair's, as the reader fills it */
+        cal.link_group[0].link[k] = k == PLAN_P2P ? cal.link[k]
+                                                  : (plan_link){7e-6 * k, 9e-10, 3e-5, "measured"};
     cal.nmoe_load = 2;
     cal.moe_load[0] = (plan_moe_load){2, 1.25};
     cal.moe_load[1] = (plan_moe_load){4, 1.5};
@@ -100,6 +106,8 @@ static void written_and_read_back(void **state) {
     assert_true(fabs(b.link[PLAN_ALL_TO_ALL].alpha - 1e-5) < 1e-15);
     assert_string_equal(b.link[PLAN_P2P].source, "measured");
     assert_true(fabs(b.link[PLAN_P2P].sync - 1e-5) < 1e-15);
+    assert_int_equal(b.nlink_groups, 1);
+    assert_memory_equal(&b.link_group[0], &a.link_group[0], sizeof a.link_group[0]);
     assert_int_equal(b.nmoe_load, 2);
     assert_true(plan_calibration_moe_load(&b, 4) == 1.5 &&
                 plan_calibration_moe_load(&b, 2) == 1.25);
@@ -178,11 +186,41 @@ static void links_shape_and_fit(void **state) {
         plan_link_shape(k, 2, PLAN_LINK_LARGE, &s1, &w1);
         plan_link l;
         const double t0 = 5e-6 * s0 + 5e-10 * w0;
-        plan_links_fit(k, t0, 5e-6 * s1 + 5e-10 * w1, t0 + 7e-5, &l);
+        plan_links_fit(k, 2, t0, 5e-6 * s1 + 5e-10 * w1, t0 + 7e-5, &l);
         assert_true(fabs(l.sync - 7e-5) < 1e-12);
         assert_true(fabs(l.alpha - 5e-6) < 1e-12 && fabs(l.beta - 5e-10) < 1e-18);
         assert_string_equal(l.source, "measured");
+        /* on 4 ranks the ring's steps and wire bytes of 4 */
+        plan_link_shape(k, 4, PLAN_LINK_SMALL, &s0, &w0);
+        plan_link_shape(k, 4, PLAN_LINK_LARGE, &s1, &w1);
+        plan_links_fit(k, 4, 5e-6 * s0 + 5e-10 * w0, 5e-6 * s1 + 5e-10 * w1, 0, &l);
+        assert_true(fabs(l.alpha - 5e-6) < 1e-12 && fabs(l.beta - 5e-10) < 1e-18 && l.sync == 0);
     }
+}
+
+/* A group of g ranks takes the link measured at the largest size up to g: 2 for 2 and 3, 4
+ * for 4 to 7, 8 from 8 on; p2p always the pair's. Reading: a link-at of p2p, of 2 ranks or of
+ * more than 8 is not a line of the file. */
+static void links_by_group_size(void **state) {
+    (void)state;
+    plan_calibration cal = sample();
+    cal.nlink_groups = 2;
+    cal.link_group[1] = cal.link_group[0];
+    cal.link_group[1].g = 8;
+    cal.link_group[1].link[PLAN_ALL_REDUCE].alpha = 4e-5;
+    const plan_link_kind ar = PLAN_ALL_REDUCE;
+    assert_true(plan_calibration_link(&cal, ar, 2).alpha == cal.link[ar].alpha);
+    assert_true(plan_calibration_link(&cal, ar, 3).alpha == cal.link[ar].alpha);
+    assert_true(plan_calibration_link(&cal, ar, 4).alpha == 7e-6);
+    assert_true(plan_calibration_link(&cal, ar, 7).alpha == 7e-6);
+    assert_true(plan_calibration_link(&cal, ar, 64).alpha == 4e-5);
+    assert_true(plan_calibration_link(&cal, PLAN_P2P, 8).alpha == cal.link[PLAN_P2P].alpha);
+    expect_refused("cal-link-p2p", "trident-plan-calibration 2\nlink-at 4 p2p 1 1 0 m\nend\n",
+                   "is corrupt at line 2");
+    expect_refused("cal-link-2", "trident-plan-calibration 2\nlink-at 2 all-reduce 1 1 0 m\n",
+                   "is corrupt at line 2");
+    expect_refused("cal-link-16", "trident-plan-calibration 2\nlink-at 16 all-reduce 1 1 0 m\n",
+                   "is corrupt at line 2");
 }
 
 static bool has(const plan_gemm *g, int n, size_t N, size_t C, size_t OC) {
@@ -217,6 +255,7 @@ int main(void) {
         cmocka_unit_test(written_and_read_back),        cmocka_unit_test(bad_files_are_named),
         cmocka_unit_test(gemm_rate_exact_else_nearest), cmocka_unit_test(links_shape_and_fit),
         cmocka_unit_test(shapes_cover_every_tp_and_cp), cmocka_unit_test(expert_load_of_counts),
+        cmocka_unit_test(links_by_group_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

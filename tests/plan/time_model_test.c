@@ -78,6 +78,16 @@ static void collectives_follow_the_ring(void **state) {
     g_cal.link[PLAN_ALL_REDUCE].sync = 1e-4; /* once per call, not per step */
     near(plan_collective_time(&g_cal, PLAN_ALL_REDUCE, 8, 1e6), 1e-4 + 14e-6 + 1.75e-3, "sync");
     g_cal.link[PLAN_ALL_REDUCE].sync = 0;
+    /* measured on 4 ranks too (α 3 µs): groups of 4 to 7 take it, 2 and 3 the pair's */
+    g_cal.nlink_groups = 1;
+    g_cal.link_group[0].g = 4;
+    for (int k = 0; k < PLAN_NLINKS; k++)
+        g_cal.link_group[0].link[k] = (plan_link){3e-6, 1e-9, 0, "t"};
+    near(plan_collective_time(&g_cal, PLAN_ALL_REDUCE, 4, 1e6), 18e-6 + 1.5e-3, "g=4: its link");
+    near(plan_collective_time(&g_cal, PLAN_ALL_REDUCE, 3, 1e6), 4e-6 + 1e-3 * 4 / 3, "g=3: 2's");
+    train_config c = layout("--tensor-model-parallel-size 4", 4); /* 2 all-reduces of N·C floats */
+    near(predict(&c).layer.tp_comm, 2 * (18e-6 + 1e-9 * 1.5 * 4 * 256 * 64), "tp 4 takes it");
+    g_cal.nlink_groups = 0;
 }
 
 /* N = 256 tokens, C = 64: products 24·N·C² FLOPs, attention 4·N·T·C, elementwise
@@ -283,9 +293,9 @@ static void pipeline_messages_across_hosts(void **state) {
     g_cal.ranks_per_node = 4;
     const plan_time p = predict(&c);
     near(p.p2p, 1e-5 + 1e-8 * 4 * 256 * 64, "one message over the network");
-    const plan_link l = plan_group_link(&g_cal, &c, PG_PP, PLAN_P2P);
+    const plan_link l = plan_group_link(&g_cal, &c, PG_PP, PLAN_P2P, 2);
     assert_string_equal(l.source, "given");
-    assert_string_equal(plan_group_link(&g_cal, &c, PG_TP, PLAN_ALL_REDUCE).source, "test");
+    assert_string_equal(plan_group_link(&g_cal, &c, PG_TP, PLAN_ALL_REDUCE, 4).source, "test");
     char names[48];
     assert_string_equal(plan_groups_across_name(p.across, names, sizeof names), "pp");
     g_cal.ranks_per_node = 0;
