@@ -219,9 +219,10 @@ size_t ring_attention_scratch_bytes(size_t B, size_t Tl, size_t NH, size_t HS, i
     return (forward > backward ? forward : backward) * sizeof(float);
 }
 
-void ring_attention_forward(comm_group *cp, float *out, float *lse, const float *qkv, size_t B,
-                            size_t Tl, size_t NH, size_t HS) {
-    const int size = group_size(cp), rank = group_rank(cp);
+/* The forward as rank `rank` of a ring of `size`; cp NULL with size > 1: no messages, the
+ * held K/V stands in for every rank's (ring_attention_forward_alone). */
+static void forward_ring(comm_group *cp, int rank, int size, float *out, float *lse,
+                         const float *qkv, size_t B, size_t Tl, size_t NH, size_t HS) {
     check_shapes(Tl, size);
     const size_t CH = NH * HS, N = B * Tl, X = N * CH; /* X: floats of one of Q, K, V */
     ring_ctx x = ctx_new(Tl, NH, HS, size);
@@ -239,7 +240,7 @@ void ring_attention_forward(comm_group *cp, float *out, float *lse, const float 
         const int src = (rank - s + size) % size; /* whose K/V this rank holds at step s */
         const int nk = spans_of(src, size, Tl, ks);
         forward_step(&x, out, lse, qkv, kv, B, qs, nq, ks, nk);
-        if (s == size - 1) break;
+        if (s == size - 1 || !cp) continue;
         comm_sendrecv(cp, kv, 2 * X, next, kv_next, 2 * X, prev, COMM_FLOAT32, s);
         float *t = kv;
         kv = kv_next;
@@ -248,6 +249,16 @@ void ring_attention_forward(comm_group *cp, float *out, float *lse, const float 
     device_free(kv);
     device_free(kv_next);
     ctx_free(&x);
+}
+
+void ring_attention_forward(comm_group *cp, float *out, float *lse, const float *qkv, size_t B,
+                            size_t Tl, size_t NH, size_t HS) {
+    forward_ring(cp, group_rank(cp), group_size(cp), out, lse, qkv, B, Tl, NH, HS);
+}
+
+void ring_attention_forward_alone(int rank, int size, float *out, float *lse, const float *qkv,
+                                  size_t B, size_t Tl, size_t NH, size_t HS) {
+    forward_ring(NULL, rank, size, out, lse, qkv, B, Tl, NH, HS);
 }
 
 /* Backward of one (query span, key span) block of one (b, h):
@@ -305,10 +316,11 @@ static void backward_step(const ring_ctx *x, float *dqkv, float *buf, const floa
                 }
 }
 
-void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, const float *qkv,
-                             const float *out, const float *lse, size_t B, size_t Tl, size_t NH,
-                             size_t HS) {
-    const int size = group_size(cp), rank = group_rank(cp);
+/* The backward as rank `rank` of a ring of `size`; cp NULL with size > 1: no messages (the
+ * held buffer stands in for every rank's, and its dK, dV stay home). */
+static void backward_ring(comm_group *cp, int rank, int size, float *dqkv, const float *dout,
+                          const float *qkv, const float *out, const float *lse, size_t B, size_t Tl,
+                          size_t NH, size_t HS) {
     check_shapes(Tl, size);
     const size_t CH = NH * HS, N = B * Tl, X = N * CH;
     ring_ctx x = ctx_new(Tl, NH, HS, size);
@@ -338,7 +350,7 @@ void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, con
         const int src = (rank + s) % size; /* whose block this rank holds at step s */
         const int nk = spans_of(src, size, Tl, ks);
         backward_step(&x, dqkv, buf, dout, qkv, lse, D, B, qs, nq, ks, nk);
-        if (s == size - 1) break;
+        if (s == size - 1 || !cp) continue;
         comm_sendrecv(cp, buf, 4 * X, prev, buf_next, 4 * X, next, COMM_FLOAT32, s);
         float *t = buf;
         buf = buf_next;
@@ -346,7 +358,7 @@ void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, con
     }
     /* buf's dK, dV are finished sums for rank r−1 (own at cp = 1): one hop home */
     float *home = buf + 2 * X;
-    if (size > 1) {
+    if (size > 1 && cp) {
         comm_sendrecv(cp, buf + 2 * X, 2 * X, prev, buf_next + 2 * X, 2 * X, next, COMM_FLOAT32,
                       size - 1);
         home = buf_next + 2 * X;
@@ -358,4 +370,16 @@ void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, con
     device_free(buf_next);
     device_free(D);
     ctx_free(&x);
+}
+
+void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, const float *qkv,
+                             const float *out, const float *lse, size_t B, size_t Tl, size_t NH,
+                             size_t HS) {
+    backward_ring(cp, group_rank(cp), group_size(cp), dqkv, dout, qkv, out, lse, B, Tl, NH, HS);
+}
+
+void ring_attention_backward_alone(int rank, int size, float *dqkv, const float *dout,
+                                   const float *qkv, const float *out, const float *lse, size_t B,
+                                   size_t Tl, size_t NH, size_t HS) {
+    backward_ring(NULL, rank, size, dqkv, dout, qkv, out, lse, B, Tl, NH, HS);
 }

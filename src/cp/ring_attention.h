@@ -86,6 +86,16 @@ void ring_attention_backward(comm_group *cp, float *dqkv, const float *dout, con
                              const float *out, const float *lse, size_t B, size_t Tl, size_t NH,
                              size_t HS);
 
+/* The compute of rank `rank` of a ring of `size` without the ring: every step computes the
+ * blocks that rank would, against the K/V it holds (standing in for the others'), and nothing
+ * is sent. What a rank of cp spends computing, for timing it on one process
+ * (src/plan/calibration.c); the outputs are not attention at size > 1. Same shapes and rules. */
+void ring_attention_forward_alone(int rank, int size, float *out, float *lse, const float *qkv,
+                                  size_t B, size_t Tl, size_t NH, size_t HS);
+void ring_attention_backward_alone(int rank, int size, float *dqkv, const float *dout,
+                                   const float *qkv, const float *out, const float *lse, size_t B,
+                                   size_t Tl, size_t NH, size_t HS);
+
 /* Exact bytes this rank sends on the cp group in one forward, and in one backward (the
  * formulas above; what comm_bytes_sent(cp) counts). */
 size_t ring_attention_forward_bytes(size_t B, size_t Tl, size_t NH, size_t HS, int cp_size);

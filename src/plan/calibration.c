@@ -142,6 +142,35 @@ static void measure_attention(const train_config *c, double seconds, plan_attent
     free(qkv);
 }
 
+/* Ring attention as rank 0 of r->cp computes it (the zig-zag gives every rank as many score
+ * entries), at r->heads heads, without messages: forward and backward seconds, fastest. */
+static void measure_ring(const train_config *c, double seconds, plan_ring *r) {
+    const size_t B = (size_t)c->micro_batch_size, Tl = (size_t)(r->T / r->cp);
+    const size_t HS = (size_t)(c->hidden_size / c->num_attention_heads), H = (size_t)r->heads;
+    const size_t nqkv = B * Tl * 3 * H * HS, nout = B * Tl * H * HS;
+    float *qkv = callocCheck(2 * nqkv + 2 * nout + B * H * Tl, sizeof *qkv);
+    float *dqkv = qkv + nqkv, *out = dqkv + nqkv, *dout = out + nout, *lse = dout + nout;
+    for (size_t i = 0; i < nqkv; i++) qkv[i] = (float)(i % 83) * 0.01f - 0.4f;
+    for (size_t i = 0; i < nout; i++) dout[i] = (float)(i % 79) * 0.01f - 0.4f;
+    r->fwd = r->bwd = INFINITY;
+    const double t_end = time_now() + seconds;
+    do {
+        const double t0 = time_now();
+        ring_attention_forward_alone(0, r->cp, out, lse, qkv, B, Tl, H, HS);
+        const double t1 = time_now();
+        ring_attention_backward_alone(0, r->cp, dqkv, dout, qkv, out, lse, B, Tl, H, HS);
+        r->fwd = fmin(r->fwd, t1 - t0), r->bwd = fmin(r->bwd, time_now() - t1);
+    } while (time_now() < t_end);
+    free(qkv);
+}
+
+const plan_ring *plan_calibration_ring(const plan_calibration *cal, int heads, int T, int cp) {
+    for (int i = 0; i < cal->nring; i++)
+        if (cal->ring[i].heads == heads && cal->ring[i].T == T && cal->ring[i].cp == cp)
+            return &cal->ring[i];
+    return NULL;
+}
+
 plan_link plan_calibration_link(const plan_calibration *cal, plan_link_kind k, int g) {
     const plan_link *best = &cal->link[k];
     int best_g = 2;
@@ -257,6 +286,14 @@ void plan_calibration_measure(const train_config *c, int world, double seconds,
         a->heads = c->num_attention_heads / tp, a->T = c->seq_length;
         measure_attention(c, each, a);
     }
+    for (int tp = 1; tp <= world; tp++) /* every tp × cp the world holds, T/cp even */
+        for (int cp = 2; tp * cp <= world && cal->nring < PLAN_MAX_RINGS; cp++) {
+            if (world % (tp * cp) || c->num_attention_heads % tp || c->seq_length % (2 * cp))
+                continue;
+            plan_ring *r = &cal->ring[cal->nring++];
+            *r = (plan_ring){c->num_attention_heads / tp, c->seq_length, cp, 0, 0};
+            measure_ring(c, each, r);
+        }
     for (int i = 0; i < cal->ngemm; i++) {
         plan_gemm *g = &cal->gemm[i];
         g->flops_per_s = gemm_rate_measure(g->N, g->C, g->OC, each);
@@ -312,6 +349,9 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
         fprintf(f, "attention %d %d %.6g %.6g %.6g %.6g\n", cal->attention[i].heads,
                 cal->attention[i].T, cal->attention[i].fwd, cal->attention[i].bwd,
                 cal->attention[i].ring_fwd, cal->attention[i].ring_bwd);
+    for (int i = 0; i < cal->nring; i++)
+        fprintf(f, "ring %d %d %d %.6g %.6g\n", cal->ring[i].heads, cal->ring[i].T, cal->ring[i].cp,
+                cal->ring[i].fwd, cal->ring[i].bwd);
     fprintf(f, "elementwise %.6g\noptimizer %.6g\n", cal->elementwise_per_s, cal->optimizer_per_s);
     fprintf(f, "block %.6g %.6g\n", cal->block_forward, cal->block_backward);
     fprintf(f, "head %.6g %.6g\n", cal->head_forward, cal->head_backward);
@@ -380,6 +420,13 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
                a->heads > 0 && a->T > 0 && a->fwd > 0 && a->bwd > 0 && a->ring_fwd > 0 &&
                a->ring_bwd > 0 && isfinite(a->fwd) && isfinite(a->bwd) && isfinite(a->ring_fwd) &&
                isfinite(a->ring_bwd);
+    }
+    if (strcmp(word, "ring") == 0) {
+        if (cal->nring >= PLAN_MAX_RINGS) return false;
+        plan_ring *r = &cal->ring[cal->nring++];
+        return sscanf(rest, "%d %d %d %lf %lf", &r->heads, &r->T, &r->cp, &r->fwd, &r->bwd) == 5 &&
+               r->heads > 0 && r->T > 0 && r->cp > 1 && r->fwd > 0 && r->bwd > 0 &&
+               isfinite(r->fwd) && isfinite(r->bwd);
     }
     if (strcmp(word, "elementwise") == 0)
         return sscanf(rest, "%lf", &cal->elementwise_per_s) == 1 && cal->elementwise_per_s > 0;

@@ -12,6 +12,10 @@
  *                  products run far below the GEMM rate of one whole head's product; and
  *                  ring attention's kernel (src/cp/ring_attention.h, on the local sequence:
  *                  no group), which context parallelism runs instead, block by block
+ *   ring           ring attention as one rank of cp computes it, for every cp and tp the world
+ *                  allows (ring_attention_forward_alone: the rank's blocks at their size —
+ *                  (T/cp/2)² entries each, far below the rate of whole sequences — with no
+ *                  messages; those are the links' part)
  *   optimizer      parameters per second of one AdamW update (src/optim/adamw.h)
  *   block          the model's own transformer block (gpt_forward, gpt_backward of a chunk of
  *                  one layer, tp = cp = 1): forward and whole backward of one micro-batch.
@@ -45,6 +49,7 @@
  *   optimizer <params/s>
  *   attention <heads> <T> <fwd s> <bwd s> <ring fwd s> <ring bwd s>
  *                                          (optional; one line per heads count)
+ *   ring <heads> <T> <cp> <fwd s> <bwd s>  (optional; one line per heads count and cp > 1)
  *   block <forward s> <backward s>
  *   head <forward s> <backward s>
  *   trainer <factor>                       (optional: 1 without)
@@ -73,6 +78,7 @@
 
 #define PLAN_CALIBRATION_VERSION 2
 enum { PLAN_MAX_GEMMS = 256, PLAN_MAX_ATTENTION = 16, PLAN_MAX_MOE_LOADS = 64 };
+enum { PLAN_MAX_RINGS = 64 };
 enum { PLAN_LINK_MAX_GROUP = 8, PLAN_MAX_LINK_GROUPS = 4 }; /* links measured on up to 8 ranks */
 
 typedef enum {
@@ -90,6 +96,11 @@ typedef struct {
     double sync;     /* seconds per call: the ranks reach a call after compute unevenly */
     char source[16]; /* "measured" or "default" */
 } plan_link;
+
+typedef struct {
+    int heads, T, cp; /* the heads a rank keeps, the whole sequence, the ring's ranks (> 1) */
+    double fwd, bwd;  /* seconds of one micro-batch's ring attention on one rank, no messages */
+} plan_ring;
 
 typedef struct {
     int g;                       /* ranks, 3 to PLAN_LINK_MAX_GROUP */
@@ -121,8 +132,10 @@ typedef struct {
     plan_gemm gemm[PLAN_MAX_GEMMS];
     int nattention;
     plan_attention attention[PLAN_MAX_ATTENTION]; /* (nattention) none in older files */
-    double elementwise_per_s;                     /* floats per second */
-    double optimizer_per_s;                       /* parameters per second */
+    int nring;
+    plan_ring ring[PLAN_MAX_RINGS];       /* (nring) */
+    double elementwise_per_s;             /* floats per second */
+    double optimizer_per_s;               /* parameters per second */
     double block_forward, block_backward; /* the model's block, tp = cp = 1, one micro-batch, s */
     double trainer_factor; /* a serial `trident train` step ÷ the model's prediction of it with
                               factor 1 (0: not measured, taken as 1) */
@@ -182,6 +195,9 @@ double plan_moe_load_factor(const uint32_t *tokens, int L, int E, int ep);
 
 /* The measured attention core at `heads` heads and sequence length T, or NULL. */
 const plan_attention *plan_calibration_attention(const plan_calibration *cal, int heads, int T);
+
+/* The measured ring attention of one rank of cp at `heads` heads, sequence length T, or NULL. */
+const plan_ring *plan_calibration_ring(const plan_calibration *cal, int heads, int T, int cp);
 
 /* The default file for c: <cache dir>/plan-calibration-<L>-<C>-<NH>-<T>-<B>-<D>-<E>-<K>.
  * False when neither XDG_CACHE_HOME nor HOME is set. */

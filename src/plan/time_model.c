@@ -108,6 +108,13 @@ static const plan_attention *measured_attention(const train_config *c, const pla
     return plan_calibration_attention(cal, (int)(c->num_attention_heads / tp), c->seq_length);
 }
 
+/* The measured ring attention of one rank of cp at tp (NULL: cp 1, or not in the calibration). */
+static const plan_ring *measured_ring(const train_config *c, const plan_calibration *cal, double tp,
+                                      double cp) {
+    if (cp <= 1) return NULL;
+    return plan_calibration_ring(cal, (int)(c->num_attention_heads / tp), c->seq_length, (int)cp);
+}
+
 /* The share of the sequence's score entries one rank of cp computes in ring attention
  * (ring_attention_score_entries: the blocks its zig-zag chunks meet), 1 at cp = 1. */
 static double ring_share(const train_config *c, int cp) {
@@ -117,11 +124,14 @@ static double ring_share(const train_config *c, int cp) {
 }
 
 /* The attention core of one layer, one micro-batch, at tp and cp, forward: measured at the
- * rank's heads — the kernels' at cp = 1, ring attention's kernel × the rank's share of the
- * score entries beyond; without a measurement Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs, at the rate of
+ * rank's heads — the kernels' at cp = 1, a rank's ring attention at cp beyond (else ring
+ * attention's kernel on the whole sequence × the rank's share of the score entries); without
+ * a measurement Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs, at the rate of
  * one head's product. */
 static double attention_forward_s(const train_config *c, const plan_calibration *cal, double tp,
                                   double cp) {
+    const plan_ring *r = measured_ring(c, cal, tp, cp);
+    if (r) return r->fwd;
     const plan_attention *a = measured_attention(c, cal, tp);
     if (a) return cp > 1 ? a->ring_fwd * ring_share(c, (int)cp) : a->fwd;
     const double T = c->seq_length, C = c->hidden_size, N = c->micro_batch_size * T / cp;
@@ -165,6 +175,8 @@ static double rest_ratio(const train_config *c, const plan_calibration *cal) {
 }
 static double attention_backward_s(const train_config *c, const plan_calibration *cal, double tp,
                                    double cp) {
+    const plan_ring *r = measured_ring(c, cal, tp, cp);
+    if (r) return r->bwd;
     const plan_attention *a = measured_attention(c, cal, tp);
     if (a) return cp > 1 ? a->ring_bwd * ring_share(c, (int)cp) : a->bwd;
     return rest_ratio(c, cal) * attention_forward_s(c, cal, tp, cp);

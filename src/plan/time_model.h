@@ -11,7 +11,8 @@
  *                     one, measured by the calibration) at their local shapes ÷ the
  *                     calibrated rate at that shape
  *     attention_gemm  the attention core (Q·Kᵀ, causal softmax, A·V) as the calibration
- *                     measured it at the rank's NH/tp heads, ÷ cp; without that measurement
+ *                     measured it at the rank's NH/tp heads (with cp, one rank's ring
+ *                     attention as measured at that cp); without that measurement
  *                     Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs at one head's product rate
  *     elementwise     LayerNorms, GELU, residuals (and the softmax when the attention core
  *                     is not measured): (12·C + 16·C/tp [+ 4·NH/tp·T])·N floats ÷ the rate

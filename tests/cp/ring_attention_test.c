@@ -177,6 +177,39 @@ static void null_group_is_serial_attention_for_any_length(void **state) {
     }
 }
 
+/* A rank's compute alone (ring_attention_forward_alone, _backward_alone): where every rank's
+ * K and V rows are the same, the ring brings the rank nothing it does not hold, so alone it
+ * computes the ring's out, lse and dQ exactly — the same blocks on the same data — and sends
+ * nothing. (Its dK, dV keep its own queries' share: the ring sends those to their owners.) */
+static void alone_is_the_ring_when_every_rank_holds_the_same_keys(void **state) {
+    (void)state;
+    const int r = R(), cp = P();
+    const size_t B = 2, Tl = 8, NH = 2, HS = 8, CH = NH * HS, rows = B * Tl;
+    float *qkv = fill(rows * 3 * CH, 10), *dout = fill(rows * CH, 11 + (uint64_t)r);
+    float *q_mine = fill(rows * CH, 20 + (uint64_t)r); /* the queries differ by rank */
+    for (size_t i = 0; i < rows; i++) memcpy(qkv + i * 3 * CH, q_mine + i * CH, CH * sizeof(float));
+    float *out[2], *lse[2], *dqkv[2];
+    for (int k = 0; k < 2; k++) {
+        out[k] = malloc(rows * CH * sizeof(float));
+        lse[k] = malloc(B * NH * Tl * sizeof(float));
+        dqkv[k] = calloc(rows * 3 * CH, sizeof(float));
+    }
+    ring_attention_forward(g_cp, out[0], lse[0], qkv, B, Tl, NH, HS);
+    ring_attention_backward(g_cp, dqkv[0], dout, qkv, out[0], lse[0], B, Tl, NH, HS);
+    const size_t calls = comm_calls(g_cp);
+    ring_attention_forward_alone(r, cp, out[1], lse[1], qkv, B, Tl, NH, HS);
+    ring_attention_backward_alone(r, cp, dqkv[1], dout, qkv, out[1], lse[1], B, Tl, NH, HS);
+    assert_int_equal(comm_calls(g_cp), calls);
+    expect_close(out[1], out[0], rows * CH, 0, 0, "alone out");
+    expect_close(lse[1], lse[0], B * NH * Tl, 0, 0, "alone lse");
+    for (size_t i = 0; i < rows; i++) /* dQ: the first CH columns of each row */
+        expect_close(dqkv[1] + i * 3 * CH, dqkv[0] + i * 3 * CH, CH, ATOL, RTOL, "alone dQ");
+    for (int k = 0; k < 2; k++) free(out[k]), free(lse[k]), free(dqkv[k]);
+    free(qkv);
+    free(dout);
+    free(q_mine);
+}
+
 /* The zig-zag balances the work: every rank computes (2cp + 1) chunk² score entries, where
  * consecutive chunks would give rank r (2r + 1) times the first rank's. Pure numbers. */
 static void zigzag_gives_every_rank_the_same_number_of_scores(void **state) {
@@ -211,6 +244,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(ring_forward_and_backward_match_serial_attention_T16),
         cmocka_unit_test(ring_matches_serial_on_a_longer_sequence),
         cmocka_unit_test(null_group_is_serial_attention_for_any_length),
+        cmocka_unit_test(alone_is_the_ring_when_every_rank_holds_the_same_keys),
         cmocka_unit_test(zigzag_gives_every_rank_the_same_number_of_scores),
         cmocka_unit_test(traffic_formulas_in_numbers),
     };

@@ -44,6 +44,8 @@ static plan_calibration sample(void) {
     cal.attention[1] = (plan_attention){2, 64, 1.1e-4, 2.6e-4, 2.1e-4, 4.6e-4};
     for (int k = 0; k < PLAN_NLINKS; k++)
         cal.link[k] = (plan_link){2e-6 * (k + 1), 3e-10, 1e-5, "measured"};
+    cal.nring = 1;
+    cal.ring[0] = (plan_ring){4, 64, 2, 3e-4, 5e-4};
     cal.nlink_groups = 1;
     cal.link_group[0].g = 4;
     for (int k = 0; k < PLAN_NLINKS; k++) /* p2p: the pair's, as the reader fills it */
@@ -106,6 +108,9 @@ static void written_and_read_back(void **state) {
     assert_true(fabs(b.link[PLAN_ALL_TO_ALL].alpha - 1e-5) < 1e-15);
     assert_string_equal(b.link[PLAN_P2P].source, "measured");
     assert_true(fabs(b.link[PLAN_P2P].sync - 1e-5) < 1e-15);
+    const plan_ring *ring = plan_calibration_ring(&b, 4, 64, 2);
+    assert_true(ring && fabs(ring->fwd - 3e-4) < 1e-15 && fabs(ring->bwd - 5e-4) < 1e-15);
+    assert_null(plan_calibration_ring(&b, 4, 64, 4));
     assert_int_equal(b.nlink_groups, 1);
     assert_memory_equal(&b.link_group[0], &a.link_group[0], sizeof a.link_group[0]);
     assert_int_equal(b.nmoe_load, 2);
