@@ -5,11 +5,13 @@
  * with fewer cores than ranks its members take turns).
  *
  * The worker (`trident plan --links-worker FILE`, run by plan_links_measure under mpirun on
- * g ranks) times each kind at a small and a large message, fastest of several rounds, and rank
- * 0 writes "<kind> <bytes> <seconds>" lines (p2p, a pair, only on 2 ranks). Then every rank
- * runs the same layer's worth of work 200 times, each timed by its thread CPU time (as the
- * replay view times compute): the median of (the slowest rank's time − this rank's) is what a
- * collective after compute waits for its last member beyond its transfer — the per-call sync
+ * g ranks) times each kind at a small and a large message, fastest of several rounds spread
+ * over the job (round r of every kind before round r + 1 of any), and rank 0 writes
+ * "<kind> <bytes> <seconds>" lines (p2p, a pair, only on 2 ranks). In each round every rank
+ * also runs the same layer's worth of work 40 times, each timed by its thread CPU time (as the
+ * replay view times compute): the median of (the slowest rank's time − this rank's), in the
+ * quietest round, is what a collective after compute waits for its last member beyond its
+ * transfer — the per-call sync
  * of every collective kind (a pipeline receive's wait is the schedule's, played by the
  * simulator). The fit, per kind, with time_model.h's cost of one call over g ranks (steps s,
  * bytes on the wire w):
@@ -27,7 +29,9 @@
 
 #include "src/plan/calibration.h"
 
-enum { PLAN_LINK_SMALL = 64, PLAN_LINK_LARGE = 1 << 22 }; /* bytes of the two messages */
+/* Bytes of the two messages: a latency's and a layer's (the activations a layer's collectives
+ * move are tens to hundreds of KB; much larger messages leave the caches and fit another β). */
+enum { PLAN_LINK_SMALL = 64, PLAN_LINK_LARGE = 1 << 18 };
 enum { PLAN_LINK_WORK = 200000 }; /* multiply-adds of the work timed on both ranks (~0.2 ms) */
 
 /* The network between hosts when none is measured (trident plan --ranks-per-node): 10 Gbit/s

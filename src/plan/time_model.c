@@ -141,27 +141,33 @@ static double attention_forward_s(const train_config *c, const plan_calibration 
 }
 
 /* Floats the passes that are not products touch in one layer's forward on one rank:
- * LayerNorms, residuals, biases (12·C), the MLP's GELU (16·C/tp), and the softmax
- * (4·NH/tp·T) where the attention core is not measured with it. */
+ * LayerNorms, residuals, biases (12·C), the MLP's GELU (16·C/tp; with experts 16·C for each
+ * of the N·K rows the rank's experts take, times the expert load of ep — experts are whole on
+ * every tensor-parallel rank), and the softmax (4·NH/tp·T) where the attention core is not
+ * measured with it. */
 static double layer_floats(const train_config *c, const plan_calibration *cal, double tp,
                            double cp) {
     const double T = c->seq_length, C = c->hidden_size, N = c->micro_batch_size * T / cp;
     const double softmax = measured_attention(c, cal, tp) ? 0
                                                           : 4.0 * c->num_attention_heads / tp * T;
-    return N * (12 * C + 16 * C / tp + softmax);
+    const double mlp = c->num_experts > 0
+                           ? 16 * C * c->moe_router_topk *
+                                 plan_calibration_moe_load(cal, c->expert_model_parallel_size)
+                           : 16 * C / tp;
+    return N * (12 * C + mlp + softmax);
 }
 
-/* Seconds per float of that work: what the measured block took beyond its products and its
- * attention core (at least a tenth of it), over its floats; without a block measurement the
- * elementwise rate. */
+/* Seconds per float of that work: what the measured block (tp = cp = ep = 1) took beyond its
+ * products and its attention core (at least a tenth of it), over its floats; without a block
+ * measurement the elementwise rate. */
 static double seconds_per_float(const train_config *c, const plan_calibration *cal) {
     if (!(cal->block_forward > 0)) return 1 / cal->elementwise_per_s;
     const double N = (double)c->micro_batch_size * c->seq_length;
-    train_config dense = *c;
-    dense.expert_model_parallel_size = 1;
-    const double products = layer_products(&dense, cal, 1, N) + attention_forward_s(c, cal, 1, 1);
+    train_config block = *c;
+    block.expert_model_parallel_size = 1;
+    const double products = layer_products(&block, cal, 1, N) + attention_forward_s(c, cal, 1, 1);
     return fmax(cal->block_forward - products, 0.1 * cal->block_forward) /
-           layer_floats(c, cal, 1, 1);
+           layer_floats(&block, cal, 1, 1);
 }
 
 /* The backward's compute over the forward's for all but the attention core, as the block

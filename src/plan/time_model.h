@@ -16,7 +16,8 @@
  *                     Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs at one head's product rate
  *     elementwise     LayerNorms, GELU, residuals (and the softmax when the attention core
  *                     is not measured): (12·C + 16·C/tp [+ 4·NH/tp·T])·N floats ÷ the rate
- *                     the measured block leaves for them
+ *                     the measured block leaves for them; with experts the MLP's 16·C/tp is
+ *                     16·C·K × the expert load (every routed row, on the busiest rank)
  *     tp_comm         2 all-reduces of N·C floats over tp (sequence parallel: 2 all-gathers
  *                     + 2 reduce-scatters), bench_comm.c's TP bytes
  *     cp_comm         ring attention: cp − 1 p2p steps of K and V, 2·N·C/tp floats

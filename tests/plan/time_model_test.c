@@ -180,8 +180,8 @@ static void measured_attention_core(void **state) {
 }
 
 /* MoE, 4 experts top-2, ep 2 at 2 ranks, with the calibration's expert load 1.5 at ep 2: the
- * busiest rank's two experts take 1.5 × their balanced N·K·ep/E = 256 rows (384), and its
- * all-to-alls 1.5 × the bytes; without a measured load (ep 4 here) the balanced share. */
+ * busiest rank's two experts take 1.5 × their balanced N·K·ep/E = 256 rows (384), its
+ * elementwise work and all-to-alls 1.5 × theirs; without a measured load, the balanced share. */
 static void expert_load_on_the_busiest_rank(void **state) {
     (void)state;
     const plan_calibration saved = g_cal;
@@ -198,6 +198,9 @@ static void expert_load_on_the_busiest_rank(void **state) {
     /* two all-to-alls over 2 ranks: 1 step each, half the N·K·C floats × 1.5 on the wire */
     near(p.layer.ep_comm, 2 * (1e-6 + 1e-9 * 4 * N * C * K * 1.5 / 2), "all-to-alls");
     near(p.layer.moe_load, 1.5, "the load applied");
+    /* its GELU and biases over every routed row: 16·C·K × 1.5 floats a token, beside the
+     * LayerNorms' and residuals' 12·C and the softmax's 4·NH·T */
+    near(p.layer.elementwise, N * (12 * C + 16 * C * K * 1.5 + 4 * 4 * 64) / 1e8, "expert rows");
     g_cal = saved;
     near(predict(&c).layer.moe_load, 1, "not measured: balanced");
 }
