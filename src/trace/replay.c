@@ -124,7 +124,9 @@ static void walk(rp_rank *k, int e, const int *first_child, const int *next_sib)
         /* a sendrecv is traced as its two halves over one call (src/runtime/comm_p2p.c), each
          * with the whole call's CPU time: subtracted once */
         const bool half = is_comm(y->kind) && y->t_start == last_start && y->t_end == last_end;
-        if (!half) child_cpu += y->cpu >= 0 ? y->cpu : wall(y) * share;
+        /* a wait for the stream sleeps on a condition variable (comm_stream_wait): no CPU */
+        const double unknown = k->stream_of[c] >= 0 ? 0 : wall(y) * share;
+        if (!half) child_cpu += y->cpu >= 0 ? y->cpu : unknown;
         last_start = y->t_start, last_end = y->t_end;
     }
     if (x->t_end > prev) own_wall += x->t_end - prev;

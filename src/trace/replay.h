@@ -32,7 +32,9 @@
  * The estimates, and why (details at the top of replay.c):
  *   own time of a parent  = cpu − cpu of children, where a child whose cpu is unknown gets
  *                           wall × (the parent's cpu / wall): the CPU share a time-shared
- *                           rank got is taken as uniform across the parent;
+ *                           rank got is taken as uniform across the parent — except a wait
+ *                           for the stream, which sleeps (0: ZeRO-3's forward, mostly waits
+ *                           in wall time, had been left a third of its compute);
  *   transfer cost         = t_end − t_ready (the part after the data was there), capped by
  *                           the event's cpu when known; for a send or receive also capped by
  *                           bytes / the fastest p2p copy measured in the run; for a collective

@@ -277,11 +277,12 @@ static void stream(trace_recorder *t, const char *op, double t0, double t1) {
 
 /* ZeRO-3's prefetch: a stream all-gather issued inside each rank's forward (2 s of CPU over
  * 4 s of wall), at wall 1 on rank 0 and 1.5 on rank 1 (whose clock is 0.5 s behind: both
- * entered by 2.0, transfer min(1, 1.5) = 1 s); rank 0 waits for it at [3, 3.5] (own time
- * 2 − 0.5·0.5 = 1.75 over 3.5 s of gaps: scale 0.5). The replay issues it at 0.5 and 0.75 and
- * runs it [0.75, 1.75], so rank 0's wait, reached at 1.5, ends at 1.75 and its forward at 2.0;
- * rank 1 never waits (2.0). A main-lane all-reduce on the same group is matched with the
- * other main-lane call only: [2.0, 2.5]. */
+ * entered by 2.0, transfer min(1, 1.5) = 1 s); rank 0 waits for it at [3, 3.5]. The wait
+ * sleeps: rank 0's own time is all 2 s, over 3.5 s of gaps (scale 4/7); rank 1's 2 s over 4
+ * (scale 1/2). The replay issues it at 4/7 and 0.75 and runs it [0.75, 1.75], so rank 0's
+ * wait, reached at 12/7, ends at 1.75 and its forward at 1.75 + 2/7; rank 1 never waits
+ * (2.0). A main-lane all-reduce on the same group is matched with the other main-lane call
+ * only: it runs from the later arrival, 1.75 + 2/7, for its 0.5 s. */
 static void a_stream_collective_runs_beside_the_program(void **state) {
     (void)state;
     trace_recorder *ts[2];
@@ -296,19 +297,21 @@ static void a_stream_collective_runs_beside_the_program(void **state) {
     trace_run *rec = run_of("replay_stream", ts, 2), *r = replay(rec);
     for (int k = 0; k < 2; k++) {
         const trace_event *f = find(r, k, TRACE_FORWARD, 0, 0);
-        assert_true(fabs(f->t_end - 2.0) < 1e-9);
+        const double f0 = 1.75 + 2.0 / 7; /* rank 0's forward ends */
+        assert_true(fabs(f->t_end - (k ? 2.0 : f0)) < 1e-9);
         int seen = 0;
         for (size_t i = 0; i < trace_file_num_events(r->ranks[k]); i++) {
             const trace_event *e = trace_file_event(r->ranks[k], i);
             const char *op = trace_file_string(r->ranks[k], e->op);
             if (e->kind != TRACE_COLLECTIVE) continue;
             if (e->flags & TRACE_STREAM) {
-                assert_true(fabs(e->t_start - (k ? 0.75 : 0.5)) < 1e-9);
+                assert_true(fabs(e->t_start - (k ? 0.75 : 4.0 / 7)) < 1e-9);
                 assert_true(fabs(e->t_end - 1.75) < 1e-9);
             } else if (strcmp(op, "wait") == 0) {
-                assert_true(fabs(e->t_start - 1.5) < 1e-9 && fabs(e->t_end - 1.75) < 1e-9);
+                assert_true(fabs(e->t_start - 12.0 / 7) < 1e-9 && fabs(e->t_end - 1.75) < 1e-9);
             } else {
-                assert_true(fabs(e->t_start - 2.0) < 1e-9 && fabs(e->t_end - 2.5) < 1e-9);
+                assert_true(fabs(e->t_start - (k ? 2.0 : f0)) < 1e-9); /* each its arrival */
+                assert_true(fabs(e->t_end - (f0 + 0.5)) < 1e-9);
             }
             seen++;
         }
