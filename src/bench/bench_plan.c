@@ -283,6 +283,24 @@ static void rank_judge(bench_ctx *ctx, const rank_runs *r, int passes, calibrati
     }
 }
 
+/* What one calibration measured that the predictions lean on most: the block, the trainer
+ * factor, the all-reduce on 2 and 4 ranks, the expert load. */
+static void calibration_note(bench_ctx *ctx, int experts, const plan_calibration *cal) {
+    const plan_link a2 = plan_calibration_link(cal, PLAN_ALL_REDUCE, 2),
+                    a4 = plan_calibration_link(cal, PLAN_ALL_REDUCE, 4);
+    char load[96] = "";
+    for (int i = 0, used = 0; i < cal->nmoe_load && used < (int)sizeof load; i++)
+        used += snprintf(load + used, sizeof load - (size_t)used, ", expert load ep %d: %.2f",
+                         cal->moe_load[i].ep, cal->moe_load[i].factor);
+    bench_note(ctx->report, "plan",
+               "calibration of model %d experts: block %.3f + %.3f ms, trainer factor %.3f, "
+               "all-reduce on 2 ranks α %.2f µs, β %.3g ns/byte, sync %.2f µs; on 4 α %.2f µs, "
+               "β %.3g ns/byte, sync %.2f µs%s",
+               experts, cal->block_forward * 1e3, cal->block_backward * 1e3, cal->trainer_factor,
+               a2.alpha * 1e6, a2.beta * 1e9, a2.sync * 1e6, a4.alpha * 1e6, a4.beta * 1e9,
+               a4.sync * 1e6, load);
+}
+
 void bench_plan(bench_ctx *ctx) {
     calibrations *cs = callocCheck(1, sizeof *cs);
     scatter_points *sp = callocCheck(1, sizeof *sp);
@@ -299,14 +317,7 @@ void bench_plan(bench_ctx *ctx) {
         }
     for (int j = 0; j < 2; j++) rank_judge(ctx, &runs[j], passes, cs, sp);
     free(runs);
-    for (int i = 0; i < cs->n; i++)
-        bench_note(ctx->report, "plan",
-                   "calibration of model %d experts: block %.3f + %.3f ms, trainer factor %.3f, "
-                   "all-reduce α %.2f µs, β %.3g ns/byte, sync %.2f µs",
-                   cs->model[i][6], cs->cal[i].block_forward * 1e3, cs->cal[i].block_backward * 1e3,
-                   cs->cal[i].trainer_factor, cs->cal[i].link[PLAN_ALL_REDUCE].alpha * 1e6,
-                   cs->cal[i].link[PLAN_ALL_REDUCE].beta * 1e9,
-                   cs->cal[i].link[PLAN_ALL_REDUCE].sync * 1e6);
+    for (int i = 0; i < cs->n; i++) calibration_note(ctx, cs->model[i][6], &cs->cal[i]);
     const bool labelled[3] = {true, true, false}; /* the judged views label their misses */
     const char *const series[3] = {"2 ranks (wall clock)", "4 ranks (replay)", "2 ranks (replay)"};
     viz_plan_scatter chart = {
