@@ -54,17 +54,9 @@ static void add_moe_load(const char *dir, int E, int world, double *acc, int *li
     run_metrics_free(m);
 }
 
-/* `copies` serial `trident train` runs of the model at once (4 micro-batches a step, 24 steps,
- * traced), so the cores are as busy as a job keeps them: their step CPU time after warm-up
- * (the replay view's step; the lower quartile) over the time model's prediction of that step
- * from the kernels alone, into cal->trainer_factor. */
-static void calibrate_trainer(const train_config *model, int world, int copies,
-                              plan_calibration *cal, const char *who) {
-    char self[4096], dir[64], cmd[16384];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) die("%s: cannot find this program (/proc/self/exe) to run the serial step", who);
-    self[n] = 0;
-    snprintf(dir, sizeof dir, "/tmp/trident-plan-run.%d", (int)getpid());
+/* The serial configuration of the model the trainer factor is measured on: tp = cp = pp =
+ * ep = 1, 4 micro-batches a step. */
+static train_config serial_config(const train_config *model) {
     train_config c = *model;
     c.tensor_model_parallel_size = c.context_parallel_size = 1;
     c.pipeline_model_parallel_size = c.expert_model_parallel_size = 1;
@@ -72,6 +64,20 @@ static void calibrate_trainer(const train_config *model, int world, int copies,
     c.pipeline_schedule = "1f1b";
     c.stage_layers = NULL;
     c.global_batch_size = 4 * c.micro_batch_size;
+    return c;
+}
+
+/* `copies` serial `trident train` runs of c at once (24 steps, traced), so the cores are as
+ * busy as a job keeps them: the mean over copies of their step CPU time after warm-up (the
+ * replay view's step; the lower quartile). With experts, adds each run's expert load of every
+ * ep up to world into load[ep] (*lines counts the step lines). */
+static double serial_step(const train_config *c, int world, int copies, double *load, int *lines,
+                          const char *who) {
+    char self[4096], dir[64], cmd[16384];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) die("%s: cannot find this program (/proc/self/exe) to run the serial step", who);
+    self[n] = 0;
+    snprintf(dir, sizeof dir, "/tmp/trident-plan-run.%d", (int)getpid());
     size_t used = (size_t)snprintf(cmd, sizeof cmd, "(");
     for (int k = 0; k < copies && used < sizeof cmd; k++)
         used += (size_t)snprintf(
@@ -80,13 +86,13 @@ static void calibrate_trainer(const train_config *model, int world, int copies,
             "--micro-batch-size %d --global-batch-size %d --make-vocab-size-divisible-by %d "
             "--num-experts %d --moe-router-topk %d --threads %d%s --train-iters 24 "
             "--log-interval 2 --eval-iters 0 --run-dir '%s.%d' > '%s.%d.log' 2>&1 & ",
-            self, c.num_layers, c.hidden_size, c.num_attention_heads, c.seq_length,
-            c.micro_batch_size, c.global_batch_size, c.make_vocab_size_divisible_by, c.num_experts,
-            c.moe_router_topk, c.threads, c.bf16 ? " --bf16" : "", dir, k, dir, k);
+            self, c->num_layers, c->hidden_size, c->num_attention_heads, c->seq_length,
+            c->micro_batch_size, c->global_batch_size, c->make_vocab_size_divisible_by,
+            c->num_experts, c->moe_router_topk, c->threads, c->bf16 ? " --bf16" : "", dir, k, dir,
+            k);
     if (used < sizeof cmd) snprintf(cmd + used, sizeof cmd - used, "wait)");
     const int rc = system(cmd);
-    double measured = 0, *load = callocCheck((size_t)world + 1, sizeof *load);
-    int lines = 0;
+    double measured = 0;
     for (int k = 0; k < copies; k++) {
         char run[96];
         snprintf(run, sizeof run, "%s.%d", dir, k);
@@ -94,8 +100,26 @@ static void calibrate_trainer(const train_config *model, int world, int copies,
         if (!isfinite(t))
             die("%s: the serial step of --calibrate failed (exit %d): see %s.log", who, rc, run);
         measured += t / copies;
-        if (c.num_experts > 1) add_moe_load(run, c.num_experts, world, load, &lines);
+        if (c->num_experts > 1) add_moe_load(run, c->num_experts, world, load, lines);
     }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'.*", dir);
+    if (system(cmd) != 0) fprintf(stderr, "%s: could not remove %s.*\n", who, dir);
+    return measured;
+}
+
+/* The trainer factor: the serial step (the faster of two measurements, `between` run between
+ * them: another job's load comes in stretches of seconds) over the time model's prediction of
+ * it from the kernels alone; and the expert load over both. */
+static void calibrate_trainer(const train_config *model, int world, int copies,
+                              plan_calibration *cal,
+                              void (*between)(plan_calibration *, int, const char *),
+                              const char *who) {
+    train_config c = serial_config(model);
+    double *load = callocCheck((size_t)world + 1, sizeof *load);
+    int lines = 0;
+    double measured = serial_step(&c, world, copies, load, &lines, who);
+    between(cal, world, who);
+    measured = fmin(measured, serial_step(&c, world, copies, load, &lines, who));
     cal->nmoe_load = 0;
     for (int ep = 2; lines > 0 && ep <= world && cal->nmoe_load < PLAN_MAX_MOE_LOADS; ep++)
         if (load[ep] > 0)
@@ -108,14 +132,12 @@ static void calibrate_trainer(const train_config *model, int world, int copies,
     cal->trainer_factor = 0;
     cal->trainer_factor = measured / plan_time_predict(&c, tm, cal).step;
     train_memory_free(tm);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'.*", dir);
-    if (system(cmd) != 0) fprintf(stderr, "%s: could not remove %s.*\n", who, dir);
 }
 
 void plan_calibrate(const train_config *c, int world, plan_calibration *cal, const char *who) {
     plan_calibration_measure(c, world, PLAN_CALIBRATE_SECONDS, cal);
-    plan_links_measure(cal, world, who);
-    /* as many copies as the job's ranks keep cores busy (at least one) */
+    /* as many copies as the job's ranks keep cores busy (at least one); the links between the
+     * trainer's two measurements */
     const int cores = gemm_rate_cores(), copies = world < cores ? world : cores;
-    calibrate_trainer(c, world, copies > 1 ? copies : 1, cal, who);
+    calibrate_trainer(c, world, copies > 1 ? copies : 1, cal, plan_links_measure, who);
 }
