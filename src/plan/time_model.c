@@ -80,6 +80,25 @@ static double group_time(const plan_calibration *cal, const train_config *c, int
     return link_time(&l, k, g, bytes);
 }
 
+/* Of that, the bandwidth part β·wire: the time a rank spends copying the bytes. */
+static double group_copy(const plan_calibration *cal, const train_config *c, int group,
+                         plan_link_kind k, int g, double bytes) {
+    if (g <= 1) return 0;
+    const plan_link l = plan_group_link(cal, c, group, k, g);
+    double steps, wire;
+    plan_link_shape(k, g, bytes, &steps, &wire);
+    return l.beta * wire;
+}
+
+/* What communication overlapped with compute costs the step: `total` seconds, of which `copy`
+ * copying bytes, beside `covering` seconds of compute, in `pieces` calls of which one always
+ * shows. On CPU ranks the copies take the rank's core from the compute they overlap (shared
+ * memory moves bytes with the CPU); only the waiting — latency and sync — hides. */
+static double overlapped(double total, double copy, double covering, double pieces) {
+    const double wait = total - copy;
+    return copy + fmax(wait - covering, wait / pieces);
+}
+
 /* Seconds of (N,C) @ (OC,C)^T at the calibrated rate of that shape. */
 static double gemm_s(const plan_calibration *cal, double N, double C, double OC) {
     if (N < 1 || C < 1 || OC < 1) return 0;
@@ -284,11 +303,12 @@ static double zero_in_pass(const train_config *c, const train_memory *tm,
     const double bytes = 4 * numel * share;
     double in_pass = 0;
     if (tm->stage >= 2) in_pass += group_time(cal, c, PG_DP_CP, PLAN_REDUCE_SCATTER, g, bytes);
-    if (tm->stage == 3) { /* prefetched one unit ahead: only what compute does not cover */
+    if (tm->stage == 3) { /* prefetched one unit ahead: overlapped with the pass's compute */
         const double ag = group_time(cal, c, PG_DP_CP, PLAN_ALL_GATHER, g, bytes);
+        const double copy = group_copy(cal, c, PG_DP_CP, PLAN_ALL_GATHER, g, bytes);
         const double passes = train_config_recompute(c).granularity == GPT_RECOMPUTE_FULL ? 2 : 1;
-        t->f[s] += fmax(ag - t->f[s], ag / (n + 1));
-        in_pass += passes * fmax(ag - t->b[s], ag / (n + 1));
+        t->f[s] += overlapped(ag, copy, t->f[s], n + 1);
+        in_pass += passes * overlapped(ag, copy, t->b[s], n + 1);
     }
     return in_pass;
 }
@@ -377,17 +397,21 @@ static void after_pipeline(const train_config *c, const train_memory *tm,
         double numel, shard;
         rank_params(tm, r, &numel, &shard);
         const double bytes = 4 * numel;
-        double grads = 0, params = 0;
-        if (tm->stage == 0) grads = group_time(cal, c, PG_DP_CP, PLAN_ALL_REDUCE, g, bytes);
-        if (tm->stage == 1) grads = group_time(cal, c, PG_DP_CP, PLAN_REDUCE_SCATTER, g, bytes);
-        if (tm->stage == 1 || tm->stage == 2)
-            params = group_time(cal, c, PG_DP_CP, PLAN_ALL_GATHER, g, bytes);
-        /* overlap: hidden behind the last backward (first forward), one bucket always shows */
+        const plan_link_kind gk = tm->stage == 0 ? PLAN_ALL_REDUCE : PLAN_REDUCE_SCATTER;
+        const bool gather = tm->stage == 1 || tm->stage == 2;
+        const double grads = tm->stage <= 1 ? group_time(cal, c, PG_DP_CP, gk, g, bytes) : 0;
+        const double params = gather ? group_time(cal, c, PG_DP_CP, PLAN_ALL_GATHER, g, bytes) : 0;
+        /* overlap: beside the last backward (first forward), one bucket always shows */
         const double buckets = fmax(1, ceil(numel / c->ddp_bucket_size));
         double exposed = grads + params;
-        if (c->overlap_grad_reduce) exposed += fmax(grads - rank_bwd[r], grads / buckets) - grads;
-        if (c->overlap_param_gather)
-            exposed += fmax(params - rank_fwd[r], params / buckets) - params;
+        if (c->overlap_grad_reduce && grads > 0)
+            exposed += overlapped(grads, group_copy(cal, c, PG_DP_CP, gk, g, bytes), rank_bwd[r],
+                                  buckets) -
+                       grads;
+        if (c->overlap_param_gather && params > 0)
+            exposed += overlapped(params, group_copy(cal, c, PG_DP_CP, PLAN_ALL_GATHER, g, bytes),
+                                  rank_fwd[r], buckets) -
+                       params;
         const double opt = shard / cal->optimizer_per_s;
         if (exposed + opt >= worst) {
             worst = exposed + opt;

@@ -33,15 +33,18 @@
  *   ends              the embedding (first stage) and the head's product and loss (last stage)
  *   zero_in_pass      ZeRO-2/3: a reduce-scatter of the stage's gradients after every
  *                     micro-batch's backward; ZeRO-3: all-gathers of its parameters for each
- *                     forward and backward (prefetched: only what compute does not cover)
+ *                     forward and backward (prefetched: overlapped, below)
  *   pipeline          the schedule played by pp_simulate (src/pp/schedule_sim.h) with these
  *                     per-stage costs, split backward W = the weight half of the products,
  *                     p2p = α + β·(N·C floats, ÷ tp with sequence parallelism)
  *   dp_comm           gradients over dp·cp ranks after the pipeline: ZeRO-0 all-reduce,
  *                     ZeRO-1 reduce-scatter + all-gather, ZeRO-2/3 the all-gather of ZeRO-2;
- *                     exposed all of it, or with --overlap-grad-reduce what the last
- *                     micro-batch's backward cannot cover (and --overlap-param-gather
- *                     likewise against the first forward)
+ *                     exposed all of it, or with --overlap-grad-reduce overlapped with the
+ *                     last micro-batch's backward (--overlap-param-gather: the first forward)
+ *   overlapped        communication beside compute costs the step its copies (β·bytes on the
+ *                     wire: on CPU ranks shared memory moves the bytes with the rank's own
+ *                     core) and what the compute cannot cover of the rest (α and sync), at
+ *                     least one piece of it (a bucket, a unit)
  *   optimizer         AdamW over the rank's parameters (its shard with ZeRO) ÷ the calibrated
  *                     rate, plus the gradient norm's all-reduce of one float
  *
