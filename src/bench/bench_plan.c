@@ -3,12 +3,12 @@
  * EP (MoE, 4 experts top-2), PP with all five schedules, DP with ZeRO-1/2/3, recomputation and
  * the overlap flags.
  *
- * Each layout trains STEPS steps, traced, twice: the whole list, then the whole list again
- * backwards (PASSES; --quick: once). A run's step is the median of its steps after the first
+ * Each layout trains STEPS steps, traced, in PASSES passes over the whole list, every other one
+ * backwards (--quick: one pass). A run's step is the median of its steps after the first
  * WARM_STEPS, each from the first rank's start to the last rank's end; the layout's measured
- * step is the faster of its two runs — another job's load on this shared machine only adds
- * time, and it comes in stretches of seconds that a median over one run's steps does not
- * remove. The spread between the passes is printed: the measurement's own noise. Which clock:
+ * step is the fastest of its runs — another job's load on this shared machine only adds time,
+ * and it comes in stretches of seconds that a median over one run's steps does not remove.
+ * The spread between the passes is printed: the measurement's own noise. Which clock:
  * at 2 ranks on 2 cores every rank has a core, and the wall clock is judged (it counts other
  * jobs' time too: judge it on a quiet machine); at 4 ranks the ranks time-share the cores and
  * the replay view is judged (src/trace/replay.h: every rank as if on its own core — what the
@@ -93,7 +93,7 @@ static const plan_layout k_four[] = {
     {"moe ep2", MOE " --expert-model-parallel-size 2"},
     {"moe ep4", MOE " --expert-model-parallel-size 4"},
 };
-enum { MAX_LAYOUTS = 32, MAX_MODELS = 4, STEPS = 20, WARM_STEPS = 4, PASSES = 2 };
+enum { MAX_LAYOUTS = 32, MAX_MODELS = 4, STEPS = 20, WARM_STEPS = 4, PASSES = 3 };
 
 /* One calibration per model the layouts train (the dense default, the MoE one), made the
  * first time a layout of that model is predicted. */
@@ -218,9 +218,9 @@ static void add_point(scatter_points *sp, const char *name, double pred, double 
     sp->n++;
 }
 
-/* Every layout of one rank count, measured in PASSES runs (a second pass in reverse order after
- * the first has run everything: a stretch of another job's load then lands on different
- * layouts) and predicted. */
+/* Every layout of one rank count, measured in PASSES runs (each pass after the one before has
+ * run everything, every other one in reverse order: a stretch of another job's load then lands
+ * on different layouts) and predicted. */
 typedef struct {
     int np, n;
     const plan_layout *layouts;
@@ -229,7 +229,8 @@ typedef struct {
 
 static void run_layout(bench_ctx *ctx, rank_runs *r, int i, int pass) {
     char name[64], dir[4200], log[4300];
-    snprintf(name, sizeof name, "plan_np%d_%02d%s", r->np, i, pass ? "_b" : "");
+    static const char *const suffix[PASSES] = {"", "_b", "_c"};
+    snprintf(name, sizeof name, "plan_np%d_%02d%s", r->np, i, suffix[pass]);
     bench_path(ctx, dir, sizeof dir, name);
     snprintf(log, sizeof log, "%s.log", dir);
     bench_launch(ctx, r->np, log,
@@ -239,15 +240,19 @@ static void run_layout(bench_ctx *ctx, rank_runs *r, int i, int pass) {
     r->wall[pass][i] = measured_step(dir, false);
 }
 
-/* The median over layouts of |pass 1 − pass 2| ÷ the faster: how much the machine alone moves
- * a measurement. */
-static double pass_spread(const double (*v)[MAX_LAYOUTS], int n) {
+/* The median over layouts of (slowest − fastest pass) ÷ the fastest: how much the machine
+ * alone moves a measurement. */
+static double pass_spread(const double (*v)[MAX_LAYOUTS], int n, int passes) {
     double d[MAX_LAYOUTS];
-    for (int i = 0; i < n; i++) d[i] = fabs(v[0][i] - v[1][i]) / fmin(v[0][i], v[1][i]);
+    for (int i = 0; i < n; i++) {
+        double lo = v[0][i], hi = v[0][i];
+        for (int k = 1; k < passes; k++) lo = fmin(lo, v[k][i]), hi = fmax(hi, v[k][i]);
+        d[i] = (hi - lo) / lo;
+    }
     return bench_median(d, n);
 }
 
-/* One rank count judged: each layout's measured step is the faster of its passes (the
+/* One rank count judged: each layout's measured step is the fastest of its passes (the
  * machine's other work only ever adds time); at 2 ranks the wall clock (the replay as
  * information), at 4 the replay view. */
 static void rank_judge(bench_ctx *ctx, const rank_runs *r, int passes, calibrations *cs,
@@ -261,12 +266,16 @@ static void rank_judge(bench_ctx *ctx, const rank_runs *r, int passes, calibrati
         pred[i] = predict(r->layouts[i].flags, np, cs);
         add_point(sp, r->layouts[i].name, pred[i], np == 2 ? wall[i] : meas[i], np == 2 ? 0 : 1);
         if (np == 2) add_point(sp, r->layouts[i].name, pred[i], meas[i], 2);
+        char each[64] = "";
+        for (int k = 0, used = 0; k < passes && used < (int)sizeof each; k++)
+            used += snprintf(each + used, sizeof each - (size_t)used, "%s%.2f", k ? ", " : "",
+                             r->replay[k][i] * 1e3);
         bench_note(ctx->report, "plan",
-                   "%d ranks %s: predicted %.2f ms, replay %.2f ms (%+.0f%%; passes %.2f, %.2f), "
-                   "wall %.2f ms",
+                   "%d ranks %s: predicted %.2f ms, replay %.2f ms (%+.0f%%; passes %s), wall %.2f "
+                   "ms",
                    np, r->layouts[i].flags[0] ? r->layouts[i].flags : "(data parallel)",
-                   pred[i] * 1e3, meas[i] * 1e3, 100 * (pred[i] - meas[i]) / meas[i],
-                   r->replay[0][i] * 1e3, r->replay[passes - 1][i] * 1e3, wall[i] * 1e3);
+                   pred[i] * 1e3, meas[i] * 1e3, 100 * (pred[i] - meas[i]) / meas[i], each,
+                   wall[i] * 1e3);
     }
     char what[64];
     snprintf(what, sizeof what, "%d ranks, %s", np, np == 2 ? "wall clock" : "replay");
@@ -275,11 +284,11 @@ static void rank_judge(bench_ctx *ctx, const rank_runs *r, int passes, calibrati
     if (passes > 1) {
         char metric[200];
         snprintf(metric, sizeof metric,
-                 "%d ranks, %d layouts: the measurement's own spread, median |pass 1 − pass 2| ÷ "
-                 "the faster (%s)",
+                 "%d ranks, %d layouts: the measurement's own spread, median (slowest − fastest "
+                 "pass) ÷ fastest (%s)",
                  np, r->n, np == 2 ? "wall clock" : "replay");
         bench_row_info(ctx->report, "plan", metric,
-                       pass_spread(np == 2 ? r->wall : r->replay, r->n), "%.3f");
+                       pass_spread(np == 2 ? r->wall : r->replay, r->n, passes), "%.3f");
     }
 }
 
@@ -310,10 +319,11 @@ void bench_plan(bench_ctx *ctx) {
     if (ctx->quick) runs[0].n = runs[1].n = 3;
     CHECK(runs[0].n <= MAX_LAYOUTS && runs[1].n <= MAX_LAYOUTS, WHO ": at most MAX_LAYOUTS");
     const int passes = ctx->quick ? 1 : PASSES;
-    for (int pass = 0; pass < passes; pass++) /* the second pass backwards through both lists */
+    for (int pass = 0; pass < passes; pass++) /* every other pass backwards through both lists */
         for (int j = 0; j < 2; j++) {
-            rank_runs *r = &runs[pass ? 1 - j : j];
-            for (int k = 0; k < r->n; k++) run_layout(ctx, r, pass ? r->n - 1 - k : k, pass);
+            const bool back = pass % 2;
+            rank_runs *r = &runs[back ? 1 - j : j];
+            for (int k = 0; k < r->n; k++) run_layout(ctx, r, back ? r->n - 1 - k : k, pass);
         }
     for (int j = 0; j < 2; j++) rank_judge(ctx, &runs[j], passes, cs, sp);
     free(runs);

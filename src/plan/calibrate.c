@@ -107,24 +107,20 @@ static double serial_step(const train_config *c, int world, int copies, double *
     return measured;
 }
 
-/* The trainer factor: the serial step (the faster of two measurements, `between` run between
- * them: another job's load comes in stretches of seconds) over the time model's prediction of
- * it from the kernels alone; and the expert load over both. */
-static void calibrate_trainer(const train_config *model, int world, int copies,
-                              plan_calibration *cal,
-                              void (*between)(plan_calibration *, int, const char *),
-                              const char *who) {
-    train_config c = serial_config(model);
-    double *load = callocCheck((size_t)world + 1, sizeof *load);
-    int lines = 0;
-    double measured = serial_step(&c, world, copies, load, &lines, who);
-    between(cal, world, who);
-    measured = fmin(measured, serial_step(&c, world, copies, load, &lines, who));
+/* The expert load of every ep, the mean over the serial runs' step lines (load[ep] summed,
+ * lines counted), into cal. */
+static void keep_moe_load(plan_calibration *cal, const double *load, int lines, int world) {
     cal->nmoe_load = 0;
     for (int ep = 2; lines > 0 && ep <= world && cal->nmoe_load < PLAN_MAX_MOE_LOADS; ep++)
         if (load[ep] > 0)
             cal->moe_load[cal->nmoe_load++] = (plan_moe_load){ep, fmax(1, load[ep] / lines)};
-    free(load);
+}
+
+/* The trainer factor: the measured serial step of c over the time model's prediction of it
+ * from the kernels alone. */
+static void keep_trainer_factor(const train_config *serial, double measured, plan_calibration *cal,
+                                const char *who) {
+    train_config c = *serial;
     char err[512];
     c.predict_only = true;
     if (!train_config_check(&c, 1, err, sizeof err)) die("%s: %s", who, err);
@@ -136,8 +132,22 @@ static void calibrate_trainer(const train_config *model, int world, int copies,
 
 void plan_calibrate(const train_config *c, int world, plan_calibration *cal, const char *who) {
     plan_calibration_measure(c, world, PLAN_CALIBRATE_SECONDS, cal);
-    /* as many copies as the job's ranks keep cores busy (at least one); the links between the
-     * trainer's two measurements */
-    const int cores = gemm_rate_cores(), copies = world < cores ? world : cores;
-    calibrate_trainer(c, world, copies > 1 ? copies : 1, cal, plan_links_measure, who);
+    /* as many copies as the job's ranks keep cores busy (at least one) */
+    const int cores = gemm_rate_cores(), copies = world < cores ? world : cores > 1 ? cores : 1;
+    const train_config serial = serial_config(c);
+    double *load = callocCheck((size_t)world + 1, sizeof *load);
+    int lines = 0;
+    /* the serial step and the links each twice, in turn: another job's load comes in
+     * stretches of seconds, and the faster of each is kept */
+    double step = serial_step(&serial, world, copies, load, &lines, who);
+    plan_links_measure(cal, world, who);
+    step = fmin(step, serial_step(&serial, world, copies, load, &lines, who));
+    plan_calibration *again = mallocCheck(sizeof *again);
+    *again = *cal;
+    plan_links_measure(again, world, who);
+    plan_links_keep_faster(cal, again);
+    free(again);
+    keep_moe_load(cal, load, lines, world);
+    free(load);
+    keep_trainer_factor(&serial, step, cal, who);
 }

@@ -1,8 +1,8 @@
 /* calibrate.h — `trident plan --calibrate` as one call: the kernels and the model's block
  * (calibration.h, plan_calibration_measure), then short serial `trident train` runs of the
  * model, traced, min(world, cores) of them at once (the cores as busy as the job will keep
- * them), twice, with the links measured under MPI between the two (links.h): another job's
- * load comes in stretches of seconds, and the faster of the two is kept. Their step CPU time
+ * them), twice, and the links under MPI (links.h) twice, in turn: another job's load comes in
+ * stretches of seconds, and the faster of each is kept. Their step CPU time
  * after warm-up (the lower quartile of the steps: another job's load lands on some steps, the
  * copies' own contention on all) over the time model's prediction of that step from the
  * numbers above is the trainer factor (what the trainer and a busy machine add around the
@@ -13,7 +13,7 @@
  * route as it will in its first steps.
  *
  * Runs this program again (/proc/self/exe): under mpirun for the links, plainly for the
- * serial runs (scratch run directories in /tmp, removed after). About 13 s for the demo's model
+ * serial runs (scratch run directories in /tmp, removed after). About 15 s for the demo's model
  * at 8 ranks.
  *
  * Not here: the file (calibration.h), the model (time_model.h).

@@ -151,6 +151,13 @@ static void mpi_environment(void) {
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
 }
 
+/* The fitted time of a large message of kind k on g ranks. */
+static double link_large_time(const plan_link *l, plan_link_kind k, int g) {
+    double steps, wire;
+    plan_link_shape(k, g, PLAN_LINK_LARGE, &steps, &wire);
+    return l->alpha * steps + l->beta * wire;
+}
+
 /* The worker on g ranks: the kinds it timed fitted into link[] (p2p only at g = 2). */
 static void measure_group(int g, plan_link *link, const char *who) {
     char self[4096], out[64], cmd[8400];
@@ -196,4 +203,22 @@ void plan_links_measure(plan_calibration *cal, int world, const char *who) {
         lg->link[PLAN_P2P] = cal->link[PLAN_P2P];
         measure_group(g, lg->link, who);
     }
+}
+
+/* The faster of two fits of one kind on g ranks: the one whose large message takes less. */
+static void keep_faster_link(plan_link *keep, const plan_link *other, plan_link_kind k, int g) {
+    const plan_link a = *keep;
+    if (link_large_time(other, k, g) < link_large_time(&a, k, g)) *keep = *other;
+    keep->sync = fmin(a.sync, other->sync);
+}
+
+void plan_links_keep_faster(plan_calibration *cal, const plan_calibration *other) {
+    for (int k = 0; k < PLAN_NLINKS; k++)
+        keep_faster_link(&cal->link[k], &other->link[k], (plan_link_kind)k, 2);
+    for (int i = 0; i < cal->nlink_groups; i++)
+        for (int j = 0; j < other->nlink_groups; j++)
+            if (other->link_group[j].g == cal->link_group[i].g)
+                for (int k = PLAN_P2P + 1; k < PLAN_NLINKS; k++)
+                    keep_faster_link(&cal->link_group[i].link[k], &other->link_group[j].link[k],
+                                     (plan_link_kind)k, cal->link_group[i].g);
 }

@@ -49,6 +49,11 @@ plan_link plan_links_network(double bytes_per_s, double latency_s, const char *s
  * starting "<who>: " when a job fails. */
 void plan_links_measure(plan_calibration *cal, int world, const char *who);
 
+/* Of two measurements of the links, the faster: for every kind and group size, the fit whose
+ * large message takes less, and the smaller sync, into cal (another job's load on a shared
+ * machine only ever slows a measurement). */
+void plan_links_keep_faster(plan_calibration *cal, const plan_calibration *other);
+
 /* The worker: inside an MPI job of 2 to PLAN_LINK_MAX_GROUP ranks, writes the times to `out`
  * (rank 0). Returns 0. */
 int plan_links_worker(const char *out);

@@ -203,6 +203,21 @@ static void links_shape_and_fit(void **state) {
     }
 }
 
+/* Two measurements of the links: each kind and size keeps the fit whose large message is
+ * faster, and the smaller sync of the two. */
+static void the_faster_of_two_link_measurements(void **state) {
+    (void)state;
+    plan_calibration a = sample(), b = sample();
+    b.link[PLAN_ALL_REDUCE].beta = 1e-10, b.link[PLAN_ALL_REDUCE].sync = 5e-5; /* faster, later */
+    b.link_group[0].link[PLAN_ALL_GATHER].beta = 5e-9;                         /* slower */
+    b.link_group[0].link[PLAN_ALL_GATHER].sync = 1e-6;
+    plan_links_keep_faster(&a, &b);
+    assert_true(a.link[PLAN_ALL_REDUCE].beta == 1e-10 && a.link[PLAN_ALL_REDUCE].sync == 1e-5);
+    assert_true(a.link_group[0].link[PLAN_ALL_GATHER].beta == 9e-10);
+    assert_true(a.link_group[0].link[PLAN_ALL_GATHER].sync == 1e-6);
+    assert_true(a.link[PLAN_P2P].beta == 3e-10); /* the same in both */
+}
+
 /* A group of g ranks takes the link measured at the largest size up to g: 2 for 2 and 3, 4
  * for 4 to 7, 8 from 8 on; p2p always the pair's. Reading: a link-at of p2p, of 2 ranks or of
  * more than 8 is not a line of the file. */
@@ -257,10 +272,14 @@ static void shapes_cover_every_tp_and_cp(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(written_and_read_back),        cmocka_unit_test(bad_files_are_named),
-        cmocka_unit_test(gemm_rate_exact_else_nearest), cmocka_unit_test(links_shape_and_fit),
-        cmocka_unit_test(shapes_cover_every_tp_and_cp), cmocka_unit_test(expert_load_of_counts),
+        cmocka_unit_test(written_and_read_back),
+        cmocka_unit_test(bad_files_are_named),
+        cmocka_unit_test(gemm_rate_exact_else_nearest),
+        cmocka_unit_test(links_shape_and_fit),
+        cmocka_unit_test(shapes_cover_every_tp_and_cp),
+        cmocka_unit_test(expert_load_of_counts),
         cmocka_unit_test(links_by_group_size),
+        cmocka_unit_test(the_faster_of_two_link_measurements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
