@@ -145,8 +145,7 @@ static double ring_share(const train_config *c, int cp) {
 /* The attention core of one layer, one micro-batch, at tp and cp, forward: measured at the
  * rank's heads — the kernels' at cp = 1, a rank's ring attention at cp beyond (else ring
  * attention's kernel on the whole sequence × the rank's share of the score entries); without
- * a measurement Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs, at the rate of
- * one head's product. */
+ * a measurement Q·Kᵀ and A·V, 4·N·T·C/tp FLOPs, at the rate of one head's product. */
 static double attention_forward_s(const train_config *c, const plan_calibration *cal, double tp,
                                   double cp) {
     const plan_ring *r = measured_ring(c, cal, tp, cp);
