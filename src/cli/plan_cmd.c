@@ -87,17 +87,8 @@ static int keep_distinct(plan_row *rows, int n) {
     return kept;
 }
 
-/* --memory-limit: a positive number of bytes (2e9, 2147483648); 0 when not given. */
-static double parse_limit(const char *s) {
-    if (!s) return 0;
-    char *end;
-    const double v = strtod(s, &end);
-    if (end == s || *end || !isfinite(v) || v <= 0)
-        die(WHO ": --memory-limit '%s' must be a positive number of bytes per rank (e.g. 2e9)", s);
-    return v;
-}
-
-/* A number given as text: finite, > 0 (>= 0 when zero_ok); 0 when not given. */
+/* A number given as text: finite, > 0 (>= 0 when zero_ok); 0 when not given. --memory-limit
+ * (bytes per rank: 2e9, 2147483648), the network's bandwidth and latency. */
 static double parse_number(const char *flag, const char *s, bool zero_ok, const char *what) {
     if (!s) return 0;
     char *end;
@@ -332,7 +323,8 @@ int cmd_plan(int argc, char **argv) {
             PLAN_MAX_WORLD);
     if (top < 1) die(WHO ": --top %d must be at least 1", top);
     if (explain < 0) die(WHO ": --explain %d must be a row of the table (1 or more)", explain);
-    const double limit = parse_limit(limit_s);
+    const double limit = parse_number("--memory-limit", limit_s, false,
+                                      "bytes per rank (e.g. 2e9)");
     if (output && !viz_format_of(output))
         die(WHO ": --output '%s' must end in .png, .svg or .pdf", output);
     int per_node;
