@@ -30,6 +30,13 @@ void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, doubl
     if (k == PLAN_ALL_REDUCE) *steps *= 2, *wire *= 2;
 }
 
+double plan_link_time(const plan_link *l, plan_link_kind k, int g, double bytes) {
+    if (g <= 1) return 0;
+    double steps, wire;
+    plan_link_shape(k, g, bytes, &steps, &wire);
+    return l->sync + l->alpha * steps + l->beta * wire;
+}
+
 void plan_calibration_model_of(const train_config *c, int out[8]) {
     const int v[8] = {c->num_layers,          c->hidden_size,
                       c->num_attention_heads, c->seq_length,

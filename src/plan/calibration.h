@@ -163,6 +163,10 @@ void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, doubl
  * (p2p, and groups of 2 or of sizes below every larger measurement: cal->link[k]). */
 plan_link plan_calibration_link(const plan_calibration *cal, plan_link_kind k, int g);
 
+/* Seconds of one call of kind k over g ranks moving `bytes` on link l: sync + α·steps +
+ * β·wire (plan_link_shape); 0 when g <= 1. */
+double plan_link_time(const plan_link *l, plan_link_kind k, int g, double bytes);
+
 /* The model fields of a configuration (checked or not), as the file's "model" line holds them. */
 void plan_calibration_model_of(const train_config *c, int out[8]);
 

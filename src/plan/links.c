@@ -151,11 +151,12 @@ static void mpi_environment(void) {
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
 }
 
-/* The fitted time of a large message of kind k on g ranks. */
+/* The fitted time of a large message of kind k on g ranks, its transfer alone (the sync is
+ * kept apart). */
 static double link_large_time(const plan_link *l, plan_link_kind k, int g) {
-    double steps, wire;
-    plan_link_shape(k, g, PLAN_LINK_LARGE, &steps, &wire);
-    return l->alpha * steps + l->beta * wire;
+    plan_link transfer = *l;
+    transfer.sync = 0;
+    return plan_link_time(&transfer, k, g, PLAN_LINK_LARGE);
 }
 
 /* The worker on g ranks: the kinds it timed fitted into link[] (p2p only at g = 2). */

@@ -13,17 +13,9 @@
 #include "src/pp/schedule_sim.h"
 #include "src/runtime/groups.h"
 
-/* Seconds of one call of kind k over g ranks on link l. */
-static double link_time(const plan_link *l, plan_link_kind k, int g, double bytes) {
-    if (g <= 1) return 0;
-    double steps, wire;
-    plan_link_shape(k, g, bytes, &steps, &wire);
-    return l->sync + l->alpha * steps + l->beta * wire;
-}
-
 double plan_collective_time(const plan_calibration *cal, plan_link_kind k, int g, double bytes) {
     const plan_link l = plan_calibration_link(cal, k, g);
-    return link_time(&l, k, g, bytes);
+    return plan_link_time(&l, k, g, bytes);
 }
 
 /* The kinds of group whose collectives the model places, and their short names. */
@@ -77,7 +69,7 @@ const char *plan_groups_across_name(unsigned across, char *buf, size_t cap) {
 static double group_time(const plan_calibration *cal, const train_config *c, int group,
                          plan_link_kind k, int g, double bytes) {
     const plan_link l = plan_group_link(cal, c, group, k, g);
-    return link_time(&l, k, g, bytes);
+    return plan_link_time(&l, k, g, bytes);
 }
 
 /* Of that, the bandwidth part β·wire: the time a rank spends copying the bytes. */

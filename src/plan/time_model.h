@@ -51,7 +51,7 @@
  *   step = pipeline makespan + max over pipeline ranks (exposed dp_comm + optimizer)
  *
  * Communication costs sync + α·steps + β·bytes on the wire, the sync once per call, with the
- * link measured for the group's size (calibration.h, plan_calibration_link, plan_link_shape):
+ * link measured for the group's size (calibration.h: plan_calibration_link, plan_link_time):
  * a ring all-reduce over g ranks 2(g−1) steps and 2(g−1)/g of the bytes, reduce-scatter,
  * all-gather and all-to-all (g−1) steps and (g−1)/g of the bytes, p2p one step and all the
  * bytes.
