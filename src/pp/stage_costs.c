@@ -47,8 +47,8 @@ static void add_rank(const trace_run *run, int k, stage_costs *out, int *nf, int
         if (e->kind == TRACE_FORWARD) out->forward[s] += d, nf[s]++;
         else if (e->kind == TRACE_BACKWARD) out->whole[s] += d, nb[s]++;
         else if (e->kind == TRACE_WEIGHT) out->weight[s] += d, nw[s]++;
-        if (e->kind == TRACE_BACKWARD && e->bytes > 0) /* W's share inside it (trace.h) */
-            out->weight_inside[s] += d * (double)e->bytes / TRACE_WEIGHT_PPM, ni[s]++;
+        const double share = trace_event_weight_share(e); /* W's inside a whole backward */
+        if (share > 0) out->weight_inside[s] += d * share, ni[s]++;
     }
 }
 

@@ -372,8 +372,8 @@ static void write_replayed(const trace_run *r, const rp_rank *ks, const char *di
             } else {
                 const int ev = trace_record(t, e->kind, e->step, e->microbatch, e->chunk, k->t0[i],
                                             k->t1[i]);
-                if (e->kind == TRACE_BACKWARD) /* the share of W inside it carries over */
-                    trace_set_weight_share(t, ev, (double)e->bytes / TRACE_WEIGHT_PPM);
+                /* the share of W inside a whole backward carries over */
+                trace_set_weight_share(t, ev, trace_event_weight_share(e));
             }
         }
         char path[4200];

@@ -193,6 +193,10 @@ void trace_set_weight_share(trace_recorder *t, int handle, double share) {
     e->bytes = ppm > 0 ? ppm : 1;
 }
 
+double trace_event_weight_share(const trace_event *e) {
+    return e->kind == TRACE_BACKWARD ? (double)e->bytes / TRACE_WEIGHT_PPM : 0;
+}
+
 int trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
                  double t_start, double t_end) {
     trace_event *e = next_slot(t, kind, step, microbatch, chunk);

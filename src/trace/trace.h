@@ -182,6 +182,9 @@ void trace_end(trace_recorder *t, int handle);
  * run that does not (src/pp/stage_costs.h). */
 void trace_set_weight_share(trace_recorder *t, int handle, double share);
 enum { TRACE_WEIGHT_PPM = 1000000 };
+/* The share trace_set_weight_share recorded on e, read back: 0 < share <= 1 on a whole
+ * backward that has one, else 0. */
+double trace_event_weight_share(const trace_event *e);
 /* A whole compute event with explicit times (tests, and producers that time things themselves). */
 int trace_record(trace_recorder *t, trace_kind kind, int step, int microbatch, int chunk,
                  double t_start, double t_end); /* its handle, or -1 when the buffer is full */
