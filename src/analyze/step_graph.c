@@ -84,18 +84,37 @@ static int box_at(const viz_tl_row *row, sg_lane lane, double x, viz_time_class 
     return best;
 }
 
-/* Rank k's lane cut into pieces (appended to out), before zero-length waits are added. */
-static void cut_lane(const viz_timeline *tl, int k, sg_lane lane, node_vec *out) {
+/* Where the program handed stream box b of rank k to the stream, on the timeline's clock: the
+ * start of the event trace_file_stream_issue names (the box itself, or its exposed wait). */
+static double issue_at(const viz_timeline *tl, const trace_run *run, int k, const viz_tl_box *b) {
+    const size_t j = trace_file_stream_issue(run->ranks[k], (size_t)b->event);
+    if (j == (size_t)b->event) return b->start;
     const viz_tl_row *row = &tl->rows[k];
-    double *x = mallocCheck((3 * (size_t)row->nboxes + 1) * sizeof *x);
-    int nx = 0;
     for (int i = 0; i < row->nboxes; i++)
+        if (row->boxes[i].event == (int)j) return row->boxes[i].start;
+    return b->start; /* its wait fell outside the step */
+}
+
+/* Rank k's lane cut into pieces (appended to out), before zero-length waits are added. The
+ * main lane is also cut where a stream collective was issued, so a hand-off leaves from the
+ * end of a piece even when the program issued it in the middle of a computation. */
+static void cut_lane(const viz_timeline *tl, const trace_run *run, int k, sg_lane lane,
+                     node_vec *out) {
+    const viz_tl_row *row = &tl->rows[k];
+    double *x = mallocCheck((4 * (size_t)row->nboxes + 1) * sizeof *x);
+    double *issue = mallocCheck(((size_t)row->nboxes + 1) * sizeof *issue);
+    int nx = 0, ni = 0;
+    for (int i = 0; i < row->nboxes; i++) {
+        if (row->boxes[i].stream && lane == SG_MAIN)
+            x[nx++] = issue[ni++] = issue_at(tl, run, k, &row->boxes[i]);
         if (row->boxes[i].stream == (lane == SG_STREAM)) {
             x[nx++] = row->boxes[i].start;
             x[nx++] = row->boxes[i].ready;
             x[nx++] = row->boxes[i].end;
         }
+    }
     qsort(x, (size_t)nx, sizeof *x, dbl_cmp);
+    qsort(issue, (size_t)ni, sizeof *issue, dbl_cmp);
     const int first = out->n;
     for (int j = 0; j + 1 < nx; j++) {
         if (!(x[j + 1] > x[j])) continue;
@@ -103,7 +122,8 @@ static void cut_lane(const viz_timeline *tl, int k, sg_lane lane, node_vec *out)
         int b = box_at(row, lane, 0.5 * (x[j] + x[j + 1]), &cls);
         if (b < 0 && (lane == SG_STREAM || out->n == first)) continue; /* no lead-in, no gap */
         sg_node *last = out->n > first ? &out->v[out->n - 1] : NULL;
-        if (last && last->box == b && last->cls == cls && last->end == x[j]) {
+        const bool cut = bsearch(&x[j], issue, (size_t)ni, sizeof *issue, dbl_cmp) != NULL;
+        if (last && last->box == b && last->cls == cls && last->end == x[j] && !cut) {
             last->end = x[j + 1];
             continue;
         }
@@ -113,6 +133,7 @@ static void cut_lane(const viz_timeline *tl, int k, sg_lane lane, node_vec *out)
                 .rank = k, .lane = lane, .box = b, .cls = cls, .start = x[j], .end = x[j + 1]});
     }
     free(x);
+    free(issue);
 }
 
 /* The lane's pieces with a zero-length wait before the first piece of every box that needs
@@ -120,7 +141,7 @@ static void cut_lane(const viz_timeline *tl, int k, sg_lane lane, node_vec *out)
 static void add_lane(const viz_timeline *tl, const trace_run *run, int k, sg_lane lane,
                      node_vec *all) {
     node_vec cut = {0};
-    cut_lane(tl, k, lane, &cut);
+    cut_lane(tl, run, k, lane, &cut);
     const int nb = tl->rows[k].nboxes;
     char *has_wait = callocCheck((size_t)nb + 1, 1), *seen = callocCheck((size_t)nb + 1, 1);
     for (int i = 0; i < cut.n; i++)
@@ -241,7 +262,8 @@ static int last_compute_before(const step_graph *g, int k, double t) {
     return best;
 }
 
-/* Stream collectives: posted after the rank's last gradient before them (hand-off); an
+/* Stream collectives: posted after the piece of compute that ended where the program issued
+ * them (hand-off; cut_lane cut there); an
  * exposed wait on the main lane ends after the stream collective of its group and label that
  * was posted last before the wait ended. */
 static void stream_edges(const step_graph *g, const trace_run *run, const box_nodes *bn,
@@ -251,8 +273,8 @@ static void stream_edges(const step_graph *g, const trace_run *run, const box_no
         for (int b = 0; b < row->nboxes; b++) {
             const viz_tl_box *x = &row->boxes[b];
             if (x->stream) {
-                push_edge(ev, last_compute_before(g, k, x->start), true, bn->first[bn->base[k] + b],
-                          false, SG_HANDOFF);
+                push_edge(ev, last_compute_before(g, k, issue_at(g->tl, run, k, x)), true,
+                          bn->first[bn->base[k] + b], false, SG_HANDOFF);
                 continue;
             }
             const trace_event *e = event_of(run, k, x);

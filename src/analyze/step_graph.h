@@ -23,9 +23,11 @@
  *                                            once the sender posted it; sends never wait)
  *   collective start of every member      -> end of each member's wait (a collective ends on a
  *                                            member only after every member entered it)
- *   hand-off  end of the rank's last compute before a stream collective was posted
+ *   hand-off  end of the rank's last compute before a stream collective was issued
  *                                         -> start of that collective (a bucket is reduced
- *                                            after its last gradient)
+ *                                            after its last gradient); a compute piece is
+ *                                            cut where the program issued one
+ *                                            (trace_file_stream_issue), as the replay does
  *   stream    end of a stream collective  -> end of the exposed wait for it (op "wait", same
  *             group and label) on the main lane
  *

@@ -158,13 +158,8 @@ static void build_program(rp_rank *k) {
     for (int i = 0; i < n; i++) {
         const trace_event *e = rp_ev(k, i);
         if (!(e->flags & TRACE_OPEN)) k->order[m++] = i;
-        k->stream_of[i] = -1;
-        k->at[i] = e->t_start;
-        if (i > 0 && e->kind == TRACE_COLLECTIVE && !rp_on_stream(e) &&
-            rp_on_stream(rp_ev(k, i - 1)) && strcmp(trace_file_string(k->f, e->op), "wait") == 0) {
-            k->stream_of[i] = i - 1;
-            if (e->t_start < k->at[i - 1]) k->at[i - 1] = e->t_start;
-        }
+        k->stream_of[i] = trace_file_is_stream_wait(k->f, (size_t)i) ? i - 1 : -1;
+        k->at[i] = rp_ev(k, (int)trace_file_stream_issue(k->f, (size_t)i))->t_start;
     }
     k->nkept = m;
     cmp_rank_ctx = k;

@@ -232,6 +232,17 @@ const trace_event *trace_file_event(const trace_file *f, size_t i);
 uint64_t trace_file_dropped(const trace_file *f);
 const char *trace_file_string(const trace_file *f, int id); /* "" for -1 */
 
+/* The communication stream, read back. Event i is the exposed wait for a stream collective
+ * when it is a main-lane collective with op "wait" recorded right after that collective (at
+ * i - 1; run.c's stream hook records them so). A stream collective was handed to the stream
+ * where the program stood at its start, or at its wait's start when that came first (the
+ * stream may begin it only after the program already waits): trace_file_stream_issue gives
+ * the event whose t_start that is (i or i + 1; i for any other event). The replay issues
+ * it there and the analysis's step graph cuts the rank's compute there (src/trace/replay.h,
+ * src/analyze/step_graph.h): one rule, so both views re-time a step alike. */
+bool trace_file_is_stream_wait(const trace_file *f, size_t i);
+size_t trace_file_stream_issue(const trace_file *f, size_t i);
+
 /* ---- reading a run: every rank, sends paired with receives ------------------------------ */
 
 typedef struct {
@@ -260,10 +271,12 @@ typedef struct {
  * must match its name. NULL and one line in err on any problem (missing directory, missing
  * rank file, bad file). Then it matches messages across ranks:
  *   - sends with receives by (sender, receiver, tag), in order of t_start;
- *   - collectives by group instance (group name + group_first): the k-th collective of the
- *     instance on each member (in order of t_start) is one call. Every member must have
- *     the same count, and the instance as many members as its group has for the header's
- *     layout ("tp" tp, "pp" pp, "dp" dp, "mp" tp·pp, "embedding" 1 or 2, "world" all);
+ *   - collectives by group instance (group name + group_first; the communication stream's
+ *     calls apart from the program's, the exposed waits for them not at all): the k-th
+ *     collective of the instance on each member (in order of t_start) is one call. Every
+ *     member must have the same count, and the instance as many members as its group has
+ *     for the header's layout ("tp" tp, "pp" pp, "dp" dp, "mp" tp·pp, "embedding" 1 or 2,
+ *     "world" all);
  *     otherwise its events stay unmatched (coll_unmatched). A matched collective's t_ready
  *     is set to when its last member entered (clock offsets applied, clamped into
  *     [t_start, t_end]): start -> ready is waiting for the others, ready -> end the transfer.

@@ -392,3 +392,17 @@ uint64_t trace_file_dropped(const trace_file *f) { return f->dropped; }
 const char *trace_file_string(const trace_file *f, int id) {
     return id >= 0 && id < f->nstrings ? f->strings[id] : "";
 }
+
+bool trace_file_is_stream_wait(const trace_file *f, size_t i) {
+    CHECK(i < f->n, "event index out of range");
+    const trace_event *e = &f->ev[i];
+    return i > 0 && e->kind == TRACE_COLLECTIVE && !(e->flags & TRACE_STREAM) &&
+           (f->ev[i - 1].flags & TRACE_STREAM) && strcmp(trace_file_string(f, e->op), "wait") == 0;
+}
+
+size_t trace_file_stream_issue(const trace_file *f, size_t i) {
+    CHECK(i < f->n, "event index out of range");
+    if (!(f->ev[i].flags & TRACE_STREAM) || i + 1 >= f->n || !trace_file_is_stream_wait(f, i + 1))
+        return i;
+    return f->ev[i + 1].t_start < f->ev[i].t_start ? i + 1 : i;
+}

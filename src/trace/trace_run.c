@@ -88,18 +88,25 @@ static void match_p2p(trace_run *r) {
     free(v);
 }
 
-/* One collective event, for matching: (group name, group_first, rank) then t_start order. */
+/* One collective event, for matching: (group name, lane, group_first, rank) then t_start
+ * order. The communication stream's calls (TRACE_STREAM) run on a communicator of their own,
+ * so they are matched apart from the program's. */
 typedef struct {
     const char *group;
-    int first, rank;
+    int stream, first, rank;
     double t;
     size_t idx;
 } coll_entry;
+
+static bool same_instance(const coll_entry *x, const coll_entry *y) {
+    return strcmp(x->group, y->group) == 0 && x->stream == y->stream && x->first == y->first;
+}
 
 static int coll_entry_cmp(const void *a, const void *b) {
     const coll_entry *x = a, *y = b;
     int c = strcmp(x->group, y->group);
     if (c) return c;
+    if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
     if (x->first != y->first) return x->first < y->first ? -1 : 1;
     if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
     if (x->t != y->t) return x->t < y->t ? -1 : 1;
@@ -137,9 +144,14 @@ static void match_collectives(trace_run *r) {
         for (size_t i = 0; i < f->n; i++) {
             const trace_event *ev = &f->ev[i];
             r->coll[k][i] = -1;
-            if (ev->kind == TRACE_COLLECTIVE && ev->group_first >= 0)
-                e[n++] = (coll_entry){trace_file_string(f, ev->group), ev->group_first, k,
-                                      ev->t_start, i};
+            if (ev->kind == TRACE_COLLECTIVE && ev->group_first >= 0 &&
+                !trace_file_is_stream_wait(f, i)) /* a wait is the program's, not a call */
+                e[n++] = (coll_entry){.group = trace_file_string(f, ev->group),
+                                      .stream = (ev->flags & TRACE_STREAM) != 0,
+                                      .first = ev->group_first,
+                                      .rank = k,
+                                      .t = ev->t_start,
+                                      .idx = i};
         }
     }
     qsort(e, n, sizeof *e, coll_entry_cmp);
@@ -148,7 +160,7 @@ static void match_collectives(trace_run *r) {
     const trace_header *h0 = trace_file_header(r->ranks[0]);
     for (size_t a = 0; a < n;) {
         size_t b = a; /* e[a, b): one instance */
-        while (b < n && strcmp(e[b].group, e[a].group) == 0 && e[b].first == e[a].first) b++;
+        while (b < n && same_instance(&e[b], &e[a])) b++;
         int members = 0;
         size_t count = 0;
         bool agree = true;

@@ -8,14 +8,26 @@
 #include "src/trace/trace.h"
 #include "tests/support/testing.h"
 
-static trace_recorder *open_rank(int r) {
+trace_recorder *synthetic_rank_open(int r, int pp, int dp, int m, const char *run_id) {
     trace_header h = {0};
-    h.rank = r, h.world_size = 2, h.tp = 1, h.pp = 2, h.dp = 1, h.vpp = 1, h.pp_rank = r;
-    h.num_microbatches = 2;
+    h.rank = r, h.world_size = pp * dp, h.tp = 1, h.pp = pp, h.dp = dp, h.vpp = 1;
+    h.dp_rank = r % dp, h.pp_rank = r / dp;
+    h.num_microbatches = m;
     strcpy(h.schedule, "1f1b");
-    strcpy(h.run_id, "analyze-synthetic");
+    snprintf(h.run_id, sizeof h.run_id, "%s", run_id);
     h.config_json = "{}";
     return trace_create(&h, 256);
+}
+
+void synthetic_rank_write(trace_recorder *t, const char *dir, int r) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
+    trace_write(t, path);
+    trace_destroy(t);
+}
+
+static trace_recorder *open_rank(int r) {
+    return synthetic_rank_open(r, 2, 1, 2, "analyze-synthetic");
 }
 
 /* A message of rank `r` (kind SEND or RECV) to or from `peer`: posted at a, data there at
@@ -45,10 +57,7 @@ static void compute(trace_recorder *t, trace_kind kind, int mb, double a, double
 
 static void finish(trace_recorder *t, const char *dir, int r, double end) {
     trace_record(t, TRACE_STEP, 1, -1, -1, 0, end * SYN_MS);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/trace/rank%d.trace", dir, r);
-    trace_write(t, path);
-    trace_destroy(t);
+    synthetic_rank_write(t, dir, r);
 }
 
 void synthetic_run_write(const char *dir) {
@@ -75,11 +84,15 @@ void synthetic_run_write(const char *dir) {
     finish(t, dir, 1, 11.4);
 }
 
-trace_run *synthetic_run_load(const char *name) {
-    const char *dir = test_tmpdir(name);
-    synthetic_run_write(dir);
+trace_run *synthetic_run_read(const char *dir) {
     char err[512];
     trace_run *run = trace_run_read(dir, err, sizeof err);
     if (!run) fail_msg("%s", err);
     return run;
+}
+
+trace_run *synthetic_run_load(const char *name) {
+    const char *dir = test_tmpdir(name);
+    synthetic_run_write(dir);
+    return synthetic_run_read(dir);
 }

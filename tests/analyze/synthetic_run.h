@@ -26,5 +26,12 @@ void synthetic_run_write(const char *dir);
  * test fails with the reader's line if it cannot be. */
 trace_run *synthetic_run_load(const char *name);
 
+/* For other hand-timed runs: rank r's recorder of a pp × dp layout (tp 1, rank = pp_rank · dp
+ * + dp_rank, m micro-batches, 1F1B, clock offset 0); its file written as dir/trace/rank<r>
+ * .trace (the recorder freed); the run directory read back (the test fails if it cannot be). */
+trace_recorder *synthetic_rank_open(int r, int pp, int dp, int m, const char *run_id);
+void synthetic_rank_write(trace_recorder *t, const char *dir, int r);
+trace_run *synthetic_run_read(const char *dir);
+
 
 #endif /* TRIDENT_TESTS_ANALYZE_SYNTHETIC_RUN_H */
