@@ -96,8 +96,8 @@ static double issue_at(const viz_timeline *tl, const trace_run *run, int k, cons
 }
 
 /* Rank k's lane cut into pieces (appended to out), before zero-length waits are added. The
- * main lane is also cut where a stream collective was issued, so a hand-off leaves from the
- * end of a piece even when the program issued it in the middle of a computation. */
+ * main lane's compute is also cut where a stream collective was issued, so a hand-off leaves
+ * from the end of a piece even when the program issued it in the middle of a computation. */
 static void cut_lane(const viz_timeline *tl, const trace_run *run, int k, sg_lane lane,
                      node_vec *out) {
     const viz_tl_row *row = &tl->rows[k];
@@ -122,7 +122,8 @@ static void cut_lane(const viz_timeline *tl, const trace_run *run, int k, sg_lan
         int b = box_at(row, lane, 0.5 * (x[j] + x[j + 1]), &cls);
         if (b < 0 && (lane == SG_STREAM || out->n == first)) continue; /* no lead-in, no gap */
         sg_node *last = out->n > first ? &out->v[out->n - 1] : NULL;
-        const bool cut = bsearch(&x[j], issue, (size_t)ni, sizeof *issue, dbl_cmp) != NULL;
+        const bool cut = cls == VIZ_TC_COMPUTE &&
+                         bsearch(&x[j], issue, (size_t)ni, sizeof *issue, dbl_cmp) != NULL;
         if (last && last->box == b && last->cls == cls && last->end == x[j] && !cut) {
             last->end = x[j + 1];
             continue;
@@ -263,9 +264,9 @@ static int last_compute_before(const step_graph *g, int k, double t) {
 }
 
 /* Stream collectives: posted after the piece of compute that ended where the program issued
- * them (hand-off; cut_lane cut there); an
- * exposed wait on the main lane ends after the stream collective of its group and label that
- * was posted last before the wait ended. */
+ * them (hand-off; cut_lane cut the compute there); an exposed wait on the main lane ends
+ * after the stream collective of its group and label that was posted last before the wait
+ * ended. */
 static void stream_edges(const step_graph *g, const trace_run *run, const box_nodes *bn,
                          edge_vec *ev) {
     for (int k = 0; k < g->tl->nrows; k++) {
