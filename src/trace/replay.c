@@ -331,7 +331,9 @@ static void explain_deadlock(const trace_run *r, const rp_rank *ks, char *err, s
     }
 }
 
-/* Writes the replayed events of every rank under dir/trace/ with the ordinary recorder. */
+/* Writes the replayed events of every rank under dir/trace/ with the ordinary recorder, in
+ * the recorded file's order: a stream collective stays right before its wait, which is how
+ * the run read back tells a wait from a call (trace_file_is_stream_wait). */
 static void write_replayed(const trace_run *r, const rp_rank *ks, const char *dir) {
     for (int q = 0; q < r->nranks; q++) {
         const rp_rank *k = &ks[q];
@@ -342,9 +344,9 @@ static void write_replayed(const trace_run *r, const rp_rank *ks, const char *di
         snprintf(id, sizeof id, "%s%s", TRACE_REPLAY_ID_PREFIX, h.run_id);
         memcpy(h.run_id, id, sizeof h.run_id);
         trace_recorder *t = trace_create(&h, (size_t)k->n + 1);
-        for (int j = 0; j < k->nkept; j++) {
-            const int i = k->order[j];
+        for (int i = 0; i < k->n; i++) {
             const trace_event *e = rp_ev(k, i);
+            if (e->flags & TRACE_OPEN) continue; /* not replayed */
             if (e->kind == TRACE_MEMORY) {
                 trace_memory_at(t, (size_t)e->bytes, k->t0[i]);
             } else if (is_comm(e->kind)) {
@@ -419,7 +421,7 @@ trace_run *trace_run_replay(const trace_run *r, char *err, size_t errlen) {
     const double bandwidth = fastest_p2p(r);
     for (int q = 0; q < nr; q++) rank_init(&ks[q], r->ranks[q], bandwidth);
     int ninst = 0;
-    rp_inst *inst = rp_match_collectives(ks, nr, &ninst);
+    rp_inst *inst = rp_match_collectives(r, ks, &ninst);
     double *post = mallocCheck((size_t)(nflows + 1) * sizeof *post);
     for (int f = 0; f < nflows; f++) post[f] = -1;
 

@@ -44,10 +44,9 @@
  *                           least 8 such calls: a member descheduled mid-ring stalls a call, and
  *                           runs without p2p messages (tensor parallelism alone) have no copy
  *                           speed to cap it by.
- * Collectives are matched across ranks by (group name, group instance, k-th occurrence). The
- * instance is the event's group_first when recorded (>= 0); in older traces it is derived
- * from the header coordinates: "tp" = same (pp, dp) coordinates, "dp" = same (tp, pp),
- * "pp" and "embedding" = same (tp, dp), "mp" = same dp, any other name = all ranks.
+ * Collectives are the calls trace_run_read matched across ranks (trace.h: group instance,
+ * k-th call on each member), so the replay and the wall view pair the same events; a call it
+ * could not match is replayed alone, on its own transfer.
  *
  * Not here: reading files (trace.h), drawing (viz/). No MPI.
  */

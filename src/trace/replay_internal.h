@@ -70,8 +70,9 @@ static inline double rp_transfer(const trace_event *e) {
     return t;
 }
 
-/* Fills ks[*].inst (each collective call's instance, -1 for the rest) and returns the
- * instances (*ninst of them), each with its members and its transfer cost. */
-rp_inst *rp_match_collectives(rp_rank *ks, int nranks, int *ninst);
+/* Fills ks[*].inst (each replayed collective call's instance, -1 for the rest) from r's
+ * matching (r->coll) and returns the instances (*ninst of them), each with its replayed
+ * members and its transfer cost. */
+rp_inst *rp_match_collectives(const trace_run *r, rp_rank *ks, int *ninst);
 
 #endif /* TRIDENT_TRACE_REPLAY_INTERNAL_H */

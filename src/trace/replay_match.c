@@ -1,8 +1,8 @@
 /* replay_match.c — pass 2 of the replay (see replay.h, replay.c): the collective calls of all
- * ranks grouped into instances (same group name, same group instance, same occurrence on each
- * member; the stream's calls apart from the program's), and what each instance costs: the least
- * transfer over its members, no slower than its bus bytes at the fastest p2p copy, no slower
- * than the lower quartile of its class.
+ * ranks as instances — the calls trace_run_read matched (trace.h: one rule for the wall view
+ * and the replay), each unmatched call an instance of its own — and what each instance costs:
+ * the least transfer over its members, no slower than its bus bytes at the fastest p2p copy,
+ * no slower than the lower quartile of its class.
  *
  * Not here: the programs and the simulation (replay.c).
  */
@@ -16,53 +16,7 @@ enum { CLASS_CALLS = 8 }; /* calls of a class that cap one another (cap_by_class
 
 /* ---- pass 2: collective instances ---------------------------------------------------- */
 
-typedef struct {
-    const char *group;                       /* name */
-    int instance, occurrence, rank, seq, ev; /* seq: position in the rank's start order */
-    int stream; /* 1 on the communication stream: matched only with the stream's calls */
-} rp_coll;
-
 static int cmp_int(int a, int b) { return a < b ? -1 : a > b; }
-
-/* (group, instance, rank, seq): a rank's collectives on one group instance, in order. */
-static int cmp_by_rank(const void *a, const void *b) {
-    const rp_coll *x = a, *y = b;
-    int c = strcmp(x->group, y->group);
-    if (!c) c = cmp_int(x->stream, y->stream);
-    if (!c) c = cmp_int(x->instance, y->instance);
-    if (!c) c = cmp_int(x->rank, y->rank);
-    return c ? c : cmp_int(x->seq, y->seq);
-}
-
-static bool same_instance(const rp_coll *x, const rp_coll *y) {
-    return strcmp(x->group, y->group) == 0 && x->stream == y->stream &&
-           x->instance == y->instance && x->occurrence == y->occurrence;
-}
-
-/* (group, instance, occurrence, rank): the members of one collective call side by side. */
-static int cmp_by_occurrence(const void *a, const void *b) {
-    const rp_coll *x = a, *y = b;
-    int c = strcmp(x->group, y->group);
-    if (!c) c = cmp_int(x->stream, y->stream);
-    if (!c) c = cmp_int(x->instance, y->instance);
-    if (!c) c = cmp_int(x->occurrence, y->occurrence);
-    return c ? c : cmp_int(x->rank, y->rank);
-}
-
-/* The group instance of a collective: its group_first, else a key from the coordinates of
- * the ranks that share the group (see replay.h). Keys from coordinates are offset so they
- * never equal a recorded group_first. */
-static int group_instance(const trace_header *h, const char *group, const trace_event *e) {
-    if (e->group_first >= 0) return e->group_first;
-    const int dp = trace_header_dp_cp_size(h), dp_rank = trace_header_dp_cp_rank(h);
-    int key = 0;
-    if (strcmp(group, "tp") == 0) key = h->pp_rank * dp + dp_rank;
-    else if (strcmp(group, "dp") == 0) key = h->tp_rank * h->pp + h->pp_rank;
-    else if (strcmp(group, "pp") == 0 || strcmp(group, "embedding") == 0)
-        key = h->tp_rank * dp + dp_rank;
-    else if (strcmp(group, "mp") == 0) key = dp_rank;
-    return h->world_size + key;
-}
 
 /* Bytes each member of an n-member collective moves over its links (the "bus bytes" of
  * nccl-tests' PERFORMANCE.md): a ring all-reduce sends 2(n-1)/n of the buffer, an
@@ -75,8 +29,8 @@ static double bus_bytes(const char *op, int n, double bytes) {
     return bytes;
 }
 
-/* A collective call to match across ranks: not a wait on the stream (stream_of). */
-static bool matched(const rp_rank *k, int i) {
+/* A collective call the replay runs: not a wait on the stream (stream_of). */
+static bool is_call(const rp_rank *k, int i) {
     return rp_ev(k, i)->kind == TRACE_COLLECTIVE && k->stream_of[i] < 0;
 }
 
@@ -141,62 +95,43 @@ static void cap_by_class(rp_inst *inst, int n) {
     free(idx);
 }
 
-rp_inst *rp_match_collectives(rp_rank *ks, int nranks, int *ninst) {
+/* A new instance for rank k's call i, its first member. */
+static int open_instance(rp_inst *inst, int *ni, const rp_rank *k, int i) {
+    const trace_event *e = rp_ev(k, i);
+    inst[*ni] = (rp_inst){
+        .cost = -1, .op = trace_file_string(k->f, e->op), .bytes = (long long)e->bytes};
+    return (*ni)++;
+}
+
+rp_inst *rp_match_collectives(const trace_run *r, rp_rank *ks, int *ninst) {
     int total = 0;
-    for (int r = 0; r < nranks; r++) {
-        for (int i = 0; i < ks[r].n; i++) ks[r].inst[i] = -1;
-        for (int j = 0; j < ks[r].nkept; j++)
-            if (matched(&ks[r], ks[r].order[j])) total++;
-    }
-    rp_coll *all = mallocCheck((size_t)(total + 1) * sizeof *all);
-    int n = 0;
-    for (int r = 0; r < nranks; r++) {
-        const trace_header *h = trace_file_header(ks[r].f);
-        for (int j = 0; j < ks[r].nkept; j++) {
-            const int i = ks[r].order[j];
-            const trace_event *e = rp_ev(&ks[r], i);
-            if (!matched(&ks[r], i)) continue;
-            rp_coll c = {trace_file_string(ks[r].f, e->group), 0, 0, r, j, i, rp_on_stream(e)};
-            c.instance = group_instance(h, c.group, e);
-            all[n++] = c;
-        }
-    }
-    /* The k-th call of a rank on a group instance is its occurrence k. */
-    qsort(all, (size_t)n, sizeof *all, cmp_by_rank);
-    for (int a = 0; a < n; a++)
-        all[a].occurrence = a > 0 && all[a - 1].rank == all[a].rank &&
-                                    all[a - 1].instance == all[a].instance &&
-                                    all[a - 1].stream == all[a].stream &&
-                                    strcmp(all[a - 1].group, all[a].group) == 0
-                                ? all[a - 1].occurrence + 1
-                                : 0;
-    qsort(all, (size_t)n, sizeof *all, cmp_by_occurrence);
-    rp_inst *inst = callocCheck((size_t)(n + 1), sizeof *inst);
+    for (int q = 0; q < r->nranks; q++)
+        for (int j = 0; j < ks[q].nkept; j++) total += is_call(&ks[q], ks[q].order[j]);
+    rp_inst *inst = callocCheck((size_t)(total + 1), sizeof *inst);
+    int *of_call = mallocCheck((size_t)(r->ncolls + 1) * sizeof *of_call); /* call -> inst */
+    for (int c = 0; c < r->ncolls; c++) of_call[c] = -1;
     int ni = 0;
-    for (int a = 0; a < n;) {
-        int b = a;
-        double cost = -1;
-        while (b < n && same_instance(&all[a], &all[b])) {
-            double t = rp_transfer(rp_ev(&ks[all[b].rank], all[b].ev));
-            if (cost < 0 || t < cost) cost = t;
-            ks[all[b].rank].inst[all[b].ev] = ni;
-            b++;
+    for (int q = 0; q < r->nranks; q++) {
+        rp_rank *k = &ks[q];
+        for (int i = 0; i < k->n; i++) k->inst[i] = -1;
+        for (int j = 0; j < k->nkept; j++) {
+            const int i = k->order[j], c = r->coll[q][i];
+            if (!is_call(k, i)) continue;
+            /* a call trace_run_read could not match runs alone, on its own transfer */
+            int id = c < 0 ? open_instance(inst, &ni, k, i) : of_call[c];
+            if (id < 0) id = of_call[c] = open_instance(inst, &ni, k, i);
+            const double t = rp_transfer(rp_ev(k, i));
+            if (inst[id].cost < 0 || t < inst[id].cost) inst[id].cost = t;
+            inst[id].members++;
+            k->inst[i] = id;
         }
-        inst[ni].members = b - a;
-        inst[ni].cost = cost < 0 ? 0 : cost;
-        const rp_rank *k0 = &ks[all[a].rank];
-        const trace_event *e0 = rp_ev(k0, all[a].ev);
-        inst[ni].op = trace_file_string(k0->f, e0->op);
-        inst[ni].bytes = (long long)e0->bytes;
-        if (k0->p2p_bandwidth > 0) { /* no slower than its bus bytes at the fastest p2p copy */
-            double t = bus_bytes(trace_file_string(k0->f, e0->op), b - a, (double)e0->bytes) /
-                       k0->p2p_bandwidth;
-            if (t < inst[ni].cost) inst[ni].cost = t;
-        }
-        ni++;
-        a = b;
     }
-    free(all);
+    for (int id = 0; id < ni; id++) { /* no slower than its bus bytes at the fastest p2p copy */
+        const double bw = ks[0].p2p_bandwidth;
+        const double t = bus_bytes(inst[id].op, inst[id].members, (double)inst[id].bytes) / bw;
+        if (bw > 0 && t < inst[id].cost) inst[id].cost = t;
+    }
+    free(of_call);
     cap_by_class(inst, ni);
     *ninst = ni;
     return inst;

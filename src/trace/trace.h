@@ -271,7 +271,8 @@ typedef struct {
  * must match its name. NULL and one line in err on any problem (missing directory, missing
  * rank file, bad file). Then it matches messages across ranks:
  *   - sends with receives by (sender, receiver, tag), in order of t_start;
- *   - collectives by group instance (group name + group_first; the communication stream's
+ *   - collectives by group instance (group name + group_first, or in traces written before
+ *     group_first was recorded the coordinates the group shares; the communication stream's
  *     calls apart from the program's, the exposed waits for them not at all): the k-th
  *     collective of the instance on each member (in order of t_start) is one call. Every
  *     member must have the same count, and the instance as many members as its group has

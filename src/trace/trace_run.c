@@ -88,18 +88,34 @@ static void match_p2p(trace_run *r) {
     free(v);
 }
 
-/* One collective event, for matching: (group name, lane, group_first, rank) then t_start
+/* One collective event, for matching: (group name, lane, group instance, rank) then t_start
  * order. The communication stream's calls (TRACE_STREAM) run on a communicator of their own,
  * so they are matched apart from the program's. */
 typedef struct {
     const char *group;
-    int stream, first, rank;
+    int stream, instance, rank;
     double t;
     size_t idx;
 } coll_entry;
 
 static bool same_instance(const coll_entry *x, const coll_entry *y) {
-    return strcmp(x->group, y->group) == 0 && x->stream == y->stream && x->first == y->first;
+    return strcmp(x->group, y->group) == 0 && x->stream == y->stream && x->instance == y->instance;
+}
+
+/* The group instance of a collective: its group_first, else (traces written before it was
+ * recorded) a key from the coordinates of the ranks that share the group, offset so it never
+ * equals a recorded group_first: "tp" = same (pp, dp), "dp" = same (tp, pp), "pp" and
+ * "embedding" = same (tp, dp), "mp" = same dp, any other name = all ranks. */
+static int group_instance(const trace_header *h, const char *group, const trace_event *e) {
+    if (e->group_first >= 0) return e->group_first;
+    const int dp = trace_header_dp_cp_size(h), dp_rank = trace_header_dp_cp_rank(h);
+    int key = 0;
+    if (strcmp(group, "tp") == 0) key = h->pp_rank * dp + dp_rank;
+    else if (strcmp(group, "dp") == 0) key = h->tp_rank * h->pp + h->pp_rank;
+    else if (strcmp(group, "pp") == 0 || strcmp(group, "embedding") == 0)
+        key = h->tp_rank * dp + dp_rank;
+    else if (strcmp(group, "mp") == 0) key = dp_rank;
+    return h->world_size + key;
 }
 
 static int coll_entry_cmp(const void *a, const void *b) {
@@ -107,7 +123,7 @@ static int coll_entry_cmp(const void *a, const void *b) {
     int c = strcmp(x->group, y->group);
     if (c) return c;
     if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
-    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    if (x->instance != y->instance) return x->instance < y->instance ? -1 : 1;
     if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
     if (x->t != y->t) return x->t < y->t ? -1 : 1;
     return x->idx < y->idx ? -1 : x->idx > y->idx;
@@ -144,14 +160,15 @@ static void match_collectives(trace_run *r) {
         for (size_t i = 0; i < f->n; i++) {
             const trace_event *ev = &f->ev[i];
             r->coll[k][i] = -1;
-            if (ev->kind == TRACE_COLLECTIVE && ev->group_first >= 0 &&
-                !trace_file_is_stream_wait(f, i)) /* a wait is the program's, not a call */
-                e[n++] = (coll_entry){.group = trace_file_string(f, ev->group),
-                                      .stream = (ev->flags & TRACE_STREAM) != 0,
-                                      .first = ev->group_first,
-                                      .rank = k,
-                                      .t = ev->t_start,
-                                      .idx = i};
+            if (ev->kind != TRACE_COLLECTIVE || trace_file_is_stream_wait(f, i))
+                continue; /* a wait is the program's, not a call */
+            const char *group = trace_file_string(f, ev->group);
+            e[n++] = (coll_entry){.group = group,
+                                  .stream = (ev->flags & TRACE_STREAM) != 0,
+                                  .instance = group_instance(&f->h, group, ev),
+                                  .rank = k,
+                                  .t = ev->t_start,
+                                  .idx = i};
         }
     }
     qsort(e, n, sizeof *e, coll_entry_cmp);

@@ -25,6 +25,14 @@ static trace_header header(int rank, int world, int tp, int pp, int dp) {
     return h;
 }
 
+/* The header with every rank on rank 0's clock: a matched collective's t_ready is its last
+ * member's entry on the run's one clock (trace_run_read), so calls recorded at the same local
+ * times must be on one clock to have entered together. */
+static trace_header one_clock(trace_header h) {
+    h.clock_offset = 0;
+    return h;
+}
+
 /* A compute event with an exact CPU time (the recorder's explicit-time call leaves cpu
  * unknown; a real trace_begin/trace_end pair measures it). */
 static void compute(trace_recorder *t, trace_kind k, int step, int mb, double t0, double t1,
@@ -210,13 +218,14 @@ static void a_receive_waits_for_its_send_plus_the_transfer(void **state) {
 }
 
 /* Two data-parallel ranks (old traces: no group_first, so the instance comes from the
- * coordinates) all-reduce twice. Each all-reduce ends for both at the last member's arrival
- * plus the transfer, the least duration any member recorded (0.3 s). */
+ * coordinates) on one clock all-reduce twice. Each all-reduce ends for both at the last
+ * member's arrival plus the transfer, the least any member recorded after the last member
+ * entered (0.3 s, then 0.7 s). */
 static void a_collective_waits_for_its_last_member(void **state) {
     (void)state;
     trace_recorder *ts[2];
     for (int k = 0; k < 2; k++) {
-        trace_header h = header(k, 2, 1, 1, 2);
+        trace_header h = one_clock(header(k, 2, 1, 1, 2));
         ts[k] = trace_create(&h, 16);
     }
     compute(ts[0], TRACE_BACKWARD, 0, 0, 0, 2, 1); /* 1 s of CPU */
@@ -234,7 +243,7 @@ static void a_collective_waits_for_its_last_member(void **state) {
         assert_true(fabs(a->t_start - (k ? 4 : 1)) < 1e-9);
         assert_true(fabs(a->t_ready - 4) < 1e-9);
         assert_true(fabs(a->t_end - 4.3) < 1e-9);
-        /* second call: rank 0 arrives at 5.3, rank 1 at 4.8; transfer min(0.7, 1.7) */
+        /* second call: rank 0 arrives at 5.3, rank 1 at 4.8; transfer 0.7 */
         assert_true(fabs(b->t_ready - 5.3) < 1e-9);
         assert_true(fabs(b->t_end - 6.0) < 1e-9);
     }
@@ -250,7 +259,7 @@ static void nested_communication_stays_inside_its_forward(void **state) {
     (void)state;
     trace_recorder *ts[2];
     for (int k = 0; k < 2; k++) {
-        trace_header h = header(k, 2, 2, 1, 1);
+        trace_header h = one_clock(header(k, 2, 2, 1, 1));
         ts[k] = trace_create(&h, 16);
         compute(ts[k], TRACE_FORWARD, 0, 0, 0, 4, 2);
         comm(ts[k], TRACE_COLLECTIVE, "tp", -1, -1, 1, 1, 2);
@@ -281,8 +290,12 @@ static void stream(trace_recorder *t, const char *op, double t0, double t1) {
  * sleeps: rank 0's own time is all 2 s, over 3.5 s of gaps (scale 4/7); rank 1's 2 s over 4
  * (scale 1/2). The replay issues it at 4/7 and 0.75 and runs it [0.75, 1.75], so rank 0's
  * wait, reached at 12/7, ends at 1.75 and its forward at 1.75 + 2/7; rank 1 never waits
- * (2.0). A main-lane all-reduce on the same group is matched with the other main-lane call
- * only: it runs from the later arrival, 1.75 + 2/7, for its 0.5 s. */
+ * (2.0). A main-lane all-reduce on the same group (entered at 4 on rank 0, 4.5 on rank 1,
+ * ended at 5 on both) is matched with the other main-lane call only: it runs from the later
+ * arrival, 1.75 + 2/7, for its 0.5 s. Rank 0 samples its memory at 2, between the issue and
+ * the wait, recorded before the pair (the trainer records both when it waits): the replayed
+ * file keeps the wait right after its collective, so the replayed run still reads it as the
+ * stream's wait, not as a call. */
 static void a_stream_collective_runs_beside_the_program(void **state) {
     (void)state;
     trace_recorder *ts[2];
@@ -290,9 +303,10 @@ static void a_stream_collective_runs_beside_the_program(void **state) {
         trace_header h = header(k, 2, 1, 1, 2);
         ts[k] = trace_create(&h, 16);
         compute(ts[k], TRACE_FORWARD, 0, 0, 0, 4, 2);
+        if (k == 0) trace_memory_at(ts[k], 4096, 2);
         stream(ts[k], "all_gather", k ? 1.5 : 1, 3);
         if (k == 0) stream(ts[k], "wait", 3, 3.5);
-        comm(ts[k], TRACE_COLLECTIVE, "dp", -1, -1, 4, 4, 4.5);
+        comm(ts[k], TRACE_COLLECTIVE, "dp", -1, -1, 4, 4, k ? 4.5 : 5.0);
     }
     trace_run *rec = run_of("replay_stream", ts, 2), *r = replay(rec);
     for (int k = 0; k < 2; k++) {
@@ -308,6 +322,7 @@ static void a_stream_collective_runs_beside_the_program(void **state) {
                 assert_true(fabs(e->t_start - (k ? 0.75 : 4.0 / 7)) < 1e-9);
                 assert_true(fabs(e->t_end - 1.75) < 1e-9);
             } else if (strcmp(op, "wait") == 0) {
+                assert_true(trace_file_is_stream_wait(r->ranks[k], i));
                 assert_true(fabs(e->t_start - 12.0 / 7) < 1e-9 && fabs(e->t_end - 1.75) < 1e-9);
             } else {
                 assert_true(fabs(e->t_start - (k ? 2.0 : f0)) < 1e-9); /* each its arrival */
@@ -329,7 +344,7 @@ static void a_stalled_collective_costs_its_class_typical_transfer(void **state) 
     (void)state;
     trace_recorder *ts[2];
     for (int k = 0; k < 2; k++) {
-        trace_header h = header(k, 2, 2, 1, 1);
+        trace_header h = one_clock(header(k, 2, 2, 1, 1));
         ts[k] = trace_create(&h, 32);
         double t = 0;
         for (int i = 0; i < 8; i++) {

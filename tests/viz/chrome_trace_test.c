@@ -243,7 +243,7 @@ static void slices_carry_their_class_and_no_nan_reaches_json(void **state) {
     const char *dir = test_tmpdir("chrome_null");
     for (int r = 0; r < 2; r++) {
         trace_header h = {0};
-        h.rank = r, h.world_size = 2, h.tp = 1, h.pp = 2, h.dp = 1, h.vpp = 1, h.pp_rank = r;
+        h.rank = r, h.world_size = 2, h.tp = 2, h.pp = 1, h.dp = 1, h.vpp = 1, h.tp_rank = r;
         h.num_microbatches = 1;
         strcpy(h.schedule, "1f1b");
         h.config_json = "{}";
@@ -260,9 +260,9 @@ static void slices_carry_their_class_and_no_nan_reaches_json(void **state) {
                               .peer = -1,
                               .tag = -1,
                               .layer = 3,
-                              .group_first = -1,
-                              .t_start = 1e-3,
-                              .t_ready = 2e-3,
+                              .group_first = 0, /* rank 1 enters last: rank 0 waits */
+                              .t_start = (1 + 0.5 * r) * 1e-3,
+                              .t_ready = (1 + 0.5 * r) * 1e-3,
                               .t_end = 2e-3,
                               .cpu = -1};
         trace_comm_full(t, &ci);
@@ -300,7 +300,7 @@ static void slices_carry_their_class_and_no_nan_reaches_json(void **state) {
         if (strstr(line, "\"name\":\"recv ← rank 0\"")) /* 1 ms transfer, 3 ms wait before it */
             assert_non_null(strstr(line, "\"dur\":1000.000"));
     }
-    assert_int_equal(waits, 3);     /* the receive and both all-reduces waited */
+    assert_int_equal(waits, 2);     /* the receive and rank 0's all-reduce waited */
     assert_int_equal(transfers, 4); /* the receive, the send, both all-reduces */
     assert_int_equal(computes, 2);
     free(text);
