@@ -53,17 +53,14 @@ static const trace_event *event_of(const trace_run *run, int k, const viz_tl_box
     return trace_file_event(run->ranks[k], (size_t)b->event);
 }
 
-static const char *event_string(const trace_run *run, int k, int id) {
-    return trace_file_string(run->ranks[k], id);
-}
-
 /* Does this box get a wait node even when it did not wait: a matched receive, a matched
  * collective, an exposed wait for the stream? */
 static bool needs_wait(const trace_run *run, int k, const viz_tl_box *b) {
     const trace_event *e = event_of(run, k, b);
     if (e->kind == TRACE_RECV) return b->flow >= 0;
     if (e->kind != TRACE_COLLECTIVE) return false;
-    return run->coll[k][b->event] >= 0 || strcmp(event_string(run, k, e->op), "wait") == 0;
+    return run->coll[k][b->event] >= 0 ||
+           trace_file_is_stream_wait(run->ranks[k], (size_t)b->event);
 }
 
 /* The box of the lane that decides instant x (see viz/timeline.h, TIME CLASSES: transfer >
@@ -265,8 +262,8 @@ static int last_compute_before(const step_graph *g, int k, double t) {
 
 /* Stream collectives: posted after the piece of compute that ended where the program issued
  * them (hand-off; cut_lane cut the compute there); an exposed wait on the main lane ends
- * after the stream collective of its group and label that was posted last before the wait
- * ended. */
+ * after the stream collective it waited for, the event recorded right before it
+ * (trace_file_is_stream_wait: the replay pairs them by the same rule). */
 static void stream_edges(const step_graph *g, const trace_run *run, const box_nodes *bn,
                          edge_vec *ev) {
     for (int k = 0; k < g->tl->nrows; k++) {
@@ -278,18 +275,12 @@ static void stream_edges(const step_graph *g, const trace_run *run, const box_no
                           bn->first[bn->base[k] + b], false, SG_HANDOFF);
                 continue;
             }
-            const trace_event *e = event_of(run, k, x);
-            if (x->kind != VIZ_TL_COLLECTIVE || strcmp(event_string(run, k, e->op), "wait") != 0)
+            if (x->kind != VIZ_TL_COLLECTIVE ||
+                !trace_file_is_stream_wait(run->ranks[k], (size_t)x->event))
                 continue;
-            int best = -1;
-            for (int s = 0; s < row->nboxes; s++) {
-                const viz_tl_box *y = &row->boxes[s];
-                const trace_event *ye = event_of(run, k, y);
-                if (!y->stream || y->start > x->end || ye->group != e->group ||
-                    ye->label != e->label)
-                    continue;
-                if (best < 0 || y->start >= row->boxes[best].start) best = s;
-            }
+            int best = -1; /* the box of its collective, if the step holds it */
+            for (int s = 0; s < row->nboxes; s++)
+                if (row->boxes[s].stream && row->boxes[s].event == x->event - 1) best = s;
             if (best < 0) continue;
             /* the stream collective's last node: the one before the next box's first */
             int last = -1;

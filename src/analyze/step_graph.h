@@ -28,8 +28,9 @@
  *                                            after its last gradient); a compute piece is
  *                                            cut where the program issued one
  *                                            (trace_file_stream_issue), as the replay does
- *   stream    end of a stream collective  -> end of the exposed wait for it (op "wait", same
- *             group and label) on the main lane
+ *   stream    end of a stream collective  -> end of the exposed wait for it on the main
+ *                                            lane (trace_file_is_stream_wait: the "wait"
+ *                                            recorded right after it, as the replay pairs them)
  *
  * Every receive and every matched collective has a wait node (of zero length when it did not
  * wait), so a re-timing can make it wait. A node's duration is what it costs by itself:
