@@ -178,11 +178,14 @@ const plan_ring *plan_calibration_ring(const plan_calibration *cal, int heads, i
     return NULL;
 }
 
+bool plan_link_timed_at(plan_link_kind k, int g) { return k != PLAN_P2P || g == 2; }
+
 plan_link plan_calibration_link(const plan_calibration *cal, plan_link_kind k, int g) {
     const plan_link *best = &cal->link[k];
     int best_g = 2;
-    for (int i = 0; i < cal->nlink_groups && k != PLAN_P2P; i++)
-        if (cal->link_group[i].g <= g && cal->link_group[i].g > best_g)
+    for (int i = 0; i < cal->nlink_groups; i++)
+        if (plan_link_timed_at(k, cal->link_group[i].g) && cal->link_group[i].g <= g &&
+            cal->link_group[i].g > best_g)
             best_g = cal->link_group[i].g, best = &cal->link_group[i].link[k];
     return *best;
 }
@@ -369,8 +372,9 @@ void plan_calibration_write(const plan_calibration *cal, const char *path) {
         fprintf(f, "link %s %.6g %.6g %.6g %s\n", k_link_names[k], cal->link[k].alpha,
                 cal->link[k].beta, cal->link[k].sync, cal->link[k].source);
     for (int i = 0; i < cal->nlink_groups; i++)
-        for (int k = PLAN_P2P + 1; k < PLAN_NLINKS; k++) {
+        for (int k = 0; k < PLAN_NLINKS; k++) {
             const plan_link *l = &cal->link_group[i].link[k];
+            if (!plan_link_timed_at((plan_link_kind)k, cal->link_group[i].g)) continue;
             fprintf(f, "link-at %d %s %.6g %.6g %.6g %s\n", cal->link_group[i].g, k_link_names[k],
                     l->alpha, l->beta, l->sync, l->source);
         }
@@ -455,7 +459,8 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
             if (strcmp(name, k_link_names[i]) == 0) {
                 if (g == 2) return cal->link[i] = l, true;
                 plan_link_group *lg = link_group_of(cal, g);
-                return lg && i != PLAN_P2P ? (lg->link[i] = l, true) : false;
+                const bool timed = plan_link_timed_at((plan_link_kind)i, g);
+                return lg && timed ? (lg->link[i] = l, true) : false;
             }
         return false;
     }
@@ -507,10 +512,12 @@ bool plan_calibration_read(const char *path, const train_config *c, plan_calibra
     }
     bool links = true;
     for (int k = 0; k < PLAN_NLINKS; k++) links &= cal->link[k].alpha >= 0;
-    for (int i = 0; i < cal->nlink_groups; i++) { /* p2p: the pair's */
-        cal->link_group[i].link[PLAN_P2P] = cal->link[PLAN_P2P];
-        for (int k = 0; k < PLAN_NLINKS; k++) links &= cal->link_group[i].link[k].alpha >= 0;
-    }
+    for (int i = 0; i < cal->nlink_groups; i++)
+        for (int k = 0; k < PLAN_NLINKS; k++) {
+            plan_link *l = &cal->link_group[i].link[k];
+            if (!plan_link_timed_at((plan_link_kind)k, cal->link_group[i].g)) *l = cal->link[k];
+            links &= l->alpha >= 0;
+        }
     if (!end || cal->ngemm == 0 || !links || !(cal->elementwise_per_s > 0) ||
         !(cal->optimizer_per_s > 0) || !(cal->block_forward > 0) || !(cal->head_forward > 0))
         FAIL("is corrupt: it ends before its 'end' line or lacks GEMM rates, the elementwise, "

@@ -159,8 +159,13 @@ const char *plan_link_name(plan_link_kind k);
  * scatter, all-gather, all-to-all g−1 steps, (g−1)/g·bytes; p2p 1 step, bytes. */
 void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, double *wire);
 
+/* Is kind k timed on g ranks? A p2p message is between a pair: timed on 2 ranks only (a
+ * larger group's p2p link is the pair's); the collectives on every size measured. */
+bool plan_link_timed_at(plan_link_kind k, int g);
+
 /* The link of kind k for a group of g ranks: the one measured at the largest size up to g
- * (p2p, and groups of 2 or of sizes below every larger measurement: cal->link[k]). */
+ * where k is timed (plan_link_timed_at; groups of 2 or of sizes below every larger
+ * measurement: cal->link[k]). */
 plan_link plan_calibration_link(const plan_calibration *cal, plan_link_kind k, int g);
 
 /* Seconds of one call of kind k over g ranks moving `bytes` on link l: sync + α·steps +

@@ -96,27 +96,28 @@ int plan_links_worker(const char *out) {
     float *a = callocCheck(PLAN_LINK_LARGE / 4, sizeof *a),
           *b = callocCheck(PLAN_LINK_LARGE / 4, sizeof *b);
     double t[PLAN_NLINKS][3], gap = INFINITY;
-    const int first = g == 2 ? 0 : 1; /* p2p: a pair, measured on 2 */
-    for (int k = first; k < PLAN_NLINKS; k++) t[k][0] = t[k][1] = INFINITY;
+    for (int k = 0; k < PLAN_NLINKS; k++) t[k][0] = t[k][1] = INFINITY;
     /* the fastest of ROUNDS rounds (and the smallest arrival gap), the rounds of one kind
      * spread over the whole job: another job's load comes in stretches longer than a round */
     for (int r = 0; r < ROUNDS; r++) {
         gap = fmin(gap, arrival_gap(w, a));
-        for (int k = first; k < PLAN_NLINKS; k++) {
+        for (int k = 0; k < PLAN_NLINKS; k++) {
+            if (!plan_link_timed_at((plan_link_kind)k, g)) continue;
             t[k][0] = fmin(t[k][0], time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_SMALL));
             t[k][1] = fmin(t[k][1], time_kind(w, (plan_link_kind)k, a, b, PLAN_LINK_LARGE));
         }
     }
     /* a collective waits for the last arrival; a pipeline receive's wait is the schedule's (the
      * simulator plays it), so p2p gets none */
-    for (int k = first; k < PLAN_NLINKS; k++) t[k][2] = t[k][0] + (k == PLAN_P2P ? 0 : gap);
+    for (int k = 0; k < PLAN_NLINKS; k++) t[k][2] = t[k][0] + (k == PLAN_P2P ? 0 : gap);
     if (comm_rank(w) == 0) {
         atomic_file af;
         FILE *f = atomic_file_open(&af, out);
-        for (int k = first; k < PLAN_NLINKS; k++)
-            fprintf(f, "%s %d %.9g\n%s %d %.9g\n%s 0 %.9g\n", plan_link_name(k), PLAN_LINK_SMALL,
-                    t[k][0], plan_link_name(k), PLAN_LINK_LARGE, t[k][1], plan_link_name(k),
-                    t[k][2]);
+        for (int k = 0; k < PLAN_NLINKS; k++)
+            if (plan_link_timed_at((plan_link_kind)k, g))
+                fprintf(f, "%s %d %.9g\n%s %d %.9g\n%s 0 %.9g\n", plan_link_name(k),
+                        PLAN_LINK_SMALL, t[k][0], plan_link_name(k), PLAN_LINK_LARGE, t[k][1],
+                        plan_link_name(k), t[k][2]);
         atomic_file_commit(&af);
     }
     free(a);
@@ -159,7 +160,7 @@ static double link_large_time(const plan_link *l, plan_link_kind k, int g) {
     return plan_link_time(&transfer, k, g, PLAN_LINK_LARGE);
 }
 
-/* The worker on g ranks: the kinds it timed fitted into link[] (p2p only at g = 2). */
+/* The worker on g ranks: the kinds it timed (plan_link_timed_at) fitted into link[]. */
 static void measure_group(int g, plan_link *link, const char *who) {
     char self[4096], out[64], cmd[8400];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -182,13 +183,13 @@ static void measure_group(int g, plan_link *link, const char *who) {
             if (strcmp(name, plan_link_name(k)) == 0)
                 t[k][bytes == 0 ? 2 : bytes == PLAN_LINK_LARGE] = secs;
     fclose(f);
-    const int first = g == 2 ? 0 : 1;
-    for (int k = first; k < PLAN_NLINKS; k++)
+    for (int k = 0; k < PLAN_NLINKS; k++) {
+        if (!plan_link_timed_at((plan_link_kind)k, g)) continue;
         if (!(t[k][0] > 0 && t[k][1] > 0))
             die("%s: the links worker on %d ranks wrote no time for %s (%s)", who, g,
                 plan_link_name(k), out);
-    for (int k = first; k < PLAN_NLINKS; k++)
         plan_links_fit(k, g, t[k][0], t[k][1], t[k][2], &link[k]);
+    }
     remove(out);
     char log[80];
     snprintf(log, sizeof log, "%s.log", out);
@@ -201,7 +202,8 @@ void plan_links_measure(plan_calibration *cal, int world, const char *who) {
     for (int g = 4; g <= world && g <= PLAN_LINK_MAX_GROUP; g *= 2) {
         plan_link_group *lg = &cal->link_group[cal->nlink_groups++];
         lg->g = g;
-        lg->link[PLAN_P2P] = cal->link[PLAN_P2P];
+        for (int k = 0; k < PLAN_NLINKS; k++) /* the kinds not timed there: the pair's */
+            if (!plan_link_timed_at((plan_link_kind)k, g)) lg->link[k] = cal->link[k];
         measure_group(g, lg->link, who);
     }
 }
@@ -219,7 +221,8 @@ void plan_links_keep_faster(plan_calibration *cal, const plan_calibration *other
     for (int i = 0; i < cal->nlink_groups; i++)
         for (int j = 0; j < other->nlink_groups; j++)
             if (other->link_group[j].g == cal->link_group[i].g)
-                for (int k = PLAN_P2P + 1; k < PLAN_NLINKS; k++)
-                    keep_faster_link(&cal->link_group[i].link[k], &other->link_group[j].link[k],
-                                     (plan_link_kind)k, cal->link_group[i].g);
+                for (int k = 0; k < PLAN_NLINKS; k++)
+                    if (plan_link_timed_at((plan_link_kind)k, cal->link_group[i].g))
+                        keep_faster_link(&cal->link_group[i].link[k], &other->link_group[j].link[k],
+                                         (plan_link_kind)k, cal->link_group[i].g);
 }
