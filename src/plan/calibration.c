@@ -401,9 +401,31 @@ static plan_link_group *link_group_of(plan_calibration *cal, int g) {
     return lg;
 }
 
+/* A "link" line (or "link-at", with its group size first) after its first word, into cal. */
+static bool read_link(const char *rest, bool at_g, plan_calibration *cal) {
+    char name[32], src[16];
+    plan_link l;
+    int g = 2, at = 0;
+    if (at_g && (sscanf(rest, "%d%n", &g, &at) != 1 || g < 3 || g > PLAN_LINK_MAX_GROUP))
+        return false;
+    if (sscanf(rest + at, "%31s %lf %lf %lf %15s", name, &l.alpha, &l.beta, &l.sync, src) != 5)
+        return false;
+    if (!(l.alpha >= 0 && l.beta >= 0 && l.sync >= 0 && isfinite(l.alpha) && isfinite(l.beta) &&
+          isfinite(l.sync)))
+        return false;
+    snprintf(l.source, sizeof l.source, "%s", src);
+    for (int i = 0; i < PLAN_NLINKS; i++)
+        if (strcmp(name, k_link_names[i]) == 0) {
+            if (g == 2) return cal->link[i] = l, true;
+            plan_link_group *lg = link_group_of(cal, g);
+            return lg && plan_link_timed_at((plan_link_kind)i, g) ? (lg->link[i] = l, true) : false;
+        }
+    return false;
+}
+
 /* One line of the file into cal; false when it is not one of the lines calibration.h lists. */
 static bool read_line(const char *line, plan_calibration *cal, bool *end) {
-    char word[32], name[32], src[16];
+    char word[32];
     int k = 0;
     if (sscanf(line, "%31s%n", word, &k) != 1) return false;
     const char *rest = line + k;
@@ -443,27 +465,8 @@ static bool read_line(const char *line, plan_calibration *cal, bool *end) {
         return sscanf(rest, "%lf", &cal->elementwise_per_s) == 1 && cal->elementwise_per_s > 0;
     if (strcmp(word, "optimizer") == 0)
         return sscanf(rest, "%lf", &cal->optimizer_per_s) == 1 && cal->optimizer_per_s > 0;
-    if (strcmp(word, "link") == 0 || strcmp(word, "link-at") == 0) {
-        plan_link l;
-        int g = 2, at = 0;
-        if (word[4] == '-' &&
-            (sscanf(rest, "%d%n", &g, &at) != 1 || g < 3 || g > PLAN_LINK_MAX_GROUP))
-            return false;
-        if (sscanf(rest + at, "%31s %lf %lf %lf %15s", name, &l.alpha, &l.beta, &l.sync, src) != 5)
-            return false;
-        if (!(l.alpha >= 0 && l.beta >= 0 && l.sync >= 0 && isfinite(l.alpha) && isfinite(l.beta) &&
-              isfinite(l.sync)))
-            return false;
-        snprintf(l.source, sizeof l.source, "%s", src);
-        for (int i = 0; i < PLAN_NLINKS; i++)
-            if (strcmp(name, k_link_names[i]) == 0) {
-                if (g == 2) return cal->link[i] = l, true;
-                plan_link_group *lg = link_group_of(cal, g);
-                const bool timed = plan_link_timed_at((plan_link_kind)i, g);
-                return lg && timed ? (lg->link[i] = l, true) : false;
-            }
-        return false;
-    }
+    if (strcmp(word, "link") == 0 || strcmp(word, "link-at") == 0)
+        return read_link(rest, word[4] == '-', cal);
     if (strcmp(word, "block") == 0 || strcmp(word, "head") == 0) {
         const bool block = word[0] == 'b';
         double *f = block ? &cal->block_forward : &cal->head_forward;
