@@ -96,7 +96,7 @@ static void cap_by_class(rp_inst *inst, int n) {
 }
 
 /* A new instance for rank k's call i, its first member. */
-static int open_instance(rp_inst *inst, int *ni, const rp_rank *k, int i) {
+static int new_instance(rp_inst *inst, int *ni, const rp_rank *k, int i) {
     const trace_event *e = rp_ev(k, i);
     inst[*ni] = (rp_inst){
         .cost = -1, .op = trace_file_string(k->f, e->op), .bytes = (long long)e->bytes};
@@ -118,18 +118,18 @@ rp_inst *rp_match_collectives(const trace_run *r, rp_rank *ks, int *ninst) {
             const int i = k->order[j], c = r->coll[q][i];
             if (!is_call(k, i)) continue;
             /* a call trace_run_read could not match runs alone, on its own transfer */
-            int id = c < 0 ? open_instance(inst, &ni, k, i) : of_call[c];
-            if (id < 0) id = of_call[c] = open_instance(inst, &ni, k, i);
+            int id = c < 0 ? new_instance(inst, &ni, k, i) : of_call[c];
+            if (id < 0) id = of_call[c] = new_instance(inst, &ni, k, i);
             const double t = rp_transfer(rp_ev(k, i));
             if (inst[id].cost < 0 || t < inst[id].cost) inst[id].cost = t;
             inst[id].members++;
             k->inst[i] = id;
         }
     }
-    for (int id = 0; id < ni; id++) { /* no slower than its bus bytes at the fastest p2p copy */
-        const double bw = ks[0].p2p_bandwidth;
+    const double bw = ks[0].p2p_bandwidth;      /* the run's fastest p2p copy (0: none measured) */
+    for (int id = 0; id < ni && bw > 0; id++) { /* no slower than its bus bytes at that speed */
         const double t = bus_bytes(inst[id].op, inst[id].members, (double)inst[id].bytes) / bw;
-        if (bw > 0 && t < inst[id].cost) inst[id].cost = t;
+        if (t < inst[id].cost) inst[id].cost = t;
     }
     free(of_call);
     cap_by_class(inst, ni);
