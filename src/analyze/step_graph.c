@@ -81,15 +81,19 @@ static int box_at(const viz_tl_row *row, sg_lane lane, double x, viz_time_class 
     return best;
 }
 
+/* The box of the row's event ev (a box per event), or -1 when the step does not hold it. */
+static int box_of_event(const viz_tl_row *row, int ev) {
+    for (int i = 0; i < row->nboxes; i++)
+        if (row->boxes[i].event == ev) return i;
+    return -1;
+}
+
 /* Where the program handed stream box b of rank k to the stream, on the timeline's clock: the
  * start of the event trace_file_stream_issue names (the box itself, or its exposed wait). */
 static double issue_at(const viz_timeline *tl, const trace_run *run, int k, const viz_tl_box *b) {
     const size_t j = trace_file_stream_issue(run->ranks[k], (size_t)b->event);
-    if (j == (size_t)b->event) return b->start;
-    const viz_tl_row *row = &tl->rows[k];
-    for (int i = 0; i < row->nboxes; i++)
-        if (row->boxes[i].event == (int)j) return row->boxes[i].start;
-    return b->start; /* its wait fell outside the step */
+    const int w = j == (size_t)b->event ? -1 : box_of_event(&tl->rows[k], (int)j);
+    return w >= 0 ? tl->rows[k].boxes[w].start : b->start; /* the wait may be outside the step */
 }
 
 /* Rank k's lane cut into pieces (appended to out), before zero-length waits are added. The
@@ -278,9 +282,7 @@ static void stream_edges(const step_graph *g, const trace_run *run, const box_no
             if (x->kind != VIZ_TL_COLLECTIVE ||
                 !trace_file_is_stream_wait(run->ranks[k], (size_t)x->event))
                 continue;
-            int best = -1; /* the box of its collective, if the step holds it */
-            for (int s = 0; s < row->nboxes; s++)
-                if (row->boxes[s].stream && row->boxes[s].event == x->event - 1) best = s;
+            const int best = box_of_event(row, x->event - 1); /* its collective's, if held */
             if (best < 0) continue;
             /* the stream collective's last node: the one before the next box's first */
             int last = -1;
