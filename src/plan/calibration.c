@@ -180,6 +180,11 @@ const plan_ring *plan_calibration_ring(const plan_calibration *cal, int heads, i
 
 bool plan_link_timed_at(plan_link_kind k, int g) { return k != PLAN_P2P || g == 2; }
 
+void plan_link_group_untimed_from_pair(const plan_calibration *cal, plan_link_group *lg) {
+    for (int k = 0; k < PLAN_NLINKS; k++)
+        if (!plan_link_timed_at((plan_link_kind)k, lg->g)) lg->link[k] = cal->link[k];
+}
+
 plan_link plan_calibration_link(const plan_calibration *cal, plan_link_kind k, int g) {
     const plan_link *best = &cal->link[k];
     int best_g = 2;
@@ -515,12 +520,10 @@ bool plan_calibration_read(const char *path, const train_config *c, plan_calibra
     }
     bool links = true;
     for (int k = 0; k < PLAN_NLINKS; k++) links &= cal->link[k].alpha >= 0;
-    for (int i = 0; i < cal->nlink_groups; i++)
-        for (int k = 0; k < PLAN_NLINKS; k++) {
-            plan_link *l = &cal->link_group[i].link[k];
-            if (!plan_link_timed_at((plan_link_kind)k, cal->link_group[i].g)) *l = cal->link[k];
-            links &= l->alpha >= 0;
-        }
+    for (int i = 0; i < cal->nlink_groups; i++) {
+        plan_link_group_untimed_from_pair(cal, &cal->link_group[i]);
+        for (int k = 0; k < PLAN_NLINKS; k++) links &= cal->link_group[i].link[k].alpha >= 0;
+    }
     if (!end || cal->ngemm == 0 || !links || !(cal->elementwise_per_s > 0) ||
         !(cal->optimizer_per_s > 0) || !(cal->block_forward > 0) || !(cal->head_forward > 0))
         FAIL("is corrupt: it ends before its 'end' line or lacks GEMM rates, the elementwise, "

@@ -163,6 +163,9 @@ void plan_link_shape(plan_link_kind k, int g, double bytes, double *steps, doubl
  * larger group's p2p link is the pair's); the collectives on every size measured. */
 bool plan_link_timed_at(plan_link_kind k, int g);
 
+/* Fills lg's links of the kinds not timed on its size with the pair's (cal->link). */
+void plan_link_group_untimed_from_pair(const plan_calibration *cal, plan_link_group *lg);
+
 /* The link of kind k for a group of g ranks: the one measured at the largest size up to g
  * where k is timed (plan_link_timed_at; groups of 2 or of sizes below every larger
  * measurement: cal->link[k]). */

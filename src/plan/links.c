@@ -202,8 +202,7 @@ void plan_links_measure(plan_calibration *cal, int world, const char *who) {
     for (int g = 4; g <= world && g <= PLAN_LINK_MAX_GROUP; g *= 2) {
         plan_link_group *lg = &cal->link_group[cal->nlink_groups++];
         lg->g = g;
-        for (int k = 0; k < PLAN_NLINKS; k++) /* the kinds not timed there: the pair's */
-            if (!plan_link_timed_at((plan_link_kind)k, g)) lg->link[k] = cal->link[k];
+        plan_link_group_untimed_from_pair(cal, lg);
         measure_group(g, lg->link, who);
     }
 }
